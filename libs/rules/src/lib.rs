@@ -2,4 +2,15 @@
 //!
 //! Pure: no I/O and no wall clock. Time enters as data.
 
+pub mod analysis;
+pub mod chess960;
+pub mod claims;
+pub mod dead;
+pub mod illegal;
+pub mod moverules;
+pub mod notation;
+pub mod outcome;
 pub mod pgn;
+pub mod repetition;
+pub mod ruleset;
+pub mod touch;
