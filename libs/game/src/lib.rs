@@ -1,0 +1,17 @@
+//! The game aggregate: one game as an ordered, hash-chained log of events.
+//!
+//! `Game::decide_*` turn a command or a board observation into new events without changing
+//! anything; `Game::apply` folds a stored record into the state. The service appends what
+//! `decide` returned and then applies it, so the live state and a replay of the log are the same
+//! computation. Pure: no I/O and no wall clock; the recording time is passed in.
+
+mod chain;
+mod game;
+mod observation;
+
+pub use chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
+pub use game::{Game, GameError, NewEvent, game_id_for, validate_board_id};
+pub use observation::{Ignored, ObservationOutcome, Rejected};
+
+pub use boardcast_schema::device::v1 as device;
+pub use boardcast_schema::game::v1 as events;

@@ -1,0 +1,377 @@
+//! Simulated boards and clocks.
+//!
+//! Turns a game score into the observations a board and clock produce while the game is played:
+//! pieces lifted and placed, the placement after each move, the clock press, and at the end the
+//! players' result signal. Pure: the script is a list of observations with their offsets from the
+//! start of the game; a runner elsewhere assigns sequence numbers and real times and sends them.
+
+use boardcast_rules::pgn::PgnGame;
+use boardcast_schema::device::v1::{
+    BoardPlacement, ClockReading, ClockRun, Piece as DevicePiece, PieceLifted, PiecePlaced,
+    observation::Kind,
+};
+use shakmaty::{Chess, Color, Move, Piece, Position, Role, Square, san::SanPlus};
+
+/// One observation of the script, `at_ms` after the game started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptStep {
+    pub at_ms: u64,
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+pub struct ScriptOptions {
+    /// Both clocks at the start.
+    pub initial_clock_ms: u64,
+    /// Increment added to the mover's clock after each move, when the score has no clock times.
+    pub increment_ms: u64,
+    /// Thinking time per move when the score has no `[%clk]` to derive it from.
+    pub default_think_ms: u64,
+}
+
+impl Default for ScriptOptions {
+    fn default() -> Self {
+        ScriptOptions {
+            initial_clock_ms: 2 * 60 * 60 * 1000,
+            increment_ms: 0,
+            default_think_ms: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("game {players}: move {index} `{san}` cannot be played: {reason}")]
+    BadMove {
+        players: String,
+        index: usize,
+        san: String,
+        reason: String,
+    },
+    #[error("game {players}: {reason}")]
+    BadGame { players: String, reason: String },
+}
+
+/// The device's code for a piece.
+pub fn device_piece(piece: Piece) -> DevicePiece {
+    use DevicePiece as D;
+    match (piece.color, piece.role) {
+        (Color::White, Role::Pawn) => D::WhitePawn,
+        (Color::White, Role::Knight) => D::WhiteKnight,
+        (Color::White, Role::Bishop) => D::WhiteBishop,
+        (Color::White, Role::Rook) => D::WhiteRook,
+        (Color::White, Role::Queen) => D::WhiteQueen,
+        (Color::White, Role::King) => D::WhiteKing,
+        (Color::Black, Role::Pawn) => D::BlackPawn,
+        (Color::Black, Role::Knight) => D::BlackKnight,
+        (Color::Black, Role::Bishop) => D::BlackBishop,
+        (Color::Black, Role::Rook) => D::BlackRook,
+        (Color::Black, Role::Queen) => D::BlackQueen,
+        (Color::Black, Role::King) => D::BlackKing,
+    }
+}
+
+fn lifted(square: Square, piece: Piece) -> Kind {
+    Kind::Lifted(PieceLifted {
+        square: u32::from(square),
+        piece: device_piece(piece) as i32,
+    })
+}
+
+fn placed(square: Square, piece: Piece) -> Kind {
+    Kind::Placed(PiecePlaced {
+        square: u32::from(square),
+        piece: device_piece(piece) as i32,
+    })
+}
+
+fn placement_of(board: &shakmaty::Board) -> Kind {
+    Kind::Placement(BoardPlacement {
+        placement: board.board_fen().to_string(),
+    })
+}
+
+fn clock(white_ms: u64, black_ms: u64, running: ClockRun) -> Kind {
+    Kind::Clock(ClockReading {
+        white_remaining_ms: white_ms,
+        black_remaining_ms: black_ms,
+        running: running as i32,
+        white_flag: false,
+        black_flag: false,
+    })
+}
+
+/// The lifts and placements a player makes for a move, in a usual order: the moving piece up,
+/// a captured piece off, the piece down; castling king first.
+fn hand_steps(pos: &Chess, mv: &Move) -> Vec<Kind> {
+    let mover = pos.turn();
+    match *mv {
+        Move::Normal {
+            role,
+            from,
+            capture,
+            to,
+            promotion,
+        } => {
+            let mut steps = vec![lifted(from, Piece { color: mover, role })];
+            if let Some(captured) = capture {
+                steps.push(lifted(
+                    to,
+                    Piece {
+                        color: !mover,
+                        role: captured,
+                    },
+                ));
+            }
+            steps.push(placed(
+                to,
+                Piece {
+                    color: mover,
+                    role: promotion.unwrap_or(role),
+                },
+            ));
+            steps
+        }
+        Move::EnPassant { from, to } => {
+            let captured_square = Square::from_coords(to.file(), from.rank());
+            vec![
+                lifted(
+                    from,
+                    Piece {
+                        color: mover,
+                        role: Role::Pawn,
+                    },
+                ),
+                placed(
+                    to,
+                    Piece {
+                        color: mover,
+                        role: Role::Pawn,
+                    },
+                ),
+                lifted(
+                    captured_square,
+                    Piece {
+                        color: !mover,
+                        role: Role::Pawn,
+                    },
+                ),
+            ]
+        }
+        Move::Castle { king, rook } => {
+            let side = mv
+                .castling_side()
+                .unwrap_or(shakmaty::CastlingSide::KingSide);
+            let king_to = side.king_to(mover);
+            let rook_to = side.rook_to(mover);
+            vec![
+                lifted(
+                    king,
+                    Piece {
+                        color: mover,
+                        role: Role::King,
+                    },
+                ),
+                placed(
+                    king_to,
+                    Piece {
+                        color: mover,
+                        role: Role::King,
+                    },
+                ),
+                lifted(
+                    rook,
+                    Piece {
+                        color: mover,
+                        role: Role::Rook,
+                    },
+                ),
+                placed(
+                    rook_to,
+                    Piece {
+                        color: mover,
+                        role: Role::Rook,
+                    },
+                ),
+            ]
+        }
+        Move::Put { role, to } => vec![placed(to, Piece { color: mover, role })],
+    }
+}
+
+/// Where the players put the kings to signal a result, and the pieces they move out of the way.
+fn result_signal_steps(pos: &Chess, result: &str) -> Option<Vec<Kind>> {
+    use Square::{D4, D5, E4, E5};
+    let pairs: &[(Square, Square)] = match result {
+        "1-0" => &[(E4, D5), (D5, E4)],
+        "0-1" => &[(D4, E5), (E5, D4)],
+        "1/2-1/2" => &[(E4, E5), (D4, D5), (E4, D4), (D5, E5)],
+        _ => return None,
+    };
+    let board = pos.board();
+    let white_king = board.king_of(Color::White)?;
+    let black_king = board.king_of(Color::Black)?;
+    let free = |sq: Square| board.piece_at(sq).is_none() || sq == white_king || sq == black_king;
+    let (w_to, b_to) = pairs
+        .iter()
+        .copied()
+        .find(|(w, b)| free(*w) && free(*b))
+        .unwrap_or(pairs[0]);
+    let mut steps = Vec::new();
+    let mut board = board.clone();
+    for target in [w_to, b_to] {
+        if let Some(piece) = board.piece_at(target)
+            && piece.role != Role::King
+        {
+            steps.push(lifted(target, piece));
+            board.discard_piece_at(target);
+        }
+    }
+    let wk = Piece {
+        color: Color::White,
+        role: Role::King,
+    };
+    let bk = Piece {
+        color: Color::Black,
+        role: Role::King,
+    };
+    steps.push(lifted(white_king, wk));
+    board.discard_piece_at(white_king);
+    steps.push(lifted(black_king, bk));
+    board.discard_piece_at(black_king);
+    steps.push(placed(w_to, wk));
+    board.set_piece_at(w_to, wk);
+    steps.push(placed(b_to, bk));
+    board.set_piece_at(b_to, bk);
+    steps.push(placement_of(&board));
+    Some(steps)
+}
+
+/// The observations of one game, from the set-up position to the result signal.
+pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>, SimError> {
+    let players = game.players();
+    let mut pos = game.start_position().map_err(|e| SimError::BadGame {
+        players: players.clone(),
+        reason: e.to_string(),
+    })?;
+    let mut steps = Vec::new();
+    let mut now: u64 = 0;
+    let mut clocks = [options.initial_clock_ms; 2]; // [white, black]
+    let run_for = |c: Color| match c {
+        Color::White => ClockRun::White,
+        Color::Black => ClockRun::Black,
+    };
+    steps.push(ScriptStep {
+        at_ms: now,
+        kind: placement_of(pos.board()),
+    });
+    steps.push(ScriptStep {
+        at_ms: now,
+        kind: clock(clocks[0], clocks[1], run_for(pos.turn())),
+    });
+    for (index, pgn_move) in game.moves.iter().enumerate() {
+        let bad = |reason: String| SimError::BadMove {
+            players: players.clone(),
+            index: index + 1,
+            san: pgn_move.san.clone(),
+            reason,
+        };
+        let san: SanPlus = pgn_move.san.parse().map_err(|e| bad(format!("{e}")))?;
+        let mv = san.san.to_move(&pos).map_err(|e| bad(format!("{e}")))?;
+        let mover = pos.turn();
+        let side = usize::from(mover == Color::Black);
+        let clock_after = match pgn_move.clock_ms {
+            Some(ms) => ms,
+            None => clocks[side]
+                .saturating_sub(options.default_think_ms)
+                .saturating_add(options.increment_ms),
+        };
+        // Thinking time is what the clock lost; with an increment or a new period the clock can
+        // go up, so fall back to a short pause then.
+        let think_ms = clocks[side]
+            .checked_sub(clock_after)
+            .filter(|t| *t >= 1_000)
+            .unwrap_or(1_000);
+        let hand = hand_steps(&pos, &mv);
+        let hand_start = now + think_ms.saturating_sub(200 * hand.len() as u64 + 400);
+        for (i, kind) in hand.into_iter().enumerate() {
+            steps.push(ScriptStep {
+                at_ms: hand_start + 100 * i as u64,
+                kind,
+            });
+        }
+        pos.play_unchecked(mv);
+        steps.push(ScriptStep {
+            at_ms: now + think_ms - 200,
+            kind: placement_of(pos.board()),
+        });
+        now += think_ms;
+        clocks[side] = clock_after;
+        // A mating or stalemating move ends the game; nobody presses the clock after it.
+        if !(pos.is_checkmate() || pos.is_stalemate()) {
+            steps.push(ScriptStep {
+                at_ms: now,
+                kind: clock(clocks[0], clocks[1], run_for(pos.turn())),
+            });
+        }
+    }
+    if !(pos.is_checkmate() || pos.is_stalemate())
+        && let Some(signal) = result_signal_steps(&pos, &game.result)
+    {
+        now += 3_000;
+        for (i, kind) in signal.into_iter().enumerate() {
+            steps.push(ScriptStep {
+                at_ms: now + 150 * i as u64,
+                kind,
+            });
+        }
+    }
+    Ok(steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boardcast_rules::pgn::read_games;
+
+    #[test]
+    fn every_london_game_scripts_with_one_press_per_move() {
+        let text = include_str!("../../../data/london-classic-2016.pgn");
+        let games = read_games(text).expect("london file reads");
+        assert_eq!(games.len(), 45);
+        for game in &games {
+            let steps = script(game, &ScriptOptions::default()).expect("scripts");
+            let presses = steps
+                .iter()
+                .filter(|s| matches!(s.kind, Kind::Clock(_)))
+                .count();
+            // One reading at the start, one press per move except a mating one.
+            let mated = game.moves.last().is_some_and(|m| m.san.ends_with('#'));
+            assert_eq!(
+                presses,
+                game.moves.len() + 1 - usize::from(mated),
+                "{}",
+                game.players()
+            );
+            assert!(
+                steps.windows(2).all(|w| w[0].at_ms <= w[1].at_ms),
+                "time goes forward"
+            );
+        }
+    }
+
+    #[test]
+    fn mate_is_not_followed_by_a_press_or_a_signal() {
+        let games = read_games("[Result \"0-1\"]\n\n1. f3 e5 2. g4 Qh4# 0-1").expect("reads");
+        let steps = script(&games[0], &ScriptOptions::default()).expect("scripts");
+        assert!(matches!(
+            steps.last().map(|s| &s.kind),
+            Some(Kind::Placement(_))
+        ));
+        let presses = steps
+            .iter()
+            .filter(|s| matches!(s.kind, Kind::Clock(_)))
+            .count();
+        assert_eq!(presses, 1 + 3);
+    }
+}

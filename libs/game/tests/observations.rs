@@ -1,0 +1,173 @@
+//! The aggregate folds simulated boards into the right games.
+
+use boardcast_game::device::{BoardPlacement, Observation, SourceKind, observation::Kind};
+use boardcast_game::events::{
+    GameEventRecord, GameResult, GameStarted, Player, TimeControl, TimePeriod,
+};
+use boardcast_game::{Game, Ignored, ObservationOutcome};
+use boardcast_rules::pgn::{PgnGame, read_games};
+use boardcast_sim::{ScriptOptions, script};
+
+fn started(board_id: &str, white: &str, black: &str) -> GameStarted {
+    GameStarted {
+        tournament_id: "test".into(),
+        round: 1,
+        board_number: 1,
+        board_id: board_id.into(),
+        white: Some(Player {
+            name: white.into(),
+            ..Default::default()
+        }),
+        black: Some(Player {
+            name: black.into(),
+            ..Default::default()
+        }),
+        time_control: Some(TimeControl {
+            periods: vec![TimePeriod {
+                moves: 0,
+                base_ms: 7_200_000,
+                ..Default::default()
+            }],
+        }),
+        edition: "fide-2023".into(),
+        ..Default::default()
+    }
+}
+
+fn new_game(info: &GameStarted) -> Game {
+    let (id, event) = Game::decide_start(info, "operator").expect("valid game");
+    let records = Game::record(None, &id, vec![event], 0);
+    Game::from_first_record(&records[0]).expect("first record folds")
+}
+
+/// Plays a score's simulated observations through the aggregate, as the service does, and
+/// returns the game with every record of its log.
+fn play_recording(pgn: &PgnGame) -> (Game, Vec<GameEventRecord>) {
+    let info = started("b1", "W", "B");
+    let (id, event) = Game::decide_start(&info, "operator").expect("valid game");
+    let mut log = Game::record(None, &id, vec![event], 0);
+    let mut game = Game::from_first_record(&log[0]).expect("first record folds");
+    let steps = script(pgn, &ScriptOptions::default()).expect("scripts");
+    for (i, step) in steps.into_iter().enumerate() {
+        let obs = Observation {
+            board_id: "b1".into(),
+            device_seq: i as u64 + 1,
+            device_time_unix_ms: step.at_ms as i64,
+            receive_time_unix_ms: step.at_ms as i64,
+            source: SourceKind::Simulator as i32,
+            kind: Some(step.kind),
+        };
+        match game.decide_observation(&obs).expect("valid observation") {
+            ObservationOutcome::Events(events) => {
+                let records = Game::record(Some(&game), game.game_id(), events, step.at_ms as i64);
+                for record in &records {
+                    game.apply(record).expect("own records apply");
+                }
+                log.extend(records);
+            }
+            ObservationOutcome::Ignored(_) => {}
+        }
+    }
+    (game, log)
+}
+
+fn play(pgn: &PgnGame) -> Game {
+    play_recording(pgn).0
+}
+
+#[test]
+fn every_london_game_is_folded_into_its_moves_clocks_and_result() {
+    let games = read_games(include_str!("../../../data/london-classic-2016.pgn")).expect("reads");
+    for pgn in &games {
+        let game = play(pgn);
+        let sans: Vec<&str> = game.moves().iter().map(|m| m.san.as_str()).collect();
+        let expected: Vec<&str> = pgn.moves.iter().map(|m| m.san.as_str()).collect();
+        assert_eq!(sans, expected, "{}", pgn.players());
+        assert_eq!(game.result_token(), pgn.result, "{}", pgn.players());
+        for (i, (m, p)) in game.moves().iter().zip(&pgn.moves).enumerate() {
+            let mover_clock = if i % 2 == 0 {
+                m.white_remaining_ms
+            } else {
+                m.black_remaining_ms
+            };
+            // Nobody presses the clock after mate, so a mating move has no clock reading.
+            if m.san.ends_with('#') {
+                assert_eq!(mover_clock, None);
+            // The score lacks a few clock times; the simulated clock then still shows one.
+            } else if p.clock_ms.is_some() {
+                assert_eq!(mover_clock, p.clock_ms, "{} ply {}", pgn.players(), i + 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn replaying_the_records_gives_the_same_state_and_a_tampered_record_is_detected() {
+    let games = read_games(include_str!("../../../data/london-classic-2016.pgn")).expect("reads");
+    let (live, records) = play_recording(&games[0]);
+    let mut replayed = Game::from_first_record(&records[0]).expect("folds");
+    for r in &records[1..] {
+        replayed.apply(r).expect("replays");
+    }
+    assert_eq!(replayed.to_state(), live.to_state());
+
+    let mut tampered = records.clone();
+    let last = tampered.len() - 2;
+    tampered[last].event[5] ^= 1;
+    let mut again = Game::from_first_record(&tampered[0]).expect("folds");
+    let err = tampered[1..]
+        .iter()
+        .try_for_each(|r| again.apply(r))
+        .expect_err("detected");
+    assert!(
+        err.to_string().contains("altered") || err.to_string().contains("not a game event"),
+        "{err}"
+    );
+
+    let mut missing = records.clone();
+    missing.remove(3);
+    let mut again = Game::from_first_record(&missing[0]).expect("folds");
+    let err = missing[1..]
+        .iter()
+        .try_for_each(|r| again.apply(r))
+        .expect_err("detected");
+    assert!(err.to_string().contains("does not follow"), "{err}");
+}
+
+#[test]
+fn duplicates_and_invalid_placements_are_told_apart() {
+    let game = new_game(&started("b1", "W", "B"));
+    let bad = Observation {
+        board_id: "b1".into(),
+        device_seq: 1,
+        kind: Some(Kind::Placement(BoardPlacement {
+            placement: "not a board".into(),
+        })),
+        ..Default::default()
+    };
+    let err = game.decide_observation(&bad).expect_err("rejected");
+    assert!(err.to_string().contains("invalid placement"), "{err}");
+    let other_board = Observation {
+        board_id: "b2".into(),
+        ..bad.clone()
+    };
+    assert!(game.decide_observation(&other_board).is_err());
+    let start = Observation {
+        kind: Some(Kind::Placement(BoardPlacement {
+            placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
+        })),
+        ..bad
+    };
+    assert_eq!(
+        game.decide_observation(&start).expect("valid"),
+        ObservationOutcome::Ignored(Ignored::TransientPlacement)
+    );
+}
+
+#[test]
+fn result_signal_ends_the_game() {
+    let games = read_games("[Result \"1/2-1/2\"]\n\n1. e4 e5 1/2-1/2").expect("reads");
+    let game = play(&games[0]);
+    assert_eq!(game.result().map(|r| r.0), Some(GameResult::Draw));
+    assert_eq!(game.moves().len(), 2);
+}
