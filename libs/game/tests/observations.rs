@@ -2,7 +2,7 @@
 
 use boardcast_game::device::{BoardPlacement, Observation, SourceKind, observation::Kind};
 use boardcast_game::events::{
-    GameEventRecord, GameResult, GameStarted, Player, TimeControl, TimePeriod,
+    GameEventRecord, GameResult, GameStarted, Player, Termination, TimeControl, TimePeriod,
 };
 use boardcast_game::{Game, Ignored, ObservationOutcome};
 use boardcast_rules::pgn::{PgnGame, read_games};
