@@ -1,0 +1,13 @@
+//! Plumbing shared by the boardcast services: NATS subjects and streams, connecting, telemetry.
+
+pub mod nats;
+pub mod telemetry;
+
+/// Milliseconds since the Unix epoch, for receive and record times. Services read the wall
+/// clock; the domain libraries only ever see the value.
+pub fn now_unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
