@@ -1,1 +1,239 @@
-//! (to be written)
+//! Touch-move (Article 4) from e-board lifts and placements.
+//!
+//! A board sees lifts and placements, not intent: everything reported here is a *possible*
+//! breach, with the indices of the touches it rests on, for the arbiter to rule on. Never a
+//! penalty.
+
+use serde::Serialize;
+use shakmaty::{CastlingSide, Chess, Move, Piece, Position, Square};
+
+use crate::ruleset::{Edition, RuleSet};
+
+/// A lift or a placement of a piece seen by the board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TouchAction {
+    Lift,
+    Place,
+}
+
+/// One touch between two moves, in the order seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Touch {
+    pub action: TouchAction,
+    pub square: Square,
+    pub piece: Piece,
+}
+
+/// Which rule may have been broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TouchBreach {
+    /// The first touched own piece that could move was not moved (4.3.a).
+    OwnPieceNotMoved,
+    /// The first touched opponent piece that could be captured was not captured (4.3.b).
+    OpponentPieceNotCaptured,
+    /// Own and opponent piece touched, the capture of one with the other was possible and not
+    /// made (4.3.c).
+    TouchedCaptureNotMade,
+    /// King then rook touched, castling on that side was legal and not made (4.4.a).
+    CastlingNotMade,
+    /// Rook then king touched, then castled on that side (4.4.b, from 2009).
+    CastledAfterRookFirst,
+    /// A piece released on a square was lifted again and placed elsewhere (4.6).
+    ReleasedPieceMovedAgain,
+}
+
+/// A possible breach of Article 4, with its evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PossibleBreach {
+    pub breach: TouchBreach,
+    pub article: &'static str,
+    /// Indices into the touches given, in order.
+    pub touch_indices: Vec<usize>,
+    /// The square of the piece concerned.
+    pub square: String,
+}
+
+/// The touch-move findings between two moves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TouchReport {
+    pub possible_breaches: Vec<PossibleBreach>,
+    /// Rapid and blitz without adequate supervision: the arbiter acts on Article 4 only when a
+    /// player claims.
+    pub only_on_claim: bool,
+}
+
+fn moves_piece_on(m: Move, sq: Square) -> bool {
+    match m {
+        Move::Castle { king, rook } => king == sq || rook == sq,
+        _ => m.from() == Some(sq),
+    }
+}
+
+fn captured_square(m: Move) -> Option<Square> {
+    match m {
+        Move::EnPassant { from, to } => Some(Square::from_coords(to.file(), from.rank())),
+        Move::Normal {
+            capture: Some(_),
+            to,
+            ..
+        } => Some(to),
+        _ => None,
+    }
+}
+
+fn castling_side(pos: &Chess, rook_sq: Square) -> Option<CastlingSide> {
+    let turn = pos.turn();
+    [CastlingSide::KingSide, CastlingSide::QueenSide]
+        .into_iter()
+        .find(|&side| pos.castles().rook(turn, side) == Some(rook_sq))
+}
+
+/// Checks the touches made by the player to move in `pos` before `made` was played.
+pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move) -> TouchReport {
+    let turn = pos.turn();
+    let legal = pos.legal_moves();
+    let mut breaches = Vec::new();
+
+    // First lift of each square, own and opponent's, on the position before the move.
+    let mut own: Vec<(usize, Square)> = Vec::new();
+    let mut theirs: Vec<(usize, Square)> = Vec::new();
+    for (i, t) in touches.iter().enumerate() {
+        if t.action != TouchAction::Lift || pos.board().piece_at(t.square) != Some(t.piece) {
+            continue;
+        }
+        let list = if t.piece.color == turn {
+            &mut own
+        } else {
+            &mut theirs
+        };
+        if !list.iter().any(|&(_, sq)| sq == t.square) {
+            list.push((i, t.square));
+        }
+    }
+
+    let can_move = |sq: Square| legal.iter().any(|&m| moves_piece_on(m, sq));
+    let can_capture = |sq: Square| legal.iter().any(|&m| captured_square(m) == Some(sq));
+    let square_name = |sq: Square| sq.to_string();
+
+    if !own.is_empty() && !theirs.is_empty() {
+        // 4.3.c: capture a touched opponent piece with a touched own piece, if possible.
+        let pairs: Vec<(usize, usize, Square)> = own
+            .iter()
+            .flat_map(|&(oi, osq)| theirs.iter().map(move |&(ti, tsq)| (oi, ti, osq, tsq)))
+            .filter(|&(_, _, osq, tsq)| {
+                legal
+                    .iter()
+                    .any(|&m| m.from() == Some(osq) && captured_square(m) == Some(tsq))
+            })
+            .map(|(oi, ti, _, tsq)| (oi, ti, tsq))
+            .collect();
+        let made_pair = pairs.iter().any(|&(oi, ti, _)| {
+            made.from() == Some(touches[oi].square)
+                && captured_square(made) == Some(touches[ti].square)
+        });
+        if let Some(&(oi, ti, tsq)) = pairs.first()
+            && !made_pair
+        {
+            breaches.push(PossibleBreach {
+                breach: TouchBreach::TouchedCaptureNotMade,
+                article: "4.3.c",
+                touch_indices: vec![oi, ti],
+                square: square_name(tsq),
+            });
+        }
+    } else if let Some(&(i, sq)) = own.iter().find(|&&(_, sq)| can_move(sq)) {
+        // 4.3.a (and 4.4: a rook touched first may not be replaced by castling on its side).
+        let rook_then_castle = matches!(made, Move::Castle { rook, .. } if rook == sq)
+            && rules.edition >= Edition::Fide2009
+            && !matches!(rules.edition, Edition::Iccf2019);
+        if rook_then_castle {
+            let king_index = own
+                .iter()
+                .find(|&&(_, s)| Some(s) == pos.board().king_of(turn))
+                .map(|&(k, _)| k);
+            breaches.push(PossibleBreach {
+                breach: TouchBreach::CastledAfterRookFirst,
+                article: "4.4.b",
+                touch_indices: std::iter::once(i).chain(king_index).collect(),
+                square: square_name(sq),
+            });
+        } else if !moves_piece_on(made, sq) {
+            breaches.push(PossibleBreach {
+                breach: TouchBreach::OwnPieceNotMoved,
+                article: "4.3.a",
+                touch_indices: vec![i],
+                square: square_name(sq),
+            });
+        }
+    } else if let Some(&(i, sq)) = theirs.iter().find(|&&(_, sq)| can_capture(sq))
+        && captured_square(made) != Some(sq)
+    {
+        breaches.push(PossibleBreach {
+            breach: TouchBreach::OpponentPieceNotCaptured,
+            article: "4.3.b",
+            touch_indices: vec![i],
+            square: square_name(sq),
+        });
+    }
+
+    // 4.4.a: king first, then a rook, and castling on that side was legal but not made.
+    if let (Some(king_sq), Some(&(ki, first_sq))) = (pos.board().king_of(turn), own.first())
+        && first_sq == king_sq
+        && let Some(&(ri, rook_sq)) = own.iter().skip(1).find(|&&(_, s)| castling_side(pos, s).is_some())
+        && let Some(side) = castling_side(pos, rook_sq)
+        && !pos.castling_moves(side).is_empty()
+        && !matches!(made, Move::Castle { rook, .. } if rook == rook_sq)
+    {
+        breaches.push(PossibleBreach {
+            breach: TouchBreach::CastlingNotMade,
+            article: "4.4.a",
+            touch_indices: vec![ki, ri],
+            square: square_name(rook_sq),
+        });
+    }
+
+    // 4.6: a piece released on a new square, lifted again, and placed elsewhere.
+    let mut origin: Vec<(Piece, Square)> = Vec::new();
+    let mut released: Vec<(usize, Square, Piece)> = Vec::new();
+    let mut relifted: Vec<(usize, usize, Square, Piece)> = Vec::new();
+    for (k, t) in touches.iter().enumerate() {
+        match t.action {
+            TouchAction::Lift => {
+                if let Some(pos_r) = released
+                    .iter()
+                    .position(|&(_, sq, p)| sq == t.square && p == t.piece)
+                {
+                    let (i, sq, p) = released.remove(pos_r);
+                    relifted.push((i, k, sq, p));
+                } else {
+                    origin.push((t.piece, t.square));
+                }
+            }
+            TouchAction::Place => {
+                if let Some(pos_r) = relifted.iter().position(|&(_, _, _, p)| p == t.piece) {
+                    let (i, j, sq, _) = relifted.remove(pos_r);
+                    if sq != t.square {
+                        breaches.push(PossibleBreach {
+                            breach: TouchBreach::ReleasedPieceMovedAgain,
+                            article: "4.6",
+                            touch_indices: vec![i, j, k],
+                            square: square_name(sq),
+                        });
+                    }
+                } else if let Some(pos_o) = origin.iter().position(|&(p, _)| p == t.piece) {
+                    let (_, from) = origin.remove(pos_o);
+                    if from != t.square {
+                        released.push((k, t.square, t.piece));
+                    }
+                }
+            }
+        }
+    }
+
+    TouchReport {
+        possible_breaches: breaches,
+        only_on_claim: rules.claim_based_supervision(),
+    }
+}
