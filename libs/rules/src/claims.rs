@@ -135,7 +135,10 @@ pub fn claim_article(kind: ClaimKind) -> &'static str {
 }
 
 /// The article and penalty for an incorrect claim under `rules`.
-pub fn incorrect_claim_penalty(rules: &RuleSet, claimant_remaining_ms: u64) -> (TimePenalty, &'static str) {
+pub fn incorrect_claim_penalty(
+    rules: &RuleSet,
+    claimant_remaining_ms: u64,
+) -> (TimePenalty, &'static str) {
     const MIN: u64 = 60_000;
     match rules.edition {
         Edition::Fide2005 => {
@@ -143,10 +146,8 @@ pub fn incorrect_claim_penalty(rules: &RuleSet, claimant_remaining_ms: u64) -> (
             // 1 and 2 min; nothing under 1 min.
             let deduction = if claimant_remaining_ms > 2 * MIN {
                 (claimant_remaining_ms / 2).min(3 * MIN)
-            } else if claimant_remaining_ms >= MIN {
-                claimant_remaining_ms - MIN
             } else {
-                0
+                claimant_remaining_ms.saturating_sub(MIN)
             };
             (
                 TimePenalty {
@@ -250,7 +251,9 @@ pub fn evaluate_claim(
 
     let upheld_basis = match claim.kind {
         ClaimKind::Threefold => {
-            let with_move = claim.intended_move.and_then(|m| history.threefold_with_move(m));
+            let with_move = claim
+                .intended_move
+                .and_then(|m| history.threefold_with_move(m));
             if let Some(earlier) = with_move {
                 report.evidence.occurrences = earlier;
                 report.evidence.intended_occurrence_ply = Some(history.ply() + 1);
@@ -293,16 +296,21 @@ pub fn evaluate_claim(
             }
         }
     };
-    let mut refs: Vec<u64> = report.evidence.occurrences.iter().map(|o| o.log_ref).collect();
+    let mut refs: Vec<u64> = report
+        .evidence
+        .occurrences
+        .iter()
+        .map(|o| o.log_ref)
+        .collect();
     if let Some(reset) = report.evidence.last_reset
         && claim.kind == ClaimKind::Fifty
     {
         refs.push(reset.log_ref);
     }
-    if let Some(current) = history.occurrence(history.ply()) {
-        if !refs.contains(&current.log_ref) {
-            refs.push(current.log_ref);
-        }
+    if let Some(current) = history.occurrence(history.ply())
+        && !refs.contains(&current.log_ref)
+    {
+        refs.push(current.log_ref);
     }
     report.evidence.log_refs = refs;
 
@@ -311,12 +319,17 @@ pub fn evaluate_claim(
             report.basis = basis;
             report.verdict = ClaimVerdict::Upheld;
             report.explanation = match claim.kind {
-                ClaimKind::Threefold => "the same position occurs for the third time: game drawn".into(),
-                ClaimKind::Fifty => "fifty moves by each player without capture or pawn move: game drawn".into(),
+                ClaimKind::Threefold => {
+                    "the same position occurs for the third time: game drawn".into()
+                }
+                ClaimKind::Fifty => {
+                    "fifty moves by each player without capture or pawn move: game drawn".into()
+                }
             };
         }
         None => {
-            let (penalty, penalty_article) = incorrect_claim_penalty(rules, claim.claimant_remaining_ms);
+            let (penalty, penalty_article) =
+                incorrect_claim_penalty(rules, claim.claimant_remaining_ms);
             report.verdict = ClaimVerdict::Rejected {
                 penalty,
                 penalty_article,

@@ -1,1 +1,216 @@
-//! (to be written)
+//! How a game ends: result, reason and article, per edition.
+
+use serde::Serialize;
+use shakmaty::{Chess, Color, Position};
+
+use crate::{
+    dead, moverules,
+    repetition::RepetitionTracker,
+    ruleset::{Category, Edition, RuleSet},
+};
+
+/// The result of a game.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum GameResult {
+    #[serde(rename = "1-0")]
+    WhiteWins,
+    #[serde(rename = "0-1")]
+    BlackWins,
+    #[serde(rename = "1/2-1/2")]
+    Draw,
+}
+
+impl GameResult {
+    /// The result as in PGN.
+    pub const fn as_pgn(self) -> &'static str {
+        match self {
+            GameResult::WhiteWins => "1-0",
+            GameResult::BlackWins => "0-1",
+            GameResult::Draw => "1/2-1/2",
+        }
+    }
+
+    /// A win for `winner`.
+    pub const fn win_for(winner: Color) -> Self {
+        match winner {
+            Color::White => GameResult::WhiteWins,
+            Color::Black => GameResult::BlackWins,
+        }
+    }
+}
+
+/// Why a game ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    Checkmate,
+    Stalemate,
+    DeadPosition,
+    FivefoldRepetition,
+    SeventyFiveMoves,
+    FlagFall,
+    /// A flag fell but the opponent could not checkmate by any series of legal moves.
+    FlagFallOpponentCannotMate,
+    Resignation,
+    /// A resignation when the opponent could not checkmate (2023: a draw).
+    ResignationOpponentCannotMate,
+    Agreement,
+    BothFlagsFallen,
+    DrawClaim,
+    ArbiterDecision,
+}
+
+/// A game end: result, reason and the article it rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GameEnd {
+    pub result: GameResult,
+    pub reason: EndReason,
+    pub article: &'static str,
+}
+
+/// Editions from 2018 number sub-articles 5.1.1 where earlier ones wrote 5.1.a.
+fn numbered(edition: Edition) -> bool {
+    matches!(
+        edition,
+        Edition::Fide2018 | Edition::Fide2023 | Edition::Iccf2019
+    )
+}
+
+/// The game end the position itself imposes, in order of precedence: checkmate, stalemate,
+/// dead position, then (from 2014) fivefold repetition and seventy-five moves. `None` while play
+/// goes on.
+pub fn end_on_board(rules: &RuleSet, history: &RepetitionTracker) -> Option<GameEnd> {
+    let pos = history.position();
+    let n = numbered(rules.edition);
+    if pos.is_checkmate() {
+        return Some(GameEnd {
+            result: GameResult::win_for(!pos.turn()),
+            reason: EndReason::Checkmate,
+            article: if n { "5.1.1" } else { "5.1.a" },
+        });
+    }
+    if pos.is_stalemate() {
+        return Some(GameEnd {
+            result: GameResult::Draw,
+            reason: EndReason::Stalemate,
+            article: if n { "5.2.1" } else { "5.2.a" },
+        });
+    }
+    if dead::is_dead(pos) {
+        return Some(GameEnd {
+            result: GameResult::Draw,
+            reason: EndReason::DeadPosition,
+            article: if n { "5.2.2" } else { "5.2.b" },
+        });
+    }
+    if history.fivefold().is_some() {
+        return Some(GameEnd {
+            result: GameResult::Draw,
+            reason: EndReason::FivefoldRepetition,
+            article: if n { "9.6.1" } else { "9.6.a" },
+        });
+    }
+    if moverules::seventy_five_moves(pos, rules) {
+        return Some(GameEnd {
+            result: GameResult::Draw,
+            reason: EndReason::SeventyFiveMoves,
+            article: if n { "9.6.2" } else { "9.6.b" },
+        });
+    }
+    None
+}
+
+fn flag_article(edition: Edition) -> &'static str {
+    match edition {
+        Edition::Fide2005 => "6.10",
+        _ => "6.9",
+    }
+}
+
+/// `flagged`'s flag fell before completing the prescribed moves, in `pos`: a loss, unless the
+/// opponent cannot checkmate by any series of legal moves — then a draw.
+pub fn flag_fall(rules: &RuleSet, pos: &Chess, flagged: Color) -> GameEnd {
+    let article = flag_article(rules.edition);
+    if dead::can_checkmate(pos, !flagged) {
+        GameEnd {
+            result: GameResult::win_for(!flagged),
+            reason: EndReason::FlagFall,
+            article,
+        }
+    } else {
+        GameEnd {
+            result: GameResult::Draw,
+            reason: EndReason::FlagFallOpponentCannotMate,
+            article,
+        }
+    }
+}
+
+/// `resigning` resigns in `pos`. From 2023 a resignation is a draw when the opponent cannot
+/// checkmate by any series of legal moves.
+pub fn resignation(rules: &RuleSet, pos: &Chess, resigning: Color) -> GameEnd {
+    let n = numbered(rules.edition);
+    let article = if n { "5.1.2" } else { "5.1.b" };
+    if rules.edition == Edition::Fide2023 && !dead::can_checkmate(pos, !resigning) {
+        return GameEnd {
+            result: GameResult::Draw,
+            reason: EndReason::ResignationOpponentCannotMate,
+            article,
+        };
+    }
+    GameEnd {
+        result: GameResult::win_for(!resigning),
+        reason: EndReason::Resignation,
+        article,
+    }
+}
+
+/// Both players agree to a draw.
+pub fn agreement(rules: &RuleSet) -> GameEnd {
+    GameEnd {
+        result: GameResult::Draw,
+        reason: EndReason::Agreement,
+        article: if numbered(rules.edition) {
+            "5.2.3"
+        } else {
+            "5.2.c"
+        },
+    }
+}
+
+/// An upheld draw claim ends the game.
+pub fn draw_claim_upheld(article: &'static str) -> GameEnd {
+    GameEnd {
+        result: GameResult::Draw,
+        reason: EndReason::DrawClaim,
+        article,
+    }
+}
+
+/// Both flags have fallen and it cannot be established which fell first. In rapid and blitz the
+/// game is drawn; in standard play it is drawn only in the last period (`in_last_period`), and
+/// otherwise play continues (`None`).
+pub fn both_flags_fallen(rules: &RuleSet, in_last_period: bool) -> Option<GameEnd> {
+    let article = match (rules.edition, rules.category) {
+        (Edition::Fide2005, Category::Standard) => "6.12",
+        (Edition::Fide2005, _) => "B.8",
+        (Edition::Fide2009, Category::Standard) => "6.11",
+        (Edition::Fide2009, _) => "A.4.f",
+        (_, Category::Standard) => "6.11",
+        (_, _) => "A.4.4",
+    };
+    (rules.category != Category::Standard || in_last_period).then_some(GameEnd {
+        result: GameResult::Draw,
+        reason: EndReason::BothFlagsFallen,
+        article,
+    })
+}
+
+/// A result the arbiter decides (forfeits, double forfeit, default time), with its article.
+pub fn arbiter_decision(result: GameResult, article: &'static str) -> GameEnd {
+    GameEnd {
+        result,
+        reason: EndReason::ArbiterDecision,
+        article,
+    }
+}
