@@ -93,7 +93,8 @@ pub fn castling_possible_now(pos: &Chess, color: Color, side: CastlingSide) -> b
     }
     let king_to = side.king_to(color);
     let occupied_without = board.occupied() ^ Bitboard::from(king) ^ Bitboard::from(rook);
-    let king_path = shakmaty::attacks::between(king, king_to) | Bitboard::from(king) | Bitboard::from(king_to);
+    let king_path =
+        shakmaty::attacks::between(king, king_to) | Bitboard::from(king) | Bitboard::from(king_to);
     king_path
         .into_iter()
         .all(|sq| board.attacks_to(sq, !color, occupied_without).is_empty())
@@ -356,13 +357,18 @@ mod tests {
         assert_eq!(t.repetition_count(), 3);
         let occ = t.threefold_on_board().expect("threefold");
         assert_eq!(occ.iter().map(|o| o.ply).collect::<Vec<_>>(), [0, 4, 8]);
-        assert_eq!(occ.iter().map(|o| o.log_ref).collect::<Vec<_>>(), [0, 40, 80]);
+        assert_eq!(
+            occ.iter().map(|o| o.log_ref).collect::<Vec<_>>(),
+            [0, 40, 80]
+        );
         assert_eq!(occ[1].move_number, 2);
     }
 
     #[test]
     fn manual_castling_check_matches_legal_moves() {
-        let fen: Fen = "r3k2r/8/8/8/8/7b/8/R3K2R w KQkq - 0 1".parse().expect("fen");
+        let fen: Fen = "r3k2r/8/8/8/8/7b/8/R3K2R w KQkq - 0 1"
+            .parse()
+            .expect("fen");
         let pos: Chess = fen.into_position(CastlingMode::Standard).expect("pos");
         for side in [CastlingSide::KingSide, CastlingSide::QueenSide] {
             assert_eq!(
@@ -370,7 +376,15 @@ mod tests {
                 !pos.castling_moves(side).is_empty()
             );
         }
-        assert!(!castling_possible_now(&pos, Color::White, CastlingSide::KingSide));
-        assert!(castling_possible_now(&pos, Color::White, CastlingSide::QueenSide));
+        assert!(!castling_possible_now(
+            &pos,
+            Color::White,
+            CastlingSide::KingSide
+        ));
+        assert!(castling_possible_now(
+            &pos,
+            Color::White,
+            CastlingSide::QueenSide
+        ));
     }
 }

@@ -181,7 +181,10 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
     // 4.4.a: king first, then a rook, and castling on that side was legal but not made.
     if let (Some(king_sq), Some(&(ki, first_sq))) = (pos.board().king_of(turn), own.first())
         && first_sq == king_sq
-        && let Some(&(ri, rook_sq)) = own.iter().skip(1).find(|&&(_, s)| castling_side(pos, s).is_some())
+        && let Some(&(ri, rook_sq)) = own
+            .iter()
+            .skip(1)
+            .find(|&&(_, s)| castling_side(pos, s).is_some())
         && let Some(side) = castling_side(pos, rook_sq)
         && !pos.castling_moves(side).is_empty()
         && !matches!(made, Move::Castle { rook, .. } if rook == rook_sq)
