@@ -101,7 +101,8 @@ fn start_position(info: &GameStarted) -> Result<Chess, GameError> {
         .map_err(|e| GameError::InvalidGame(format!("start FEN {:?}: {e}", info.start_fen)))
 }
 
-pub(crate) fn fen_of(pos: &Chess) -> String {
+/// FEN of a position, with en passant only where it is legal.
+pub fn fen_of(pos: &Chess) -> String {
     Fen::from_position(pos, EnPassantMode::Legal).to_string()
 }
 

@@ -8,10 +8,12 @@
 mod chain;
 mod game;
 mod observation;
+mod time_control;
 
 pub use chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
-pub use game::{Game, GameError, NewEvent, game_id_for, validate_board_id};
+pub use game::{Game, GameError, NewEvent, fen_of as fen, game_id_for, validate_board_id};
 pub use observation::{Ignored, ObservationOutcome, Rejected};
+pub use time_control::parse_time_control;
 
 pub use boardcast_schema::device::v1 as device;
 pub use boardcast_schema::game::v1 as events;

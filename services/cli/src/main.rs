@@ -1,1 +1,51 @@
-fn main() {}
+//! `boardcast`, the operator's command-line tool.
+
+mod demo;
+mod simulate;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "boardcast",
+    version,
+    about = "Live broadcasting of over-the-board chess tournaments",
+    long_about = "Live broadcasting of over-the-board chess tournaments.\n\n\
+The services run as separate programs (boardcast-game-service, boardcast-broadcast-service); \
+this tool runs the whole system on one machine for a demonstration, feeds simulated boards \
+into a running system, and analyses games under the Laws of Chess."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the whole system on this machine: a private NATS, the services and simulated boards
+    /// playing real games; prints the URLs to open. Ctrl-C stops everything.
+    Demo(demo::DemoArgs),
+    /// Play the games of a PGN file on simulated boards, publishing their observations to NATS.
+    Simulate(simulate::SimulateArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Runtime::new()?;
+    match cli.command {
+        Command::Demo(args) => runtime.block_on(demo::run(args)),
+        Command::Simulate(args) => {
+            init_logging();
+            runtime.block_on(simulate::run(args))
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

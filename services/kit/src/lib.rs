@@ -1,5 +1,6 @@
 //! Plumbing shared by the boardcast services: NATS subjects and streams, connecting, telemetry.
 
+pub mod local;
 pub mod nats;
 pub mod telemetry;
 

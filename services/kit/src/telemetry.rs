@@ -1,6 +1,8 @@
 //! Logging and tracing: human-readable logs on stderr (filtered by `RUST_LOG`, default `info`),
 //! and OpenTelemetry traces over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 
+use std::io::IsTerminal as _;
+
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
@@ -22,7 +24,10 @@ impl Drop for TelemetryGuard {
 
 pub fn init(service_name: &'static str) -> anyhow::Result<TelemetryGuard> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Plain text when the log goes to a file, as it does under `boardcast demo`.
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let provider = if std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some() {
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()

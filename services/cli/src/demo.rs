@@ -1,0 +1,171 @@
+//! `boardcast demo`: the whole system on one machine.
+
+use std::{
+    fs::File,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use anyhow::{Context as _, bail};
+use boardcast_kit::local::{LocalNats, ManagedProcess, wait_for_port};
+
+use crate::simulate::{self, SimulateArgs, Speed};
+
+#[derive(clap::Args, Debug)]
+pub struct DemoArgs {
+    /// PGN file with the games to play.
+    #[arg(long, default_value = "data/london-classic-2016.pgn")]
+    pgn: PathBuf,
+    /// Number of simulated boards; board N plays the file's N-th game.
+    #[arg(long, default_value_t = 5)]
+    boards: usize,
+    /// 1 = real time, 60 = a minute of play per second, "max" = as fast as possible.
+    #[arg(long, default_value = "60")]
+    speed: Speed,
+    /// Directory for the demo's NATS data and logs; emptied at start.
+    #[arg(long, default_value = "var/demo")]
+    data_dir: PathBuf,
+    /// Port of the demo's own NATS (not 4222, so a NATS already running there is left alone).
+    #[arg(long, default_value_t = 4322)]
+    nats_port: u16,
+    /// Port of the game service's gRPC API.
+    #[arg(long, default_value_t = 50151)]
+    grpc_port: u16,
+    /// Port of the broadcast service's web pages and PGN feeds.
+    #[arg(long, default_value_t = 8088)]
+    http_port: u16,
+}
+
+/// The services are built next to this binary.
+fn sibling_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("locating the boardcast binary")?;
+    let path = exe.with_file_name(name);
+    if !path.is_file() {
+        bail!(
+            "{} not found next to {}; build all programs first with `cargo build --bins`",
+            name,
+            exe.display()
+        );
+    }
+    Ok(path)
+}
+
+fn log_file(dir: &Path, name: &str) -> anyhow::Result<Stdio> {
+    let path = dir.join(name);
+    Ok(File::create(&path)
+        .with_context(|| format!("creating {}", path.display()))?
+        .into())
+}
+
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let plan_args = SimulateArgs {
+        pgn: args.pgn.clone(),
+        boards: args.boards,
+        speed: args.speed,
+        nats: String::new(),
+        game_service: String::new(),
+        board_prefix: "demo".to_owned(),
+        tournament: None,
+        time_control: "40/7200:3600+30".to_owned(),
+        edition: "fide-2023".to_owned(),
+    };
+    // Check the games before starting anything.
+    let plans = simulate::plan(&plan_args)?;
+    let game_service_bin = sibling_binary("boardcast-game-service")?;
+    let broadcast_bin = sibling_binary("boardcast-broadcast-service")?;
+
+    if args.data_dir.exists() {
+        std::fs::remove_dir_all(&args.data_dir)
+            .with_context(|| format!("emptying {}", args.data_dir.display()))?;
+    }
+    let logs = args.data_dir.join("logs");
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+
+    println!("starting NATS with JetStream on port {} …", args.nats_port);
+    let nats = tokio::task::block_in_place(|| {
+        LocalNats::start(
+            &args.data_dir.join("nats"),
+            args.nats_port,
+            log_file(&logs, "nats.log")?,
+        )
+    })
+    .context("starting NATS (is the port free? see --nats-port)")?;
+    let nats_url = nats.url();
+    let grpc_addr = SocketAddr::from(([127, 0, 0, 1], args.grpc_port));
+    let http_addr = SocketAddr::from(([127, 0, 0, 1], args.http_port));
+
+    println!("starting the game service on {grpc_addr} and the broadcast service on {http_addr} …");
+    let mut game_service = ManagedProcess::spawn(
+        "boardcast-game-service",
+        Command::new(&game_service_bin)
+            .args(["--nats", &nats_url, "--grpc-listen", &grpc_addr.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&logs, "game-service.log")?),
+    )?;
+    let mut broadcast = ManagedProcess::spawn(
+        "boardcast-broadcast-service",
+        Command::new(&broadcast_bin)
+            .args(["--nats", &nats_url, "--http-listen", &http_addr.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&logs, "broadcast-service.log")?),
+    )?;
+    tokio::task::block_in_place(|| {
+        wait_for_port(&mut game_service, grpc_addr, Duration::from_secs(30))?;
+        wait_for_port(&mut broadcast, http_addr, Duration::from_secs(30))
+    })
+    .with_context(|| format!("starting the services (logs in {})", logs.display()))?;
+
+    simulate::create_games(&format!("http://{grpc_addr}"), &plans).await?;
+
+    let base = format!("http://{http_addr}");
+    println!();
+    println!("boardcast is running. Open:");
+    println!("  index            {base}/");
+    let mut rounds: Vec<(String, u32)> = plans
+        .iter()
+        .map(|p| (p.started.tournament_id.clone(), p.started.round))
+        .collect();
+    rounds.dedup();
+    for (tournament, round) in &rounds {
+        println!("  live, round {round:<3}  {base}/tournaments/{tournament}/rounds/{round}/live");
+        println!("  PGN,  round {round:<3}  {base}/tournaments/{tournament}/rounds/{round}.pgn");
+    }
+    println!("  gRPC             {grpc_addr}   NATS {nats_url}");
+    println!("  logs             {}", logs.display());
+    println!();
+    println!(
+        "{} boards are playing at {} speed. Press Ctrl-C to stop.",
+        plans.len(),
+        match args.speed {
+            Speed::Max => "maximum".to_owned(),
+            Speed::Factor(f) => format!("{f}x"),
+        }
+    );
+
+    let client = boardcast_kit::nats::connect(&nats_url, "boardcast-demo").await?;
+    let js = async_nats::jetstream::new(client);
+    let play = simulate::play(&js, &plans, args.speed);
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        result = play => {
+            result?;
+            println!("All games have been played; the pages stay up. Press Ctrl-C to stop.");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    println!("\nstopping …");
+    drop(broadcast);
+    drop(game_service);
+    drop(nats);
+    println!("stopped.");
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! `boardcast simulate`: simulated boards playing the games of a PGN file.
+
+use std::{path::PathBuf, str::FromStr, time::Duration};
+
+use anyhow::{Context as _, bail};
+use async_nats::jetstream::{self, message::PublishMessage};
+use boardcast_game::{
+    device::{Observation, SourceKind},
+    events::{CreateGameRequest, GameStarted, Player, game_service_client::GameServiceClient},
+    parse_time_control,
+};
+use boardcast_kit::nats::{observation_message_id, observation_subject};
+use boardcast_rules::pgn::{PgnGame, read_games};
+use boardcast_sim::{ScriptOptions, script};
+use prost::Message as _;
+use tokio::time::Instant;
+
+/// How fast simulated time runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Speed {
+    Factor(f64),
+    Max,
+}
+
+impl FromStr for Speed {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "max" {
+            return Ok(Speed::Max);
+        }
+        match s.parse::<f64>() {
+            Ok(f) if f.is_finite() && f > 0.0 => Ok(Speed::Factor(f)),
+            _ => Err(format!(
+                "speed must be a positive number (1 = real time, 60 = one minute per second) or \"max\", got {s:?}"
+            )),
+        }
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimulateArgs {
+    /// PGN file with the games to play; board N plays the file's N-th game.
+    #[arg(long)]
+    pub pgn: PathBuf,
+    /// Number of boards.
+    #[arg(long, default_value_t = 4)]
+    pub boards: usize,
+    /// 1 = real time, 60 = a minute of play per second, "max" = as fast as possible.
+    #[arg(long, default_value = "1")]
+    pub speed: Speed,
+    /// NATS server of the running system.
+    #[arg(
+        long,
+        env = "BOARDCAST_NATS_URL",
+        default_value = "nats://127.0.0.1:4222"
+    )]
+    pub nats: String,
+    /// Game service on which to set up the boards' games before playing them; "none" if the
+    /// games are already set up.
+    #[arg(
+        long,
+        env = "BOARDCAST_GAME_SERVICE",
+        default_value = "http://127.0.0.1:50051"
+    )]
+    pub game_service: String,
+    /// Board ids are <prefix>-1, <prefix>-2, ...
+    #[arg(long, default_value = "sim")]
+    pub board_prefix: String,
+    /// Tournament id for the games (default: from the Event tag, e.g. london-chess-classic-2016).
+    #[arg(long)]
+    pub tournament: Option<String>,
+    /// Time control for games whose score has no TimeControl tag, as in PGN (40/7200:3600+30).
+    #[arg(long, default_value = "40/7200:3600+30")]
+    pub time_control: String,
+    /// Laws of Chess edition the games are played under.
+    #[arg(long, default_value = "fide-2023")]
+    pub edition: String,
+}
+
+/// One simulated board and the game it plays.
+#[derive(Debug, Clone)]
+pub struct BoardPlan {
+    pub board_id: String,
+    pub game: PgnGame,
+    pub started: GameStarted,
+    pub options: ScriptOptions,
+}
+
+/// `London Chess Classic 2016` → `london-chess-classic-2016`.
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    let out = out.trim_end_matches('-').to_owned();
+    if out.is_empty() {
+        "tournament".to_owned()
+    } else {
+        out
+    }
+}
+
+/// `9.1` → round 9, board 1.
+fn round_and_board(tag: Option<&str>) -> Option<(u32, u32)> {
+    let (round, board) = tag?.split_once('.')?;
+    Some((round.parse().ok()?, board.parse().ok()?))
+}
+
+pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
+    let text = std::fs::read_to_string(&args.pgn)
+        .with_context(|| format!("reading {}", args.pgn.display()))?;
+    let games = read_games(&text).with_context(|| format!("reading {}", args.pgn.display()))?;
+    if args.boards == 0 {
+        bail!("--boards must be at least 1");
+    }
+    if games.len() < args.boards {
+        bail!(
+            "{} has {} games, not enough for {} boards",
+            args.pgn.display(),
+            games.len(),
+            args.boards
+        );
+    }
+    let default_tc = parse_time_control(&args.time_control).map_err(anyhow::Error::msg)?;
+    games
+        .into_iter()
+        .take(args.boards)
+        .enumerate()
+        .map(|(i, game)| {
+            let board_id = format!("{}-{}", args.board_prefix, i + 1);
+            boardcast_game::validate_board_id(&board_id)?;
+            let time_control = match game.tag("TimeControl") {
+                Some(tc) => parse_time_control(tc).unwrap_or_else(|_| default_tc.clone()),
+                None => default_tc.clone(),
+            };
+            let (round, board_number) =
+                round_and_board(game.tag("Round")).unwrap_or((1, i as u32 + 1));
+            let player = |name: &str, elo: &str| Player {
+                name: game.tag(name).unwrap_or("?").to_owned(),
+                rating: game.tag(elo).and_then(|e| e.parse().ok()).unwrap_or(0),
+                ..Default::default()
+            };
+            let first = time_control.periods.first().cloned().unwrap_or_default();
+            let started = GameStarted {
+                tournament_id: args
+                    .tournament
+                    .clone()
+                    .unwrap_or_else(|| slug(game.tag("Event").unwrap_or("tournament"))),
+                round,
+                board_number,
+                board_id: board_id.clone(),
+                white: Some(player("White", "WhiteElo")),
+                black: Some(player("Black", "BlackElo")),
+                time_control: Some(time_control),
+                edition: args.edition.clone(),
+                start_fen: game.tag("FEN").unwrap_or("").to_owned(),
+                event_name: game.tag("Event").unwrap_or("").to_owned(),
+                site: game.tag("Site").unwrap_or("").to_owned(),
+                date: game.tag("Date").unwrap_or("").to_owned(),
+            };
+            let options = ScriptOptions {
+                initial_clock_ms: first.base_ms,
+                increment_ms: first.increment_ms,
+                ..ScriptOptions::default()
+            };
+            Ok(BoardPlan {
+                board_id,
+                game,
+                started,
+                options,
+            })
+        })
+        .collect()
+}
+
+/// Sets up each board's game on the game service (idempotent).
+pub async fn create_games(game_service: &str, plans: &[BoardPlan]) -> anyhow::Result<()> {
+    let mut client = GameServiceClient::connect(game_service.to_owned())
+        .await
+        .with_context(|| format!("connecting to the game service at {game_service}"))?;
+    for plan in plans {
+        client
+            .create_game(CreateGameRequest {
+                game: Some(plan.started.clone()),
+                actor: "boardcast simulate".to_owned(),
+            })
+            .await
+            .with_context(|| format!("setting up the game on board {}", plan.board_id))?;
+    }
+    Ok(())
+}
+
+/// Plays every board's game, publishing each observation to JetStream and waiting for its
+/// acknowledgement; a failed publish is retried with the same message id, so it is stored once.
+pub async fn play(
+    js: &jetstream::Context,
+    plans: &[BoardPlan],
+    speed: Speed,
+) -> anyhow::Result<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for plan in plans.iter().cloned() {
+        let js = js.clone();
+        tasks.spawn(async move {
+            let board = plan.board_id.clone();
+            play_board(&js, plan, speed)
+                .await
+                .with_context(|| format!("board {board}"))
+        });
+    }
+    while let Some(result) = tasks.join_next().await {
+        result.context("a simulated board panicked")??;
+    }
+    Ok(())
+}
+
+async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> anyhow::Result<()> {
+    let steps = script(&plan.game, &plan.options)?;
+    let start = Instant::now();
+    let subject = observation_subject(&plan.board_id);
+    for (i, step) in steps.into_iter().enumerate() {
+        if let Speed::Factor(f) = speed {
+            let due = start + Duration::from_secs_f64(step.at_ms as f64 / 1000.0 / f);
+            tokio::time::sleep_until(due).await;
+        }
+        let device_seq = i as u64 + 1;
+        let now = boardcast_kit::now_unix_ms();
+        let observation = Observation {
+            board_id: plan.board_id.clone(),
+            device_seq,
+            device_time_unix_ms: now,
+            receive_time_unix_ms: now,
+            source: SourceKind::Simulator as i32,
+            kind: Some(step.kind),
+        };
+        let payload = observation.encode_to_vec();
+        let id = observation_message_id(&plan.board_id, device_seq);
+        let mut attempt = 0u32;
+        loop {
+            let message = PublishMessage::build()
+                .payload(payload.clone().into())
+                .message_id(&id);
+            let result = match js.send_publish(subject.clone(), message).await {
+                Ok(ack) => ack.await.map(|_| ()).map_err(anyhow::Error::from),
+                Err(e) => Err(e.into()),
+            };
+            match result {
+                Ok(()) => break,
+                Err(e) => {
+                    attempt += 1;
+                    if attempt % 10 == 1 {
+                        tracing::warn!(board = %plan.board_id, device_seq, "publishing failed, retrying: {e:#}");
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
+    let plans = plan(&args)?;
+    if args.game_service != "none" {
+        create_games(&args.game_service, &plans).await?;
+    }
+    let client = boardcast_kit::nats::connect(&args.nats, "boardcast-simulate").await?;
+    let js = jetstream::new(client);
+    eprintln!(
+        "playing {} games on boards {}-1..{}-{}",
+        plans.len(),
+        args.board_prefix,
+        args.board_prefix,
+        plans.len()
+    );
+    play(&js, &plans, args.speed).await?;
+    eprintln!("all games played");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speeds_and_slugs() {
+        assert_eq!("max".parse::<Speed>(), Ok(Speed::Max));
+        assert_eq!("60".parse::<Speed>(), Ok(Speed::Factor(60.0)));
+        assert!("0".parse::<Speed>().is_err());
+        assert!("fast".parse::<Speed>().is_err());
+        assert_eq!(
+            slug("London Chess Classic 2016"),
+            "london-chess-classic-2016"
+        );
+        assert_eq!(round_and_board(Some("9.1")), Some((9, 1)));
+        assert_eq!(round_and_board(Some("?")), None);
+    }
+}

@@ -1,0 +1,234 @@
+//! Running the system's processes on one machine: a private `nats-server` with JetStream and the
+//! boardcast services as child processes. Used by `boardcast demo` and by the end-to-end tests.
+
+use std::{
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use nix::{sys::signal, unistd::Pid};
+
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> anyhow::Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// A child process that is stopped (SIGTERM, then SIGKILL after a grace period) when dropped.
+pub struct ManagedProcess {
+    name: String,
+    child: Option<Child>,
+}
+
+impl ManagedProcess {
+    pub fn spawn(name: &str, command: &mut Command) -> anyhow::Result<ManagedProcess> {
+        let child = command
+            .spawn()
+            .with_context(|| format!("starting {name} ({:?})", command.get_program()))?;
+        Ok(ManagedProcess {
+            name: name.to_owned(),
+            child: Some(child),
+        })
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Fails if the process has already exited.
+    pub fn check_running(&mut self) -> anyhow::Result<()> {
+        if let Some(child) = self.child.as_mut()
+            && let Some(status) = child.try_wait()?
+        {
+            bail!("{} exited: {status}", self.name);
+        }
+        Ok(())
+    }
+
+    /// Kills the process at once (SIGKILL), as a crash would.
+    pub fn kill_hard(&mut self) -> anyhow::Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child
+                .kill()
+                .with_context(|| format!("killing {}", self.name))?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Asks the process to stop (SIGTERM) and waits up to `grace` before killing it.
+    pub fn stop(&mut self, grace: Duration) -> anyhow::Result<()> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        if child.try_wait()?.is_some() {
+            return Ok(());
+        }
+        let pid = Pid::from_raw(child.id() as i32);
+        if signal::kill(pid, signal::Signal::SIGTERM).is_ok() {
+            let deadline = Instant::now() + grace;
+            while Instant::now() < deadline {
+                if child.try_wait()?.is_some() {
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        child
+            .kill()
+            .with_context(|| format!("killing {}", self.name))?;
+        child.wait()?;
+        Ok(())
+    }
+}
+
+impl Drop for ManagedProcess {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop(Duration::from_secs(5)) {
+            eprintln!("stopping {}: {e:#}", self.name);
+        }
+    }
+}
+
+/// Waits until something accepts TCP connections on `addr`, while `process` keeps running.
+pub fn wait_for_port(
+    process: &mut ManagedProcess,
+    addr: SocketAddr,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        process.check_running()?;
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{} did not listen on {addr} within {timeout:?}",
+                process.name
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Where `nats-server` is, or a message saying how to get it.
+pub fn find_nats_server() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("BOARDCAST_NATS_SERVER") {
+        return Ok(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join("nats-server");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    for candidate in ["/usr/sbin/nats-server", "/usr/bin/nats-server"] {
+        if Path::new(candidate).is_file() {
+            return Ok(PathBuf::from(candidate));
+        }
+    }
+    bail!(
+        "nats-server not found. Install it (Debian: `sudo apt-get install nats-server`), or set \
+         BOARDCAST_NATS_SERVER to its path. `make demo` and `make test` install it for you."
+    )
+}
+
+/// A private `nats-server` with JetStream, on its own ports and store directory.
+pub struct LocalNats {
+    process: ManagedProcess,
+    store_dir: PathBuf,
+    pub port: u16,
+    pub monitor_port: u16,
+}
+
+impl LocalNats {
+    /// Starts nats-server with JetStream on `port` (0 = a free one), keeping its data under
+    /// `store_dir`, and waits until it reports healthy.
+    pub fn start(store_dir: &Path, port: u16, log: Stdio) -> anyhow::Result<LocalNats> {
+        let port = if port == 0 { free_port()? } else { port };
+        let monitor_port = free_port()?;
+        Self::start_on(store_dir, port, monitor_port, log)
+    }
+
+    fn start_on(
+        store_dir: &Path,
+        port: u16,
+        monitor_port: u16,
+        log: Stdio,
+    ) -> anyhow::Result<LocalNats> {
+        std::fs::create_dir_all(store_dir).with_context(|| {
+            format!("creating the NATS store directory {}", store_dir.display())
+        })?;
+        let binary = find_nats_server()?;
+        let mut process = ManagedProcess::spawn(
+            "nats-server",
+            Command::new(binary)
+                .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+                .args(["-m", &monitor_port.to_string()])
+                .arg("-js")
+                .arg("-sd")
+                .arg(store_dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log),
+        )?;
+        wait_healthy(&mut process, monitor_port, Duration::from_secs(20))?;
+        Ok(LocalNats {
+            process,
+            store_dir: store_dir.to_owned(),
+            port,
+            monitor_port,
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server at once (SIGKILL).
+    pub fn kill_hard(&mut self) -> anyhow::Result<()> {
+        self.process.kill_hard()
+    }
+
+    /// Starts the server again on the same ports and store directory.
+    pub fn restart(&mut self, log: Stdio) -> anyhow::Result<()> {
+        self.process.stop(Duration::from_secs(5))?;
+        let again = Self::start_on(&self.store_dir, self.port, self.monitor_port, log)?;
+        *self = again;
+        Ok(())
+    }
+}
+
+/// Polls the monitoring endpoint's `/healthz` until JetStream is ready.
+fn wait_healthy(
+    process: &mut ManagedProcess,
+    monitor_port: u16,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    let deadline = Instant::now() + timeout;
+    let addr = SocketAddr::from(([127, 0, 0, 1], monitor_port));
+    loop {
+        process.check_running()?;
+        if let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+            let request = "GET /healthz?js-enabled-only=true HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+            let mut response = String::new();
+            if stream.write_all(request.as_bytes()).is_ok()
+                && stream.read_to_string(&mut response).is_ok()
+                && response.split_whitespace().nth(1) == Some("200")
+            {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("nats-server did not become healthy within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
