@@ -267,10 +267,7 @@ pub fn evaluate_claim(
                         let mut after = pos.clone();
                         after.play_unchecked(m);
                         report.evidence.intended_occurrence_ply = Some(history.ply() + 1);
-                        history.occurrences_of(&crate::repetition::PositionKey::new(
-                            &after,
-                            crate::repetition::Identity::of(history.edition()),
-                        ))
+                        history.occurrences_of(&history.next_key(&after))
                     }
                     None => history.current_occurrences(),
                 };

@@ -18,8 +18,12 @@ use crate::ruleset::{Edition, Side};
 pub enum Identity {
     /// 2009 and later: pieces, side to move, castling *rights* and a legally capturable en passant.
     CastlingRights,
-    /// 2005: as above, and also which castling moves are possible right now, so a temporarily
-    /// impossible castling (attacked square, piece in between) makes a different position.
+    /// 2005: as above, and positions also differ when "the right to castle has been changed
+    /// temporarily" (9.2): the key holds which castling moves are possible right now (attacked
+    /// square, piece in between) and how many times that set has changed so far in the game. Since
+    /// the set itself follows from the pieces and the rights, the clause bites through the change
+    /// count: two occurrences are the same only if castling did not become temporarily possible or
+    /// impossible between them.
     CastlingAvailability,
 }
 
@@ -43,6 +47,9 @@ pub struct PositionKey {
     /// Bit per (colour, side) castling move possible now; always 0 unless
     /// [`Identity::CastlingAvailability`].
     castling_now: u8,
+    /// How many times `castling_now` changed from one ply to the next before this position;
+    /// always 0 unless [`Identity::CastlingAvailability`].
+    castling_changes: u32,
 }
 
 impl PositionKey {
@@ -74,7 +81,16 @@ impl PositionKey {
             castling_rights: pos.castles().castling_rights(),
             ep_square: pos.ep_square(EnPassantMode::Legal),
             castling_now,
+            castling_changes: 0,
         }
+    }
+
+    /// The key of `pos` when it follows the position with key `previous` in a game.
+    pub fn following(pos: &Chess, identity: Identity, previous: &PositionKey) -> Self {
+        let mut key = PositionKey::new(pos, identity);
+        key.castling_changes =
+            previous.castling_changes + u32::from(key.castling_now != previous.castling_now);
+        key
     }
 }
 
@@ -146,9 +162,17 @@ impl RepetitionTracker {
         tracker
     }
 
+    /// The key `pos` would have if it were the next position of the game.
+    pub fn next_key(&self, pos: &Chess) -> PositionKey {
+        match self.keys.last() {
+            Some(previous) => PositionKey::following(pos, self.identity, previous),
+            None => PositionKey::new(pos, self.identity),
+        }
+    }
+
     fn record(&mut self, pos: Chess, log_ref: u64) {
         let index = self.keys.len();
-        let key = PositionKey::new(&pos, self.identity);
+        let key = self.next_key(&pos);
         let turn = pos.turn();
         let fullmoves = pos.fullmoves().get();
         let move_number = if turn == Color::Black {
@@ -267,12 +291,22 @@ impl RepetitionTracker {
         }
         let mut after = self.current.clone();
         after.play_unchecked(intended);
-        let earlier = self.occurrences_of(&PositionKey::new(&after, self.identity));
+        let earlier = self.occurrences_of(&self.next_key(&after));
         (earlier.len() >= 2).then_some(earlier)
     }
 
     /// Every legal move that would complete a threefold repetition, with the earlier occurrences.
     pub fn threefold_intended_moves(&self) -> Vec<(Move, Vec<Occurrence>)> {
+        // Only positions since the last capture or pawn move can recur; skip generating the
+        // positions after every legal move when none of them has occurred twice yet.
+        let window = (self.halfmove_clock() as usize).min(self.keys.len().saturating_sub(1));
+        let opponent = !self.current.turn();
+        let candidate = self.keys[self.keys.len() - 1 - window..]
+            .iter()
+            .any(|k| k.turn == opponent && self.by_key.get(k).is_some_and(|l| l.len() >= 2));
+        if !candidate {
+            return Vec::new();
+        }
         self.current
             .legal_moves()
             .into_iter()
