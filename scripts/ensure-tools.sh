@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Checks for what `make demo` and `make test` need, and installs what it can.
+#   scripts/ensure-tools.sh          cargo and nats-server
+#   scripts/ensure-tools.sh --test   also the Python reference (python-chess) for the rules tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'boardcast: %s\n' "$*" >&2; }
+
+# Runs a command as root: directly when we are root, through sudo when it needs no password.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo -n "$@"
+  else
+    return 1
+  fi
+}
+
+apt_updated=""
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || return 1
+  if [ -z "$apt_updated" ]; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null || return 1
+    apt_updated=1
+  fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! command -v cargo >/dev/null 2>&1; then
+  say "cargo (Rust 1.95 or newer) is required but not installed."
+  say "Install it with rustup: curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh"
+  exit 1
+fi
+
+nats_found() {
+  command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || [ -x /usr/bin/nats-server ]
+}
+if ! nats_found; then
+  say "nats-server is not installed; installing the Debian package nats-server …"
+  if ! apt_install nats-server || ! nats_found; then
+    say "could not install nats-server. Install it yourself (Debian/Ubuntu: sudo apt-get install nats-server),"
+    say "or put a nats-server binary on PATH, then run this again."
+    exit 1
+  fi
+  say "nats-server installed."
+fi
+
+if [ "${1:-}" = "--test" ]; then
+  venv=var/venv
+  if ! "$venv/bin/python3" -c 'import chess; assert chess.__version__ == "1.11.2"' 2>/dev/null; then
+    say "setting up the Python reference for the rules tests (python-chess 1.11.2 in $venv) …"
+    if ! command -v python3 >/dev/null 2>&1; then
+      apt_install python3 python3-venv || { say "python3 is required for the rules tests: sudo apt-get install python3 python3-venv"; exit 1; }
+    fi
+    rm -rf "$venv"
+    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+      apt_install python3-venv || true
+      rm -rf "$venv"
+      python3 -m venv "$venv" || { say "cannot create a Python virtual environment: sudo apt-get install python3-venv"; exit 1; }
+    fi
+    "$venv/bin/pip" install -q chess==1.11.2 || { say "cannot install python-chess 1.11.2 from PyPI"; exit 1; }
+  fi
+fi

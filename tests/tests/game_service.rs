@@ -1,0 +1,109 @@
+//! The game service as a process against a real NATS: unusable observations are kept with their
+//! reason, and a restart rebuilds every game from its log.
+
+use std::{process::Command, time::Duration};
+
+use anyhow::Context as _;
+use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use boardcast_schema::{
+    device::v1::{BoardPlacement, Observation, observation::Kind},
+    game::v1::{GetGameRequest, game_service_client::GameServiceClient},
+};
+use boardcast_testkit::{GameService, TestNats, program};
+use futures::StreamExt;
+use prost::Message as _;
+
+async fn dead_letters(js: &jetstream::Context, count: usize) -> anyhow::Result<Vec<(String, String)>> {
+    let stream = js.get_stream("BOARDCAST_DEADLETTER").await?;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    let mut messages = consumer.messages().await?;
+    let mut out = Vec::new();
+    while out.len() < count {
+        let message = tokio::time::timeout(Duration::from_secs(20), messages.next())
+            .await
+            .context("waiting for dead letters")?
+            .context("dead-letter stream ended")??;
+        let reason = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Boardcast-Reason"))
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default();
+        out.push((message.subject.to_string(), reason));
+    }
+    Ok(out)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unusable_observations_are_kept_with_their_reason() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let _game_service = GameService::start(&nats.url())?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+
+    js.publish("boardcast.board.b1.obs", vec![0xff, 0x00, 0x13].into()).await?.await?;
+    let orphan = Observation {
+        board_id: "b2".into(),
+        device_seq: 1,
+        kind: Some(Kind::Placement(BoardPlacement {
+            placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
+        })),
+        ..Default::default()
+    };
+    js.publish("boardcast.board.b2.obs", orphan.encode_to_vec().into()).await?.await?;
+    js.publish("boardcast.board.b3.obs", orphan.encode_to_vec().into()).await?.await?;
+
+    let kept = dead_letters(&js, 3).await?;
+    assert_eq!(kept[0].0, "boardcast.deadletter.b1");
+    assert!(kept[0].1.contains("undecodable"), "{:?}", kept[0]);
+    assert!(kept[1].1.contains("no game is live on board b2"), "{:?}", kept[1]);
+    assert!(kept[2].1.contains("published on subject"), "{:?}", kept[2]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restarted_game_service_rebuilds_its_games_from_the_log() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let mut game_service = GameService::start(&nats.url())?;
+    let pgn = tempfile::NamedTempFile::new()?;
+    std::fs::write(
+        pgn.path(),
+        "[Event \"Restart Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n\n\
+         1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
+    )?;
+    let simulate = |grpc: &str| {
+        Command::new(program("boardcast").expect("boardcast built"))
+            .arg("simulate")
+            .arg("--pgn")
+            .arg(pgn.path())
+            .args(["--boards", "1", "--speed", "max", "--nats", &nats.url(), "--game-service", grpc])
+            .status()
+    };
+    assert!(simulate(&game_service.url())?.success());
+
+    let game_id = "restart-open-r1-b1".to_string();
+    let state_of = |url: String, game_id: String| async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut client = GameServiceClient::connect(url.clone()).await?;
+            let state = client.get_game(GetGameRequest { game_id: game_id.clone() }).await?.into_inner();
+            if state.result != 0 || tokio::time::Instant::now() > deadline {
+                return anyhow::Ok(state);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let before = state_of(game_service.url(), game_id.clone()).await?;
+    assert_eq!(before.moves.len(), 7);
+    assert_ne!(before.result, 0, "the mate ended the game");
+
+    game_service.process.kill_hard()?;
+    let restarted = GameService::start(&nats.url())?;
+    let after = state_of(restarted.url(), game_id).await?;
+    assert_eq!(after, before, "the rebuilt game equals the live one, hash-chain head included");
+    Ok(())
+}
