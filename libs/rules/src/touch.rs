@@ -3,6 +3,10 @@
 //! A board sees lifts and placements, not intent: everything reported here is a *possible*
 //! breach, with the indices of the touches it rests on, for the arbiter to rule on. Never a
 //! penalty.
+//!
+//! The move itself is made by lifting an own piece, so a touched opponent's piece followed by a
+//! move is judged under 4.3.c (one piece of each touched); 4.3.b alone applies when the touches
+//! given include only opponent's pieces.
 
 use serde::Serialize;
 use shakmaty::{CastlingSide, Chess, Move, Piece, Position, Square};
@@ -133,15 +137,44 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
             made.from() == Some(touches[oi].square)
                 && captured_square(made) == Some(touches[ti].square)
         });
-        if let Some(&(oi, ti, tsq)) = pairs.first()
-            && !made_pair
-        {
-            breaches.push(PossibleBreach {
-                breach: TouchBreach::TouchedCaptureNotMade,
-                article: "4.3.c",
-                touch_indices: vec![oi, ti],
-                square: square_name(tsq),
-            });
+        if let Some(&(oi, ti, tsq)) = pairs.first() {
+            if !made_pair {
+                breaches.push(PossibleBreach {
+                    breach: TouchBreach::TouchedCaptureNotMade,
+                    article: "4.3.c",
+                    touch_indices: vec![oi, ti],
+                    square: square_name(tsq),
+                });
+            }
+        } else {
+            // No such capture: move or capture the first touched piece that can be.
+            let first_own = own.iter().copied().find(|&(_, sq)| can_move(sq));
+            let first_theirs = theirs.iter().copied().find(|&(_, sq)| can_capture(sq));
+            let own_first = match (first_own, first_theirs) {
+                (Some((oi, _)), Some((ti, _))) => oi < ti,
+                (own_piece, _) => own_piece.is_some(),
+            };
+            if own_first {
+                if let Some((i, sq)) = first_own
+                    && !moves_piece_on(made, sq)
+                {
+                    breaches.push(PossibleBreach {
+                        breach: TouchBreach::OwnPieceNotMoved,
+                        article: "4.3.c",
+                        touch_indices: vec![i],
+                        square: square_name(sq),
+                    });
+                }
+            } else if let Some((i, sq)) = first_theirs
+                && captured_square(made) != Some(sq)
+            {
+                breaches.push(PossibleBreach {
+                    breach: TouchBreach::OpponentPieceNotCaptured,
+                    article: "4.3.c",
+                    touch_indices: vec![i],
+                    square: square_name(sq),
+                });
+            }
         }
     } else if let Some(&(i, sq)) = own.iter().find(|&&(_, sq)| can_move(sq)) {
         // 4.3.a (and 4.4: a rook touched first may not be replaced by castling on its side).

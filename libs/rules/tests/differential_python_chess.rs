@@ -314,7 +314,6 @@ fn london_classic_agrees_with_python_chess() {
 #[test]
 fn fivefold_2014_needs_consecutive_alternate_moves() {
     let shuffle = ["g1f3", "g8f6", "f3g1", "f6g8"];
-    let detour = ["b1c3", "b8c6", "c3b1", "c6b8"];
     let mut straight: Vec<&str> = Vec::new();
     for _ in 0..4 {
         straight.extend(shuffle);
@@ -327,7 +326,6 @@ fn fivefold_2014_needs_consecutive_alternate_moves() {
             "g1f3", "g8f6", "b1c3", "b8c6", "c3b1", "c6b8", "f3g1", "f6g8",
         ]);
     }
-    let _ = detour;
     let start = Chess::default();
     let reference = python_chess_verdicts(&[
         (None, straight.iter().map(|s| s.to_string()).collect()),
