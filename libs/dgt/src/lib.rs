@@ -1,0 +1,1 @@
+//! DGT e-board serial protocol.

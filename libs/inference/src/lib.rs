@@ -1,0 +1,1 @@
+//! Move inference from e-board placements.
