@@ -1,15 +1,523 @@
 //! Dead positions (Article 5.2.b / 9.6) and "can this side still checkmate" (Article 6.9).
 //!
-//! Placeholder signatures: the exact search replaces these bodies.
+//! The question is decided by search, after A. Ambrona, "A Practical Algorithm for Chess
+//! Unwinnability" (FUN 2022): a position is winnable for a side when some sequence of legal moves
+//! — both players cooperating — ends with that side delivering mate (a helpmate). The analysis
+//! runs in three stages:
+//!
+//! 1. **Static proofs.** Insufficient material for the side ([`Position::has_insufficient_material`])
+//!    and a *locked structure* proof: every pawn is blocked by a pawn, no pawn can ever capture,
+//!    no piece can ever reach an enemy pawn or a square an enemy pawn attacks, so the pawns never
+//!    move again; the side's pieces can never attack a square the opponent's king can reach.
+//! 2. **Helpmate search.** Iterative deepening over legal moves with a transposition table and
+//!    move ordering that brings the side's pieces towards the opposing king and that king towards
+//!    the edge. A helpmate found is the evidence, returned as UCI moves.
+//! 3. **Exhaustive proof.** A depth-first walk over every position reachable from the start (exact
+//!    position identity, no hashing shortcuts), cut off at positions the static proofs settle. If
+//!    the walk ends without a mate, no mate exists.
+//!
+//! Every stage is bounded by a [`Budget`]. When the budget runs out the answer is
+//! [`Unwinnability::Undecided`], which [`is_dead`] and [`can_checkmate`] treat as "a mate may
+//! exist": declaring a live game drawn is the worse error, so a position is called dead only when
+//! unwinnability is proven for both sides.
 
-use shakmaty::{Chess, Color, Position};
+use std::collections::{HashMap, HashSet};
 
-/// True when no sequence of legal moves can lead to checkmate by either side.
-pub fn is_dead(pos: &Chess) -> bool {
-    pos.is_insufficient_material()
+use shakmaty::{
+    Bitboard, Board, CastlingMode, Chess, Color, EnPassantMode, Move, MoveList, Position, Role,
+    Square, attacks, zobrist::Zobrist64,
+};
+
+/// How much work an analysis may do before answering [`Unwinnability::Undecided`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Positions the helpmate search may visit, over all its iterations.
+    pub helpmate_nodes: u64,
+    /// The longest helpmate, in plies, the search looks for.
+    pub max_plies: u32,
+    /// Distinct positions the exhaustive proof may visit.
+    pub proof_nodes: u64,
 }
 
-/// True when `side` can checkmate by some series of legal moves (any play by the opponent).
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            helpmate_nodes: 20_000,
+            max_plies: 24,
+            proof_nodes: 20_000,
+        }
+    }
+}
+
+/// Why a side can never checkmate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnwinnableReason {
+    /// The game is already over (mate against the side, or stalemate).
+    GameOver,
+    /// The side's material can never mate, whatever the opponent has.
+    InsufficientMaterial,
+    /// The pawns can never move again and the side's pieces can never attack the opposing king.
+    LockedStructure,
+    /// Every position reachable by legal moves was visited; none is a mate by the side.
+    Exhausted { positions: u64 },
+}
+
+/// The answer of [`analyze`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unwinnability {
+    /// A helpmate by the side exists; the moves (UCI, from the analysed position) are the proof.
+    Winnable(Vec<String>),
+    /// Proven: no sequence of legal moves ends with the side delivering mate.
+    Unwinnable(UnwinnableReason),
+    /// The budget ran out before a helpmate or a proof was found.
+    Undecided,
+}
+
+impl Unwinnability {
+    pub fn is_unwinnable(&self) -> bool {
+        matches!(self, Unwinnability::Unwinnable(_))
+    }
+}
+
+/// True when no sequence of legal moves can lead to checkmate by either side, as proven within
+/// the default [`Budget`]. Undecided positions are not dead.
+pub fn is_dead(pos: &Chess) -> bool {
+    is_dead_within(pos, &Budget::default())
+}
+
+/// [`is_dead`] with an explicit budget.
+pub fn is_dead_within(pos: &Chess, budget: &Budget) -> bool {
+    // The side to move is usually the cheaper one to refute; try the side that is not stuck
+    // with insufficient material first so that the common "not dead" answer comes quickly.
+    let order = if pos.has_insufficient_material(pos.turn()) {
+        [!pos.turn(), pos.turn()]
+    } else {
+        [pos.turn(), !pos.turn()]
+    };
+    order
+        .into_iter()
+        .all(|side| analyze(pos, side, budget).is_unwinnable())
+}
+
+/// True when `side` can checkmate by some series of legal moves (any play by the opponent),
+/// i.e. unless that is proven impossible within the default [`Budget`].
 pub fn can_checkmate(pos: &Chess, side: Color) -> bool {
-    !pos.has_insufficient_material(side)
+    !analyze(pos, side, &Budget::default()).is_unwinnable()
+}
+
+/// Decides whether `side` can ever deliver mate from `pos`, within `budget`.
+pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
+    if pos.is_checkmate() {
+        return if pos.turn() == side {
+            Unwinnability::Unwinnable(UnwinnableReason::GameOver)
+        } else {
+            Unwinnability::Winnable(Vec::new())
+        };
+    }
+    if pos.legal_moves().is_empty() {
+        return Unwinnability::Unwinnable(UnwinnableReason::GameOver);
+    }
+    if let Some(reason) = static_proof(pos, side) {
+        return Unwinnability::Unwinnable(reason);
+    }
+    let mut search = HelpmateSearch {
+        side,
+        nodes: 0,
+        limit: budget.helpmate_nodes,
+        table: HashMap::new(),
+        line: Vec::new(),
+    };
+    if let Some(line) = search.run(pos, budget.max_plies) {
+        return Unwinnability::Winnable(line);
+    }
+    match exhaustive_proof(pos, side, budget.proof_nodes) {
+        Exploration::Mate(line) => Unwinnability::Winnable(line),
+        Exploration::NoMate { positions } => {
+            Unwinnability::Unwinnable(UnwinnableReason::Exhausted { positions })
+        }
+        Exploration::OutOfBudget => Unwinnability::Undecided,
+    }
+}
+
+/// Proofs that need no search. Sound: `Some` only when `side` can never mate.
+fn static_proof(pos: &Chess, side: Color) -> Option<UnwinnableReason> {
+    if pos.has_insufficient_material(side) {
+        Some(UnwinnableReason::InsufficientMaterial)
+    } else if locked_structure_proof(pos, side) {
+        Some(UnwinnableReason::LockedStructure)
+    } else {
+        None
+    }
+}
+
+fn is_mate_by(pos: &Chess, side: Color) -> bool {
+    pos.turn() != side && pos.is_checkmate()
+}
+
+fn uci(m: Move) -> String {
+    m.to_uci(CastlingMode::from_chess960(false)).to_string()
+}
+
+/// The locked-structure proof.
+///
+/// Premises, each checked: there is at least one pawn; every pawn has a pawn directly in front of
+/// it; no pawn has an enemy pawn on a square it captures on; no en passant capture is possible.
+/// Then a pawn can only ever move again if some enemy piece reaches a square it captures on, or
+/// if an enemy piece captures it. The reachable squares of every piece are over-approximated
+/// (pawns are the only obstacles; kings avoid squares enemy pawns attack); if no piece can reach
+/// an enemy pawn or, kings apart, a square attacked by an enemy pawn, the pawns are frozen for
+/// ever. The opposing king can then be checked only by the side's pieces (the pawns' attacks are
+/// already avoided), so if none of them can ever attack a square that king can reach, the side
+/// can never mate.
+fn locked_structure_proof(pos: &Chess, side: Color) -> bool {
+    let board = pos.board();
+    let pawns = board.pawns();
+    if pawns.is_empty() || pos.is_check() || pos.ep_square(EnPassantMode::Legal).is_some() {
+        return false;
+    }
+    for color in Color::ALL {
+        for sq in board.by_color(color) & pawns {
+            let Some(front) = sq.offset(if color.is_white() { 8 } else { -8 }) else {
+                return false;
+            };
+            if !pawns.contains(front) {
+                return false;
+            }
+            if (attacks::pawn_attacks(color, sq) & board.by_color(!color) & pawns).any() {
+                return false;
+            }
+        }
+    }
+    let pawn_attacks = |color: Color| -> Bitboard {
+        (board.by_color(color) & pawns)
+            .into_iter()
+            .fold(Bitboard::EMPTY, |acc, sq| {
+                acc | attacks::pawn_attacks(color, sq)
+            })
+    };
+    let (white_pawn_attacks, black_pawn_attacks) =
+        (pawn_attacks(Color::White), pawn_attacks(Color::Black));
+    let attacked_by = |color: Color| match color {
+        Color::White => white_pawn_attacks,
+        Color::Black => black_pawn_attacks,
+    };
+
+    let mut side_attack_reach = Bitboard::EMPTY;
+    let mut loser_king_region = Bitboard::EMPTY;
+    for color in Color::ALL {
+        let own_pawns = board.by_color(color) & pawns;
+        let enemy_pawns = board.by_color(!color) & pawns;
+        for sq in board.by_color(color) & !pawns {
+            let Some(role) = board.role_at(sq) else {
+                continue;
+            };
+            let region = reachable(role, sq, pawns, own_pawns, attacked_by(!color));
+            if (region & enemy_pawns).any() {
+                return false;
+            }
+            if role != Role::King && (region & attacked_by(!color)).any() {
+                return false;
+            }
+            if role == Role::King {
+                if color != side {
+                    loser_king_region |= region;
+                }
+            } else if color == side {
+                side_attack_reach |= region.into_iter().fold(Bitboard::EMPTY, |acc, from| {
+                    acc | attacks::attacks(from, role.of(color), pawns)
+                });
+            }
+        }
+    }
+    (loser_king_region & side_attack_reach).is_empty()
+}
+
+/// Squares a piece can ever stand on while the pawns stay where they are. Other pieces are
+/// ignored (they can move out of the way), which only enlarges the region. The region includes
+/// enemy pawn squares the piece could capture on, so that callers can detect them.
+fn reachable(
+    role: Role,
+    from: Square,
+    pawns: Bitboard,
+    own_pawns: Bitboard,
+    attacked_by_enemy_pawns: Bitboard,
+) -> Bitboard {
+    let mut region = Bitboard::from_square(from);
+    let mut frontier = vec![from];
+    while let Some(sq) = frontier.pop() {
+        let steps = match role {
+            Role::King => attacks::king_attacks(sq) & !attacked_by_enemy_pawns,
+            Role::Knight => attacks::knight_attacks(sq),
+            Role::Bishop => attacks::bishop_attacks(sq, pawns),
+            Role::Rook => attacks::rook_attacks(sq, pawns),
+            Role::Queen => attacks::queen_attacks(sq, pawns),
+            Role::Pawn => Bitboard::EMPTY,
+        };
+        for next in steps & !own_pawns & !region {
+            region.add(next);
+            // An enemy pawn square is a capture: the structure would change there, so the
+            // walk does not continue through it (callers reject such regions anyway).
+            if !pawns.contains(next) {
+                frontier.push(next);
+            }
+        }
+    }
+    region
+}
+
+/// Depth-first helpmate search with iterative deepening.
+struct HelpmateSearch {
+    side: Color,
+    nodes: u64,
+    limit: u64,
+    /// Position hash → remaining depth already searched without finding a mate.
+    table: HashMap<u64, u32>,
+    line: Vec<Move>,
+}
+
+enum Probe {
+    Mate,
+    NotFound,
+    OutOfBudget,
+}
+
+/// How many candidate moves the helpmate search tries at a node, best first. The search is a
+/// heuristic for finding evidence; completeness comes from the exhaustive proof.
+const WINNER_BREADTH: usize = 10;
+const LOSER_BREADTH: usize = 6;
+
+impl HelpmateSearch {
+    fn run(&mut self, pos: &Chess, max_plies: u32) -> Option<Vec<String>> {
+        // Mates land on plies made by the side: odd depths when the side moves first.
+        let first = if pos.turn() == self.side { 1 } else { 2 };
+        let mut depth = first;
+        while depth <= max_plies {
+            self.line.clear();
+            match self.probe(pos, depth) {
+                Probe::Mate => return Some(self.line.iter().map(|m| uci(*m)).collect()),
+                Probe::OutOfBudget => return None,
+                Probe::NotFound => {}
+            }
+            depth += 2;
+        }
+        None
+    }
+
+    fn probe(&mut self, pos: &Chess, depth: u32) -> Probe {
+        self.nodes += 1;
+        if self.nodes > self.limit {
+            return Probe::OutOfBudget;
+        }
+        if depth == 0 || pos.has_insufficient_material(self.side) {
+            return Probe::NotFound;
+        }
+        let key: Zobrist64 = pos.zobrist_hash(EnPassantMode::Legal);
+        let key = key.0;
+        if self.table.get(&key).is_some_and(|&done| done >= depth) {
+            return Probe::NotFound;
+        }
+        let moves = pos.legal_moves();
+        let winner_to_move = pos.turn() == self.side;
+        if winner_to_move {
+            for m in &moves {
+                let mut child = pos.clone();
+                child.play_unchecked(*m);
+                if child.is_check() && child.is_checkmate() {
+                    self.line.push(*m);
+                    return Probe::Mate;
+                }
+            }
+        }
+        if depth <= 2 && !winner_to_move || depth == 1 {
+            // No mate can follow within the remaining plies.
+            self.table.insert(key, depth);
+            return Probe::NotFound;
+        }
+        let ordered = order_moves(pos, &moves, self.side);
+        let breadth = if winner_to_move {
+            WINNER_BREADTH
+        } else {
+            LOSER_BREADTH
+        };
+        for m in ordered.into_iter().take(breadth) {
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            self.line.push(m);
+            match self.probe(&child, depth - 1) {
+                Probe::Mate => return Probe::Mate,
+                Probe::OutOfBudget => return Probe::OutOfBudget,
+                Probe::NotFound => {
+                    self.line.pop();
+                }
+            }
+        }
+        self.table.insert(key, depth);
+        Probe::NotFound
+    }
+}
+
+/// Orders moves for a helpmate by `winner`: the winner's pieces approach the opposing king and
+/// promote to queens; the loser's king heads for the edge, its other pieces crowd around it and
+/// avoid capturing (which would thin out the winner's material).
+fn order_moves(pos: &Chess, moves: &MoveList, winner: Color) -> Vec<Move> {
+    let board = pos.board();
+    let Some(loser_king) = board.king_of(!winner) else {
+        return moves.to_vec();
+    };
+    let winner_to_move = pos.turn() == winner;
+    let mut scored: Vec<(i32, Move)> = moves
+        .iter()
+        .map(|m| {
+            let (from, to) = (m.from().unwrap_or(m.to()), m.to());
+            let mut score: i32 = 0;
+            if let Some(promotion) = m.promotion() {
+                score += if promotion == Role::Queen { 40 } else { -40 };
+            }
+            if winner_to_move {
+                score += 10 * (from.distance(loser_king) as i32 - to.distance(loser_king) as i32);
+                if m.is_capture() {
+                    score += 2;
+                }
+                if m.role() == Role::King {
+                    score -= 3;
+                }
+            } else if m.role() == Role::King {
+                score += 10 * (edge_distance(from) as i32 - edge_distance(to) as i32);
+            } else {
+                if m.is_capture() {
+                    score -= 30;
+                }
+                if to.distance(loser_king) <= 1 {
+                    score += 5;
+                }
+            }
+            (score, *m)
+        })
+        .collect();
+    scored.sort_by_key(|(score, _)| -score);
+    scored.into_iter().map(|(_, m)| m).collect()
+}
+
+fn edge_distance(sq: Square) -> u32 {
+    let file = sq.file().to_u32();
+    let rank = sq.rank().to_u32();
+    file.min(7 - file).min(rank).min(7 - rank)
+}
+
+enum Exploration {
+    Mate(Vec<String>),
+    NoMate { positions: u64 },
+    OutOfBudget,
+}
+
+/// Exact position identity for the exhaustive walk (the move counters do not matter).
+#[derive(PartialEq, Eq, Hash)]
+struct PositionKey {
+    board: Board,
+    turn: Color,
+    castling: Bitboard,
+    ep: Option<Square>,
+}
+
+impl PositionKey {
+    fn of(pos: &Chess) -> Self {
+        PositionKey {
+            board: pos.board().clone(),
+            turn: pos.turn(),
+            castling: pos.castles().castling_rights(),
+            ep: pos.ep_square(EnPassantMode::Legal),
+        }
+    }
+}
+
+/// Visits every position reachable from `start`, stopping at positions the static proofs settle.
+fn exhaustive_proof(start: &Chess, side: Color, limit: u64) -> Exploration {
+    struct Frame {
+        pos: Chess,
+        moves: MoveList,
+        next: usize,
+    }
+    let mut seen: HashSet<PositionKey> = HashSet::new();
+    seen.insert(PositionKey::of(start));
+    let mut stack = vec![Frame {
+        moves: start.legal_moves(),
+        pos: start.clone(),
+        next: 0,
+    }];
+    while let Some(frame) = stack.last_mut() {
+        let Some(&m) = frame.moves.get(frame.next) else {
+            stack.pop();
+            continue;
+        };
+        frame.next += 1;
+        let mut child = frame.pos.clone();
+        child.play_unchecked(m);
+        if is_mate_by(&child, side) {
+            // Each frame's last tried move is the path; the top frame's is `m` itself.
+            let line = stack.iter().map(|f| uci(f.moves[f.next - 1])).collect();
+            return Exploration::Mate(line);
+        }
+        if !seen.insert(PositionKey::of(&child)) {
+            continue;
+        }
+        if seen.len() as u64 > limit {
+            return Exploration::OutOfBudget;
+        }
+        if static_proof(&child, side).is_some() {
+            continue;
+        }
+        let moves = child.legal_moves();
+        if !moves.is_empty() {
+            stack.push(Frame {
+                pos: child,
+                moves,
+                next: 0,
+            });
+        }
+    }
+    Exploration::NoMate {
+        positions: seen.len() as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shakmaty::fen::Fen;
+
+    use super::*;
+
+    fn pos(fen: &str) -> Chess {
+        let fen: Fen = fen.parse().expect("FEN");
+        fen.into_position(CastlingMode::Standard).expect("legal")
+    }
+
+    #[test]
+    fn mate_in_one_is_found_with_its_line() {
+        let p = pos("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1");
+        assert_eq!(
+            analyze(&p, Color::White, &Budget::default()),
+            Unwinnability::Winnable(vec!["a1a8".to_owned()])
+        );
+    }
+
+    #[test]
+    fn exhaustive_line_is_the_path_to_mate() {
+        // Forced: the only way on is through the capture; mate follows.
+        let p = pos("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1");
+        match exhaustive_proof(&p, Color::White, 100_000) {
+            Exploration::Mate(line) => {
+                let mut q = p.clone();
+                for u in &line {
+                    let m = u
+                        .parse::<shakmaty::uci::UciMove>()
+                        .expect("uci")
+                        .to_move(&q)
+                        .expect("legal");
+                    q.play_unchecked(m);
+                }
+                assert!(is_mate_by(&q, Color::White));
+            }
+            _ => panic!("a mate exists"),
+        }
+    }
 }
