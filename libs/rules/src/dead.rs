@@ -42,7 +42,7 @@ pub struct Budget {
 impl Default for Budget {
     fn default() -> Self {
         Budget {
-            helpmate_nodes: 20_000,
+            helpmate_nodes: 4_000,
             max_plies: 24,
             proof_nodes: 20_000,
         }
@@ -318,19 +318,19 @@ impl HelpmateSearch {
         }
         let moves = pos.legal_moves();
         let winner_to_move = pos.turn() == self.side;
-        if winner_to_move {
-            for m in &moves {
-                let mut child = pos.clone();
-                child.play_unchecked(*m);
-                if child.is_check() && child.is_checkmate() {
-                    self.line.push(*m);
-                    return Probe::Mate;
+        if depth == 1 {
+            // Shorter mates were looked for by the previous iterations: only the last ply needs
+            // the mate test.
+            if winner_to_move {
+                for m in moves.iter().filter(|m| may_give_check(pos, m)) {
+                    let mut child = pos.clone();
+                    child.play_unchecked(*m);
+                    if child.is_check() && child.is_checkmate() {
+                        self.line.push(*m);
+                        return Probe::Mate;
+                    }
                 }
             }
-        }
-        if depth <= 2 && !winner_to_move || depth == 1 {
-            // No mate can follow within the remaining plies.
-            self.table.insert(key, depth);
             return Probe::NotFound;
         }
         let ordered = order_moves(pos, &moves, self.side);
@@ -354,6 +354,25 @@ impl HelpmateSearch {
         self.table.insert(key, depth);
         Probe::NotFound
     }
+}
+
+/// A cheap superset of the moves that give check: the piece attacks the king from its
+/// destination, or it leaves a line through the king (a discovered check), or the move is one of
+/// the special kinds. Only these need to be played to look for a mate.
+fn may_give_check(pos: &Chess, m: &Move) -> bool {
+    let board = pos.board();
+    let Some(king) = board.king_of(!pos.turn()) else {
+        return false;
+    };
+    let (Some(from), to) = (m.from(), m.to()) else {
+        return true;
+    };
+    if m.is_castle() || m.is_en_passant() || m.is_promotion() {
+        return true;
+    }
+    let occupied = (board.occupied() ^ Bitboard::from_square(from)) | Bitboard::from_square(to);
+    attacks::attacks(to, m.role().of(pos.turn()), occupied).contains(king)
+        || attacks::queen_attacks(king, Bitboard::EMPTY).contains(from)
 }
 
 /// Orders moves for a helpmate by `winner`: the winner's pieces approach the opposing king and
@@ -434,13 +453,15 @@ impl PositionKey {
 fn exhaustive_proof(start: &Chess, side: Color, limit: u64) -> Exploration {
     struct Frame {
         pos: Chess,
-        moves: MoveList,
+        moves: Vec<Move>,
         next: usize,
     }
     let mut seen: HashSet<PositionKey> = HashSet::new();
     seen.insert(PositionKey::of(start));
+    // The walk tries the helpmate ordering first: when a mate exists it tends to be met early.
+    let ordered = |pos: &Chess| -> Vec<Move> { order_moves(pos, &pos.legal_moves(), side) };
     let mut stack = vec![Frame {
-        moves: start.legal_moves(),
+        moves: ordered(start),
         pos: start.clone(),
         next: 0,
     }];
@@ -466,7 +487,7 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64) -> Exploration {
         if static_proof(&child, side).is_some() {
             continue;
         }
-        let moves = child.legal_moves();
+        let moves = ordered(&child);
         if !moves.is_empty() {
             stack.push(Frame {
                 pos: child,
