@@ -3,6 +3,19 @@
 //! The reader keeps what boardcast needs from a score: the tags, the mainline moves in SAN with
 //! their `[%clk]` and `[%emt]` annotations and other comment text, and the result. Variations are
 //! skipped. Legality is checked against the position, so a game that reads is a legal game.
+//!
+//! Annotations after a move, as written and read back:
+//!
+//! * `[%clk h:mm:ss]` — the mover's remaining time, whole seconds;
+//! * `[%emt h:mm:ss]` — the time spent on the move, with `.fff` when not whole seconds;
+//! * a draw offer (recorded `(=)` on the FIDE scoresheet, Article 8) is the token `(=)` inside the
+//!   move's comment, `{(=)}` — written bare, `(=)` would open a variation in PGN;
+//! * an arbiter's decision is a comment of its own, `{Arbiter: ...}`, one per note.
+//!
+//! For example `12. Nf3 {[%clk 1:29:56] [%emt 0:00:04.5] (=)} {Arbiter: clock set to 1:30:00}`.
+//! [`read_annotated_games`] and [`write_annotated_game`] carry draw offers and arbiter notes as
+//! [`MoveNotes`]; [`read_games`] leaves them in [`PgnMove::comment`] as text. Free comment text
+//! is therefore read back as such unless it starts with `Arbiter:` or contains the word `(=)`.
 
 use std::{io, ops::ControlFlow};
 
@@ -10,7 +23,7 @@ use pgn_reader::{KnownOutcome, Outcome, RawComment, RawTag, Reader, SanPlus, Vis
 use shakmaty::{CastlingMode, Chess, Position, fen::Fen, san::San};
 
 /// One mainline move of a game score.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PgnMove {
     /// The move in standard algebraic notation, with check or mate suffix.
     pub san: String,
@@ -29,6 +42,32 @@ pub struct PgnGame {
     pub moves: Vec<PgnMove>,
     /// `1-0`, `0-1`, `1/2-1/2` or `*`.
     pub result: String,
+}
+
+/// Scoresheet annotations of one move beyond clock times and free comments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MoveNotes {
+    /// The mover offered a draw with this move (`(=)` on the scoresheet).
+    pub draw_offer: bool,
+    /// Arbiter's decisions recorded at this move, each written as `{Arbiter: ...}`.
+    pub arbiter_notes: Vec<String>,
+}
+
+/// A game score with the [`MoveNotes`] of each move: `notes[i]` belongs to `game.moves[i]`
+/// (missing entries mean no notes). The comments of `game.moves` hold the remaining free text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnnotatedGame {
+    pub game: PgnGame,
+    pub notes: Vec<MoveNotes>,
+}
+
+impl From<PgnGame> for AnnotatedGame {
+    fn from(game: PgnGame) -> Self {
+        AnnotatedGame {
+            game,
+            notes: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,18 +132,87 @@ impl PgnGame {
     }
 }
 
-/// Reads every game of a PGN text, checking each move's legality.
+/// Reads every game of a PGN text, checking each move's legality. Draw offers and arbiter notes
+/// stay in the comment text; [`read_annotated_games`] separates them.
 pub fn read_games(pgn: &str) -> Result<Vec<PgnGame>, PgnError> {
+    Ok(read_collected(pgn)?
+        .into_iter()
+        .map(|mut collected| {
+            for (mv, pieces) in collected.game.moves.iter_mut().zip(&collected.comments) {
+                if !pieces.is_empty() {
+                    mv.comment = Some(pieces.join(" "));
+                }
+            }
+            collected.game
+        })
+        .collect())
+}
+
+/// Reads every game of a PGN text with the draw offers and arbiter notes of each move.
+pub fn read_annotated_games(pgn: &str) -> Result<Vec<AnnotatedGame>, PgnError> {
+    Ok(read_collected(pgn)?
+        .into_iter()
+        .map(|mut collected| {
+            let mut notes = Vec::with_capacity(collected.game.moves.len());
+            for (mv, pieces) in collected.game.moves.iter_mut().zip(&collected.comments) {
+                let mut note = MoveNotes::default();
+                let mut free = Vec::new();
+                for piece in pieces {
+                    if let Some(text) = piece.strip_prefix(ARBITER_PREFIX) {
+                        note.arbiter_notes.push(text.trim().to_owned());
+                    } else {
+                        let (offer, rest) = take_draw_offer(piece);
+                        note.draw_offer |= offer;
+                        if !rest.is_empty() {
+                            free.push(rest);
+                        }
+                    }
+                }
+                mv.comment = (!free.is_empty()).then(|| free.join(" "));
+                notes.push(note);
+            }
+            AnnotatedGame {
+                game: collected.game,
+                notes,
+            }
+        })
+        .collect())
+}
+
+fn read_collected(pgn: &str) -> Result<Vec<Collected>, PgnError> {
     let mut reader = Reader::new(io::Cursor::new(pgn.as_bytes()));
     let mut games = Vec::new();
     let mut collector = Collector;
     while let Some(game) = reader.read_game(&mut collector)? {
         games.push(game);
     }
-    for (index, game) in games.iter().enumerate() {
-        check_legal(index + 1, game)?;
+    for (index, collected) in games.iter().enumerate() {
+        check_legal(index + 1, &collected.game)?;
     }
     Ok(games)
+}
+
+const DRAW_OFFER: &str = "(=)";
+const ARBITER_PREFIX: &str = "Arbiter:";
+
+/// Removes the draw offer tokens from comment text; says whether there was one.
+fn take_draw_offer(text: &str) -> (bool, String) {
+    let mut offer = false;
+    let rest: Vec<&str> = text
+        .split_whitespace()
+        .filter(|word| {
+            let is_offer = *word == DRAW_OFFER;
+            offer |= is_offer;
+            !is_offer
+        })
+        .collect();
+    (offer, rest.join(" "))
+}
+
+/// A game as read, with the free text of each comment after each move kept apart.
+struct Collected {
+    game: PgnGame,
+    comments: Vec<Vec<String>>,
 }
 
 fn check_legal(number: usize, game: &PgnGame) -> Result<(), PgnError> {
@@ -143,8 +251,8 @@ struct Collector;
 
 impl Visitor for Collector {
     type Tags = Vec<(String, String)>;
-    type Movetext = PgnGame;
-    type Output = PgnGame;
+    type Movetext = Collected;
+    type Output = Collected;
 
     fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
         ControlFlow::Continue(Vec::new())
@@ -169,20 +277,22 @@ impl Visitor for Collector {
             .find(|(n, _)| n == "Result")
             .map(|(_, v)| v.clone())
             .unwrap_or_else(|| "*".to_owned());
-        ControlFlow::Continue(PgnGame {
-            tags,
-            moves: Vec::new(),
-            result,
+        ControlFlow::Continue(Collected {
+            game: PgnGame {
+                tags,
+                moves: Vec::new(),
+                result,
+            },
+            comments: Vec::new(),
         })
     }
 
     fn san(&mut self, game: &mut Self::Movetext, san_plus: SanPlus) -> ControlFlow<Self::Output> {
-        game.moves.push(PgnMove {
+        game.game.moves.push(PgnMove {
             san: san_plus.to_string(),
-            clock_ms: None,
-            elapsed_ms: None,
-            comment: None,
+            ..PgnMove::default()
         });
+        game.comments.push(Vec::new());
         ControlFlow::Continue(())
     }
 
@@ -191,23 +301,22 @@ impl Visitor for Collector {
         game: &mut Self::Movetext,
         comment: RawComment<'_>,
     ) -> ControlFlow<Self::Output> {
-        if let Some(last) = game.moves.last_mut() {
+        if let (Some(last), Some(pieces)) = (game.game.moves.last_mut(), game.comments.last_mut()) {
             let text = String::from_utf8_lossy(comment.as_bytes());
             let parsed = parse_comment(&text);
             last.clock_ms = last.clock_ms.or(parsed.clock_ms);
             last.elapsed_ms = last.elapsed_ms.or(parsed.elapsed_ms);
-            if let Some(rest) = parsed.text {
-                last.comment = Some(match last.comment.take() {
-                    Some(before) => format!("{before} {rest}"),
-                    None => rest,
-                });
-            }
+            pieces.extend(parsed.text);
         }
         ControlFlow::Continue(())
     }
 
-    fn outcome(&mut self, game: &mut Self::Movetext, outcome: Outcome) -> ControlFlow<Self::Output> {
-        game.result = match outcome {
+    fn outcome(
+        &mut self,
+        game: &mut Self::Movetext,
+        outcome: Outcome,
+    ) -> ControlFlow<Self::Output> {
+        game.game.result = match outcome {
             Outcome::Known(KnownOutcome::Decisive { winner }) => {
                 if winner.is_white() { "1-0" } else { "0-1" }.to_owned()
             }
@@ -273,7 +382,9 @@ pub fn parse_duration_ms(text: &str) -> Option<u64> {
         return None;
     }
     for part in parts {
-        total_s = total_s.checked_mul(60)?.checked_add(part.parse::<u64>().ok()?)?;
+        total_s = total_s
+            .checked_mul(60)?
+            .checked_add(part.parse::<u64>().ok()?)?;
     }
     let mut ms = total_s.checked_mul(1000)?;
     if let Some(f) = fraction {
@@ -293,9 +404,28 @@ pub fn format_clock(ms: u64) -> String {
     format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
 }
 
+/// Formats milliseconds as `h:mm:ss`, with `.fff` (trailing zeros dropped) when there is a
+/// fraction of a second — exact for [`parse_duration_ms`].
+pub fn format_duration(ms: u64) -> String {
+    let whole = format_clock(ms);
+    match ms % 1000 {
+        0 => whole,
+        fraction => format!("{whole}.{}", format!("{fraction:03}").trim_end_matches('0')),
+    }
+}
+
 /// Writes a game score: the tags (Seven Tag Roster first), then the movetext wrapped at 80
-/// columns with `[%clk]` after each move that has a clock time.
+/// columns with the move annotations described in the module documentation.
 pub fn write_game(game: &PgnGame) -> String {
+    write_with_notes(game, &[])
+}
+
+/// Writes a game score with its draw offers and arbiter notes.
+pub fn write_annotated_game(annotated: &AnnotatedGame) -> String {
+    write_with_notes(&annotated.game, &annotated.notes)
+}
+
+fn write_with_notes(game: &PgnGame, notes: &[MoveNotes]) -> String {
     const ROSTER: [&str; 7] = ["Event", "Site", "Date", "Round", "White", "Black", "Result"];
     let mut out = String::new();
     for name in ROSTER {
@@ -336,13 +466,20 @@ pub fn write_game(game: &PgnGame) -> String {
             commands.push(format!("[%clk {}]", format_clock(clk)));
         }
         if let Some(emt) = mv.elapsed_ms {
-            commands.push(format!("[%emt {}]", format_clock(emt)));
+            commands.push(format!("[%emt {}]", format_duration(emt)));
+        }
+        let note = notes.get(i);
+        if note.is_some_and(|n| n.draw_offer) {
+            commands.push(DRAW_OFFER.to_owned());
         }
         if let Some(text) = &mv.comment {
-            commands.push(text.replace('}', ")"));
+            commands.push(comment_text(text));
         }
         if !commands.is_empty() {
             tokens.push(format!("{{{}}}", commands.join(" ")));
+        }
+        for text in note.iter().flat_map(|n| &n.arbiter_notes) {
+            tokens.push(format!("{{{ARBITER_PREFIX} {}}}", comment_text(text)));
         }
     }
     tokens.push(game.result.clone());
@@ -363,6 +500,11 @@ pub fn write_game(game: &PgnGame) -> String {
     out.push_str(&line);
     out.push_str("\n\n");
     out
+}
+
+/// Comment text that cannot end the comment early: braces become parentheses.
+fn comment_text(text: &str) -> String {
+    text.replace('{', "(").replace('}', ")")
 }
 
 fn escape_tag(value: &str) -> String {
