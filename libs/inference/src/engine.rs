@@ -1,0 +1,742 @@
+//! The inference state machine.
+
+use std::collections::HashMap;
+
+use shakmaty::{Board, Chess, Color, Move, Piece, Position, Square, san::SanPlus};
+
+use crate::search::{Reconstruction, reconstruct};
+use crate::types::{
+    Config, Event, InferenceError, Input, IrregularityCause, Orientation, Output, PlyMove,
+    ResultSignal, Seq,
+};
+
+/// Touch evidence and move bases keep at most this many entries between two matched placements,
+/// so a board in chaos for hours cannot grow memory without bound.
+const MAX_TRACKED: usize = 64;
+
+type NodeId = usize;
+const ROOT: NodeId = 0;
+
+#[derive(Debug, Clone)]
+struct Node {
+    pos: Chess,
+    parent: Option<NodeId>,
+    mv: Option<Move>,
+    ply: u32,
+    children: Option<Vec<NodeId>>,
+    /// The input that last made this node current.
+    reached_seq: Option<Seq>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SquareChange {
+    square: Square,
+    piece: Piece,
+    seq: Seq,
+}
+
+/// A placement that matched nothing, still unresolved.
+#[derive(Debug, Clone)]
+struct Pending {
+    placement: Board,
+    last_change_ms: i64,
+    updates: u32,
+    seqs: Vec<Seq>,
+    reported: bool,
+    /// The last search made for this placement (by the side constraint it had).
+    reconstruction_tried: Option<Option<Color>>,
+}
+
+/// Infers moves from board placements; see the crate documentation.
+#[derive(Debug, Clone)]
+pub struct Inference {
+    config: Config,
+    nodes: Vec<Node>,
+    /// Placement → the newest node with it.
+    index: HashMap<Board, NodeId>,
+    current: NodeId,
+    confirmed_plies: u32,
+    orientation: Orientation,
+    /// The last board as the sensors reported it (before orientation).
+    sensed: Option<Board>,
+    pending: Option<Pending>,
+    lifts: Vec<SquareChange>,
+    places: Vec<SquareChange>,
+    /// Board-changing inputs since the last matched placement.
+    run: Vec<Seq>,
+    signal: Option<ResultSignal>,
+    game_over: bool,
+}
+
+impl Inference {
+    /// An engine for a game starting at `start`, with the default [`Config`].
+    pub fn new(start: Chess) -> Inference {
+        Inference::with_config(start, Config::default())
+    }
+
+    pub fn with_config(start: Chess, config: Config) -> Inference {
+        let mut engine = Inference {
+            config,
+            nodes: Vec::new(),
+            index: HashMap::new(),
+            current: ROOT,
+            confirmed_plies: 0,
+            orientation: Orientation::Normal,
+            sensed: None,
+            pending: None,
+            lifts: Vec::new(),
+            places: Vec::new(),
+            run: Vec::new(),
+            signal: None,
+            game_over: false,
+        };
+        engine.reset_graph(start);
+        engine
+    }
+
+    /// Replaces the game with the authoritative one: `moves` played from `start`, all counted
+    /// as confirmed. Use it after a move was completed elsewhere or an arbiter correction.
+    /// Orientation and the last sensed board are kept.
+    pub fn sync(&mut self, start: Chess, moves: &[Move]) -> Result<(), InferenceError> {
+        let mut pos = start.clone();
+        for (index, &m) in moves.iter().enumerate() {
+            if !pos.is_legal(m) {
+                return Err(InferenceError::IllegalMove {
+                    index,
+                    uci: m.to_uci(shakmaty::CastlingMode::Standard).to_string(),
+                });
+            }
+            pos.play_unchecked(m);
+        }
+        self.reset_graph(start);
+        for &m in moves {
+            let child = self.child_by_move(self.current, m);
+            self.current = child;
+            self.expand(child);
+        }
+        self.confirmed_plies = self.nodes[self.current].ply;
+        self.clear_tracking();
+        self.signal = None;
+        self.game_over = false;
+        Ok(())
+    }
+
+    /// The position the board is in according to the inferred game.
+    pub fn position(&self) -> &Chess {
+        &self.nodes[self.current].pos
+    }
+
+    /// The game's start position.
+    pub fn start_position(&self) -> &Chess {
+        &self.nodes[ROOT].pos
+    }
+
+    /// The inferred game: the moves from the start position to the current one.
+    pub fn moves(&self) -> Vec<PlyMove> {
+        let mut chain = self.path_to_root(self.current);
+        chain.reverse();
+        chain.into_iter().map(|n| self.ply_move(n)).collect()
+    }
+
+    /// How many of [`Inference::moves`] the clock has confirmed.
+    pub fn confirmed_plies(&self) -> u32 {
+        self.confirmed_plies
+    }
+
+    pub fn orientation(&self) -> Orientation {
+        self.orientation
+    }
+
+    /// Sets the orientation, e.g. from a setting the operator made.
+    pub fn set_orientation(&mut self, orientation: Orientation) {
+        self.orientation = orientation;
+    }
+
+    /// Whether a result has been signalled with the kings since the game started.
+    pub fn result_signalled(&self) -> bool {
+        self.game_over
+    }
+
+    /// Feeds one observation and returns what it means.
+    pub fn observe(&mut self, input: Input) -> Vec<Output> {
+        let Input {
+            seq,
+            time_ms,
+            event,
+        } = input;
+        match event {
+            Event::Lifted { square } => {
+                let mut board = self.sensed_or_current();
+                board.discard_piece_at(square);
+                self.on_board(board, seq, time_ms)
+            }
+            Event::Placed { square, piece } => {
+                let mut board = self.sensed_or_current();
+                board.set_piece_at(square, piece);
+                self.on_board(board, seq, time_ms)
+            }
+            Event::Placement(board) => self.on_board(board, seq, time_ms),
+            Event::ClockPressed { side } => self.on_clock_press(side, seq),
+            Event::Tick => self.on_tick(seq, time_ms),
+        }
+    }
+
+    fn reset_graph(&mut self, start: Chess) {
+        self.nodes.clear();
+        self.index.clear();
+        self.nodes.push(Node {
+            pos: start,
+            parent: None,
+            mv: None,
+            ply: 0,
+            children: None,
+            reached_seq: None,
+        });
+        self.current = ROOT;
+        self.confirmed_plies = 0;
+        self.expand(ROOT);
+    }
+
+    fn clear_tracking(&mut self) {
+        self.pending = None;
+        self.lifts.clear();
+        self.places.clear();
+        self.run.clear();
+    }
+
+    fn sensed_or_current(&self) -> Board {
+        match &self.sensed {
+            Some(board) => board.clone(),
+            None => orient(self.position().board(), self.orientation),
+        }
+    }
+
+    /// Makes `id` findable by placement (newest wins) together with its legal successors.
+    fn expand(&mut self, id: NodeId) {
+        let children = match &self.nodes[id].children {
+            Some(children) => children.clone(),
+            None => {
+                let pos = self.nodes[id].pos.clone();
+                let ply = self.nodes[id].ply + 1;
+                let mut children = Vec::new();
+                for m in pos.legal_moves() {
+                    let mut next = pos.clone();
+                    next.play_unchecked(m);
+                    children.push(self.nodes.len());
+                    self.nodes.push(Node {
+                        pos: next,
+                        parent: Some(id),
+                        mv: Some(m),
+                        ply,
+                        children: None,
+                        reached_seq: None,
+                    });
+                }
+                self.nodes[id].children = Some(children.clone());
+                children
+            }
+        };
+        for child in children {
+            self.index
+                .insert(self.nodes[child].pos.board().clone(), child);
+        }
+        self.index.insert(self.nodes[id].pos.board().clone(), id);
+    }
+
+    fn child_by_move(&mut self, id: NodeId, m: Move) -> NodeId {
+        self.expand(id);
+        let existing = self.nodes[id]
+            .children
+            .iter()
+            .flatten()
+            .copied()
+            .find(|&c| self.nodes[c].mv == Some(m));
+        match existing {
+            Some(child) => child,
+            None => {
+                // Only reached for moves legal in the node, which expand() always created;
+                // adding the node keeps the engine consistent regardless.
+                let mut next = self.nodes[id].pos.clone();
+                next.play_unchecked(m);
+                self.nodes.push(Node {
+                    pos: next,
+                    parent: Some(id),
+                    mv: Some(m),
+                    ply: self.nodes[id].ply + 1,
+                    children: None,
+                    reached_seq: None,
+                });
+                self.nodes.len() - 1
+            }
+        }
+    }
+
+    fn ply_move(&self, id: NodeId) -> PlyMove {
+        let node = &self.nodes[id];
+        let (mv, san) = match (node.mv, node.parent) {
+            (Some(mv), Some(parent)) => {
+                let san = SanPlus::from_move(self.nodes[parent].pos.clone(), mv).to_string();
+                (mv, san)
+            }
+            // The root has no move; never asked for, as chains exclude it.
+            _ => (
+                Move::Put {
+                    role: shakmaty::Role::Pawn,
+                    to: Square::A1,
+                },
+                String::new(),
+            ),
+        };
+        PlyMove {
+            ply: node.ply,
+            mv,
+            san,
+        }
+    }
+
+    /// Nodes from `id` up to, excluding, the root: `id` first.
+    fn path_to_root(&self, id: NodeId) -> Vec<NodeId> {
+        self.path_to(id, ROOT)
+    }
+
+    /// Nodes from `id` up to, excluding, its ancestor `ancestor`: `id` first.
+    fn path_to(&self, id: NodeId, ancestor: NodeId) -> Vec<NodeId> {
+        let mut path = Vec::new();
+        let mut at = id;
+        while at != ancestor {
+            path.push(at);
+            match self.nodes[at].parent {
+                Some(parent) => at = parent,
+                None => break,
+            }
+        }
+        path
+    }
+
+    fn common_ancestor(&self, a: NodeId, b: NodeId) -> NodeId {
+        let (mut a, mut b) = (a, b);
+        while self.nodes[a].ply > self.nodes[b].ply {
+            a = self.nodes[a].parent.unwrap_or(ROOT);
+        }
+        while self.nodes[b].ply > self.nodes[a].ply {
+            b = self.nodes[b].parent.unwrap_or(ROOT);
+        }
+        while a != b {
+            a = self.nodes[a].parent.unwrap_or(ROOT);
+            b = self.nodes[b].parent.unwrap_or(ROOT);
+        }
+        a
+    }
+
+    fn on_board(&mut self, raw: Board, seq: Seq, time_ms: i64) -> Vec<Output> {
+        if self.sensed.as_ref() == Some(&raw) {
+            return Vec::new();
+        }
+        let previous = orient(&self.sensed_or_current(), self.orientation);
+        self.sensed = Some(raw.clone());
+        let mut out = Vec::new();
+
+        if let Some(seen_as) = start_orientation(&raw) {
+            if let Some(outputs) = self.on_start_placement(seen_as, &raw, seq) {
+                return outputs;
+            }
+        }
+
+        let board = orient(&raw, self.orientation);
+        if let Some(result) = kings_signal(&board) {
+            if self.signal != Some(result) {
+                self.signal = Some(result);
+                self.game_over = true;
+                self.clear_tracking();
+                out.push(Output::ResultSignalled {
+                    result,
+                    basis: vec![seq],
+                });
+            }
+            return out;
+        }
+        self.signal = None;
+
+        self.track_changes(&previous, &board, seq);
+        push_bounded(&mut self.run, seq);
+
+        match self.index.get(&board).copied() {
+            Some(id) if id == self.current => self.on_back_to_current(&board, seq, &mut out),
+            Some(id) => {
+                self.finish_pending(seq, &mut out);
+                out.extend(self.touches());
+                self.move_to(id, seq, &mut out);
+                self.clear_tracking();
+            }
+            None => {
+                let pending = self.pending.get_or_insert_with(|| Pending {
+                    placement: board.clone(),
+                    last_change_ms: time_ms,
+                    updates: 0,
+                    seqs: Vec::new(),
+                    reported: false,
+                    reconstruction_tried: None,
+                });
+                if pending.placement != board {
+                    pending.reconstruction_tried = None;
+                }
+                pending.placement = board;
+                pending.last_change_ms = time_ms;
+                pending.updates += 1;
+                push_bounded(&mut pending.seqs, seq);
+            }
+        }
+        out
+    }
+
+    /// The start placement seen in `seen_as`: orientation change on a fresh board, a new game
+    /// on a board that had one. `None` when it is an ordinary placement.
+    fn on_start_placement(
+        &mut self,
+        seen_as: Orientation,
+        raw: &Board,
+        seq: Seq,
+    ) -> Option<Vec<Output>> {
+        let fresh = self.current == ROOT && *self.start_position() == Chess::default();
+        if fresh {
+            if seen_as == self.orientation {
+                return None;
+            }
+            self.orientation = seen_as;
+            self.clear_tracking();
+            return Some(vec![Output::OrientationChanged {
+                orientation: seen_as,
+                basis: vec![seq],
+            }]);
+        }
+        let ply = self.nodes[self.current].ply;
+        if !self.game_over && ply < self.config.new_game_min_plies {
+            return None;
+        }
+        if seen_as == self.orientation {
+            // Knights going back and forth reach the start placement by legal moves.
+            let board = orient(raw, seen_as);
+            if let Some(&id) = self.index.get(&board) {
+                if self.nodes[id].parent == Some(self.current) {
+                    return None;
+                }
+            }
+        }
+        self.orientation = seen_as;
+        self.reset_graph(Chess::default());
+        self.clear_tracking();
+        self.signal = None;
+        self.game_over = false;
+        Some(vec![Output::NewGame {
+            orientation: seen_as,
+            basis: vec![seq],
+        }])
+    }
+
+    fn on_back_to_current(&mut self, board: &Board, seq: Seq, out: &mut Vec<Output>) {
+        let ghost = match &self.pending {
+            Some(pending) if !pending.reported && pending.updates == 1 => {
+                let current = self.position().board();
+                // A piece showing where the position has none (or another piece): not a hand.
+                let appeared = pending
+                    .placement
+                    .iter()
+                    .any(|(sq, piece)| current.piece_at(sq) != Some(piece));
+                appeared.then(|| Output::GhostIgnored {
+                    placement: pending.placement.clone(),
+                    basis: pending.seqs.iter().copied().chain([seq]).collect(),
+                })
+            }
+            _ => None,
+        };
+        match ghost {
+            Some(ghost) => out.push(ghost),
+            None => {
+                self.finish_pending(seq, out);
+                out.extend(self.touches());
+            }
+        }
+        debug_assert_eq!(board, self.position().board());
+        self.clear_tracking();
+    }
+
+    fn finish_pending(&mut self, seq: Seq, out: &mut Vec<Output>) {
+        if let Some(pending) = self.pending.take() {
+            if pending.reported {
+                out.push(Output::IrregularityCleared { basis: vec![seq] });
+            }
+        }
+    }
+
+    fn track_changes(&mut self, previous: &Board, board: &Board, seq: Seq) {
+        for square in Square::ALL {
+            let (before, after) = (previous.piece_at(square), board.piece_at(square));
+            if before == after {
+                continue;
+            }
+            if let Some(piece) = before {
+                push_bounded(&mut self.lifts, SquareChange { square, piece, seq });
+            }
+            if let Some(piece) = after {
+                push_bounded(&mut self.places, SquareChange { square, piece, seq });
+            }
+        }
+    }
+
+    /// Touch evidence since the last matched placement: each lifted piece and where it went.
+    fn touches(&self) -> Vec<Output> {
+        let mut used = vec![false; self.places.len()];
+        self.lifts
+            .iter()
+            .map(|lift| {
+                let landing = self.places.iter().enumerate().find(|(i, place)| {
+                    !used[*i] && place.piece == lift.piece && place.seq >= lift.seq
+                });
+                match landing {
+                    Some((i, place)) => {
+                        used[i] = true;
+                        Output::Touch {
+                            piece: lift.piece,
+                            from: lift.square,
+                            to: Some(place.square),
+                            basis: dedup(vec![lift.seq, place.seq]),
+                        }
+                    }
+                    None => Output::Touch {
+                        piece: lift.piece,
+                        from: lift.square,
+                        to: None,
+                        basis: vec![lift.seq],
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// Makes `target` the current node and reports the moves that changed.
+    fn move_to(&mut self, target: NodeId, seq: Seq, out: &mut Vec<Output>) {
+        let old = self.current;
+        let ancestor = self.common_ancestor(old, target);
+        let undone = self.path_to(old, ancestor);
+        let mut added = self.path_to(target, ancestor);
+        added.reverse();
+        let confirmed = undone
+            .iter()
+            .filter(|&&n| self.nodes[n].ply <= self.confirmed_plies)
+            .count();
+        let basis = self.run.clone();
+        let undone_moves: Vec<PlyMove> = undone.iter().map(|&n| self.ply_move(n)).collect();
+        let added_moves: Vec<PlyMove> = added.iter().map(|&n| self.ply_move(n)).collect();
+
+        if undone_moves.len() == 1 && added_moves.len() == 1 && confirmed == 0 {
+            out.push(Output::ProvisionalRevised {
+                from_move: undone_moves[0].clone(),
+                to_move: added_moves[0].clone(),
+                basis,
+            });
+        } else {
+            if !undone_moves.is_empty() {
+                out.push(Output::Takeback {
+                    undone: undone_moves,
+                    confirmed,
+                    basis: basis.clone(),
+                });
+            }
+            for mv in added_moves {
+                out.push(Output::MoveProvisional {
+                    mv,
+                    basis: basis.clone(),
+                });
+            }
+        }
+        self.confirmed_plies = self.confirmed_plies.min(self.nodes[ancestor].ply);
+        for &n in &added {
+            self.nodes[n].reached_seq = Some(seq);
+        }
+        self.current = target;
+        self.expand(target);
+    }
+
+    /// Tries to explain the pending placement by several missed moves.
+    /// `Err(ambiguous)` when no unique sequence explains the placement.
+    fn try_reconstruct(
+        &mut self,
+        last_mover: Option<Color>,
+        seq: Seq,
+        out: &mut Vec<Output>,
+    ) -> Result<(), bool> {
+        let Some(pending) = self.pending.as_mut() else {
+            return Ok(());
+        };
+        if pending.reconstruction_tried == Some(last_mover) {
+            return Err(false);
+        }
+        pending.reconstruction_tried = Some(last_mover);
+        let target = pending.placement.clone();
+        let mut basis = pending.seqs.clone();
+        basis.push(seq);
+        let result = reconstruct(
+            self.position(),
+            &target,
+            self.config.max_reconstruct_plies,
+            last_mover,
+            self.config.reconstruct_budget,
+        );
+        match result {
+            Reconstruction::Unique(moves) => {
+                let mut at = self.current;
+                for m in moves {
+                    at = self.child_by_move(at, m);
+                    self.nodes[at].reached_seq = Some(seq);
+                }
+                let added = {
+                    let mut path = self.path_to(at, self.current);
+                    path.reverse();
+                    path
+                };
+                self.pending = None;
+                out.extend(self.touches());
+                out.push(Output::Reconstructed {
+                    moves: added.iter().map(|&n| self.ply_move(n)).collect(),
+                    basis,
+                });
+                self.current = at;
+                self.expand(at);
+                self.clear_tracking();
+                Ok(())
+            }
+            Reconstruction::Ambiguous => Err(true),
+            Reconstruction::NotFound => Err(false),
+        }
+    }
+
+    fn report_irregularity(
+        &mut self,
+        cause: IrregularityCause,
+        ambiguous: bool,
+        seq: Seq,
+    ) -> Option<Output> {
+        let pending = self.pending.as_mut()?;
+        if pending.reported {
+            return None;
+        }
+        pending.reported = true;
+        Some(Output::Irregularity {
+            placement: pending.placement.clone(),
+            cause,
+            ambiguous,
+            basis: pending.seqs.iter().copied().chain([seq]).collect(),
+        })
+    }
+
+    fn on_clock_press(&mut self, side: Color, seq: Seq) -> Vec<Output> {
+        let mut out = Vec::new();
+        if self.signal.is_some() {
+            return out;
+        }
+        if self.pending.is_some() {
+            if let Err(ambiguous) = self.try_reconstruct(Some(side), seq, &mut out) {
+                let cause = IrregularityCause::ClockPressed { side };
+                out.extend(self.report_irregularity(cause, ambiguous, seq));
+                return out;
+            }
+        }
+        let ply = self.nodes[self.current].ply;
+        if self.position().turn() == side {
+            out.push(Output::ClockPressWithoutMove {
+                side,
+                basis: vec![seq],
+            });
+            return out;
+        }
+        let mut unconfirmed = self.path_to(self.current, ROOT);
+        unconfirmed.retain(|&n| self.nodes[n].ply > self.confirmed_plies);
+        unconfirmed.reverse();
+        for n in unconfirmed {
+            let basis = self.nodes[n].reached_seq.into_iter().chain([seq]).collect();
+            out.push(Output::MoveConfirmed {
+                mv: self.ply_move(n),
+                basis,
+            });
+        }
+        self.confirmed_plies = ply;
+        out
+    }
+
+    fn on_tick(&mut self, seq: Seq, time_ms: i64) -> Vec<Output> {
+        let mut out = Vec::new();
+        let Some(pending) = &self.pending else {
+            return out;
+        };
+        let unmatched_for_ms = time_ms.saturating_sub(pending.last_change_ms);
+        if pending.reported || unmatched_for_ms < self.config.quiet_ms {
+            return out;
+        }
+        // A player may hold a piece while thinking; only the clock press makes that irregular.
+        if is_subset(&pending.placement, self.position().board()) {
+            return out;
+        }
+        if let Err(ambiguous) = self.try_reconstruct(None, seq, &mut out) {
+            let cause = IrregularityCause::Quiet { unmatched_for_ms };
+            out.extend(self.report_irregularity(cause, ambiguous, seq));
+        }
+        out
+    }
+}
+
+fn push_bounded<T>(items: &mut Vec<T>, item: T) {
+    if items.len() >= MAX_TRACKED {
+        items.remove(0);
+    }
+    items.push(item);
+}
+
+fn dedup(mut seqs: Vec<Seq>) -> Vec<Seq> {
+    seqs.dedup();
+    seqs
+}
+
+/// The board read in `orientation` (rotating is its own inverse).
+fn orient(board: &Board, orientation: Orientation) -> Board {
+    let mut board = board.clone();
+    if orientation == Orientation::Rotated {
+        board.rotate_180();
+    }
+    board
+}
+
+/// In which orientation `raw` shows the standard start position, if any.
+fn start_orientation(raw: &Board) -> Option<Orientation> {
+    let start = Board::new();
+    [Orientation::Normal, Orientation::Rotated]
+        .into_iter()
+        .find(|&o| orient(raw, o) == start)
+}
+
+/// Every piece of `part` stands on the same square in `whole`, and some are missing.
+fn is_subset(part: &Board, whole: &Board) -> bool {
+    part.occupied().count() < whole.occupied().count()
+        && part
+            .iter()
+            .all(|(sq, piece)| whole.piece_at(sq) == Some(piece))
+}
+
+const CENTRE: [Square; 4] = [Square::D4, Square::E4, Square::D5, Square::E5];
+
+/// Both kings on centre squares: a result signal (never a legal position, as those squares
+/// are mutually adjacent).
+pub fn kings_signal(board: &Board) -> Option<ResultSignal> {
+    let king = |color: Color| {
+        let kings = board.kings() & board.by_color(color);
+        match kings.count() {
+            1 => kings.first().filter(|sq| CENTRE.contains(sq)),
+            _ => None,
+        }
+    };
+    let (white, black) = (king(Color::White)?, king(Color::Black)?);
+    Some(match (white.is_light(), black.is_light()) {
+        (true, true) => ResultSignal::WhiteWins,
+        (false, false) => ResultSignal::BlackWins,
+        _ => ResultSignal::Draw,
+    })
+}
