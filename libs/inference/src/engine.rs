@@ -336,10 +336,10 @@ impl Inference {
         self.sensed = Some(raw.clone());
         let mut out = Vec::new();
 
-        if let Some(seen_as) = start_orientation(&raw) {
-            if let Some(outputs) = self.on_start_placement(seen_as, &raw, seq) {
-                return outputs;
-            }
+        if let Some(seen_as) = start_orientation(&raw)
+            && let Some(outputs) = self.on_start_placement(seen_as, &raw, seq)
+        {
+            return outputs;
         }
 
         let board = orient(&raw, self.orientation);
@@ -416,10 +416,10 @@ impl Inference {
         if seen_as == self.orientation {
             // Knights going back and forth reach the start placement by legal moves.
             let board = orient(raw, seen_as);
-            if let Some(&id) = self.index.get(&board) {
-                if self.nodes[id].parent == Some(self.current) {
-                    return None;
-                }
+            if let Some(&id) = self.index.get(&board)
+                && self.nodes[id].parent == Some(self.current)
+            {
+                return None;
             }
         }
         self.orientation = seen_as;
@@ -461,10 +461,10 @@ impl Inference {
     }
 
     fn finish_pending(&mut self, seq: Seq, out: &mut Vec<Output>) {
-        if let Some(pending) = self.pending.take() {
-            if pending.reported {
-                out.push(Output::IrregularityCleared { basis: vec![seq] });
-            }
+        if let Some(pending) = self.pending.take()
+            && pending.reported
+        {
+            out.push(Output::IrregularityCleared { basis: vec![seq] });
         }
     }
 
@@ -631,15 +631,16 @@ impl Inference {
 
     fn on_clock_press(&mut self, side: Color, seq: Seq) -> Vec<Output> {
         let mut out = Vec::new();
-        if self.signal.is_some() {
+        // After a result the board is being cleared or reset: nothing there is irregular.
+        if self.game_over {
             return out;
         }
-        if self.pending.is_some() {
-            if let Err(ambiguous) = self.try_reconstruct(Some(side), seq, &mut out) {
-                let cause = IrregularityCause::ClockPressed { side };
-                out.extend(self.report_irregularity(cause, ambiguous, seq));
-                return out;
-            }
+        if self.pending.is_some()
+            && let Err(ambiguous) = self.try_reconstruct(Some(side), seq, &mut out)
+        {
+            let cause = IrregularityCause::ClockPressed { side };
+            out.extend(self.report_irregularity(cause, ambiguous, seq));
+            return out;
         }
         let ply = self.nodes[self.current].ply;
         if self.position().turn() == side {
@@ -668,6 +669,9 @@ impl Inference {
         let Some(pending) = &self.pending else {
             return out;
         };
+        if self.game_over {
+            return out;
+        }
         let unmatched_for_ms = time_ms.saturating_sub(pending.last_change_ms);
         if pending.reported || unmatched_for_ms < self.config.quiet_ms {
             return out;
