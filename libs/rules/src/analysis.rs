@@ -20,7 +20,7 @@ use shakmaty::{CastlingMode, Chess, Color, Move, Position, fen::Fen};
 use crate::{
     claims::{self, ClaimBasis, ClaimKind},
     dead, moverules,
-    outcome::{self, EndReason},
+    outcome::EndReason,
     pgn::{self, PgnError, PgnGame},
     repetition::RepetitionTracker,
     ruleset::RuleSet,
@@ -108,20 +108,63 @@ pub struct MovesAnalysis {
     pub end: Option<(u32, EndReason)>,
 }
 
-/// Analyses legal `moves` played from `start`.
+/// What the analysis looks for besides claims and repetition/move-rule draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnalysisOptions {
+    /// Look for dead positions (the exact search of [`dead::is_dead`]; the costly part).
+    pub dead_positions: bool,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            dead_positions: true,
+        }
+    }
+}
+
+/// Analyses legal `moves` played from `start`, with every check.
 pub fn analyze_moves(
     rules: &RuleSet,
     start: &Chess,
     moves: &[Move],
 ) -> Result<MovesAnalysis, AnalysisError> {
+    analyze_moves_with(rules, start, moves, AnalysisOptions::default())
+}
+
+/// The first ply whose position is dead. A position reachable from a dead position is dead too
+/// (no continuation of it can reach a mate), so deadness only ever starts and lasts: one search
+/// on the final position settles whether any ply is dead, and a binary search finds the first.
+fn first_dead_ply(positions: &[Chess]) -> Option<u32> {
+    let last = positions.last()?;
+    if !dead::is_dead(last) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0usize, positions.len() - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if dead::is_dead(&positions[mid]) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    u32::try_from(lo).ok()
+}
+
+/// [`analyze_moves`] with a choice of checks.
+pub fn analyze_moves_with(
+    rules: &RuleSet,
+    start: &Chess,
+    moves: &[Move],
+    options: AnalysisOptions,
+) -> Result<MovesAnalysis, AnalysisError> {
     let mut history = RepetitionTracker::new(rules.edition, start, 0);
     let mut claim_points = Vec::new();
-    let mut automatic: Vec<AutomaticPoint> = Vec::new();
-    let mut first_dead = None;
-    let mut end = None;
-    let mut inspect = |history: &RepetitionTracker,
-                       claim_points: &mut Vec<ClaimPoint>,
-                       automatic: &mut Vec<AutomaticPoint>| {
+    let mut fivefold: Option<AutomaticPoint> = None;
+    let mut seventy_five: Option<AutomaticPoint> = None;
+    let mut positions = Vec::with_capacity(moves.len() + 1);
+    let mut inspect = |history: &RepetitionTracker| {
         let ply = history.ply();
         for c in claims::available_claims(rules, history) {
             let mut occurrences: Vec<u32> = c.occurrences.iter().map(|o| o.ply).collect();
@@ -136,47 +179,75 @@ pub fn analyze_moves(
                 moves: c.moves,
             });
         }
-        let pos = history.position();
-        if first_dead.is_none() && dead::is_dead(pos) {
-            first_dead = Some(ply);
-            automatic.push(AutomaticPoint {
-                ply,
-                kind: AutomaticKind::DeadPosition,
-                occurrences: Vec::new(),
-            });
-        }
-        if !automatic.iter().any(|a| a.kind == AutomaticKind::Fivefold)
+        if fivefold.is_none()
             && let Some(occ) = history.fivefold()
         {
-            automatic.push(AutomaticPoint {
+            fivefold = Some(AutomaticPoint {
                 ply,
                 kind: AutomaticKind::Fivefold,
                 occurrences: occ.iter().map(|o| o.ply).collect(),
             });
         }
-        if !automatic
-            .iter()
-            .any(|a| a.kind == AutomaticKind::Seventyfive)
-            && moverules::seventy_five_moves(pos, rules)
-        {
-            automatic.push(AutomaticPoint {
+        if seventy_five.is_none() && moverules::seventy_five_moves(history.position(), rules) {
+            seventy_five = Some(AutomaticPoint {
                 ply,
                 kind: AutomaticKind::Seventyfive,
                 occurrences: Vec::new(),
             });
         }
-        if end.is_none() {
-            end = outcome::end_on_board(rules, history).map(|e| (ply, e.reason));
+        if options.dead_positions {
+            positions.push(history.position().clone());
         }
     };
-    inspect(&history, &mut claim_points, &mut automatic);
+    inspect(&history);
     for &m in moves {
         let ply = history.ply() + 1;
         history
             .play(m, u64::from(ply))
             .map_err(|e| AnalysisError::IllegalMove { ply, text: e.uci })?;
-        inspect(&history, &mut claim_points, &mut automatic);
+        inspect(&history);
     }
+    let first_dead = if options.dead_positions {
+        first_dead_ply(&positions)
+    } else {
+        None
+    };
+
+    // The first end the position imposes; at the same ply, checkmate before stalemate before a
+    // dead position before fivefold before seventy-five moves (mate takes precedence, 9.6).
+    let final_ply = history.ply();
+    let final_pos = history.position();
+    let mut ends: Vec<(u32, u8, EndReason)> = Vec::new();
+    if final_pos.is_checkmate() {
+        ends.push((final_ply, 0, EndReason::Checkmate));
+    } else if final_pos.is_stalemate() {
+        ends.push((final_ply, 1, EndReason::Stalemate));
+    }
+    if let Some(ply) = first_dead {
+        ends.push((ply, 2, EndReason::DeadPosition));
+    }
+    if let Some(p) = &fivefold {
+        ends.push((p.ply, 3, EndReason::FivefoldRepetition));
+    }
+    if let Some(p) = &seventy_five {
+        ends.push((p.ply, 4, EndReason::SeventyFiveMoves));
+    }
+    let end = ends
+        .into_iter()
+        .min_by_key(|&(ply, rank, _)| (ply, rank))
+        .map(|(ply, _, reason)| (ply, reason));
+
+    let mut automatic: Vec<AutomaticPoint> = first_dead
+        .map(|ply| AutomaticPoint {
+            ply,
+            kind: AutomaticKind::DeadPosition,
+            occurrences: Vec::new(),
+        })
+        .into_iter()
+        .chain(fivefold)
+        .chain(seventy_five)
+        .collect();
+    automatic.sort_by_key(|a| a.ply);
     Ok(MovesAnalysis {
         claims: claim_points,
         automatic,

@@ -26,6 +26,11 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 use shakmaty::{Chess, Move, Position};
 
+/// Dead positions are not part of this comparison (python-chess has no exact test for them).
+const NO_DEAD: analysis::AnalysisOptions = analysis::AnalysisOptions {
+    dead_positions: false,
+};
+
 /// How a generated game chooses its moves.
 #[derive(Clone, Copy)]
 struct Style {
@@ -151,7 +156,8 @@ fn compare(
     let mut seen = [0usize; 7];
     for (g, ((start, fen, moves), expected)) in games.iter().zip(reference).enumerate() {
         let mut tracker = RepetitionTracker::new(edition, start, 0);
-        let analysed = analysis::analyze_moves(&rules, start, moves).expect("legal game");
+        let analysed =
+            analysis::analyze_moves_with(&rules, start, moves, NO_DEAD).expect("legal game");
         assert_eq!(expected.len(), moves.len() + 1);
         for (ply, want) in expected.iter().enumerate() {
             if ply > 0 {
@@ -258,8 +264,13 @@ fn generated_games_agree_with_python_chess_under_2018_and_2023() {
     let ours_2023: Vec<_> = games
         .iter()
         .map(|(start, _, moves)| {
-            analysis::analyze_moves(&RuleSet::standard(Edition::Fide2023), start, moves)
-                .expect("legal game")
+            analysis::analyze_moves_with(
+                &RuleSet::standard(Edition::Fide2023),
+                start,
+                moves,
+                NO_DEAD,
+            )
+            .expect("legal game")
         })
         .collect();
     let reference = python.join().expect("reference thread");
@@ -268,8 +279,13 @@ fn generated_games_agree_with_python_chess_under_2018_and_2023() {
     let ours_2018: Vec<_> = games
         .iter()
         .map(|(start, _, moves)| {
-            analysis::analyze_moves(&RuleSet::standard(Edition::Fide2018), start, moves)
-                .expect("legal game")
+            analysis::analyze_moves_with(
+                &RuleSet::standard(Edition::Fide2018),
+                start,
+                moves,
+                NO_DEAD,
+            )
+            .expect("legal game")
         })
         .collect();
     assert_eq!(ours_2018, ours_2023);
