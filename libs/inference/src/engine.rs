@@ -243,6 +243,15 @@ impl Inference {
         self.index.insert(self.nodes[id].pos.board().clone(), id);
     }
 
+    fn unindex_children(&mut self, id: NodeId) {
+        for &child in self.nodes[id].children.iter().flatten() {
+            let board = self.nodes[child].pos.board();
+            if self.index.get(board) == Some(&child) {
+                self.index.remove(board);
+            }
+        }
+    }
+
     fn child_by_move(&mut self, id: NodeId, m: Move) -> NodeId {
         self.expand(id);
         let existing = self.nodes[id]
@@ -550,6 +559,12 @@ impl Inference {
             }
         }
         self.confirmed_plies = self.confirmed_plies.min(self.nodes[ancestor].ply);
+        // Successors of abandoned nodes stay out of reach: a lifted piece could otherwise match
+        // the continuation of a revised provisional move (a queen seen on b6 on its way to b7,
+        // then lifted from b7, looks like Qb6 Bxb6). They come back if the node is reached again.
+        for &n in &undone {
+            self.unindex_children(n);
+        }
         for &n in &added {
             self.nodes[n].reached_seq = Some(seq);
         }

@@ -476,3 +476,24 @@ fn sync_to_an_authoritative_game() {
     );
     assert_eq!(s.game(), ["d4", "d5"], "a failed sync changes nothing");
 }
+
+#[test]
+fn continuation_of_a_revised_move_is_not_matched_later() {
+    let mut s = Script::from_fen("7k/b7/8/8/8/8/8/1Q5K w - - 0 1");
+    // The queen is seen on b6 on its way to b7.
+    let first = s.slide(Square::B1, Square::B6);
+    assert_eq!(provisional_sans(&first), ["Qb6"]);
+    let out = s.slide(Square::B6, Square::B7);
+    assert!(
+        out.iter()
+            .any(|o| matches!(o, Output::ProvisionalRevised { .. })),
+        "{out:?}"
+    );
+    s.press(Color::White);
+    s.slide(Square::A7, Square::B6);
+    s.press(Color::Black);
+    // Lifting the queen now looks like "Qb6 Bxb6" from the earlier branch: not a takeback.
+    let out = s.lift(Square::B7);
+    assert!(out.iter().all(|o| !is_move_output(o)), "{out:?}");
+    assert_eq!(s.game(), ["Qb7", "Bb6"]);
+}

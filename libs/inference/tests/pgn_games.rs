@@ -93,3 +93,130 @@ fn every_london_classic_game_is_inferred_exactly() {
     }
     assert!(plies > 1000, "{plies} plies");
 }
+
+/// Plays `m` as a board with realistic sensor behaviour reports it, through single lifts and
+/// places: a ghost read before some moves, sliding pieces seen one square short of their
+/// destination, captures in either order, castling king first, the en passant pawn removed last.
+fn play_noisily(s: &mut Script, pos: &Chess, m: Move, ply: usize) -> Vec<Output> {
+    use shakmaty::{Color, Piece, Role, Square};
+    let mut out = Vec::new();
+    let board = pos.board();
+    if ply % 7 == 3 {
+        let empty = (!board.occupied()).first().expect("an empty square");
+        let ghost = Piece {
+            color: Color::Black,
+            role: Role::Knight,
+        };
+        out.extend(s.put(empty, ghost));
+        out.extend(s.lift(empty));
+    }
+    match m {
+        Move::Normal {
+            role,
+            from,
+            to,
+            capture,
+            promotion,
+        } => {
+            let piece = Piece {
+                color: pos.turn(),
+                role: promotion.unwrap_or(role),
+            };
+            let sliding = matches!(role, Role::Rook | Role::Bishop | Role::Queen);
+            let distance = from.distance(to);
+            if capture.is_some() && ply % 2 == 0 {
+                // Captured piece first, then the capturing one.
+                out.extend(s.lift(to));
+                out.extend(s.lift(from));
+                out.extend(s.put(to, piece));
+            } else if capture.is_none() && sliding && distance >= 2 && promotion.is_none() {
+                let step_file = (to.file() as i32 - from.file() as i32).signum();
+                let step_rank = (to.rank() as i32 - from.rank() as i32).signum();
+                let short = Square::from_coords(
+                    to.file().offset(-step_file).expect("on the board"),
+                    to.rank().offset(-step_rank).expect("on the board"),
+                );
+                out.extend(s.lift(from));
+                out.extend(s.put(short, piece));
+                out.extend(s.lift(short));
+                out.extend(s.put(to, piece));
+            } else {
+                // Lands on the captured piece directly when capturing.
+                out.extend(s.lift(from));
+                out.extend(s.put(to, piece));
+            }
+        }
+        Move::EnPassant { from, to } => {
+            let pawn = board.piece_at(from).expect("pawn");
+            out.extend(s.lift(from));
+            out.extend(s.put(to, pawn));
+            out.extend(s.lift(Square::from_coords(to.file(), from.rank())));
+        }
+        Move::Castle { king, rook } => {
+            let side = m.castling_side().expect("castling");
+            let color = pos.turn();
+            let king_piece = board.piece_at(king).expect("king");
+            let rook_piece = board.piece_at(rook).expect("rook");
+            out.extend(s.lift(king));
+            out.extend(s.put(side.king_to(color), king_piece));
+            out.extend(s.lift(rook));
+            out.extend(s.put(side.rook_to(color), rook_piece));
+        }
+        Move::Put { .. } => {}
+    }
+    out
+}
+
+#[test]
+fn london_classic_games_survive_realistic_sensor_noise() {
+    let games = read_games(PGN).expect("PGN parses");
+    for (number, game) in games.iter().enumerate() {
+        let mut s = Script::new(Chess::default());
+        let mut pos = Chess::default();
+        let mut expected = Vec::new();
+        let mut confirmed = Vec::new();
+        for (ply, pgn_move) in game.moves.iter().enumerate() {
+            let m = pgn_move
+                .san
+                .parse::<San>()
+                .expect("SAN")
+                .to_move(&pos)
+                .expect("legal");
+            let mut out = play_noisily(&mut s, &pos, m, ply);
+            let mover = pos.turn();
+            pos.play_unchecked(m);
+            expected.push(m);
+            assert_eq!(
+                s.sensed,
+                *pos.board(),
+                "game {} ply {}",
+                number + 1,
+                ply + 1
+            );
+            out.extend(s.press(mover));
+            for o in out {
+                match o {
+                    Output::MoveConfirmed { mv, .. } => confirmed.push(mv.mv),
+                    Output::Touch { .. }
+                    | Output::MoveProvisional { .. }
+                    | Output::ProvisionalRevised { .. }
+                    | Output::GhostIgnored { .. } => {}
+                    other => panic!(
+                        "game {} ply {}: unexpected {other:?} on {}, game ends {:?}",
+                        number + 1,
+                        ply + 1,
+                        s.sensed,
+                        s.engine
+                            .moves()
+                            .iter()
+                            .rev()
+                            .take(4)
+                            .map(|m| m.san.clone())
+                            .collect::<Vec<_>>()
+                    ),
+                }
+            }
+        }
+        assert_eq!(confirmed, expected, "game {}", number + 1);
+    }
+}
