@@ -1,0 +1,187 @@
+//! `boardcast analyze`: the draw claims, automatic draws, dead positions and final status of
+//! every game in a PGN file, or what is known about one FEN position.
+//!
+//! Output, human-readable by default; with `--json`, one JSON object per game per line (JSON
+//! Lines) with the fields of [`boardcast_rules::analysis::GameAnalysis`]:
+//! `white`, `black`, `round`, `edition`, `plies` (half-moves played), `claims` (every ply after
+//! which the player to move could claim: `{"ply", "kind": "threefold"|"fifty", "basis":
+//! "position"|"intended_move", "occurrences": [plies], "moves": [uci]}`), `automatic`
+//! (`{"ply", "kind": "fivefold"|"seventyfive"|"dead_position", "occurrences"}`, the first ply of
+//! each kind), `first_dead_ply`, `status`, `ended_at_ply` and `result`.
+//!
+//! `status` is `checkmate`, `stalemate`, `dead_position`, `fivefold` or `seventyfive` when the
+//! position ended the game (at `ended_at_ply`, even if the score goes on), otherwise the result
+//! tag (`1-0`, `0-1`, `1/2-1/2`: resignation, agreement, time, claim) or `ongoing` for `*`.
+//!
+//! Occurrences: for a threefold claim on the position, the plies of every occurrence so far; with
+//! an intended move, the earlier occurrences of the position(s) the qualifying move(s) would
+//! produce, then the would-be ply N + 1; for fifty moves, the ply right after the last capture
+//! or pawn move when it is within the score, else empty.
+//!
+//! With `--fen` (and `--json`): `{"dead": bool, "white_can_mate": bool, "black_can_mate": bool}`.
+
+use std::{
+    io::{self, BufWriter, Read, Write},
+    path::PathBuf,
+};
+
+use anyhow::Context;
+use boardcast_rules::{
+    analysis::{self, AutomaticKind, GameAnalysis},
+    claims::{ClaimBasis, ClaimKind},
+    pgn,
+    ruleset::{Edition, RuleSet},
+};
+
+/// Arguments of `boardcast analyze`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AnalyzeArgs {
+    /// PGN file to analyse; `-` reads standard input.
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "fen",
+        conflicts_with = "fen"
+    )]
+    pub file: Option<PathBuf>,
+    /// Analyse this position instead of a PGN file: is it dead, which sides can still mate.
+    #[arg(long, value_name = "FEN")]
+    pub fen: Option<String>,
+    /// Edition of the Laws: fide-2005, fide-2009, fide-2014, fide-2018, fide-2023, iccf-2019.
+    #[arg(long, default_value = "fide-2023")]
+    pub edition: Edition,
+    /// One JSON object per game per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `boardcast analyze`.
+pub fn run(args: AnalyzeArgs) -> anyhow::Result<()> {
+    match analyze(&args) {
+        // The reader went away (e.g. `| head`): nothing more to say.
+        Err(e)
+            if e.downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+fn analyze(args: &AnalyzeArgs) -> anyhow::Result<()> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if let Some(fen) = &args.fen {
+        let report = analysis::analyze_fen(fen)?;
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string(&report)?)?;
+        } else {
+            writeln!(out, "position: {fen}")?;
+            writeln!(out, "dead: {}", if report.dead { "yes" } else { "no" })?;
+            writeln!(
+                out,
+                "white can checkmate: {}",
+                yes_no(report.white_can_mate)
+            )?;
+            writeln!(
+                out,
+                "black can checkmate: {}",
+                yes_no(report.black_can_mate)
+            )?;
+        }
+        out.flush()?;
+        return Ok(());
+    }
+
+    let file = args
+        .file
+        .as_ref()
+        .context("a PGN file (or `-` for standard input) or --fen is required")?;
+    let text = if file.as_os_str() == "-" {
+        let mut buf = String::new();
+        io::stdin()
+            .read_to_string(&mut buf)
+            .context("reading PGN from standard input")?;
+        buf
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
+    };
+    let games = pgn::read_games(&text)?;
+    let rules = RuleSet::standard(args.edition);
+    for (index, game) in games.iter().enumerate() {
+        let report = analysis::analyze_game(&rules, game)
+            .with_context(|| format!("game {} ({})", index + 1, game.players()))?;
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string(&report)?)?;
+        } else {
+            print_game(&mut out, index + 1, &report)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn yes_no(value: bool) -> &'static str {
+    if value { "yes" } else { "no" }
+}
+
+fn plies_list(plies: &[u32]) -> String {
+    plies
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn print_game(out: &mut impl Write, number: usize, report: &GameAnalysis) -> io::Result<()> {
+    writeln!(
+        out,
+        "Game {number}: {} - {} (round {}), {} plies, {}",
+        report.white, report.black, report.round, report.plies, report.edition
+    )?;
+    if report.claims.is_empty() {
+        writeln!(out, "  no draw claim available")?;
+    }
+    for claim in &report.claims {
+        let kind = match claim.kind {
+            ClaimKind::Threefold => "threefold repetition",
+            ClaimKind::Fifty => "fifty moves",
+        };
+        let basis = match claim.basis {
+            ClaimBasis::Position => "on the position".to_owned(),
+            ClaimBasis::IntendedMove => format!("with intended move {}", claim.moves.join(" / ")),
+        };
+        let occurrences = if claim.occurrences.is_empty() {
+            String::new()
+        } else {
+            format!(" (plies {})", plies_list(&claim.occurrences))
+        };
+        writeln!(
+            out,
+            "  ply {}: {kind} claimable {basis}{occurrences}",
+            claim.ply
+        )?;
+    }
+    for auto in &report.automatic {
+        let kind = match auto.kind {
+            AutomaticKind::Fivefold => "fivefold repetition (automatic draw)",
+            AutomaticKind::Seventyfive => "seventy-five moves (automatic draw)",
+            AutomaticKind::DeadPosition => "dead position (game ends)",
+        };
+        let occurrences = if auto.occurrences.is_empty() {
+            String::new()
+        } else {
+            format!(" (plies {})", plies_list(&auto.occurrences))
+        };
+        writeln!(out, "  ply {}: {kind}{occurrences}", auto.ply)?;
+    }
+    match report.first_dead_ply {
+        Some(ply) => writeln!(out, "  first dead position: ply {ply}")?,
+        None => writeln!(out, "  no dead position")?,
+    }
+    match report.ended_at_ply {
+        Some(ply) => writeln!(out, "  status: {} at ply {ply}", report.status)?,
+        None => writeln!(out, "  status: {}", report.status)?,
+    }
+    Ok(())
+}
