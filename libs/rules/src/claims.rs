@@ -118,15 +118,17 @@ pub enum ClaimError {
 pub struct AvailableClaim {
     pub kind: ClaimKind,
     pub basis: ClaimBasis,
-    /// Threefold on the position: its occurrences. Threefold with an intended move: the earlier
-    /// occurrences of the reachable repeated position(s) followed by the would-be ply. Fifty: the
-    /// occurrence after the last capture or pawn move if in the record, else empty.
+    /// Threefold on the position: its occurrences, the current one included. Threefold with an
+    /// intended move: the earlier occurrences of the position(s) the qualifying moves would
+    /// produce (the would-be occurrence is the current ply + 1 and has no log reference yet).
+    /// Fifty: the occurrence right after the last capture or pawn move if it is in the record,
+    /// else empty.
     pub occurrences: Vec<Occurrence>,
     /// For intended-move claims: the qualifying moves in UCI.
     pub moves: Vec<String>,
 }
 
-/// The article numbers of claims under `edition`.
+/// The article a claim of `kind` is judged under (9.2 threefold, 9.3 fifty moves).
 pub fn claim_article(kind: ClaimKind) -> &'static str {
     match kind {
         ClaimKind::Threefold => "9.2",

@@ -14,3 +14,6 @@ pub mod pgn;
 pub mod repetition;
 pub mod ruleset;
 pub mod touch;
+
+pub use repetition::{Occurrence, RepetitionTracker};
+pub use ruleset::{Category, Edition, RuleSet, Side, Supervision, TimeControl};
