@@ -96,14 +96,23 @@ fn search(
 
 /// A cheap necessary condition: every square whose content must change to a piece of a colour
 /// needs a move of that colour to land there, and a move lands on at most two squares (castling).
-/// Pieces never appear, so each colour's piece count cannot grow.
 fn reachable(pos: &Chess, target: &Board, remaining: u32) -> bool {
     let board = pos.board();
     let mover = pos.turn();
     let mover_moves = remaining.div_ceil(2);
     let other_moves = remaining / 2;
     for color in Color::ALL {
-        if target.by_color(color).count() > board.by_color(color).count() {
+        let (now, then) = (
+            board.by_color(color).count(),
+            target.by_color(color).count(),
+        );
+        // Pieces never appear, and each one that goes needs a capture by the other side.
+        let other_side_moves = if color == mover {
+            other_moves
+        } else {
+            mover_moves
+        };
+        if then > now || (now - then) as u32 > other_side_moves {
             return false;
         }
         let landings = target

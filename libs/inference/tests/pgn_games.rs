@@ -124,7 +124,7 @@ fn play_noisily(s: &mut Script, pos: &Chess, m: Move, ply: usize) -> Vec<Output>
             };
             let sliding = matches!(role, Role::Rook | Role::Bishop | Role::Queen);
             let distance = from.distance(to);
-            if capture.is_some() && ply % 2 == 0 {
+            if capture.is_some() && ply.is_multiple_of(2) {
                 // Captured piece first, then the capturing one.
                 out.extend(s.lift(to));
                 out.extend(s.lift(from));
