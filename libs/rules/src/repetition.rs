@@ -136,6 +136,8 @@ pub struct RepetitionTracker {
     edition: Edition,
     identity: Identity,
     current: Chess,
+    /// The position at every ply, so that a take-back restores it exactly.
+    positions: Vec<Chess>,
     keys: Vec<PositionKey>,
     occurrences: Vec<Occurrence>,
     by_key: HashMap<PositionKey, Vec<usize>>,
@@ -153,6 +155,7 @@ impl RepetitionTracker {
             edition,
             identity: Identity::of(edition),
             current: start.clone(),
+            positions: Vec::new(),
             keys: Vec::new(),
             occurrences: Vec::new(),
             by_key: HashMap::new(),
@@ -189,6 +192,7 @@ impl RepetitionTracker {
         self.halfmove_clocks.push(pos.halfmoves());
         self.by_key.entry(key.clone()).or_default().push(index);
         self.keys.push(key);
+        self.positions.push(pos.clone());
         self.current = pos;
     }
 
@@ -211,7 +215,8 @@ impl RepetitionTracker {
         self.record(pos.clone(), log_ref);
     }
 
-    /// Forgets every position after `ply` (e.g. when an illegal move is taken back).
+    /// Forgets every position after `ply` and restores the position at `ply` (e.g. when an
+    /// illegal move is taken back, 7.4/7.5).
     pub fn truncate(&mut self, ply: u32) {
         let keep = (ply as usize + 1).min(self.keys.len()).max(1);
         for (index, key) in self.keys.iter().enumerate().skip(keep) {
@@ -223,13 +228,15 @@ impl RepetitionTracker {
         self.keys.truncate(keep);
         self.occurrences.truncate(keep);
         self.halfmove_clocks.truncate(keep);
-        // The position itself is not kept per ply; replaying would be needed to restore it, so
-        // callers that truncate pass the restored position next.
+        self.positions.truncate(keep);
+        if let Some(pos) = self.positions.last() {
+            self.current = pos.clone();
+        }
     }
 
-    /// Sets the current position after [`truncate`](Self::truncate), without recording it again.
-    pub fn restore_position(&mut self, pos: &Chess) {
-        self.current = pos.clone();
+    /// The position at `ply`, if recorded.
+    pub fn position_at(&self, ply: u32) -> Option<&Chess> {
+        self.positions.get(ply as usize)
     }
 
     /// The edition whose identity rule is applied.
@@ -396,6 +403,27 @@ mod tests {
             [0, 40, 80]
         );
         assert_eq!(occ[1].move_number, 2);
+    }
+
+    #[test]
+    fn truncate_takes_back_moves_and_counts() {
+        let mut t = RepetitionTracker::new(Edition::Fide2023, &Chess::default(), 0);
+        for m in ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3"] {
+            play(&mut t, m);
+        }
+        assert_eq!(t.repetition_count(), 2);
+        t.truncate(3);
+        assert_eq!(t.ply(), 3);
+        assert_eq!(t.position(), t.position_at(3).expect("ply 3"));
+        play(&mut t, "f6g8");
+        assert_eq!(t.repetition_count(), 2);
+        assert_eq!(
+            t.current_occurrences()
+                .iter()
+                .map(|o| o.ply)
+                .collect::<Vec<_>>(),
+            [0, 4]
+        );
     }
 
     #[test]
