@@ -47,6 +47,14 @@ struct Pending {
     reconstruction_tried: Option<Option<Color>>,
 }
 
+/// A clock press waiting for the board to catch up (see [`Config::press_grace_ms`]).
+#[derive(Debug, Clone, Copy)]
+struct DeferredPress {
+    side: Color,
+    seq: Seq,
+    time_ms: i64,
+}
+
 /// Infers moves from board placements; see the crate documentation.
 #[derive(Debug, Clone)]
 pub struct Inference {
@@ -66,6 +74,7 @@ pub struct Inference {
     run: Vec<Seq>,
     signal: Option<ResultSignal>,
     game_over: bool,
+    deferred_press: Option<DeferredPress>,
 }
 
 impl Inference {
@@ -89,6 +98,7 @@ impl Inference {
             run: Vec::new(),
             signal: None,
             game_over: false,
+            deferred_press: None,
         };
         engine.reset_graph(start);
         engine
@@ -164,7 +174,18 @@ impl Inference {
             time_ms,
             event,
         } = input;
-        match event {
+        let mut out = Vec::new();
+        if let Some(press) = self.deferred_press
+            && time_ms.saturating_sub(press.time_ms) > self.config.press_grace_ms
+        {
+            self.deferred_press = None;
+            out.extend(self.settle_press(press.side, press.seq));
+        }
+        let board_changed = matches!(
+            event,
+            Event::Lifted { .. } | Event::Placed { .. } | Event::Placement(_)
+        );
+        out.extend(match event {
             Event::Lifted { square } => {
                 let mut board = self.sensed_or_current();
                 board.discard_piece_at(square);
@@ -176,9 +197,17 @@ impl Inference {
                 self.on_board(board, seq, time_ms)
             }
             Event::Placement(board) => self.on_board(board, seq, time_ms),
-            Event::ClockPressed { side } => self.on_clock_press(side, seq),
+            Event::ClockPressed { side } => self.on_clock_press(side, seq, time_ms),
             Event::Tick => self.on_tick(seq, time_ms),
+        });
+        // The board caught up with a press made during the last scan.
+        if board_changed
+            && self.pending.is_none()
+            && let Some(press) = self.deferred_press.take()
+        {
+            out.extend(self.settle_press(press.side, press.seq));
         }
+        out
     }
 
     fn reset_graph(&mut self, start: Chess) {
@@ -194,6 +223,7 @@ impl Inference {
         });
         self.current = ROOT;
         self.confirmed_plies = 0;
+        self.deferred_press = None;
         self.expand(ROOT);
     }
 
@@ -644,7 +674,21 @@ impl Inference {
         })
     }
 
-    fn on_clock_press(&mut self, side: Color, seq: Seq) -> Vec<Output> {
+    fn on_clock_press(&mut self, side: Color, seq: Seq, time_ms: i64) -> Vec<Output> {
+        let mut out = Vec::new();
+        if let Some(press) = self.deferred_press.take() {
+            out.extend(self.settle_press(press.side, press.seq));
+        }
+        if self.pending.is_some() && self.config.press_grace_ms > 0 && !self.game_over {
+            self.deferred_press = Some(DeferredPress { side, seq, time_ms });
+            return out;
+        }
+        out.extend(self.settle_press(side, seq));
+        out
+    }
+
+    /// What a clock press by `side` means for the board as it is now.
+    fn settle_press(&mut self, side: Color, seq: Seq) -> Vec<Output> {
         let mut out = Vec::new();
         // After a result the board is being cleared or reset: nothing there is irregular.
         if self.game_over {

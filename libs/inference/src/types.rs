@@ -147,6 +147,10 @@ pub struct Config {
     pub max_reconstruct_plies: u32,
     /// Positions examined per reconstruction at most, to keep a pathological board cheap.
     pub reconstruct_budget: usize,
+    /// A clock press made while the board matches nothing waits this long for the board to
+    /// catch up (a scan takes 200–250 ms, so the last field update may arrive after the press)
+    /// before it counts as an irregularity. 0 decides at the press.
+    pub press_grace_ms: i64,
     /// The start placement means a new game once the game has at least this many plies (fewer
     /// is read as taking the moves back).
     pub new_game_min_plies: u32,
@@ -159,6 +163,7 @@ impl Default for Config {
             max_reconstruct_plies: 4,
             reconstruct_budget: 200_000,
             new_game_min_plies: 2,
+            press_grace_ms: 0,
         }
     }
 }

@@ -1,6 +1,6 @@
 mod common;
 
-use boardcast_inference::{IrregularityCause, Orientation, Output, ResultSignal};
+use boardcast_inference::{Config, IrregularityCause, Orientation, Output, ResultSignal};
 use common::*;
 use shakmaty::{Board, Chess, Color, Move, Piece, Role, Square};
 
@@ -496,4 +496,44 @@ fn continuation_of_a_revised_move_is_not_matched_later() {
     let out = s.lift(Square::B7);
     assert!(out.iter().all(|o| !is_move_output(o)), "{out:?}");
     assert_eq!(s.game(), ["Qb7", "Bb6"]);
+}
+
+fn with_grace() -> Script {
+    Script::with_config(Config {
+        press_grace_ms: 1_000,
+        ..Config::default()
+    })
+}
+
+#[test]
+fn press_before_the_last_scan_waits_for_the_board() {
+    let mut s = with_grace();
+    s.lift(Square::E2);
+    assert!(s.press(Color::White).is_empty());
+    let out = s.put(Square::E4, white(Role::Pawn));
+    assert_eq!(provisional_sans(&out), ["e4"]);
+    let Some(Output::MoveConfirmed { mv, basis }) = out.last() else {
+        panic!("{out:?}");
+    };
+    assert_eq!((mv.san.as_str(), basis.clone()), ("e4", vec![3, 2]));
+    assert_eq!(s.engine.confirmed_plies(), 1);
+}
+
+#[test]
+fn press_grace_expires_into_an_irregularity() {
+    let mut s = with_grace();
+    s.lift(Square::E2);
+    s.put(Square::E5, white(Role::Pawn));
+    assert!(s.press(Color::White).is_empty());
+    let out = s.tick(2_000);
+    assert!(
+        matches!(
+            &out[..],
+            [Output::Irregularity {
+                cause: IrregularityCause::ClockPressed { side: Color::White },
+                ..
+            }]
+        ),
+        "{out:?}"
+    );
 }

@@ -52,9 +52,10 @@ proptest! {
 
     #[test]
     fn random_observations_never_break_the_engine(
-        events in proptest::collection::vec((event(), 0i64..20_000), 0..60)
+        events in proptest::collection::vec((event(), 0i64..20_000), 0..60),
+        press_grace_ms in prop_oneof![Just(0i64), 1i64..5_000],
     ) {
-        let config = Config { reconstruct_budget: 20_000, ..Config::default() };
+        let config = Config { reconstruct_budget: 20_000, press_grace_ms, ..Config::default() };
         let mut engine = Inference::with_config(Chess::default(), config);
         let mut time_ms = 0;
         for (seq, (event, gap)) in events.into_iter().enumerate() {

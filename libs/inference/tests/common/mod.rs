@@ -1,6 +1,6 @@
 #![allow(dead_code)]
 
-use boardcast_inference::{Event, Inference, Input, Orientation, Output};
+use boardcast_inference::{Config, Event, Inference, Input, Orientation, Output};
 use shakmaty::fen::Fen;
 use shakmaty::san::San;
 use shakmaty::{Board, CastlingMode, Chess, Color, Move, Piece, Position, Square};
@@ -25,6 +25,12 @@ impl Script {
             sensed,
             sensor_orientation: Orientation::Normal,
         }
+    }
+
+    pub fn with_config(config: Config) -> Script {
+        let mut script = Script::new(Chess::default());
+        script.engine = Inference::with_config(Chess::default(), config);
+        script
     }
 
     pub fn from_fen(fen: &str) -> Script {
