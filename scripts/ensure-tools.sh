@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks for what `make demo` and `make test` need, and installs what it can.
 #   scripts/ensure-tools.sh          cargo and nats-server
-#   scripts/ensure-tools.sh --test   also the Python reference (python-chess) for the rules tests
+#   scripts/ensure-tools.sh --test   also Chromium (web page tests) and python-chess (rules tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +48,13 @@ if ! nats_found; then
 fi
 
 if [ "${1:-}" = "--test" ]; then
+  if [ ! -x /usr/bin/chromium ] && [ ! -x /usr/bin/chromium-browser ]; then
+    say "installing Chromium (Debian package chromium) for the web page tests …"
+    if ! apt_install chromium; then
+      say "could not install Chromium: sudo apt-get install chromium"
+      exit 1
+    fi
+  fi
   venv=var/venv
   if ! "$venv/bin/python3" -c 'import chess; assert chess.__version__ == "1.11.2"' 2>/dev/null; then
     say "setting up the Python reference for the rules tests (python-chess 1.11.2 in $venv) …"

@@ -16,6 +16,8 @@ use anyhow::{Context as _, bail};
 pub use boardcast_kit::local::{LocalNats, ManagedProcess, free_port, wait_for_port};
 use tempfile::TempDir;
 
+pub mod browser;
+
 /// A private nats-server with JetStream and its own store directory, removed afterwards.
 pub struct TestNats {
     pub server: LocalNats,

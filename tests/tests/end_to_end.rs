@@ -81,14 +81,23 @@ async fn simulated_boards_reach_the_pgn_feed_move_for_move() -> anyhow::Result<(
     };
 
     for source_game in &expected {
-        let round = source_game.tag("Round").context("source game without round")?;
-        let game = served.get(round).with_context(|| format!("game {round} not served"))?;
+        let round = source_game
+            .tag("Round")
+            .context("source game without round")?;
+        let game = served
+            .get(round)
+            .with_context(|| format!("game {round} not served"))?;
         assert_eq!(game.tag("White"), source_game.tag("White"), "{round}");
         assert_eq!(game.tag("Black"), source_game.tag("Black"), "{round}");
-        assert_eq!(uci_moves(game)?, uci_moves(source_game)?, "moves of {round}");
+        assert_eq!(
+            uci_moves(game)?,
+            uci_moves(source_game)?,
+            "moves of {round}"
+        );
         assert_eq!(game.result, source_game.result, "result of {round}");
         // Clock times come from the simulated clock presses, which follow the score's [%clk].
-        for (i, (served_move, source_move)) in game.moves.iter().zip(&source_game.moves).enumerate() {
+        for (i, (served_move, source_move)) in game.moves.iter().zip(&source_game.moves).enumerate()
+        {
             if let (Some(a), Some(b)) = (served_move.clock_ms, source_move.clock_ms) {
                 assert_eq!(a, b, "clock after ply {} of {round}", i + 1);
             }
@@ -98,7 +107,9 @@ async fn simulated_boards_reach_the_pgn_feed_move_for_move() -> anyhow::Result<(
     // The game service answers for the same games, with their hash-chain heads.
     let mut client = GameServiceClient::connect(game_service.url()).await?;
     let state = client
-        .get_game(GetGameRequest { game_id: "london-chess-classic-2016-r9-b1".into() })
+        .get_game(GetGameRequest {
+            game_id: "london-chess-classic-2016-r9-b1".into(),
+        })
         .await?
         .into_inner();
     assert_eq!(state.moves.len(), expected[0].moves.len());

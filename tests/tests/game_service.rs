@@ -13,7 +13,10 @@ use boardcast_testkit::{GameService, TestNats, program};
 use futures::StreamExt;
 use prost::Message as _;
 
-async fn dead_letters(js: &jetstream::Context, count: usize) -> anyhow::Result<Vec<(String, String)>> {
+async fn dead_letters(
+    js: &jetstream::Context,
+    count: usize,
+) -> anyhow::Result<Vec<(String, String)>> {
     let stream = js.get_stream("BOARDCAST_DEADLETTER").await?;
     let consumer = stream
         .create_consumer(OrderedConfig {
@@ -45,7 +48,9 @@ async fn unusable_observations_are_kept_with_their_reason() -> anyhow::Result<()
     let _game_service = GameService::start(&nats.url())?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
 
-    js.publish("boardcast.board.b1.obs", vec![0xff, 0x00, 0x13].into()).await?.await?;
+    js.publish("boardcast.board.b1.obs", vec![0xff, 0x00, 0x13].into())
+        .await?
+        .await?;
     let orphan = Observation {
         board_id: "b2".into(),
         device_seq: 1,
@@ -54,13 +59,21 @@ async fn unusable_observations_are_kept_with_their_reason() -> anyhow::Result<()
         })),
         ..Default::default()
     };
-    js.publish("boardcast.board.b2.obs", orphan.encode_to_vec().into()).await?.await?;
-    js.publish("boardcast.board.b3.obs", orphan.encode_to_vec().into()).await?.await?;
+    js.publish("boardcast.board.b2.obs", orphan.encode_to_vec().into())
+        .await?
+        .await?;
+    js.publish("boardcast.board.b3.obs", orphan.encode_to_vec().into())
+        .await?
+        .await?;
 
     let kept = dead_letters(&js, 3).await?;
     assert_eq!(kept[0].0, "boardcast.deadletter.b1");
     assert!(kept[0].1.contains("undecodable"), "{:?}", kept[0]);
-    assert!(kept[1].1.contains("no game is live on board b2"), "{:?}", kept[1]);
+    assert!(
+        kept[1].1.contains("no game is live on board b2"),
+        "{:?}",
+        kept[1]
+    );
     assert!(kept[2].1.contains("published on subject"), "{:?}", kept[2]);
     Ok(())
 }
@@ -80,7 +93,16 @@ async fn a_restarted_game_service_rebuilds_its_games_from_the_log() -> anyhow::R
             .arg("simulate")
             .arg("--pgn")
             .arg(pgn.path())
-            .args(["--boards", "1", "--speed", "max", "--nats", &nats.url(), "--game-service", grpc])
+            .args([
+                "--boards",
+                "1",
+                "--speed",
+                "max",
+                "--nats",
+                &nats.url(),
+                "--game-service",
+                grpc,
+            ])
             .status()
     };
     assert!(simulate(&game_service.url())?.success());
@@ -90,7 +112,12 @@ async fn a_restarted_game_service_rebuilds_its_games_from_the_log() -> anyhow::R
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             let mut client = GameServiceClient::connect(url.clone()).await?;
-            let state = client.get_game(GetGameRequest { game_id: game_id.clone() }).await?.into_inner();
+            let state = client
+                .get_game(GetGameRequest {
+                    game_id: game_id.clone(),
+                })
+                .await?
+                .into_inner();
             if state.result != 0 || tokio::time::Instant::now() > deadline {
                 return anyhow::Ok(state);
             }
@@ -104,6 +131,9 @@ async fn a_restarted_game_service_rebuilds_its_games_from_the_log() -> anyhow::R
     game_service.process.kill_hard()?;
     let restarted = GameService::start(&nats.url())?;
     let after = state_of(restarted.url(), game_id).await?;
-    assert_eq!(after, before, "the rebuilt game equals the live one, hash-chain head included");
+    assert_eq!(
+        after, before,
+        "the rebuilt game equals the live one, hash-chain head included"
+    );
     Ok(())
 }

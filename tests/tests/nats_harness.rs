@@ -21,7 +21,10 @@ async fn private_nats_has_jetstream_and_stops_on_drop() -> anyhow::Result<()> {
     js.publish("harness.x", "hello".into()).await?.await?;
     assert_eq!(stream.info().await?.state.messages, 1);
     let store = nats.store_dir().to_owned();
-    assert!(store.join("store").exists(), "JetStream keeps its data in the test's own directory");
+    assert!(
+        store.join("store").exists(),
+        "JetStream keeps its data in the test's own directory"
+    );
     drop(nats);
     assert!(!store.exists(), "the store directory is removed");
     // The port is free again once the server has stopped.

@@ -26,6 +26,8 @@ pub struct Projection {
 pub struct GameView {
     pub game_id: String,
     pub tournament_id: String,
+    /// The event's name, as in the PGN `Event` tag.
+    pub event: String,
     pub round: u32,
     pub board_number: u32,
     pub white: String,
@@ -124,6 +126,7 @@ fn view(game: &Game) -> GameView {
     GameView {
         game_id: game.game_id().to_owned(),
         tournament_id: info.tournament_id.clone(),
+        event: info.event_name.clone(),
         round: info.round,
         board_number: info.board_number,
         white: player_name(&info.white),

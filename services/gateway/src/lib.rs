@@ -1,0 +1,4 @@
+//! The board gateway: from boards and clocks to JetStream, through a durable outbox.
+
+pub mod outbox;
+pub mod publisher;
