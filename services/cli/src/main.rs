@@ -1,5 +1,6 @@
 //! `boardcast`, the operator's command-line tool.
 
+mod analyze;
 mod demo;
 mod simulate;
 
@@ -27,10 +28,16 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Play the games of a PGN file on simulated boards, publishing their observations to NATS.
     Simulate(simulate::SimulateArgs),
+    /// Analyse games under the Laws of Chess of an edition: every ply where a threefold or
+    /// fifty-move claim became available, automatic draws, dead positions, the final status.
+    Analyze(analyze::AnalyzeArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Command::Analyze(args) = cli.command {
+        return analyze::run(args);
+    }
     let runtime = tokio::runtime::Runtime::new()?;
     match cli.command {
         Command::Demo(args) => runtime.block_on(demo::run(args)),
@@ -38,6 +45,7 @@ fn main() -> anyhow::Result<()> {
             init_logging();
             runtime.block_on(simulate::run(args))
         }
+        Command::Analyze(_) => unreachable!("handled without a runtime above"),
     }
 }
 

@@ -1,0 +1,92 @@
+//! `boardcast analyze` as a user runs it.
+
+use std::process::Command;
+
+fn boardcast(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_boardcast"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("boardcast runs")
+}
+
+#[test]
+fn json_lines_one_game_per_line() {
+    let out = boardcast(&["analyze", "data/london-classic-2016.pgn", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let games: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is a JSON object"))
+        .collect();
+    assert_eq!(games.len(), 45);
+    for game in &games {
+        for field in [
+            "white",
+            "black",
+            "round",
+            "plies",
+            "claims",
+            "automatic",
+            "status",
+        ] {
+            assert!(game.get(field).is_some(), "{field} in {game}");
+        }
+    }
+    // Anand - Kramnik (9.2) ended in a repetition: the claim is listed with its occurrences.
+    let anand = &games[1];
+    assert_eq!(anand["round"], "9.2");
+    let claim = anand["claims"]
+        .as_array()
+        .expect("claims")
+        .iter()
+        .find(|c| c["basis"] == "position")
+        .expect("a threefold claim on the position");
+    assert_eq!(claim["kind"], "threefold");
+    assert_eq!(claim["occurrences"], serde_json::json!([40, 44, 48]));
+}
+
+#[test]
+fn fen_json_says_whether_the_position_is_dead() {
+    let out = boardcast(&[
+        "analyze",
+        "--fen",
+        "8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/8 w - - 0 1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        v,
+        serde_json::json!({"dead": true, "white_can_mate": false, "black_can_mate": false})
+    );
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let out = boardcast(&["analyze", "--fen", "not a fen"]);
+    assert!(!out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).is_empty());
+    let out = boardcast(&["analyze", "no-such-file.pgn"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-file.pgn"));
+    let out = boardcast(&[
+        "analyze",
+        "data/london-classic-2016.pgn",
+        "--edition",
+        "fide-2020",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("fide-2023"),
+        "lists the valid editions"
+    );
+}
