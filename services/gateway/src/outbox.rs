@@ -57,12 +57,12 @@ impl Outbox {
         {
             let mut pending = txn.open_table(PENDING).map_err(storage)?;
             let mut last_seq = txn.open_table(LAST_SEQ).map_err(storage)?;
-            let mut position = pending
+            let first_position = pending
                 .last()
                 .map_err(storage)?
                 .map(|(k, _)| k.value() + 1)
                 .unwrap_or(1);
-            for mut observation in observations {
+            for (position, mut observation) in (first_position..).zip(observations) {
                 let seq = last_seq
                     .get(observation.board_id.as_str())
                     .map_err(storage)?
@@ -76,7 +76,6 @@ impl Outbox {
                 pending
                     .insert(position, observation.encode_to_vec().as_slice())
                     .map_err(storage)?;
-                position += 1;
                 stored.push(observation);
             }
         }
