@@ -133,7 +133,7 @@ impl BoardSeen {
         if let Some(clock) = clock_of(&update["clock"])
             && self.clock.as_ref() != Some(&clock)
         {
-            self.clock = Some(clock.clone());
+            self.clock = Some(clock);
             kinds.push(Kind::Clock(clock));
         }
         kinds
