@@ -4,3 +4,4 @@ pub mod livechess;
 pub mod outbox;
 pub mod publisher;
 pub mod recorder;
+pub mod serial;
