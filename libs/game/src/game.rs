@@ -3,7 +3,15 @@
 use prost::Message;
 use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position, fen::Fen, uci::UciMove};
 
+use boardcast_inference::Inference;
+use boardcast_rules::{
+    illegal::IllegalMoveTally,
+    repetition::RepetitionTracker,
+    ruleset::{Edition, Period, RuleSet, Supervision, TimeControl as RulesTimeControl},
+};
+
 use crate::chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
+use crate::device::ClockRun;
 use crate::events::{
     self, GameEvent, GameEventRecord, GameResult, GameStarted, MoveCompleted, MoveProvisional,
     Provenance, Source, Termination, game_event::Kind,
@@ -46,18 +54,39 @@ pub(crate) struct Provisional {
     pub(crate) device_seqs: Vec<u64>,
 }
 
+/// A completed move with what it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletedMove {
+    pub event: MoveCompleted,
+    pub source: Source,
+    /// The `game_seq` of its event.
+    pub game_seq: u64,
+}
+
 /// The state of one game, as folded from its log.
 #[derive(Debug, Clone)]
 pub struct Game {
     pub(crate) game_id: String,
     pub(crate) info: GameStarted,
+    pub(crate) rules: RuleSet,
+    pub(crate) start: Chess,
     pub(crate) position: Chess,
-    pub(crate) moves: Vec<MoveCompleted>,
+    pub(crate) moves: Vec<CompletedMove>,
     pub(crate) provisional: Option<Provisional>,
     pub(crate) result: Option<(GameResult, Termination)>,
     pub(crate) last_game_seq: u64,
     pub(crate) chain_head: [u8; 32],
     pub(crate) last_device_seq: u64,
+    /// Move inference over the board's recorded observations.
+    pub(crate) inference: Inference,
+    /// The clock's running side at the last recorded reading.
+    pub(crate) clock_running: ClockRun,
+    pub(crate) repetition: RepetitionTracker,
+    pub(crate) illegal_tally: IllegalMoveTally,
+    /// Plies whose moves were reconstructed rather than seen.
+    pub(crate) reconstructed: std::collections::BTreeSet<u32>,
+    /// The board shows a placement that matches no legal continuation.
+    pub(crate) irregular: Option<String>,
 }
 
 /// The id of the game of a pairing: `<tournament>-r<round>-b<board>`.
@@ -99,6 +128,38 @@ fn start_position(info: &GameStarted) -> Result<Chess, GameError> {
         .map_err(|e| GameError::InvalidGame(format!("start FEN {:?}: {e}", info.start_fen)))?;
     fen.into_position(CastlingMode::Standard)
         .map_err(|e| GameError::InvalidGame(format!("start FEN {:?}: {e}", info.start_fen)))
+}
+
+/// The rule set a game is played under: its edition and the category of its time control.
+/// Supervision is taken as adequate until the pairing says otherwise.
+pub fn rules_of(info: &GameStarted) -> Result<RuleSet, GameError> {
+    let edition: Edition = if info.edition.is_empty() {
+        Edition::default()
+    } else {
+        info.edition
+            .parse()
+            .map_err(|e| GameError::InvalidGame(format!("{e}")))?
+    };
+    let periods = info
+        .time_control
+        .as_ref()
+        .map(|tc| {
+            tc.periods
+                .iter()
+                .map(|p| Period {
+                    moves: p.moves,
+                    base_ms: p.base_ms,
+                    increment_ms: p.increment_ms,
+                    delay_ms: p.delay_ms,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(RuleSet::from_time_control(
+        edition,
+        &RulesTimeControl { periods },
+        Supervision::Adequate,
+    ))
 }
 
 /// FEN of a position, with en passant only where it is legal.
@@ -143,6 +204,7 @@ impl Game {
             )));
         }
         start_position(info)?;
+        rules_of(info)?;
         let game_id = game_id_for(&info.tournament_id, info.round, info.board_number);
         Ok((
             game_id,
@@ -235,11 +297,16 @@ impl Game {
             return Err(GameError::NotStarted);
         };
         let position = start_position(&info)?;
+        let rules = rules_of(&info)?;
         let mut head = [0u8; 32];
         head.copy_from_slice(&record.hash);
         Ok(Game {
             game_id: event.game_id,
+            inference: Inference::new(position.clone()),
+            repetition: RepetitionTracker::new(rules.edition, &position, 1),
+            rules,
             info,
+            start: position.clone(),
             position,
             moves: Vec::new(),
             provisional: None,
@@ -247,6 +314,10 @@ impl Game {
             last_game_seq: 1,
             chain_head: head,
             last_device_seq: 0,
+            clock_running: ClockRun::Unspecified,
+            illegal_tally: IllegalMoveTally::default(),
+            reconstructed: Default::default(),
+            irregular: None,
         })
     }
 
@@ -275,11 +346,6 @@ impl Game {
         self.evolve(&event)?;
         self.last_game_seq = event.game_seq;
         self.chain_head.copy_from_slice(&record.hash);
-        if let Some(p) = &event.provenance
-            && let Some(max) = p.device_seqs.iter().max()
-        {
-            self.last_device_seq = self.last_device_seq.max(*max);
-        }
         Ok(())
     }
 
@@ -291,6 +357,21 @@ impl Game {
         match &event.kind {
             None => return Err(inconsistent("event without content".into())),
             Some(Kind::Started(_)) => return Err(inconsistent("game started twice".into())),
+            Some(Kind::ObservationRecorded(recorded)) => {
+                let observation = recorded
+                    .observation
+                    .as_ref()
+                    .ok_or_else(|| inconsistent("recorded observation is empty".into()))?;
+                self.last_device_seq = self.last_device_seq.max(observation.device_seq);
+                // Same input, same engine state: the outputs were recorded as their own events.
+                if let Some(input) = self.inference_input(observation) {
+                    self.inference.observe(input);
+                }
+                if let Some(crate::device::observation::Kind::Clock(c)) = &observation.kind {
+                    self.clock_running =
+                        ClockRun::try_from(c.running).unwrap_or(ClockRun::Unspecified);
+                }
+            }
             Some(Kind::MoveProvisional(p)) => {
                 let mv = self
                     .parse_uci(&p.uci)
@@ -312,13 +393,56 @@ impl Game {
                     .parse_uci(&m.uci)
                     .map_err(|e| inconsistent(format!("completed move: {e}")))?;
                 self.position.play_unchecked(mv);
-                self.moves.push(m.clone());
+                self.repetition
+                    .play(mv, event.game_seq)
+                    .map_err(|e| inconsistent(format!("completed move: {e}")))?;
+                let source = event
+                    .provenance
+                    .as_ref()
+                    .map(|p| p.source())
+                    .unwrap_or(Source::Unspecified);
+                self.moves.push(CompletedMove {
+                    event: m.clone(),
+                    source,
+                    game_seq: event.game_seq,
+                });
                 self.provisional = None;
+                self.irregular = None;
+                // A move completed without the engine's confirmation (a mate needs no press, an
+                // arbiter enters a move): the engine follows the game, not the other way round.
+                if self.inference.confirmed_plies() as usize != self.moves.len() {
+                    let moves: Vec<Move> = self
+                        .moves
+                        .iter()
+                        .filter_map(|m| m.event.uci.parse::<UciMove>().ok())
+                        .scan(self.start.clone(), |pos, uci| {
+                            let mv = uci.to_move(pos).ok()?;
+                            pos.play_unchecked(mv);
+                            Some(mv)
+                        })
+                        .collect();
+                    self.inference
+                        .sync(self.start.clone(), &moves)
+                        .map_err(|e| inconsistent(format!("following the completed moves: {e}")))?;
+                }
             }
             Some(Kind::Ended(end)) => {
                 self.result = Some((end.result(), end.termination()));
                 self.provisional = None;
             }
+            Some(Kind::Touch(_)) => {}
+            Some(Kind::Reconstructed(r)) => {
+                for i in 0..r.uci.len() as u32 {
+                    self.reconstructed.insert(r.first_ply + i);
+                }
+            }
+            Some(Kind::Irregularity(i)) => self.irregular = Some(i.placement.clone()),
+            Some(Kind::IrregularityCleared(_)) => self.irregular = None,
+            Some(Kind::IllegalMove(illegal)) => match illegal.offender.as_str() {
+                "white" => self.illegal_tally.white = illegal.offender_count,
+                "black" => self.illegal_tally.black = illegal.offender_count,
+                other => return Err(inconsistent(format!("illegal move by {other:?}"))),
+            },
         }
         Ok(())
     }
@@ -347,8 +471,32 @@ impl Game {
         &self.position
     }
 
-    pub fn moves(&self) -> &[MoveCompleted] {
+    /// The completed moves with what each rests on.
+    pub fn completed_moves(&self) -> &[CompletedMove] {
         &self.moves
+    }
+
+    /// The completed moves.
+    pub fn moves(&self) -> Vec<MoveCompleted> {
+        self.moves.iter().map(|m| m.event.clone()).collect()
+    }
+
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// Penalised illegal moves per player, as proposed so far.
+    pub fn illegal_tally(&self) -> IllegalMoveTally {
+        self.illegal_tally
+    }
+
+    /// The placement the board shows while it matches no legal continuation.
+    pub fn irregular_placement(&self) -> Option<&str> {
+        self.irregular.as_deref()
+    }
+
+    pub fn repetition(&self) -> &RepetitionTracker {
+        &self.repetition
     }
 
     pub fn provisional(&self) -> Option<&MoveProvisional> {
@@ -388,7 +536,7 @@ impl Game {
         events::GameState {
             game_id: self.game_id.clone(),
             info: Some(self.info.clone()),
-            moves: self.moves.clone(),
+            moves: self.moves(),
             provisional: self.provisional().cloned(),
             fen: fen_of(&self.position),
             result: result as i32,

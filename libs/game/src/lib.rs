@@ -6,12 +6,17 @@
 //! computation. Pure: no I/O and no wall clock; the recording time is passed in.
 
 mod chain;
+mod claims;
 mod game;
 mod observation;
 mod time_control;
 
 pub use chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
-pub use game::{Game, GameError, NewEvent, fen_of as fen, game_id_for, validate_board_id};
+pub use claims::{ClaimAssessment, UnconfirmedMove};
+pub use game::{
+    CompletedMove, Game, GameError, NewEvent, fen_of as fen, game_id_for, rules_of,
+    validate_board_id,
+};
 pub use observation::{Ignored, ObservationOutcome, Rejected};
 pub use time_control::parse_time_control;
 

@@ -1,15 +1,23 @@
 //! Folding board and clock observations into game events.
 //!
-//! A placement that equals the position after a legal move makes that move provisional; the
-//! clock press of the side that moved completes it (Article 6.7). Everything else is either an
-//! event of its own or ignored with a stated reason, never dropped silently.
+//! Every observation that can matter is recorded in the game's log as it came
+//! (`ObservationRecorded`), followed by what it means. What it means is decided by move
+//! inference (`boardcast_inference`) over the recorded observations: touches, provisional moves
+//! and their revisions, moves completed by the clock press (Article 6.7), reconstructed moves,
+//! irregular placements, completed illegal moves with the edition's penalty proposed, and the
+//! players' result signal. Because the engine only ever sees recorded observations, folding the
+//! log rebuilds it exactly. Clock readings that are not a press (the clock's once-a-second
+//! ticks) are neither recorded nor folded.
 
-use shakmaty::{Board, Chess, Color, Move, Position, Square, uci::UciMove};
+use boardcast_inference::{Event as InferenceEvent, Input, IrregularityCause, Output, PlyMove};
+use boardcast_rules::illegal::{IllegalKind, IllegalMoveCase, IllegalPenalty, judge_illegal_move};
+use shakmaty::{Board, Chess, Color, Piece, Position, Role, Square, uci::UciMove};
 
-use crate::device::{ClockRun, Observation, observation};
+use crate::device::{ClockRun, Observation, Piece as DevicePiece, observation};
 use crate::events::{
-    GameEnded, GameResult, MoveCompleted, MoveProvisional, Provenance, ProvisionalMoveWithdrawn,
-    Source, Termination, game_event::Kind,
+    GameEnded, GameResult, IllegalMoveRecorded, IrregularityCleared, IrregularityObserved,
+    MoveCompleted, MoveProvisional, MovesReconstructed, ObservationRecorded, Provenance,
+    ProvisionalMoveWithdrawn, Source, Termination, TouchObserved, game_event::Kind,
 };
 use crate::game::{Game, NewEvent, fen_of};
 
@@ -20,17 +28,8 @@ pub enum Ignored {
     Duplicate { device_seq: u64, last_applied: u64 },
     /// The game has ended.
     GameOver,
-    /// A placement between moves: a lifted piece, a half-finished move, a sensor ghost.
-    TransientPlacement,
-    /// The placement shows the provisional move already known.
-    Unchanged,
-    /// A clock reading that is not a press completing a move.
+    /// A clock reading that is not a press: the clock ticking.
     ClockTick,
-    /// The clock was pressed but the board shows no legal move. (Recorded as an irregularity
-    /// once illegal-move tracking exists.)
-    PressWithoutMove,
-    /// Lifts, placements of single pieces and device status are not folded into the game yet.
-    NotFolded(&'static str),
 }
 
 /// Why an observation cannot be used at all: the payload is wrong, not the game.
@@ -42,6 +41,10 @@ pub enum Rejected {
     Empty,
     #[error("invalid placement {placement:?}: {reason}")]
     InvalidPlacement { placement: String, reason: String },
+    #[error("square {0} does not exist (squares are 0 = a1 to 63 = h8)")]
+    InvalidSquare(u32),
+    #[error("piece code {0} is not a piece")]
+    InvalidPiece(i32),
     #[error("clock reading without a running state")]
     ClockWithoutState,
 }
@@ -52,184 +55,62 @@ pub enum ObservationOutcome {
     Ignored(Ignored),
 }
 
-/// The four centre squares are mutually adjacent, so two kings there is never a position: it is
-/// the players' signal of a result. Both kings on the light squares (d5, e4): White won; on the
-/// dark squares (d4, e5): Black won; one of each: a draw.
-fn result_signal(board: &Board) -> Option<GameResult> {
-    let white = board.king_of(Color::White)?;
-    let black = board.king_of(Color::Black)?;
-    if (board.kings() & board.by_color(Color::White)).count() != 1
-        || (board.kings() & board.by_color(Color::Black)).count() != 1
-    {
-        return None;
+fn square(index: u32) -> Result<Square, Rejected> {
+    if index < 64 {
+        Ok(Square::new(index))
+    } else {
+        Err(Rejected::InvalidSquare(index))
     }
-    let centre = [Square::D4, Square::E4, Square::D5, Square::E5];
-    if !centre.contains(&white) || !centre.contains(&black) {
-        return None;
-    }
-    Some(match (white.is_light(), black.is_light()) {
-        (true, true) => GameResult::WhiteWins,
-        (false, false) => GameResult::BlackWins,
-        _ => GameResult::Draw,
-    })
 }
 
-impl Game {
-    /// Decides what an observation of this game's board means.
-    pub fn decide_observation(&self, obs: &Observation) -> Result<ObservationOutcome, Rejected> {
-        if obs.board_id != self.info.board_id {
-            return Err(Rejected::WrongBoard {
-                expected: self.info.board_id.clone(),
-                got: obs.board_id.clone(),
-            });
-        }
-        let kind = obs.kind.as_ref().ok_or(Rejected::Empty)?;
-        if obs.device_seq <= self.last_device_seq {
-            return Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
-                device_seq: obs.device_seq,
-                last_applied: self.last_device_seq,
-            }));
-        }
-        if self.is_over() {
-            return Ok(ObservationOutcome::Ignored(Ignored::GameOver));
-        }
-        match kind {
-            observation::Kind::Placement(p) => self.decide_placement(obs, &p.placement),
-            observation::Kind::Clock(c) => {
-                let running = ClockRun::try_from(c.running).unwrap_or(ClockRun::Unspecified);
-                if running == ClockRun::Unspecified {
-                    return Err(Rejected::ClockWithoutState);
-                }
-                Ok(self.decide_clock(obs, running, c.white_remaining_ms, c.black_remaining_ms))
-            }
-            observation::Kind::Lifted(_) => Ok(ObservationOutcome::Ignored(Ignored::NotFolded(
-                "piece lifted",
-            ))),
-            observation::Kind::Placed(_) => Ok(ObservationOutcome::Ignored(Ignored::NotFolded(
-                "piece placed",
-            ))),
-            observation::Kind::Status(_) => Ok(ObservationOutcome::Ignored(Ignored::NotFolded(
-                "device status",
-            ))),
-        }
-    }
-
-    fn provenance(&self, obs: &Observation, source: Source, device_seqs: Vec<u64>) -> Provenance {
-        Provenance {
-            source: source as i32,
-            board_id: obs.board_id.clone(),
-            device_seqs,
-            device_time_unix_ms: obs.device_time_unix_ms,
-            actor: String::new(),
-        }
-    }
-
-    fn decide_placement(
-        &self,
-        obs: &Observation,
-        placement: &str,
-    ) -> Result<ObservationOutcome, Rejected> {
-        let board: Board = placement
-            .parse()
-            .map_err(
-                |e: shakmaty::fen::ParseFenError| Rejected::InvalidPlacement {
-                    placement: placement.to_owned(),
-                    reason: e.to_string(),
-                },
-            )?;
-        let ply = self.moves.len() as u32 + 1;
-        if &board == self.position.board() {
-            return Ok(match &self.provisional {
-                Some(p) => ObservationOutcome::Events(vec![NewEvent {
-                    kind: Kind::ProvisionalWithdrawn(ProvisionalMoveWithdrawn {
-                        ply,
-                        uci: p.event.uci.clone(),
-                    }),
-                    provenance: self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]),
-                }]),
-                None => ObservationOutcome::Ignored(Ignored::TransientPlacement),
-            });
-        }
-        if let Some(mv) = self.legal_move_to(&board) {
-            if self.provisional.as_ref().is_some_and(|p| p.mv == mv) {
-                return Ok(ObservationOutcome::Ignored(Ignored::Unchanged));
-            }
-            let provisional = MoveProvisional {
-                ply,
-                uci: UciMove::from_standard(mv).to_string(),
-                san: boardcast_rules::pgn::san_plus(&self.position, &mv),
-            };
-            let provenance = self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]);
-            let mut after = self.position.clone();
-            after.play_unchecked(mv);
-            // A move that mates or stalemates ends the game at once; no clock press follows
-            // (Articles 5.1.a, 5.2.a, 6.7.a).
-            if ending(&after).is_some() {
-                return Ok(ObservationOutcome::Events(completion(
-                    &provisional,
-                    &after,
-                    None,
-                    provenance,
-                )));
-            }
-            return Ok(ObservationOutcome::Events(vec![NewEvent {
-                kind: Kind::MoveProvisional(provisional),
-                provenance,
-            }]));
-        }
-        if let Some(result) = result_signal(&board) {
-            return Ok(ObservationOutcome::Events(vec![NewEvent {
-                kind: Kind::Ended(GameEnded {
-                    result: result as i32,
-                    termination: Termination::BoardResultSignal as i32,
-                    detail: format!("kings placed on the centre squares ({placement})"),
-                }),
-                provenance: self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]),
-            }]));
-        }
-        Ok(ObservationOutcome::Ignored(Ignored::TransientPlacement))
-    }
-
-    /// The legal move whose resulting placement is `board`; promotions other than to a queen
-    /// are told apart by the piece on the promotion square.
-    fn legal_move_to(&self, board: &Board) -> Option<Move> {
-        self.position.legal_moves().into_iter().find(|mv| {
-            let mut after = self.position.clone();
-            after.play_unchecked(*mv);
-            after.board() == board
-        })
-    }
-
-    fn decide_clock(
-        &self,
-        obs: &Observation,
-        running: ClockRun,
-        white_ms: u64,
-        black_ms: u64,
-    ) -> ObservationOutcome {
-        let mover = self.position.turn();
-        let opponent_running = match mover {
-            Color::White => running == ClockRun::Black,
-            Color::Black => running == ClockRun::White,
+fn piece(code: i32) -> Result<Piece, Rejected> {
+    use DevicePiece as D;
+    let (color, role) =
+        match DevicePiece::try_from(code).map_err(|_| Rejected::InvalidPiece(code))? {
+            D::WhitePawn => (Color::White, Role::Pawn),
+            D::WhiteKnight => (Color::White, Role::Knight),
+            D::WhiteBishop => (Color::White, Role::Bishop),
+            D::WhiteRook => (Color::White, Role::Rook),
+            D::WhiteQueen => (Color::White, Role::Queen),
+            D::WhiteKing => (Color::White, Role::King),
+            D::BlackPawn => (Color::Black, Role::Pawn),
+            D::BlackKnight => (Color::Black, Role::Knight),
+            D::BlackBishop => (Color::Black, Role::Bishop),
+            D::BlackRook => (Color::Black, Role::Rook),
+            D::BlackQueen => (Color::Black, Role::Queen),
+            D::BlackKing => (Color::Black, Role::King),
+            D::Unspecified => return Err(Rejected::InvalidPiece(code)),
         };
-        if !opponent_running {
-            return ObservationOutcome::Ignored(Ignored::ClockTick);
-        }
-        let Some(provisional) = &self.provisional else {
-            return ObservationOutcome::Ignored(Ignored::PressWithoutMove);
-        };
-        let mut after = self.position.clone();
-        after.play_unchecked(provisional.mv);
-        let mut device_seqs = provisional.device_seqs.clone();
-        device_seqs.push(obs.device_seq);
-        let provenance = self.provenance(obs, Source::Clock, device_seqs);
-        ObservationOutcome::Events(completion(
-            &provisional.event,
-            &after,
-            Some((white_ms, black_ms)),
-            provenance,
-        ))
+    Ok(Piece { color, role })
+}
+
+fn device_piece(piece: Piece) -> DevicePiece {
+    use DevicePiece as D;
+    match (piece.color, piece.role) {
+        (Color::White, Role::Pawn) => D::WhitePawn,
+        (Color::White, Role::Knight) => D::WhiteKnight,
+        (Color::White, Role::Bishop) => D::WhiteBishop,
+        (Color::White, Role::Rook) => D::WhiteRook,
+        (Color::White, Role::Queen) => D::WhiteQueen,
+        (Color::White, Role::King) => D::WhiteKing,
+        (Color::Black, Role::Pawn) => D::BlackPawn,
+        (Color::Black, Role::Knight) => D::BlackKnight,
+        (Color::Black, Role::Bishop) => D::BlackBishop,
+        (Color::Black, Role::Rook) => D::BlackRook,
+        (Color::Black, Role::Queen) => D::BlackQueen,
+        (Color::Black, Role::King) => D::BlackKing,
     }
+}
+
+fn side_name(color: Color) -> &'static str {
+    match color {
+        Color::White => "white",
+        Color::Black => "black",
+    }
+}
+
+fn uci(mv: &PlyMove) -> String {
+    UciMove::from_standard(mv.mv).to_string()
 }
 
 /// How the game ends with this position on the board, if it does.
@@ -252,33 +133,451 @@ fn ending(after: &Chess) -> Option<(GameResult, Termination, &'static str)> {
     }
 }
 
-/// The events that complete a move: the move, and the end of the game if it ends it.
-fn completion(
-    mv: &MoveProvisional,
-    after: &Chess,
-    clocks: Option<(u64, u64)>,
-    provenance: Provenance,
-) -> Vec<NewEvent> {
-    let mut events = vec![NewEvent {
-        kind: Kind::MoveCompleted(MoveCompleted {
-            ply: mv.ply,
-            uci: mv.uci.clone(),
-            san: mv.san.clone(),
-            fen_after: fen_of(after),
-            white_remaining_ms: clocks.map(|c| c.0),
-            black_remaining_ms: clocks.map(|c| c.1),
-        }),
-        provenance: provenance.clone(),
-    }];
-    if let Some((result, termination, detail)) = ending(after) {
-        events.push(NewEvent {
-            kind: Kind::Ended(GameEnded {
-                result: result as i32,
-                termination: termination as i32,
-                detail: detail.to_owned(),
-            }),
-            provenance,
-        });
+impl Game {
+    /// The engine input an observation gives, or `None` when it gives none (device status, a
+    /// clock that keeps running on the same side). The same function serves `decide` and the
+    /// fold, so both feed the engine alike.
+    pub(crate) fn inference_input(&self, obs: &Observation) -> Option<Input> {
+        let event = match obs.kind.as_ref()? {
+            observation::Kind::Lifted(l) => InferenceEvent::Lifted {
+                square: square(l.square).ok()?,
+            },
+            observation::Kind::Placed(p) => InferenceEvent::Placed {
+                square: square(p.square).ok()?,
+                piece: piece(p.piece).ok()?,
+            },
+            observation::Kind::Placement(p) => InferenceEvent::Placement(p.placement.parse().ok()?),
+            observation::Kind::Clock(c) => {
+                let running = ClockRun::try_from(c.running).ok()?;
+                // A press is the running side changing: the side that stopped pressed.
+                let pressed = match (self.clock_running, running) {
+                    (before, ClockRun::Black) if before != ClockRun::Black => Color::White,
+                    (before, ClockRun::White) if before != ClockRun::White => Color::Black,
+                    _ => return None,
+                };
+                InferenceEvent::ClockPressed { side: pressed }
+            }
+            observation::Kind::Status(_) => return None,
+        };
+        Some(Input {
+            seq: obs.device_seq,
+            time_ms: obs.device_time_unix_ms,
+            event,
+        })
     }
-    events
+
+    fn check_payload(obs: &Observation) -> Result<(), Rejected> {
+        match obs.kind.as_ref().ok_or(Rejected::Empty)? {
+            observation::Kind::Lifted(l) => square(l.square).map(|_| ()),
+            observation::Kind::Placed(p) => {
+                square(p.square)?;
+                piece(p.piece).map(|_| ())
+            }
+            observation::Kind::Placement(p) => {
+                p.placement
+                    .parse::<Board>()
+                    .map(|_| ())
+                    .map_err(|e| Rejected::InvalidPlacement {
+                        placement: p.placement.clone(),
+                        reason: e.to_string(),
+                    })
+            }
+            observation::Kind::Clock(c) => match ClockRun::try_from(c.running) {
+                Ok(ClockRun::Unspecified) | Err(_) => Err(Rejected::ClockWithoutState),
+                Ok(_) => Ok(()),
+            },
+            observation::Kind::Status(_) => Ok(()),
+        }
+    }
+
+    /// Decides what an observation of this game's board means.
+    pub fn decide_observation(&self, obs: &Observation) -> Result<ObservationOutcome, Rejected> {
+        if obs.board_id != self.info.board_id {
+            return Err(Rejected::WrongBoard {
+                expected: self.info.board_id.clone(),
+                got: obs.board_id.clone(),
+            });
+        }
+        Self::check_payload(obs)?;
+        if obs.device_seq <= self.last_device_seq {
+            return Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
+                device_seq: obs.device_seq,
+                last_applied: self.last_device_seq,
+            }));
+        }
+        if self.is_over() {
+            return Ok(ObservationOutcome::Ignored(Ignored::GameOver));
+        }
+        let input = self.inference_input(obs);
+        if input.is_none() && matches!(obs.kind, Some(observation::Kind::Clock(_))) {
+            return Ok(ObservationOutcome::Ignored(Ignored::ClockTick));
+        }
+        let mut events = vec![NewEvent {
+            kind: Kind::ObservationRecorded(ObservationRecorded {
+                observation: Some(obs.clone()),
+            }),
+            provenance: self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]),
+        }];
+        if let Some(input) = input {
+            let mut engine = self.inference.clone();
+            let outputs = engine.observe(input);
+            events.extend(self.meaning(obs, outputs));
+        }
+        Ok(ObservationOutcome::Events(events))
+    }
+
+    fn provenance(&self, obs: &Observation, source: Source, device_seqs: Vec<u64>) -> Provenance {
+        Provenance {
+            source: source as i32,
+            board_id: obs.board_id.clone(),
+            device_seqs,
+            device_time_unix_ms: obs.device_time_unix_ms,
+            actor: String::new(),
+        }
+    }
+
+    /// The events the engine's conclusions amount to.
+    fn meaning(&self, obs: &Observation, outputs: Vec<Output>) -> Vec<NewEvent> {
+        let clocks = match &obs.kind {
+            Some(observation::Kind::Clock(c)) => Some((c.white_remaining_ms, c.black_remaining_ms)),
+            _ => None,
+        };
+        let mut events = Vec::new();
+        // What this decision adds, so that later outputs of the same observation see it.
+        let mut position = self.position.clone();
+        let mut completed = self.moves.len() as u32;
+        let mut reconstructed = self.reconstructed.clone();
+        let mut tally = self.illegal_tally;
+        let mut ended = false;
+        for output in outputs {
+            if ended {
+                break;
+            }
+            match output {
+                Output::Touch {
+                    piece,
+                    from,
+                    to,
+                    basis,
+                } => events.push(NewEvent {
+                    kind: Kind::Touch(TouchObserved {
+                        ply: completed + 1,
+                        piece: device_piece(piece) as i32,
+                        from_square: u32::from(from),
+                        to_square: to.map(u32::from),
+                    }),
+                    provenance: self.provenance(obs, Source::BoardSensor, basis),
+                }),
+                Output::MoveProvisional { mv, basis } => {
+                    let provisional = MoveProvisional {
+                        ply: mv.ply,
+                        uci: uci(&mv),
+                        san: mv.san.clone(),
+                        replaces_uci: String::new(),
+                    };
+                    events.extend(self.provisional_or_final(
+                        obs,
+                        &position,
+                        mv,
+                        provisional,
+                        basis,
+                        &mut ended,
+                    ));
+                }
+                Output::ProvisionalRevised {
+                    from_move,
+                    to_move,
+                    basis,
+                } => {
+                    let provisional = MoveProvisional {
+                        ply: to_move.ply,
+                        uci: uci(&to_move),
+                        san: to_move.san.clone(),
+                        replaces_uci: uci(&from_move),
+                    };
+                    events.extend(self.provisional_or_final(
+                        obs,
+                        &position,
+                        to_move,
+                        provisional,
+                        basis,
+                        &mut ended,
+                    ));
+                }
+                Output::MoveConfirmed { mv, basis } => {
+                    // Moves before the game's completed ones are already in the log.
+                    if mv.ply <= completed {
+                        continue;
+                    }
+                    let source = if reconstructed.contains(&mv.ply) {
+                        Source::Reconstruction
+                    } else {
+                        Source::Clock
+                    };
+                    position.play_unchecked(mv.mv);
+                    completed = mv.ply;
+                    let provenance = self.provenance(obs, source, basis);
+                    events.push(NewEvent {
+                        kind: Kind::MoveCompleted(MoveCompleted {
+                            ply: mv.ply,
+                            uci: uci(&mv),
+                            san: mv.san.clone(),
+                            fen_after: fen_of(&position),
+                            white_remaining_ms: clocks.map(|c| c.0),
+                            black_remaining_ms: clocks.map(|c| c.1),
+                        }),
+                        provenance: provenance.clone(),
+                    });
+                    if let Some(end) = ending(&position) {
+                        events.push(game_ended(end, provenance));
+                        ended = true;
+                    }
+                }
+                Output::Takeback {
+                    undone,
+                    confirmed,
+                    basis,
+                } => {
+                    for mv in undone.iter().filter(|m| m.ply > completed) {
+                        events.push(NewEvent {
+                            kind: Kind::ProvisionalWithdrawn(ProvisionalMoveWithdrawn {
+                                ply: mv.ply,
+                                uci: uci(mv),
+                            }),
+                            provenance: self.provenance(obs, Source::BoardSensor, basis.clone()),
+                        });
+                    }
+                    if confirmed > 0 {
+                        // Completed moves stand until an arbiter decides otherwise (Article 7).
+                        events.push(NewEvent {
+                            kind: Kind::Irregularity(IrregularityObserved {
+                                ply: completed + 1,
+                                placement: self.placement_of(obs),
+                                cause: format!("the board went back {confirmed} completed move(s)"),
+                                ambiguous: false,
+                            }),
+                            provenance: self.provenance(obs, Source::BoardSensor, basis),
+                        });
+                    }
+                }
+                Output::Reconstructed { moves, basis } => {
+                    let first_ply = moves.first().map(|m| m.ply).unwrap_or(completed + 1);
+                    for m in &moves {
+                        reconstructed.insert(m.ply);
+                    }
+                    events.push(NewEvent {
+                        kind: Kind::Reconstructed(MovesReconstructed {
+                            first_ply,
+                            uci: moves.iter().map(uci).collect(),
+                            san: moves.iter().map(|m| m.san.clone()).collect(),
+                        }),
+                        provenance: self.provenance(obs, Source::Reconstruction, basis),
+                    });
+                }
+                Output::Irregularity {
+                    placement,
+                    cause,
+                    ambiguous,
+                    basis,
+                } => {
+                    let placement = placement.board_fen().to_string();
+                    let cause_text = match cause {
+                        IrregularityCause::ClockPressed { .. } => "clock pressed".to_owned(),
+                        IrregularityCause::Quiet { unmatched_for_ms } => {
+                            format!("no legal continuation for {} s", unmatched_for_ms / 1000)
+                        }
+                    };
+                    events.push(NewEvent {
+                        kind: Kind::Irregularity(IrregularityObserved {
+                            ply: completed + 1,
+                            placement: placement.clone(),
+                            cause: cause_text,
+                            ambiguous,
+                        }),
+                        provenance: self.provenance(obs, Source::BoardSensor, basis.clone()),
+                    });
+                    if let IrregularityCause::ClockPressed { side } = cause {
+                        let kind = if unpromoted_pawn(&placement, side) {
+                            IllegalKind::UnpromotedPawn
+                        } else {
+                            IllegalKind::IllegalMove
+                        };
+                        events.push(self.illegal_move(
+                            obs, &position, side, kind, placement, &mut tally, basis,
+                        ));
+                    }
+                }
+                Output::IrregularityCleared { basis } => events.push(NewEvent {
+                    kind: Kind::IrregularityCleared(IrregularityCleared { ply: completed + 1 }),
+                    provenance: self.provenance(obs, Source::BoardSensor, basis),
+                }),
+                Output::ClockPressWithoutMove { side, basis } => {
+                    let placement = self.placement_of(obs);
+                    events.push(self.illegal_move(
+                        obs,
+                        &position,
+                        side,
+                        IllegalKind::ClockWithoutMove,
+                        placement,
+                        &mut tally,
+                        basis,
+                    ));
+                }
+                Output::NewGame { basis, .. } => events.push(NewEvent {
+                    kind: Kind::Irregularity(IrregularityObserved {
+                        ply: completed + 1,
+                        placement: self.placement_of(obs),
+                        cause: "the start position was set up during the game".to_owned(),
+                        ambiguous: false,
+                    }),
+                    provenance: self.provenance(obs, Source::BoardSensor, basis),
+                }),
+                Output::ResultSignalled { result, basis } => {
+                    let result = match result {
+                        boardcast_inference::ResultSignal::WhiteWins => GameResult::WhiteWins,
+                        boardcast_inference::ResultSignal::BlackWins => GameResult::BlackWins,
+                        boardcast_inference::ResultSignal::Draw => GameResult::Draw,
+                    };
+                    events.push(NewEvent {
+                        kind: Kind::Ended(GameEnded {
+                            result: result as i32,
+                            termination: Termination::BoardResultSignal as i32,
+                            detail: format!(
+                                "kings placed on the centre squares ({})",
+                                self.placement_of(obs)
+                            ),
+                        }),
+                        provenance: self.provenance(obs, Source::BoardSensor, basis),
+                    });
+                    ended = true;
+                }
+                Output::GhostIgnored { .. } | Output::OrientationChanged { .. } => {}
+            }
+        }
+        events
+    }
+
+    /// A provisional move, or — when it mates or stalemates — the move completed at once and
+    /// the game's end: no clock press follows such a move (Articles 5.1.a, 5.2.a, 6.7.a).
+    fn provisional_or_final(
+        &self,
+        obs: &Observation,
+        position: &Chess,
+        mv: PlyMove,
+        provisional: MoveProvisional,
+        basis: Vec<u64>,
+        ended: &mut bool,
+    ) -> Vec<NewEvent> {
+        let mut after = position.clone();
+        after.play_unchecked(mv.mv);
+        let provenance = self.provenance(obs, Source::BoardSensor, basis);
+        let Some(end) = ending(&after) else {
+            return vec![NewEvent {
+                kind: Kind::MoveProvisional(provisional),
+                provenance,
+            }];
+        };
+        *ended = true;
+        vec![
+            NewEvent {
+                kind: Kind::MoveCompleted(MoveCompleted {
+                    ply: provisional.ply,
+                    uci: provisional.uci,
+                    san: provisional.san,
+                    fen_after: fen_of(&after),
+                    white_remaining_ms: None,
+                    black_remaining_ms: None,
+                }),
+                provenance: provenance.clone(),
+            },
+            game_ended(end, provenance),
+        ]
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn illegal_move(
+        &self,
+        obs: &Observation,
+        position: &Chess,
+        offender: Color,
+        kind: IllegalKind,
+        placement: String,
+        tally: &mut boardcast_rules::illegal::IllegalMoveTally,
+        basis: Vec<u64>,
+    ) -> NewEvent {
+        let report = judge_illegal_move(
+            &self.rules,
+            *tally,
+            &IllegalMoveCase {
+                offender,
+                kind,
+                position_before: position,
+                opponent_claimed: false,
+            },
+        );
+        *tally = report.tally;
+        let penalty = if !report.counts_as_illegal {
+            format!("none: not an illegal move under {}", self.rules.edition)
+        } else {
+            match report.penalty {
+                IllegalPenalty::OpponentTime { bonus_ms } => {
+                    format!("{} s added to the opponent's clock", bonus_ms / 1000)
+                }
+                IllegalPenalty::Loss => "the game is lost".to_owned(),
+                IllegalPenalty::Draw => {
+                    "the game is drawn (the opponent cannot checkmate)".to_owned()
+                }
+                IllegalPenalty::NoPenalty => "none".to_owned(),
+            }
+        };
+        NewEvent {
+            kind: Kind::IllegalMove(IllegalMoveRecorded {
+                ply: self.moves.len() as u32 + 1,
+                offender: side_name(offender).to_owned(),
+                kind: match kind {
+                    IllegalKind::IllegalMove => "irregular position at clock press",
+                    IllegalKind::UnpromotedPawn => "pawn on the last rank not promoted",
+                    IllegalKind::ClockWithoutMove => "clock pressed without a move",
+                    IllegalKind::TwoHands => "move made with two hands",
+                }
+                .to_owned(),
+                placement,
+                offender_count: report.offender_count,
+                proposed_penalty: penalty,
+                article: report.article.to_owned(),
+            }),
+            provenance: self.provenance(obs, Source::Clock, basis),
+        }
+    }
+
+    /// The placement the board shows: the observation's own, or the engine's last one.
+    fn placement_of(&self, obs: &Observation) -> String {
+        match &obs.kind {
+            Some(observation::Kind::Placement(p)) => p.placement.clone(),
+            _ => self.inference.position().board().board_fen().to_string(),
+        }
+    }
+}
+
+/// A pawn of `side` standing on its last rank.
+fn unpromoted_pawn(placement: &str, side: Color) -> bool {
+    let Ok(board) = placement.parse::<Board>() else {
+        return false;
+    };
+    let last_rank = match side {
+        Color::White => shakmaty::Bitboard::from_rank(shakmaty::Rank::Eighth),
+        Color::Black => shakmaty::Bitboard::from_rank(shakmaty::Rank::First),
+    };
+    (board.pawns() & board.by_color(side) & last_rank).any()
+}
+
+fn game_ended(end: (GameResult, Termination, &'static str), provenance: Provenance) -> NewEvent {
+    NewEvent {
+        kind: Kind::Ended(GameEnded {
+            result: end.0 as i32,
+            termination: end.1 as i32,
+            detail: end.2.to_owned(),
+        }),
+        provenance,
+    }
 }

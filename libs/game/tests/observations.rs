@@ -4,7 +4,7 @@ use boardcast_game::device::{BoardPlacement, Observation, SourceKind, observatio
 use boardcast_game::events::{
     GameEventRecord, GameResult, GameStarted, Player, Termination, TimeControl, TimePeriod,
 };
-use boardcast_game::{Game, Ignored, ObservationOutcome};
+use boardcast_game::{Game, ObservationOutcome};
 use boardcast_rules::pgn::{PgnGame, parse_san, read_games};
 use boardcast_sim::{ScriptOptions, script};
 use shakmaty::{Position, uci::UciMove};
@@ -94,7 +94,8 @@ fn every_london_game_is_folded_into_its_moves_clocks_and_result() {
     for pgn in &games {
         let game = play(pgn);
         // Compared as moves: scores may over-disambiguate SAN (`Ngf6` with a pinned knight).
-        let played: Vec<&str> = game.moves().iter().map(|m| m.uci.as_str()).collect();
+        let moves = game.moves();
+        let played: Vec<&str> = moves.iter().map(|m| m.uci.as_str()).collect();
         assert_eq!(played, uci_moves(pgn), "{}", pgn.players());
         assert_eq!(game.result_token(), pgn.result, "{}", pgn.players());
         for (i, (m, p)) in game.moves().iter().zip(&pgn.moves).enumerate() {
@@ -175,10 +176,15 @@ fn duplicates_and_invalid_placements_are_told_apart() {
         })),
         ..bad
     };
-    assert_eq!(
-        game.decide_observation(&start).expect("valid"),
-        ObservationOutcome::Ignored(Ignored::TransientPlacement)
-    );
+    // A placement that means nothing new is still recorded: the log keeps what the board saw.
+    let ObservationOutcome::Events(events) = game.decide_observation(&start).expect("valid") else {
+        panic!("the placement is recorded");
+    };
+    assert_eq!(events.len(), 1);
+    assert!(matches!(
+        events[0].kind,
+        boardcast_game::events::game_event::Kind::ObservationRecorded(_)
+    ));
 }
 
 #[test]

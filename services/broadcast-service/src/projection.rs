@@ -122,7 +122,7 @@ fn player_name(p: &Option<boardcast_game::events::Player>) -> String {
 
 fn view(game: &Game) -> GameView {
     let info = game.info();
-    let last = game.moves().last();
+    let last = game.completed_moves().last().map(|m| &m.event);
     GameView {
         game_id: game.game_id().to_owned(),
         tournament_id: info.tournament_id.clone(),
@@ -132,7 +132,7 @@ fn view(game: &Game) -> GameView {
         white: player_name(&info.white),
         black: player_name(&info.black),
         fen: boardcast_game::fen(game.position()),
-        moves: game.moves().iter().map(|m| m.san.clone()).collect(),
+        moves: game.completed_moves().iter().map(|m| m.event.san.clone()).collect(),
         provisional: game.provisional().map(|p| p.san.clone()),
         white_clock_ms: last.and_then(|m| m.white_remaining_ms),
         black_clock_ms: last.and_then(|m| m.black_remaining_ms),
@@ -168,8 +168,9 @@ pub fn pgn_of(game: &Game) -> PgnGame {
     }
     tags.retain(|(_, v)| !v.is_empty());
     let moves = game
-        .moves()
+        .completed_moves()
         .iter()
+        .map(|m| &m.event)
         .enumerate()
         .map(|(i, m)| PgnMove {
             san: m.san.clone(),

@@ -1,0 +1,317 @@
+//! The aggregate on scripted observation sequences: claims resting on reconstructed moves,
+//! illegal moves by edition, takebacks before the clock press.
+
+use boardcast_game::device::{
+    BoardPlacement, ClockReading, ClockRun, Observation, observation::Kind as Obs,
+};
+use boardcast_game::events::{
+    GameStarted, Player, Source, TimeControl, TimePeriod, game_event::Kind,
+};
+use boardcast_game::{Game, ObservationOutcome};
+use boardcast_rules::claims::{ClaimKind, ClaimVerdict, DrawClaim};
+use shakmaty::{Chess, Position, san::San};
+
+struct Board {
+    game: Game,
+    seq: u64,
+    /// Every event kind appended, in order.
+    log: Vec<Kind>,
+}
+
+impl Board {
+    fn new(edition: &str) -> Board {
+        let info = GameStarted {
+            tournament_id: "t".into(),
+            round: 1,
+            board_number: 1,
+            board_id: "b".into(),
+            white: Some(Player {
+                name: "W".into(),
+                ..Default::default()
+            }),
+            black: Some(Player {
+                name: "B".into(),
+                ..Default::default()
+            }),
+            time_control: Some(TimeControl {
+                periods: vec![
+                    TimePeriod {
+                        moves: 40,
+                        base_ms: 90 * 60_000,
+                        increment_ms: 30_000,
+                        delay_ms: 0,
+                    },
+                    TimePeriod {
+                        moves: 0,
+                        base_ms: 30 * 60_000,
+                        increment_ms: 30_000,
+                        delay_ms: 0,
+                    },
+                ],
+            }),
+            edition: edition.into(),
+            ..Default::default()
+        };
+        let (id, start) = Game::decide_start(&info, "operator").expect("valid game");
+        let records = Game::record(None, &id, vec![start], 0);
+        let game = Game::from_first_record(&records[0]).expect("folds");
+        let mut board = Board {
+            game,
+            seq: 0,
+            log: Vec::new(),
+        };
+        board.clock(ClockRun::White);
+        board
+    }
+
+    fn observe(&mut self, kind: Obs) {
+        self.seq += 1;
+        let obs = Observation {
+            board_id: "b".into(),
+            device_seq: self.seq,
+            device_time_unix_ms: self.seq as i64 * 1000,
+            kind: Some(kind),
+            ..Default::default()
+        };
+        if let ObservationOutcome::Events(events) =
+            self.game.decide_observation(&obs).expect("valid")
+        {
+            let records = Game::record(Some(&self.game), "t-r1-b1", events.clone(), 0);
+            for (record, event) in records.iter().zip(events) {
+                self.game.apply(record).expect("applies");
+                self.log.push(event.kind);
+            }
+        }
+    }
+
+    fn placement(&mut self, pos: &Chess) {
+        self.observe(Obs::Placement(BoardPlacement {
+            placement: pos.board().board_fen().to_string(),
+        }));
+    }
+
+    fn clock(&mut self, running: ClockRun) {
+        self.observe(Obs::Clock(ClockReading {
+            white_remaining_ms: 5_000_000,
+            black_remaining_ms: 5_000_000,
+            running: running as i32,
+            ..Default::default()
+        }));
+    }
+
+    /// A move seen on the board and completed by the mover's press.
+    fn play(&mut self, pos: &mut Chess, san: &str) {
+        let mv = san
+            .parse::<San>()
+            .expect("san")
+            .to_move(pos)
+            .expect("legal");
+        pos.play_unchecked(mv);
+        self.placement(pos);
+        self.clock(if pos.turn().is_white() {
+            ClockRun::White
+        } else {
+            ClockRun::Black
+        });
+    }
+
+    fn count(&self, f: impl Fn(&Kind) -> bool) -> usize {
+        self.log.iter().filter(|k| f(k)).count()
+    }
+}
+
+#[test]
+fn a_threefold_claim_resting_on_reconstructed_moves_cannot_be_upheld_on_the_record_alone() {
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    // 1. e4 e5 2. Bc4: the board missed all three moves and both presses in between; it is seen
+    // again with the bishop on c4 when White presses. Only one legal sequence leads there.
+    for san in ["e4", "e5", "Bc4"] {
+        let mv = san
+            .parse::<San>()
+            .expect("san")
+            .to_move(&pos)
+            .expect("legal");
+        pos.play_unchecked(mv);
+    }
+    board.placement(&pos);
+    board.clock(ClockRun::Black);
+    assert_eq!(
+        board.count(|k| matches!(k, Kind::Reconstructed(_))),
+        1,
+        "{:?}",
+        board.log
+    );
+    // Then the knights shuffle, every move seen and pressed.
+    for san in ["Nc6", "Nf3", "Nb8", "Ng1", "Nc6", "Nf3", "Nb8", "Ng1"] {
+        board.play(&mut pos, san);
+    }
+    let moves = board.game.completed_moves();
+    assert_eq!(moves.len(), 11);
+    assert!(
+        moves[..3]
+            .iter()
+            .all(|m| m.source == Source::Reconstruction)
+    );
+    assert!(moves[3..].iter().all(|m| m.source == Source::Clock));
+
+    let claim = DrawClaim {
+        kind: ClaimKind::Threefold,
+        intended_move: None,
+        claimant_has_moved: false,
+        claimant_has_touched: false,
+        claimant_remaining_ms: 5_000_000,
+    };
+    let assessment = board.game.evaluate_claim(&claim).expect("judged");
+    assert!(
+        matches!(assessment.report.verdict, ClaimVerdict::Upheld),
+        "{:?}",
+        assessment.report
+    );
+    let plies: Vec<u32> = assessment
+        .report
+        .evidence
+        .occurrences
+        .iter()
+        .map(|o| o.ply)
+        .collect();
+    assert_eq!(plies, vec![3, 7, 11]);
+    // The occurrences rest on log entries: the events that completed those moves.
+    let seqs: Vec<u64> = assessment
+        .report
+        .evidence
+        .occurrences
+        .iter()
+        .map(|o| o.log_ref)
+        .collect();
+    let expected: Vec<u64> = [3usize, 7, 11]
+        .iter()
+        .map(|p| moves[p - 1].game_seq)
+        .collect();
+    assert_eq!(seqs, expected);
+    // ... and on three moves nobody saw being made: the arbiter must check the scoresheets.
+    assert!(!assessment.rests_on_confirmed_record());
+    let unconfirmed: Vec<(u32, &str)> = assessment
+        .unconfirmed
+        .iter()
+        .map(|u| (u.ply, u.san.as_str()))
+        .collect();
+    assert_eq!(unconfirmed, vec![(1, "e4"), (2, "e5"), (3, "Bc4")]);
+}
+
+/// White makes an illegal move and presses the clock, then puts the position back.
+fn illegal_attempt(board: &mut Board, pos: &Chess) {
+    let mut wrong = pos.board().clone();
+    let knight = wrong
+        .remove_piece_at(shakmaty::Square::G1)
+        .expect("knight on g1");
+    wrong.set_piece_at(shakmaty::Square::G3, knight);
+    board.observe(Obs::Placement(BoardPlacement {
+        placement: wrong.board_fen().to_string(),
+    }));
+    board.clock(ClockRun::Black);
+    board.placement(pos);
+    // The arbiter gives the move back to White's clock.
+    board.clock(ClockRun::White);
+}
+
+fn illegal_moves(board: &Board) -> Vec<(String, u32, String)> {
+    board
+        .log
+        .iter()
+        .filter_map(|k| match k {
+            Kind::IllegalMove(i) => Some((
+                i.offender.clone(),
+                i.offender_count,
+                i.proposed_penalty.clone(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn illegal_moves_under_2009_cost_time_twice_and_lose_the_third_time() {
+    let mut board = Board::new("fide-2009");
+    let pos = Chess::default();
+    for _ in 0..3 {
+        illegal_attempt(&mut board, &pos);
+    }
+    let illegal = illegal_moves(&board);
+    assert_eq!(illegal.len(), 3, "{:?}", board.log);
+    assert_eq!(
+        illegal[0],
+        (
+            "white".into(),
+            1,
+            "120 s added to the opponent's clock".into()
+        )
+    );
+    assert_eq!(illegal[1].1, 2);
+    assert_eq!(illegal[1].2, "120 s added to the opponent's clock");
+    assert_eq!(illegal[2].1, 3);
+    assert_eq!(illegal[2].2, "the game is lost");
+    assert_eq!(board.game.illegal_tally().white, 3);
+    // The penalty is only proposed: e-board data can be wrong, the arbiter decides.
+    assert!(!board.game.is_over());
+    assert!(board.game.moves().is_empty());
+}
+
+#[test]
+fn illegal_moves_under_2023_lose_the_second_time() {
+    let mut board = Board::new("fide-2023");
+    let pos = Chess::default();
+    illegal_attempt(&mut board, &pos);
+    illegal_attempt(&mut board, &pos);
+    let illegal = illegal_moves(&board);
+    assert_eq!(illegal.len(), 2, "{:?}", board.log);
+    assert_eq!(illegal[0].2, "120 s added to the opponent's clock");
+    assert_eq!(illegal[1].2, "the game is lost");
+    assert!(
+        board.count(|k| matches!(k, Kind::IrregularityCleared(_))) >= 2,
+        "the board matched again"
+    );
+}
+
+#[test]
+fn a_move_taken_back_before_the_clock_press_leaves_no_trace_but_its_record() {
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    let mut e4 = pos.clone();
+    e4.play_unchecked(
+        "e4".parse::<San>()
+            .expect("san")
+            .to_move(&pos)
+            .expect("legal"),
+    );
+    board.placement(&e4);
+    board.placement(&pos);
+    board.play(&mut pos, "d4");
+    let moves = board.game.moves();
+    assert_eq!(moves.len(), 1);
+    assert_eq!(moves[0].san, "d4");
+    assert_eq!(
+        board.count(|k| matches!(k, Kind::MoveProvisional(p) if p.san == "e4")),
+        1
+    );
+    assert_eq!(
+        board.count(|k| matches!(k, Kind::ProvisionalWithdrawn(w) if w.uci == "e2e4")),
+        1
+    );
+}
+
+#[test]
+fn pressing_the_clock_without_a_move_is_illegal_from_2018_only() {
+    for (edition, counts) in [("fide-2009", false), ("fide-2018", true)] {
+        let mut board = Board::new(edition);
+        board.clock(ClockRun::Black);
+        let illegal = illegal_moves(&board);
+        assert_eq!(illegal.len(), 1, "{edition}: {:?}", board.log);
+        assert_eq!(
+            illegal[0].2.starts_with("none"),
+            !counts,
+            "{edition}: {}",
+            illegal[0].2
+        );
+    }
+}
