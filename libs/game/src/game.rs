@@ -87,6 +87,17 @@ pub struct Game {
     pub(crate) reconstructed: std::collections::BTreeSet<u32>,
     /// The board shows a placement that matches no legal continuation.
     pub(crate) irregular: Option<String>,
+    /// Illegal moves recorded, and the arbiter's decision on each.
+    pub(crate) illegal_moves: Vec<IllegalMoveEntry>,
+}
+
+/// An illegal move in the record and what the arbiter decided about its penalty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IllegalMoveEntry {
+    pub game_seq: u64,
+    pub event: crate::events::IllegalMoveRecorded,
+    /// `Some(true)` confirmed, `Some(false)` rejected, `None` not decided yet.
+    pub decided: Option<bool>,
 }
 
 /// The id of the game of a pairing: `<tournament>-r<round>-b<board>`.
@@ -318,6 +329,7 @@ impl Game {
             illegal_tally: IllegalMoveTally::default(),
             reconstructed: Default::default(),
             irregular: None,
+            illegal_moves: Vec::new(),
         })
     }
 
@@ -411,18 +423,7 @@ impl Game {
                 // A move completed without the engine's confirmation (a mate needs no press, an
                 // arbiter enters a move): the engine follows the game, not the other way round.
                 if self.inference.confirmed_plies() as usize != self.moves.len() {
-                    let moves: Vec<Move> = self
-                        .moves
-                        .iter()
-                        .filter_map(|m| m.event.uci.parse::<UciMove>().ok())
-                        .scan(self.start.clone(), |pos, uci| {
-                            let mv = uci.to_move(pos).ok()?;
-                            pos.play_unchecked(mv);
-                            Some(mv)
-                        })
-                        .collect();
-                    self.inference
-                        .sync(self.start.clone(), &moves)
+                    self.sync_inference()
                         .map_err(|e| inconsistent(format!("following the completed moves: {e}")))?;
                 }
             }
@@ -438,13 +439,79 @@ impl Game {
             }
             Some(Kind::Irregularity(i)) => self.irregular = Some(i.placement.clone()),
             Some(Kind::IrregularityCleared(_)) => self.irregular = None,
-            Some(Kind::IllegalMove(illegal)) => match illegal.offender.as_str() {
-                "white" => self.illegal_tally.white = illegal.offender_count,
-                "black" => self.illegal_tally.black = illegal.offender_count,
-                other => return Err(inconsistent(format!("illegal move by {other:?}"))),
-            },
+            Some(Kind::IllegalMove(illegal)) => {
+                match illegal.offender.as_str() {
+                    "white" => self.illegal_tally.white = illegal.offender_count,
+                    "black" => self.illegal_tally.black = illegal.offender_count,
+                    other => return Err(inconsistent(format!("illegal move by {other:?}"))),
+                }
+                self.illegal_moves.push(IllegalMoveEntry {
+                    game_seq: event.game_seq,
+                    event: illegal.clone(),
+                    decided: None,
+                });
+            }
+            Some(Kind::Arbiter(action)) => {
+                if let Some(crate::events::arbiter_action::Action::Penalty(decision)) =
+                    &action.action
+                    && let Some(entry) = self
+                        .illegal_moves
+                        .iter_mut()
+                        .find(|e| e.game_seq == decision.illegal_move_game_seq)
+                {
+                    entry.decided = Some(decision.confirmed);
+                    // A rejected penalty does not count towards the next one.
+                    if !decision.confirmed && !entry.event.proposed_penalty.starts_with("none") {
+                        match entry.event.offender.as_str() {
+                            "white" => {
+                                self.illegal_tally.white =
+                                    self.illegal_tally.white.saturating_sub(1)
+                            }
+                            _ => {
+                                self.illegal_tally.black =
+                                    self.illegal_tally.black.saturating_sub(1)
+                            }
+                        }
+                    }
+                }
+            }
+            Some(Kind::PositionRestored(restored)) => {
+                let ply = restored.ply as usize;
+                if ply > self.moves.len() {
+                    return Err(inconsistent(format!("cannot restore ply {ply}")));
+                }
+                self.moves.truncate(ply);
+                self.repetition.truncate(restored.ply);
+                self.position = self.repetition.position().clone();
+                self.provisional = None;
+                self.irregular = None;
+                self.sync_inference()
+                    .map_err(|e| inconsistent(format!("restoring ply {ply}: {e}")))?;
+            }
         }
         Ok(())
+    }
+
+    /// Makes the move inference follow the game's completed moves.
+    fn sync_inference(&mut self) -> Result<(), String> {
+        let moves: Vec<Move> = self
+            .moves
+            .iter()
+            .filter_map(|m| m.event.uci.parse::<UciMove>().ok())
+            .scan(self.start.clone(), |pos, uci| {
+                let mv = uci.to_move(pos).ok()?;
+                pos.play_unchecked(mv);
+                Some(mv)
+            })
+            .collect();
+        self.inference
+            .sync(self.start.clone(), &moves)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Illegal moves in the record with the arbiter's decisions.
+    pub fn illegal_moves(&self) -> &[IllegalMoveEntry] {
+        &self.illegal_moves
     }
 
     pub(crate) fn parse_uci(&self, uci: &str) -> Result<Move, String> {

@@ -5,17 +5,19 @@
 //! `decide` returned and then applies it, so the live state and a replay of the log are the same
 //! computation. Pure: no I/O and no wall clock; the recording time is passed in.
 
+mod arbiter;
 mod chain;
 mod claims;
 mod game;
 mod observation;
 mod time_control;
 
+pub use arbiter::ActionRejected;
 pub use chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
 pub use claims::{ClaimAssessment, UnconfirmedMove};
 pub use game::{
-    CompletedMove, Game, GameError, NewEvent, fen_of as fen, game_id_for, rules_of,
-    validate_board_id,
+    CompletedMove, Game, GameError, IllegalMoveEntry, NewEvent, fen_of as fen, game_id_for,
+    rules_of, validate_board_id,
 };
 pub use observation::{Ignored, ObservationOutcome, Rejected};
 pub use time_control::parse_time_control;

@@ -516,6 +516,22 @@ impl Game {
             },
         );
         *tally = report.tally;
+        let (opponent_bonus_ms, result_if_confirmed) =
+            match (report.counts_as_illegal, report.penalty) {
+                (true, IllegalPenalty::OpponentTime { bonus_ms }) => {
+                    (bonus_ms, GameResult::Unspecified)
+                }
+                (true, IllegalPenalty::Loss) => (
+                    0,
+                    if offender == Color::White {
+                        GameResult::BlackWins
+                    } else {
+                        GameResult::WhiteWins
+                    },
+                ),
+                (true, IllegalPenalty::Draw) => (0, GameResult::Draw),
+                _ => (0, GameResult::Unspecified),
+            };
         let penalty = if !report.counts_as_illegal {
             format!("none: not an illegal move under {}", self.rules.edition)
         } else {
@@ -545,6 +561,8 @@ impl Game {
                 offender_count: report.offender_count,
                 proposed_penalty: penalty,
                 article: report.article.to_owned(),
+                opponent_bonus_ms,
+                result_if_confirmed: result_if_confirmed as i32,
             }),
             provenance: self.provenance(obs, Source::Clock, basis),
         }

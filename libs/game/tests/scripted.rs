@@ -20,6 +20,10 @@ struct Board {
 
 impl Board {
     fn new(edition: &str) -> Board {
+        Board::from_fen(edition, "")
+    }
+
+    fn from_fen(edition: &str, start_fen: &str) -> Board {
         let info = GameStarted {
             tournament_id: "t".into(),
             round: 1,
@@ -50,6 +54,7 @@ impl Board {
                 ],
             }),
             edition: edition.into(),
+            start_fen: start_fen.into(),
             ..Default::default()
         };
         let (id, start) = Game::decide_start(&info, "operator").expect("valid game");
@@ -314,4 +319,208 @@ fn pressing_the_clock_without_a_move_is_illegal_from_2018_only() {
             illegal[0].2
         );
     }
+}
+
+fn act(
+    board: &mut Board,
+    action: boardcast_game::events::arbiter_action::Action,
+    actor: &str,
+) -> Result<(), boardcast_game::ActionRejected> {
+    let events = board.game.decide_arbiter(
+        &boardcast_game::events::ArbiterAction {
+            action: Some(action),
+        },
+        actor,
+    )?;
+    let records = Game::record(Some(&board.game), "t-r1-b1", events.clone(), 0);
+    for (record, event) in records.iter().zip(events) {
+        board.game.apply(record).expect("applies");
+        board.log.push(event.kind);
+    }
+    Ok(())
+}
+
+#[test]
+fn the_arbiter_confirms_or_rejects_proposed_penalties() {
+    use boardcast_game::events::{GameResult, PenaltyDecision, arbiter_action::Action};
+    let mut board = Board::new("fide-2023");
+    let pos = Chess::default();
+    illegal_attempt(&mut board, &pos);
+    let first = board.game.illegal_moves()[0].game_seq;
+    // The sensors were wrong: the arbiter rejects it, and it does not count.
+    act(
+        &mut board,
+        Action::Penalty(PenaltyDecision {
+            illegal_move_game_seq: first,
+            confirmed: false,
+            note: "sensor fault".into(),
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    assert_eq!(board.game.illegal_tally().white, 0);
+    illegal_attempt(&mut board, &pos);
+    let second = &board.game.illegal_moves()[1];
+    assert_eq!(
+        second.event.offender_count, 1,
+        "the rejected one does not count"
+    );
+    assert_eq!(second.event.opponent_bonus_ms, 120_000);
+    illegal_attempt(&mut board, &pos);
+    let third = board.game.illegal_moves()[2].clone();
+    assert_eq!(third.event.result_if_confirmed(), GameResult::BlackWins);
+    assert!(!board.game.is_over(), "only proposed");
+    act(
+        &mut board,
+        Action::Penalty(PenaltyDecision {
+            illegal_move_game_seq: third.game_seq,
+            confirmed: true,
+            note: String::new(),
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    assert_eq!(board.game.result_token(), "0-1");
+    // Deciding twice is refused, with a reason.
+    let again = act(
+        &mut board,
+        Action::Penalty(PenaltyDecision {
+            illegal_move_game_seq: third.game_seq,
+            confirmed: false,
+            note: String::new(),
+        }),
+        "IA Smith",
+    );
+    assert!(
+        again
+            .expect_err("refused")
+            .to_string()
+            .contains("already confirmed")
+    );
+}
+
+#[test]
+fn restoring_a_position_entering_moves_and_ending_the_game() {
+    use boardcast_game::events::{
+        DrawAgreed, EnterMove, RestorePosition, SideAction, arbiter_action::Action,
+    };
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    for san in ["e4", "e5", "Nf3"] {
+        board.play(&mut pos, san);
+    }
+    assert!(
+        act(
+            &mut board,
+            Action::Restore(RestorePosition {
+                ply: 2,
+                reason: String::new()
+            }),
+            ""
+        )
+        .is_err(),
+        "who acts is required"
+    );
+    act(
+        &mut board,
+        Action::Restore(RestorePosition {
+            ply: 2,
+            reason: "displaced pieces".into(),
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    assert_eq!(board.game.moves().len(), 2);
+    // The player puts the knight back and plays another move; the board follows the game again.
+    let mut restored = Chess::default();
+    for san in ["e4", "e5"] {
+        restored.play_unchecked(
+            san.parse::<San>()
+                .expect("san")
+                .to_move(&restored)
+                .expect("legal"),
+        );
+    }
+    board.placement(&restored);
+    board.clock(ClockRun::White);
+    board.play(&mut restored, "Nc3");
+    let sans: Vec<String> = board.game.moves().iter().map(|m| m.san.clone()).collect();
+    assert_eq!(sans, vec!["e4", "e5", "Nc3"]);
+    // A move from the scoresheet, entered by the arbiter.
+    act(
+        &mut board,
+        Action::Move(EnterMove { san: "Nc6".into() }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    let last = board.game.completed_moves().last().expect("a move").clone();
+    assert_eq!(
+        (last.event.san.as_str(), last.source),
+        ("Nc6", Source::Arbiter)
+    );
+    assert!(
+        act(
+            &mut board,
+            Action::Move(EnterMove { san: "Ke3".into() }),
+            "IA Smith"
+        )
+        .is_err()
+    );
+    act(
+        &mut board,
+        Action::DrawOffer(SideAction {
+            side: "white".into(),
+        }),
+        "IA Smith",
+    )
+    .expect("recorded");
+    act(&mut board, Action::DrawAgreed(DrawAgreed {}), "IA Smith").expect("accepted");
+    assert_eq!(board.game.result_token(), "1/2-1/2");
+    assert_eq!(
+        act(
+            &mut board,
+            Action::Resignation(SideAction {
+                side: "black".into()
+            }),
+            "IA Smith"
+        ),
+        Err(boardcast_game::ActionRejected::GameOver)
+    );
+}
+
+#[test]
+fn a_resignation_in_2023_is_a_draw_when_the_opponent_cannot_mate() {
+    use boardcast_game::events::{SideAction, arbiter_action::Action};
+    // White, with king and queen against a bare king, resigns: Black cannot mate.
+    let bare_king = "8/8/4k3/8/8/8/4KQ2/8 w - - 0 1";
+    for (edition, result) in [("fide-2023", "1/2-1/2"), ("fide-2018", "0-1")] {
+        let mut board = Board::from_fen(edition, bare_king);
+        act(
+            &mut board,
+            Action::Resignation(SideAction {
+                side: "white".into(),
+            }),
+            "IA Smith",
+        )
+        .expect("accepted");
+        assert_eq!(
+            board.game.result_token(),
+            result,
+            "{edition} (Article 5.1.2)"
+        );
+    }
+    let mut board = Board::new("fide-2023");
+    act(
+        &mut board,
+        Action::Resignation(SideAction {
+            side: "white".into(),
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    assert_eq!(
+        board.game.result_token(),
+        "0-1",
+        "from the start position Black can mate"
+    );
 }

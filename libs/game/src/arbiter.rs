@@ -1,0 +1,209 @@
+//! Arbiter actions: decisions and records, each with the arbiter's name.
+
+use boardcast_rules::outcome::{agreement, resignation};
+use shakmaty::{Color, Position, san::San, uci::UciMove};
+
+use crate::events::{
+    ArbiterAction, GameEnded, GameResult, MoveCompleted, PositionRestored, Provenance, Source,
+    Termination, arbiter_action::Action, game_event::Kind,
+};
+use crate::game::{Game, NewEvent, fen_of};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ActionRejected {
+    #[error("an arbiter action needs the arbiter's name")]
+    NoActor,
+    #[error("the action is empty")]
+    Empty,
+    #[error("the game is over; only results, penalty decisions and annotations can be entered")]
+    GameOver,
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The rules' result, in the schema's terms.
+fn result_of(result: boardcast_rules::outcome::GameResult) -> GameResult {
+    use boardcast_rules::outcome::GameResult as R;
+    match result {
+        R::WhiteWins => GameResult::WhiteWins,
+        R::BlackWins => GameResult::BlackWins,
+        R::Draw => GameResult::Draw,
+    }
+}
+
+fn side(text: &str) -> Result<Color, ActionRejected> {
+    match text {
+        "white" => Ok(Color::White),
+        "black" => Ok(Color::Black),
+        other => Err(ActionRejected::Invalid(format!(
+            "side must be \"white\" or \"black\", got {other:?}"
+        ))),
+    }
+}
+
+impl Game {
+    /// Decides an arbiter's action: the action itself is recorded, then its effects.
+    pub fn decide_arbiter(
+        &self,
+        action: &ArbiterAction,
+        actor: &str,
+    ) -> Result<Vec<NewEvent>, ActionRejected> {
+        if actor.trim().is_empty() {
+            return Err(ActionRejected::NoActor);
+        }
+        let inner = action.action.as_ref().ok_or(ActionRejected::Empty)?;
+        let allowed_after_end = matches!(
+            inner,
+            Action::Penalty(_) | Action::Result(_) | Action::Annotation(_)
+        );
+        if self.is_over() && !allowed_after_end {
+            return Err(ActionRejected::GameOver);
+        }
+        let provenance = Provenance {
+            source: Source::Arbiter as i32,
+            actor: actor.to_owned(),
+            ..Default::default()
+        };
+        let ended = |result: GameResult, termination: Termination, detail: String| NewEvent {
+            kind: Kind::Ended(GameEnded {
+                result: result as i32,
+                termination: termination as i32,
+                detail,
+            }),
+            provenance: provenance.clone(),
+        };
+        let mut events = vec![NewEvent {
+            kind: Kind::Arbiter(action.clone()),
+            provenance: provenance.clone(),
+        }];
+        match inner {
+            Action::Penalty(decision) => {
+                let Some(record) = self
+                    .illegal_moves
+                    .iter()
+                    .find(|r| r.game_seq == decision.illegal_move_game_seq)
+                else {
+                    return Err(ActionRejected::Invalid(format!(
+                        "no illegal move was recorded at log entry {}",
+                        decision.illegal_move_game_seq
+                    )));
+                };
+                if let Some(earlier) = record.decided {
+                    return Err(ActionRejected::Invalid(format!(
+                        "the penalty of log entry {} was already {}",
+                        record.game_seq,
+                        if earlier { "confirmed" } else { "rejected" }
+                    )));
+                }
+                let result = record.event.result_if_confirmed();
+                if decision.confirmed && result != GameResult::Unspecified && !self.is_over() {
+                    events.push(ended(
+                        result,
+                        Termination::Arbiter,
+                        format!(
+                            "illegal move by {} (Article {})",
+                            record.event.offender, record.event.article
+                        ),
+                    ));
+                }
+            }
+            Action::Restore(restore) => {
+                if restore.ply as usize > self.moves.len() {
+                    return Err(ActionRejected::Invalid(format!(
+                        "cannot restore ply {}: the game has {} completed moves",
+                        restore.ply,
+                        self.moves.len()
+                    )));
+                }
+                let fen = self
+                    .repetition
+                    .position_at(restore.ply)
+                    .map(fen_of)
+                    .unwrap_or_default();
+                events.push(NewEvent {
+                    kind: Kind::PositionRestored(PositionRestored {
+                        ply: restore.ply,
+                        fen,
+                    }),
+                    provenance: provenance.clone(),
+                });
+            }
+            Action::Move(entered) => {
+                let text = entered.san.trim();
+                let mv = text
+                    .parse::<San>()
+                    .ok()
+                    .and_then(|san| san.to_move(&self.position).ok())
+                    .or_else(|| {
+                        text.parse::<UciMove>()
+                            .ok()
+                            .and_then(|u| u.to_move(&self.position).ok())
+                    })
+                    .ok_or_else(|| {
+                        ActionRejected::Invalid(format!(
+                            "{text:?} is not a legal move in {}",
+                            fen_of(&self.position)
+                        ))
+                    })?;
+                let san = boardcast_rules::pgn::san_plus(&self.position, &mv);
+                let mut after = self.position.clone();
+                after.play_unchecked(mv);
+                events.push(NewEvent {
+                    kind: Kind::MoveCompleted(MoveCompleted {
+                        ply: self.moves.len() as u32 + 1,
+                        uci: UciMove::from_standard(mv).to_string(),
+                        san,
+                        fen_after: fen_of(&after),
+                        white_remaining_ms: None,
+                        black_remaining_ms: None,
+                    }),
+                    provenance: provenance.clone(),
+                });
+                if after.is_checkmate() {
+                    let winner = if after.turn() == Color::White {
+                        GameResult::BlackWins
+                    } else {
+                        GameResult::WhiteWins
+                    };
+                    events.push(ended(winner, Termination::Checkmate, "checkmate".into()));
+                } else if after.is_stalemate() {
+                    events.push(ended(
+                        GameResult::Draw,
+                        Termination::Stalemate,
+                        "stalemate".into(),
+                    ));
+                }
+            }
+            Action::Resignation(who) => {
+                let end = resignation(&self.rules, &self.position, side(&who.side)?);
+                events.push(ended(
+                    result_of(end.result),
+                    Termination::Resignation,
+                    format!("{} resigned (Article {})", who.side, end.article),
+                ));
+            }
+            Action::DrawAgreed(_) => {
+                let end = agreement(&self.rules);
+                events.push(ended(
+                    GameResult::Draw,
+                    Termination::Agreement,
+                    format!("draw agreed (Article {})", end.article),
+                ));
+            }
+            Action::Result(declared) => {
+                let result = declared.result();
+                if result == GameResult::Unspecified {
+                    return Err(ActionRejected::Invalid(
+                        "a declared result needs a result".into(),
+                    ));
+                }
+                events.push(ended(result, Termination::Arbiter, declared.reason.clone()));
+            }
+            Action::DrawOffer(who) => {
+                side(&who.side)?;
+            }
+            Action::Clocks(_) | Action::Annotation(_) => {}
+        }
+        Ok(events)
+    }
+}
