@@ -4,7 +4,10 @@ use std::{pin::Pin, sync::Arc};
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_game::{Game, GameError, events::*};
-use boardcast_kit::nats::{GAMES_STREAM, game_subject};
+use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, game_subject};
+use boardcast_rules::claims::{
+    ClaimKind as RulesClaimKind, ClaimVerdict as RulesClaimVerdict, DrawClaim,
+};
 use futures::{Stream, StreamExt};
 use prost::Message as _;
 use tonic::{Request, Response, Status};
@@ -108,46 +111,196 @@ impl game_service_server::GameService for GameApi {
         request: Request<StreamGameEventsRequest>,
     ) -> Result<Response<Self::StreamGameEventsStream>, Status> {
         let request = request.into_inner();
-        if self
-            .store
-            .with_game(&request.game_id, |_| ())
-            .await
-            .is_none()
-        {
-            return Err(Status::not_found(format!("no game {:?}", request.game_id)));
-        }
-        let stream = self
-            .js
-            .get_stream(GAMES_STREAM)
-            .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
-        let consumer = stream
-            .create_consumer(OrderedConfig {
-                filter_subject: game_subject(&request.game_id),
-                deliver_policy: DeliverPolicy::All,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
-        let messages = consumer
-            .messages()
-            .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
+        self.require_game(&request.game_id).await?;
         let from = request.from_game_seq;
-        let events = messages.filter_map(move |message| async move {
-            let message = match message {
-                Ok(m) => m,
-                Err(e) => return Some(Err(Status::unavailable(e.to_string()))),
-            };
-            let event = GameEventRecord::decode(message.payload.as_ref())
-                .map_err(|e| GameError::Undecodable(e.to_string()))
-                .and_then(|record| Game::open_record(&record));
-            match event {
-                Ok(event) if event.game_seq >= from => Some(Ok(event)),
+        let records = log_records(&self.js, game_subject(&request.game_id)).await?;
+        let events = records.filter_map(move |item| async move {
+            match item {
+                Ok((event, _)) if event.game_seq >= from => Some(Ok(event)),
                 Ok(_) => None,
-                Err(e) => Some(Err(Status::data_loss(e.to_string()))),
+                Err(e) => Some(Err(e)),
             }
         });
         Ok(Response::new(Box::pin(events)))
     }
+
+    async fn get_game_at(
+        &self,
+        request: Request<GetGameAtRequest>,
+    ) -> Result<Response<GameState>, Status> {
+        let request = request.into_inner();
+        let last = self.require_game(&request.game_id).await?;
+        if request.game_seq == 0 || request.game_seq > last {
+            return Err(Status::out_of_range(format!(
+                "game {} has log entries 1 to {last}, not {}",
+                request.game_id, request.game_seq
+            )));
+        }
+        let mut records = log_records(&self.js, game_subject(&request.game_id)).await?;
+        let mut game: Option<Game> = None;
+        while let Some(item) = records.next().await {
+            let (event, record) = item?;
+            let folded = match game.as_mut() {
+                None => Game::from_first_record(&record).map(|g| game = Some(g)),
+                Some(g) => g.apply(&record),
+            };
+            folded.map_err(|e| Status::data_loss(format!("game {}: {e}", request.game_id)))?;
+            if event.game_seq >= request.game_seq {
+                break;
+            }
+        }
+        game.map(|g| Response::new(g.to_state()))
+            .ok_or_else(|| Status::data_loss(format!("the log of game {} is empty", request.game_id)))
+    }
+
+    type StreamRoundEventsStream = Pin<Box<dyn Stream<Item = Result<GameEvent, Status>> + Send>>;
+
+    async fn stream_round_events(
+        &self,
+        request: Request<StreamRoundEventsRequest>,
+    ) -> Result<Response<Self::StreamRoundEventsStream>, Status> {
+        let request = request.into_inner();
+        if request.round == 0 || request.tournament_id.is_empty() {
+            return Err(Status::invalid_argument("a tournament id and a round (from 1) are required"));
+        }
+        // Game ids are `<tournament>-r<round>-b<board>`: the round's games share that prefix.
+        let prefix = format!("{}-r{}-b", request.tournament_id, request.round);
+        let records = log_records(&self.js, GAMES_SUBJECTS.to_owned()).await?;
+        let events = records.filter_map(move |item| {
+            let prefix = prefix.clone();
+            async move {
+                match item {
+                    Ok((event, _)) if event.game_id.starts_with(&prefix) => Some(Ok(event)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(events)))
+    }
+
+    async fn evaluate_claim(
+        &self,
+        request: Request<EvaluateClaimRequest>,
+    ) -> Result<Response<ClaimVerdict>, Status> {
+        let request = request.into_inner();
+        let kind = match request.kind() {
+            ClaimKind::Threefold => RulesClaimKind::Threefold,
+            ClaimKind::FiftyMoves => RulesClaimKind::Fifty,
+            ClaimKind::Unspecified => {
+                return Err(Status::invalid_argument("the kind of claim is missing"));
+            }
+        };
+        let verdict = self
+            .store
+            .with_game(&request.game_id, |game| {
+                let intended_move = match request.intended_move.trim() {
+                    "" => None,
+                    text => Some(parse_move(game, text).ok_or_else(|| {
+                        Status::invalid_argument(format!(
+                            "the intended move {text:?} is not legal in {}",
+                            boardcast_game::fen(game.position())
+                        ))
+                    })?),
+                };
+                let claim = DrawClaim {
+                    kind,
+                    intended_move,
+                    claimant_has_moved: request.claimant_has_moved,
+                    claimant_has_touched: request.claimant_has_touched,
+                    claimant_remaining_ms: request.claimant_remaining_ms,
+                };
+                game.evaluate_claim(&claim)
+                    .map_err(|e| Status::failed_precondition(e.to_string()))
+            })
+            .await
+            .ok_or_else(|| Status::not_found(format!("no game {:?}", request.game_id)))??;
+        let report = &verdict.report;
+        Ok(Response::new(ClaimVerdict {
+            verdict: match report.verdict {
+                RulesClaimVerdict::Upheld => "upheld",
+                RulesClaimVerdict::Rejected { .. } => "rejected",
+                RulesClaimVerdict::RightLost => "right_lost",
+            }
+            .to_owned(),
+            article: report.article.to_owned(),
+            explanation: report.explanation.clone(),
+            occurrences: report
+                .evidence
+                .occurrences
+                .iter()
+                .map(|o| Occurrence {
+                    ply: o.ply,
+                    move_number: o.move_number,
+                    game_seq: o.log_ref,
+                })
+                .collect(),
+            game_seqs: report.evidence.log_refs.clone(),
+            unconfirmed: verdict
+                .unconfirmed
+                .iter()
+                .map(|u| UnconfirmedMove {
+                    ply: u.ply,
+                    san: u.san.clone(),
+                    game_seq: u.game_seq,
+                    source: u.source as i32,
+                })
+                .collect(),
+            detail_json: serde_json::to_string(report).unwrap_or_default(),
+        }))
+    }
+
+    async fn act(&self, _request: Request<ActRequest>) -> Result<Response<ActResponse>, Status> {
+        Err(Status::unimplemented("arbiter actions are not served yet"))
+    }
+}
+
+impl GameApi {
+    /// The game's last log entry, or NOT_FOUND.
+    async fn require_game(&self, game_id: &str) -> Result<u64, Status> {
+        self.store
+            .with_game(game_id, Game::last_game_seq)
+            .await
+            .ok_or_else(|| Status::not_found(format!("no game {game_id:?}")))
+    }
+}
+
+/// A move in SAN or UCI, legal in the game's position.
+fn parse_move(game: &Game, text: &str) -> Option<shakmaty::Move> {
+    boardcast_rules::pgn::parse_san(game.position(), text).or_else(|| {
+        text.parse::<shakmaty::uci::UciMove>()
+            .ok()?
+            .to_move(game.position())
+            .ok()
+    })
+}
+
+/// The game log's records on `subject` from the start, then live, each checked and opened.
+async fn log_records(
+    js: &jetstream::Context,
+    subject: String,
+) -> Result<impl Stream<Item = Result<(GameEvent, GameEventRecord), Status>> + Send + use<>, Status> {
+    let stream = js
+        .get_stream(GAMES_STREAM)
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            filter_subject: subject,
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    let messages = consumer
+        .messages()
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    Ok(messages.map(|message| {
+        let message = message.map_err(|e| Status::unavailable(e.to_string()))?;
+        let record = GameEventRecord::decode(message.payload.as_ref())
+            .map_err(|e| Status::data_loss(format!("a game log record is undecodable: {e}")))?;
+        let event = Game::open_record(&record).map_err(|e| Status::data_loss(e.to_string()))?;
+        Ok((event, record))
+    }))
 }
