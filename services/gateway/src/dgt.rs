@@ -1,0 +1,1 @@
+//! DGT e-boards: from decoded board messages to observations, and replaying captures.
