@@ -3,16 +3,19 @@
 //! The question is decided by search, after A. Ambrona, "A Practical Algorithm for Chess
 //! Unwinnability" (FUN 2022): a position is winnable for a side when some sequence of legal moves
 //! — both players cooperating — ends with that side delivering mate (a helpmate). The analysis
-//! runs in three stages:
+//! runs in four stages:
 //!
 //! 1. **Static proofs.** Insufficient material for the side ([`Position::has_insufficient_material`])
 //!    and a *locked structure* proof: every pawn is blocked by a pawn, no pawn can ever capture,
 //!    no piece can ever reach an enemy pawn or a square an enemy pawn attacks, so the pawns never
 //!    move again; the side's pieces can never attack a square the opponent's king can reach.
-//! 2. **Helpmate search.** Iterative deepening over legal moves with a transposition table and
+//! 2. **Quick walk.** The exhaustive walk of stage 4 with a small budget: its move ordering runs
+//!    into a mate within a few hundred positions when there is much material, and it settles
+//!    short forced sequences (a forced capture into insufficient material) outright.
+//! 3. **Helpmate search.** Iterative deepening over legal moves with a transposition table and
 //!    move ordering that brings the side's pieces towards the opposing king and that king towards
 //!    the edge. A helpmate found is the evidence, returned as UCI moves.
-//! 3. **Exhaustive proof.** A depth-first walk over every position reachable from the start (exact
+//! 4. **Exhaustive proof.** A depth-first walk over every position reachable from the start (exact
 //!    position identity, no hashing shortcuts), cut off at positions the static proofs settle. If
 //!    the walk ends without a mate, no mate exists.
 //!
@@ -120,6 +123,16 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if let Some(reason) = static_proof(pos, side) {
         return Unwinnability::Unwinnable(reason);
     }
+    // A short ordered walk first: with much material on the board it runs into a mate within a
+    // few hundred positions, and small forced sequences are settled outright.
+    let quick_walk = budget.proof_nodes.min(QUICK_WALK_NODES);
+    match exhaustive_proof(pos, side, quick_walk) {
+        Exploration::Mate(line) => return Unwinnability::Winnable(line),
+        Exploration::NoMate { positions } => {
+            return Unwinnability::Unwinnable(UnwinnableReason::Exhausted { positions });
+        }
+        Exploration::OutOfBudget => {}
+    }
     let mut search = HelpmateSearch {
         side,
         nodes: 0,
@@ -130,6 +143,9 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if let Some(line) = search.run(pos, budget.max_plies) {
         return Unwinnability::Winnable(line);
     }
+    if budget.proof_nodes <= quick_walk {
+        return Unwinnability::Undecided;
+    }
     match exhaustive_proof(pos, side, budget.proof_nodes) {
         Exploration::Mate(line) => Unwinnability::Winnable(line),
         Exploration::NoMate { positions } => {
@@ -138,6 +154,9 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
         Exploration::OutOfBudget => Unwinnability::Undecided,
     }
 }
+
+/// Positions the first, cheap walk may visit before the helpmate search takes over.
+const QUICK_WALK_NODES: u64 = 500;
 
 /// Proofs that need no search. Sound: `Some` only when `side` can never mate.
 fn static_proof(pos: &Chess, side: Color) -> Option<UnwinnableReason> {
