@@ -5,9 +5,10 @@
 
 mod grpc;
 mod ingest;
+mod snapshot;
 mod store;
 
-use std::{net::SocketAddr, sync::Arc};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use boardcast_kit::nats;
@@ -22,7 +23,8 @@ use clap::Parser;
     long_about = "The boardcast game service: folds board observations into event-sourced games and serves them over gRPC.\n\n\
 It reads device observations from the JetStream stream BOARDCAST_INGEST, appends game events to \
 BOARDCAST_GAMES (one subject per game, hash-chained), and keeps unusable observations in \
-BOARDCAST_DEADLETTER with the reason. On start it rebuilds every game from its log."
+BOARDCAST_DEADLETTER with the reason. On start it rebuilds every game from its snapshot and the \
+log after it. Several instances may run at once: appends are serialised on the whole game log."
 )]
 struct Args {
     /// NATS server to use.
@@ -38,6 +40,17 @@ struct Args {
     /// JetStream replicas for streams this service creates (1 on a single server, 3 on a cluster).
     #[arg(long, env = "BOARDCAST_STREAM_REPLICAS", default_value_t = 1)]
     replicas: usize,
+    /// redb file keeping a snapshot of the folded games, so that a restart reads only the log
+    /// written after it. Deleting it only makes the next start slower.
+    #[arg(
+        long,
+        env = "BOARDCAST_GAME_SNAPSHOT",
+        default_value = "var/game-service/snapshot.redb"
+    )]
+    snapshot: PathBuf,
+    /// Seconds between snapshot writes (also written on shutdown).
+    #[arg(long, env = "BOARDCAST_GAME_SNAPSHOT_INTERVAL", default_value_t = 10)]
+    snapshot_interval: u64,
 }
 
 #[tokio::main]
@@ -49,13 +62,75 @@ async fn main() -> anyhow::Result<()> {
     let js = async_nats::jetstream::new(client);
     nats::ensure_streams(&js, args.replicas).await?;
 
-    let store = Arc::new(store::Store::load(js.clone()).await?);
+    // A snapshot that cannot be opened (another instance holds the file, a bad file) only costs
+    // start-up time: run without one.
+    let snapshots = match snapshot::Snapshots::open(&args.snapshot) {
+        Ok(s) => Some(Arc::new(s)),
+        Err(e) => {
+            tracing::warn!("running without snapshots: {e}");
+            None
+        }
+    };
+    let saved = match snapshots.as_deref().map(snapshot::Snapshots::read) {
+        Some(Ok(saved)) => saved,
+        Some(Err(e)) => {
+            tracing::warn!("ignoring the snapshot: {e}");
+            None
+        }
+        None => None,
+    };
+    let had_snapshot = saved.is_some();
+    let started = std::time::Instant::now();
+    let (store, used_snapshot) = store::Store::load(js.clone(), saved).await?;
+    let store = Arc::new(store);
+    if had_snapshot && !used_snapshot {
+        // The snapshot belongs to another log: start it again from what was just folded.
+        if let Some(s) = &snapshots
+            && let Err(e) = s.clear()
+        {
+            tracing::warn!("clearing the snapshot: {e}");
+        }
+    }
     tracing::info!(
         games = store.game_count().await,
-        "games rebuilt from the log"
+        folded_seq = store.folded_seq().await,
+        used_snapshot,
+        ms = started.elapsed().as_millis() as u64,
+        "games rebuilt"
     );
 
     let ingest = tokio::spawn(ingest::run(js.clone(), store.clone()));
+    // Other instances may append too: follow the log so reads here are at most this far behind.
+    let follow = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                tick.tick().await;
+                if let Err(e) = store.refresh().await {
+                    tracing::warn!("following the game log: {e}");
+                }
+            }
+        })
+    };
+    // One task writes every snapshot, the last one on shutdown, so writes never overlap.
+    let (stop_snapshots, mut stopping) = tokio::sync::watch::channel(false);
+    let snapshotting = snapshots.clone().map(|snapshots| {
+        let store = store.clone();
+        let every = Duration::from_secs(args.snapshot_interval.max(1));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => write_snapshot(&store, &snapshots).await,
+                    _ = stopping.changed() => {
+                        write_snapshot(&store, &snapshots).await;
+                        break;
+                    }
+                }
+            }
+        })
+    });
 
     let service = grpc::GameApi::new(store.clone(), js.clone());
     let listener = tokio::net::TcpListener::bind(args.grpc_listen)
@@ -67,14 +142,37 @@ async fn main() -> anyhow::Result<()> {
         .add_service(GameServiceServer::new(service))
         .serve_with_incoming_shutdown(incoming, shutdown_signal());
 
-    tokio::select! {
-        result = serve => result.context("gRPC server failed")?,
-        result = ingest => {
-            result.context("ingest task panicked")?.context("ingest stopped")?;
-        }
+    let outcome = tokio::select! {
+        result = serve => result.context("gRPC server failed"),
+        result = ingest => match result {
+            Ok(r) => r.context("ingest stopped"),
+            Err(e) => Err(anyhow::Error::from(e).context("ingest task panicked")),
+        },
+    };
+    follow.abort();
+    let _ = stop_snapshots.send(true);
+    if let Some(task) = snapshotting
+        && let Err(e) = task.await
+    {
+        tracing::warn!("writing the last snapshot: {e}");
     }
     tracing::info!("stopped");
-    Ok(())
+    outcome
+}
+
+/// Writes the games changed since the last snapshot, with the log position, in one transaction.
+async fn write_snapshot(store: &Arc<store::Store>, snapshots: &Arc<snapshot::Snapshots>) {
+    // After a failed write the file may lack games that changed then: write all of them.
+    let full = snapshots.needs_full();
+    let Some(changes) = store.take_changes(full).await else {
+        return;
+    };
+    let writer = snapshots.clone();
+    match tokio::task::spawn_blocking(move || writer.write(&changes, full)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("writing the snapshot: {e}"),
+        Err(e) => tracing::warn!("writing the snapshot: {e}"),
+    }
 }
 
 async fn shutdown_signal() {

@@ -1,112 +1,203 @@
-//! The games this instance knows, rebuilt from the log at start, and appending to the log.
+//! The games this instance knows, folded from the game log, and appending to the log.
+//!
+//! # Why appends are serialised on the whole stream
+//!
+//! Several instances of the game service may run at once. Each keeps every game in memory and
+//! remembers `folded_seq`: the stream sequence of `BOARDCAST_GAMES` up to which it has folded
+//! *every* record, of every game. An append is published with `Nats-Expected-Last-Sequence =
+//! folded_seq` (stream-level), so it is stored only if nobody has written anything since this
+//! instance last looked: the decision it carries was made on the current state of the game.
+//!
+//! The per-subject check (`Nats-Expected-Last-Subject-Sequence`) would allow appends to different
+//! games in parallel, but nats-server 2.9.10 does not serialise it on replicated (R3) streams:
+//! concurrent writers expecting the same subject sequence are each accepted, which forks a game's
+//! log (nats-server #4320, fixed in 2.9.21). The stream-level check is serialised correctly on R3
+//! there, so it is what this store relies on. The price is that all games' appends are one
+//! sequence: a write by another instance to *any* game makes the next append conflict. On a
+//! conflict the store catches up (folds every record it has not seen, from `folded_seq + 1`) and
+//! then retries: with the same records if the game itself did not change, otherwise by deciding
+//! again on the caught-up state. Appends are a few per second per board, so one sequence is
+//! plenty; should it not be, the games stream can be sharded by game into several streams, each
+//! with its own `folded_seq`.
+//!
+//! A conflict is never resolved by writing anyway, so a game's log never forks. Every record is
+//! also published with `Nats-Msg-Id = <game>:<game_seq>`: a retry after an unknown outcome (a
+//! timeout) whose first attempt was stored is then deduplicated by JetStream; a duplicate
+//! acknowledgement is treated as a conflict (catch up and look), because the stored record with
+//! that id may be another instance's.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use anyhow::Context as _;
 use async_nats::jetstream::{
-    self, consumer::DeliverPolicy, consumer::pull::OrderedConfig, message::PublishMessage,
+    self,
+    consumer::{DeliverPolicy, pull::OrderedConfig},
+    context::PublishErrorKind,
+    message::PublishMessage,
+    stream::Stream,
 };
-use boardcast_game::{Game, events::GameEventRecord};
+use boardcast_game::{Game, NewEvent, events::GameEvent, events::GameEventRecord};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, game_message_id, game_subject};
 use futures::StreamExt;
 use prost::Message as _;
 use tokio::sync::Mutex;
 
-struct Entry {
-    game: Game,
-    /// Stream sequence of the game's last record: the expected sequence for the next append.
-    last_stream_seq: u64,
+use crate::snapshot::{SnapshotData, SnapshotGame};
+
+/// How many times one decision is retried after conflicts before giving up (the observation is
+/// then delivered again later).
+const MAX_ATTEMPTS: usize = 20;
+
+/// Catch-ups up to this many records read message by message; longer ones use a consumer.
+const DIRECT_CATCH_UP: u64 = 64;
+
+pub(crate) struct Entry {
+    pub(crate) game: Game,
+    /// Stream sequence of the game's first record: restoring games in this order restores which
+    /// game is live on each board.
+    pub(crate) first_stream_seq: u64,
+    /// The game's records as stored, for snapshots and for completing an interrupted decision.
+    pub(crate) records: Vec<Vec<u8>>,
 }
 
 #[derive(Default)]
-struct Games {
-    by_id: HashMap<String, Entry>,
+pub(crate) struct Games {
+    pub(crate) by_id: HashMap<String, Entry>,
     /// The game live on each physical board: the latest one started there.
     live_on_board: HashMap<String, String>,
+    /// Every record of the stream up to this sequence has been folded.
+    pub(crate) folded_seq: u64,
+    /// The game whose record is at `folded_seq` (checked against the log when a snapshot is used).
+    pub(crate) last_game: Option<String>,
+    /// Games changed since the last snapshot.
+    dirty: HashSet<String>,
 }
 
 impl Games {
-    fn insert(&mut self, game: Game, stream_seq: u64) {
+    pub(crate) fn insert(&mut self, entry: Entry) {
+        let game_id = entry.game.game_id().to_owned();
         self.live_on_board
-            .insert(game.board_id().to_owned(), game.game_id().to_owned());
-        self.by_id.insert(
-            game.game_id().to_owned(),
-            Entry {
-                game,
-                last_stream_seq: stream_seq,
-            },
-        );
+            .insert(entry.game.board_id().to_owned(), game_id.clone());
+        self.by_id.insert(game_id, entry);
     }
 
-    fn fold(&mut self, record: &GameEventRecord, stream_seq: u64) -> anyhow::Result<()> {
-        let event = Game::open_record(record)?;
-        match self.by_id.get_mut(&event.game_id) {
-            Some(entry) => {
-                entry.game.apply(record)?;
-                entry.last_stream_seq = stream_seq;
-            }
-            None => self.insert(Game::from_first_record(record)?, stream_seq),
+    /// Folds the record stored at `stream_seq`. A record that does not continue its game's chain
+    /// (which the append protocol never writes) is reported and skipped, so one bad record does
+    /// not stop every other game.
+    fn fold(&mut self, payload: &[u8], stream_seq: u64) {
+        if stream_seq <= self.folded_seq {
+            return;
         }
-        Ok(())
+        self.folded_seq = stream_seq;
+        let folded = GameEventRecord::decode(payload)
+            .map_err(|e| e.to_string())
+            .and_then(|record| {
+                let event = Game::open_record(&record).map_err(|e| e.to_string())?;
+                match self.by_id.get_mut(&event.game_id) {
+                    Some(entry) => {
+                        entry.game.apply(&record).map_err(|e| e.to_string())?;
+                        entry.records.push(payload.to_vec());
+                    }
+                    None => {
+                        let game = Game::from_first_record(&record).map_err(|e| e.to_string())?;
+                        self.insert(Entry {
+                            game,
+                            first_stream_seq: stream_seq,
+                            records: vec![payload.to_vec()],
+                        });
+                    }
+                }
+                Ok(event.game_id)
+            });
+        match folded {
+            Ok(game_id) => {
+                self.dirty.insert(game_id.clone());
+                self.last_game = Some(game_id);
+            }
+            Err(e) => {
+                tracing::error!(
+                    stream_seq,
+                    "skipping a game log record that cannot be folded: {e}"
+                );
+                self.last_game = None;
+            }
+        }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppendError {
-    #[error("the log of game {0} was written by someone else; retry")]
+    #[error("the log of game {0} kept changing under this decision; retry")]
     Conflict(String),
     #[error("appending to the log of game {game_id}: {reason}")]
     Failed { game_id: String, reason: String },
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("reading the game log: {0}")]
+    Log(String),
+}
+
+enum PublishOutcome {
+    Stored(u64),
+    /// Someone else wrote first (or the message id was already used): catch up and look again.
+    Conflict,
+}
+
 pub struct Store {
     js: jetstream::Context,
+    stream: Stream,
     games: Mutex<Games>,
 }
 
+fn failed(game_id: &str, reason: impl ToString) -> AppendError {
+    AppendError::Failed {
+        game_id: game_id.to_owned(),
+        reason: reason.to_string(),
+    }
+}
+
 impl Store {
-    /// Rebuilds every game by reading the whole game log once.
-    pub async fn load(js: jetstream::Context) -> anyhow::Result<Store> {
-        let mut stream = js
+    /// Rebuilds every game: from the snapshot if there is a usable one, then from the log after
+    /// the snapshot's stream sequence (the whole log without one).
+    /// Also says whether the snapshot was used.
+    pub async fn load(
+        js: jetstream::Context,
+        snapshot: Option<SnapshotData>,
+    ) -> anyhow::Result<(Store, bool)> {
+        let stream = js
             .get_stream(GAMES_STREAM)
             .await
-            .context("opening the game log stream")?;
-        let last = stream.info().await?.state.last_sequence;
+            .map_err(|e| anyhow::anyhow!("opening the game log stream: {e}"))?;
         let mut games = Games::default();
-        if last > 0 {
-            let consumer = stream
-                .create_consumer(OrderedConfig {
-                    filter_subject: GAMES_SUBJECTS.to_owned(),
-                    deliver_policy: DeliverPolicy::All,
-                    ..Default::default()
-                })
-                .await
-                .context("reading the game log")?;
-            let mut messages = consumer.messages().await?;
-            while let Some(message) = messages.next().await {
-                let message = message.context("reading the game log")?;
-                let seq = message
-                    .info()
-                    .map_err(|e| anyhow::anyhow!("{e}"))?
-                    .stream_sequence;
-                let record = GameEventRecord::decode(message.payload.as_ref())
-                    .with_context(|| format!("game log record at stream sequence {seq}"))?;
-                games
-                    .fold(&record, seq)
-                    .with_context(|| format!("game log record at stream sequence {seq}"))?;
-                if seq >= last {
-                    break;
+        let mut used = false;
+        if let Some(snapshot) = snapshot {
+            match restore(&stream, snapshot).await {
+                Ok(restored) => {
+                    games = restored;
+                    used = true;
                 }
+                Err(e) => tracing::warn!("not using the snapshot, rebuilding from the log: {e}"),
             }
         }
-        Ok(Store {
+        let store = Store {
             js,
+            stream,
             games: Mutex::new(games),
-        })
+        };
+        {
+            let mut games = store.games.lock().await;
+            store.catch_up(&mut games).await?;
+        }
+        Ok((store, used))
     }
 
     pub async fn game_count(&self) -> usize {
         self.games.lock().await.by_id.len()
+    }
+
+    pub async fn folded_seq(&self) -> u64 {
+        self.games.lock().await.folded_seq
     }
 
     pub async fn with_game<T>(&self, game_id: &str, f: impl FnOnce(&Game) -> T) -> Option<T> {
@@ -118,110 +209,377 @@ impl Store {
             .map(|e| f(&e.game))
     }
 
+    /// Runs `f` on the game live on `board_id`.
+    pub async fn with_board<T>(&self, board_id: &str, f: impl FnOnce(&Game) -> T) -> Option<T> {
+        let games = self.games.lock().await;
+        let id = games.live_on_board.get(board_id)?;
+        games.by_id.get(id).map(|e| f(&e.game))
+    }
+
     pub async fn all_games<T>(&self, mut f: impl FnMut(&Game) -> Option<T>) -> Vec<T> {
         let games = self.games.lock().await;
         games.by_id.values().filter_map(|e| f(&e.game)).collect()
     }
 
-    /// Runs `decide` on the game live on `board_id` and appends what it returns, as one step:
-    /// no other write to this instance's games happens in between.
+    /// Folds what other instances have appended since this one last looked.
+    pub async fn refresh(&self) -> Result<(), ReadError> {
+        let mut games = self.games.lock().await;
+        self.catch_up(&mut games).await
+    }
+
+    /// Runs `decide` on the game live on `board_id` and appends what it returns, on the current
+    /// state of the log: a decision that produced nothing (or found no game) is made again after
+    /// catching up if the log had moved on, and an append that conflicts is decided again after
+    /// catching up. `decide` may therefore run more than once.
     pub async fn decide_on_board<T>(
         &self,
         board_id: &str,
         recorded_unix_ms: i64,
-        decide: impl FnOnce(&Game) -> T,
-        events_of: impl FnOnce(&T) -> Vec<boardcast_game::NewEvent>,
+        decide: impl Fn(&Game) -> T,
+        events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
         let mut games = self.games.lock().await;
-        let Some(game_id) = games.live_on_board.get(board_id).cloned() else {
-            return Ok(None);
-        };
-        let Some(entry) = games.by_id.get_mut(&game_id) else {
-            return Ok(None);
-        };
-        let decision = decide(&entry.game);
-        let new_events = events_of(&decision);
-        if !new_events.is_empty() {
+        let mut caught_up = false;
+        for _ in 0..MAX_ATTEMPTS {
+            let entry = games
+                .live_on_board
+                .get(board_id)
+                .and_then(|id| games.by_id.get(id));
+            let Some(entry) = entry else {
+                if caught_up {
+                    return Ok(None);
+                }
+                self.catch_up(&mut games)
+                    .await
+                    .map_err(|e| failed(board_id, e))?;
+                caught_up = true;
+                continue;
+            };
+            let game_id = entry.game.game_id().to_owned();
+            let decision = decide(&entry.game);
+            let new_events = events_of(&decision);
+            if new_events.is_empty() {
+                if !caught_up {
+                    let before = games.folded_seq;
+                    self.catch_up(&mut games)
+                        .await
+                        .map_err(|e| failed(&game_id, e))?;
+                    caught_up = true;
+                    if games.folded_seq != before {
+                        continue;
+                    }
+                }
+                return Ok(Some(decision));
+            }
             let records = Game::record(Some(&entry.game), &game_id, new_events, recorded_unix_ms);
-            self.append(entry, &game_id, records).await?;
+            if self.append(&mut games, &game_id, records).await? {
+                return Ok(Some(decision));
+            }
+            caught_up = true;
         }
-        Ok(Some(decision))
+        Err(AppendError::Conflict(board_id.to_owned()))
+    }
+
+    /// Completes a decision that was interrupted after some of its records were appended (a
+    /// crash between two appends): the game's last recorded observation was `device_seq`; decide
+    /// it again on the state before it, and append the records the first attempt did not.
+    /// Returns how many records were added.
+    pub async fn complete_last_decision(
+        &self,
+        board_id: &str,
+        recorded_unix_ms: i64,
+        is_decision_start: impl Fn(&GameEvent) -> bool,
+        decide: impl Fn(&Game) -> Vec<NewEvent>,
+    ) -> Result<usize, AppendError> {
+        let mut games = self.games.lock().await;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(entry) = games
+                .live_on_board
+                .get(board_id)
+                .and_then(|id| games.by_id.get(id))
+            else {
+                return Ok(0);
+            };
+            let game_id = entry.game.game_id().to_owned();
+            let events: Vec<GameEvent> = entry
+                .records
+                .iter()
+                .filter_map(|bytes| GameEventRecord::decode(bytes.as_slice()).ok())
+                .filter_map(|record| GameEvent::decode(record.event.as_slice()).ok())
+                .collect();
+            let Some(start) = events.iter().rposition(&is_decision_start) else {
+                return Ok(0);
+            };
+            if start == 0 {
+                return Ok(0);
+            }
+            let before = refold(&entry.records[..start]).map_err(|e| failed(&game_id, e))?;
+            let expected = decide(&before);
+            let written = &events[start..];
+            let same = |new: &NewEvent, old: &GameEvent| {
+                old.kind.as_ref() == Some(&new.kind)
+                    && old.provenance.as_ref() == Some(&new.provenance)
+            };
+            if expected.len() <= written.len()
+                || !expected
+                    .iter()
+                    .zip(written)
+                    .all(|(new, old)| same(new, old))
+            {
+                return Ok(0);
+            }
+            let missing: Vec<NewEvent> = expected[written.len()..].to_vec();
+            let count = missing.len();
+            let records = Game::record(Some(&entry.game), &game_id, missing, recorded_unix_ms);
+            if self.append(&mut games, &game_id, records).await? {
+                tracing::warn!(%game_id, records = count, "completed a decision interrupted between appends");
+                return Ok(count);
+            }
+        }
+        Err(AppendError::Conflict(board_id.to_owned()))
     }
 
     /// Appends the first record of a new game. Returns false when the game already exists.
     pub async fn create(
         &self,
         game_id: &str,
-        first: boardcast_game::NewEvent,
+        first: NewEvent,
         recorded_unix_ms: i64,
     ) -> Result<bool, AppendError> {
         let mut games = self.games.lock().await;
-        if games.by_id.contains_key(game_id) {
-            return Ok(false);
-        }
         let records = Game::record(None, game_id, vec![first], recorded_unix_ms);
-        let record = &records[0];
-        let seq = self.publish(game_id, 1, record, 0).await?;
-        let game = Game::from_first_record(record).map_err(|e| AppendError::Failed {
-            game_id: game_id.to_owned(),
-            reason: e.to_string(),
-        })?;
-        games.insert(game, seq);
+        for attempt in 0..MAX_ATTEMPTS {
+            if attempt > 0 {
+                self.catch_up(&mut games)
+                    .await
+                    .map_err(|e| failed(game_id, e))?;
+            }
+            if games.by_id.contains_key(game_id) {
+                return Ok(false);
+            }
+            if self.append(&mut games, game_id, records.clone()).await? {
+                return Ok(true);
+            }
+        }
+        Err(AppendError::Conflict(game_id.to_owned()))
+    }
+
+    /// Appends `records`, which continue `game_id`'s chain, each expecting the stream to end at
+    /// `folded_seq`. Returns false when the game changed under the decision (decide again);
+    /// conflicts caused by other games only are retried here with the same records.
+    async fn append(
+        &self,
+        games: &mut Games,
+        game_id: &str,
+        records: Vec<GameEventRecord>,
+    ) -> Result<bool, AppendError> {
+        let mut pending = records.into_iter().peekable();
+        let mut conflicts = 0;
+        while let Some(record) = pending.peek() {
+            let event = Game::open_record(record).map_err(|e| failed(game_id, e))?;
+            let expected_prev = record.prev_hash.clone();
+            let payload = record.encode_to_vec();
+            match self
+                .publish(game_id, event.game_seq, &payload, games.folded_seq)
+                .await?
+            {
+                PublishOutcome::Stored(seq) => {
+                    games.fold(&payload, seq);
+                    pending.next();
+                }
+                PublishOutcome::Conflict => {
+                    conflicts += 1;
+                    if conflicts > MAX_ATTEMPTS {
+                        return Err(AppendError::Conflict(game_id.to_owned()));
+                    }
+                    self.catch_up(games).await.map_err(|e| failed(game_id, e))?;
+                    // The rest of the records are still valid if the game's chain still ends
+                    // where they continue it (only other games were written meanwhile).
+                    let head_unchanged = match games.by_id.get(game_id) {
+                        Some(entry) => {
+                            entry.game.chain_head().as_slice() == expected_prev.as_slice()
+                                && entry.game.last_game_seq() + 1 == event.game_seq
+                        }
+                        None => event.game_seq == 1,
+                    };
+                    if !head_unchanged {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
         Ok(true)
     }
 
-    async fn append(
-        &self,
-        entry: &mut Entry,
-        game_id: &str,
-        records: Vec<GameEventRecord>,
-    ) -> Result<(), AppendError> {
-        for record in records {
-            let game_seq = entry.game.last_game_seq() + 1;
-            let seq = self
-                .publish(game_id, game_seq, &record, entry.last_stream_seq)
-                .await?;
-            entry.game.apply(&record).map_err(|e| AppendError::Failed {
-                game_id: game_id.to_owned(),
-                reason: e.to_string(),
-            })?;
-            entry.last_stream_seq = seq;
-        }
-        Ok(())
-    }
-
-    /// Publishes one record, expecting the game's subject to end at `expected_last`: a write by
-    /// anyone else in between makes this fail instead of forking the log.
+    /// Publishes one record, expecting the whole stream to end at `expected_last`.
     async fn publish(
         &self,
         game_id: &str,
         game_seq: u64,
-        record: &GameEventRecord,
+        payload: &[u8],
         expected_last: u64,
-    ) -> Result<u64, AppendError> {
-        let failed = |reason: String| AppendError::Failed {
-            game_id: game_id.to_owned(),
-            reason,
-        };
+    ) -> Result<PublishOutcome, AppendError> {
         let message = PublishMessage::build()
-            .payload(record.encode_to_vec().into())
+            .payload(payload.to_vec().into())
             .message_id(game_message_id(game_id, game_seq))
-            .expected_last_subject_sequence(expected_last);
+            .expected_last_sequence(expected_last);
         let ack = self
             .js
             .send_publish(game_subject(game_id), message)
             .await
-            .map_err(|e| failed(e.to_string()))?
+            .map_err(|e| failed(game_id, e))?
             .await;
         match ack {
-            Ok(ack) => Ok(ack.sequence),
-            Err(e)
-                if e.kind()
-                    == async_nats::jetstream::context::PublishErrorKind::WrongLastSequence =>
-            {
-                Err(AppendError::Conflict(game_id.to_owned()))
+            Ok(ack) if ack.duplicate => Ok(PublishOutcome::Conflict),
+            Ok(ack) => Ok(PublishOutcome::Stored(ack.sequence)),
+            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
+                Ok(PublishOutcome::Conflict)
             }
-            Err(e) => Err(failed(e.to_string())),
+            // Unknown outcome: the record may or may not be stored. The caller does not ack the
+            // observation; the next attempt catches up first and so sees it if it was stored.
+            Err(e) => Err(failed(game_id, e)),
         }
     }
+
+    /// Folds every record after `folded_seq` up to the stream's current last sequence.
+    async fn catch_up(&self, games: &mut Games) -> Result<(), ReadError> {
+        let info = self
+            .stream
+            .get_info()
+            .await
+            .map_err(|e| ReadError::Log(e.to_string()))?;
+        let last = info.state.last_sequence;
+        if last <= games.folded_seq {
+            return Ok(());
+        }
+        if last - games.folded_seq <= DIRECT_CATCH_UP {
+            for seq in games.folded_seq + 1..=last {
+                match self.stream.get_raw_message(seq).await {
+                    Ok(message) => games.fold(&message.payload, seq),
+                    Err(e)
+                        if e.kind() == jetstream::stream::RawMessageErrorKind::NoMessageFound =>
+                    {
+                        // Removed from the stream (by an operator): nothing to fold.
+                        games.folded_seq = games.folded_seq.max(seq);
+                    }
+                    Err(e) => return Err(ReadError::Log(format!("stream sequence {seq}: {e}"))),
+                }
+            }
+            return Ok(());
+        }
+        let consumer = self
+            .stream
+            .create_consumer(OrderedConfig {
+                filter_subject: GAMES_SUBJECTS.to_owned(),
+                deliver_policy: DeliverPolicy::ByStartSequence {
+                    start_sequence: games.folded_seq + 1,
+                },
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| ReadError::Log(e.to_string()))?;
+        let mut messages = consumer
+            .messages()
+            .await
+            .map_err(|e| ReadError::Log(e.to_string()))?;
+        while games.folded_seq < last {
+            let Some(message) = messages.next().await else {
+                return Err(ReadError::Log("the log ended early".into()));
+            };
+            let message = message.map_err(|e| ReadError::Log(e.to_string()))?;
+            let seq = message
+                .info()
+                .map_err(|e| ReadError::Log(e.to_string()))?
+                .stream_sequence;
+            games.fold(&message.payload, seq);
+        }
+        Ok(())
+    }
+
+    /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
+    /// the log position they are folded up to.
+    pub(crate) async fn take_changes(&self, all: bool) -> Option<SnapshotData> {
+        let mut games = self.games.lock().await;
+        if games.dirty.is_empty() && !all {
+            return None;
+        }
+        let dirty = std::mem::take(&mut games.dirty);
+        let ids: Vec<&String> = if all {
+            games.by_id.keys().collect()
+        } else {
+            dirty.iter().collect()
+        };
+        let changed = ids
+            .into_iter()
+            .filter_map(|id| {
+                games.by_id.get(id).map(|e| SnapshotGame {
+                    game_id: (*id).clone(),
+                    first_stream_seq: e.first_stream_seq,
+                    records: e.records.clone(),
+                })
+            })
+            .collect();
+        Some(SnapshotData {
+            folded_seq: games.folded_seq,
+            last_game: games.last_game.clone().unwrap_or_default(),
+            games: changed,
+        })
+    }
+}
+
+fn refold(records: &[Vec<u8>]) -> Result<Game, String> {
+    let mut iter = records
+        .iter()
+        .map(|bytes| GameEventRecord::decode(bytes.as_slice()).map_err(|e| e.to_string()));
+    let first = iter.next().ok_or("a game without records")??;
+    let mut game = Game::from_first_record(&first).map_err(|e| e.to_string())?;
+    for record in iter {
+        game.apply(&record?).map_err(|e| e.to_string())?;
+    }
+    Ok(game)
+}
+
+/// Rebuilds the games of a snapshot, after checking that the log still holds, at the snapshot's
+/// sequence, the record the snapshot ends with (the stream was not recreated or purged).
+async fn restore(stream: &Stream, snapshot: SnapshotData) -> Result<Games, String> {
+    let mut games = Games::default();
+    if snapshot.folded_seq == 0 {
+        return Ok(games);
+    }
+    let mut saved = snapshot.games;
+    saved.sort_by_key(|g| g.first_stream_seq);
+    let mut tail: Option<Vec<u8>> = None;
+    for g in saved {
+        let game = refold(&g.records).map_err(|e| format!("game {}: {e}", g.game_id))?;
+        if game.game_id() != g.game_id {
+            return Err(format!(
+                "game {} holds records of {}",
+                g.game_id,
+                game.game_id()
+            ));
+        }
+        if g.game_id == snapshot.last_game {
+            tail = g.records.last().cloned();
+        }
+        games.insert(Entry {
+            game,
+            first_stream_seq: g.first_stream_seq,
+            records: g.records,
+        });
+    }
+    if !snapshot.last_game.is_empty() {
+        let stored = stream
+            .get_raw_message(snapshot.folded_seq)
+            .await
+            .map_err(|e| format!("stream sequence {}: {e}", snapshot.folded_seq))?;
+        if Some(stored.payload.as_ref()) != tail.as_deref() {
+            return Err(format!(
+                "the log's record at sequence {} is not the snapshot's",
+                snapshot.folded_seq
+            ));
+        }
+    }
+    games.folded_seq = snapshot.folded_seq;
+    games.last_game = Some(snapshot.last_game).filter(|g| !g.is_empty());
+    Ok(games)
 }

@@ -1,0 +1,194 @@
+//! Snapshots of the folded games in a redb file, so a restart does not re-read the whole log.
+//!
+//! The snapshot is only an optimisation: it holds, per game, the game's records exactly as stored
+//! in the log, plus the stream sequence up to which every record of the log had been folded, both
+//! written in one transaction (so the position always matches the games). On start the games are
+//! folded from the snapshot (local, no network) and only the log after that position is read.
+//! Deleting the file changes nothing but the start-up time. Storing records rather than a
+//! serialised `Game` keeps the snapshot independent of the aggregate's in-memory layout: folding
+//! them again is the same code path as reading the log.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicBool, Ordering},
+};
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+const GAMES: TableDefinition<&str, &[u8]> = TableDefinition::new("games");
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const FOLDED_SEQ: &str = "folded_seq";
+const LAST_GAME: &str = "last_game";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("snapshot {path}: {reason}")]
+    Storage { path: PathBuf, reason: String },
+    #[error("snapshot {path}: game {game_id} is stored in a form this version cannot read")]
+    Corrupt { path: PathBuf, game_id: String },
+}
+
+pub struct SnapshotGame {
+    pub game_id: String,
+    pub first_stream_seq: u64,
+    /// The game's `GameEventRecord`s, encoded as in the log.
+    pub records: Vec<Vec<u8>>,
+}
+
+pub struct SnapshotData {
+    /// Every record of the log up to this stream sequence is in the snapshot.
+    pub folded_seq: u64,
+    /// The game whose record is at `folded_seq` (empty if unknown).
+    pub last_game: String,
+    pub games: Vec<SnapshotGame>,
+}
+
+pub struct Snapshots {
+    path: PathBuf,
+    db: Database,
+    /// A write failed: the file may lack changes, so the next write must hold every game.
+    needs_full: AtomicBool,
+}
+
+fn encode_game(game: &SnapshotGame) -> Vec<u8> {
+    let size: usize = game.records.iter().map(|r| r.len() + 4).sum();
+    let mut out = Vec::with_capacity(8 + size);
+    out.extend_from_slice(&game.first_stream_seq.to_le_bytes());
+    for record in &game.records {
+        // Records are a few hundred bytes; u32 lengths are plenty.
+        out.extend_from_slice(&(record.len() as u32).to_le_bytes());
+        out.extend_from_slice(record);
+    }
+    out
+}
+
+fn decode_game(game_id: &str, bytes: &[u8]) -> Option<SnapshotGame> {
+    let (first, mut rest) = bytes.split_first_chunk::<8>()?;
+    let mut records = Vec::new();
+    while !rest.is_empty() {
+        let (len, after) = rest.split_first_chunk::<4>()?;
+        let len = u32::from_le_bytes(*len) as usize;
+        if after.len() < len {
+            return None;
+        }
+        records.push(after[..len].to_vec());
+        rest = &after[len..];
+    }
+    Some(SnapshotGame {
+        game_id: game_id.to_owned(),
+        first_stream_seq: u64::from_le_bytes(*first),
+        records,
+    })
+}
+
+impl Snapshots {
+    pub fn open(path: &Path) -> Result<Snapshots, SnapshotError> {
+        let storage = |reason: String| SnapshotError::Storage {
+            path: path.to_owned(),
+            reason,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| storage(e.to_string()))?;
+        }
+        let db = Database::create(path).map_err(|e| storage(e.to_string()))?;
+        Ok(Snapshots {
+            path: path.to_owned(),
+            db,
+            needs_full: AtomicBool::new(false),
+        })
+    }
+
+    fn storage(&self, reason: impl ToString) -> SnapshotError {
+        SnapshotError::Storage {
+            path: self.path.clone(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Reads the whole snapshot; `None` when it is empty.
+    pub fn read(&self) -> Result<Option<SnapshotData>, SnapshotError> {
+        let txn = self.db.begin_read().map_err(|e| self.storage(e))?;
+        let meta = match txn.open_table(META) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(self.storage(e)),
+        };
+        let Some(seq) = meta.get(FOLDED_SEQ).map_err(|e| self.storage(e))? else {
+            return Ok(None);
+        };
+        let folded_seq = seq
+            .value()
+            .try_into()
+            .map(u64::from_le_bytes)
+            .map_err(|_| self.storage("bad folded_seq"))?;
+        let last_game = meta
+            .get(LAST_GAME)
+            .map_err(|e| self.storage(e))?
+            .map(|v| String::from_utf8_lossy(v.value()).into_owned())
+            .unwrap_or_default();
+        let table = txn.open_table(GAMES).map_err(|e| self.storage(e))?;
+        let mut games = Vec::new();
+        for row in table.iter().map_err(|e| self.storage(e))? {
+            let (id, bytes) = row.map_err(|e| self.storage(e))?;
+            let game =
+                decode_game(id.value(), bytes.value()).ok_or_else(|| SnapshotError::Corrupt {
+                    path: self.path.clone(),
+                    game_id: id.value().to_owned(),
+                })?;
+            games.push(game);
+        }
+        Ok(Some(SnapshotData {
+            folded_seq,
+            last_game,
+            games,
+        }))
+    }
+
+    /// Empties the snapshot (when it does not belong to the log it is used with).
+    pub fn clear(&self) -> Result<(), SnapshotError> {
+        let txn = self.db.begin_write().map_err(|e| self.storage(e))?;
+        for table in [GAMES, META] {
+            txn.delete_table(table).map_err(|e| self.storage(e))?;
+        }
+        txn.commit().map_err(|e| self.storage(e))?;
+        Ok(())
+    }
+
+    pub fn needs_full(&self) -> bool {
+        self.needs_full.load(Ordering::SeqCst)
+    }
+
+    /// Writes the changed games (every game when `full`) and the new log position in one
+    /// transaction.
+    pub fn write(&self, data: &SnapshotData, full: bool) -> Result<(), SnapshotError> {
+        let result = self.write_txn(data, full);
+        if result.is_err() {
+            self.needs_full.store(true, Ordering::SeqCst);
+        } else if full {
+            self.needs_full.store(false, Ordering::SeqCst);
+        }
+        result
+    }
+
+    fn write_txn(&self, data: &SnapshotData, full: bool) -> Result<(), SnapshotError> {
+        let txn = self.db.begin_write().map_err(|e| self.storage(e))?;
+        if full {
+            txn.delete_table(GAMES).map_err(|e| self.storage(e))?;
+        }
+        {
+            let mut table = txn.open_table(GAMES).map_err(|e| self.storage(e))?;
+            for game in &data.games {
+                table
+                    .insert(game.game_id.as_str(), encode_game(game).as_slice())
+                    .map_err(|e| self.storage(e))?;
+            }
+            let mut meta = txn.open_table(META).map_err(|e| self.storage(e))?;
+            meta.insert(FOLDED_SEQ, data.folded_seq.to_le_bytes().as_slice())
+                .map_err(|e| self.storage(e))?;
+            meta.insert(LAST_GAME, data.last_game.as_bytes())
+                .map_err(|e| self.storage(e))?;
+        }
+        txn.commit().map_err(|e| self.storage(e))?;
+        Ok(())
+    }
+}
