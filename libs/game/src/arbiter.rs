@@ -207,3 +207,53 @@ impl Game {
         Ok(events)
     }
 }
+
+/// An arbiter action in words, for score sheets and PGN comments; `None` for draw offers, which
+/// have their own notation.
+pub(crate) fn describe(action: &ArbiterAction) -> Option<String> {
+    let text = match action.action.as_ref()? {
+        Action::Penalty(d) => format!(
+            "penalty for the illegal move of log entry {} {}{}",
+            d.illegal_move_game_seq,
+            if d.confirmed { "confirmed" } else { "rejected" },
+            if d.note.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", d.note)
+            }
+        ),
+        Action::Restore(r) => format!("position after ply {} restored ({})", r.ply, r.reason),
+        Action::Clocks(c) => {
+            let mut parts = Vec::new();
+            if let Some(ms) = c.white_remaining_ms {
+                parts.push(format!(
+                    "White's clock set to {}",
+                    boardcast_rules::pgn::format_clock(ms)
+                ));
+            }
+            if let Some(ms) = c.black_remaining_ms {
+                parts.push(format!(
+                    "Black's clock set to {}",
+                    boardcast_rules::pgn::format_clock(ms)
+                ));
+            }
+            if c.white_added_ms != 0 {
+                parts.push(format!("{:+} s for White", c.white_added_ms / 1000));
+            }
+            if c.black_added_ms != 0 {
+                parts.push(format!("{:+} s for Black", c.black_added_ms / 1000));
+            }
+            if !c.reason.is_empty() {
+                parts.push(c.reason.clone());
+            }
+            parts.join("; ")
+        }
+        Action::Move(m) => format!("move {} entered", m.san),
+        Action::DrawOffer(_) => return None,
+        Action::Resignation(s) => format!("{} resigned", s.side),
+        Action::DrawAgreed(_) => "draw agreed".to_owned(),
+        Action::Result(r) => format!("result declared: {}", r.reason),
+        Action::Annotation(a) => a.text.clone(),
+    };
+    Some(text)
+}

@@ -89,6 +89,10 @@ pub struct Game {
     pub(crate) irregular: Option<String>,
     /// Illegal moves recorded, and the arbiter's decision on each.
     pub(crate) illegal_moves: Vec<IllegalMoveEntry>,
+    /// Arbiter actions in words, with the number of completed moves when each was entered.
+    pub(crate) arbiter_notes: Vec<(u32, String)>,
+    /// Draw offers, by the number of completed moves when each was made.
+    pub(crate) draw_offers: Vec<u32>,
 }
 
 /// An illegal move in the record and what the arbiter decided about its penalty.
@@ -330,6 +334,8 @@ impl Game {
             reconstructed: Default::default(),
             irregular: None,
             illegal_moves: Vec::new(),
+            arbiter_notes: Vec::new(),
+            draw_offers: Vec::new(),
         })
     }
 
@@ -452,6 +458,17 @@ impl Game {
                 });
             }
             Some(Kind::Arbiter(action)) => {
+                let actor = event
+                    .provenance
+                    .as_ref()
+                    .map(|p| p.actor.as_str())
+                    .unwrap_or_default();
+                let ply = self.moves.len() as u32;
+                if let Some(crate::events::arbiter_action::Action::DrawOffer(_)) = &action.action {
+                    self.draw_offers.push(ply);
+                } else if let Some(text) = crate::arbiter::describe(action) {
+                    self.arbiter_notes.push((ply, format!("{text} ({actor})")));
+                }
                 if let Some(crate::events::arbiter_action::Action::Penalty(decision)) =
                     &action.action
                     && let Some(entry) = self
@@ -507,6 +524,16 @@ impl Game {
         self.inference
             .sync(self.start.clone(), &moves)
             .map_err(|e| e.to_string())
+    }
+
+    /// Arbiter actions in words, each with the number of completed moves when it was entered.
+    pub fn arbiter_notes(&self) -> &[(u32, String)] {
+        &self.arbiter_notes
+    }
+
+    /// Draw offers, by the number of completed moves when each was made.
+    pub fn draw_offers(&self) -> &[u32] {
+        &self.draw_offers
     }
 
     /// Illegal moves in the record with the arbiter's decisions.

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_game::{Game, events::GameEventRecord};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
-use boardcast_rules::pgn::{PgnGame, PgnMove, write_game};
+use boardcast_rules::pgn::{AnnotatedGame, MoveNotes, PgnGame, PgnMove, write_annotated_game};
 use futures::StreamExt;
 use prost::Message as _;
 use serde::Serialize;
@@ -110,7 +110,7 @@ impl Projection {
         Some(
             selected
                 .into_iter()
-                .map(|g| write_game(&pgn_of(g)))
+                .map(|g| write_annotated_game(&pgn_of(g)))
                 .collect(),
         )
     }
@@ -132,7 +132,11 @@ fn view(game: &Game) -> GameView {
         white: player_name(&info.white),
         black: player_name(&info.black),
         fen: boardcast_game::fen(game.position()),
-        moves: game.completed_moves().iter().map(|m| m.event.san.clone()).collect(),
+        moves: game
+            .completed_moves()
+            .iter()
+            .map(|m| m.event.san.clone())
+            .collect(),
         provisional: game.provisional().map(|p| p.san.clone()),
         white_clock_ms: last.and_then(|m| m.white_remaining_ms),
         black_clock_ms: last.and_then(|m| m.black_remaining_ms),
@@ -140,9 +144,10 @@ fn view(game: &Game) -> GameView {
     }
 }
 
-/// A game as a PGN score: the Seven Tag Roster, ratings, and `[%clk]` after every move that was
-/// completed with a clock reading.
-pub fn pgn_of(game: &Game) -> PgnGame {
+/// A game as a PGN score: the Seven Tag Roster, ratings, `[%clk]` after every move that was
+/// completed with a clock reading, draw offers and the arbiter's decisions at the move they
+/// followed.
+pub fn pgn_of(game: &Game) -> AnnotatedGame {
     let info = game.info();
     let mut tags = vec![
         ("Event".to_owned(), info.event_name.clone()),
@@ -183,10 +188,31 @@ pub fn pgn_of(game: &Game) -> PgnGame {
             comment: None,
         })
         .collect();
-    PgnGame {
-        tags,
-        moves,
-        result: game.result_token().to_owned(),
+    let mut notes = vec![MoveNotes::default(); game.completed_moves().len()];
+    for ply in game.draw_offers() {
+        if let Some(n) = (*ply as usize)
+            .checked_sub(1)
+            .and_then(|i| notes.get_mut(i))
+        {
+            n.draw_offer = true;
+        }
+    }
+    for (ply, text) in game.arbiter_notes() {
+        // Notes before the first move have no move to follow; they stay in the log.
+        if let Some(n) = (*ply as usize)
+            .checked_sub(1)
+            .and_then(|i| notes.get_mut(i))
+        {
+            n.arbiter_notes.push(text.clone());
+        }
+    }
+    AnnotatedGame {
+        game: PgnGame {
+            tags,
+            moves,
+            result: game.result_token().to_owned(),
+        },
+        notes,
     }
 }
 
@@ -229,4 +255,87 @@ pub async fn follow(
         }
     }
     anyhow::bail!("the game log follower ended")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boardcast_game::events::{
+        Annotation, ArbiterAction, GameStarted, Player, SideAction, TimeControl, TimePeriod,
+        arbiter_action::Action,
+    };
+    use boardcast_rules::pgn::read_annotated_games;
+
+    fn act(game: &mut Game, action: Action) {
+        let events = game
+            .decide_arbiter(
+                &ArbiterAction {
+                    action: Some(action),
+                },
+                "IA Smith",
+            )
+            .expect("accepted");
+        for record in Game::record(Some(game), &game.game_id().to_owned(), events, 0) {
+            game.apply(&record).expect("applies");
+        }
+    }
+
+    #[test]
+    fn draw_offers_and_arbiter_decisions_appear_in_the_pgn() {
+        let info = GameStarted {
+            tournament_id: "t".into(),
+            round: 1,
+            board_number: 1,
+            board_id: "b".into(),
+            white: Some(Player {
+                name: "W".into(),
+                ..Default::default()
+            }),
+            black: Some(Player {
+                name: "B".into(),
+                ..Default::default()
+            }),
+            time_control: Some(TimeControl {
+                periods: vec![TimePeriod {
+                    base_ms: 60_000,
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        };
+        let (id, start) = Game::decide_start(&info, "operator").expect("valid");
+        let mut game =
+            Game::from_first_record(&Game::record(None, &id, vec![start], 0)[0]).expect("folds");
+        act(
+            &mut game,
+            Action::Move(boardcast_game::events::EnterMove { san: "e4".into() }),
+        );
+        act(
+            &mut game,
+            Action::DrawOffer(SideAction {
+                side: "white".into(),
+            }),
+        );
+        act(
+            &mut game,
+            Action::Move(boardcast_game::events::EnterMove { san: "e5".into() }),
+        );
+        act(
+            &mut game,
+            Action::Annotation(Annotation {
+                text: "phone rang in the hall".into(),
+            }),
+        );
+        let text = write_annotated_game(&pgn_of(&game));
+        let back = read_annotated_games(&text).expect("reads back");
+        assert_eq!(back[0].game.moves.len(), 2);
+        assert!(back[0].notes[0].draw_offer, "{text}");
+        assert!(
+            back[0].notes[1]
+                .arbiter_notes
+                .iter()
+                .any(|n| n.contains("phone rang") && n.contains("IA Smith")),
+            "{text}"
+        );
+    }
 }
