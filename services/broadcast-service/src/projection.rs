@@ -275,7 +275,7 @@ mod tests {
                 "IA Smith",
             )
             .expect("accepted");
-        for record in Game::record(Some(game), &game.game_id().to_owned(), events, 0) {
+        for record in Game::record(Some(game), game.game_id(), events, 0) {
             game.apply(&record).expect("applies");
         }
     }
