@@ -14,7 +14,7 @@
 //!    short forced sequences (a forced capture into insufficient material) outright.
 //! 3. **Helpmate search.** Iterative deepening over legal moves with a transposition table and
 //!    move ordering that brings the side's pieces towards the opposing king and that king towards
-//!    the edge. A helpmate found is the evidence, returned as UCI moves.
+//!    a corner. A helpmate found is the evidence, returned as UCI moves.
 //! 4. **Exhaustive proof.** A depth-first walk over every position reachable from the start (exact
 //!    position identity, no hashing shortcuts), cut off at positions the static proofs settle. If
 //!    the walk ends without a mate, no mate exists.
@@ -395,7 +395,7 @@ fn may_give_check(pos: &Chess, m: &Move) -> bool {
 }
 
 /// Orders moves for a helpmate by `winner`: the winner's pieces approach the opposing king and
-/// promote to queens; the loser's king heads for the edge, its other pieces crowd around it and
+/// promote to queens; the loser's king heads for a corner, its other pieces crowd around it and
 /// avoid capturing (which would thin out the winner's material).
 fn order_moves(pos: &Chess, moves: &MoveList, winner: Color) -> Vec<Move> {
     let board = pos.board();
@@ -403,6 +403,19 @@ fn order_moves(pos: &Chess, moves: &MoveList, winner: Color) -> Vec<Move> {
         return moves.to_vec();
     };
     let winner_to_move = pos.turn() == winner;
+    // A lone bishop mates in a corner of its own colour.
+    let winner_pieces = board.by_color(winner) & !board.kings() & !board.pawns();
+    let corners = if winner_pieces.any() && winner_pieces.is_subset(board.bishops()) {
+        if winner_pieces.is_subset(Bitboard::DARK_SQUARES) {
+            DARK_CORNERS
+        } else if winner_pieces.is_subset(Bitboard::LIGHT_SQUARES) {
+            LIGHT_CORNERS
+        } else {
+            ALL_CORNERS
+        }
+    } else {
+        ALL_CORNERS
+    };
     let mut scored: Vec<(i32, Move)> = moves
         .iter()
         .map(|m| {
@@ -420,20 +433,33 @@ fn order_moves(pos: &Chess, moves: &MoveList, winner: Color) -> Vec<Move> {
                     score -= 3;
                 }
             } else if m.role() == Role::King {
-                score += 10 * (edge_distance(from) as i32 - edge_distance(to) as i32);
+                score += 10
+                    * (corner_distance(from, corners) as i32 - corner_distance(to, corners) as i32)
+                    + 5 * (edge_distance(from) as i32 - edge_distance(to) as i32);
             } else {
                 if m.is_capture() {
                     score -= 30;
                 }
-                if to.distance(loser_king) <= 1 {
-                    score += 5;
-                }
+                // Crowding the own king takes away its flight squares.
+                score += 8 * (from.distance(loser_king) as i32 - to.distance(loser_king) as i32);
             }
             (score, *m)
         })
         .collect();
     scored.sort_by_key(|(score, _)| -score);
     scored.into_iter().map(|(_, m)| m).collect()
+}
+
+const ALL_CORNERS: &[Square] = &[Square::A1, Square::H1, Square::A8, Square::H8];
+const DARK_CORNERS: &[Square] = &[Square::A1, Square::H8];
+const LIGHT_CORNERS: &[Square] = &[Square::H1, Square::A8];
+
+fn corner_distance(sq: Square, corners: &[Square]) -> u32 {
+    corners
+        .iter()
+        .map(|corner| sq.distance(*corner))
+        .min()
+        .unwrap_or(0)
 }
 
 fn edge_distance(sq: Square) -> u32 {

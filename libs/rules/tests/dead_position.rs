@@ -136,6 +136,15 @@ fn helpmates_are_returned_as_evidence() {
             Color::White,
         ),
         ("6k1/8/8/8/8/8/8/5RK1 b - - 0 1", Color::White),
+        // Minor-piece endings: the helpmates are long but they exist.
+        ("8/8/4k3/8/3n4/4KN2/8/8 w - - 0 1", Color::White),
+        ("8/8/4k3/8/3n4/4KN2/8/8 w - - 0 1", Color::Black),
+        ("8/8/4k3/8/3n4/4KB2/8/8 w - - 0 1", Color::White),
+        ("8/8/4k3/8/3n4/4KB2/8/8 w - - 0 1", Color::Black),
+        ("2b5/8/4k3/8/8/4K3/8/2B5 w - - 0 1", Color::White),
+        ("2b5/8/4k3/8/8/4K3/8/2B5 w - - 0 1", Color::Black),
+        ("8/8/4k3/4p3/8/4KN2/8/8 w - - 0 1", Color::White),
+        ("8/8/4k3/4p3/8/4KN2/8/8 w - - 0 1", Color::Black),
     ] {
         match analyze(&position(fen), side, &budget) {
             Unwinnability::Winnable(line) => assert_mates(fen, side, &line),
