@@ -5,6 +5,8 @@
 //! players' result signal. Pure: the script is a list of observations with their offsets from the
 //! start of the game; a runner elsewhere assigns sequence numbers and real times and sends them.
 
+pub mod dgt;
+
 use boardcast_rules::pgn::PgnGame;
 use boardcast_schema::device::v1::{
     BoardPlacement, ClockReading, ClockRun, Piece as DevicePiece, PieceLifted, PiecePlaced,
