@@ -21,6 +21,39 @@ pub enum ActionRejected {
     Invalid(String),
 }
 
+/// A game end of the rules library in the schema's terms, with the article in the detail.
+pub(crate) fn ending_of(
+    end: &boardcast_rules::outcome::GameEnd,
+) -> (GameResult, Termination, String) {
+    use boardcast_rules::outcome::EndReason as R;
+    let (termination, words) = match end.reason {
+        R::Checkmate => (Termination::Checkmate, "checkmate"),
+        R::Stalemate => (Termination::Stalemate, "stalemate"),
+        R::DeadPosition => (Termination::DeadPosition, "dead position"),
+        R::FivefoldRepetition => (Termination::FivefoldRepetition, "fivefold repetition"),
+        R::SeventyFiveMoves => (Termination::SeventyFiveMoves, "seventy-five moves"),
+        R::FlagFall => (Termination::FlagFall, "flag fall"),
+        R::FlagFallOpponentCannotMate => (
+            Termination::FlagFall,
+            "flag fall, but the opponent cannot checkmate",
+        ),
+        R::Resignation => (Termination::Resignation, "resignation"),
+        R::ResignationOpponentCannotMate => (
+            Termination::Resignation,
+            "resignation, but the opponent cannot checkmate",
+        ),
+        R::Agreement => (Termination::Agreement, "draw agreed"),
+        R::BothFlagsFallen => (Termination::BothFlags, "both flags fallen"),
+        R::DrawClaim => (Termination::Arbiter, "draw claim upheld"),
+        R::ArbiterDecision => (Termination::Arbiter, "arbiter's decision"),
+    };
+    (
+        result_of(end.result),
+        termination,
+        format!("{words} (Article {})", end.article),
+    )
+}
+
 /// The rules' result, in the schema's terms.
 fn result_of(result: boardcast_rules::outcome::GameResult) -> GameResult {
     use boardcast_rules::outcome::GameResult as R;
@@ -159,36 +192,22 @@ impl Game {
                     }),
                     provenance: provenance.clone(),
                 });
-                if after.is_checkmate() {
-                    let winner = if after.turn() == Color::White {
-                        GameResult::BlackWins
-                    } else {
-                        GameResult::WhiteWins
-                    };
-                    events.push(ended(winner, Termination::Checkmate, "checkmate".into()));
-                } else if after.is_stalemate() {
-                    events.push(ended(
-                        GameResult::Draw,
-                        Termination::Stalemate,
-                        "stalemate".into(),
-                    ));
+                if let Some((result, termination, detail)) = self.end_after(mv) {
+                    events.push(ended(result, termination, detail));
                 }
             }
             Action::Resignation(who) => {
                 let end = resignation(&self.rules, &self.position, side(&who.side)?);
+                let (result, termination, detail) = ending_of(&end);
                 events.push(ended(
-                    result_of(end.result),
-                    Termination::Resignation,
-                    format!("{} resigned (Article {})", who.side, end.article),
+                    result,
+                    termination,
+                    format!("{} resigned: {detail}", who.side),
                 ));
             }
             Action::DrawAgreed(_) => {
-                let end = agreement(&self.rules);
-                events.push(ended(
-                    GameResult::Draw,
-                    Termination::Agreement,
-                    format!("draw agreed (Article {})", end.article),
-                ));
+                let (result, termination, detail) = ending_of(&agreement(&self.rules));
+                events.push(ended(result, termination, detail));
             }
             Action::Result(declared) => {
                 let result = declared.result();

@@ -93,6 +93,8 @@ pub struct Game {
     pub(crate) arbiter_notes: Vec<(u32, String)>,
     /// Draw offers, by the number of completed moves when each was made.
     pub(crate) draw_offers: Vec<u32>,
+    /// Flags shown by the clock at the last recorded reading (White, Black).
+    pub(crate) flags: (bool, bool),
 }
 
 /// An illegal move in the record and what the arbiter decided about its penalty.
@@ -336,6 +338,7 @@ impl Game {
             illegal_moves: Vec::new(),
             arbiter_notes: Vec::new(),
             draw_offers: Vec::new(),
+            flags: (false, false),
         })
     }
 
@@ -507,6 +510,15 @@ impl Game {
             }
         }
         Ok(())
+    }
+
+    /// How the game ends if `mv` is completed now: the position's own verdict (mate, stalemate,
+    /// dead position, and from 2014 fivefold repetition and seventy-five moves).
+    pub(crate) fn end_after(&self, mv: Move) -> Option<(GameResult, Termination, String)> {
+        let mut history = self.repetition.clone();
+        history.play(mv, 0).ok()?;
+        let end = boardcast_rules::outcome::end_on_board(&self.rules, &history)?;
+        Some(crate::arbiter::ending_of(&end))
     }
 
     /// Makes the move inference follow the game's completed moves.

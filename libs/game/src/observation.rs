@@ -113,26 +113,6 @@ fn uci(mv: &PlyMove) -> String {
     UciMove::from_standard(mv.mv).to_string()
 }
 
-/// How the game ends with this position on the board, if it does.
-fn ending(after: &Chess) -> Option<(GameResult, Termination, &'static str)> {
-    if after.is_checkmate() {
-        let winner = !after.turn();
-        Some((
-            if winner == Color::White {
-                GameResult::WhiteWins
-            } else {
-                GameResult::BlackWins
-            },
-            Termination::Checkmate,
-            "checkmate",
-        ))
-    } else if after.is_stalemate() {
-        Some((GameResult::Draw, Termination::Stalemate, "stalemate"))
-    } else {
-        None
-    }
-}
-
 impl Game {
     /// The engine input an observation gives, or `None` when it gives none (device status, a
     /// clock that keeps running on the same side). The same function serves `decide` and the
@@ -209,8 +189,24 @@ impl Game {
             return Ok(ObservationOutcome::Ignored(Ignored::GameOver));
         }
         let input = self.inference_input(obs);
-        if input.is_none() && matches!(obs.kind, Some(observation::Kind::Clock(_))) {
-            return Ok(ObservationOutcome::Ignored(Ignored::ClockTick));
+        if let (None, Some(observation::Kind::Clock(c))) = (&input, &obs.kind) {
+            if (c.white_flag, c.black_flag) == self.flags {
+                return Ok(ObservationOutcome::Ignored(Ignored::ClockTick));
+            }
+            // A flag shown (or cleared, after the arbiter set the clock) is recorded.
+            let mut events = vec![NewEvent {
+                kind: Kind::ObservationRecorded(ObservationRecorded {
+                    observation: Some(obs.clone()),
+                }),
+                provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
+            }];
+            if let Some(end) = self.flag_verdict(c.white_flag, c.black_flag) {
+                events.push(game_ended(
+                    end,
+                    self.provenance(obs, Source::Clock, vec![obs.device_seq]),
+                ));
+            }
+            return Ok(ObservationOutcome::Events(events));
         }
         let mut events = vec![NewEvent {
             kind: Kind::ObservationRecorded(ObservationRecorded {
@@ -328,7 +324,7 @@ impl Game {
                         }),
                         provenance: provenance.clone(),
                     });
-                    if let Some(end) = ending(&position) {
+                    if let Some(end) = self.end_after_moves(&position, completed) {
                         events.push(game_ended(end, provenance));
                         ended = true;
                     }
@@ -471,7 +467,12 @@ impl Game {
         let mut after = position.clone();
         after.play_unchecked(mv.mv);
         let provenance = self.provenance(obs, Source::BoardSensor, basis);
-        let Some(end) = ending(&after) else {
+        // Only mate and stalemate end a game without the press: a provisional move may still
+        // change, and automatic draws wait for the completed move.
+        let Some(end) = (after.is_checkmate() || after.is_stalemate())
+            .then(|| self.end_after_moves(&after, provisional.ply))
+            .flatten()
+        else {
             return vec![NewEvent {
                 kind: Kind::MoveProvisional(provisional),
                 provenance,
@@ -568,6 +569,61 @@ impl Game {
         }
     }
 
+    /// How the game ends when `after` stands on the board after `ply` completed moves (the
+    /// moves between the game's last completed one and `after` are replayed from the engine).
+    fn end_after_moves(
+        &self,
+        after: &Chess,
+        ply: u32,
+    ) -> Option<(GameResult, Termination, String)> {
+        let mut history = self.repetition.clone();
+        let mut pos = self.position.clone();
+        let pending = self.inference.moves();
+        for m in pending
+            .iter()
+            .filter(|m| m.ply > self.moves.len() as u32 && m.ply <= ply)
+        {
+            history.play(m.mv, 0).ok()?;
+            pos.play_unchecked(m.mv);
+        }
+        if pos.board() != after.board() || pos.turn() != after.turn() {
+            // The engine's line differs from what we were told: judge the position alone.
+            history.push_position(after, 0);
+        }
+        let end = boardcast_rules::outcome::end_on_board(&self.rules, &history)?;
+        Some(crate::arbiter::ending_of(&end))
+    }
+
+    /// What newly fallen flags mean (Article 6.9; both flags: 6.11 / the rapid and blitz rules).
+    fn flag_verdict(&self, white: bool, black: bool) -> Option<(GameResult, Termination, String)> {
+        use boardcast_rules::outcome::{both_flags_fallen, flag_fall};
+        let end = match (white, black) {
+            (true, true) => both_flags_fallen(&self.rules, self.in_last_period())?,
+            (true, false) if !self.flags.0 => flag_fall(&self.rules, &self.position, Color::White),
+            (false, true) if !self.flags.1 => flag_fall(&self.rules, &self.position, Color::Black),
+            _ => return None,
+        };
+        Some(crate::arbiter::ending_of(&end))
+    }
+
+    /// Play is in the time control's last period (the moves of the earlier ones are made).
+    fn in_last_period(&self) -> bool {
+        let periods = self
+            .info
+            .time_control
+            .as_ref()
+            .map(|tc| tc.periods.as_slice())
+            .unwrap_or_default();
+        let before_last: u32 = periods
+            .iter()
+            .take(periods.len().saturating_sub(1))
+            .map(|p| p.moves)
+            .sum();
+        // Full moves of the side that moves least: White's count equals or exceeds Black's.
+        let full_moves = (self.moves.len() / 2) as u32;
+        full_moves >= before_last
+    }
+
     /// The placement the board shows: the observation's own, or the engine's last one.
     fn placement_of(&self, obs: &Observation) -> String {
         match &obs.kind {
@@ -589,12 +645,12 @@ fn unpromoted_pawn(placement: &str, side: Color) -> bool {
     (board.pawns() & board.by_color(side) & last_rank).any()
 }
 
-fn game_ended(end: (GameResult, Termination, &'static str), provenance: Provenance) -> NewEvent {
+fn game_ended(end: (GameResult, Termination, String), provenance: Provenance) -> NewEvent {
     NewEvent {
         kind: Kind::Ended(GameEnded {
             result: end.0 as i32,
             termination: end.1 as i32,
-            detail: end.2.to_owned(),
+            detail: end.2,
         }),
         provenance,
     }

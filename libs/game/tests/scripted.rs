@@ -524,3 +524,59 @@ fn a_resignation_in_2023_is_a_draw_when_the_opponent_cannot_mate() {
         "from the start position Black can mate"
     );
 }
+
+fn flag(board: &mut Board, white: bool, black: bool) {
+    board.observe(Obs::Clock(ClockReading {
+        white_remaining_ms: if white { 0 } else { 1_000 },
+        black_remaining_ms: if black { 0 } else { 1_000 },
+        running: ClockRun::White as i32,
+        white_flag: white,
+        black_flag: black,
+    }));
+}
+
+#[test]
+fn a_flag_fall_loses_unless_the_opponent_cannot_mate() {
+    let mut board = Board::new("fide-2023");
+    flag(&mut board, true, false);
+    assert_eq!(board.game.result_token(), "0-1");
+    // Black has a bare king: White's flag fall is a draw (Article 6.9).
+    let mut board = Board::from_fen("fide-2023", "8/8/4k3/8/8/8/4KQ2/8 w - - 0 1");
+    flag(&mut board, true, false);
+    assert_eq!(board.game.result_token(), "1/2-1/2");
+    let detail = board.log.iter().find_map(|k| match k {
+        Kind::Ended(e) => Some(e.detail.clone()),
+        _ => None,
+    });
+    assert!(detail.is_some_and(|d| d.contains("cannot checkmate") && d.contains("6.9")));
+    // The clock ticking without news is not recorded.
+    let mut board = Board::new("fide-2023");
+    let before = board.log.len();
+    board.clock(ClockRun::White);
+    assert_eq!(board.log.len(), before);
+}
+
+#[test]
+fn fivefold_repetition_ends_the_game_automatically_from_2014_only() {
+    for (edition, automatic) in [("fide-2009", false), ("fide-2023", true)] {
+        let mut board = Board::new(edition);
+        let mut pos = Chess::default();
+        for _ in 0..4 {
+            for san in ["Nf3", "Nf6", "Ng1", "Ng8"] {
+                if board.game.is_over() {
+                    break;
+                }
+                board.play(&mut pos, san);
+            }
+        }
+        assert_eq!(board.game.is_over(), automatic, "{edition}");
+        if automatic {
+            assert_eq!(board.game.result_token(), "1/2-1/2");
+            assert_eq!(
+                board.game.moves().len(),
+                16,
+                "ended by the move that made the fifth occurrence"
+            );
+        }
+    }
+}
