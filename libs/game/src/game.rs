@@ -95,6 +95,8 @@ pub struct Game {
     pub(crate) draw_offers: Vec<u32>,
     /// Flags shown by the clock at the last recorded reading (White, Black).
     pub(crate) flags: (bool, bool),
+    /// Lifts and placements recorded since the last completed move, with their `game_seq`.
+    pub(crate) touches: Vec<(u64, boardcast_rules::touch::Touch)>,
 }
 
 /// An illegal move in the record and what the arbiter decided about its penalty.
@@ -339,6 +341,7 @@ impl Game {
             arbiter_notes: Vec::new(),
             draw_offers: Vec::new(),
             flags: (false, false),
+            touches: Vec::new(),
         })
     }
 
@@ -388,6 +391,9 @@ impl Game {
                 if let Some(input) = self.inference_input(observation) {
                     self.inference.observe(input);
                 }
+                if let Some(touch) = crate::observation::touch_of(observation) {
+                    self.touches.push((event.game_seq, touch));
+                }
                 if let Some(crate::device::observation::Kind::Clock(c)) = &observation.kind {
                     self.clock_running =
                         ClockRun::try_from(c.running).unwrap_or(ClockRun::Unspecified);
@@ -429,6 +435,7 @@ impl Game {
                 });
                 self.provisional = None;
                 self.irregular = None;
+                self.touches.clear();
                 // A move completed without the engine's confirmation (a mate needs no press, an
                 // arbiter enters a move): the engine follows the game, not the other way round.
                 if self.inference.confirmed_plies() as usize != self.moves.len() {
@@ -440,7 +447,7 @@ impl Game {
                 self.result = Some((end.result(), end.termination()));
                 self.provisional = None;
             }
-            Some(Kind::Touch(_)) => {}
+            Some(Kind::Touch(_)) | Some(Kind::TouchMove(_)) => {}
             Some(Kind::Reconstructed(r)) => {
                 for i in 0..r.uci.len() as u32 {
                     self.reconstructed.insert(r.first_ply + i);
@@ -501,6 +508,7 @@ impl Game {
                     return Err(inconsistent(format!("cannot restore ply {ply}")));
                 }
                 self.moves.truncate(ply);
+                self.touches.clear();
                 self.repetition.truncate(restored.ply);
                 self.position = self.repetition.position().clone();
                 self.provisional = None;

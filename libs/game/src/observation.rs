@@ -11,13 +11,15 @@
 
 use boardcast_inference::{Event as InferenceEvent, Input, IrregularityCause, Output, PlyMove};
 use boardcast_rules::illegal::{IllegalKind, IllegalMoveCase, IllegalPenalty, judge_illegal_move};
+use boardcast_rules::touch::{Touch, TouchAction, check_touches};
 use shakmaty::{Board, Chess, Color, Piece, Position, Role, Square, uci::UciMove};
 
 use crate::device::{ClockRun, Observation, Piece as DevicePiece, observation};
 use crate::events::{
     GameEnded, GameResult, IllegalMoveRecorded, IrregularityCleared, IrregularityObserved,
-    MoveCompleted, MoveProvisional, MovesReconstructed, ObservationRecorded, Provenance,
-    ProvisionalMoveWithdrawn, Source, Termination, TouchObserved, game_event::Kind,
+    MoveCompleted, MoveProvisional, MovesReconstructed, ObservationRecorded,
+    PossibleTouchMoveBreach, Provenance, ProvisionalMoveWithdrawn, Source, Termination,
+    TouchObserved, game_event::Kind,
 };
 use crate::game::{Game, NewEvent, fen_of};
 
@@ -53,6 +55,23 @@ pub enum Rejected {
 pub enum ObservationOutcome {
     Events(Vec<NewEvent>),
     Ignored(Ignored),
+}
+
+/// A lift or placement as the touch-move rules read it.
+pub(crate) fn touch_of(obs: &Observation) -> Option<Touch> {
+    match obs.kind.as_ref()? {
+        observation::Kind::Lifted(l) => Some(Touch {
+            action: TouchAction::Lift,
+            square: square(l.square).ok()?,
+            piece: piece(l.piece).ok()?,
+        }),
+        observation::Kind::Placed(p) => Some(Touch {
+            action: TouchAction::Place,
+            square: square(p.square).ok()?,
+            piece: piece(p.piece).ok()?,
+        }),
+        _ => None,
+    }
 }
 
 fn square(index: u32) -> Result<Square, Rejected> {
@@ -310,6 +329,11 @@ impl Game {
                     } else {
                         Source::Clock
                     };
+                    let touch_breaches = if mv.ply == self.moves.len() as u32 + 1 {
+                        self.touch_breaches(obs, &position, &mv)
+                    } else {
+                        Vec::new()
+                    };
                     position.play_unchecked(mv.mv);
                     completed = mv.ply;
                     let provenance = self.provenance(obs, source, basis);
@@ -324,6 +348,7 @@ impl Game {
                         }),
                         provenance: provenance.clone(),
                     });
+                    events.extend(touch_breaches);
                     if let Some(end) = self.end_after_moves(&position, completed) {
                         events.push(game_ended(end, provenance));
                         ended = true;
@@ -594,6 +619,38 @@ impl Game {
         Some(crate::arbiter::ending_of(&end))
     }
 
+    /// Possible Article 4 breaches in the touches recorded before `mv` (the current
+    /// observation is not among them: a press or a placement is not a touch).
+    fn touch_breaches(&self, obs: &Observation, before: &Chess, mv: &PlyMove) -> Vec<NewEvent> {
+        if self.touches.is_empty() {
+            return Vec::new();
+        }
+        let touches: Vec<Touch> = self.touches.iter().map(|(_, t)| *t).collect();
+        let report = check_touches(&self.rules, before, &touches, mv.mv);
+        report
+            .possible_breaches
+            .into_iter()
+            .map(|breach| {
+                let seqs: Vec<u64> = breach
+                    .touch_indices
+                    .iter()
+                    .filter_map(|i| self.touches.get(*i).map(|(seq, _)| *seq))
+                    .collect();
+                NewEvent {
+                    kind: Kind::TouchMove(PossibleTouchMoveBreach {
+                        ply: mv.ply,
+                        breach: serde_name(&breach.breach),
+                        article: breach.article.to_owned(),
+                        square: breach.square.clone(),
+                        touch_game_seqs: seqs,
+                        only_on_claim: report.only_on_claim,
+                    }),
+                    provenance: self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]),
+                }
+            })
+            .collect()
+    }
+
     /// What newly fallen flags mean (Article 6.9; both flags: 6.11 / the rapid and blitz rules).
     fn flag_verdict(&self, white: bool, black: bool) -> Option<(GameResult, Termination, String)> {
         use boardcast_rules::outcome::{both_flags_fallen, flag_fall};
@@ -631,6 +688,22 @@ impl Game {
             _ => self.inference.position().board().board_fen().to_string(),
         }
     }
+}
+
+/// The breach's name as the rules library serialises it (`own_piece_not_moved`, ...).
+fn serde_name(breach: &boardcast_rules::touch::TouchBreach) -> String {
+    format!("{breach:?}")
+        .chars()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            let lower = c.to_ascii_lowercase();
+            if c.is_ascii_uppercase() && i > 0 {
+                vec!['_', lower]
+            } else {
+                vec![lower]
+            }
+        })
+        .collect()
 }
 
 /// A pawn of `side` standing on its last rank.

@@ -580,3 +580,47 @@ fn fivefold_repetition_ends_the_game_automatically_from_2014_only() {
         }
     }
 }
+
+#[test]
+fn touching_a_piece_and_moving_another_is_reported_as_a_possible_breach() {
+    use boardcast_game::device::{Piece as DevicePiece, PieceLifted, PiecePlaced};
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    let g1 = u32::from(shakmaty::Square::G1);
+    // The knight is lifted and put back, then the e-pawn moves.
+    board.observe(Obs::Lifted(PieceLifted {
+        square: g1,
+        piece: DevicePiece::WhiteKnight as i32,
+    }));
+    board.observe(Obs::Placed(PiecePlaced {
+        square: g1,
+        piece: DevicePiece::WhiteKnight as i32,
+    }));
+    board.play(&mut pos, "e4");
+    let breaches: Vec<_> = board
+        .log
+        .iter()
+        .filter_map(|k| match k {
+            Kind::TouchMove(b) => Some(b.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(breaches.len(), 1, "{:?}", board.log);
+    assert_eq!(breaches[0].breach, "own_piece_not_moved");
+    assert!(
+        breaches[0].article.starts_with("4.3"),
+        "{}",
+        breaches[0].article
+    );
+    assert_eq!(breaches[0].square, "g1");
+    assert_eq!(
+        breaches[0].touch_game_seqs.len(),
+        1,
+        "the lift of the knight"
+    );
+    // A possibility for the arbiter, never a penalty: the move stands.
+    assert_eq!(board.game.moves().len(), 1);
+    // The next move starts with a clean slate.
+    board.play(&mut pos, "e5");
+    assert_eq!(board.count(|k| matches!(k, Kind::TouchMove(_))), 1);
+}
