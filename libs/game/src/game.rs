@@ -61,6 +61,8 @@ pub struct CompletedMove {
     pub source: Source,
     /// The `game_seq` of its event.
     pub game_seq: u64,
+    /// Device time of the observation that completed it (0 = unknown).
+    pub device_time_unix_ms: i64,
 }
 
 /// The state of one game, as folded from its log.
@@ -432,6 +434,11 @@ impl Game {
                     event: m.clone(),
                     source,
                     game_seq: event.game_seq,
+                    device_time_unix_ms: event
+                        .provenance
+                        .as_ref()
+                        .map(|p| p.device_time_unix_ms)
+                        .unwrap_or(0),
                 });
                 self.provisional = None;
                 self.irregular = None;
@@ -447,7 +454,7 @@ impl Game {
                 self.result = Some((end.result(), end.termination()));
                 self.provisional = None;
             }
-            Some(Kind::Touch(_)) | Some(Kind::TouchMove(_)) => {}
+            Some(Kind::Touch(_)) | Some(Kind::TouchMove(_)) | Some(Kind::ClockAlert(_)) => {}
             Some(Kind::Reconstructed(r)) => {
                 for i in 0..r.uci.len() as u32 {
                     self.reconstructed.insert(r.first_ply + i);

@@ -16,8 +16,8 @@ use shakmaty::{Board, Chess, Color, Piece, Position, Role, Square, uci::UciMove}
 
 use crate::device::{ClockRun, Observation, Piece as DevicePiece, observation};
 use crate::events::{
-    GameEnded, GameResult, IllegalMoveRecorded, IrregularityCleared, IrregularityObserved,
-    MoveCompleted, MoveProvisional, MovesReconstructed, ObservationRecorded,
+    ClockAlert, GameEnded, GameResult, IllegalMoveRecorded, IrregularityCleared,
+    IrregularityObserved, MoveCompleted, MoveProvisional, MovesReconstructed, ObservationRecorded,
     PossibleTouchMoveBreach, Provenance, ProvisionalMoveWithdrawn, Source, Termination,
     TouchObserved, game_event::Kind,
 };
@@ -349,6 +349,11 @@ impl Game {
                         provenance: provenance.clone(),
                     });
                     events.extend(touch_breaches);
+                    if mv.ply == self.moves.len() as u32 + 1
+                        && let Some(alert) = clocks.and_then(|c| self.clock_alert(obs, mv.ply, c))
+                    {
+                        events.push(alert);
+                    }
                     if let Some(end) = self.end_after_moves(&position, completed) {
                         events.push(game_ended(end, provenance));
                         ended = true;
@@ -651,6 +656,63 @@ impl Game {
             .collect()
     }
 
+    /// Compares the mover's clock after the press with what the time control predicts from
+    /// the mover's previous reading and the time since the opponent's press: previous − thinking
+    /// time + increment (+ the next period's time when this move completes a period).
+    fn clock_alert(&self, obs: &Observation, ply: u32, clocks: (u64, u64)) -> Option<NewEvent> {
+        const TOLERANCE_MS: i64 = 5_000;
+        let mover_is_white = ply % 2 == 1;
+        // The mover's previous move, and the opponent's move that started the mover's clock.
+        let index = ply as usize - 1;
+        let previous = self.moves.get(index.checked_sub(2)?)?;
+        let opponent = self.moves.get(index.checked_sub(1)?)?;
+        let previous_ms = if mover_is_white {
+            previous.event.white_remaining_ms
+        } else {
+            previous.event.black_remaining_ms
+        }?;
+        if opponent.device_time_unix_ms <= 0
+            || obs.device_time_unix_ms < opponent.device_time_unix_ms
+        {
+            return None;
+        }
+        let thinking = obs.device_time_unix_ms - opponent.device_time_unix_ms;
+        let periods = &self.info.time_control.as_ref()?.periods;
+        let own_move = ply.div_ceil(2);
+        let (increment, bonus, boundary) = period_effect(periods, own_move);
+        let expected = previous_ms as i64 - thinking + increment as i64 + bonus as i64;
+        let reported = if mover_is_white { clocks.0 } else { clocks.1 } as i64;
+        if (reported - expected).abs() <= TOLERANCE_MS {
+            return None;
+        }
+        let reason = if boundary && reported < expected - bonus as i64 / 2 {
+            format!(
+                "the next period's {} min were not added after move {own_move}",
+                bonus / 60_000
+            )
+        } else {
+            format!(
+                "the clock differs by {} s from the time control's prediction",
+                (reported - expected) / 1000
+            )
+        };
+        Some(NewEvent {
+            kind: Kind::ClockAlert(ClockAlert {
+                ply,
+                side: side_name(if mover_is_white {
+                    Color::White
+                } else {
+                    Color::Black
+                })
+                .to_owned(),
+                expected_ms: expected.max(0) as u64,
+                reported_ms: reported.max(0) as u64,
+                reason,
+            }),
+            provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
+        })
+    }
+
     /// What newly fallen flags mean (Article 6.9; both flags: 6.11 / the rapid and blitz rules).
     fn flag_verdict(&self, white: bool, black: bool) -> Option<(GameResult, Termination, String)> {
         use boardcast_rules::outcome::{both_flags_fallen, flag_fall};
@@ -688,6 +750,30 @@ impl Game {
             _ => self.inference.position().board().board_fen().to_string(),
         }
     }
+}
+
+/// For a player's `own_move`-th move: the increment added after it, the time added because it
+/// completes a period (the next period's base), and whether it does.
+fn period_effect(periods: &[crate::events::TimePeriod], own_move: u32) -> (u64, u64, bool) {
+    let mut first_move = 1;
+    for (i, period) in periods.iter().enumerate() {
+        let last_move = if period.moves == 0 {
+            u32::MAX
+        } else {
+            first_move + period.moves - 1
+        };
+        if own_move <= last_move {
+            let completes = period.moves != 0 && own_move == last_move;
+            let bonus = if completes {
+                periods.get(i + 1).map(|p| p.base_ms).unwrap_or(0)
+            } else {
+                0
+            };
+            return (period.increment_ms, bonus, completes);
+        }
+        first_move = last_move + 1;
+    }
+    (0, 0, false)
 }
 
 /// The breach's name as the rules library serialises it (`own_piece_not_moved`, ...).

@@ -70,11 +70,15 @@ impl Board {
     }
 
     fn observe(&mut self, kind: Obs) {
+        self.observe_at(kind, self.seq as i64 * 1000 + 1000);
+    }
+
+    fn observe_at(&mut self, kind: Obs, device_time_unix_ms: i64) {
         self.seq += 1;
         let obs = Observation {
             board_id: "b".into(),
             device_seq: self.seq,
-            device_time_unix_ms: self.seq as i64 * 1000,
+            device_time_unix_ms,
             kind: Some(kind),
             ..Default::default()
         };
@@ -623,4 +627,90 @@ fn touching_a_piece_and_moving_another_is_reported_as_a_possible_breach() {
     // The next move starts with a clean slate.
     board.play(&mut pos, "e5");
     assert_eq!(board.count(|k| matches!(k, Kind::TouchMove(_))), 1);
+}
+
+/// Plays 40 moves each in the first period (90 min + 30 s per move, then 30 min + 30 s), each
+/// move taking 10 s; at move 40 the clock adds the second period's time only if `adds_period`.
+fn forty_moves(adds_period: bool) -> Board {
+    let mut board = Board::new("fide-2009");
+    let mut pos = Chess::default();
+    let mut clocks = [90 * 60_000u64, 90 * 60_000u64];
+    let mut t = 1_000_000i64;
+    let cycle = ["Nf3", "Nf6", "Ng1", "Ng8"];
+    for ply in 0..80usize {
+        let side = ply % 2;
+        t += 10_000;
+        clocks[side] = clocks[side] - 10_000 + 30_000;
+        if ply / 2 + 1 == 40 && adds_period {
+            clocks[side] += 30 * 60_000;
+        }
+        let mv = cycle[ply % 4]
+            .parse::<San>()
+            .expect("san")
+            .to_move(&pos)
+            .expect("legal");
+        pos.play_unchecked(mv);
+        board.observe_at(
+            Obs::Placement(BoardPlacement {
+                placement: pos.board().board_fen().to_string(),
+            }),
+            t - 500,
+        );
+        board.observe_at(
+            Obs::Clock(ClockReading {
+                white_remaining_ms: clocks[0],
+                black_remaining_ms: clocks[1],
+                running: if side == 0 {
+                    ClockRun::Black
+                } else {
+                    ClockRun::White
+                } as i32,
+                ..Default::default()
+            }),
+            t,
+        );
+    }
+    board
+}
+
+fn clock_alerts(board: &Board) -> Vec<boardcast_game::events::ClockAlert> {
+    board
+        .log
+        .iter()
+        .filter_map(|k| match k {
+            Kind::ClockAlert(a) => Some(a.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn clocks_follow_a_two_period_time_control_with_increment() {
+    let board = forty_moves(true);
+    assert_eq!(board.game.moves().len(), 80);
+    assert_eq!(
+        clock_alerts(&board),
+        vec![],
+        "every reading is as the time control predicts"
+    );
+}
+
+#[test]
+fn a_period_not_added_at_move_40_is_an_alert_and_the_clock_stands() {
+    let board = forty_moves(false);
+    let alerts = clock_alerts(&board);
+    assert_eq!(alerts.len(), 2, "{alerts:?}");
+    assert_eq!((alerts[0].ply, alerts[0].side.as_str()), (79, "white"));
+    assert_eq!((alerts[1].ply, alerts[1].side.as_str()), (80, "black"));
+    assert!(
+        alerts[0]
+            .reason
+            .contains("30 min were not added after move 40"),
+        "{}",
+        alerts[0].reason
+    );
+    assert_eq!(alerts[0].expected_ms - alerts[0].reported_ms, 30 * 60_000);
+    // The device's reading is what the record keeps (Article 6.10).
+    let last = board.game.moves().last().cloned().expect("moves");
+    assert_eq!(Some(alerts[1].reported_ms), last.black_remaining_ms);
 }
