@@ -34,6 +34,15 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# Rust links with the system C compiler, and a few dependencies build C code.
+if ! command -v cc >/dev/null 2>&1; then
+  say "a C compiler is needed to link Rust programs; installing gcc …"
+  if ! apt_install gcc libc6-dev; then
+    say "could not install gcc: sudo apt-get install gcc libc6-dev"
+    exit 1
+  fi
+fi
+
 nats_found() {
   command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || [ -x /usr/bin/nats-server ]
 }
