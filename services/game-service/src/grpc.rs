@@ -3,7 +3,7 @@
 use std::{pin::Pin, sync::Arc};
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
-use boardcast_game::{Game, GameError, events::*};
+use boardcast_game::{ActionRejected, Game, GameError, events::*};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, game_subject};
 use boardcast_rules::claims::{
     ClaimKind as RulesClaimKind, ClaimVerdict as RulesClaimVerdict, DrawClaim,
@@ -149,8 +149,9 @@ impl game_service_server::GameService for GameApi {
                 break;
             }
         }
-        game.map(|g| Response::new(g.to_state()))
-            .ok_or_else(|| Status::data_loss(format!("the log of game {} is empty", request.game_id)))
+        game.map(|g| Response::new(g.to_state())).ok_or_else(|| {
+            Status::data_loss(format!("the log of game {} is empty", request.game_id))
+        })
     }
 
     type StreamRoundEventsStream = Pin<Box<dyn Stream<Item = Result<GameEvent, Status>> + Send>>;
@@ -161,7 +162,9 @@ impl game_service_server::GameService for GameApi {
     ) -> Result<Response<Self::StreamRoundEventsStream>, Status> {
         let request = request.into_inner();
         if request.round == 0 || request.tournament_id.is_empty() {
-            return Err(Status::invalid_argument("a tournament id and a round (from 1) are required"));
+            return Err(Status::invalid_argument(
+                "a tournament id and a round (from 1) are required",
+            ));
         }
         // Game ids are `<tournament>-r<round>-b<board>`: the round's games share that prefix.
         let prefix = format!("{}-r{}-b", request.tournament_id, request.round);
@@ -250,8 +253,26 @@ impl game_service_server::GameService for GameApi {
         }))
     }
 
-    async fn act(&self, _request: Request<ActRequest>) -> Result<Response<ActResponse>, Status> {
-        Err(Status::unimplemented("arbiter actions are not served yet"))
+    async fn act(&self, request: Request<ActRequest>) -> Result<Response<ActResponse>, Status> {
+        let request = request.into_inner();
+        let action = request
+            .action
+            .ok_or_else(|| Status::invalid_argument("the arbiter's action is missing"))?;
+        let outcome = self
+            .store
+            .decide_on_game(&request.game_id, boardcast_kit::now_unix_ms(), |game| {
+                game.decide_arbiter(&action, &request.actor)
+            })
+            .await
+            .map_err(append_status)?
+            .ok_or_else(|| Status::not_found(format!("no game {:?}", request.game_id)))?;
+        outcome.map_err(|refused| match refused {
+            ActionRejected::GameOver => Status::failed_precondition(refused.to_string()),
+            other => Status::invalid_argument(other.to_string()),
+        })?;
+        tracing::info!(game_id = %request.game_id, actor = %request.actor, "arbiter action recorded");
+        let state = self.store.with_game(&request.game_id, Game::to_state).await;
+        Ok(Response::new(ActResponse { state }))
     }
 }
 
@@ -279,7 +300,8 @@ fn parse_move(game: &Game, text: &str) -> Option<shakmaty::Move> {
 async fn log_records(
     js: &jetstream::Context,
     subject: String,
-) -> Result<impl Stream<Item = Result<(GameEvent, GameEventRecord), Status>> + Send + use<>, Status> {
+) -> Result<impl Stream<Item = Result<(GameEvent, GameEventRecord), Status>> + Send + use<>, Status>
+{
     let stream = js
         .get_stream(GAMES_STREAM)
         .await

@@ -339,6 +339,39 @@ impl Store {
         Err(AppendError::Conflict(board_id.to_owned()))
     }
 
+    /// Runs `decide` on the current state of game `game_id` (caught up with the log first) and
+    /// appends what it returns; on a conflicting append it catches up and decides again, so
+    /// `decide` may run more than once. `None` when there is no such game; `Some(Err)` when
+    /// `decide` refused.
+    pub async fn decide_on_game<E>(
+        &self,
+        game_id: &str,
+        recorded_unix_ms: i64,
+        decide: impl Fn(&Game) -> Result<Vec<NewEvent>, E>,
+    ) -> Result<Option<Result<(), E>>, AppendError> {
+        let mut games = self.games.lock().await;
+        self.catch_up(&mut games)
+            .await
+            .map_err(|e| failed(game_id, e))?;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(entry) = games.by_id.get(game_id) else {
+                return Ok(None);
+            };
+            let new_events = match decide(&entry.game) {
+                Ok(events) => events,
+                Err(refused) => return Ok(Some(Err(refused))),
+            };
+            if new_events.is_empty() {
+                return Ok(Some(Ok(())));
+            }
+            let records = Game::record(Some(&entry.game), game_id, new_events, recorded_unix_ms);
+            if self.append(&mut games, game_id, records).await? {
+                return Ok(Some(Ok(())));
+            }
+        }
+        Err(AppendError::Conflict(game_id.to_owned()))
+    }
+
     /// Appends the first record of a new game. Returns false when the game already exists.
     pub async fn create(
         &self,

@@ -1,0 +1,170 @@
+//! The game service's arbiter-facing API as a client uses it: claims judged from the log,
+//! the state at any log entry, a round's events, arbiter actions recorded with their author.
+
+use std::{process::Command, time::Duration};
+
+use anyhow::Context as _;
+use boardcast_schema::game::v1::{
+    ActRequest, ArbiterAction, ClaimKind, DrawAgreed, EvaluateClaimRequest, GetGameAtRequest,
+    GetGameRequest, SideAction, Source, StreamRoundEventsRequest, arbiter_action::Action,
+    game_event::Kind, game_service_client::GameServiceClient,
+};
+use boardcast_testkit::{GameService, TestNats, program};
+use futures::StreamExt;
+
+const GAME: &str = "arbiters-open-r1-b1";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let pgn = tempfile::NamedTempFile::new()?;
+    std::fs::write(
+        pgn.path(),
+        "[Event \"Arbiters Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"*\"]\n\n\
+         1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Ng8 *\n",
+    )?;
+    let status = Command::new(program("boardcast")?)
+        .arg("simulate")
+        .arg("--pgn")
+        .arg(pgn.path())
+        .args(["--boards", "1", "--speed", "max", "--nats", &nats.url()])
+        .args(["--game-service", &service.url()])
+        .status()?;
+    assert!(status.success());
+
+    let mut client = GameServiceClient::connect(service.url()).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let state = loop {
+        let state = client
+            .get_game(GetGameRequest {
+                game_id: GAME.into(),
+            })
+            .await?
+            .into_inner();
+        if state.moves.len() == 8 {
+            break state;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "moves did not arrive"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+
+    // White claims a threefold repetition: the start position stood after plies 0, 4 and 8.
+    let verdict = client
+        .evaluate_claim(EvaluateClaimRequest {
+            game_id: GAME.into(),
+            kind: ClaimKind::Threefold as i32,
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    assert_eq!(verdict.verdict, "upheld", "{verdict:?}");
+    let plies: Vec<u32> = verdict.occurrences.iter().map(|o| o.ply).collect();
+    assert_eq!(plies, vec![0, 4, 8]);
+    assert!(
+        verdict.unconfirmed.is_empty(),
+        "every move was completed by a clock press"
+    );
+    assert!(
+        verdict
+            .occurrences
+            .iter()
+            .all(|o| o.game_seq >= 1 && o.game_seq <= state.last_game_seq)
+    );
+    // A claim with an intended move that is not legal is refused with a reason.
+    let refused = client
+        .evaluate_claim(EvaluateClaimRequest {
+            game_id: GAME.into(),
+            kind: ClaimKind::Threefold as i32,
+            intended_move: "Ke3".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+
+    // The game as it stood after the log entry that completed the 2nd move.
+    let second_move_seq = verdict.occurrences[1].game_seq; // the 4th move's entry
+    let earlier = client
+        .get_game_at(GetGameAtRequest {
+            game_id: GAME.into(),
+            game_seq: second_move_seq,
+        })
+        .await?
+        .into_inner();
+    assert_eq!(earlier.moves.len(), 4);
+    assert_eq!(earlier.last_game_seq, second_move_seq);
+    let out_of_range = client
+        .get_game_at(GetGameAtRequest {
+            game_id: GAME.into(),
+            game_seq: state.last_game_seq + 1,
+        })
+        .await
+        .expect_err("beyond the log");
+    assert_eq!(out_of_range.code(), tonic::Code::OutOfRange);
+
+    // Arbiter actions need the arbiter's name, and are recorded with it.
+    let agreed = ArbiterAction {
+        action: Some(Action::DrawAgreed(DrawAgreed {})),
+    };
+    let anonymous = client
+        .act(ActRequest {
+            game_id: GAME.into(),
+            actor: String::new(),
+            action: Some(agreed.clone()),
+        })
+        .await
+        .expect_err("who acts is required");
+    assert_eq!(anonymous.code(), tonic::Code::InvalidArgument);
+    let after = client
+        .act(ActRequest {
+            game_id: GAME.into(),
+            actor: "IA Smith".into(),
+            action: Some(agreed),
+        })
+        .await?
+        .into_inner()
+        .state
+        .context("the state after the action")?;
+    assert_ne!(after.result, 0, "the draw ends the game");
+    let resign = ArbiterAction {
+        action: Some(Action::Resignation(SideAction {
+            side: "white".into(),
+        })),
+    };
+    let late = client
+        .act(ActRequest {
+            game_id: GAME.into(),
+            actor: "IA Smith".into(),
+            action: Some(resign),
+        })
+        .await
+        .expect_err("the game is over");
+    assert_eq!(late.code(), tonic::Code::FailedPrecondition);
+
+    // The round's event stream carries the game's whole log, the arbiter's action included.
+    let mut events = client
+        .stream_round_events(StreamRoundEventsRequest {
+            tournament_id: "arbiters-open".into(),
+            round: 1,
+        })
+        .await?
+        .into_inner();
+    let mut arbiter_actor = None;
+    for _ in 0..after.last_game_seq {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await?
+            .context("stream ended")??;
+        assert_eq!(event.game_id, GAME);
+        if let Some(Kind::Arbiter(_)) = event.kind {
+            let provenance = event.provenance.context("provenance")?;
+            assert_eq!(provenance.source, Source::Arbiter as i32);
+            arbiter_actor = Some(provenance.actor);
+        }
+    }
+    assert_eq!(arbiter_actor.as_deref(), Some("IA Smith"));
+    Ok(())
+}
