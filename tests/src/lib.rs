@@ -17,6 +17,9 @@ pub use boardcast_kit::local::{LocalNats, ManagedProcess, free_port, wait_for_po
 use tempfile::TempDir;
 
 pub mod browser;
+pub mod cluster;
+
+pub use cluster::TestCluster;
 
 /// A private nats-server with JetStream and its own store directory, removed afterwards.
 pub struct TestNats {
@@ -65,20 +68,67 @@ pub fn program(name: &str) -> anyhow::Result<PathBuf> {
 pub struct GameService {
     pub process: ManagedProcess,
     pub grpc: SocketAddr,
+    /// Holds the snapshot file when the test did not choose one.
+    _dir: Option<TempDir>,
+}
+
+/// How to start a game service beyond the NATS URL.
+#[derive(Default, Clone)]
+pub struct GameServiceOptions {
+    /// The snapshot file (`--snapshot`); a fresh temporary one when `None`.
+    pub snapshot: Option<PathBuf>,
+    /// More command-line arguments, e.g. `["--replicas", "3"]`.
+    pub args: Vec<String>,
+    /// Where the service's log (stderr) goes; inherited when `None`.
+    pub log: Option<PathBuf>,
+    /// `RUST_LOG` for the service; `warn` when `None`.
+    pub rust_log: Option<String>,
 }
 
 impl GameService {
     pub fn start(nats_url: &str) -> anyhow::Result<GameService> {
+        Self::start_with(nats_url, GameServiceOptions::default())
+    }
+
+    pub fn start_with(nats_url: &str, options: GameServiceOptions) -> anyhow::Result<GameService> {
         let grpc = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let (snapshot, dir) = match options.snapshot {
+            Some(path) => (path, None),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("boardcast-game-service-")
+                    .tempdir()
+                    .context("creating a directory for the snapshot")?;
+                (dir.path().join("snapshot.redb"), Some(dir))
+            }
+        };
+        let stderr = match &options.log {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("opening {}", path.display()))?,
+            ),
+            None => Stdio::inherit(),
+        };
         let mut process = ManagedProcess::spawn(
             "boardcast-game-service",
             Command::new(program("boardcast-game-service")?)
                 .args(["--nats", nats_url, "--grpc-listen", &grpc.to_string()])
-                .env("RUST_LOG", "warn")
-                .stdin(Stdio::null()),
+                .arg("--snapshot")
+                .arg(&snapshot)
+                .args(&options.args)
+                .env("RUST_LOG", options.rust_log.as_deref().unwrap_or("warn"))
+                .stdin(Stdio::null())
+                .stderr(stderr),
         )?;
-        wait_for_port(&mut process, grpc, Duration::from_secs(30))?;
-        Ok(GameService { process, grpc })
+        wait_for_port(&mut process, grpc, Duration::from_secs(60))?;
+        Ok(GameService {
+            process,
+            grpc,
+            _dir: dir,
+        })
     }
 
     pub fn url(&self) -> String {

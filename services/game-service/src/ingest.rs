@@ -95,7 +95,7 @@ pub async fn run(js: jetstream::Context, store: std::sync::Arc<Store>) -> anyhow
 #[derive(Default)]
 struct Seen(HashMap<String, u64>);
 
-/// How many later messages of the same board are searched for missing `device_seq`s.
+/// At most how many later messages of the same board are searched for missing `device_seq`s.
 const LOOKAHEAD: usize = 32;
 
 async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message: Message) {
@@ -261,10 +261,15 @@ async fn fill_gap(
                 Err(e) => return Err(format!("looking for earlier observations: {e}")),
             };
             next = message.sequence + 1;
-            if let Ok(later) = Observation::decode(message.payload.as_ref())
-                && wanted.contains(&later.device_seq)
-                && later.board_id == *board
-            {
+            let Ok(later) = Observation::decode(message.payload.as_ref()) else {
+                continue;
+            };
+            // A board's messages are in order but for the few it re-sent: the search ends at
+            // the first one that comes after this observation.
+            if later.device_seq > observation.device_seq {
+                break;
+            }
+            if wanted.contains(&later.device_seq) && later.board_id == *board {
                 found.insert(later.device_seq, later);
                 if found.len() as u64 == wanted.end - wanted.start {
                     break;
@@ -274,6 +279,8 @@ async fn fill_gap(
     }
     let missing: Vec<u64> = wanted.clone().filter(|s| !found.contains_key(s)).collect();
     if let (Some(first), Some(last)) = (missing.first(), missing.last()) {
+        // With several instances, the missing ones may be clock ticks another instance passed
+        // over (ticks are not recorded in the log).
         tracing::warn!(%board, from = first, to = last, count = missing.len(), before = observation.device_seq, "gap in the board's observations: not received (yet)");
     }
     for (device_seq, earlier) in found {

@@ -44,13 +44,19 @@ pub fn deadletter_subject(board_id: Option<&str>) -> String {
     format!("boardcast.deadletter.{}", board_id.unwrap_or("unknown"))
 }
 
-/// Connects to NATS, waiting for it if it is not up yet.
+/// Connects to NATS, waiting for it if it is not up yet. `url` may list several servers of a
+/// cluster separated by commas (`nats://a:4222,nats://b:4222`); the client fails over between them.
 pub async fn connect(url: &str, name: &str) -> anyhow::Result<async_nats::Client> {
+    let servers: Vec<&str> = url
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
     let client = async_nats::ConnectOptions::new()
         .name(name)
         .retry_on_initial_connect()
         .connection_timeout(Duration::from_secs(5))
-        .connect(url)
+        .connect(servers.as_slice())
         .await
         .with_context(|| format!("connecting to NATS at {url}"))?;
     Ok(client)

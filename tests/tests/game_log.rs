@@ -1,0 +1,303 @@
+//! The game log's guarantees with real processes: a crash of the game service, two instances
+//! writing at once (on one server and on a three-node cluster with replicated streams),
+//! duplicated and reordered observations, and snapshots.
+
+mod support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use anyhow::Context as _;
+use async_nats::jetstream::{self, message::PublishMessage};
+use boardcast_schema::{
+    device::v1::Observation,
+    game::v1::{CreateGameRequest, game_service_client::GameServiceClient},
+};
+use boardcast_testkit::{GameService, GameServiceOptions, TestCluster, TestNats};
+use prost::Message as _;
+use support::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_game_service_killed_mid_round_resumes_without_losing_or_repeating() -> anyhow::Result<()>
+{
+    let base = baseline().await?;
+    let nats = TestNats::start()?;
+    let dir = tempfile::tempdir()?;
+    let options = GameServiceOptions {
+        snapshot: Some(dir.path().join("snapshot.redb")),
+        args: vec!["--snapshot-interval".into(), "1".into()],
+        ..Default::default()
+    };
+    let mut service = GameService::start_with(&nats.url(), options.clone())?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let pgn = write_pgn()?;
+    let mut simulator = simulate(pgn.path(), &nats.url(), &service.url())?.spawn()?;
+
+    // Kill it once it has applied some of the round but not all of it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let applied: usize = states(&service.url())
+            .await?
+            .iter()
+            .map(|s| s.moves.len())
+            .sum();
+        if applied >= 8 {
+            break;
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no moves applied");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    service.process.kill_hard()?;
+    let at_kill: usize = base.states.iter().map(|s| s.moves.len()).sum();
+    eprintln!("killed the game service (the round has {at_kill} moves)");
+
+    let restarted = GameService::start_with(&nats.url(), options)?;
+    assert!(simulator.wait()?.success());
+    drained(&js).await?;
+    let after = states_reaching(&restarted.url(), &base.states).await?;
+    assert_eq!(comparable(&after), comparable(&base.states));
+    check_logs(&js, &after).await?;
+    Ok(())
+}
+
+async fn two_instances(nats_url: &str, args: Vec<String>) -> anyhow::Result<()> {
+    let base = baseline().await?;
+    let options = GameServiceOptions {
+        args,
+        ..Default::default()
+    };
+    let first = GameService::start_with(nats_url, options.clone())?;
+    let second = GameService::start_with(nats_url, options)?;
+    let js = jetstream::new(boardcast_kit::nats::connect(nats_url, "test").await?);
+    let pgn = write_pgn()?;
+    // The games are set up through one instance, the observations go to both.
+    let status = simulate(pgn.path(), nats_url, &second.url())?.status()?;
+    assert!(status.success());
+    drained(&js).await?;
+    let one = states_reaching(&first.url(), &base.states).await?;
+    let two = states_reaching(&second.url(), &base.states).await?;
+    assert_eq!(comparable(&one), comparable(&base.states));
+    assert_eq!(
+        one, two,
+        "both instances serve the same games, chain heads included"
+    );
+    check_logs(&js, &one).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_instances_on_one_server_never_fork_a_game() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    two_instances(&nats.url(), Vec::new()).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_instances_on_a_three_node_cluster_never_fork_a_game() -> anyhow::Result<()> {
+    let mut cluster = TestCluster::start(3).await?;
+    let urls = cluster.urls();
+    two_instances(&urls, vec!["--replicas".into(), "3".into()])
+        .await
+        .context("two instances")?;
+
+    // A node crash: once the other two have elected leaders, a new instance rebuilds the same
+    // games from the replicated log; again after the node is back.
+    let base = baseline().await?;
+    let options = GameServiceOptions {
+        args: vec!["--replicas".into(), "3".into()],
+        ..Default::default()
+    };
+    cluster.kill(0)?;
+    let js = jetstream::new(boardcast_kit::nats::connect(&urls, "test").await?);
+    games_stream_available(&js)
+        .await
+        .context("log after the crash")?;
+    let service = GameService::start_with(&urls, options.clone())?;
+    let after = states_reaching(&service.url(), &base.states)
+        .await
+        .context("states after the crash")?;
+    assert_eq!(comparable(&after), comparable(&base.states));
+    check_logs(&js, &after)
+        .await
+        .context("logs after the crash")?;
+
+    cluster.restart(0).await?;
+    cluster.wait_ready(Duration::from_secs(60)).await?;
+    games_stream_available(&js).await?;
+    let service = GameService::start_with(&urls, options)?;
+    let again = states_reaching(&service.url(), &base.states).await?;
+    assert_eq!(again, after);
+    Ok(())
+}
+
+/// Waits until the game log answers (after a node failure, until its stream has a leader).
+async fn games_stream_available(js: &jetstream::Context) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let info = match js.get_stream("BOARDCAST_GAMES").await {
+            Ok(stream) => stream.get_info().await.map_err(anyhow::Error::from),
+            Err(e) => Err(e.into()),
+        };
+        match info {
+            Ok(info) => {
+                assert_eq!(info.config.num_replicas, 3);
+                return Ok(());
+            }
+            Err(e) if tokio::time::Instant::now() > deadline => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn duplicated_and_reordered_observations_make_the_same_games() -> anyhow::Result<()> {
+    let base = baseline().await?;
+    let nats = TestNats::start()?;
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("game-service.log");
+    let options = GameServiceOptions {
+        log: Some(log.clone()),
+        rust_log: Some("info".into()),
+        ..Default::default()
+    };
+    let mut service = GameService::start_with(&nats.url(), options.clone())?;
+    let mut client = GameServiceClient::connect(service.url()).await?;
+    for info in &base.infos {
+        client
+            .create_game(CreateGameRequest {
+                game: Some(info.clone()),
+                actor: "test".into(),
+            })
+            .await?;
+    }
+    // A board whose observation 2 never arrives: a gap to report.
+    let first = &base.infos[0];
+    let mut gap_info = first.clone();
+    gap_info.board_id = "gap-1".into();
+    gap_info.round = 9;
+    client
+        .create_game(CreateGameRequest {
+            game: Some(gap_info),
+            actor: "test".into(),
+        })
+        .await?;
+    // Everything is in the stream before the service reads it, as when a gateway flushes its
+    // outbox: the service alone has to put it right.
+    service.process.stop(Duration::from_secs(5))?;
+
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let mut by_board: BTreeMap<String, Vec<(String, Vec<u8>)>> = BTreeMap::new();
+    for (subject, payload) in &base.observations {
+        by_board
+            .entry(subject.clone())
+            .or_default()
+            .push((subject.clone(), payload.clone()));
+    }
+    let mut published = 0;
+    for (subject, mut observations) in by_board {
+        // Swap neighbours here and there: published out of order.
+        let mut k = 2;
+        while k + 1 < observations.len() {
+            observations.swap(k, k + 1);
+            k += 6;
+        }
+        for (i, (_, payload)) in observations.iter().enumerate() {
+            let observation = Observation::decode(payload.as_slice())?;
+            let copies = if i % 4 == 1 { 2 } else { 1 };
+            for copy in 0..copies {
+                // Different message ids, so JetStream keeps both copies.
+                let id = format!("{}:{}:{copy}", observation.board_id, observation.device_seq);
+                js.send_publish(
+                    subject.clone(),
+                    PublishMessage::build()
+                        .payload(payload.clone().into())
+                        .message_id(id),
+                )
+                .await?
+                .await?;
+                published += 1;
+            }
+        }
+        if subject == format!("boardcast.board.{}.obs", first.board_id) {
+            for (_, payload) in &observations {
+                let mut observation = Observation::decode(payload.as_slice())?;
+                if observation.device_seq == 2 {
+                    continue;
+                }
+                observation.board_id = "gap-1".into();
+                js.publish(
+                    "boardcast.board.gap-1.obs",
+                    observation.encode_to_vec().into(),
+                )
+                .await?
+                .await?;
+            }
+        }
+    }
+    eprintln!(
+        "published {published} observations for {} in the clean run",
+        base.observations.len()
+    );
+
+    service = GameService::start_with(&nats.url(), options)?;
+    drained(&js).await?;
+    let after: Vec<_> = states(&service.url())
+        .await?
+        .into_iter()
+        .filter(|s| s.info.as_ref().is_some_and(|i| i.board_id != "gap-1"))
+        .collect();
+    assert_eq!(comparable(&after), comparable(&base.states));
+    check_logs(&js, &after).await?;
+    drop(service);
+    let log = std::fs::read_to_string(&log)?;
+    assert!(
+        log.contains("published out of order"),
+        "reordered observations are reported"
+    );
+    assert!(
+        log.contains("gap in the board's observations") && log.contains("gap-1"),
+        "the missing observation is reported"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restart_with_or_without_the_snapshot_gives_the_same_games() -> anyhow::Result<()> {
+    let base = baseline().await?;
+    let nats = TestNats::start()?;
+    let dir = tempfile::tempdir()?;
+    let snapshot = dir.path().join("snapshot.redb");
+    let log = dir.path().join("game-service.log");
+    let options = GameServiceOptions {
+        snapshot: Some(snapshot.clone()),
+        log: Some(log.clone()),
+        rust_log: Some("boardcast_game_service=info".into()),
+        ..Default::default()
+    };
+    let mut service = GameService::start_with(&nats.url(), options.clone())?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let pgn = write_pgn()?;
+    assert!(
+        simulate(pgn.path(), &nats.url(), &service.url())?
+            .status()?
+            .success()
+    );
+    drained(&js).await?;
+    let live = states_reaching(&service.url(), &base.states).await?;
+    service.process.stop(Duration::from_secs(10))?;
+
+    service = GameService::start_with(&nats.url(), options.clone())?;
+    let from_snapshot = states(&service.url()).await?;
+    service.process.stop(Duration::from_secs(10))?;
+    std::fs::remove_file(&snapshot)?;
+    service = GameService::start_with(&nats.url(), options)?;
+    let from_log = states(&service.url()).await?;
+    drop(service);
+
+    assert_eq!(from_snapshot, live);
+    assert_eq!(from_log, live);
+    let log = std::fs::read_to_string(&log)?;
+    assert!(
+        log.contains("used_snapshot=true"),
+        "the second start used the snapshot"
+    );
+    Ok(())
+}

@@ -1,0 +1,279 @@
+//! Shared by the game-log tests: short games, a clean reference run, reading and checking logs.
+
+#![allow(dead_code)]
+
+use std::{path::Path, process::Command, time::Duration};
+
+use anyhow::Context as _;
+use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use boardcast_game::{Game, events::GameEventRecord, events::game_event::Kind};
+use boardcast_schema::game::v1::{
+    GameStarted, GameState, ListGamesRequest, game_service_client::GameServiceClient,
+};
+use boardcast_testkit::{GameService, TestNats, program};
+use futures::StreamExt;
+use prost::Message as _;
+use tokio::sync::OnceCell;
+
+/// Six short games: mates, a resignation and a draw, some with captures, castling and checks.
+pub const PGN: &str = r#"[Event "Log Open"]
+[Round "1.1"]
+[White "A"]
+[Black "B"]
+[Result "1-0"]
+
+1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0
+
+[Event "Log Open"]
+[Round "1.2"]
+[White "C"]
+[Black "D"]
+[Result "0-1"]
+
+1. f3 e5 2. g4 Qh4# 0-1
+
+[Event "Log Open"]
+[Round "1.3"]
+[White "E"]
+[Black "F"]
+[Result "1-0"]
+
+1. e4 e5 2. Nf3 d6 3. Bc4 Bg4 4. Nc3 g6 5. Nxe5 Bxd1 6. Bxf7+ Ke7 7. Nd5# 1-0
+
+[Event "Log Open"]
+[Round "1.4"]
+[White "G"]
+[Black "H"]
+[Result "1-0"]
+
+1. d4 d5 2. c4 e6 3. Nc3 Nf6 4. Bg5 Be7 5. e3 O-O 6. Nf3 Nbd7 7. Rc1 c6 8. Bd3 dxc4 9. Bxc4 Nd5 1-0
+
+[Event "Log Open"]
+[Round "1.5"]
+[White "I"]
+[Black "J"]
+[Result "1/2-1/2"]
+
+1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Ng8 1/2-1/2
+
+[Event "Log Open"]
+[Round "1.6"]
+[White "K"]
+[Black "L"]
+[Result "0-1"]
+
+1. e4 c5 2. Nf3 d6 3. d4 cxd4 4. Nxd4 Nf6 5. Nc3 a6 6. Be3 e5 7. Nb3 Be6 8. f3 Be7 0-1
+"#;
+
+pub const BOARDS: usize = 6;
+
+pub fn write_pgn() -> anyhow::Result<tempfile::NamedTempFile> {
+    let file = tempfile::NamedTempFile::new()?;
+    std::fs::write(file.path(), PGN)?;
+    Ok(file)
+}
+
+/// `boardcast simulate --speed max` of the six games, setting them up on `game_service`.
+pub fn simulate(pgn: &Path, nats: &str, game_service: &str) -> anyhow::Result<Command> {
+    let mut command = Command::new(program("boardcast")?);
+    command
+        .arg("simulate")
+        .arg("--pgn")
+        .arg(pgn)
+        .args(["--boards", &BOARDS.to_string(), "--speed", "max"])
+        .args(["--nats", nats, "--game-service", game_service]);
+    Ok(command)
+}
+
+/// Waits until the game service's consumer has every observation acknowledged.
+pub async fn drained(js: &jetstream::Context) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let stream = js.get_stream("BOARDCAST_INGEST").await?;
+        let mut consumer: jetstream::consumer::PullConsumer = stream
+            .get_consumer("game-service")
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let info = consumer.info().await?;
+        if info.num_pending == 0 && info.num_ack_pending == 0 {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "observations still pending: {} + {} in flight",
+            info.num_pending,
+            info.num_ack_pending
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Every game the service knows, by id.
+pub async fn states(url: &str) -> anyhow::Result<Vec<GameState>> {
+    let mut client = GameServiceClient::connect(url.to_owned()).await?;
+    let mut games = client
+        .list_games(ListGamesRequest::default())
+        .await?
+        .into_inner()
+        .games;
+    games.sort_by(|a, b| a.game_id.cmp(&b.game_id));
+    Ok(games)
+}
+
+/// Waits until the service's games equal `expected` (as `comparable`), returning the last seen.
+pub async fn states_reaching(url: &str, expected: &[GameState]) -> anyhow::Result<Vec<GameState>> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = states(url).await?;
+        if comparable(&now) == comparable(expected) || tokio::time::Instant::now() > deadline {
+            return Ok(now);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// States without the chain head, which differs between runs (records carry the time they
+/// were recorded); everything else is decided by the observations alone.
+pub fn comparable(states: &[GameState]) -> Vec<GameState> {
+    states
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.chain_head.clear();
+            s
+        })
+        .collect()
+}
+
+/// Reads game `game_id`'s subject of the log and folds it with the aggregate, which checks that
+/// it is one unbroken hash chain with consecutive sequence numbers; also checks that no
+/// observation is recorded twice. Returns the folded game.
+pub async fn fold_log(js: &jetstream::Context, game_id: &str) -> anyhow::Result<Game> {
+    let subject = format!("boardcast.game.{game_id}.events");
+    let stream = js.get_stream("BOARDCAST_GAMES").await?;
+    let last = stream
+        .get_last_raw_message_by_subject(&subject)
+        .await
+        .with_context(|| format!("last record of {game_id}"))?
+        .sequence;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            filter_subject: subject,
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    let mut messages = consumer.messages().await?;
+    let mut game: Option<Game> = None;
+    let mut last_device_seq = 0;
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), messages.next())
+            .await
+            .context("reading a game log")?
+            .context("game log ended")??;
+        let record = GameEventRecord::decode(message.payload.as_ref())?;
+        let event = Game::open_record(&record)?;
+        if let Some(Kind::ObservationRecorded(recorded)) = &event.kind {
+            let seq = recorded.observation.as_ref().map_or(0, |o| o.device_seq);
+            anyhow::ensure!(
+                seq > last_device_seq,
+                "{game_id}: observation {seq} recorded after {last_device_seq}"
+            );
+            last_device_seq = seq;
+        }
+        match game.as_mut() {
+            None => game = Some(Game::from_first_record(&record)?),
+            Some(g) => g
+                .apply(&record)
+                .with_context(|| format!("folding {game_id}"))?,
+        }
+        if message
+            .info()
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .stream_sequence
+            >= last
+        {
+            break;
+        }
+    }
+    game.context("empty log")
+}
+
+/// Checks every game's log folds cleanly to the state the service reports.
+pub async fn check_logs(js: &jetstream::Context, states: &[GameState]) -> anyhow::Result<()> {
+    for state in states {
+        // Right after a cluster node fails, requests may time out until leaders are elected.
+        let mut attempt = 0;
+        let folded = loop {
+            match fold_log(js, &state.game_id).await {
+                Ok(folded) => break folded,
+                Err(e) if attempt < 10 && e.to_string().contains("timed out") => {
+                    attempt += 1;
+                    eprintln!("reading the log of {}: {e:#}; retrying", state.game_id);
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        assert_eq!(
+            folded.to_state(),
+            *state,
+            "the log of {} folds to the state served",
+            state.game_id
+        );
+    }
+    Ok(())
+}
+
+/// A clean run of the six games on one game service: the reference for the other tests.
+pub struct Baseline {
+    pub states: Vec<GameState>,
+    pub infos: Vec<GameStarted>,
+    /// The observations as the simulator published them: subject and payload, in stream order.
+    pub observations: Vec<(String, Vec<u8>)>,
+}
+
+static BASELINE: OnceCell<Baseline> = OnceCell::const_new();
+
+pub async fn baseline() -> anyhow::Result<&'static Baseline> {
+    BASELINE.get_or_try_init(clean_run).await
+}
+
+async fn clean_run() -> anyhow::Result<Baseline> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let pgn = write_pgn()?;
+    let status = simulate(pgn.path(), &nats.url(), &service.url())?.status()?;
+    anyhow::ensure!(status.success(), "simulate failed");
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    drained(&js).await?;
+    let states = states(&service.url()).await?;
+    anyhow::ensure!(states.len() == BOARDS, "{} games", states.len());
+    check_logs(&js, &states).await?;
+    let infos = states.iter().filter_map(|s| s.info.clone()).collect();
+    let stream = js.get_stream("BOARDCAST_INGEST").await?;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    let total = js
+        .get_stream("BOARDCAST_INGEST")
+        .await?
+        .get_info()
+        .await?
+        .state
+        .messages;
+    let mut messages = consumer.messages().await?.take(total as usize);
+    let mut observations = Vec::new();
+    while let Some(message) = messages.next().await {
+        let message = message?;
+        observations.push((message.subject.to_string(), message.payload.to_vec()));
+    }
+    Ok(Baseline {
+        states,
+        infos,
+        observations,
+    })
+}
