@@ -460,7 +460,7 @@ pub fn simulate(game: &PgnGame, options: &DgtSimOptions) -> Result<DgtSimulation
             && index + 2 < moves.len()
             && index > 0
             && chance(d.disconnect, &mut rng)
-            && let Some(pair) = unique_two_ply(&pos, moves[index], moves[index + 1])
+            && let Some(pair) = unique_two_ply(&pos, moves[index], moves[index + 1], &known)
         {
             // The board goes away now; the reconnection comes in the third ply's thinking time.
             gap_left = 2;
@@ -656,11 +656,22 @@ pub fn simulate(game: &PgnGame, options: &DgtSimOptions) -> Result<DgtSimulation
 
 /// The two moves, if no other pair of legal moves reaches the same placement (so inference can
 /// reconstruct them after the board was away).
-fn unique_two_ply(pos: &Chess, first: Move, second: Move) -> Option<[Move; 2]> {
+fn unique_two_ply(pos: &Chess, first: Move, second: Move, known: &Known) -> Option<[Move; 2]> {
     let mut target = pos.clone();
     target.play_unchecked(first);
     target.play_unchecked(second);
-    if target.is_checkmate() || target.is_stalemate() {
+    // A placement the game has had (or was one move from) is matched directly, not searched for:
+    // a queen that went e3-c1-e1 is back to where Qe3-e1 would have put it.
+    if target.is_checkmate() || target.is_stalemate() || !known.harmless(target.board()) {
+        return None;
+    }
+    // A board that only lost pieces looks like pieces held in the hand, which inference waits
+    // for rather than reconstructing (a capture and its recapture on the same square).
+    let only_lost = target
+        .board()
+        .iter()
+        .all(|(sq, piece)| pos.board().piece_at(sq) == Some(piece));
+    if only_lost {
         return None;
     }
     let mut found = 0;
