@@ -127,12 +127,12 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
         .unwrap_or(0);
     let seen_here = seen.0.get(&board).copied().unwrap_or(0);
     let known = seen_here.max(last_applied);
-    if observation.device_seq > known + 1 {
-        if let Err(e) = fill_gap(js, store, seen, &observation, known, stream_seq).await {
-            // Not acknowledged: decided again later, once the earlier ones can be read.
-            tracing::warn!(%board, seq = observation.device_seq, "{e}");
-            return nak(message).await;
-        }
+    if observation.device_seq > known + 1
+        && let Err(e) = fill_gap(js, store, seen, &observation, known, stream_seq).await
+    {
+        // Not acknowledged: decided again later, once the earlier ones can be read.
+        tracing::warn!(%board, seq = observation.device_seq, "{e}");
+        return nak(message).await;
     }
     match decide(store, &observation).await {
         Ok(None) => {
@@ -140,6 +140,7 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
             dead_letter(js, message, Some(&observation.board_id), &reason).await
         }
         Ok(Some(Err(rejected))) => {
+            seen.note(&board, observation.device_seq);
             dead_letter(
                 js,
                 message,

@@ -1,0 +1,122 @@
+//! Restart time of the game service for many games, with and without its snapshot.
+//!
+//! Ignored in the normal suite; run it explicitly:
+//! `cargo test -p boardcast-testkit --release --test game_log_bench -- --ignored --nocapture`
+//! (`BENCH_GAMES` sets the number of games, 1000 by default).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use boardcast_game::{Game, ObservationOutcome, device::Observation};
+use boardcast_testkit::{GameService, GameServiceOptions, TestNats};
+use prost::Message as _;
+use support::*;
+
+/// The service's own measure of loading, from its "games rebuilt" log line.
+fn rebuilt_ms(log: &str) -> Option<u64> {
+    let line = log.lines().rev().find(|l| l.contains("games rebuilt"))?;
+    let value = line.split("ms=").nth(1)?;
+    value
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: run explicitly"]
+async fn restart_time_with_and_without_snapshot() -> anyhow::Result<()> {
+    let games: usize = std::env::var("BENCH_GAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let base = baseline().await?;
+    let nats = TestNats::start()?;
+    let dir = tempfile::tempdir()?;
+    let snapshot = dir.path().join("snapshot.redb");
+    let log = dir.path().join("game-service.log");
+    let options = GameServiceOptions {
+        snapshot: Some(snapshot.clone()),
+        log: Some(log.clone()),
+        rust_log: Some("boardcast_game_service=info".into()),
+        ..Default::default()
+    };
+    // The service creates the streams.
+    let mut service = GameService::start_with(&nats.url(), options.clone())?;
+    service.process.stop(Duration::from_secs(10))?;
+
+    // Games written straight into the log: each one of the six reference games played on its
+    // own board, decided by the aggregate exactly as the service would.
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let started = Instant::now();
+    let mut acks = Vec::new();
+    let mut records_total = 0usize;
+    for i in 0..games {
+        let mut info = base.infos[i % base.infos.len()].clone();
+        info.round = 100 + (i / base.infos.len()) as u32;
+        let original_board = info.board_id.clone();
+        info.board_id = format!("bench-{i}");
+        let (game_id, first) = Game::decide_start(&info, "bench")?;
+        let mut records = Game::record(None, &game_id, vec![first], 0);
+        let mut game = Game::from_first_record(&records[0])?;
+        for (subject, payload) in &base.observations {
+            if !subject.contains(&format!(".{original_board}.")) {
+                continue;
+            }
+            let mut observation = Observation::decode(payload.as_slice())?;
+            observation.board_id = info.board_id.clone();
+            if let Ok(ObservationOutcome::Events(events)) = game.decide_observation(&observation) {
+                let new = Game::record(Some(&game), &game_id, events, 0);
+                for record in &new {
+                    game.apply(record)?;
+                }
+                records.extend(new);
+            }
+        }
+        for record in records {
+            records_total += 1;
+            acks.push(
+                js.publish(
+                    format!("boardcast.game.{game_id}.events"),
+                    record.encode_to_vec().into(),
+                )
+                .await?,
+            );
+            if acks.len() >= 1000 {
+                for ack in acks.drain(..) {
+                    ack.await?;
+                }
+            }
+        }
+    }
+    for ack in acks.drain(..) {
+        ack.await?;
+    }
+    eprintln!(
+        "wrote {games} games, {records_total} records, in {:?}",
+        started.elapsed()
+    );
+
+    let measure = |label: &str| -> anyhow::Result<()> {
+        let _ = std::fs::remove_file(&log);
+        let started = Instant::now();
+        let mut service = GameService::start_with(&nats.url(), options.clone())?;
+        let ready = started.elapsed();
+        service.process.stop(Duration::from_secs(30))?;
+        let text = std::fs::read_to_string(&log)?;
+        eprintln!(
+            "{label}: serving after {ready:?}; games rebuilt in {} ms",
+            rebuilt_ms(&text).map_or("?".into(), |ms| ms.to_string())
+        );
+        Ok(())
+    };
+    std::fs::remove_file(&snapshot).ok();
+    measure("without snapshot (whole log)")?;
+    measure("with snapshot")?;
+    std::fs::remove_file(&snapshot)?;
+    measure("without snapshot again")?;
+    measure("with snapshot again")?;
+    Ok(())
+}
