@@ -70,6 +70,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         tournament: None,
         time_control: "40/7200:3600+30".to_owned(),
         edition: "fide-2023".to_owned(),
+        dgt: simulate::DgtOutArgs::default(),
     };
     // Check the games before starting anything.
     let plans = simulate::plan(&plan_args)?;

@@ -75,6 +75,80 @@ pub struct SimulateArgs {
     /// Laws of Chess edition the games are played under.
     #[arg(long, default_value = "fide-2023")]
     pub edition: String,
+    #[command(flatten)]
+    pub dgt: DgtOutArgs,
+}
+
+/// Which disturbances the DGT byte streams of `--dgt-out` carry.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DgtDisturbances {
+    #[default]
+    All,
+    None,
+}
+
+/// Writing each board's game as the raw bytes of a DGT board and clock instead of publishing.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DgtOutArgs {
+    /// Write each board's DGT byte stream to DIR/<board_id>.dgt (a capture `boardcast gateway
+    /// replay-dgt` reads), its timing to DIR/<board_id>.timing.tsv and what happened to
+    /// DIR/<board_id>.record.txt, instead of publishing observations.
+    #[arg(long, value_name = "DIR")]
+    pub dgt_out: Option<PathBuf>,
+    /// Seed of the simulated players' behaviour (board N uses seed + N - 1).
+    #[arg(long, default_value_t = 1)]
+    pub dgt_seed: u64,
+    /// Human and sensor disturbances in the DGT byte streams.
+    #[arg(long, value_enum, default_value = "all")]
+    pub dgt_disturbances: DgtDisturbances,
+}
+
+impl Default for DgtOutArgs {
+    fn default() -> Self {
+        DgtOutArgs {
+            dgt_out: None,
+            dgt_seed: 1,
+            dgt_disturbances: DgtDisturbances::All,
+        }
+    }
+}
+
+/// Writes every board's game as a DGT capture with its timing sidecar and record.
+pub fn write_dgt_streams(plans: &[BoardPlan], args: &DgtOutArgs) -> anyhow::Result<()> {
+    use boardcast_sim::dgt::{DgtSimOptions, Disturbances, simulate};
+    let Some(dir) = &args.dgt_out else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (i, plan) in plans.iter().enumerate() {
+        let options = DgtSimOptions {
+            seed: args.dgt_seed.wrapping_add(i as u64),
+            disturbances: match args.dgt_disturbances {
+                DgtDisturbances::All => Disturbances::all(),
+                DgtDisturbances::None => Disturbances::none(),
+            },
+            initial_clock_ms: plan.options.initial_clock_ms,
+            default_think_ms: plan.options.default_think_ms,
+            serial_number: format!("{:05}", 10_000 + i % 90_000),
+            ..DgtSimOptions::default()
+        };
+        let sim = simulate(&plan.game, &options)
+            .with_context(|| format!("simulating board {}", plan.board_id))?;
+        let write = |name: String, bytes: &[u8]| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))
+        };
+        write(format!("{}.dgt", plan.board_id), &sim.capture_bytes())?;
+        write(
+            format!("{}.timing.tsv", plan.board_id),
+            sim.timing_sidecar().as_bytes(),
+        )?;
+        write(
+            format!("{}.record.txt", plan.board_id),
+            sim.record.to_string().as_bytes(),
+        )?;
+    }
+    Ok(())
 }
 
 /// One simulated board and the game it plays.
@@ -264,6 +338,11 @@ async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> a
 
 pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let plans = plan(&args)?;
+    if let Some(dir) = &args.dgt.dgt_out {
+        write_dgt_streams(&plans, &args.dgt)?;
+        eprintln!("wrote {} DGT captures to {}", plans.len(), dir.display());
+        return Ok(());
+    }
     if args.game_service != "none" {
         create_games(&args.game_service, &plans).await?;
     }
