@@ -8,6 +8,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use anyhow::Context as _;
 use async_nats::jetstream::{self, message::PublishMessage};
+use boardcast_game::{Game, ObservationOutcome};
 use boardcast_schema::{
     device::v1::Observation,
     game::v1::{CreateGameRequest, game_service_client::GameServiceClient},
@@ -46,9 +47,14 @@ async fn a_game_service_killed_mid_round_resumes_without_losing_or_repeating() -
         anyhow::ensure!(tokio::time::Instant::now() < deadline, "no moves applied");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let applied: usize = states(&service.url())
+        .await?
+        .iter()
+        .map(|s| s.moves.len())
+        .sum();
     service.process.kill_hard()?;
-    let at_kill: usize = base.states.iter().map(|s| s.moves.len()).sum();
-    eprintln!("killed the game service (the round has {at_kill} moves)");
+    let total: usize = base.states.iter().map(|s| s.moves.len()).sum();
+    eprintln!("killed the game service with at least {applied} of {total} moves applied");
 
     let restarted = GameService::start_with(&nats.url(), options)?;
     assert!(simulator.wait()?.success());
@@ -299,5 +305,74 @@ async fn a_restart_with_or_without_the_snapshot_gives_the_same_games() -> anyhow
         log.contains("used_snapshot=true"),
         "the second start used the snapshot"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_interrupted_between_two_appends_is_completed() -> anyhow::Result<()> {
+    let base = baseline().await?;
+    let nats = TestNats::start()?;
+    let mut service = GameService::start(&nats.url())?;
+    let info = base.infos[0].clone();
+    let mut client = GameServiceClient::connect(service.url()).await?;
+    let game_id = client
+        .create_game(CreateGameRequest {
+            game: Some(info.clone()),
+            actor: "test".into(),
+        })
+        .await?
+        .into_inner()
+        .game_id;
+    service.process.stop(Duration::from_secs(5))?;
+
+    // Play the board's observations with the aggregate, appending as the service does, and stop
+    // as a crash would: after the first record of the first decision that has several.
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let subject = format!("boardcast.board.{}.obs", info.board_id);
+    let observations: Vec<Observation> = base
+        .observations
+        .iter()
+        .filter(|(s, _)| *s == subject)
+        .map(|(_, payload)| Observation::decode(payload.as_slice()))
+        .collect::<Result<_, _>>()?;
+    let mut game = fold_log(&js, &game_id).await?;
+    let log_subject = format!("boardcast.game.{game_id}.events");
+    let mut interrupted = None;
+    for (i, observation) in observations.iter().enumerate() {
+        let Ok(ObservationOutcome::Events(events)) = game.decide_observation(observation) else {
+            continue;
+        };
+        let records = Game::record(Some(&game), &game_id, events, 0);
+        let write = if records.len() > 1 { 1 } else { records.len() };
+        for record in &records[..write] {
+            js.publish(log_subject.clone(), record.encode_to_vec().into())
+                .await?
+                .await?;
+            game.apply(record)?;
+        }
+        if records.len() > 1 {
+            interrupted = Some(i);
+            break;
+        }
+    }
+    let interrupted = interrupted.context("a decision with several records")?;
+    // The interrupted observation was never acknowledged: it (and what follows) is delivered.
+    for observation in &observations[interrupted..] {
+        js.publish(subject.clone(), observation.encode_to_vec().into())
+            .await?
+            .await?;
+    }
+
+    let service = GameService::start(&nats.url())?;
+    drained(&js).await?;
+    let expected: Vec<_> = base
+        .states
+        .iter()
+        .filter(|s| s.game_id == game_id)
+        .cloned()
+        .collect();
+    let after = states_reaching(&service.url(), &expected).await?;
+    assert_eq!(comparable(&after), comparable(&expected));
+    check_logs(&js, &after).await?;
     Ok(())
 }
