@@ -463,11 +463,12 @@ pub fn simulate(game: &PgnGame, options: &DgtSimOptions) -> Result<DgtSimulation
             && let Some(pair) = unique_two_ply(&pos, moves[index], moves[index + 1], &known)
         {
             // The board goes away now; the reconnection comes in the third ply's thinking time.
+            let gone_at = now.max(reconnect_floor) + 300;
             gap_left = 2;
-            line.push(now + 300, Ev::Disconnect);
-            record.gaps.push((now + 300, 0));
+            line.push(gone_at, Ev::Disconnect);
+            record.gaps.push((gone_at, 0));
             rec.disturbances.push(Disturbance::Disconnected {
-                from_ms: now + 300,
+                from_ms: gone_at,
                 to_ms: 0,
             });
             rec.expected.push(Expected::Reconstructed {
@@ -1038,4 +1039,94 @@ fn render(
         next_tick += 1_000;
     }
     Ok(chunks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boardcast_dgt::Decoder;
+    use boardcast_rules::pgn::read_games;
+
+    fn london() -> Vec<PgnGame> {
+        read_games(include_str!("../../../data/london-classic-2016.pgn")).expect("reads")
+    }
+
+    #[test]
+    fn same_seed_same_bytes_other_seed_other_bytes() {
+        let game = &london()[2];
+        let options = DgtSimOptions::default();
+        let a = simulate(game, &options).expect("simulates");
+        let b = simulate(game, &options).expect("simulates");
+        assert_eq!(a, b);
+        let c = simulate(game, &DgtSimOptions { seed: 2, ..options }).expect("simulates");
+        assert_ne!(a.capture_bytes(), c.capture_bytes());
+    }
+
+    #[test]
+    fn stream_decodes_to_startup_answers_updates_and_clock_every_second() {
+        let game = &london()[0];
+        let options = DgtSimOptions {
+            disturbances: Disturbances::none(),
+            ..DgtSimOptions::default()
+        };
+        let sim = simulate(game, &options).expect("simulates");
+        assert!(sim.record.expected().is_empty());
+        assert!(sim.record.gaps.is_empty());
+        let messages = Decoder::new().feed(&sim.capture_bytes());
+        assert!(matches!(
+            &messages[..3],
+            [
+                Message::SerialNumber(_),
+                Message::Version { .. },
+                Message::BoardDump(_)
+            ]
+        ));
+        let updates = messages
+            .iter()
+            .filter(|m| matches!(m, Message::FieldUpdate { .. }))
+            .count();
+        // At least a lift and a place per move, plus the kings' result signal.
+        assert!(updates >= 2 * game.moves.len() + 4, "{updates}");
+        assert!(
+            messages
+                .iter()
+                .all(|m| !matches!(m, Message::Garbage { .. } | Message::Malformed { .. }))
+        );
+        // Clock frames at least once a second of game time.
+        let clock_times: Vec<u64> = sim
+            .chunks
+            .iter()
+            .filter(|c| c.bytes[0] == boardcast_dgt::id::BWTIME)
+            .map(|c| c.at_ms)
+            .collect();
+        assert!(clock_times.windows(2).all(|w| w[1] - w[0] <= 1_000));
+        assert!(sim.chunks.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
+        let sidecar = sim.timing_sidecar();
+        assert_eq!(sidecar.lines().count(), sim.chunks.len() + 1);
+    }
+
+    #[test]
+    fn a_disconnection_is_a_pause_in_the_bytes() {
+        let games = london();
+        let options = DgtSimOptions {
+            disturbances: Disturbances {
+                disconnect: 0.2,
+                ..Disturbances::none()
+            },
+            ..DgtSimOptions::default()
+        };
+        let sim = simulate(&games[4], &options).expect("simulates");
+        assert!(!sim.record.gaps.is_empty());
+        for &(from, to) in &sim.record.gaps {
+            assert!(to > from);
+            assert!(!sim.chunks.iter().any(|c| c.at_ms > from && c.at_ms < to));
+            // The board answers the start-up sequence again when it is back.
+            let back = sim
+                .chunks
+                .iter()
+                .find(|c| c.at_ms >= to)
+                .expect("bytes after the gap");
+            assert_eq!(back.bytes[0], boardcast_dgt::id::SERIAL_NUMBER);
+        }
+    }
 }
