@@ -108,3 +108,70 @@ fn simulated_capture_replays_to_the_source_game_as_pgn() {
         .expect("runs");
     assert!(!out.status.success());
 }
+
+// Publishing a capture through the outbox to a private NATS: every observation arrives once,
+// numbered 1, 2, 3, ... for the board. Needs the `gateway` subcommand wired like the test above.
+#[test]
+#[ignore = "needs the `gateway` subcommand wired into services/cli/src/main.rs"]
+fn capture_is_published_through_the_outbox() -> anyhow::Result<()> {
+    use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+    use boardcast_schema::device::v1::{Observation, SourceKind};
+    use futures::StreamExt;
+    use prost::Message as _;
+    use std::time::Duration;
+
+    let games = read_games(include_str!("../../../data/london-classic-2016.pgn"))?;
+    let sim =
+        boardcast_sim::dgt::simulate(&games[6], &boardcast_sim::dgt::DgtSimOptions::default())?;
+    let dir = tempfile::tempdir()?;
+    let capture = dir.path().join("board.dgt");
+    std::fs::write(&capture, sim.capture_bytes())?;
+    let expected = boardcast_gateway::dgt::replay_capture(
+        &sim.capture_bytes(),
+        boardcast_gateway::dgt::DgtSessionConfig::default(),
+    )?
+    .observations
+    .len();
+
+    let nats = boardcast_testkit::TestNats::start()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let js = jetstream::new(async_nats::connect(nats.url()).await?);
+        boardcast_kit::nats::ensure_streams(&js, 1).await?;
+        anyhow::Ok(())
+    })?;
+    let out = Command::new(env!("CARGO_BIN_EXE_boardcast"))
+        .args(["gateway", "replay-dgt"])
+        .arg(&capture)
+        .args(["--board-id", "hall-1", "--nats", &nats.url(), "--outbox"])
+        .arg(dir.path().join("outbox.redb"))
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    runtime.block_on(async {
+        let js = jetstream::new(async_nats::connect(nats.url()).await?);
+        let stream = js.get_stream(boardcast_kit::nats::INGEST_STREAM).await?;
+        let consumer = stream
+            .create_consumer(OrderedConfig {
+                deliver_policy: DeliverPolicy::All,
+                ..Default::default()
+            })
+            .await?;
+        let mut messages = consumer.messages().await?;
+        for seq in 1..=expected as u64 {
+            let message = tokio::time::timeout(Duration::from_secs(10), messages.next())
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("stream ended"))??;
+            let o = Observation::decode(message.payload.as_ref())?;
+            assert_eq!((o.board_id.as_str(), o.device_seq), ("hall-1", seq));
+            assert_eq!(o.source, SourceKind::CaptureReplay as i32);
+        }
+        let extra = tokio::time::timeout(Duration::from_millis(300), messages.next()).await;
+        assert!(extra.is_err(), "nothing more");
+        anyhow::Ok(())
+    })
+}
