@@ -368,7 +368,7 @@ fn result_text(result: ResultSignal) -> &'static str {
 /// switching between two frames. A board dump is a settled reading (boards send one when asked,
 /// at start-up or after a reconnection), so a dump that matches no position is looked into at
 /// once as if the quiet period had passed: after a disconnection that reconstructs the moves
-/// played meanwhile. The capture must begin at the game's start position.
+/// played meanwhile. The capture must begin at the standard start position.
 pub fn replay_capture(bytes: &[u8], config: DgtSessionConfig) -> Result<Replay, ReplayError> {
     let engine_config = Config::default();
     let quiet_ms = engine_config.quiet_ms;
