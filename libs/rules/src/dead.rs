@@ -123,7 +123,12 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if let Some(reason) = static_proof(pos, side) {
         return Unwinnability::Unwinnable(reason);
     }
-    // A short ordered walk first: with much material on the board it runs into a mate within a
+    // The shortest evidence first: an arbiter reads the line, and a mate within two plies is
+    // cheap to find and the strongest answer.
+    if let Some(line) = mate_within_two_plies(pos, side) {
+        return Unwinnability::Winnable(line);
+    }
+    // A short ordered walk next: with much material on the board it runs into a mate within a
     // few hundred positions, and small forced sequences are settled outright.
     let quick_walk = budget.proof_nodes.min(QUICK_WALK_NODES);
     match exhaustive_proof(pos, side, quick_walk) {
@@ -167,6 +172,25 @@ fn static_proof(pos: &Chess, side: Color) -> Option<UnwinnableReason> {
     } else {
         None
     }
+}
+
+/// A mate by `side` on its next move: at once when it is to move, else after any reply.
+fn mate_within_two_plies(pos: &Chess, side: Color) -> Option<Vec<String>> {
+    let mate_now = |p: &Chess| {
+        p.legal_moves().into_iter().find(|m| {
+            let mut next = p.clone();
+            next.play_unchecked(*m);
+            is_mate_by(&next, side)
+        })
+    };
+    if pos.turn() == side {
+        return mate_now(pos).map(|m| vec![uci(m)]);
+    }
+    pos.legal_moves().into_iter().find_map(|reply| {
+        let mut next = pos.clone();
+        next.play_unchecked(reply);
+        mate_now(&next).map(|m| vec![uci(reply), uci(m)])
+    })
 }
 
 fn is_mate_by(pos: &Chess, side: Color) -> bool {
