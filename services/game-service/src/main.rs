@@ -60,7 +60,12 @@ async fn main() -> anyhow::Result<()> {
 
     let client = nats::connect(&args.nats, "boardcast-game-service").await?;
     let js = async_nats::jetstream::new(client);
-    nats::ensure_streams(&js, args.replicas).await?;
+    // Right after a cluster node fails JetStream may not answer until its leaders are elected:
+    // keep trying for a while rather than exit.
+    retrying("creating the streams", || {
+        nats::ensure_streams(&js, args.replicas)
+    })
+    .await?;
 
     // A snapshot that cannot be opened (another instance holds the file, a bad file) only costs
     // start-up time: run without one.
@@ -71,7 +76,7 @@ async fn main() -> anyhow::Result<()> {
             None
         }
     };
-    let saved = match snapshots.as_deref().map(snapshot::Snapshots::read) {
+    let read_snapshot = || match snapshots.as_deref().map(snapshot::Snapshots::read) {
         Some(Ok(saved)) => saved,
         Some(Err(e)) => {
             tracing::warn!("ignoring the snapshot: {e}");
@@ -79,9 +84,14 @@ async fn main() -> anyhow::Result<()> {
         }
         None => None,
     };
-    let had_snapshot = saved.is_some();
+    let mut had_snapshot = false;
     let started = std::time::Instant::now();
-    let (store, used_snapshot) = store::Store::load(js.clone(), saved).await?;
+    let (store, used_snapshot) = retrying("rebuilding the games", || {
+        let saved = read_snapshot();
+        had_snapshot = saved.is_some();
+        store::Store::load(js.clone(), saved)
+    })
+    .await?;
     let store = Arc::new(store);
     if had_snapshot && !used_snapshot {
         // The snapshot belongs to another log: start it again from what was just folded.
@@ -195,4 +205,23 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+/// Runs `attempt` until it succeeds, for up to two minutes, logging each failure.
+async fn retrying<T, F, Fut>(what: &str, mut attempt: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!("{what}: {e:#}; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => return Err(e.context(format!("{what} (gave up after two minutes)"))),
+        }
+    }
 }
