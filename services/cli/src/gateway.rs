@@ -1,6 +1,9 @@
-//! `boardcast gateway`: board gateway tools. `replay-dgt` reads a DGT capture file (the raw bytes
-//! a board sent over its serial port) and either prints the game it shows as PGN or publishes
-//! its observations to NATS through the gateway's outbox.
+//! `boardcast gateway`: the board gateway. `serial` reads a DGT board on a serial port,
+//! `livechess` follows the boards of a DGT LiveChess installation, and `replay-dgt` reads a DGT
+//! capture file (the raw bytes a board sent over its serial port) and either prints the game it
+//! shows as PGN or publishes its observations. Whatever is read goes into the redb outbox first
+//! and leaves it only when JetStream has acknowledged it, so observations read while NATS is
+//! unreachable are published, in order, when it is back.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -8,9 +11,12 @@ use anyhow::{Context as _, bail};
 use async_nats::jetstream;
 use boardcast_dgt::Orientation;
 use boardcast_gateway::{
-    dgt::{ClockSide, DgtSessionConfig, replay_capture},
+    dgt::{ClockSide, DgtSession, DgtSessionConfig, replay_capture},
+    livechess,
     outbox::Outbox,
     publisher,
+    recorder::Recorder,
+    serial::{self, SerialConfig},
 };
 use boardcast_rules::pgn::write_game;
 use boardcast_schema::device::v1::{Observation, SourceKind};
@@ -24,6 +30,12 @@ pub struct GatewayArgs {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum GatewayCommand {
+    /// Read a DGT board (and the clock connected to it) on a serial port, e.g. /dev/ttyACM0,
+    /// and publish its observations. Runs until Ctrl-C; reopens the port when it fails.
+    Serial(SerialArgs),
+    /// Follow every board of a DGT LiveChess 2 installation and publish their observations.
+    /// Runs until Ctrl-C; reconnects when LiveChess goes away.
+    Livechess(LivechessArgs),
     /// Replay a DGT capture file: print the game it shows as PGN (--pgn), or publish its
     /// observations to NATS through the outbox, as a board on a serial port would.
     ReplayDgt(ReplayDgtArgs),
@@ -36,6 +48,72 @@ pub enum WhiteClock {
     Right,
 }
 
+/// Where observations go: the outbox on disk, then NATS.
+#[derive(clap::Args, Debug)]
+pub struct PublishArgs {
+    /// NATS server of the running system.
+    #[arg(
+        long,
+        env = "BOARDCAST_NATS_URL",
+        default_value = "nats://127.0.0.1:4222"
+    )]
+    pub nats: String,
+    /// The gateway's outbox file (observations not yet acknowledged by JetStream). Give each
+    /// gateway process its own.
+    #[arg(long, default_value = "var/gateway/outbox.redb")]
+    pub outbox: PathBuf,
+}
+
+/// How a DGT board is set up.
+#[derive(clap::Args, Debug)]
+pub struct BoardSetupArgs {
+    /// The board was set up turned round (DGT square 0 is h1).
+    #[arg(long)]
+    pub rotated: bool,
+    /// The clock display that shows White's time.
+    #[arg(long, value_enum, default_value = "left")]
+    pub white_clock: WhiteClock,
+}
+
+impl BoardSetupArgs {
+    fn config(&self) -> DgtSessionConfig {
+        DgtSessionConfig {
+            orientation: if self.rotated {
+                Orientation::Rotated
+            } else {
+                Orientation::Normal
+            },
+            white_clock: match self.white_clock {
+                WhiteClock::Left => ClockSide::Left,
+                WhiteClock::Right => ClockSide::Right,
+            },
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SerialArgs {
+    /// The board's serial port, e.g. /dev/ttyACM0 (USB boards) or /dev/ttyUSB0.
+    #[arg(long)]
+    pub port: String,
+    /// The board id the game service maps to a game, e.g. "hall-a-12" (letters, digits, - and _).
+    #[arg(long)]
+    pub board_id: String,
+    #[command(flatten)]
+    pub setup: BoardSetupArgs,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LivechessArgs {
+    /// The LiveChess websocket API.
+    #[arg(long, default_value = "ws://127.0.0.1:1982/api/v1.0")]
+    pub url: String,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct ReplayDgtArgs {
     /// The capture: raw bytes as read from the board's serial port.
@@ -46,22 +124,10 @@ pub struct ReplayDgtArgs {
     /// Board id for the observations (default: the serial number in the capture).
     #[arg(long)]
     pub board_id: Option<String>,
-    /// NATS server of the running system.
-    #[arg(
-        long,
-        env = "BOARDCAST_NATS_URL",
-        default_value = "nats://127.0.0.1:4222"
-    )]
-    pub nats: String,
-    /// The gateway's outbox file.
-    #[arg(long, default_value = "var/gateway/outbox.redb")]
-    pub outbox: PathBuf,
-    /// The board was set up turned round (DGT square 0 is h1).
-    #[arg(long)]
-    pub rotated: bool,
-    /// The clock display that shows White's time.
-    #[arg(long, value_enum, default_value = "left")]
-    pub white_clock: WhiteClock,
+    #[command(flatten)]
+    pub setup: BoardSetupArgs,
+    #[command(flatten)]
+    pub publish: PublishArgs,
     /// PGN tags for --pgn, as NAME=VALUE (repeatable), e.g. --tag "White=So, Wesley".
     #[arg(long = "tag")]
     pub tags: Vec<String>,
@@ -69,25 +135,120 @@ pub struct ReplayDgtArgs {
 
 pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     match args.command {
+        GatewayCommand::Serial(args) => serial(args).await,
+        GatewayCommand::Livechess(args) => livechess(args).await,
         GatewayCommand::ReplayDgt(args) => replay_dgt(args).await,
     }
+}
+
+/// The outbox and the task that empties it into JetStream.
+struct Publishing {
+    outbox: Arc<Outbox>,
+    wake: Arc<Notify>,
+    stop: Arc<Notify>,
+    task: tokio::task::JoinHandle<Result<(), boardcast_gateway::outbox::OutboxError>>,
+}
+
+impl Publishing {
+    async fn start(args: &PublishArgs, client_name: &str) -> anyhow::Result<Publishing> {
+        if let Some(dir) = args.outbox.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let outbox = Arc::new(Outbox::open(&args.outbox).with_context(|| {
+            format!(
+                "opening the outbox {} (is another gateway using it?)",
+                args.outbox.display()
+            )
+        })?);
+        let client = boardcast_kit::nats::connect(&args.nats, client_name).await?;
+        let js = jetstream::new(client);
+        let wake = Arc::new(Notify::new());
+        let stop = Arc::new(Notify::new());
+        let task = tokio::spawn(publisher::run(
+            outbox.clone(),
+            js,
+            wake.clone(),
+            stop.clone(),
+        ));
+        wake.notify_one();
+        Ok(Publishing {
+            outbox,
+            wake,
+            stop,
+            task,
+        })
+    }
+
+    fn recorder(&self, source: SourceKind) -> Recorder {
+        Recorder::new(self.outbox.clone(), self.wake.clone(), source)
+    }
+
+    /// Stops publishing; what is still in the outbox is published by the next run.
+    async fn stop(self) -> anyhow::Result<()> {
+        self.stop.notify_one();
+        self.task
+            .await
+            .context("the publisher stopped")?
+            .context("publishing the outbox")
+    }
+}
+
+/// Runs a reader until Ctrl-C (or until the publisher fails, which only a broken outbox does).
+async fn run_until_interrupted(
+    publishing: Publishing,
+    reader: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let outcome = tokio::select! {
+        _ = reader => Ok(()),
+        signal = tokio::signal::ctrl_c() => signal.context("waiting for Ctrl-C"),
+        // The task's own error is reported by `stop` below.
+        _ = wait_finished(&publishing.task) => Ok(()),
+    };
+    let stopped = publishing.stop().await;
+    outcome.and(stopped)
+}
+
+async fn wait_finished<T>(task: &tokio::task::JoinHandle<T>) {
+    while !task.is_finished() {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn serial(args: SerialArgs) -> anyhow::Result<()> {
+    boardcast_game::validate_board_id(&args.board_id)?;
+    let publishing = Publishing::start(&args.publish, "boardcast-gateway-serial").await?;
+    let recorder = publishing.recorder(SourceKind::DgtSerial);
+    let mut session = DgtSession::new(args.setup.config());
+    let board_id = args.board_id.clone();
+    let handle = move |message| {
+        let handled = session.on_message(message);
+        for diagnostic in &handled.diagnostics {
+            tracing::warn!(board = %board_id, "{diagnostic}");
+        }
+        handled.kinds
+    };
+    eprintln!(
+        "reading board {} on {}; publishing to {} (Ctrl-C stops)",
+        args.board_id, args.port, args.publish.nats
+    );
+    let config = SerialConfig::new(&args.port, &args.board_id);
+    run_until_interrupted(publishing, serial::run(config, recorder, handle)).await
+}
+
+async fn livechess(args: LivechessArgs) -> anyhow::Result<()> {
+    let publishing = Publishing::start(&args.publish, "boardcast-gateway-livechess").await?;
+    let recorder = publishing.recorder(SourceKind::Livechess);
+    eprintln!(
+        "following LiveChess at {}; publishing to {} (Ctrl-C stops)",
+        args.url, args.publish.nats
+    );
+    run_until_interrupted(publishing, livechess::run(args.url.clone(), recorder)).await
 }
 
 async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
     let bytes =
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    let config = DgtSessionConfig {
-        orientation: if args.rotated {
-            Orientation::Rotated
-        } else {
-            Orientation::Normal
-        },
-        white_clock: match args.white_clock {
-            WhiteClock::Left => ClockSide::Left,
-            WhiteClock::Right => ClockSide::Right,
-        },
-    };
-    let replay = replay_capture(&bytes, config)
+    let replay = replay_capture(&bytes, args.setup.config())
         .with_context(|| format!("replaying {}", args.file.display()))?;
     for diagnostic in &replay.diagnostics {
         eprintln!("capture: {diagnostic}");
@@ -117,13 +278,7 @@ async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
         (None, None) => bail!("the capture has no serial number: give --board-id"),
     };
     boardcast_game::validate_board_id(&board_id)?;
-    if let Some(dir) = args.outbox.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let outbox = Arc::new(
-        Outbox::open(&args.outbox)
-            .with_context(|| format!("opening the outbox {}", args.outbox.display()))?,
-    );
+    let publishing = Publishing::start(&args.publish, "boardcast-gateway-replay").await?;
     // Device times: the capture's clock-derived offsets from now.
     let start = boardcast_kit::now_unix_ms();
     let observations: Vec<Observation> = replay
@@ -140,7 +295,7 @@ async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
         .collect();
     let count = observations.len();
     {
-        let outbox = outbox.clone();
+        let outbox = publishing.outbox.clone();
         tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
             // One transaction per thousand: a long game has tens of thousands of clock readings.
             let mut observations = observations;
@@ -155,21 +310,10 @@ async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
         .context("storing observations")??;
     }
     eprintln!("{count} observations of board {board_id} stored; publishing");
-
-    let client = boardcast_kit::nats::connect(&args.nats, "boardcast-gateway-replay").await?;
-    let js = jetstream::new(client);
-    let wake = Arc::new(Notify::new());
-    let stop = Arc::new(Notify::new());
-    let publishing = tokio::spawn(publisher::run(
-        outbox.clone(),
-        js,
-        wake.clone(),
-        stop.clone(),
-    ));
-    wake.notify_one();
+    publishing.wake.notify_one();
     loop {
         let left = {
-            let outbox = outbox.clone();
+            let outbox = publishing.outbox.clone();
             tokio::task::spawn_blocking(move || outbox.pending_count())
                 .await
                 .context("reading the outbox")??
@@ -177,16 +321,12 @@ async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
         if left == 0 {
             break;
         }
-        if publishing.is_finished() {
+        if publishing.task.is_finished() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    stop.notify_one();
-    publishing
-        .await
-        .context("the publisher stopped")?
-        .context("publishing the outbox")?;
+    publishing.stop().await?;
     eprintln!("all observations published");
     Ok(())
 }

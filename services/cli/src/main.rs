@@ -2,6 +2,7 @@
 
 mod analyze;
 mod demo;
+mod gateway;
 mod simulate;
 
 use clap::{Parser, Subcommand};
@@ -14,7 +15,7 @@ use clap::{Parser, Subcommand};
     long_about = "Live broadcasting of over-the-board chess tournaments.\n\n\
 The services run as separate programs (boardcast-game-service, boardcast-broadcast-service); \
 this tool runs the whole system on one machine for a demonstration, feeds simulated boards \
-into a running system, and analyses games under the Laws of Chess."
+into a running system, runs the board gateway, and analyses games under the Laws of Chess."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -31,6 +32,10 @@ enum Command {
     /// Analyse games under the Laws of Chess of an edition: every ply where a threefold or
     /// fifty-move claim became available, automatic draws, dead positions, the final status.
     Analyze(analyze::AnalyzeArgs),
+    /// The board gateway: read DGT boards on serial ports or a LiveChess installation, or replay
+    /// a DGT capture file; observations go through a durable outbox to NATS.
+    #[command(subcommand_required = true)]
+    Gateway(gateway::GatewayArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -44,6 +49,10 @@ fn main() -> anyhow::Result<()> {
         Command::Simulate(args) => {
             init_logging();
             runtime.block_on(simulate::run(args))
+        }
+        Command::Gateway(args) => {
+            init_logging();
+            runtime.block_on(gateway::run(args))
         }
         Command::Analyze(_) => unreachable!("handled without a runtime above"),
     }

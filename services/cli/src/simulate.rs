@@ -294,6 +294,9 @@ pub async fn play(
 async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> anyhow::Result<()> {
     let steps = script(&plan.game, &plan.options)?;
     let start = Instant::now();
+    // Device times follow the game's own timeline, as a real clock's would: at an accelerated
+    // speed the wall clock runs faster than the clock readings.
+    let game_start_unix_ms = boardcast_kit::now_unix_ms();
     let subject = observation_subject(&plan.board_id);
     for (i, step) in steps.into_iter().enumerate() {
         if let Speed::Factor(f) = speed {
@@ -301,12 +304,11 @@ async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> a
             tokio::time::sleep_until(due).await;
         }
         let device_seq = i as u64 + 1;
-        let now = boardcast_kit::now_unix_ms();
         let observation = Observation {
             board_id: plan.board_id.clone(),
             device_seq,
-            device_time_unix_ms: now,
-            receive_time_unix_ms: now,
+            device_time_unix_ms: game_start_unix_ms + step.at_ms as i64,
+            receive_time_unix_ms: boardcast_kit::now_unix_ms(),
             source: SourceKind::Simulator as i32,
             kind: Some(step.kind),
         };

@@ -46,10 +46,7 @@ fn simulate_writes_dgt_captures() {
     }
 }
 
-// Runs `boardcast gateway replay-dgt`, which exists once `mod gateway;` and the `Gateway`
-// subcommand are wired into main.rs; until then this test is ignored.
 #[test]
-#[ignore = "needs the `gateway` subcommand wired into services/cli/src/main.rs"]
 fn simulated_capture_replays_to_the_source_game_as_pgn() {
     let london = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -110,9 +107,8 @@ fn simulated_capture_replays_to_the_source_game_as_pgn() {
 }
 
 // Publishing a capture through the outbox to a private NATS: every observation arrives once,
-// numbered 1, 2, 3, ... for the board. Needs the `gateway` subcommand wired like the test above.
+// numbered 1, 2, 3, ... for the board.
 #[test]
-#[ignore = "needs the `gateway` subcommand wired into services/cli/src/main.rs"]
 fn capture_is_published_through_the_outbox() -> anyhow::Result<()> {
     use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
     use boardcast_schema::device::v1::{Observation, SourceKind};
