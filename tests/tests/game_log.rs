@@ -171,6 +171,7 @@ async fn duplicated_and_reordered_observations_make_the_same_games() -> anyhow::
             .create_game(CreateGameRequest {
                 game: Some(info.clone()),
                 actor: "test".into(),
+                ..Default::default()
             })
             .await?;
     }
@@ -183,6 +184,7 @@ async fn duplicated_and_reordered_observations_make_the_same_games() -> anyhow::
         .create_game(CreateGameRequest {
             game: Some(gap_info),
             actor: "test".into(),
+            ..Default::default()
         })
         .await?;
     // Everything is in the stream before the service reads it, as when a gateway flushes its
@@ -319,6 +321,7 @@ async fn a_decision_interrupted_between_two_appends_is_completed() -> anyhow::Re
         .create_game(CreateGameRequest {
             game: Some(info.clone()),
             actor: "test".into(),
+            ..Default::default()
         })
         .await?
         .into_inner()

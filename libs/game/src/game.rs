@@ -74,7 +74,10 @@ pub struct Game {
     pub(crate) start: Chess,
     pub(crate) position: Chess,
     pub(crate) moves: Vec<CompletedMove>,
-    pub(crate) provisional: Option<Provisional>,
+    /// Moves seen on the board after the completed ones, in order, not yet confirmed by a press:
+    /// usually one, more when a press was missed (pressed before the piece landed) or when moves
+    /// were reconstructed; the next press completes them all.
+    pub(crate) provisional: Vec<Provisional>,
     pub(crate) result: Option<(GameResult, Termination)>,
     pub(crate) last_game_seq: u64,
     pub(crate) chain_head: [u8; 32],
@@ -99,6 +102,15 @@ pub struct Game {
     pub(crate) flags: (bool, bool),
     /// Lifts and placements recorded since the last completed move, with their `game_seq`.
     pub(crate) touches: Vec<(u64, boardcast_rules::touch::Touch)>,
+    /// The board as its gateway last reported it.
+    pub(crate) board: BoardStatus,
+}
+
+/// The physical board's state as its gateway reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BoardStatus {
+    pub state: crate::device::DeviceState,
+    pub battery_percent: Option<u32>,
 }
 
 /// An illegal move in the record and what the arbiter decided about its penalty.
@@ -181,6 +193,13 @@ pub fn rules_of(info: &GameStarted) -> Result<RuleSet, GameError> {
         &RulesTimeControl { periods },
         Supervision::Adequate,
     ))
+}
+
+fn parse_uci_in(position: &Chess, uci: &str) -> Result<Move, String> {
+    let parsed: UciMove = uci.parse().map_err(|e| format!("{uci:?}: {e}"))?;
+    parsed
+        .to_move(position)
+        .map_err(|e| format!("{uci} is not legal in {}: {e}", fen_of(position)))
 }
 
 /// FEN of a position, with en passant only where it is legal.
@@ -330,7 +349,7 @@ impl Game {
             start: position.clone(),
             position,
             moves: Vec::new(),
-            provisional: None,
+            provisional: Vec::new(),
             result: None,
             last_game_seq: 1,
             chain_head: head,
@@ -344,6 +363,7 @@ impl Game {
             draw_offers: Vec::new(),
             flags: (false, false),
             touches: Vec::new(),
+            board: BoardStatus::default(),
         })
     }
 
@@ -402,21 +422,28 @@ impl Game {
                 }
             }
             Some(Kind::MoveProvisional(p)) => {
-                let mv = self
-                    .parse_uci(&p.uci)
+                let index = self
+                    .line_index(p.ply)
+                    .ok_or_else(|| inconsistent(format!("provisional move for ply {}", p.ply)))?;
+                self.provisional.truncate(index);
+                let mv = parse_uci_in(&self.line_position(), &p.uci)
                     .map_err(|e| inconsistent(format!("provisional move: {e}")))?;
                 let device_seqs = event
                     .provenance
                     .as_ref()
                     .map(|p| p.device_seqs.clone())
                     .unwrap_or_default();
-                self.provisional = Some(Provisional {
+                self.provisional.push(Provisional {
                     mv,
                     event: p.clone(),
                     device_seqs,
                 });
             }
-            Some(Kind::ProvisionalWithdrawn(_)) => self.provisional = None,
+            Some(Kind::ProvisionalWithdrawn(w)) => {
+                if let Some(index) = self.line_index(w.ply) {
+                    self.provisional.truncate(index);
+                }
+            }
             Some(Kind::MoveCompleted(m)) => {
                 let mv = self
                     .parse_uci(&m.uci)
@@ -440,7 +467,13 @@ impl Game {
                         .map(|p| p.device_time_unix_ms)
                         .unwrap_or(0),
                 });
-                self.provisional = None;
+                // The line goes on if this was its first move; otherwise (an arbiter entered
+                // another move) what the board showed no longer follows the game.
+                if self.provisional.first().is_some_and(|first| first.mv == mv) {
+                    self.provisional.remove(0);
+                } else {
+                    self.provisional.clear();
+                }
                 self.irregular = None;
                 self.touches.clear();
                 // A move completed without the engine's confirmation (a mate needs no press, an
@@ -452,12 +485,37 @@ impl Game {
             }
             Some(Kind::Ended(end)) => {
                 self.result = Some((end.result(), end.termination()));
-                self.provisional = None;
+                self.provisional.clear();
             }
             Some(Kind::Touch(_)) | Some(Kind::TouchMove(_)) | Some(Kind::ClockAlert(_)) => {}
+            Some(Kind::BoardStatus(status)) => {
+                self.board = BoardStatus {
+                    state: status.state(),
+                    battery_percent: status.battery_percent,
+                };
+            }
             Some(Kind::Reconstructed(r)) => {
-                for i in 0..r.uci.len() as u32 {
-                    self.reconstructed.insert(r.first_ply + i);
+                // The board jumped over these moves: they join the line, unconfirmed, and the
+                // next press completes them with the rest.
+                let index = self.line_index(r.first_ply).ok_or_else(|| {
+                    inconsistent(format!("moves reconstructed from ply {}", r.first_ply))
+                })?;
+                self.provisional.truncate(index);
+                for (i, (uci, san)) in r.uci.iter().zip(&r.san).enumerate() {
+                    let ply = r.first_ply + i as u32;
+                    let mv = parse_uci_in(&self.line_position(), uci)
+                        .map_err(|e| inconsistent(format!("reconstructed move: {e}")))?;
+                    self.provisional.push(Provisional {
+                        mv,
+                        event: MoveProvisional {
+                            ply,
+                            uci: uci.clone(),
+                            san: san.clone(),
+                            replaces_uci: String::new(),
+                        },
+                        device_seqs: Vec::new(),
+                    });
+                    self.reconstructed.insert(ply);
                 }
             }
             Some(Kind::Irregularity(i)) => self.irregular = Some(i.placement.clone()),
@@ -518,7 +576,7 @@ impl Game {
                 self.touches.clear();
                 self.repetition.truncate(restored.ply);
                 self.position = self.repetition.position().clone();
-                self.provisional = None;
+                self.provisional.clear();
                 self.irregular = None;
                 self.sync_inference()
                     .map_err(|e| inconsistent(format!("restoring ply {ply}: {e}")))?;
@@ -569,10 +627,23 @@ impl Game {
     }
 
     pub(crate) fn parse_uci(&self, uci: &str) -> Result<Move, String> {
-        let parsed: UciMove = uci.parse().map_err(|e| format!("{uci:?}: {e}"))?;
-        parsed
-            .to_move(&self.position)
-            .map_err(|e| format!("{uci} is not legal in {}: {e}", fen_of(&self.position)))
+        parse_uci_in(&self.position, uci)
+    }
+
+    /// Where a move of `ply` goes in the provisional line: right after the completed moves or
+    /// after a provisional one (replacing what follows). `None` for a ply already completed or
+    /// beyond the line.
+    fn line_index(&self, ply: u32) -> Option<usize> {
+        crate::observation::line_index(self.moves.len(), self.provisional.len(), ply)
+    }
+
+    /// The position after the completed moves and the provisional line.
+    pub(crate) fn line_position(&self) -> Chess {
+        let mut position = self.position.clone();
+        for p in &self.provisional {
+            position.play_unchecked(p.mv);
+        }
+        position
     }
 
     pub fn game_id(&self) -> &str {
@@ -620,8 +691,14 @@ impl Game {
         &self.repetition
     }
 
+    /// Every move seen after the completed ones and not confirmed yet, in order.
+    pub fn provisional_line(&self) -> Vec<&MoveProvisional> {
+        self.provisional.iter().map(|p| &p.event).collect()
+    }
+
+    /// The next move to be completed, as the board shows it.
     pub fn provisional(&self) -> Option<&MoveProvisional> {
-        self.provisional.as_ref().map(|p| &p.event)
+        self.provisional.first().map(|p| &p.event)
     }
 
     pub fn result(&self) -> Option<(GameResult, Termination)> {
@@ -641,6 +718,11 @@ impl Game {
     }
 
     /// The highest `device_seq` of the board that an event of this game rests on.
+    /// The board as its gateway last reported it.
+    pub fn board_status(&self) -> BoardStatus {
+        self.board
+    }
+
     pub fn last_device_seq(&self) -> u64 {
         self.last_device_seq
     }
@@ -659,6 +741,7 @@ impl Game {
             info: Some(self.info.clone()),
             moves: self.moves(),
             provisional: self.provisional().cloned(),
+            provisional_line: self.provisional_line().into_iter().cloned().collect(),
             fen: fen_of(&self.position),
             result: result as i32,
             termination: termination as i32,

@@ -14,14 +14,28 @@ use boardcast_rules::illegal::{IllegalKind, IllegalMoveCase, IllegalPenalty, jud
 use boardcast_rules::touch::{Touch, TouchAction, check_touches};
 use shakmaty::{Board, Chess, Color, Piece, Position, Role, Square, uci::UciMove};
 
-use crate::device::{ClockRun, Observation, Piece as DevicePiece, observation};
+use crate::device::{
+    ClockRun, DeviceState, DeviceStatus, Observation, Piece as DevicePiece, observation,
+};
 use crate::events::{
-    ClockAlert, GameEnded, GameResult, IllegalMoveRecorded, IrregularityCleared,
-    IrregularityObserved, MoveCompleted, MoveProvisional, MovesReconstructed, ObservationRecorded,
-    PossibleTouchMoveBreach, Provenance, ProvisionalMoveWithdrawn, Source, Termination,
-    TouchObserved, game_event::Kind,
+    BoardStatusChanged, ClockAlert, GameEnded, GameResult, IllegalMoveRecorded,
+    IrregularityCleared, IrregularityObserved, MoveCompleted, MoveProvisional, MovesReconstructed,
+    ObservationRecorded, PossibleTouchMoveBreach, Provenance, ProvisionalMoveWithdrawn, Source,
+    Termination, TouchObserved, game_event::Kind,
 };
 use crate::game::{Game, NewEvent, fen_of};
+
+/// Where a move of `ply` goes in a provisional line after `completed` moves; `None` for a ply
+/// already completed or beyond the line.
+pub(crate) fn line_index(completed: usize, line_len: usize, ply: u32) -> Option<usize> {
+    (ply as usize)
+        .checked_sub(completed + 1)
+        .filter(|&index| index <= line_len)
+}
+
+/// A battery at or below this is reported to the arbiter once (a board that dies mid-game loses
+/// its moves until it is back).
+pub const LOW_BATTERY_PERCENT: u32 = 20;
 
 /// Why an observation changed nothing. Each is normal on a live board; the service logs them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,9 +250,39 @@ impl Game {
         if let Some(input) = input {
             let mut engine = self.inference.clone();
             let outputs = engine.observe(input);
-            events.extend(self.meaning(obs, outputs));
+            let follows_game = self.follows_game(&engine);
+            events.extend(self.meaning(obs, outputs, follows_game));
+        }
+        if let Some(observation::Kind::Status(status)) = &obs.kind {
+            events.extend(self.board_status_change(obs, status));
         }
         Ok(ObservationOutcome::Events(events))
+    }
+
+    /// A change the arbiter should know of: the board's connection state, or its battery falling
+    /// to the low level. Repeated reports of the same state are only recorded.
+    fn board_status_change(&self, obs: &Observation, status: &DeviceStatus) -> Option<NewEvent> {
+        let state = status.state();
+        let battery_low = |b: Option<u32>| b.is_some_and(|p| p <= LOW_BATTERY_PERCENT);
+        let connection_changed = state != DeviceState::Unspecified && state != self.board.state;
+        let battery_fell =
+            battery_low(status.battery_percent) && !battery_low(self.board.battery_percent);
+        if !connection_changed && !battery_fell {
+            return None;
+        }
+        Some(NewEvent {
+            kind: Kind::BoardStatus(BoardStatusChanged {
+                state: if state == DeviceState::Unspecified {
+                    self.board.state as i32
+                } else {
+                    state as i32
+                },
+                battery_percent: status.battery_percent.or(self.board.battery_percent),
+                detail: status.detail.clone(),
+                battery_low: battery_fell && !connection_changed,
+            }),
+            provenance: self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]),
+        })
     }
 
     fn provenance(&self, obs: &Observation, source: Source, device_seqs: Vec<u64>) -> Provenance {
@@ -251,8 +295,26 @@ impl Game {
         }
     }
 
-    /// The events the engine's conclusions amount to.
-    fn meaning(&self, obs: &Observation, outputs: Vec<Output>) -> Vec<NewEvent> {
+    /// Whether the engine's line starts with the game's completed moves. It does not after the
+    /// arbiter entered a move the board does not show, or while the board is back before a
+    /// completed move: moves the engine sees then are not moves of this game.
+    fn follows_game(&self, engine: &boardcast_inference::Inference) -> bool {
+        let line = engine.moves();
+        line.len() >= self.moves.len()
+            && line
+                .iter()
+                .zip(&self.moves)
+                .all(|(seen, completed)| uci(seen) == completed.event.uci)
+    }
+
+    /// The events the engine's conclusions amount to. Moves are only taken from an engine whose
+    /// line follows the game (`follows_game`).
+    fn meaning(
+        &self,
+        obs: &Observation,
+        outputs: Vec<Output>,
+        follows_game: bool,
+    ) -> Vec<NewEvent> {
         let clocks = match &obs.kind {
             Some(observation::Kind::Clock(c)) => Some((c.white_remaining_ms, c.black_remaining_ms)),
             _ => None,
@@ -261,12 +323,28 @@ impl Game {
         // What this decision adds, so that later outputs of the same observation see it.
         let mut position = self.position.clone();
         let mut completed = self.moves.len() as u32;
+        // The provisional line after the completed moves (see `Game::provisional`).
+        let mut line: Vec<(shakmaty::Move, MoveProvisional)> = self
+            .provisional
+            .iter()
+            .map(|p| (p.mv, p.event.clone()))
+            .collect();
         let mut reconstructed = self.reconstructed.clone();
         let mut tally = self.illegal_tally;
         let mut ended = false;
         for output in outputs {
             if ended {
                 break;
+            }
+            let about_moves = matches!(
+                output,
+                Output::MoveProvisional { .. }
+                    | Output::ProvisionalRevised { .. }
+                    | Output::MoveConfirmed { .. }
+                    | Output::Reconstructed { .. }
+            );
+            if about_moves && !follows_game {
+                continue;
             }
             match output {
                 Output::Touch {
@@ -293,6 +371,8 @@ impl Game {
                     events.extend(self.provisional_or_final(
                         obs,
                         &position,
+                        &mut line,
+                        completed,
                         mv,
                         provisional,
                         basis,
@@ -313,6 +393,8 @@ impl Game {
                     events.extend(self.provisional_or_final(
                         obs,
                         &position,
+                        &mut line,
+                        completed,
                         to_move,
                         provisional,
                         basis,
@@ -336,6 +418,11 @@ impl Game {
                     };
                     position.play_unchecked(mv.mv);
                     completed = mv.ply;
+                    if line.first().is_some_and(|(first, _)| *first == mv.mv) {
+                        line.remove(0);
+                    } else {
+                        line.clear();
+                    }
                     let provenance = self.provenance(obs, source, basis);
                     events.push(NewEvent {
                         kind: Kind::MoveCompleted(MoveCompleted {
@@ -365,6 +452,7 @@ impl Game {
                     basis,
                 } => {
                     for mv in undone.iter().filter(|m| m.ply > completed) {
+                        line.truncate((mv.ply - completed - 1) as usize);
                         events.push(NewEvent {
                             kind: Kind::ProvisionalWithdrawn(ProvisionalMoveWithdrawn {
                                 ply: mv.ply,
@@ -388,8 +476,21 @@ impl Game {
                 }
                 Output::Reconstructed { moves, basis } => {
                     let first_ply = moves.first().map(|m| m.ply).unwrap_or(completed + 1);
+                    let Some(index) = line_index(completed as usize, line.len(), first_ply) else {
+                        continue;
+                    };
+                    line.truncate(index);
                     for m in &moves {
                         reconstructed.insert(m.ply);
+                        line.push((
+                            m.mv,
+                            MoveProvisional {
+                                ply: m.ply,
+                                uci: uci(m),
+                                san: m.san.clone(),
+                                replaces_uci: String::new(),
+                            },
+                        ));
                     }
                     events.push(NewEvent {
                         kind: Kind::Reconstructed(MovesReconstructed {
@@ -483,18 +584,31 @@ impl Game {
         events
     }
 
-    /// A provisional move, or — when it mates or stalemates — the move completed at once and
-    /// the game's end: no clock press follows such a move (Articles 5.1.a, 5.2.a, 6.7.a).
+    /// A provisional move at its place in the line, or — when it mates or stalemates — the move
+    /// completed at once with the line before it, and the game's end: no clock press follows
+    /// such a move (Articles 5.1.a, 5.2.a, 6.7.a).
+    #[allow(clippy::too_many_arguments)]
     fn provisional_or_final(
         &self,
         obs: &Observation,
         position: &Chess,
+        line: &mut Vec<(shakmaty::Move, MoveProvisional)>,
+        completed: u32,
         mv: PlyMove,
         provisional: MoveProvisional,
         basis: Vec<u64>,
         ended: &mut bool,
     ) -> Vec<NewEvent> {
+        // The engine continues its own line, which the log follows; a ply outside it would be
+        // an event the game cannot fold, so it is left out (the press settles the moves).
+        let Some(index) = line_index(completed as usize, line.len(), provisional.ply) else {
+            return Vec::new();
+        };
+        line.truncate(index);
         let mut after = position.clone();
+        for (m, _) in line.iter() {
+            after.play_unchecked(*m);
+        }
         after.play_unchecked(mv.mv);
         let provenance = self.provenance(obs, Source::BoardSensor, basis);
         // Only mate and stalemate end a game without the press: a provisional move may still
@@ -503,26 +617,31 @@ impl Game {
             .then(|| self.end_after_moves(&after, provisional.ply))
             .flatten()
         else {
+            line.push((mv.mv, provisional.clone()));
             return vec![NewEvent {
                 kind: Kind::MoveProvisional(provisional),
                 provenance,
             }];
         };
         *ended = true;
-        vec![
-            NewEvent {
+        let mut before = position.clone();
+        let mut events = Vec::new();
+        for (m, p) in line.drain(..).chain([(mv.mv, provisional)]) {
+            before.play_unchecked(m);
+            events.push(NewEvent {
                 kind: Kind::MoveCompleted(MoveCompleted {
-                    ply: provisional.ply,
-                    uci: provisional.uci,
-                    san: provisional.san,
-                    fen_after: fen_of(&after),
+                    ply: p.ply,
+                    uci: p.uci,
+                    san: p.san,
+                    fen_after: fen_of(&before),
                     white_remaining_ms: None,
                     black_remaining_ms: None,
                 }),
                 provenance: provenance.clone(),
-            },
-            game_ended(end, provenance),
-        ]
+            });
+        }
+        events.push(game_ended(end, provenance));
+        events
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -714,3 +714,110 @@ fn a_period_not_added_at_move_40_is_an_alert_and_the_clock_stands() {
     let last = board.game.moves().last().cloned().expect("moves");
     assert_eq!(Some(alerts[1].reported_ms), last.black_remaining_ms);
 }
+
+#[test]
+fn the_board_going_away_and_coming_back_is_told_to_the_arbiter_once() {
+    use boardcast_game::device::{DeviceState, DeviceStatus};
+    let mut board = Board::new("fide-2023");
+    let status = |state: DeviceState, battery: Option<u32>| {
+        Obs::Status(DeviceStatus {
+            state: state as i32,
+            battery_percent: battery,
+            ..Default::default()
+        })
+    };
+    let changes = |board: &Board| -> Vec<(i32, bool)> {
+        board
+            .log
+            .iter()
+            .filter_map(|k| match k {
+                Kind::BoardStatus(s) => Some((s.state, s.battery_low)),
+                _ => None,
+            })
+            .collect()
+    };
+    board.observe(status(DeviceState::Connected, Some(80)));
+    board.observe(status(DeviceState::Connected, Some(79)));
+    board.observe(status(DeviceState::Disconnected, None));
+    board.observe(status(DeviceState::Disconnected, None));
+    board.observe(status(DeviceState::Connected, Some(18)));
+    board.observe(status(DeviceState::Connected, Some(17)));
+    // A battery report without a state: the connection is as it was.
+    board.observe(status(DeviceState::Unspecified, Some(12)));
+    assert_eq!(
+        changes(&board),
+        vec![
+            (DeviceState::Connected as i32, false),
+            (DeviceState::Disconnected as i32, false),
+            (DeviceState::Connected as i32, false),
+        ]
+    );
+    let status = board.game.board_status();
+    assert_eq!(status.state, DeviceState::Connected);
+    assert_eq!(status.battery_percent, Some(18));
+
+    // Low battery reported once, also when no connection change comes with it.
+    let mut board = Board::new("fide-2023");
+    board.observe(Obs::Status(DeviceStatus {
+        state: DeviceState::Connected as i32,
+        battery_percent: Some(50),
+        ..Default::default()
+    }));
+    for percent in [21, 20, 19] {
+        board.observe(Obs::Status(DeviceStatus {
+            state: DeviceState::Connected as i32,
+            battery_percent: Some(percent),
+            ..Default::default()
+        }));
+    }
+    assert_eq!(
+        changes(&board),
+        vec![
+            (DeviceState::Connected as i32, false),
+            (DeviceState::Connected as i32, true),
+        ]
+    );
+}
+
+#[test]
+fn a_move_pressed_before_the_piece_landed_is_completed_with_the_next_press() {
+    // White presses with the knight still in hand (an irregular position at the press), then
+    // puts it down; Black replies and presses: both moves are completed by that press.
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    board.play(&mut pos, "e4");
+    board.play(&mut pos, "e5");
+    let mut in_hand = pos.board().clone();
+    in_hand.discard_piece_at(shakmaty::Square::G1);
+    board.observe(Obs::Placement(BoardPlacement {
+        placement: in_hand.board_fen().to_string(),
+    }));
+    board.clock(ClockRun::Black);
+    let mv = "Nf3".parse::<San>().unwrap().to_move(&pos).unwrap();
+    pos.play_unchecked(mv);
+    board.placement(&pos);
+    assert_eq!(board.game.completed_moves().len(), 2);
+    assert_eq!(
+        board.game.provisional().map(|p| p.san.as_str()),
+        Some("Nf3")
+    );
+    let mv = "Nc6".parse::<San>().unwrap().to_move(&pos).unwrap();
+    pos.play_unchecked(mv);
+    board.placement(&pos);
+    let line: Vec<&str> = board
+        .game
+        .provisional_line()
+        .iter()
+        .map(|p| p.san.as_str())
+        .collect();
+    assert_eq!(line, ["Nf3", "Nc6"]);
+    board.clock(ClockRun::White);
+    let sans: Vec<&str> = board
+        .game
+        .completed_moves()
+        .iter()
+        .map(|m| m.event.san.as_str())
+        .collect();
+    assert_eq!(sans, ["e4", "e5", "Nf3", "Nc6"]);
+    assert!(board.game.provisional_line().is_empty());
+}

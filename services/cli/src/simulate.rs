@@ -261,6 +261,7 @@ pub async fn create_games(game_service: &str, plans: &[BoardPlan]) -> anyhow::Re
             .create_game(CreateGameRequest {
                 game: Some(plan.started.clone()),
                 actor: "boardcast simulate".to_owned(),
+                replace_unfinished: false,
             })
             .await
             .with_context(|| format!("setting up the game on board {}", plan.board_id))?;

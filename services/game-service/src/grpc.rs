@@ -3,7 +3,7 @@
 use std::{pin::Pin, sync::Arc};
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
-use boardcast_game::{ActionRejected, Game, GameError, events::*};
+use boardcast_game::{ActionRejected, Game, GameError, NewEvent, events::*};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, game_subject};
 use boardcast_rules::claims::{
     ClaimKind as RulesClaimKind, ClaimVerdict as RulesClaimVerdict, DrawClaim,
@@ -42,35 +42,12 @@ impl game_service_server::GameService for GameApi {
         let info = request
             .game
             .ok_or_else(|| Status::invalid_argument("the game to create is missing"))?;
-        let actor = if request.actor.is_empty() {
-            "operator"
-        } else {
-            request.actor.as_str()
-        };
-        let (game_id, event) = Game::decide_start(&info, actor).map_err(|e| match e {
-            GameError::InvalidGame(m) => Status::invalid_argument(m),
-            other => Status::internal(other.to_string()),
-        })?;
-        let created = self
-            .store
-            .create(&game_id, event, boardcast_kit::now_unix_ms())
-            .await
-            .map_err(append_status)?;
-        if !created {
-            let same = self
-                .store
-                .with_game(&game_id, |g| g.info() == &info)
-                .await
-                .unwrap_or(false);
-            if !same {
-                return Err(Status::already_exists(format!(
-                    "game {game_id} already exists with other details"
-                )));
-            }
-        } else {
-            tracing::info!(%game_id, board = %info.board_id, "game created");
-        }
-        Ok(Response::new(CreateGameResponse { game_id, created }))
+        let actor = actor_or_operator(&request.actor);
+        let (game_id, event) = decide_start(&info, actor)?;
+        self.check_board_free(&info, &game_id, request.replace_unfinished)
+            .await?;
+        let created = self.create(game_id, event, &info).await?;
+        Ok(Response::new(created))
     }
 
     async fn get_game(
@@ -274,9 +251,210 @@ impl game_service_server::GameService for GameApi {
         let state = self.store.with_game(&request.game_id, Game::to_state).await;
         Ok(Response::new(ActResponse { state }))
     }
+
+    async fn pair_round(
+        &self,
+        request: Request<PairRoundRequest>,
+    ) -> Result<Response<PairRoundResponse>, Status> {
+        let request = request.into_inner();
+        if request.pairings.is_empty() {
+            return Err(Status::invalid_argument("the round has no pairings"));
+        }
+        let actor = actor_or_operator(&request.actor);
+        // Everything is checked before anything is created, so a bad pairing list changes
+        // nothing. Creating is idempotent: after a failure part-way, send the round again.
+        let mut games = Vec::with_capacity(request.pairings.len());
+        let mut board_numbers = std::collections::HashSet::new();
+        let mut board_ids = std::collections::HashSet::new();
+        for pairing in &request.pairings {
+            if !board_numbers.insert(pairing.board_number) {
+                return Err(Status::invalid_argument(format!(
+                    "board number {} is paired twice",
+                    pairing.board_number
+                )));
+            }
+            if !board_ids.insert(pairing.board_id.as_str()) {
+                return Err(Status::invalid_argument(format!(
+                    "board {:?} carries two games of the round",
+                    pairing.board_id
+                )));
+            }
+            let info = GameStarted {
+                tournament_id: request.tournament_id.clone(),
+                round: request.round,
+                board_number: pairing.board_number,
+                board_id: pairing.board_id.clone(),
+                white: pairing.white.clone(),
+                black: pairing.black.clone(),
+                time_control: request.time_control.clone(),
+                edition: request.edition.clone(),
+                start_fen: pairing.start_fen.clone(),
+                event_name: request.event_name.clone(),
+                site: request.site.clone(),
+                date: request.date.clone(),
+            };
+            let (game_id, event) = decide_start(&info, actor).map_err(|status| {
+                Status::new(
+                    status.code(),
+                    format!("board {}: {}", pairing.board_number, status.message()),
+                )
+            })?;
+            self.check_board_free(&info, &game_id, request.replace_unfinished)
+                .await?;
+            games.push((game_id, event, info));
+        }
+        let mut created = Vec::with_capacity(games.len());
+        for (game_id, event, info) in games {
+            created.push(self.create(game_id, event, &info).await?);
+        }
+        tracing::info!(
+            tournament = %request.tournament_id,
+            round = request.round,
+            games = created.len(),
+            "round paired"
+        );
+        Ok(Response::new(PairRoundResponse { games: created }))
+    }
+
+    async fn list_tournaments(
+        &self,
+        _request: Request<ListTournamentsRequest>,
+    ) -> Result<Response<ListTournamentsResponse>, Status> {
+        use std::collections::BTreeMap;
+        let games = self
+            .store
+            .all_games(|g| {
+                let info = g.info();
+                Some((
+                    info.tournament_id.clone(),
+                    info.event_name.clone(),
+                    info.round,
+                    g.is_over(),
+                ))
+            })
+            .await;
+        let mut tournaments: BTreeMap<String, (String, BTreeMap<u32, RoundSummary>)> =
+            BTreeMap::new();
+        for (tournament_id, event_name, round, over) in games {
+            let (name, rounds) = tournaments.entry(tournament_id).or_default();
+            if name.is_empty() {
+                *name = event_name;
+            }
+            let summary = rounds.entry(round).or_insert(RoundSummary {
+                round,
+                ..Default::default()
+            });
+            summary.games += 1;
+            summary.finished += u32::from(over);
+        }
+        let tournaments = tournaments
+            .into_iter()
+            .map(|(tournament_id, (event_name, rounds))| TournamentSummary {
+                tournament_id,
+                event_name,
+                rounds: rounds.into_values().collect(),
+            })
+            .collect();
+        Ok(Response::new(ListTournamentsResponse { tournaments }))
+    }
+
+    async fn list_boards(
+        &self,
+        _request: Request<ListBoardsRequest>,
+    ) -> Result<Response<ListBoardsResponse>, Status> {
+        let mut boards = self
+            .store
+            .live_games(|g| {
+                let info = g.info();
+                let board = g.board_status();
+                BoardSummary {
+                    board_id: info.board_id.clone(),
+                    game_id: g.game_id().to_owned(),
+                    tournament_id: info.tournament_id.clone(),
+                    round: info.round,
+                    board_number: info.board_number,
+                    game_over: g.is_over(),
+                    last_device_seq: g.last_device_seq(),
+                    state: board.state as i32,
+                    battery_percent: board.battery_percent,
+                }
+            })
+            .await;
+        boards.sort_by(|a, b| a.board_id.cmp(&b.board_id));
+        Ok(Response::new(ListBoardsResponse { boards }))
+    }
+}
+
+fn actor_or_operator(actor: &str) -> &str {
+    if actor.is_empty() { "operator" } else { actor }
+}
+
+/// The game's id and first event, or INVALID_ARGUMENT saying what is wrong with the pairing.
+fn decide_start(info: &GameStarted, actor: &str) -> Result<(String, NewEvent), Status> {
+    Game::decide_start(info, actor).map_err(|e| match e {
+        GameError::InvalidGame(m) => Status::invalid_argument(m),
+        other => Status::internal(other.to_string()),
+    })
 }
 
 impl GameApi {
+    /// A board's observations go to the latest game set up on it: refuse to set up another game
+    /// while the board's game is unfinished, unless the operator says to replace it.
+    async fn check_board_free(
+        &self,
+        info: &GameStarted,
+        game_id: &str,
+        replace_unfinished: bool,
+    ) -> Result<(), Status> {
+        self.store
+            .refresh()
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        let live = self
+            .store
+            .with_board(&info.board_id, |g| (g.game_id().to_owned(), g.is_over()))
+            .await;
+        match live {
+            Some((live_id, false)) if live_id != game_id && !replace_unfinished => {
+                Err(Status::failed_precondition(format!(
+                    "board {:?} still carries game {live_id}, which is not finished; \
+                     record its result first, or set replace_unfinished",
+                    info.board_id
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Appends a game's first event; an existing game with the same details is not an error.
+    async fn create(
+        &self,
+        game_id: String,
+        event: NewEvent,
+        info: &GameStarted,
+    ) -> Result<CreateGameResponse, Status> {
+        let created = self
+            .store
+            .create(&game_id, event, boardcast_kit::now_unix_ms())
+            .await
+            .map_err(append_status)?;
+        if created {
+            tracing::info!(%game_id, board = %info.board_id, "game created");
+        } else {
+            let same = self
+                .store
+                .with_game(&game_id, |g| g.info() == info)
+                .await
+                .unwrap_or(false);
+            if !same {
+                return Err(Status::already_exists(format!(
+                    "game {game_id} already exists with other details"
+                )));
+            }
+        }
+        Ok(CreateGameResponse { game_id, created })
+    }
+
     /// The game's last log entry, or NOT_FOUND.
     async fn require_game(&self, game_id: &str) -> Result<u64, Status> {
         self.store

@@ -109,16 +109,39 @@ async fn main() -> anyhow::Result<()> {
         "games rebuilt"
     );
 
+    // gRPC health (grpc.health.v1): serving while the game log can be read.
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<GameServiceServer<grpc::GameApi>>()
+        .await;
+
     let ingest = tokio::spawn(ingest::run(js.clone(), store.clone()));
     // Other instances may append too: follow the log so reads here are at most this far behind.
     let follow = {
         let store = store.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(250));
+            let mut serving = true;
             loop {
                 tick.tick().await;
-                if let Err(e) = store.refresh().await {
-                    tracing::warn!("following the game log: {e}");
+                match store.refresh().await {
+                    Ok(()) if !serving => {
+                        serving = true;
+                        tracing::info!("the game log is readable again");
+                        health
+                            .set_serving::<GameServiceServer<grpc::GameApi>>()
+                            .await;
+                    }
+                    Ok(()) => {}
+                    Err(e) => {
+                        tracing::warn!("following the game log: {e}");
+                        if serving {
+                            serving = false;
+                            health
+                                .set_not_serving::<GameServiceServer<grpc::GameApi>>()
+                                .await;
+                        }
+                    }
                 }
             }
         })
@@ -149,6 +172,7 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(addr = %args.grpc_listen, "serving gRPC");
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let serve = tonic::transport::Server::builder()
+        .add_service(health_service)
         .add_service(GameServiceServer::new(service))
         .serve_with_incoming_shutdown(incoming, shutdown_signal());
 

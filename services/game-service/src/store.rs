@@ -216,6 +216,17 @@ impl Store {
         games.by_id.get(id).map(|e| f(&e.game))
     }
 
+    /// Runs `f` on the game live on each board.
+    pub async fn live_games<T>(&self, mut f: impl FnMut(&Game) -> T) -> Vec<T> {
+        let games = self.games.lock().await;
+        games
+            .live_on_board
+            .values()
+            .filter_map(|id| games.by_id.get(id))
+            .map(|e| f(&e.game))
+            .collect()
+    }
+
     pub async fn all_games<T>(&self, mut f: impl FnMut(&Game) -> Option<T>) -> Vec<T> {
         let games = self.games.lock().await;
         games.by_id.values().filter_map(|e| f(&e.game)).collect()

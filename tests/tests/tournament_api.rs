@@ -1,0 +1,253 @@
+//! Setting up a tournament's rounds on physical boards through the game service's API: pairing
+//! a round, boards reused round after round, the boards' state, the tournaments' progress, and
+//! the service's gRPC health.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, message::PublishMessage};
+use boardcast_kit::nats::{observation_message_id, observation_subject};
+use boardcast_schema::device::v1::{DeviceState, DeviceStatus, Observation, observation};
+use boardcast_schema::game::v1::{
+    ActRequest, ArbiterAction, DeclareResult, GameResult, ListBoardsRequest, ListGamesRequest,
+    ListTournamentsRequest, PairRoundRequest, Pairing, Player, TimeControl, TimePeriod,
+    arbiter_action::Action, game_service_client::GameServiceClient,
+};
+use boardcast_testkit::{GameService, TestNats};
+use prost::Message as _;
+use tonic_health::pb::{
+    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+};
+
+fn pairing(board_number: u32, board_id: &str, white: &str, black: &str) -> Pairing {
+    let player = |name: &str| {
+        Some(Player {
+            name: name.into(),
+            ..Default::default()
+        })
+    };
+    Pairing {
+        board_number,
+        board_id: board_id.into(),
+        white: player(white),
+        black: player(black),
+        start_fen: String::new(),
+    }
+}
+
+fn round(round: u32, pairings: Vec<Pairing>) -> PairRoundRequest {
+    PairRoundRequest {
+        tournament_id: "hall-open".into(),
+        round,
+        time_control: Some(TimeControl {
+            periods: vec![TimePeriod {
+                moves: 0,
+                base_ms: 5_400_000,
+                increment_ms: 30_000,
+                ..Default::default()
+            }],
+        }),
+        edition: "fide-2023".into(),
+        event_name: "Hall Open".into(),
+        actor: "chief arbiter".into(),
+        pairings,
+        ..Default::default()
+    }
+}
+
+async fn publish_status(
+    js: &jetstream::Context,
+    board: &str,
+    device_seq: u64,
+    state: DeviceState,
+) -> anyhow::Result<()> {
+    let observation = Observation {
+        board_id: board.into(),
+        device_seq,
+        device_time_unix_ms: 1_000 * device_seq as i64,
+        receive_time_unix_ms: 1_000 * device_seq as i64,
+        kind: Some(observation::Kind::Status(DeviceStatus {
+            state: state as i32,
+            battery_percent: Some(64),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let message = PublishMessage::build()
+        .payload(observation.encode_to_vec().into())
+        .message_id(observation_message_id(board, device_seq));
+    js.send_publish(observation_subject(board), message)
+        .await?
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let mut client = GameServiceClient::connect(service.url()).await?;
+
+    let channel = tonic::transport::Endpoint::from_shared(service.url())?
+        .connect()
+        .await?;
+    let mut health = HealthClient::new(channel);
+    let status = health
+        .check(HealthCheckRequest {
+            service: "boardcast.game.v1.GameService".into(),
+        })
+        .await?
+        .into_inner();
+    assert_eq!(status.status(), ServingStatus::Serving);
+
+    // A pairing list with a board number twice is refused as a whole.
+    let refused = client
+        .pair_round(round(
+            1,
+            vec![
+                pairing(1, "hall-1", "Adams", "Brown"),
+                pairing(1, "hall-2", "Clark", "Davis"),
+            ],
+        ))
+        .await
+        .expect_err("board number 1 twice");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(refused.message().contains("paired twice"), "{refused:?}");
+    let games = client
+        .list_games(ListGamesRequest::default())
+        .await?
+        .into_inner();
+    assert!(games.games.is_empty(), "nothing was created");
+
+    let round1 = vec![
+        pairing(1, "hall-1", "Adams", "Brown"),
+        pairing(2, "hall-2", "Clark", "Davis"),
+    ];
+    let paired = client
+        .pair_round(round(1, round1.clone()))
+        .await?
+        .into_inner();
+    let ids: Vec<&str> = paired.games.iter().map(|g| g.game_id.as_str()).collect();
+    assert_eq!(ids, ["hall-open-r1-b1", "hall-open-r1-b2"]);
+    assert!(paired.games.iter().all(|g| g.created));
+    // Sending the same round again changes nothing.
+    let again = client.pair_round(round(1, round1)).await?.into_inner();
+    assert!(again.games.iter().all(|g| !g.created));
+
+    // The board reports itself disconnected: the board list shows it on the live game.
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    publish_status(&js, "hall-1", 1, DeviceState::Connected).await?;
+    publish_status(&js, "hall-1", 2, DeviceState::Disconnected).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let boards = client
+            .list_boards(ListBoardsRequest {})
+            .await?
+            .into_inner()
+            .boards;
+        let hall1 = boards.iter().find(|b| b.board_id == "hall-1");
+        if let Some(b) = hall1
+            && b.state() == DeviceState::Disconnected
+        {
+            assert_eq!(b.game_id, "hall-open-r1-b1");
+            assert_eq!(b.last_device_seq, 2);
+            assert_eq!(b.battery_percent, Some(64));
+            assert_eq!(boards.len(), 2);
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the board's state did not arrive: {boards:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Round 2 on the same boards while round 1 is still being played: refused.
+    let round2 = vec![
+        pairing(1, "hall-2", "Adams", "Clark"),
+        pairing(2, "hall-1", "Brown", "Davis"),
+    ];
+    let refused = client
+        .pair_round(round(2, round2.clone()))
+        .await
+        .expect_err("boards still carry unfinished games");
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+    assert!(refused.message().contains("not finished"), "{refused:?}");
+
+    for (game_id, result) in [
+        ("hall-open-r1-b1", GameResult::WhiteWins),
+        ("hall-open-r1-b2", GameResult::Draw),
+    ] {
+        client
+            .act(ActRequest {
+                game_id: game_id.into(),
+                actor: "IA Arbiter".into(),
+                action: Some(ArbiterAction {
+                    action: Some(Action::Result(DeclareResult {
+                        result: result as i32,
+                        reason: "result sheet signed".into(),
+                        article: String::new(),
+                    })),
+                }),
+            })
+            .await?;
+    }
+    client.pair_round(round(2, round2)).await?;
+
+    let boards = client
+        .list_boards(ListBoardsRequest {})
+        .await?
+        .into_inner()
+        .boards;
+    let live: Vec<(&str, &str)> = boards
+        .iter()
+        .map(|b| (b.board_id.as_str(), b.game_id.as_str()))
+        .collect();
+    assert_eq!(
+        live,
+        [("hall-1", "hall-open-r2-b2"), ("hall-2", "hall-open-r2-b1")]
+    );
+    assert!(boards.iter().all(|b| !b.game_over));
+
+    // The board's next observations go to the game now live on it.
+    publish_status(&js, "hall-1", 3, DeviceState::Connected).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let boards = client
+            .list_boards(ListBoardsRequest {})
+            .await?
+            .into_inner()
+            .boards;
+        if boards
+            .iter()
+            .any(|b| b.board_id == "hall-1" && b.last_device_seq == 3)
+        {
+            let hall1 = boards.iter().find(|b| b.board_id == "hall-1");
+            assert_eq!(
+                hall1.map(|b| b.state()),
+                Some(DeviceState::Connected),
+                "{boards:?}"
+            );
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "observation 3 did not reach round 2's game: {boards:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let tournaments = client
+        .list_tournaments(ListTournamentsRequest {})
+        .await?
+        .into_inner()
+        .tournaments;
+    assert_eq!(tournaments.len(), 1);
+    assert_eq!(tournaments[0].event_name, "Hall Open");
+    let rounds: Vec<(u32, u32, u32)> = tournaments[0]
+        .rounds
+        .iter()
+        .map(|r| (r.round, r.games, r.finished))
+        .collect();
+    assert_eq!(rounds, [(1, 2, 2), (2, 2, 0)]);
+    Ok(())
+}
