@@ -798,8 +798,10 @@ impl Game {
         let thinking = obs.device_time_unix_ms - opponent.device_time_unix_ms;
         let periods = &self.info.time_control.as_ref()?.periods;
         let own_move = ply.div_ceil(2);
-        let (increment, bonus, boundary) = period_effect(periods, own_move);
-        let expected = previous_ms as i64 - thinking + increment as i64 + bonus as i64;
+        let effect = period_effect(periods, own_move);
+        let (bonus, boundary) = (effect.bonus_ms, effect.completes_period);
+        let used = (thinking - effect.delay_ms as i64).max(0);
+        let expected = previous_ms as i64 - used + effect.increment_ms as i64 + bonus as i64;
         let reported = if mover_is_white { clocks.0 } else { clocks.1 } as i64;
         if (reported - expected).abs() <= TOLERANCE_MS {
             return None;
@@ -871,9 +873,10 @@ impl Game {
     }
 }
 
-/// For a player's `own_move`-th move: the increment added after it, the time added because it
-/// completes a period (the next period's base), and whether it does.
-fn period_effect(periods: &[crate::events::TimePeriod], own_move: u32) -> (u64, u64, bool) {
+/// For a player's `own_move`-th move: the increment added after it, the delay before its clock
+/// runs, the time added because it completes a period (the next period's base), and whether it
+/// does.
+fn period_effect(periods: &[crate::events::TimePeriod], own_move: u32) -> PeriodEffect {
     let mut first_move = 1;
     for (i, period) in periods.iter().enumerate() {
         let last_move = if period.moves == 0 {
@@ -888,11 +891,27 @@ fn period_effect(periods: &[crate::events::TimePeriod], own_move: u32) -> (u64, 
             } else {
                 0
             };
-            return (period.increment_ms, bonus, completes);
+            return PeriodEffect {
+                increment_ms: period.increment_ms,
+                delay_ms: period.delay_ms,
+                bonus_ms: bonus,
+                completes_period: completes,
+            };
         }
         first_move = last_move + 1;
     }
-    (0, 0, false)
+    PeriodEffect::default()
+}
+
+/// What the time control does to the mover's clock on one move.
+#[derive(Debug, Default, Clone, Copy)]
+struct PeriodEffect {
+    increment_ms: u64,
+    /// Thinking time up to this much is not taken from the clock (delay mode).
+    delay_ms: u64,
+    /// The next period's time, added when this move completes a period.
+    bonus_ms: u64,
+    completes_period: bool,
 }
 
 /// The breach's name as the rules library serialises it (`own_piece_not_moved`, ...).

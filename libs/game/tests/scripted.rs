@@ -24,6 +24,24 @@ impl Board {
     }
 
     fn from_fen(edition: &str, start_fen: &str) -> Board {
+        let periods = vec![
+            TimePeriod {
+                moves: 40,
+                base_ms: 90 * 60_000,
+                increment_ms: 30_000,
+                delay_ms: 0,
+            },
+            TimePeriod {
+                moves: 0,
+                base_ms: 30 * 60_000,
+                increment_ms: 30_000,
+                delay_ms: 0,
+            },
+        ];
+        Board::with(edition, start_fen, periods)
+    }
+
+    fn with(edition: &str, start_fen: &str, periods: Vec<TimePeriod>) -> Board {
         let info = GameStarted {
             tournament_id: "t".into(),
             round: 1,
@@ -37,22 +55,7 @@ impl Board {
                 name: "B".into(),
                 ..Default::default()
             }),
-            time_control: Some(TimeControl {
-                periods: vec![
-                    TimePeriod {
-                        moves: 40,
-                        base_ms: 90 * 60_000,
-                        increment_ms: 30_000,
-                        delay_ms: 0,
-                    },
-                    TimePeriod {
-                        moves: 0,
-                        base_ms: 30 * 60_000,
-                        increment_ms: 30_000,
-                        delay_ms: 0,
-                    },
-                ],
-            }),
+            time_control: Some(TimeControl { periods }),
             edition: edition.into(),
             start_fen: start_fen.into(),
             ..Default::default()
@@ -820,4 +823,55 @@ fn a_move_pressed_before_the_piece_landed_is_completed_with_the_next_press() {
         .collect();
     assert_eq!(sans, ["e4", "e5", "Nf3", "Nc6"]);
     assert!(board.game.provisional_line().is_empty());
+}
+
+#[test]
+fn a_delay_is_not_taken_from_the_clock() {
+    // 5 minutes with a 15-second delay: a 3-second move costs nothing, a 25-second one 10 s.
+    let periods = vec![TimePeriod {
+        moves: 0,
+        base_ms: 300_000,
+        increment_ms: 0,
+        delay_ms: 15_000,
+    }];
+    let play = |reported_after_slow_move: u64| {
+        let mut board = Board::with("fide-2023", "", periods.clone());
+        let mut pos = Chess::default();
+        let mut t = 1_000_000i64;
+        for (san, think, white, black) in [
+            ("e4", 3_000, 300_000, 300_000),
+            ("e5", 3_000, 300_000, 300_000),
+            ("Nf3", 25_000, reported_after_slow_move, 300_000),
+        ] {
+            t += think;
+            let mv = san.parse::<San>().unwrap().to_move(&pos).unwrap();
+            pos.play_unchecked(mv);
+            board.observe_at(
+                Obs::Placement(BoardPlacement {
+                    placement: pos.board().board_fen().to_string(),
+                }),
+                t - 100,
+            );
+            board.observe_at(
+                Obs::Clock(ClockReading {
+                    white_remaining_ms: white,
+                    black_remaining_ms: black,
+                    running: if pos.turn().is_white() {
+                        ClockRun::White
+                    } else {
+                        ClockRun::Black
+                    } as i32,
+                    ..Default::default()
+                }),
+                t,
+            );
+        }
+        assert_eq!(board.game.completed_moves().len(), 3);
+        clock_alerts(&board)
+    };
+    assert!(play(290_000).is_empty(), "10 s over the delay were used");
+    // The clock took the whole 25 s: not what a delay clock does.
+    let alerts = play(275_000);
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert_eq!(alerts[0].expected_ms, 290_000);
 }
