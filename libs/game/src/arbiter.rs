@@ -1,7 +1,7 @@
 //! Arbiter actions: decisions and records, each with the arbiter's name.
 
 use boardcast_rules::outcome::{agreement, resignation};
-use shakmaty::{Color, Position, san::San, uci::UciMove};
+use shakmaty::{Color, Position, uci::UciMove};
 
 use crate::events::{
     ArbiterAction, GameEnded, GameResult, MoveCompleted, PositionRestored, Provenance, Source,
@@ -44,7 +44,7 @@ pub(crate) fn ending_of(
         ),
         R::Agreement => (Termination::Agreement, "draw agreed"),
         R::BothFlagsFallen => (Termination::BothFlags, "both flags fallen"),
-        R::DrawClaim => (Termination::Arbiter, "draw claim upheld"),
+        R::DrawClaim => (Termination::DrawClaim, "draw claim upheld"),
         R::ArbiterDecision => (Termination::Arbiter, "arbiter's decision"),
     };
     (
@@ -163,21 +163,12 @@ impl Game {
             }
             Action::Move(entered) => {
                 let text = entered.san.trim();
-                let mv = text
-                    .parse::<San>()
-                    .ok()
-                    .and_then(|san| san.to_move(&self.position).ok())
-                    .or_else(|| {
-                        text.parse::<UciMove>()
-                            .ok()
-                            .and_then(|u| u.to_move(&self.position).ok())
-                    })
-                    .ok_or_else(|| {
-                        ActionRejected::Invalid(format!(
-                            "{text:?} is not a legal move in {}",
-                            fen_of(&self.position)
-                        ))
-                    })?;
+                let mv = self.parse_move_text(text).ok_or_else(|| {
+                    ActionRejected::Invalid(format!(
+                        "{text:?} is not a legal move in {}",
+                        fen_of(&self.position)
+                    ))
+                })?;
                 let san = boardcast_rules::pgn::san_plus(&self.position, &mv);
                 let mut after = self.position.clone();
                 after.play_unchecked(mv);
@@ -220,6 +211,38 @@ impl Game {
             }
             Action::DrawOffer(who) => {
                 side(&who.side)?;
+            }
+            Action::Claim(ruling) => {
+                if side(&ruling.claimant)? != self.position().turn() {
+                    return Err(ActionRejected::Invalid(
+                        "only the player to move can claim a draw (Article 9.2)".into(),
+                    ));
+                }
+                let claim = self
+                    .draw_claim(&crate::claims::ClaimStatement {
+                        kind: ruling.kind(),
+                        intended_move: &ruling.intended_move,
+                        claimant_has_moved: ruling.claimant_has_moved,
+                        claimant_has_touched: ruling.claimant_has_touched,
+                        claimant_remaining_ms: ruling.claimant_remaining_ms,
+                    })
+                    .map_err(ActionRejected::Invalid)?;
+                let assessment = self
+                    .evaluate_claim(&claim)
+                    .map_err(|e| ActionRejected::Invalid(e.to_string()))?;
+                let judged = assessment.judged(ruling.upheld);
+                let article = judged.article.clone();
+                events.push(NewEvent {
+                    kind: Kind::ClaimJudged(judged),
+                    provenance: provenance.clone(),
+                });
+                if ruling.upheld {
+                    events.push(ended(
+                        GameResult::Draw,
+                        Termination::DrawClaim,
+                        format!("draw claim upheld (Article {article})"),
+                    ));
+                }
             }
             Action::Clocks(_) | Action::Annotation(_) => {}
         }
@@ -273,6 +296,20 @@ pub(crate) fn describe(action: &ArbiterAction) -> Option<String> {
         Action::DrawAgreed(_) => "draw agreed".to_owned(),
         Action::Result(r) => format!("result declared: {}", r.reason),
         Action::Annotation(a) => a.text.clone(),
+        Action::Claim(c) => format!(
+            "{} claimed a draw by {}{}: {}",
+            c.claimant,
+            match c.kind() {
+                crate::events::ClaimKind::FiftyMoves => "the fifty-move rule",
+                _ => "threefold repetition",
+            },
+            if c.intended_move.is_empty() {
+                String::new()
+            } else {
+                format!(" with the intended move {}", c.intended_move)
+            },
+            if c.upheld { "upheld" } else { "rejected" }
+        ),
     };
     Some(text)
 }

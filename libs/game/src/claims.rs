@@ -1,8 +1,10 @@
 //! Draw claims judged from the game's log alone (Article 6.14: never from display data).
 
-use boardcast_rules::claims::{ClaimError, ClaimReport, DrawClaim, evaluate_claim};
+use boardcast_rules::claims::{
+    ClaimError, ClaimKind as RulesClaimKind, ClaimReport, ClaimVerdict, DrawClaim, evaluate_claim,
+};
 
-use crate::events::Source;
+use crate::events::{ClaimJudged, ClaimKind, Source};
 use crate::game::Game;
 
 /// A completed move that a verdict rests on but that no clock press or arbiter confirmed.
@@ -31,7 +33,87 @@ impl ClaimAssessment {
     }
 }
 
+/// A draw claim as a client states it: the kind, the intended move as written (SAN or UCI,
+/// empty for none) and what the claimant did before claiming.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimStatement<'a> {
+    pub kind: ClaimKind,
+    pub intended_move: &'a str,
+    pub claimant_has_moved: bool,
+    pub claimant_has_touched: bool,
+    pub claimant_remaining_ms: u64,
+}
+
+impl ClaimAssessment {
+    /// The log's verdict, as recorded beside the arbiter's ruling.
+    pub fn judged(&self, upheld: bool) -> ClaimJudged {
+        let assessment = self;
+        let report = &assessment.report;
+        let (verdict, bonus, deduction, intended) = match &report.verdict {
+            ClaimVerdict::Upheld => ("upheld", 0, 0, None),
+            ClaimVerdict::Rejected {
+                penalty,
+                intended_move_must_be_played,
+                ..
+            } => (
+                "rejected",
+                penalty.opponent_bonus_ms,
+                penalty.claimant_deduction_ms,
+                intended_move_must_be_played.clone(),
+            ),
+            ClaimVerdict::RightLost => ("right_lost", 0, 0, None),
+        };
+        let rejected = !upheld;
+        ClaimJudged {
+            verdict_from_log: verdict.to_owned(),
+            article: report.article.to_owned(),
+            explanation: report.explanation.clone(),
+            game_seqs: report.evidence.log_refs.clone(),
+            unconfirmed_plies: assessment.unconfirmed.iter().map(|u| u.ply).collect(),
+            upheld,
+            opponent_bonus_ms: if rejected { bonus } else { 0 },
+            claimant_deduction_ms: if rejected { deduction } else { 0 },
+            intended_move_must_be_played: if rejected {
+                intended.unwrap_or_default()
+            } else {
+                String::new()
+            },
+        }
+    }
+}
+
 impl Game {
+    /// The claim in the rules' terms, or why it cannot be judged (no kind, an intended move
+    /// that is not legal here).
+    pub fn draw_claim(&self, statement: &ClaimStatement) -> Result<DrawClaim, String> {
+        let kind = match statement.kind {
+            ClaimKind::Threefold => RulesClaimKind::Threefold,
+            ClaimKind::FiftyMoves => RulesClaimKind::Fifty,
+            ClaimKind::Unspecified => return Err("the kind of claim is missing".to_owned()),
+        };
+        let intended_move = match statement.intended_move.trim() {
+            "" => None,
+            text => Some(self.parse_move_text(text).ok_or_else(|| {
+                format!(
+                    "the intended move {text:?} is not legal in {}",
+                    crate::game::fen_of(self.position())
+                )
+            })?),
+        };
+        Ok(DrawClaim {
+            kind,
+            intended_move,
+            claimant_has_moved: statement.claimant_has_moved,
+            claimant_has_touched: statement.claimant_has_touched,
+            claimant_remaining_ms: statement.claimant_remaining_ms,
+        })
+    }
+
+    /// A move in SAN or UCI, legal in the game's position.
+    pub fn parse_move_text(&self, text: &str) -> Option<shakmaty::Move> {
+        boardcast_rules::pgn::parse_san(self.position(), text).or_else(|| self.parse_uci(text).ok())
+    }
+
     /// Judges a draw claim by the player to move, from the completed moves of the log.
     pub fn evaluate_claim(&self, claim: &DrawClaim) -> Result<ClaimAssessment, ClaimError> {
         let report = evaluate_claim(&self.rules, &self.repetition, claim)?;

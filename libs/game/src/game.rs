@@ -487,7 +487,10 @@ impl Game {
                 self.result = Some((end.result(), end.termination()));
                 self.provisional.clear();
             }
-            Some(Kind::Touch(_)) | Some(Kind::TouchMove(_)) | Some(Kind::ClockAlert(_)) => {}
+            Some(Kind::Touch(_))
+            | Some(Kind::TouchMove(_))
+            | Some(Kind::ClockAlert(_))
+            | Some(Kind::ClaimJudged(_)) => {}
             Some(Kind::BoardStatus(status)) => {
                 self.board = BoardStatus {
                     state: status.state(),

@@ -14,7 +14,7 @@ mod time_control;
 
 pub use arbiter::ActionRejected;
 pub use chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
-pub use claims::{ClaimAssessment, UnconfirmedMove};
+pub use claims::{ClaimAssessment, ClaimStatement, UnconfirmedMove};
 pub use game::{
     CompletedMove, Game, GameError, IllegalMoveEntry, NewEvent, fen_of as fen, game_id_for,
     rules_of, validate_board_id,

@@ -8,7 +8,7 @@ use boardcast_game::device::{
     observation::Kind,
 };
 use boardcast_game::events::{
-    AdjustClocks, Annotation, ArbiterAction, EnterMove, GameEventRecord, GameStarted,
+    AdjustClocks, Annotation, ArbiterAction, ClaimRuling, EnterMove, GameEventRecord, GameStarted,
     PenaltyDecision, Player, RestorePosition, SideAction, TimeControl, TimePeriod,
     arbiter_action::Action,
 };
@@ -153,7 +153,17 @@ fn noise(rng: &mut Rng, game: &Game) -> Input {
                 })),
             }
         }
-        7 => match rng.below(4) {
+        7 => match rng.below(5) {
+            2 => Input::Arbiter(Action::Claim(ClaimRuling {
+                claimant: if game.position().turn().is_white() {
+                    "white".into()
+                } else {
+                    "black".into()
+                },
+                kind: 1 + rng.below(2) as i32,
+                upheld: rng.below(3) == 0,
+                ..Default::default()
+            })),
             0 => Input::Arbiter(Action::Restore(RestorePosition {
                 ply: rng.below(game.completed_moves().len() as u64 + 1) as u32,
                 reason: "illegal move found later".into(),

@@ -875,3 +875,63 @@ fn a_delay_is_not_taken_from_the_clock() {
     assert_eq!(alerts.len(), 1, "{alerts:?}");
     assert_eq!(alerts[0].expected_ms, 290_000);
 }
+
+#[test]
+fn a_claim_ruled_on_by_the_arbiter_is_recorded_with_the_log_verdict() {
+    use boardcast_game::events::{
+        ClaimKind as Kind2, ClaimRuling, GameResult, Termination, arbiter_action::Action,
+    };
+    let ruling = |claimant: &str, intended: &str, upheld: bool| {
+        Action::Claim(ClaimRuling {
+            claimant: claimant.into(),
+            kind: Kind2::Threefold as i32,
+            intended_move: intended.into(),
+            upheld,
+            ..Default::default()
+        })
+    };
+    let judged = |board: &Board| {
+        board
+            .log
+            .iter()
+            .filter_map(|k| match k {
+                Kind::ClaimJudged(j) => Some(j.clone()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    for san in ["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1"] {
+        board.play(&mut pos, san);
+    }
+    // Black is to move: White cannot claim.
+    let refused = act(&mut board, ruling("white", "", false), "IA Arbiter");
+    assert!(refused.is_err());
+    // Too early on the position: rejected, with the 2023 penalty (Article 9.5.3: +2 min) for
+    // the opponent, and the game goes on.
+    act(&mut board, ruling("black", "", false), "IA Arbiter").expect("recorded");
+    let first = &judged(&board)[0];
+    assert_eq!(first.verdict_from_log, "rejected");
+    assert!(!first.upheld);
+    assert_eq!(first.opponent_bonus_ms, 120_000);
+    assert!(!board.game.is_over());
+    // With the intended move Ng8 the start position stands for the third time: upheld.
+    act(&mut board, ruling("black", "Ng8", true), "IA Arbiter").expect("recorded");
+    let second = &judged(&board)[1];
+    assert_eq!(second.verdict_from_log, "upheld");
+    assert!(second.upheld);
+    assert!(
+        second.unconfirmed_plies.is_empty(),
+        "every move was pressed"
+    );
+    assert!(
+        !second.game_seqs.is_empty(),
+        "the verdict names its log entries"
+    );
+    assert_eq!(
+        board.game.result(),
+        Some((GameResult::Draw, Termination::DrawClaim))
+    );
+}

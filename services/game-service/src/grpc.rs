@@ -3,11 +3,9 @@
 use std::{pin::Pin, sync::Arc};
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
-use boardcast_game::{ActionRejected, Game, GameError, NewEvent, events::*};
+use boardcast_game::{ActionRejected, ClaimStatement, Game, GameError, NewEvent, events::*};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, game_subject};
-use boardcast_rules::claims::{
-    ClaimKind as RulesClaimKind, ClaimVerdict as RulesClaimVerdict, DrawClaim,
-};
+use boardcast_rules::claims::ClaimVerdict as RulesClaimVerdict;
 use futures::{Stream, StreamExt};
 use prost::Message as _;
 use tonic::{Request, Response, Status};
@@ -164,32 +162,18 @@ impl game_service_server::GameService for GameApi {
         request: Request<EvaluateClaimRequest>,
     ) -> Result<Response<ClaimVerdict>, Status> {
         let request = request.into_inner();
-        let kind = match request.kind() {
-            ClaimKind::Threefold => RulesClaimKind::Threefold,
-            ClaimKind::FiftyMoves => RulesClaimKind::Fifty,
-            ClaimKind::Unspecified => {
-                return Err(Status::invalid_argument("the kind of claim is missing"));
-            }
-        };
         let verdict = self
             .store
             .with_game(&request.game_id, |game| {
-                let intended_move = match request.intended_move.trim() {
-                    "" => None,
-                    text => Some(parse_move(game, text).ok_or_else(|| {
-                        Status::invalid_argument(format!(
-                            "the intended move {text:?} is not legal in {}",
-                            boardcast_game::fen(game.position())
-                        ))
-                    })?),
-                };
-                let claim = DrawClaim {
-                    kind,
-                    intended_move,
-                    claimant_has_moved: request.claimant_has_moved,
-                    claimant_has_touched: request.claimant_has_touched,
-                    claimant_remaining_ms: request.claimant_remaining_ms,
-                };
+                let claim = game
+                    .draw_claim(&ClaimStatement {
+                        kind: request.kind(),
+                        intended_move: &request.intended_move,
+                        claimant_has_moved: request.claimant_has_moved,
+                        claimant_has_touched: request.claimant_has_touched,
+                        claimant_remaining_ms: request.claimant_remaining_ms,
+                    })
+                    .map_err(Status::invalid_argument)?;
                 game.evaluate_claim(&claim)
                     .map_err(|e| Status::failed_precondition(e.to_string()))
             })
@@ -462,16 +446,6 @@ impl GameApi {
             .await
             .ok_or_else(|| Status::not_found(format!("no game {game_id:?}")))
     }
-}
-
-/// A move in SAN or UCI, legal in the game's position.
-fn parse_move(game: &Game, text: &str) -> Option<shakmaty::Move> {
-    boardcast_rules::pgn::parse_san(game.position(), text).or_else(|| {
-        text.parse::<shakmaty::uci::UciMove>()
-            .ok()?
-            .to_move(game.position())
-            .ok()
-    })
 }
 
 /// The game log's records on `subject` from the start, then live, each checked and opened.
