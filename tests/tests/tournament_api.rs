@@ -8,9 +8,9 @@ use async_nats::jetstream::{self, message::PublishMessage};
 use boardcast_kit::nats::{observation_message_id, observation_subject};
 use boardcast_schema::device::v1::{DeviceState, DeviceStatus, Observation, observation};
 use boardcast_schema::game::v1::{
-    ActRequest, ArbiterAction, DeclareResult, GameResult, ListBoardsRequest, ListGamesRequest,
-    ListTournamentsRequest, PairRoundRequest, Pairing, Player, TimeControl, TimePeriod,
-    arbiter_action::Action, game_service_client::GameServiceClient,
+    ActRequest, ArbiterAction, DeclareResult, GameResult, GetGameRequest, ListBoardsRequest,
+    ListGamesRequest, ListTournamentsRequest, PairRoundRequest, Pairing, Player, TimeControl,
+    TimePeriod, arbiter_action::Action, game_service_client::GameServiceClient,
 };
 use boardcast_testkit::{GameService, TestNats};
 use prost::Message as _;
@@ -207,6 +207,15 @@ async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Resul
         [("hall-1", "hall-open-r2-b2"), ("hall-2", "hall-open-r2-b1")]
     );
     assert!(boards.iter().all(|b| !b.game_over));
+    // Round 2's game on hall-1 follows the board from its last observation on: what the board
+    // sent before (round 1, the reset) is never applied to it, even if delivered late.
+    let round2_game = client
+        .get_game(GetGameRequest {
+            game_id: "hall-open-r2-b2".into(),
+        })
+        .await?
+        .into_inner();
+    assert_eq!(round2_game.info.map(|i| i.board_seq_before), Some(2));
 
     // The board's next observations go to the game now live on it.
     publish_status(&js, "hall-1", 3, DeviceState::Connected).await?;

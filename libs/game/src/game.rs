@@ -104,6 +104,9 @@ pub struct Game {
     pub(crate) touches: Vec<(u64, boardcast_rules::touch::Touch)>,
     /// The board as its gateway last reported it.
     pub(crate) board: BoardStatus,
+    /// Observations of the board up to this one were sent before the game was set up
+    /// (`GameStarted.board_seq_before`).
+    pub(crate) board_seq_floor: u64,
 }
 
 /// The physical board's state as its gateway reported it.
@@ -338,6 +341,7 @@ impl Game {
         };
         let position = start_position(&info)?;
         let rules = rules_of(&info)?;
+        let board_seq_floor = info.board_seq_before;
         let mut head = [0u8; 32];
         head.copy_from_slice(&record.hash);
         Ok(Game {
@@ -364,6 +368,7 @@ impl Game {
             flags: (false, false),
             touches: Vec::new(),
             board: BoardStatus::default(),
+            board_seq_floor,
         })
     }
 
@@ -724,6 +729,12 @@ impl Game {
     /// The board as its gateway last reported it.
     pub fn board_status(&self) -> BoardStatus {
         self.board
+    }
+
+    /// The board's last observation this game has accounted for: its own last one, or the last
+    /// one sent before the game was set up.
+    pub fn board_seq_accounted(&self) -> u64 {
+        self.last_device_seq.max(self.board_seq_floor)
     }
 
     pub fn last_device_seq(&self) -> u64 {

@@ -46,6 +46,11 @@ pub enum Ignored {
     GameOver,
     /// A clock reading that is not a press: the clock ticking.
     ClockTick,
+    /// From the game played on the board before this one was set up there.
+    EarlierGame {
+        device_seq: u64,
+        earlier_game_last: u64,
+    },
 }
 
 /// Why an observation cannot be used at all: the payload is wrong, not the game.
@@ -212,6 +217,12 @@ impl Game {
             });
         }
         Self::check_payload(obs)?;
+        if obs.device_seq <= self.board_seq_floor {
+            return Ok(ObservationOutcome::Ignored(Ignored::EarlierGame {
+                device_seq: obs.device_seq,
+                earlier_game_last: self.board_seq_floor,
+            }));
+        }
         if obs.device_seq <= self.last_device_seq {
             return Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
                 device_seq: obs.device_seq,

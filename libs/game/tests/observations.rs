@@ -194,3 +194,33 @@ fn result_signal_ends_the_game() {
     assert_eq!(game.result().map(|r| r.0), Some(GameResult::Draw));
     assert_eq!(game.moves().len(), 2);
 }
+
+#[test]
+fn observations_sent_before_the_game_was_set_up_are_not_its_own() {
+    // The board carried round 1's game up to observation 40; round 2's game starts after it.
+    let info = GameStarted {
+        board_seq_before: 40,
+        ..started("b1", "W", "B")
+    };
+    let game = new_game(&info);
+    let placement = |device_seq| Observation {
+        board_id: "b1".into(),
+        device_seq,
+        kind: Some(Kind::Placement(BoardPlacement {
+            placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
+        })),
+        ..Default::default()
+    };
+    assert_eq!(
+        game.decide_observation(&placement(38)).expect("valid"),
+        ObservationOutcome::Ignored(boardcast_game::Ignored::EarlierGame {
+            device_seq: 38,
+            earlier_game_last: 40,
+        })
+    );
+    assert!(matches!(
+        game.decide_observation(&placement(41)).expect("valid"),
+        ObservationOutcome::Events(_)
+    ));
+    assert_eq!(game.board_seq_accounted(), 40);
+}

@@ -235,6 +235,8 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
                 event_name: game.tag("Event").unwrap_or("").to_owned(),
                 site: game.tag("Site").unwrap_or("").to_owned(),
                 date: game.tag("Date").unwrap_or("").to_owned(),
+                // Filled in by the game service.
+                board_seq_before: 0,
             };
             let options = ScriptOptions {
                 initial_clock_ms: first.base_ms,
@@ -299,12 +301,15 @@ async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> a
     // speed the wall clock runs faster than the clock readings.
     let game_start_unix_ms = boardcast_kit::now_unix_ms();
     let subject = observation_subject(&plan.board_id);
+    // Numbered on from the board's last observation, as a gateway does: a board's numbers are
+    // never reused, and a game set up on it ignores those sent before.
+    let first_seq = boardcast_kit::nats::last_board_seq(js, &plan.board_id).await? + 1;
     for (i, step) in steps.into_iter().enumerate() {
         if let Speed::Factor(f) = speed {
             let due = start + Duration::from_secs_f64(step.at_ms as f64 / 1000.0 / f);
             tokio::time::sleep_until(due).await;
         }
-        let device_seq = i as u64 + 1;
+        let device_seq = first_seq + i as u64;
         let observation = Observation {
             board_id: plan.board_id.clone(),
             device_seq,

@@ -41,6 +41,8 @@ impl game_service_server::GameService for GameApi {
             .game
             .ok_or_else(|| Status::invalid_argument("the game to create is missing"))?;
         let actor = actor_or_operator(&request.actor);
+        let mut info = info;
+        info.board_seq_before = self.board_seq_now(&info.board_id).await?;
         let (game_id, event) = decide_start(&info, actor)?;
         self.check_board_free(&info, &game_id, request.replace_unfinished)
             .await?;
@@ -276,6 +278,7 @@ impl game_service_server::GameService for GameApi {
                 event_name: request.event_name.clone(),
                 site: request.site.clone(),
                 date: request.date.clone(),
+                board_seq_before: self.board_seq_now(&pairing.board_id).await?,
             };
             let (game_id, event) = decide_start(&info, actor).map_err(|status| {
                 Status::new(
@@ -425,9 +428,16 @@ impl GameApi {
         if created {
             tracing::info!(%game_id, board = %info.board_id, "game created");
         } else {
+            // The board's position in the ingest stream moves on; the pairing must not.
             let same = self
                 .store
-                .with_game(&game_id, |g| g.info() == info)
+                .with_game(&game_id, |g| {
+                    let stored = g.info();
+                    GameStarted {
+                        board_seq_before: stored.board_seq_before,
+                        ..info.clone()
+                    } == *stored
+                })
                 .await
                 .unwrap_or(false);
             if !same {
@@ -437,6 +447,18 @@ impl GameApi {
             }
         }
         Ok(CreateGameResponse { game_id, created })
+    }
+
+    /// The board's last observation in the ingest stream (0 when it has sent none): where a
+    /// game set up on it now starts following it.
+    async fn board_seq_now(&self, board_id: &str) -> Result<u64, Status> {
+        if boardcast_game::validate_board_id(board_id).is_err() {
+            // decide_start says what is wrong with it.
+            return Ok(0);
+        }
+        boardcast_kit::nats::last_board_seq(&self.js, board_id)
+            .await
+            .map_err(|e| Status::unavailable(format!("{e:#}")))
     }
 
     /// The game's last log entry, or NOT_FOUND.

@@ -122,7 +122,7 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
     let board = observation.board_id.clone();
     let stream_seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
     let last_applied = store
-        .with_board(&board, |g| g.last_device_seq())
+        .with_board(&board, |g| g.board_seq_accounted())
         .await
         .unwrap_or(0);
     let seen_here = seen.0.get(&board).copied().unwrap_or(0);
@@ -170,6 +170,14 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
             } else {
                 tracing::debug!(%board, device_seq, last_applied, "duplicate observation");
             }
+            seen.note(&board, observation.device_seq);
+            ack(message).await
+        }
+        Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::EarlierGame {
+            device_seq,
+            earlier_game_last,
+        })))) => {
+            tracing::info!(%board, device_seq, earlier_game_last, "observation of the board's previous game, delivered after the next game was set up: ignored");
             seen.note(&board, observation.device_seq);
             ack(message).await
         }

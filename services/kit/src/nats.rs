@@ -91,3 +91,30 @@ pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow:
     }
     Ok(())
 }
+
+/// The `device_seq` of the board's last observation in the ingest stream; 0 when it has sent
+/// none. A game set up on the board now follows it from there; a simulated board continues its
+/// numbering from there, as a gateway does (a board's numbers are never reused).
+pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::Result<u64> {
+    use async_nats::jetstream::stream::LastRawMessageErrorKind;
+    use prost::Message as _;
+    let stream = js
+        .get_stream(INGEST_STREAM)
+        .await
+        .context("opening the observation stream")?;
+    match stream
+        .get_last_raw_message_by_subject(&observation_subject(board_id))
+        .await
+    {
+        Ok(message) => {
+            let observation =
+                boardcast_schema::device::v1::Observation::decode(message.payload.as_ref())
+                    .with_context(|| {
+                        format!("board {board_id}'s last observation is undecodable")
+                    })?;
+            Ok(observation.device_seq)
+        }
+        Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(0),
+        Err(e) => Err(e).with_context(|| format!("reading board {board_id}'s last observation")),
+    }
+}
