@@ -422,8 +422,14 @@ impl Game {
                     self.touches.push((event.game_seq, touch));
                 }
                 if let Some(crate::device::observation::Kind::Clock(c)) = &observation.kind {
-                    self.clock_running =
-                        ClockRun::try_from(c.running).unwrap_or(ClockRun::Unspecified);
+                    self.flags = (c.white_flag, c.black_flag);
+                    // A paused clock is not a press when it runs again: only White and Black
+                    // count.
+                    if let Ok(running @ (ClockRun::White | ClockRun::Black)) =
+                        ClockRun::try_from(c.running)
+                    {
+                        self.clock_running = running;
+                    }
                 }
             }
             Some(Kind::MoveProvisional(p)) => {

@@ -168,12 +168,16 @@ impl Game {
             observation::Kind::Clock(c) => {
                 let running = ClockRun::try_from(c.running).ok()?;
                 // A press is the running side changing: the side that stopped pressed.
-                let pressed = match (self.clock_running, running) {
-                    (before, ClockRun::Black) if before != ClockRun::Black => Color::White,
-                    (before, ClockRun::White) if before != ClockRun::White => Color::Black,
-                    _ => return None,
-                };
-                InferenceEvent::ClockPressed { side: pressed }
+                // Any other reading is the clock ticking: time passes for the inference.
+                match (self.clock_running, running) {
+                    (before, ClockRun::Black) if before != ClockRun::Black => {
+                        InferenceEvent::ClockPressed { side: Color::White }
+                    }
+                    (before, ClockRun::White) if before != ClockRun::White => {
+                        InferenceEvent::ClockPressed { side: Color::Black }
+                    }
+                    _ => InferenceEvent::Tick,
+                }
             }
             observation::Kind::Status(_) => return None,
         };
@@ -233,23 +237,34 @@ impl Game {
             return Ok(ObservationOutcome::Ignored(Ignored::GameOver));
         }
         let input = self.inference_input(obs);
-        if let (None, Some(observation::Kind::Clock(c))) = (&input, &obs.kind) {
-            if (c.white_flag, c.black_flag) == self.flags {
+        let is_tick = input
+            .as_ref()
+            .is_some_and(|i| matches!(i.event, InferenceEvent::Tick));
+        if let (true, Some(observation::Kind::Clock(c))) = (is_tick, &obs.kind) {
+            // The clock ticking is recorded only when it matters: the board's quiet period ended
+            // with it (inference concluded something: a reconstruction, an irregularity) or a
+            // flag changed. Unrecorded ticks change nothing, so folding the log sees the same.
+            let flags_changed = (c.white_flag, c.black_flag) != self.flags;
+            let mut engine = self.inference.clone();
+            let outputs = input.map(|i| engine.observe(i)).unwrap_or_default();
+            if outputs.is_empty() && !flags_changed {
                 return Ok(ObservationOutcome::Ignored(Ignored::ClockTick));
             }
-            // A flag shown (or cleared, after the arbiter set the clock) is recorded.
             let mut events = vec![NewEvent {
                 kind: Kind::ObservationRecorded(ObservationRecorded {
                     observation: Some(obs.clone()),
                 }),
                 provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
             }];
-            if let Some(end) = self.flag_verdict(c.white_flag, c.black_flag) {
+            if flags_changed && let Some(end) = self.flag_verdict(c.white_flag, c.black_flag) {
                 events.push(game_ended(
                     end,
                     self.provenance(obs, Source::Clock, vec![obs.device_seq]),
                 ));
+                return Ok(ObservationOutcome::Events(events));
             }
+            let follows_game = self.follows_game(&engine);
+            events.extend(self.meaning(obs, outputs, follows_game));
             return Ok(ObservationOutcome::Events(events));
         }
         let mut events = vec![NewEvent {
