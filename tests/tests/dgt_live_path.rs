@@ -3,32 +3,21 @@
 //! a board, through its outbox to NATS, folded by the game service — into exactly the source
 //! games' moves and results.
 
+mod support;
+
 use std::{process::Command, time::Duration};
 
-use anyhow::{Context as _, bail};
-use boardcast_rules::pgn::{PgnGame, parse_san, read_games};
+use anyhow::bail;
+use boardcast_rules::pgn::read_games;
 use boardcast_schema::game::v1::{
     CreateGameRequest, GameResult, GameStarted, GetGameRequest, Player, TimeControl, TimePeriod,
     game_service_client::GameServiceClient,
 };
 use boardcast_testkit::{GameService, TestNats, program, repo_root};
-use shakmaty::{Position, uci::UciMove};
 
 /// Boards played through the whole path; every game of the file is replayed through the same
 /// decoder and inference by `cargo test -p boardcast-gateway --test dgt_replay`.
 const BOARDS: usize = 6;
-
-fn uci_moves(game: &PgnGame) -> anyhow::Result<Vec<String>> {
-    let mut pos = game.start_position()?;
-    game.moves
-        .iter()
-        .map(|m| {
-            let mv = parse_san(&pos, &m.san).with_context(|| format!("illegal {}", m.san))?;
-            pos.play_unchecked(mv);
-            Ok(UciMove::from_standard(mv).to_string())
-        })
-        .collect()
-}
 
 fn result_token(result: GameResult) -> &'static str {
     match result {
@@ -121,7 +110,7 @@ async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyho
                 let moves: Vec<String> = state.moves.iter().map(|m| m.uci.clone()).collect();
                 assert_eq!(
                     moves,
-                    uci_moves(expected)?,
+                    support::uci_moves(expected)?,
                     "moves of {game_id}, ended by {:?}",
                     state.termination()
                 );

@@ -1,27 +1,16 @@
 //! From simulated boards to the PGN a viewer downloads, with every part a real process: NATS,
 //! the game service, the broadcast service and `boardcast simulate`.
 
+mod support;
+
 use std::{collections::HashMap, process::Command, time::Duration};
 
 use anyhow::{Context as _, bail};
-use boardcast_rules::pgn::{PgnGame, parse_san, read_games};
+use boardcast_rules::pgn::{PgnGame, read_games};
 use boardcast_schema::game::v1::{GetGameRequest, game_service_client::GameServiceClient};
 use boardcast_testkit::{BroadcastService, GameService, TestNats, program, repo_root};
-use shakmaty::{Position, uci::UciMove};
 
 const BOARDS: usize = 6;
-
-fn uci_moves(game: &PgnGame) -> anyhow::Result<Vec<String>> {
-    let mut pos = game.start_position()?;
-    game.moves
-        .iter()
-        .map(|m| {
-            let mv = parse_san(&pos, &m.san).with_context(|| format!("illegal {}", m.san))?;
-            pos.play_unchecked(mv);
-            Ok(UciMove::from_standard(mv).to_string())
-        })
-        .collect()
-}
 
 async fn fetch_pgn(url: &str) -> anyhow::Result<Vec<PgnGame>> {
     let response = reqwest::get(url).await?;
@@ -90,8 +79,8 @@ async fn simulated_boards_reach_the_pgn_feed_move_for_move() -> anyhow::Result<(
         assert_eq!(game.tag("White"), source_game.tag("White"), "{round}");
         assert_eq!(game.tag("Black"), source_game.tag("Black"), "{round}");
         assert_eq!(
-            uci_moves(game)?,
-            uci_moves(source_game)?,
+            support::uci_moves(game)?,
+            support::uci_moves(source_game)?,
             "moves of {round}"
         );
         assert_eq!(game.result, source_game.result, "result of {round}");

@@ -1,4 +1,5 @@
-//! Shared by the game-log tests: short games, a clean reference run, reading and checking logs.
+//! Shared by the system tests: short games, a clean reference run, reading and checking logs,
+//! a score's moves in UCI.
 
 #![allow(dead_code)]
 
@@ -276,4 +277,19 @@ async fn clean_run() -> anyhow::Result<Baseline> {
         infos,
         observations,
     })
+}
+
+/// A score's moves in UCI, to compare games whatever SAN they were written in.
+pub fn uci_moves(game: &boardcast_rules::pgn::PgnGame) -> anyhow::Result<Vec<String>> {
+    use shakmaty::Position as _;
+    let mut pos = game.start_position()?;
+    game.moves
+        .iter()
+        .map(|m| {
+            let mv = boardcast_rules::pgn::parse_san(&pos, &m.san)
+                .with_context(|| format!("illegal {}", m.san))?;
+            pos.play_unchecked(mv);
+            Ok(shakmaty::uci::UciMove::from_standard(mv).to_string())
+        })
+        .collect()
 }
