@@ -159,20 +159,38 @@ pub fn incorrect_claim_penalty(
                 "9.5.b",
             )
         }
-        Edition::Fide2009 | Edition::Fide2014 => (
+        Edition::Fide2009 => (
             TimePenalty {
                 opponent_bonus_ms: 3 * MIN,
                 claimant_deduction_ms: 0,
             },
             "9.5",
         ),
-        Edition::Fide2018 => (
+        // From 2014 the penalty equals the illegal-move penalty: two minutes.
+        Edition::Fide2014 => (
             TimePenalty {
-                opponent_bonus_ms: 3 * MIN,
+                opponent_bonus_ms: 2 * MIN,
                 claimant_deduction_ms: 0,
             },
-            "9.5.3",
+            "9.5.b",
         ),
+        // 2018 blitz: "the penalties of Articles 7 and 9 shall be one minute" (B.3).
+        Edition::Fide2018 => match rules.category {
+            Category::Blitz => (
+                TimePenalty {
+                    opponent_bonus_ms: MIN,
+                    claimant_deduction_ms: 0,
+                },
+                "B.3",
+            ),
+            Category::Standard | Category::Rapid => (
+                TimePenalty {
+                    opponent_bonus_ms: 2 * MIN,
+                    claimant_deduction_ms: 0,
+                },
+                "9.5.3",
+            ),
+        },
         Edition::Fide2023 => match rules.category {
             Category::Standard => (
                 TimePenalty {
