@@ -5,9 +5,9 @@ use std::{process::Command, time::Duration};
 
 use anyhow::Context as _;
 use boardcast_schema::game::v1::{
-    ActRequest, ArbiterAction, ClaimKind, DrawAgreed, EvaluateClaimRequest, GetGameAtRequest,
-    GetGameRequest, SideAction, Source, StreamRoundEventsRequest, arbiter_action::Action,
-    game_event::Kind, game_service_client::GameServiceClient,
+    ActRequest, ArbiterAction, ClaimKind, DrawAgreed, EvaluateClaimRequest, GamePosition,
+    GetGameAtRequest, GetGameRequest, SideAction, Source, StreamRoundEventsRequest,
+    arbiter_action::Action, game_event::Kind, game_service_client::GameServiceClient,
 };
 use boardcast_testkit::{GameService, TestNats, program};
 use futures::StreamExt;
@@ -150,6 +150,7 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
         .stream_round_events(StreamRoundEventsRequest {
             tournament_id: "arbiters-open".into(),
             round: 1,
+            seen: Vec::new(),
         })
         .await?
         .into_inner();
@@ -166,5 +167,22 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
         }
     }
     assert_eq!(arbiter_actor.as_deref(), Some("IA Smith"));
+
+    // A client that reconnects after the game's tenth entry gets the rest only.
+    let mut events = client
+        .stream_round_events(StreamRoundEventsRequest {
+            tournament_id: "arbiters-open".into(),
+            round: 1,
+            seen: vec![GamePosition {
+                game_id: GAME.into(),
+                game_seq: 10,
+            }],
+        })
+        .await?
+        .into_inner();
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await?
+        .context("stream ended")??;
+    assert_eq!((first.game_id.as_str(), first.game_seq), (GAME, 11));
     Ok(())
 }

@@ -145,12 +145,26 @@ impl game_service_server::GameService for GameApi {
         }
         // Game ids are `<tournament>-r<round>-b<board>`: the round's games share that prefix.
         let prefix = format!("{}-r{}-b", request.tournament_id, request.round);
+        let seen: std::collections::HashMap<String, u64> = request
+            .seen
+            .into_iter()
+            .map(|p| (p.game_id, p.game_seq))
+            .collect();
+        let seen = Arc::new(seen);
         let records = log_records(&self.js, GAMES_SUBJECTS.to_owned()).await?;
         let events = records.filter_map(move |item| {
             let prefix = prefix.clone();
+            let seen = seen.clone();
             async move {
                 match item {
-                    Ok((event, _)) if event.game_id.starts_with(&prefix) => Some(Ok(event)),
+                    Ok((event, _))
+                        if event.game_id.starts_with(&prefix)
+                            && seen
+                                .get(&event.game_id)
+                                .is_none_or(|&last| event.game_seq > last) =>
+                    {
+                        Some(Ok(event))
+                    }
                     Ok(_) => None,
                     Err(e) => Some(Err(e)),
                 }
