@@ -1,46 +1,18 @@
 //! The game service as a process against a real NATS: unusable observations are kept with their
 //! reason, and a restart rebuilds every game from its log.
 
+mod support;
+
 use std::{process::Command, time::Duration};
 
-use anyhow::Context as _;
-use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use async_nats::jetstream;
 use boardcast_schema::{
     device::v1::{BoardPlacement, Observation, observation::Kind},
     game::v1::{GetGameRequest, game_service_client::GameServiceClient},
 };
 use boardcast_testkit::{GameService, TestNats, program};
-use futures::StreamExt;
 use prost::Message as _;
-
-async fn dead_letters(
-    js: &jetstream::Context,
-    count: usize,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let stream = js.get_stream("BOARDCAST_DEADLETTER").await?;
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await?;
-    let mut messages = consumer.messages().await?;
-    let mut out = Vec::new();
-    while out.len() < count {
-        let message = tokio::time::timeout(Duration::from_secs(20), messages.next())
-            .await
-            .context("waiting for dead letters")?
-            .context("dead-letter stream ended")??;
-        let reason = message
-            .headers
-            .as_ref()
-            .and_then(|h| h.get("Boardcast-Reason"))
-            .map(|v| v.as_str().to_owned())
-            .unwrap_or_default();
-        out.push((message.subject.to_string(), reason));
-    }
-    Ok(out)
-}
+use support::dead_letters;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unusable_observations_are_kept_with_their_reason() -> anyhow::Result<()> {

@@ -81,7 +81,10 @@ pub struct Game {
     pub(crate) result: Option<(GameResult, Termination)>,
     pub(crate) last_game_seq: u64,
     pub(crate) chain_head: [u8; 32],
+    /// The board's last observation accounted for: applied, or recorded as missing.
     pub(crate) last_device_seq: u64,
+    /// The board's observations that never arrived, as recorded.
+    pub(crate) missing: Vec<events::ObservationsMissing>,
     /// Move inference over the board's recorded observations.
     pub(crate) inference: Inference,
     /// The clock's running side at the last recorded reading.
@@ -358,6 +361,7 @@ impl Game {
             last_game_seq: 1,
             chain_head: head,
             last_device_seq: 0,
+            missing: Vec::new(),
             clock_running: ClockRun::Unspecified,
             illegal_tally: IllegalMoveTally::default(),
             reconstructed: Default::default(),
@@ -531,6 +535,10 @@ impl Game {
                     });
                     self.reconstructed.insert(ply);
                 }
+            }
+            Some(Kind::ObservationsMissing(missing)) => {
+                self.last_device_seq = self.last_device_seq.max(missing.last_device_seq);
+                self.missing.push(*missing);
             }
             Some(Kind::Irregularity(i)) => self.irregular = Some(i.placement.clone()),
             Some(Kind::IrregularityCleared(_)) => self.irregular = None,
@@ -731,7 +739,6 @@ impl Game {
         &self.chain_head
     }
 
-    /// The highest `device_seq` of the board that an event of this game rests on.
     /// The board as its gateway last reported it.
     pub fn board_status(&self) -> BoardStatus {
         self.board
@@ -743,8 +750,14 @@ impl Game {
         self.last_device_seq.max(self.board_seq_floor)
     }
 
+    /// The board's last observation applied to this game or recorded as missing.
     pub fn last_device_seq(&self) -> u64 {
         self.last_device_seq
+    }
+
+    /// The board's observations that never arrived, as recorded.
+    pub fn missing_observations(&self) -> &[events::ObservationsMissing] {
+        &self.missing
     }
 
     pub fn turn(&self) -> Color {
@@ -762,6 +775,7 @@ impl Game {
             moves: self.moves(),
             provisional: self.provisional().cloned(),
             provisional_line: self.provisional_line().into_iter().cloned().collect(),
+            missing_observations: self.missing.clone(),
             fen: fen_of(&self.position),
             result: result as i32,
             termination: termination as i32,

@@ -20,8 +20,8 @@ use crate::device::{
 use crate::events::{
     BoardStatusChanged, ClockAlert, GameEnded, GameResult, IllegalMoveRecorded,
     IrregularityCleared, IrregularityObserved, MoveCompleted, MoveProvisional, MovesReconstructed,
-    ObservationRecorded, PossibleTouchMoveBreach, Provenance, ProvisionalMoveWithdrawn, Source,
-    Termination, TouchObserved, game_event::Kind,
+    ObservationRecorded, ObservationsMissing, PossibleTouchMoveBreach, Provenance,
+    ProvisionalMoveWithdrawn, Source, Termination, TouchObserved, game_event::Kind,
 };
 use crate::game::{Game, NewEvent, fen_of};
 
@@ -51,6 +51,8 @@ pub enum Ignored {
         device_seq: u64,
         earlier_game_last: u64,
     },
+    /// Recorded as missing before it arrived: the game has moved on without it.
+    AfterItsGap { device_seq: u64 },
 }
 
 /// Why an observation cannot be used at all: the payload is wrong, not the game.
@@ -227,6 +229,15 @@ impl Game {
                 earlier_game_last: self.board_seq_floor,
             }));
         }
+        if self
+            .missing
+            .iter()
+            .any(|m| (m.first_device_seq..=m.last_device_seq).contains(&obs.device_seq))
+        {
+            return Ok(ObservationOutcome::Ignored(Ignored::AfterItsGap {
+                device_seq: obs.device_seq,
+            }));
+        }
         if obs.device_seq <= self.last_device_seq {
             return Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
                 device_seq: obs.device_seq,
@@ -283,6 +294,33 @@ impl Game {
             events.extend(self.board_status_change(obs, status));
         }
         Ok(ObservationOutcome::Events(events))
+    }
+
+    /// Records that the board's observations `first..=last` never arrived before `noticed_at`
+    /// (the caller has looked for them). Observations the game has already accounted for are
+    /// left out; nothing is recorded for a finished game.
+    pub fn decide_missing_observations(
+        &self,
+        first: u64,
+        last: u64,
+        noticed_at: &Observation,
+    ) -> Vec<NewEvent> {
+        let first = first.max(self.board_seq_accounted() + 1);
+        if first > last || last >= noticed_at.device_seq || self.is_over() {
+            return Vec::new();
+        }
+        vec![NewEvent {
+            kind: Kind::ObservationsMissing(ObservationsMissing {
+                first_device_seq: first,
+                last_device_seq: last,
+                noticed_at_device_seq: noticed_at.device_seq,
+            }),
+            provenance: self.provenance(
+                noticed_at,
+                Source::BoardSensor,
+                vec![noticed_at.device_seq],
+            ),
+        }]
     }
 
     /// A change the arbiter should know of: the board's connection state, or its battery falling

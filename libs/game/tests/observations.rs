@@ -224,3 +224,58 @@ fn observations_sent_before_the_game_was_set_up_are_not_its_own() {
     ));
     assert_eq!(game.board_seq_accounted(), 40);
 }
+
+#[test]
+fn missing_observations_are_recorded_and_late_ones_not_applied() {
+    let info = started("b1", "W", "B");
+    let mut game = new_game(&info);
+    let placement = |device_seq| Observation {
+        board_id: "b1".into(),
+        device_seq,
+        kind: Some(Kind::Placement(BoardPlacement {
+            placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
+        })),
+        ..Default::default()
+    };
+    let append = |game: &mut Game, events| {
+        for record in Game::record(Some(game), "test-r1-b1", events, 0) {
+            game.apply(&record).expect("folds");
+        }
+    };
+    let ObservationOutcome::Events(events) = game.decide_observation(&placement(1)).expect("valid")
+    else {
+        panic!("recorded");
+    };
+    append(&mut game, events);
+
+    // Observation 5 arrives; 2 to 4 never did.
+    let noticed = placement(5);
+    let events = game.decide_missing_observations(2, 4, &noticed);
+    assert_eq!(events.len(), 1);
+    append(&mut game, events);
+    let expected = boardcast_game::events::ObservationsMissing {
+        first_device_seq: 2,
+        last_device_seq: 4,
+        noticed_at_device_seq: 5,
+    };
+    assert_eq!(game.missing_observations(), &[expected]);
+    assert_eq!(game.to_state().missing_observations, vec![expected]);
+    // Recorded once: the same gap noticed again (the observation delivered again) adds nothing.
+    assert!(game.decide_missing_observations(2, 4, &noticed).is_empty());
+
+    let ObservationOutcome::Events(events) = game.decide_observation(&noticed).expect("valid")
+    else {
+        panic!("the observation that showed the gap is applied");
+    };
+    append(&mut game, events);
+    for late in 2..=4 {
+        assert_eq!(
+            game.decide_observation(&placement(late)).expect("valid"),
+            ObservationOutcome::Ignored(boardcast_game::Ignored::AfterItsGap { device_seq: late })
+        );
+    }
+    assert!(matches!(
+        game.decide_observation(&placement(5)).expect("valid"),
+        ObservationOutcome::Ignored(boardcast_game::Ignored::Duplicate { .. })
+    ));
+}

@@ -96,6 +96,11 @@ fn info(edition: &str) -> GameStarted {
 enum Input {
     Board(Kind),
     Arbiter(Action),
+    /// The board's observations `first..=last` never arrived (noticed at the next one).
+    Missing {
+        first: u64,
+        last: u64,
+    },
 }
 
 /// A disturbance a real board or hall produces: stray lifts and placements, a reading of a
@@ -206,6 +211,9 @@ fn decide(game: &Game, input: &Input, obs: &Observation) -> Option<Vec<NewEvent>
             Ok(ObservationOutcome::Events(events)) => Some(events),
             Ok(ObservationOutcome::Ignored(_)) | Err(_) => None,
         },
+        Input::Missing { first, last } => {
+            Some(game.decide_missing_observations(*first, *last, obs)).filter(|e| !e.is_empty())
+        }
         Input::Arbiter(action) => game
             .decide_arbiter(
                 &ArbiterAction {
@@ -261,13 +269,24 @@ fn check_replay(seed: u64, plies: usize, noise_per_mille: u64, edition: &str) {
         if rng.below(1000) < noise_per_mille {
             inputs.insert(0, noise(&mut rng, &live));
         }
+        let mut with_gaps = Vec::new();
         for input in inputs {
+            let mut gap = None;
             let obs = match &input {
                 Input::Board(kind) => {
-                    // Now and then a re-sent older observation: a duplicate.
+                    // Now and then a re-sent older observation: a duplicate (or one that
+                    // arrives after its gap was recorded); now and then some never arrive.
                     let seq = if device_seq > 3 && rng.below(50) == 0 {
                         device_seq - rng.below(3)
                     } else {
+                        if rng.below(40) == 0 {
+                            let lost = 1 + rng.below(3);
+                            gap = Some(Input::Missing {
+                                first: device_seq + 1,
+                                last: device_seq + lost,
+                            });
+                            device_seq += lost;
+                        }
                         device_seq += 1;
                         device_seq
                     };
@@ -280,13 +299,18 @@ fn check_replay(seed: u64, plies: usize, noise_per_mille: u64, edition: &str) {
                         kind: Some(kind.clone()),
                     }
                 }
-                Input::Arbiter(_) => Observation::default(),
+                Input::Arbiter(_) | Input::Missing { .. } => Observation::default(),
             };
+            with_gaps.extend(gap.map(|gap| (gap, obs.clone())));
+            with_gaps.push((input, obs));
+        }
+        for (input, obs) in with_gaps {
             let before = log.len();
             if std::env::var_os("REPLAY_DEBUG").is_some() {
                 match &input {
                     Input::Board(k) => eprintln!("board {} {:?}", obs.device_seq, k),
                     Input::Arbiter(a) => eprintln!("arbiter {a:?}"),
+                    Input::Missing { first, last } => eprintln!("missing {first}..={last}"),
                 }
             }
             if let Some(events) = decide(&live, &input, &obs) {

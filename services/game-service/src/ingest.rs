@@ -23,12 +23,18 @@
 //! A board may publish out of order (a gateway re-sending from its outbox) and the log may hold
 //! duplicates stored under different message ids. Duplicates are ignored by the aggregate
 //! (`device_seq` at or below the last applied). When an observation skips `device_seq`s, the
-//! board's later messages in the stream are searched for the missing ones; those found are
-//! decided first, in order (their own delivery later is then a duplicate). Missing ones that are
-//! not found are reported as a gap in the log; if one arrives later it is reported as too late.
+//! board's messages in the stream are read around it. Those before it were passed over (clock
+//! ticks and rejected observations leave no event, and may have been handled by another
+//! instance or before a restart): they are read from the last message of the board this
+//! instance handled, or from a point found by bisection, since a board's messages are in
+//! `device_seq` order. Those after it were published out of order: they are decided first, in
+//! order (their own delivery later is then a duplicate). The rest never arrived: they are
+//! recorded in the game's log as missing (`ObservationsMissing`), where the arbiter sees them;
+//! one that arrives after that is not applied (the game went on without it) and goes to the
+//! dead-letter stream.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
     time::Duration,
 };
 
@@ -90,13 +96,25 @@ pub async fn run(js: jetstream::Context, store: std::sync::Arc<Store>) -> anyhow
     anyhow::bail!("the observation consumer ended")
 }
 
-/// The highest `device_seq` this instance has seen per board, to tell gaps from observations it
-/// has already passed over (clock ticks, rejected ones), which are not recorded in the log.
+/// What this instance has handled of each board: the highest `device_seq`, and the stream
+/// sequence of the last message. Every message of the stream before the one being handled has
+/// been handled, by this instance or another (one observation in flight: see the module
+/// comment), so the board's messages in between were passed over by another instance.
 #[derive(Default)]
-struct Seen(HashMap<String, u64>);
+struct Seen(HashMap<String, SeenBoard>);
+
+#[derive(Default, Clone, Copy)]
+struct SeenBoard {
+    device_seq: u64,
+    stream_seq: u64,
+}
 
 /// At most how many later messages of the same board are searched for missing `device_seq`s.
 const LOOKAHEAD: usize = 32;
+
+/// At most how many earlier messages of the same board are read to find those another instance
+/// passed over; beyond that a gap is logged but not recorded (it cannot be told from ticks).
+const MAX_LOOKBACK: usize = 20_000;
 
 async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message: Message) {
     let subject_board = message.subject.split('.').nth(2).map(str::to_owned);
@@ -125,10 +143,10 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
         .with_board(&board, |g| g.board_seq_accounted())
         .await
         .unwrap_or(0);
-    let seen_here = seen.0.get(&board).copied().unwrap_or(0);
-    let known = seen_here.max(last_applied);
+    let seen_here = seen.0.get(&board).copied();
+    let known = seen_here.map_or(0, |s| s.device_seq).max(last_applied);
     if observation.device_seq > known + 1
-        && let Err(e) = fill_gap(js, store, seen, &observation, known, stream_seq).await
+        && let Err(e) = close_gap(js, store, seen_here, &observation, known, stream_seq).await
     {
         // Not acknowledged: decided again later, once the earlier ones can be read.
         tracing::warn!(%board, seq = observation.device_seq, "{e}");
@@ -140,7 +158,7 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
             dead_letter(js, message, Some(&observation.board_id), &reason).await
         }
         Ok(Some(Err(rejected))) => {
-            seen.note(&board, observation.device_seq);
+            seen.note(&board, observation.device_seq, stream_seq);
             dead_letter(
                 js,
                 message,
@@ -151,7 +169,7 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
         }
         Ok(Some(Ok(ObservationOutcome::Events(events)))) => {
             tracing::debug!(%board, seq = observation.device_seq, events = events.len(), "applied");
-            seen.note(&board, observation.device_seq);
+            seen.note(&board, observation.device_seq, stream_seq);
             ack(message).await
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
@@ -165,12 +183,12 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
                     tracing::warn!(%board, seq = device_seq, "{e}");
                     return nak(message).await;
                 }
-            } else if device_seq > seen_here {
+            } else if device_seq > seen_here.map_or(0, |s| s.device_seq) {
                 tracing::warn!(%board, device_seq, last_applied, "observation arrived too late: a later one of this board was already applied");
             } else {
                 tracing::debug!(%board, device_seq, last_applied, "duplicate observation");
             }
-            seen.note(&board, observation.device_seq);
+            seen.note(&board, observation.device_seq, stream_seq);
             ack(message).await
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::EarlierGame {
@@ -178,12 +196,19 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
             earlier_game_last,
         })))) => {
             tracing::info!(%board, device_seq, earlier_game_last, "observation of the board's previous game, delivered after the next game was set up: ignored");
-            seen.note(&board, observation.device_seq);
+            seen.note(&board, observation.device_seq, stream_seq);
             ack(message).await
+        }
+        Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::AfterItsGap { device_seq })))) => {
+            seen.note(&board, device_seq, stream_seq);
+            let reason = format!(
+                "observation {device_seq} of board {board} arrived after it was recorded as missing: the game went on without it"
+            );
+            dead_letter(js, message, Some(&board), &reason).await
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(why)))) => {
             tracing::debug!(%board, seq = observation.device_seq, ?why, "no change");
-            seen.note(&board, observation.device_seq);
+            seen.note(&board, observation.device_seq, stream_seq);
             ack(message).await
         }
         Err(e @ (AppendError::Conflict(_) | AppendError::Failed { .. })) => {
@@ -195,9 +220,10 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
 }
 
 impl Seen {
-    fn note(&mut self, board: &str, device_seq: u64) {
+    fn note(&mut self, board: &str, device_seq: u64, stream_seq: u64) {
         let entry = self.0.entry(board.to_owned()).or_default();
-        *entry = (*entry).max(device_seq);
+        entry.device_seq = entry.device_seq.max(device_seq);
+        entry.stream_seq = entry.stream_seq.max(stream_seq);
     }
 }
 
@@ -237,69 +263,167 @@ async fn complete(store: &Store, observation: &Observation) -> Result<usize, App
         .await
 }
 
-/// Decides, in order, the board's observations between `known` and `observation` that were
-/// published after it (found later in the stream); reports those that cannot be found.
-async fn fill_gap(
+/// Accounts for the board's `device_seq`s between `known` and `observation`: those in the stream
+/// before it were passed over by another instance (clock ticks, rejected observations); those
+/// published after it are decided now, in order; the rest never arrived and are recorded as
+/// missing in the game's log.
+async fn close_gap(
     js: &jetstream::Context,
     store: &Store,
-    seen: &mut Seen,
+    seen_here: Option<SeenBoard>,
     observation: &Observation,
     known: u64,
     stream_seq: u64,
 ) -> Result<(), String> {
     let board = &observation.board_id;
     let wanted = known + 1..observation.device_seq;
-    let mut found: BTreeMap<u64, Observation> = BTreeMap::new();
-    if stream_seq > 0 {
+    if stream_seq == 0 {
+        tracing::warn!(%board, before = observation.device_seq, "gap in the board's observations: cannot look for them (no stream sequence)");
+        return Ok(());
+    }
+    let messages = BoardMessages::open(js, board).await?;
+    // Where the board's messages after `known` start: after the last one this instance handled,
+    // or, if it has handled none (just started), found by bisection.
+    let mut next = match seen_here {
+        Some(s) if s.stream_seq > 0 => s.stream_seq + 1,
+        _ => messages.first_after(known, stream_seq).await?,
+    };
+    let mut passed_over = BTreeSet::new();
+    let mut later: BTreeMap<u64, Observation> = BTreeMap::new();
+    let (mut before_count, mut after_count) = (0, 0);
+    let mut complete = true;
+    while passed_over.len() + later.len() < wanted.clone().count() {
+        let Some((seq, read)) = messages.next_from(next).await? else {
+            break;
+        };
+        next = seq + 1;
+        let Some(read) = read.filter(|o| o.board_id == *board) else {
+            continue;
+        };
+        if seq < stream_seq {
+            before_count += 1;
+            if before_count > MAX_LOOKBACK {
+                complete = false;
+                break;
+            }
+            if wanted.contains(&read.device_seq) {
+                passed_over.insert(read.device_seq);
+            }
+        } else if seq > stream_seq {
+            after_count += 1;
+            // A board's messages are in order but for the few it re-sent: the search ends at
+            // the first one that comes after this observation.
+            if after_count > LOOKAHEAD || read.device_seq > observation.device_seq {
+                break;
+            }
+            if wanted.contains(&read.device_seq) {
+                later.insert(read.device_seq, read);
+            }
+        }
+    }
+    if !passed_over.is_empty() {
+        tracing::debug!(%board, count = passed_over.len(), before = observation.device_seq, "observations passed over by another instance (or before a restart)");
+    }
+    // In device_seq order: a late observation is decided before the gap after it is recorded.
+    let mut missing: Option<(u64, u64)> = None;
+    for device_seq in wanted.clone() {
+        if let Some(earlier) = later.remove(&device_seq) {
+            record_missing(store, observation, missing.take(), complete).await?;
+            tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
+            decide(store, &earlier).await.map_err(|e| e.to_string())?;
+        } else if passed_over.contains(&device_seq) {
+            record_missing(store, observation, missing.take(), complete).await?;
+        } else {
+            missing =
+                Some(missing.map_or((device_seq, device_seq), |(first, _)| (first, device_seq)));
+        }
+    }
+    record_missing(store, observation, missing, complete).await
+}
+
+/// Records `range` of the board's observations as missing, when the search for them was
+/// complete; otherwise only logs it.
+async fn record_missing(
+    store: &Store,
+    observation: &Observation,
+    range: Option<(u64, u64)>,
+    search_complete: bool,
+) -> Result<(), String> {
+    let Some((first, last)) = range else {
+        return Ok(());
+    };
+    let board = &observation.board_id;
+    if !search_complete {
+        tracing::warn!(%board, from = first, to = last, before = observation.device_seq, "gap in the board's observations: too many messages to tell it from passed-over ones; not recorded");
+        return Ok(());
+    }
+    tracing::warn!(%board, from = first, to = last, before = observation.device_seq, "gap in the board's observations: never arrived, recorded as missing");
+    store
+        .decide_on_board(
+            board,
+            boardcast_kit::now_unix_ms(),
+            |game| game.decide_missing_observations(first, last, observation),
+            Vec::clone,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// One board's messages in the observation stream, read by stream sequence.
+struct BoardMessages {
+    stream: jetstream::stream::Stream,
+    subject: String,
+}
+
+impl BoardMessages {
+    async fn open(js: &jetstream::Context, board: &str) -> Result<Self, String> {
         let stream = js
             .get_stream(INGEST_STREAM)
             .await
             .map_err(|e| format!("opening the observation stream: {e}"))?;
-        let subject = observation_subject(board);
-        let mut next = stream_seq + 1;
-        for _ in 0..LOOKAHEAD {
-            let message = match stream
-                .raw_message_builder()
-                .sequence(next)
-                .next_by_subject(subject.clone())
-                .send()
-                .await
-            {
-                Ok(m) => m,
-                Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => break,
-                Err(e) => return Err(format!("looking for earlier observations: {e}")),
-            };
-            next = message.sequence + 1;
-            let Ok(later) = Observation::decode(message.payload.as_ref()) else {
-                continue;
-            };
-            // A board's messages are in order but for the few it re-sent: the search ends at
-            // the first one that comes after this observation.
-            if later.device_seq > observation.device_seq {
-                break;
-            }
-            if wanted.contains(&later.device_seq) && later.board_id == *board {
-                found.insert(later.device_seq, later);
-                if found.len() as u64 == wanted.end - wanted.start {
-                    break;
+        Ok(Self {
+            stream,
+            subject: observation_subject(board),
+        })
+    }
+
+    /// The board's first message at or after stream sequence `seq`, decoded if it can be.
+    async fn next_from(&self, seq: u64) -> Result<Option<(u64, Option<Observation>)>, String> {
+        match self
+            .stream
+            .raw_message_builder()
+            .sequence(seq)
+            .next_by_subject(self.subject.clone())
+            .send()
+            .await
+        {
+            Ok(m) => Ok(Some((
+                m.sequence,
+                Observation::decode(m.payload.as_ref()).ok(),
+            ))),
+            Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => Ok(None),
+            Err(e) => Err(format!("reading the board's observations: {e}")),
+        }
+    }
+
+    /// The stream sequence from which the board's messages before `before` have `device_seq`s
+    /// above `known` (a board's messages are in `device_seq` order, so bisection finds it).
+    async fn first_after(&self, known: u64, before: u64) -> Result<u64, String> {
+        let (mut low, mut high) = (1, before);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            match self.next_from(middle).await? {
+                Some((seq, read))
+                    if seq < before && read.as_ref().is_none_or(|o| o.device_seq <= known) =>
+                {
+                    low = seq + 1
                 }
+                _ => high = middle,
             }
         }
+        Ok(low)
     }
-    let missing: Vec<u64> = wanted.clone().filter(|s| !found.contains_key(s)).collect();
-    if let (Some(first), Some(last)) = (missing.first(), missing.last()) {
-        // With several instances, the missing ones may be clock ticks another instance passed
-        // over (ticks are not recorded in the log).
-        tracing::warn!(%board, from = first, to = last, count = missing.len(), before = observation.device_seq, "gap in the board's observations: not received (yet)");
-    }
-    for (device_seq, earlier) in found {
-        tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
-        match decide(store, &earlier).await {
-            Ok(_) => seen.note(board, device_seq),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Ok(())
 }
 
 async fn nak(message: Message) {

@@ -293,3 +293,33 @@ pub fn uci_moves(game: &boardcast_rules::pgn::PgnGame) -> anyhow::Result<Vec<Str
         })
         .collect()
 }
+
+/// The first `count` observations kept on the dead-letter stream: (subject, reason).
+pub async fn dead_letters(
+    js: &jetstream::Context,
+    count: usize,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let stream = js.get_stream("BOARDCAST_DEADLETTER").await?;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    let mut messages = consumer.messages().await?;
+    let mut out = Vec::new();
+    while out.len() < count {
+        let message = tokio::time::timeout(Duration::from_secs(20), messages.next())
+            .await
+            .context("waiting for dead letters")?
+            .context("dead-letter stream ended")??;
+        let reason = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Boardcast-Reason"))
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default();
+        out.push((message.subject.to_string(), reason));
+    }
+    Ok(out)
+}
