@@ -264,21 +264,16 @@ pub(crate) fn describe(action: &ArbiterAction) -> Option<String> {
                 format!(": {}", d.note)
             }
         ),
-        Action::Restore(r) => format!("position after ply {} restored ({})", r.ply, r.reason),
+        Action::Restore(r) => {
+            let mut parts = vec![format!("position after ply {} restored", r.ply)];
+            parts.extend(clocks_set(r.white_remaining_ms, r.black_remaining_ms));
+            if !r.reason.is_empty() {
+                parts.push(r.reason.clone());
+            }
+            parts.join("; ")
+        }
         Action::Clocks(c) => {
-            let mut parts = Vec::new();
-            if let Some(ms) = c.white_remaining_ms {
-                parts.push(format!(
-                    "White's clock set to {}",
-                    boardcast_rules::pgn::format_clock(ms)
-                ));
-            }
-            if let Some(ms) = c.black_remaining_ms {
-                parts.push(format!(
-                    "Black's clock set to {}",
-                    boardcast_rules::pgn::format_clock(ms)
-                ));
-            }
+            let mut parts = clocks_set(c.white_remaining_ms, c.black_remaining_ms);
             if c.white_added_ms != 0 {
                 parts.push(format!("{:+} s for White", c.white_added_ms / 1000));
             }
@@ -312,4 +307,19 @@ pub(crate) fn describe(action: &ArbiterAction) -> Option<String> {
         ),
     };
     Some(text)
+}
+
+/// "White's clock set to 1:30:00", for each clock the arbiter set.
+fn clocks_set(white_ms: Option<u64>, black_ms: Option<u64>) -> Vec<String> {
+    [("White", white_ms), ("Black", black_ms)]
+        .into_iter()
+        .filter_map(|(side, ms)| {
+            ms.map(|ms| {
+                format!(
+                    "{side}'s clock set to {}",
+                    boardcast_rules::pgn::format_clock(ms)
+                )
+            })
+        })
+        .collect()
 }

@@ -107,9 +107,23 @@ pub struct Game {
     pub(crate) touches: Vec<(u64, boardcast_rules::touch::Touch)>,
     /// The board as its gateway last reported it.
     pub(crate) board: BoardStatus,
+    /// Changes to the clocks the time control does not predict, with the number of completed
+    /// moves when each was made.
+    pub(crate) clock_changes: Vec<(usize, ClockChange)>,
     /// Observations of the board up to this one were sent before the game was set up
     /// (`GameStarted.board_seq_before`).
     pub(crate) board_seq_floor: u64,
+}
+
+/// A change to the clocks made by the arbiter, which the next readings reflect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClockChange {
+    /// Time added (or taken, when negative), e.g. for the opponent's illegal move.
+    Added { white_ms: i64, black_ms: i64 },
+    /// A clock set to a new time: the reading after it cannot be predicted from before.
+    Set { white: bool, black: bool },
+    /// The position was restored (Article 7): the clocks were set for it.
+    Restored,
 }
 
 /// The physical board's state as its gateway reported it.
@@ -372,6 +386,7 @@ impl Game {
             flags: (false, false),
             touches: Vec::new(),
             board: BoardStatus::default(),
+            clock_changes: Vec::new(),
             board_seq_floor,
         })
     }
@@ -566,6 +581,29 @@ impl Game {
                 } else if let Some(text) = crate::arbiter::describe(action) {
                     self.arbiter_notes.push((ply, format!("{text} ({actor})")));
                 }
+                if let Some(crate::events::arbiter_action::Action::Clocks(c)) = &action.action {
+                    let completed = self.moves.len();
+                    self.clock_changes.push((
+                        completed,
+                        ClockChange::Added {
+                            white_ms: c.white_added_ms,
+                            black_ms: c.black_added_ms,
+                        },
+                    ));
+                    let set = (
+                        c.white_remaining_ms.is_some(),
+                        c.black_remaining_ms.is_some(),
+                    );
+                    if set.0 || set.1 {
+                        self.clock_changes.push((
+                            completed,
+                            ClockChange::Set {
+                                white: set.0,
+                                black: set.1,
+                            },
+                        ));
+                    }
+                }
                 if let Some(crate::events::arbiter_action::Action::Penalty(decision)) =
                     &action.action
                     && let Some(entry) = self
@@ -574,6 +612,16 @@ impl Game {
                         .find(|e| e.game_seq == decision.illegal_move_game_seq)
                 {
                     entry.decided = Some(decision.confirmed);
+                    // A confirmed penalty's time is given to the opponent on the clock.
+                    let bonus = entry.event.opponent_bonus_ms as i64;
+                    if decision.confirmed && bonus > 0 {
+                        let (white_ms, black_ms) = match entry.event.offender.as_str() {
+                            "white" => (0, bonus),
+                            _ => (bonus, 0),
+                        };
+                        self.clock_changes
+                            .push((self.moves.len(), ClockChange::Added { white_ms, black_ms }));
+                    }
                     // A rejected penalty does not count towards the next one.
                     if !decision.confirmed && !entry.event.proposed_penalty.starts_with("none") {
                         match entry.event.offender.as_str() {
@@ -595,6 +643,9 @@ impl Game {
                     return Err(inconsistent(format!("cannot restore ply {ply}")));
                 }
                 self.moves.truncate(ply);
+                self.clock_changes
+                    .retain(|(completed, _)| *completed <= ply);
+                self.clock_changes.push((ply, ClockChange::Restored));
                 self.touches.clear();
                 self.repetition.truncate(restored.ply);
                 self.position = self.repetition.position().clone();

@@ -23,7 +23,7 @@ use crate::events::{
     ObservationRecorded, ObservationsMissing, PossibleTouchMoveBreach, Provenance,
     ProvisionalMoveWithdrawn, Source, Termination, TouchObserved, game_event::Kind,
 };
-use crate::game::{Game, NewEvent, fen_of};
+use crate::game::{ClockChange, Game, NewEvent, fen_of};
 
 /// Where a move of `ply` goes in a provisional line after `completed` moves; `None` for a ply
 /// already completed or beyond the line.
@@ -864,8 +864,28 @@ impl Game {
         let own_move = ply.div_ceil(2);
         let effect = period_effect(periods, own_move);
         let (bonus, boundary) = (effect.bonus_ms, effect.completes_period);
+        // What the arbiter did to the mover's clock since the mover's previous move.
+        let mut arbiter_ms = 0;
+        for (_, change) in self
+            .clock_changes
+            .iter()
+            .filter(|(completed, _)| (index - 1..=index).contains(completed))
+        {
+            match *change {
+                ClockChange::Restored => return None,
+                ClockChange::Set { white, black } => {
+                    if (white && mover_is_white) || (black && !mover_is_white) {
+                        return None;
+                    }
+                }
+                ClockChange::Added { white_ms, black_ms } => {
+                    arbiter_ms += if mover_is_white { white_ms } else { black_ms }
+                }
+            }
+        }
         let used = (thinking - effect.delay_ms as i64).max(0);
-        let expected = previous_ms as i64 - used + effect.increment_ms as i64 + bonus as i64;
+        let expected =
+            previous_ms as i64 - used + effect.increment_ms as i64 + bonus as i64 + arbiter_ms;
         let reported = if mover_is_white { clocks.0 } else { clocks.1 } as i64;
         if (reported - expected).abs() <= TOLERANCE_MS {
             return None;

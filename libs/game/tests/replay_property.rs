@@ -172,6 +172,8 @@ fn noise(rng: &mut Rng, game: &Game) -> Input {
             0 => Input::Arbiter(Action::Restore(RestorePosition {
                 ply: rng.below(game.completed_moves().len() as u64 + 1) as u32,
                 reason: "illegal move found later".into(),
+                white_remaining_ms: (rng.below(2) == 0).then_some(600_000),
+                black_remaining_ms: None,
             })),
             1 => Input::Arbiter(Action::DrawOffer(SideAction {
                 side: "white".into(),

@@ -421,7 +421,7 @@ fn restoring_a_position_entering_moves_and_ending_the_game() {
             &mut board,
             Action::Restore(RestorePosition {
                 ply: 2,
-                reason: String::new()
+                ..Default::default()
             }),
             ""
         )
@@ -433,6 +433,7 @@ fn restoring_a_position_entering_moves_and_ending_the_game() {
         Action::Restore(RestorePosition {
             ply: 2,
             reason: "displaced pieces".into(),
+            ..Default::default()
         }),
         "IA Smith",
     )
@@ -934,4 +935,97 @@ fn a_claim_ruled_on_by_the_arbiter_is_recorded_with_the_log_verdict() {
         board.game.result(),
         Some((GameResult::Draw, Termination::DrawClaim))
     );
+}
+
+#[test]
+fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
+    use boardcast_game::events::{AdjustClocks, RestorePosition, arbiter_action::Action};
+    // 5 minutes, no increment; every move takes 3 s.
+    let periods = vec![TimePeriod {
+        moves: 0,
+        base_ms: 300_000,
+        ..Default::default()
+    }];
+    let mut board = Board::with("fide-2023", "", periods);
+    let mut pos = Chess::default();
+    let mut t = 1_000_000i64;
+    let mut play = |board: &mut Board, pos: &mut Chess, san: &str, white: u64, black: u64| {
+        t += 3_000;
+        let mv = san.parse::<San>().unwrap().to_move(pos).unwrap();
+        pos.play_unchecked(mv);
+        board.observe_at(
+            Obs::Placement(BoardPlacement {
+                placement: pos.board().board_fen().to_string(),
+            }),
+            t - 100,
+        );
+        board.observe_at(
+            Obs::Clock(ClockReading {
+                white_remaining_ms: white,
+                black_remaining_ms: black,
+                running: if pos.turn().is_white() {
+                    ClockRun::White
+                } else {
+                    ClockRun::Black
+                } as i32,
+                ..Default::default()
+            }),
+            t,
+        );
+    };
+    play(&mut board, &mut pos, "e4", 297_000, 300_000);
+    play(&mut board, &mut pos, "e5", 297_000, 297_000);
+    // Two minutes for White (Article 7.5.5 after an illegal move by Black): White's next reading
+    // has them.
+    act(
+        &mut board,
+        Action::Clocks(AdjustClocks {
+            white_added_ms: 120_000,
+            reason: "illegal move by Black".into(),
+            ..Default::default()
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    play(&mut board, &mut pos, "Nf3", 414_000, 297_000);
+    play(&mut board, &mut pos, "Nc6", 414_000, 294_000);
+    assert_eq!(clock_alerts(&board), vec![], "the added time was expected");
+
+    // Back to the position after 1. e4 e5 (Article 7) with the clocks set for it: the readings
+    // start again from what the arbiter set.
+    act(
+        &mut board,
+        Action::Restore(RestorePosition {
+            ply: 2,
+            reason: "pieces displaced".into(),
+            white_remaining_ms: Some(400_000),
+            black_remaining_ms: Some(290_000),
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    let mut pos = Chess::default();
+    for san in ["e4", "e5"] {
+        let mv = san.parse::<San>().unwrap().to_move(&pos).unwrap();
+        pos.play_unchecked(mv);
+    }
+    board.placement(&pos);
+    play(&mut board, &mut pos, "Nf3", 397_000, 290_000);
+    play(&mut board, &mut pos, "Nc6", 397_000, 287_000);
+    play(&mut board, &mut pos, "Bb5", 394_000, 287_000);
+    assert_eq!(board.game.moves().len(), 5);
+    assert_eq!(clock_alerts(&board), vec![], "the set clocks were expected");
+    let notes = board.game.arbiter_notes();
+    assert!(
+        notes.iter().any(|(_, text)| text.contains(
+            "position after ply 2 restored; White's clock set to 0:06:40; Black's clock set to 0:04:50"
+        )),
+        "{notes:?}"
+    );
+
+    // Time nobody gave is still an alert.
+    play(&mut board, &mut pos, "a6", 394_000, 344_000);
+    let alerts = clock_alerts(&board);
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert_eq!((alerts[0].ply, alerts[0].expected_ms), (6, 284_000));
 }
