@@ -166,15 +166,7 @@ async fn duplicated_and_reordered_observations_make_the_same_games() -> anyhow::
     };
     let mut service = GameService::start_with(&nats.url(), options.clone())?;
     let mut client = GameServiceClient::connect(service.url()).await?;
-    for info in &base.infos {
-        client
-            .create_game(CreateGameRequest {
-                game: Some(info.clone()),
-                actor: "test".into(),
-                ..Default::default()
-            })
-            .await?;
-    }
+    create_games(&mut client, &base.infos).await?;
     // A board whose observation 2 never arrives: a gap to report.
     let first = &base.infos[0];
     let mut gap_info = first.clone();
@@ -477,15 +469,7 @@ async fn clock_ticks_passed_over_by_another_instance_are_not_gaps() -> anyhow::R
     let first = GameService::start_with(&nats.url(), logged("first.log"))?;
     let second = GameService::start_with(&nats.url(), logged("second.log"))?;
     let mut client = GameServiceClient::connect(first.url()).await?;
-    for info in &base.infos {
-        client
-            .create_game(CreateGameRequest {
-                game: Some(info.clone()),
-                actor: "test".into(),
-                ..Default::default()
-            })
-            .await?;
-    }
+    create_games(&mut client, &base.infos).await?;
     publish(first_half).await?;
     drained(&js).await?;
     drop((first, second));
@@ -521,5 +505,22 @@ async fn clock_ticks_passed_over_by_another_instance_are_not_gaps() -> anyhow::R
         looked_back("third.log"),
         "the new instance looked back for the ticks"
     );
+    Ok(())
+}
+
+/// Sets up the clean run's games, as the simulator does.
+async fn create_games(
+    client: &mut GameServiceClient<tonic::transport::Channel>,
+    infos: &[boardcast_schema::game::v1::GameStarted],
+) -> anyhow::Result<()> {
+    for info in infos {
+        client
+            .create_game(CreateGameRequest {
+                game: Some(info.clone()),
+                actor: "test".into(),
+                ..Default::default()
+            })
+            .await?;
+    }
     Ok(())
 }

@@ -127,6 +127,36 @@ impl Board {
         });
     }
 
+    /// A move seen on the board just before the mover's press at `at_ms`, the clock then
+    /// reading `clocks` (White, Black).
+    fn play_timed(&mut self, pos: &mut Chess, san: &str, at_ms: i64, clocks: (u64, u64)) {
+        let mv = san
+            .parse::<San>()
+            .expect("san")
+            .to_move(pos)
+            .expect("legal");
+        pos.play_unchecked(mv);
+        self.observe_at(
+            Obs::Placement(BoardPlacement {
+                placement: pos.board().board_fen().to_string(),
+            }),
+            at_ms - 100,
+        );
+        self.observe_at(
+            Obs::Clock(ClockReading {
+                white_remaining_ms: clocks.0,
+                black_remaining_ms: clocks.1,
+                running: if pos.turn().is_white() {
+                    ClockRun::White
+                } else {
+                    ClockRun::Black
+                } as i32,
+                ..Default::default()
+            }),
+            at_ms,
+        );
+    }
+
     fn count(&self, f: impl Fn(&Kind) -> bool) -> usize {
         self.log.iter().filter(|k| f(k)).count()
     }
@@ -648,31 +678,7 @@ fn forty_moves(adds_period: bool) -> Board {
         if ply / 2 + 1 == 40 && adds_period {
             clocks[side] += 30 * 60_000;
         }
-        let mv = cycle[ply % 4]
-            .parse::<San>()
-            .expect("san")
-            .to_move(&pos)
-            .expect("legal");
-        pos.play_unchecked(mv);
-        board.observe_at(
-            Obs::Placement(BoardPlacement {
-                placement: pos.board().board_fen().to_string(),
-            }),
-            t - 500,
-        );
-        board.observe_at(
-            Obs::Clock(ClockReading {
-                white_remaining_ms: clocks[0],
-                black_remaining_ms: clocks[1],
-                running: if side == 0 {
-                    ClockRun::Black
-                } else {
-                    ClockRun::White
-                } as i32,
-                ..Default::default()
-            }),
-            t,
-        );
+        board.play_timed(&mut pos, cycle[ply % 4], t, (clocks[0], clocks[1]));
     }
     board
 }
@@ -845,27 +851,7 @@ fn a_delay_is_not_taken_from_the_clock() {
             ("Nf3", 25_000, reported_after_slow_move, 300_000),
         ] {
             t += think;
-            let mv = san.parse::<San>().unwrap().to_move(&pos).unwrap();
-            pos.play_unchecked(mv);
-            board.observe_at(
-                Obs::Placement(BoardPlacement {
-                    placement: pos.board().board_fen().to_string(),
-                }),
-                t - 100,
-            );
-            board.observe_at(
-                Obs::Clock(ClockReading {
-                    white_remaining_ms: white,
-                    black_remaining_ms: black,
-                    running: if pos.turn().is_white() {
-                        ClockRun::White
-                    } else {
-                        ClockRun::Black
-                    } as i32,
-                    ..Default::default()
-                }),
-                t,
-            );
+            board.play_timed(&mut pos, san, t, (white, black));
         }
         assert_eq!(board.game.completed_moves().len(), 3);
         clock_alerts(&board)
@@ -951,27 +937,7 @@ fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
     let mut t = 1_000_000i64;
     let mut play = |board: &mut Board, pos: &mut Chess, san: &str, white: u64, black: u64| {
         t += 3_000;
-        let mv = san.parse::<San>().unwrap().to_move(pos).unwrap();
-        pos.play_unchecked(mv);
-        board.observe_at(
-            Obs::Placement(BoardPlacement {
-                placement: pos.board().board_fen().to_string(),
-            }),
-            t - 100,
-        );
-        board.observe_at(
-            Obs::Clock(ClockReading {
-                white_remaining_ms: white,
-                black_remaining_ms: black,
-                running: if pos.turn().is_white() {
-                    ClockRun::White
-                } else {
-                    ClockRun::Black
-                } as i32,
-                ..Default::default()
-            }),
-            t,
-        );
+        board.play_timed(pos, san, t, (white, black));
     };
     play(&mut board, &mut pos, "e4", 297_000, 300_000);
     play(&mut board, &mut pos, "e5", 297_000, 297_000);
@@ -1028,4 +994,73 @@ fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
     let alerts = clock_alerts(&board);
     assert_eq!(alerts.len(), 1, "{alerts:?}");
     assert_eq!((alerts[0].ply, alerts[0].expected_ms), (6, 284_000));
+}
+
+#[test]
+fn a_confirmed_penalty_time_is_expected_on_the_opponent_clock() {
+    use boardcast_game::events::{PenaltyDecision, arbiter_action::Action};
+    let periods = vec![TimePeriod {
+        moves: 0,
+        base_ms: 90 * 60_000,
+        ..Default::default()
+    }];
+    let full = 90 * 60_000;
+    let mut board = Board::with("fide-2023", "", periods);
+    let mut pos = Chess::default();
+    board.play_timed(&mut pos, "e4", 1_003_000, (full - 3_000, full));
+    // Black completes an illegal move (Ng8-g6), then puts it back and gets the clock again.
+    let mut wrong = pos.board().clone();
+    let knight = wrong.remove_piece_at(shakmaty::Square::G8).expect("g8");
+    wrong.set_piece_at(shakmaty::Square::G6, knight);
+    let reading = |running: ClockRun| {
+        Obs::Clock(ClockReading {
+            white_remaining_ms: full - 3_000,
+            black_remaining_ms: full - 1_000,
+            running: running as i32,
+            ..Default::default()
+        })
+    };
+    board.observe_at(
+        Obs::Placement(BoardPlacement {
+            placement: wrong.board_fen().to_string(),
+        }),
+        1_003_900,
+    );
+    board.observe_at(reading(ClockRun::White), 1_004_000);
+    board.observe_at(
+        Obs::Placement(BoardPlacement {
+            placement: pos.board().board_fen().to_string(),
+        }),
+        1_004_500,
+    );
+    board.observe_at(reading(ClockRun::Black), 1_004_600);
+    let illegal = board.game.illegal_moves()[0].clone();
+    assert_eq!(illegal.event.offender, "black");
+    let bonus = illegal.event.opponent_bonus_ms;
+    assert!(bonus > 0, "{illegal:?}");
+    act(
+        &mut board,
+        Action::Penalty(PenaltyDecision {
+            illegal_move_game_seq: illegal.game_seq,
+            confirmed: true,
+            note: String::new(),
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    // The arbiter gave White the time on the clock; White's next reading has it.
+    board.play_timed(
+        &mut pos,
+        "e5",
+        1_006_000,
+        (full - 3_000 + bonus, full - 3_000),
+    );
+    board.play_timed(
+        &mut pos,
+        "Nf3",
+        1_009_000,
+        (full - 6_000 + bonus, full - 3_000),
+    );
+    assert_eq!(board.game.moves().len(), 3);
+    assert_eq!(clock_alerts(&board), vec![]);
 }
