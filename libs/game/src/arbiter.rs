@@ -157,6 +157,8 @@ impl Game {
                     kind: Kind::PositionRestored(PositionRestored {
                         ply: restore.ply,
                         fen,
+                        white_remaining_ms: restore.white_remaining_ms,
+                        black_remaining_ms: restore.black_remaining_ms,
                     }),
                     provenance: provenance.clone(),
                 });

@@ -120,10 +120,16 @@ pub struct Game {
 pub(crate) enum ClockChange {
     /// Time added (or taken, when negative), e.g. for the opponent's illegal move.
     Added { white_ms: i64, black_ms: i64 },
-    /// A clock set to a new time: the reading after it cannot be predicted from before.
-    Set { white: bool, black: bool },
-    /// The position was restored (Article 7): the clocks were set for it.
-    Restored,
+    /// Clocks set to a new time.
+    Set {
+        white: Option<u64>,
+        black: Option<u64>,
+    },
+    /// The position was restored (Article 7), with the clocks the arbiter set for it.
+    Restored {
+        white: Option<u64>,
+        black: Option<u64>,
+    },
 }
 
 /// The physical board's state as its gateway reported it.
@@ -140,6 +146,8 @@ pub struct IllegalMoveEntry {
     pub event: crate::events::IllegalMoveRecorded,
     /// `Some(true)` confirmed, `Some(false)` rejected, `None` not decided yet.
     pub decided: Option<bool>,
+    /// Completed moves when it was recorded.
+    pub completed_moves: usize,
 }
 
 /// The id of the game of a pairing: `<tournament>-r<round>-b<board>`.
@@ -567,6 +575,7 @@ impl Game {
                     game_seq: event.game_seq,
                     event: illegal.clone(),
                     decided: None,
+                    completed_moves: self.moves.len(),
                 });
             }
             Some(Kind::Arbiter(action)) => {
@@ -590,16 +599,12 @@ impl Game {
                             black_ms: c.black_added_ms,
                         },
                     ));
-                    let set = (
-                        c.white_remaining_ms.is_some(),
-                        c.black_remaining_ms.is_some(),
-                    );
-                    if set.0 || set.1 {
+                    if c.white_remaining_ms.is_some() || c.black_remaining_ms.is_some() {
                         self.clock_changes.push((
                             completed,
                             ClockChange::Set {
-                                white: set.0,
-                                black: set.1,
+                                white: c.white_remaining_ms,
+                                black: c.black_remaining_ms,
                             },
                         ));
                     }
@@ -612,15 +617,19 @@ impl Game {
                         .find(|e| e.game_seq == decision.illegal_move_game_seq)
                 {
                     entry.decided = Some(decision.confirmed);
-                    // A confirmed penalty's time is given to the opponent on the clock.
+                    // A confirmed penalty's time is given to the opponent on the clock, as a rule
+                    // when the illegal move is dealt with at the board: it counts from then.
                     let bonus = entry.event.opponent_bonus_ms as i64;
                     if decision.confirmed && bonus > 0 {
                         let (white_ms, black_ms) = match entry.event.offender.as_str() {
                             "white" => (0, bonus),
                             _ => (bonus, 0),
                         };
-                        self.clock_changes
-                            .push((self.moves.len(), ClockChange::Added { white_ms, black_ms }));
+                        self.clock_changes.push((
+                            entry.completed_moves,
+                            ClockChange::Added { white_ms, black_ms },
+                        ));
+                        self.clock_changes.sort_by_key(|(completed, _)| *completed);
                     }
                     // A rejected penalty does not count towards the next one.
                     if !decision.confirmed && !entry.event.proposed_penalty.starts_with("none") {
@@ -645,7 +654,13 @@ impl Game {
                 self.moves.truncate(ply);
                 self.clock_changes
                     .retain(|(completed, _)| *completed <= ply);
-                self.clock_changes.push((ply, ClockChange::Restored));
+                self.clock_changes.push((
+                    ply,
+                    ClockChange::Restored {
+                        white: restored.white_remaining_ms,
+                        black: restored.black_remaining_ms,
+                    },
+                ));
                 self.touches.clear();
                 self.repetition.truncate(restored.ply);
                 self.position = self.repetition.position().clone();

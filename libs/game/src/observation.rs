@@ -849,11 +849,12 @@ impl Game {
         let index = ply as usize - 1;
         let previous = self.moves.get(index.checked_sub(2)?)?;
         let opponent = self.moves.get(index.checked_sub(1)?)?;
-        let previous_ms = if mover_is_white {
+        let mut start_ms = if mover_is_white {
             previous.event.white_remaining_ms
         } else {
             previous.event.black_remaining_ms
-        }?;
+        }
+        .map(|ms| ms as i64);
         if opponent.device_time_unix_ms <= 0
             || obs.device_time_unix_ms < opponent.device_time_unix_ms
         {
@@ -864,28 +865,40 @@ impl Game {
         let own_move = ply.div_ceil(2);
         let effect = period_effect(periods, own_move);
         let (bonus, boundary) = (effect.bonus_ms, effect.completes_period);
-        // What the arbiter did to the mover's clock since the mover's previous move.
-        let mut arbiter_ms = 0;
-        for (_, change) in self
+        // What the arbiter did to the mover's clock since the mover's previous move, in order:
+        // time added counts; a clock set before the opponent's move started the mover's clock
+        // is the new starting point; one set while it ran (the moment is not known in device
+        // time) leaves nothing to predict from.
+        for (completed, change) in self
             .clock_changes
             .iter()
             .filter(|(completed, _)| (index - 1..=index).contains(completed))
         {
+            let while_running = *completed == index;
+            let mover = |white: Option<u64>, black: Option<u64>| {
+                if mover_is_white { white } else { black }
+            };
             match *change {
-                ClockChange::Restored => return None,
+                ClockChange::Added { white_ms, black_ms } => {
+                    let added = if mover_is_white { white_ms } else { black_ms };
+                    start_ms = start_ms.map(|ms| ms + added);
+                }
                 ClockChange::Set { white, black } => {
-                    if (white && mover_is_white) || (black && !mover_is_white) {
-                        return None;
+                    if let Some(ms) = mover(white, black) {
+                        if while_running {
+                            return None;
+                        }
+                        start_ms = Some(ms as i64);
                     }
                 }
-                ClockChange::Added { white_ms, black_ms } => {
-                    arbiter_ms += if mover_is_white { white_ms } else { black_ms }
-                }
+                ClockChange::Restored { white, black } => match mover(white, black) {
+                    Some(ms) if !while_running => start_ms = Some(ms as i64),
+                    _ => return None,
+                },
             }
         }
         let used = (thinking - effect.delay_ms as i64).max(0);
-        let expected =
-            previous_ms as i64 - used + effect.increment_ms as i64 + bonus as i64 + arbiter_ms;
+        let expected = start_ms? - used + effect.increment_ms as i64 + bonus as i64;
         let reported = if mover_is_white { clocks.0 } else { clocks.1 } as i64;
         if (reported - expected).abs() <= TOLERANCE_MS {
             return None;

@@ -980,7 +980,11 @@ fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
     play(&mut board, &mut pos, "Nc6", 397_000, 287_000);
     play(&mut board, &mut pos, "Bb5", 394_000, 287_000);
     assert_eq!(board.game.moves().len(), 5);
-    assert_eq!(clock_alerts(&board), vec![], "the set clocks were expected");
+    assert_eq!(
+        clock_alerts(&board),
+        vec![],
+        "Black's reading after the restore starts from the clock set for Black"
+    );
     let notes = board.game.arbiter_notes();
     assert!(
         notes.iter().any(|(_, text)| text.contains(
@@ -989,11 +993,27 @@ fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
         "{notes:?}"
     );
 
-    // Time nobody gave is still an alert.
+    // Time nobody gave is still an alert, also on a clock the arbiter set.
     play(&mut board, &mut pos, "a6", 394_000, 344_000);
     let alerts = clock_alerts(&board);
     assert_eq!(alerts.len(), 1, "{alerts:?}");
     assert_eq!((alerts[0].ply, alerts[0].expected_ms), (6, 284_000));
+    act(
+        &mut board,
+        Action::Restore(RestorePosition {
+            ply: 6,
+            reason: "clock malfunction".into(),
+            white_remaining_ms: Some(300_000),
+            black_remaining_ms: Some(200_000),
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    play(&mut board, &mut pos, "Ba4", 297_000, 200_000);
+    play(&mut board, &mut pos, "Nf6", 297_000, 250_000);
+    let alerts = clock_alerts(&board);
+    assert_eq!(alerts.len(), 2, "{alerts:?}");
+    assert_eq!((alerts[1].ply, alerts[1].expected_ms), (8, 197_000));
 }
 
 #[test]

@@ -41,7 +41,12 @@ use std::{
 use anyhow::Context as _;
 use async_nats::{
     HeaderMap,
-    jetstream::{self, AckKind, consumer::pull, message::Message, stream::RawMessageErrorKind},
+    jetstream::{
+        self, AckKind,
+        consumer::pull,
+        message::Message,
+        stream::{RawMessageErrorKind, Stream},
+    },
 };
 use boardcast_game::{
     Ignored, ObservationOutcome, Rejected, device::Observation, events::game_event::Kind,
@@ -91,7 +96,7 @@ pub async fn run(js: jetstream::Context, store: std::sync::Arc<Store>) -> anyhow
                 continue;
             }
         };
-        handle(&js, &store, &mut seen, message).await;
+        handle(&js, &stream, &store, &mut seen, message).await;
     }
     anyhow::bail!("the observation consumer ended")
 }
@@ -116,7 +121,17 @@ const LOOKAHEAD: usize = 32;
 /// passed over; beyond that a gap is logged but not recorded (it cannot be told from ticks).
 const MAX_LOOKBACK: usize = 20_000;
 
-async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message: Message) {
+/// How far below the last accounted `device_seq` the search for passed-over messages starts
+/// after a restart, for boards whose messages are out of order where a gateway re-sent them.
+const RESEND_MARGIN: u64 = 256;
+
+async fn handle(
+    js: &jetstream::Context,
+    stream: &Stream,
+    store: &Store,
+    seen: &mut Seen,
+    message: Message,
+) {
     let subject_board = message.subject.split('.').nth(2).map(str::to_owned);
     let observation = match Observation::decode(message.payload.as_ref()) {
         Ok(o) => o,
@@ -139,21 +154,22 @@ async fn handle(js: &jetstream::Context, store: &Store, seen: &mut Seen, message
     }
     let board = observation.board_id.clone();
     let stream_seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
-    let last_applied = store
-        .with_board(&board, |g| g.board_seq_accounted())
-        .await
-        .unwrap_or(0);
     let seen_here = seen.0.get(&board).copied();
-    let known = seen_here.map_or(0, |s| s.device_seq).max(last_applied);
-    if observation.device_seq > known + 1
-        && let Err(e) = close_gap(js, store, seen_here, &observation, known, stream_seq).await
-    {
-        // Not acknowledged: decided again later, once the earlier ones can be read.
-        tracing::warn!(%board, seq = observation.device_seq, "{e}");
-        return nak(message).await;
+    // Gaps matter only to a game in progress on the board (and looking for them costs reads).
+    if let Some(accounted) = game_in_progress(store, &board).await {
+        let known = seen_here.map_or(0, |s| s.device_seq).max(accounted);
+        if observation.device_seq > known + 1
+            && let Err(e) =
+                close_gap(stream, store, seen_here, &observation, known, stream_seq).await
+        {
+            // Not acknowledged: decided again later, once the earlier ones can be read.
+            tracing::warn!(%board, seq = observation.device_seq, "{e}");
+            return nak(message).await;
+        }
     }
     match decide(store, &observation).await {
         Ok(None) => {
+            seen.note(&board, observation.device_seq, stream_seq);
             let reason = format!("no game is live on board {}", observation.board_id);
             dead_letter(js, message, Some(&observation.board_id), &reason).await
         }
@@ -227,6 +243,21 @@ impl Seen {
     }
 }
 
+/// The board's last observation accounted for by its game, when a game is in progress on it
+/// (looking at the log once more when this instance knows of none).
+async fn game_in_progress(store: &Store, board: &str) -> Option<u64> {
+    let accounted = |g: &boardcast_game::Game| (!g.is_over()).then(|| g.board_seq_accounted());
+    match store.with_board(board, accounted).await {
+        Some(known) => known,
+        None => {
+            if let Err(e) = store.refresh().await {
+                tracing::warn!(%board, "reading the game log: {e}");
+            }
+            store.with_board(board, accounted).await.flatten()
+        }
+    }
+}
+
 type Decision = Result<ObservationOutcome, Rejected>;
 
 async fn decide(store: &Store, observation: &Observation) -> Result<Option<Decision>, AppendError> {
@@ -268,7 +299,7 @@ async fn complete(store: &Store, observation: &Observation) -> Result<usize, App
 /// published after it are decided now, in order; the rest never arrived and are recorded as
 /// missing in the game's log.
 async fn close_gap(
-    js: &jetstream::Context,
+    stream: &Stream,
     store: &Store,
     seen_here: Option<SeenBoard>,
     observation: &Observation,
@@ -281,42 +312,57 @@ async fn close_gap(
         tracing::warn!(%board, before = observation.device_seq, "gap in the board's observations: cannot look for them (no stream sequence)");
         return Ok(());
     }
-    let messages = BoardMessages::open(js, board).await?;
-    // Where the board's messages after `known` start: after the last one this instance handled,
-    // or, if it has handled none (just started), found by bisection.
+    let messages = BoardMessages {
+        stream,
+        subject: observation_subject(board),
+    };
+    // Where the board's messages after `known` start: right after the last one this instance
+    // handled if that is as far as the game got, otherwise found by bisection from there.
     let mut next = match seen_here {
-        Some(s) if s.stream_seq > 0 => s.stream_seq + 1,
-        _ => messages.first_after(known, stream_seq).await?,
+        Some(s) if s.stream_seq > 0 && s.device_seq >= known => s.stream_seq + 1,
+        Some(s) => {
+            messages
+                .start_after(known, s.stream_seq + 1, stream_seq)
+                .await?
+        }
+        None => messages.start_after(known, 1, stream_seq).await?,
     };
     let mut passed_over = BTreeSet::new();
     let mut later: BTreeMap<u64, Observation> = BTreeMap::new();
-    let (mut before_count, mut after_count) = (0, 0);
+    let (mut read_before, mut read_after) = (0, 0);
     let mut complete = true;
-    while passed_over.len() + later.len() < wanted.clone().count() {
+    while ((passed_over.len() + later.len()) as u64) < wanted.end - wanted.start {
         let Some((seq, read)) = messages.next_from(next).await? else {
             break;
         };
         next = seq + 1;
-        let Some(read) = read.filter(|o| o.board_id == *board) else {
-            continue;
-        };
+        let read = read.filter(|o| o.board_id == *board);
         if seq < stream_seq {
-            before_count += 1;
-            if before_count > MAX_LOOKBACK {
+            read_before += 1;
+            if read_before > MAX_LOOKBACK {
+                // Too far back to tell passed-over from missing: only look ahead.
                 complete = false;
-                break;
-            }
-            if wanted.contains(&read.device_seq) {
+                next = stream_seq + 1;
+            } else if let Some(read) = read
+                && wanted.contains(&read.device_seq)
+            {
                 passed_over.insert(read.device_seq);
             }
         } else if seq > stream_seq {
-            after_count += 1;
+            read_after += 1;
             // A board's messages are in order but for the few it re-sent: the search ends at
             // the first one that comes after this observation.
-            if after_count > LOOKAHEAD || read.device_seq > observation.device_seq {
+            if read_after > LOOKAHEAD
+                || read
+                    .as_ref()
+                    .is_some_and(|o| o.device_seq > observation.device_seq)
+            {
                 break;
             }
-            if wanted.contains(&read.device_seq) {
+            if let Some(read) = read
+                && wanted.contains(&read.device_seq)
+                && !passed_over.contains(&read.device_seq)
+            {
                 later.insert(read.device_seq, read);
             }
         }
@@ -324,34 +370,48 @@ async fn close_gap(
     if !passed_over.is_empty() {
         tracing::debug!(%board, count = passed_over.len(), before = observation.device_seq, "observations passed over by another instance (or before a restart)");
     }
-    // In device_seq order: a late observation is decided before the gap after it is recorded.
-    let mut missing: Option<(u64, u64)> = None;
-    for device_seq in wanted.clone() {
-        if let Some(earlier) = later.remove(&device_seq) {
-            record_missing(store, observation, missing.take(), complete).await?;
+    // In device_seq order: a late observation is decided before the gap after it is recorded;
+    // the holes between the ones accounted for are missing.
+    let mut accounted: BTreeMap<u64, Option<Observation>> =
+        passed_over.into_iter().map(|seq| (seq, None)).collect();
+    accounted.extend(later.into_iter().map(|(seq, o)| (seq, Some(o))));
+    let mut first_unaccounted = wanted.start;
+    for (device_seq, earlier) in accounted {
+        if device_seq > first_unaccounted {
+            record_missing(
+                store,
+                observation,
+                (first_unaccounted, device_seq - 1),
+                complete,
+            )
+            .await?;
+        }
+        if let Some(earlier) = earlier {
             tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
             decide(store, &earlier).await.map_err(|e| e.to_string())?;
-        } else if passed_over.contains(&device_seq) {
-            record_missing(store, observation, missing.take(), complete).await?;
-        } else {
-            missing =
-                Some(missing.map_or((device_seq, device_seq), |(first, _)| (first, device_seq)));
         }
+        first_unaccounted = device_seq + 1;
     }
-    record_missing(store, observation, missing, complete).await
+    if first_unaccounted < wanted.end {
+        record_missing(
+            store,
+            observation,
+            (first_unaccounted, wanted.end - 1),
+            complete,
+        )
+        .await?;
+    }
+    Ok(())
 }
 
-/// Records `range` of the board's observations as missing, when the search for them was
-/// complete; otherwise only logs it.
+/// Records the board's observations `first..=last` as missing, when the search for them was
+/// complete; otherwise only logs them.
 async fn record_missing(
     store: &Store,
     observation: &Observation,
-    range: Option<(u64, u64)>,
+    (first, last): (u64, u64),
     search_complete: bool,
 ) -> Result<(), String> {
-    let Some((first, last)) = range else {
-        return Ok(());
-    };
     let board = &observation.board_id;
     if !search_complete {
         tracing::warn!(%board, from = first, to = last, before = observation.device_seq, "gap in the board's observations: too many messages to tell it from passed-over ones; not recorded");
@@ -371,23 +431,12 @@ async fn record_missing(
 }
 
 /// One board's messages in the observation stream, read by stream sequence.
-struct BoardMessages {
-    stream: jetstream::stream::Stream,
+struct BoardMessages<'a> {
+    stream: &'a Stream,
     subject: String,
 }
 
-impl BoardMessages {
-    async fn open(js: &jetstream::Context, board: &str) -> Result<Self, String> {
-        let stream = js
-            .get_stream(INGEST_STREAM)
-            .await
-            .map_err(|e| format!("opening the observation stream: {e}"))?;
-        Ok(Self {
-            stream,
-            subject: observation_subject(board),
-        })
-    }
-
+impl BoardMessages<'_> {
     /// The board's first message at or after stream sequence `seq`, decoded if it can be.
     async fn next_from(&self, seq: u64) -> Result<Option<(u64, Option<Observation>)>, String> {
         match self
@@ -407,15 +456,18 @@ impl BoardMessages {
         }
     }
 
-    /// The stream sequence from which the board's messages before `before` have `device_seq`s
-    /// above `known` (a board's messages are in `device_seq` order, so bisection finds it).
-    async fn first_after(&self, known: u64, before: u64) -> Result<u64, String> {
-        let (mut low, mut high) = (1, before);
+    /// A stream sequence in `low..=before` from which the board's messages before `before`
+    /// include every one after `known`. A board's messages are in `device_seq` order but for
+    /// re-sent ones, so bisection finds where they pass `known`; it aims `RESEND_MARGIN` lower
+    /// so that a re-sent run does not hide earlier ones.
+    async fn start_after(&self, known: u64, low: u64, before: u64) -> Result<u64, String> {
+        let target = known.saturating_sub(RESEND_MARGIN);
+        let (mut low, mut high) = (low, before);
         while low < high {
             let middle = low + (high - low) / 2;
             match self.next_from(middle).await? {
                 Some((seq, read))
-                    if seq < before && read.as_ref().is_none_or(|o| o.device_seq <= known) =>
+                    if seq < before && read.as_ref().is_none_or(|o| o.device_seq <= target) =>
                 {
                     low = seq + 1
                 }
