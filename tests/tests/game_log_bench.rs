@@ -1,8 +1,10 @@
-//! Restart time of the game service for many games, with and without its snapshot.
+//! The game service at the scale of a large event: restart time for many games, with and
+//! without its snapshot, and how many observations per second it decides.
 //!
-//! Ignored in the normal suite; run it explicitly:
-//! `cargo test -p boardcast-testkit --release --test game_log_bench -- --ignored --nocapture`
-//! (`BENCH_GAMES` sets the number of games, 1000 by default).
+//! Ignored in the normal suite; build the release programs and run them explicitly:
+//! `cargo build --release --bins && cargo test -p boardcast-testkit --release --test
+//! game_log_bench -- --ignored --nocapture` (`BENCH_GAMES` sets the number of games and
+//! `BENCH_BOARDS` the number of boards, 1000 each by default).
 
 mod support;
 
@@ -118,5 +120,99 @@ async fn restart_time_with_and_without_snapshot() -> anyhow::Result<()> {
     std::fs::remove_file(&snapshot)?;
     measure("without snapshot again")?;
     measure("with snapshot again")?;
+    Ok(())
+}
+
+/// How many observations per second the game service decides: `BENCH_BOARDS` boards (1000 by
+/// default) each carrying one of the reference games, every observation already in the stream,
+/// the service started on them and timed until it has acknowledged the last.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: run explicitly"]
+async fn observations_decided_per_second() -> anyhow::Result<()> {
+    use boardcast_schema::game::v1::{
+        CreateGameRequest, GetGameRequest, game_service_client::GameServiceClient,
+    };
+    let boards: usize = std::env::var("BENCH_BOARDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let base = baseline().await?;
+    let nats = TestNats::start()?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let service = GameService::start(&nats.url())?;
+    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut per_board: Vec<Vec<(String, Vec<u8>)>> = Vec::new();
+    let mut game_ids = Vec::new();
+    for i in 0..boards {
+        let mut info = base.infos[i % base.infos.len()].clone();
+        let original_board = info.board_id.clone();
+        info.board_id = format!("load-{i}");
+        info.board_number = i as u32 + 1;
+        let created = client
+            .create_game(CreateGameRequest {
+                game: Some(info.clone()),
+                actor: "bench".into(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        game_ids.push(created.game_id);
+        let mut observations = Vec::new();
+        for (subject, payload) in &base.observations {
+            if subject.contains(&format!(".{original_board}.")) {
+                let mut observation = Observation::decode(payload.as_slice())?;
+                observation.board_id = info.board_id.clone();
+                observations.push((
+                    format!("boardcast.board.{}.obs", info.board_id),
+                    observation.encode_to_vec(),
+                ));
+            }
+        }
+        per_board.push(observations);
+    }
+    drop(service);
+
+    // As in a hall: the boards' observations interleaved.
+    let mut acks = Vec::new();
+    let mut total = 0usize;
+    let longest = per_board.iter().map(Vec::len).max().unwrap_or(0);
+    for step in 0..longest {
+        for observations in &per_board {
+            if let Some((subject, payload)) = observations.get(step) {
+                acks.push(js.publish(subject.clone(), payload.clone().into()).await?);
+                total += 1;
+                if acks.len() >= 1000 {
+                    for ack in acks.drain(..) {
+                        ack.await?;
+                    }
+                }
+            }
+        }
+    }
+    for ack in acks.drain(..) {
+        ack.await?;
+    }
+
+    let started = Instant::now();
+    let service = GameService::start(&nats.url())?;
+    drained_within(&js, Duration::from_secs(3600)).await?;
+    let elapsed = started.elapsed();
+    eprintln!(
+        "{boards} boards, {total} observations decided in {elapsed:?}: {:.0} per second",
+        total as f64 / elapsed.as_secs_f64()
+    );
+    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut moves = 0;
+    for game_id in game_ids {
+        let state = client
+            .get_game(GetGameRequest { game_id })
+            .await?
+            .into_inner();
+        moves += state.moves.len();
+    }
+    let expected: usize = (0..boards)
+        .map(|i| base.states[i % base.states.len()].moves.len())
+        .sum();
+    assert_eq!(moves, expected, "every game has its moves");
     Ok(())
 }

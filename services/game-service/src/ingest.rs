@@ -52,8 +52,7 @@ use boardcast_game::{
     Ignored, ObservationOutcome, Rejected, device::Observation, events::game_event::Kind,
 };
 use boardcast_kit::nats::{
-    DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, REASON_HEADER, deadletter_subject,
-    observation_subject,
+    DEADLETTER_STREAM, INGEST_STREAM, REASON_HEADER, deadletter_subject, observation_subject,
 };
 use futures::StreamExt;
 use prost::Message as _;
@@ -72,7 +71,9 @@ pub async fn run(js: jetstream::Context, store: std::sync::Arc<Store>) -> anyhow
             CONSUMER,
             pull::Config {
                 durable_name: Some(CONSUMER.to_owned()),
-                filter_subject: INGEST_SUBJECTS.to_owned(),
+                // No filter: the stream holds observations only, and nats-server 2.9 counts a
+                // wildcard-filtered consumer's pending messages at a cost that grows with the
+                // number of boards.
                 ack_policy: jetstream::consumer::AckPolicy::Explicit,
                 ack_wait: Duration::from_secs(30),
                 // One observation in flight across all instances: see the module comment.

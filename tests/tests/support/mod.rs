@@ -88,7 +88,12 @@ pub fn simulate(pgn: &Path, nats: &str, game_service: &str) -> anyhow::Result<Co
 
 /// Waits until the game service's consumer has every observation acknowledged.
 pub async fn drained(js: &jetstream::Context) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    drained_within(js, Duration::from_secs(60)).await
+}
+
+/// `drained`, for up to `limit`.
+pub async fn drained_within(js: &jetstream::Context, limit: Duration) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + limit;
     loop {
         let stream = js.get_stream("BOARDCAST_INGEST").await?;
         let mut consumer: jetstream::consumer::PullConsumer = stream
