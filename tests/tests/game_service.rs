@@ -3,6 +3,8 @@
 
 mod support;
 
+use anyhow::Context as _;
+
 use std::{process::Command, time::Duration};
 
 use async_nats::jetstream;
@@ -47,6 +49,75 @@ async fn unusable_observations_are_kept_with_their_reason() -> anyhow::Result<()
         kept[1]
     );
     assert!(kept[2].1.contains("published on subject"), "{:?}", kept[2]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_observation_consumer_of_an_earlier_version_is_brought_up_to_date() -> anyhow::Result<()>
+{
+    use async_nats::jetstream::consumer::{AckPolicy, PullConsumer, pull};
+    use futures::StreamExt as _;
+    let nats = TestNats::start()?;
+    drop(GameService::start(&nats.url())?);
+    // As an earlier version left it: filtered on the stream's subjects (slow on nats 2.9), and
+    // having handled the first observation.
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let stream = js.get_stream("BOARDCAST_INGEST").await?;
+    stream.delete_consumer("game-service").await?;
+    let old: PullConsumer = stream
+        .create_consumer(pull::Config {
+            durable_name: Some("game-service".into()),
+            filter_subject: "boardcast.board.*.obs".into(),
+            ack_policy: AckPolicy::Explicit,
+            max_ack_pending: 1,
+            ..Default::default()
+        })
+        .await?;
+    js.publish(
+        "boardcast.board.b8.obs",
+        b"handled before".as_slice().into(),
+    )
+    .await?
+    .await?;
+    let mut handled = old.fetch().max_messages(1).messages().await?;
+    handled
+        .next()
+        .await
+        .context("the first observation")?
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .double_ack()
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    js.publish(
+        "boardcast.board.b9.obs",
+        b"not an observation".as_slice().into(),
+    )
+    .await?
+    .await?;
+
+    let _service = GameService::start(&nats.url())?;
+    let kept = dead_letters(&js, 1).await?;
+    assert_eq!(
+        kept[0].0, "boardcast.deadletter.b9",
+        "only the new one: {kept:?}"
+    );
+    let mut consumer: PullConsumer = stream
+        .get_consumer("game-service")
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let info = loop {
+        let info = consumer.info().await?.clone();
+        if info.ack_floor.stream_sequence == 2 || tokio::time::Instant::now() > deadline {
+            break info;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(info.config.filter_subject, "", "the filter is gone");
+    assert_eq!(
+        info.ack_floor.stream_sequence, 2,
+        "both observations handled"
+    );
     Ok(())
 }
 

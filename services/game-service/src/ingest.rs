@@ -66,21 +66,20 @@ pub async fn run(js: jetstream::Context, store: std::sync::Arc<Store>) -> anyhow
         .get_stream(INGEST_STREAM)
         .await
         .context("opening the observation stream")?;
+    // Created, or brought to this configuration if an earlier version created it otherwise (the
+    // server keeps its position).
     let consumer = stream
-        .get_or_create_consumer(
-            CONSUMER,
-            pull::Config {
-                durable_name: Some(CONSUMER.to_owned()),
-                // No filter: the stream holds observations only, and nats-server 2.9 counts a
-                // wildcard-filtered consumer's pending messages at a cost that grows with the
-                // number of boards.
-                ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                ack_wait: Duration::from_secs(30),
-                // One observation in flight across all instances: see the module comment.
-                max_ack_pending: 1,
-                ..Default::default()
-            },
-        )
+        .create_consumer(pull::Config {
+            durable_name: Some(CONSUMER.to_owned()),
+            // No filter: the stream holds observations only, and nats-server 2.9 counts a
+            // wildcard-filtered consumer's pending messages at a cost that grows with the number
+            // of boards.
+            ack_policy: jetstream::consumer::AckPolicy::Explicit,
+            ack_wait: Duration::from_secs(30),
+            // One observation in flight across all instances: see the module comment.
+            max_ack_pending: 1,
+            ..Default::default()
+        })
         .await
         .context("creating the observation consumer")?;
     let mut messages = consumer
