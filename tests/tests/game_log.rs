@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use async_nats::jetstream::{self, message::PublishMessage};
 use boardcast_game::{Game, ObservationOutcome};
 use boardcast_schema::{
-    device::v1::{ClockRun, Observation, observation::Kind},
+    device::v1::Observation,
     game::v1::{CreateGameRequest, ObservationsMissing, game_service_client::GameServiceClient},
 };
 use boardcast_testkit::{GameService, GameServiceOptions, TestCluster, TestNats};
@@ -402,48 +402,18 @@ async fn clock_ticks_passed_over_by_another_instance_are_not_gaps() -> anyhow::R
     let base = baseline().await?;
     let nats = TestNats::start()?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    // The clean run's observations with the clock ticking after every press (readings that are
-    // not presses, which no game event records), numbered on per board, and cut in two after
-    // the ticks that follow the board's middle press.
-    let mut by_board: BTreeMap<String, Vec<(String, Vec<u8>)>> = BTreeMap::new();
-    let mut cuts: BTreeMap<String, usize> = BTreeMap::new();
-    for (subject, payload) in &base.observations {
-        let mut observation = Observation::decode(payload.as_slice())?;
-        let board = by_board.entry(observation.board_id.clone()).or_default();
-        observation.device_seq = board.len() as u64 + 1;
-        board.push((subject.clone(), observation.encode_to_vec()));
-        let pressed = matches!(
-            &observation.kind,
-            Some(Kind::Clock(reading))
-                if matches!(reading.running(), ClockRun::White | ClockRun::Black)
-        );
-        if pressed {
-            for _ in 0..TICKS_AFTER_PRESS {
-                observation.device_seq = board.len() as u64 + 1;
-                board.push((subject.clone(), observation.encode_to_vec()));
-            }
-            *cuts.entry(observation.board_id.clone()).or_default() += 1;
-        }
-    }
+    // The clean run's observations with the clock ticking after every press, cut in two after
+    // the ticks that follow each board's middle press.
     let (mut first_half, mut second_half) = (Vec::new(), Vec::new());
-    for (board, observations) in by_board {
-        // After the ticks of press number `presses / 2`.
-        let presses = cuts[&board];
-        let mut seen_presses = 0;
-        let mut cut = observations.len();
-        for (i, (_, payload)) in observations.iter().enumerate() {
-            let observation = Observation::decode(payload.as_slice())?;
-            if matches!(&observation.kind, Some(Kind::Clock(r)) if matches!(r.running(), ClockRun::White | ClockRun::Black))
-            {
-                seen_presses += 1;
-                if seen_presses == (presses / 2) * (TICKS_AFTER_PRESS + 1) {
-                    cut = i + 1;
-                    break;
-                }
+    for segments in with_clock_ticks(&base.observations, TICKS_AFTER_PRESS)?.into_values() {
+        let presses = segments.len() - 1;
+        for (i, segment) in segments.into_iter().enumerate() {
+            if i < presses / 2 {
+                first_half.extend(segment);
+            } else {
+                second_half.extend(segment);
             }
         }
-        first_half.extend_from_slice(&observations[..cut]);
-        second_half.extend_from_slice(&observations[cut..]);
     }
     let publish = |batch: Vec<(String, Vec<u8>)>| {
         let js = js.clone();

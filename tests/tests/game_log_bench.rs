@@ -4,7 +4,8 @@
 //! Ignored in the normal suite; build the release programs and run them explicitly:
 //! `cargo build --release --bins && cargo test -p boardcast-testkit --release --test
 //! game_log_bench -- --ignored --nocapture` (`BENCH_GAMES` sets the number of games and
-//! `BENCH_BOARDS` the number of boards, 1000 each by default).
+//! `BENCH_BOARDS` the number of boards, 1000 each by default; `BENCH_TICKS` clock readings after
+//! each press).
 
 mod support;
 
@@ -124,8 +125,9 @@ async fn restart_time_with_and_without_snapshot() -> anyhow::Result<()> {
 }
 
 /// How many observations per second the game service decides: `BENCH_BOARDS` boards (1000 by
-/// default) each carrying one of the reference games, every observation already in the stream,
-/// the service started on them and timed until it has acknowledged the last.
+/// default) each carrying one of the reference games, with `BENCH_TICKS` clock readings after
+/// every press (0 by default; a DGT clock reports every second), every observation already in
+/// the stream, the service started on them and timed until it has acknowledged the last.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "benchmark: run explicitly"]
 async fn observations_decided_per_second() -> anyhow::Result<()> {
@@ -136,7 +138,12 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
+    let ticks: usize = std::env::var("BENCH_TICKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let base = baseline().await?;
+    let by_board = with_clock_ticks(&base.observations, ticks)?;
     let nats = TestNats::start()?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let service = GameService::start(&nats.url())?;
@@ -158,15 +165,13 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
             .into_inner();
         game_ids.push(created.game_id);
         let mut observations = Vec::new();
-        for (subject, payload) in &base.observations {
-            if subject.contains(&format!(".{original_board}.")) {
-                let mut observation = Observation::decode(payload.as_slice())?;
-                observation.board_id = info.board_id.clone();
-                observations.push((
-                    format!("boardcast.board.{}.obs", info.board_id),
-                    observation.encode_to_vec(),
-                ));
-            }
+        for (_, payload) in by_board[&original_board].iter().flatten() {
+            let mut observation = Observation::decode(payload.as_slice())?;
+            observation.board_id = info.board_id.clone();
+            observations.push((
+                format!("boardcast.board.{}.obs", info.board_id),
+                observation.encode_to_vec(),
+            ));
         }
         per_board.push(observations);
     }
@@ -198,7 +203,7 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     drained_within(&js, Duration::from_secs(3600)).await?;
     let elapsed = started.elapsed();
     eprintln!(
-        "{boards} boards, {total} observations decided in {elapsed:?}: {:.0} per second",
+        "{boards} boards, {ticks} ticks after each press, {total} observations decided in {elapsed:?}: {:.0} per second",
         total as f64 / elapsed.as_secs_f64()
     );
     let mut client = GameServiceClient::connect(service.url()).await?;

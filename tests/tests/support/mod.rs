@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::{path::Path, process::Command, time::Duration};
+use std::{collections::BTreeMap, path::Path, process::Command, time::Duration};
 
 use anyhow::Context as _;
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
@@ -327,4 +327,48 @@ pub async fn dead_letters(
         out.push((message.subject.to_string(), reason));
     }
     Ok(out)
+}
+
+/// One board's observations as published: (subject, payload).
+pub type Published = Vec<(String, Vec<u8>)>;
+
+/// The clean run's observations per board with the clock ticking `ticks` times after every
+/// press (readings that are not presses, which no game event records), numbered on per board.
+/// Each board's are in segments, each ending with a press and its ticks (the last one with
+/// whatever follows the last press).
+pub fn with_clock_ticks(
+    observations: &[(String, Vec<u8>)],
+    ticks: usize,
+) -> anyhow::Result<BTreeMap<String, Vec<Published>>> {
+    use boardcast_schema::device::v1::{ClockRun, Observation, observation::Kind};
+    let mut by_board: BTreeMap<String, (u64, Vec<Published>)> = BTreeMap::new();
+    for (subject, payload) in observations {
+        let mut observation = Observation::decode(payload.as_slice())?;
+        let (last_seq, segments) = by_board
+            .entry(observation.board_id.clone())
+            .or_insert_with(|| (0, vec![Vec::new()]));
+        let mut push = |observation: &mut Observation, segments: &mut Vec<Published>| {
+            *last_seq += 1;
+            observation.device_seq = *last_seq;
+            if let Some(segment) = segments.last_mut() {
+                segment.push((subject.clone(), observation.encode_to_vec()));
+            }
+        };
+        push(&mut observation, segments);
+        let pressed = matches!(
+            &observation.kind,
+            Some(Kind::Clock(reading))
+                if matches!(reading.running(), ClockRun::White | ClockRun::Black)
+        );
+        if pressed {
+            for _ in 0..ticks {
+                push(&mut observation, segments);
+            }
+            segments.push(Vec::new());
+        }
+    }
+    Ok(by_board
+        .into_iter()
+        .map(|(board, (_, segments))| (board, segments))
+        .collect())
 }
