@@ -256,6 +256,13 @@ impl Game {
             // with it (inference concluded something: a reconstruction, an irregularity) or a
             // flag changed. Unrecorded ticks change nothing, so folding the log sees the same.
             let flags_changed = (c.white_flag, c.black_flag) != self.flags;
+            // Most ticks: known to conclude nothing without running a copy of the engine.
+            let idle = input
+                .as_ref()
+                .is_none_or(|i| self.inference.tick_would_be_idle(i.time_ms));
+            if idle && !flags_changed {
+                return Ok(ObservationOutcome::Ignored(Ignored::ClockTick));
+            }
             let mut engine = self.inference.clone();
             let outputs = input.map(|i| engine.observe(i)).unwrap_or_default();
             if outputs.is_empty() && !flags_changed {

@@ -723,22 +723,39 @@ impl Inference {
         out
     }
 
+    /// Whether a clock tick at `time_ms` would conclude nothing (`observe` would return no
+    /// output): the common case, answered without running it, for callers that would otherwise
+    /// run it on a copy of the engine to find out.
+    pub fn tick_would_be_idle(&self, time_ms: i64) -> bool {
+        let press_due = self.deferred_press.is_some_and(|press| {
+            time_ms.saturating_sub(press.time_ms) > self.config.press_grace_ms
+        });
+        !press_due && self.quiet_period_continues(time_ms)
+    }
+
+    /// Whether the unmatched placement (if any) is still within its quiet period at `time_ms`,
+    /// or is not to be reported at all.
+    fn quiet_period_continues(&self, time_ms: i64) -> bool {
+        let Some(pending) = &self.pending else {
+            return true;
+        };
+        self.game_over
+            || pending.reported
+            || time_ms.saturating_sub(pending.last_change_ms) < self.config.quiet_ms
+            // A player may hold a piece while thinking; only the clock press makes that
+            // irregular.
+            || is_subset(&pending.placement, self.position().board())
+    }
+
     fn on_tick(&mut self, seq: Seq, time_ms: i64) -> Vec<Output> {
         let mut out = Vec::new();
+        if self.quiet_period_continues(time_ms) {
+            return out;
+        }
         let Some(pending) = &self.pending else {
             return out;
         };
-        if self.game_over {
-            return out;
-        }
         let unmatched_for_ms = time_ms.saturating_sub(pending.last_change_ms);
-        if pending.reported || unmatched_for_ms < self.config.quiet_ms {
-            return out;
-        }
-        // A player may hold a piece while thinking; only the clock press makes that irregular.
-        if is_subset(&pending.placement, self.position().board()) {
-            return out;
-        }
         if let Err(ambiguous) = self.try_reconstruct(None, seq, &mut out) {
             let cause = IrregularityCause::Quiet { unmatched_for_ms };
             out.extend(self.report_irregularity(cause, ambiguous, seq));

@@ -60,6 +60,10 @@ proptest! {
         let mut time_ms = 0;
         for (seq, (event, gap)) in events.into_iter().enumerate() {
             time_ms += gap;
+            if engine.tick_would_be_idle(time_ms) {
+                let tick = Input { seq: seq as u64, time_ms, event: Event::Tick };
+                prop_assert_eq!(engine.clone().observe(tick), Vec::new());
+            }
             engine.observe(Input { seq: seq as u64, time_ms, event });
             assert_legal_chain(&engine);
         }

@@ -270,15 +270,17 @@ impl Store {
             let decision = decide(&entry.game);
             let new_events = events_of(&decision);
             if new_events.is_empty() {
-                if !caught_up {
-                    let before = games.folded_seq;
+                if !caught_up
+                    && self
+                        .has_unfolded_records(&games)
+                        .await
+                        .map_err(|e| failed(&game_id, e))?
+                {
                     self.catch_up(&mut games)
                         .await
                         .map_err(|e| failed(&game_id, e))?;
                     caught_up = true;
-                    if games.folded_seq != before {
-                        continue;
-                    }
+                    continue;
                 }
                 return Ok(Some(decision));
             }
@@ -482,6 +484,26 @@ impl Store {
             // Unknown outcome: the record may or may not be stored. The caller does not ack the
             // observation; the next attempt catches up first and so sees it if it was stored.
             Err(e) => Err(failed(game_id, e)),
+        }
+    }
+
+    /// Whether the log holds a record after `folded_seq`. Most decisions on observations produce
+    /// nothing (clock ticks) and only need this answer, which one message lookup gives more
+    /// cheaply than the stream's info that `catch_up` reads.
+    async fn has_unfolded_records(&self, games: &Games) -> Result<bool, ReadError> {
+        match self
+            .stream
+            .raw_message_builder()
+            .sequence(games.folded_seq + 1)
+            .next_by_subject(GAMES_SUBJECTS.to_owned())
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == jetstream::stream::RawMessageErrorKind::NoMessageFound => {
+                Ok(false)
+            }
+            Err(e) => Err(ReadError::Log(e.to_string())),
         }
     }
 
