@@ -108,8 +108,8 @@ pub struct Game {
     /// The board as its gateway last reported it.
     pub(crate) board: BoardStatus,
     /// Changes to the clocks the time control does not predict, with the number of completed
-    /// moves when each was made.
-    pub(crate) clock_changes: Vec<(usize, ClockChange)>,
+    /// moves and the `game_seq` when each was made, in that order.
+    pub(crate) clock_changes: Vec<(usize, u64, ClockChange)>,
     /// Observations of the board up to this one were sent before the game was set up
     /// (`GameStarted.board_seq_before`).
     pub(crate) board_seq_floor: u64,
@@ -594,6 +594,7 @@ impl Game {
                     let completed = self.moves.len();
                     self.clock_changes.push((
                         completed,
+                        event.game_seq,
                         ClockChange::Added {
                             white_ms: c.white_added_ms,
                             black_ms: c.black_added_ms,
@@ -602,6 +603,7 @@ impl Game {
                     if c.white_remaining_ms.is_some() || c.black_remaining_ms.is_some() {
                         self.clock_changes.push((
                             completed,
+                            event.game_seq,
                             ClockChange::Set {
                                 white: c.white_remaining_ms,
                                 black: c.black_remaining_ms,
@@ -618,18 +620,23 @@ impl Game {
                 {
                     entry.decided = Some(decision.confirmed);
                     // A confirmed penalty's time is given to the opponent on the clock, as a rule
-                    // when the illegal move is dealt with at the board: it counts from then.
+                    // when the illegal move is dealt with at the board: it counts from then,
+                    // before whatever the arbiter did to the clocks later. (After a restore to
+                    // before the illegal move, the clocks set with the restore govern.)
                     let bonus = entry.event.opponent_bonus_ms as i64;
-                    if decision.confirmed && bonus > 0 {
+                    if decision.confirmed && bonus > 0 && entry.completed_moves <= self.moves.len()
+                    {
                         let (white_ms, black_ms) = match entry.event.offender.as_str() {
                             "white" => (0, bonus),
                             _ => (bonus, 0),
                         };
                         self.clock_changes.push((
                             entry.completed_moves,
+                            entry.game_seq,
                             ClockChange::Added { white_ms, black_ms },
                         ));
-                        self.clock_changes.sort_by_key(|(completed, _)| *completed);
+                        self.clock_changes
+                            .sort_by_key(|(completed, game_seq, _)| (*completed, *game_seq));
                     }
                     // A rejected penalty does not count towards the next one.
                     if !decision.confirmed && !entry.event.proposed_penalty.starts_with("none") {
@@ -653,9 +660,10 @@ impl Game {
                 }
                 self.moves.truncate(ply);
                 self.clock_changes
-                    .retain(|(completed, _)| *completed <= ply);
+                    .retain(|(completed, _, _)| *completed <= ply);
                 self.clock_changes.push((
                     ply,
+                    event.game_seq,
                     ClockChange::Restored {
                         white: restored.white_remaining_ms,
                         black: restored.black_remaining_ms,

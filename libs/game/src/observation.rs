@@ -876,10 +876,10 @@ impl Game {
         // time added counts; a clock set before the opponent's move started the mover's clock
         // is the new starting point; one set while it ran (the moment is not known in device
         // time) leaves nothing to predict from.
-        for (completed, change) in self
+        for (completed, _, change) in self
             .clock_changes
             .iter()
-            .filter(|(completed, _)| (index - 1..=index).contains(completed))
+            .filter(|(completed, _, _)| (index - 1..=index).contains(completed))
         {
             let while_running = *completed == index;
             let mover = |white: Option<u64>, black: Option<u64>| {

@@ -1018,7 +1018,20 @@ fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
 
 #[test]
 fn a_confirmed_penalty_time_is_expected_on_the_opponent_clock() {
-    use boardcast_game::events::{PenaltyDecision, arbiter_action::Action};
+    penalty_time_on_the_clock(false);
+}
+
+/// The arbiter may set the clock at the board before confirming the penalty in the log: the
+/// penalty counts from the illegal move, so the clock set afterwards is the starting point.
+#[test]
+fn a_clock_set_before_the_penalty_is_confirmed_is_expected() {
+    penalty_time_on_the_clock(true);
+}
+
+/// Black completes an illegal move, White gets the penalty's time on the clock; with
+/// `set_first`, the arbiter sets White's clock to include it before confirming the penalty.
+fn penalty_time_on_the_clock(set_first: bool) {
+    use boardcast_game::events::{AdjustClocks, PenaltyDecision, arbiter_action::Action};
     let periods = vec![TimePeriod {
         moves: 0,
         base_ms: 90 * 60_000,
@@ -1058,6 +1071,18 @@ fn a_confirmed_penalty_time_is_expected_on_the_opponent_clock() {
     assert_eq!(illegal.event.offender, "black");
     let bonus = illegal.event.opponent_bonus_ms;
     assert!(bonus > 0, "{illegal:?}");
+    if set_first {
+        act(
+            &mut board,
+            Action::Clocks(AdjustClocks {
+                white_remaining_ms: Some(full - 3_000 + bonus),
+                reason: "penalty time for Black's illegal move".into(),
+                ..Default::default()
+            }),
+            "IA Smith",
+        )
+        .expect("accepted");
+    }
     act(
         &mut board,
         Action::Penalty(PenaltyDecision {
@@ -1068,7 +1093,7 @@ fn a_confirmed_penalty_time_is_expected_on_the_opponent_clock() {
         "IA Smith",
     )
     .expect("accepted");
-    // The arbiter gave White the time on the clock; White's next reading has it.
+    // White's next reading has the time.
     board.play_timed(
         &mut pos,
         "e5",
