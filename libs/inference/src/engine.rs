@@ -175,9 +175,7 @@ impl Inference {
             event,
         } = input;
         let mut out = Vec::new();
-        if let Some(press) = self.deferred_press
-            && time_ms.saturating_sub(press.time_ms) > self.config.press_grace_ms
-        {
+        if let Some(press) = self.due_press(time_ms) {
             self.deferred_press = None;
             out.extend(self.settle_press(press.side, press.seq));
         }
@@ -727,10 +725,13 @@ impl Inference {
     /// output): the common case, answered without running it, for callers that would otherwise
     /// run it on a copy of the engine to find out.
     pub fn tick_would_be_idle(&self, time_ms: i64) -> bool {
-        let press_due = self.deferred_press.is_some_and(|press| {
-            time_ms.saturating_sub(press.time_ms) > self.config.press_grace_ms
-        });
-        !press_due && self.quiet_period_continues(time_ms)
+        self.due_press(time_ms).is_none() && self.quiet_period_continues(time_ms)
+    }
+
+    /// The deferred press whose grace period is over at `time_ms`.
+    fn due_press(&self, time_ms: i64) -> Option<DeferredPress> {
+        self.deferred_press
+            .filter(|press| time_ms.saturating_sub(press.time_ms) > self.config.press_grace_ms)
     }
 
     /// Whether the unmatched placement (if any) is still within its quiet period at `time_ms`,

@@ -27,11 +27,15 @@
 //! ticks and rejected observations leave no event, and may have been handled by another
 //! instance or before a restart): they are read from the last message of the board this
 //! instance handled, or from a point found by bisection, since a board's messages are in
-//! `device_seq` order. Those after it were published out of order: they are decided first, in
-//! order (their own delivery later is then a duplicate). The rest never arrived: they are
-//! recorded in the game's log as missing (`ObservationsMissing`), where the arbiter sees them;
-//! one that arrives after that is not applied (the game went on without it) and goes to the
-//! dead-letter stream.
+//! `device_seq` order but for re-sent ones (when something seems missing, the search is made
+//! again from the stream's start). Those after it were published out of order: they are decided
+//! first, in order (their own delivery later is then a duplicate). The rest were not found
+//! within `LOOKAHEAD` later messages of the board: they are recorded in the game's log as
+//! missing (`ObservationsMissing`), where the arbiter sees them; one that arrives after that is
+//! not applied (the game went on without it) and goes to the dead-letter stream. A gap is only
+//! logged, not recorded, when no game is in progress on the board, or when more than
+//! `MAX_LOOKBACK` earlier messages of the board would have to be read to tell it from
+//! passed-over ones.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -41,18 +45,14 @@ use std::{
 use anyhow::Context as _;
 use async_nats::{
     HeaderMap,
-    jetstream::{
-        self, AckKind,
-        consumer::pull,
-        message::Message,
-        stream::{RawMessageErrorKind, Stream},
-    },
+    jetstream::{self, AckKind, consumer::pull, message::Message, stream::Stream},
 };
 use boardcast_game::{
     Ignored, ObservationOutcome, Rejected, device::Observation, events::game_event::Kind,
 };
 use boardcast_kit::nats::{
-    DEADLETTER_STREAM, INGEST_STREAM, REASON_HEADER, deadletter_subject, observation_subject,
+    DEADLETTER_STREAM, INGEST_STREAM, REASON_HEADER, deadletter_subject, next_message,
+    observation_subject,
 };
 use futures::StreamExt;
 use prost::Message as _;
@@ -114,8 +114,10 @@ struct SeenBoard {
     stream_seq: u64,
 }
 
-/// At most how many later messages of the same board are searched for missing `device_seq`s.
-const LOOKAHEAD: usize = 32;
+/// At most how many later messages of the same board are searched for missing `device_seq`s: a
+/// gateway publishes up to 256 observations at once and re-sends the ones not acknowledged,
+/// which JetStream then stores after the rest.
+const LOOKAHEAD: usize = 512;
 
 /// At most how many earlier messages of the same board are read to find those another instance
 /// passed over; beyond that a gap is logged but not recorded (it cannot be told from ticks).
@@ -236,10 +238,14 @@ async fn handle(
 }
 
 impl Seen {
+    /// Keeps the board's highest `device_seq` and where it is in the stream (a copy re-sent
+    /// later, with a lower `device_seq`, does not move that point).
     fn note(&mut self, board: &str, device_seq: u64, stream_seq: u64) {
         let entry = self.0.entry(board.to_owned()).or_default();
-        entry.device_seq = entry.device_seq.max(device_seq);
-        entry.stream_seq = entry.stream_seq.max(stream_seq);
+        if device_seq >= entry.device_seq {
+            entry.device_seq = device_seq;
+            entry.stream_seq = entry.stream_seq.max(stream_seq);
+        }
     }
 }
 
@@ -296,7 +302,7 @@ async fn complete(store: &Store, observation: &Observation) -> Result<usize, App
 
 /// Accounts for the board's `device_seq`s between `known` and `observation`: those in the stream
 /// before it were passed over by another instance (clock ticks, rejected observations); those
-/// published after it are decided now, in order; the rest never arrived and are recorded as
+/// published after it are decided now, in order; the rest were not found and are recorded as
 /// missing in the game's log.
 async fn close_gap(
     stream: &Stream,
@@ -307,82 +313,58 @@ async fn close_gap(
     stream_seq: u64,
 ) -> Result<(), String> {
     let board = &observation.board_id;
-    let wanted = known + 1..observation.device_seq;
     if stream_seq == 0 {
         tracing::warn!(%board, before = observation.device_seq, "gap in the board's observations: cannot look for them (no stream sequence)");
         return Ok(());
     }
-    let messages = BoardMessages {
-        stream,
-        subject: observation_subject(board),
+    let gap = Gap {
+        messages: BoardMessages {
+            stream,
+            subject: observation_subject(board),
+        },
+        wanted: known + 1..observation.device_seq,
+        observation,
+        stream_seq,
     };
     // Where the board's messages after `known` start: right after the last one this instance
     // handled if that is as far as the game got, otherwise found by bisection from there.
-    let mut next = match seen_here {
-        Some(s) if s.stream_seq > 0 && s.device_seq >= known => s.stream_seq + 1,
-        Some(s) => {
-            messages
+    let (start, from_stream_start) = match seen_here {
+        Some(s) if s.stream_seq > 0 && s.device_seq >= known => (s.stream_seq + 1, false),
+        Some(s) => (
+            gap.messages
                 .start_after(known, s.stream_seq + 1, stream_seq)
-                .await?
-        }
-        None => messages.start_after(known, 1, stream_seq).await?,
+                .await?,
+            false,
+        ),
+        None => (gap.messages.start_after(known, 1, stream_seq).await?, true),
     };
-    let mut passed_over = BTreeSet::new();
-    let mut later: BTreeMap<u64, Observation> = BTreeMap::new();
-    let (mut read_before, mut read_after) = (0, 0);
-    let mut complete = true;
-    while ((passed_over.len() + later.len()) as u64) < wanted.end - wanted.start {
-        let Some((seq, read)) = messages.next_from(next).await? else {
-            break;
-        };
-        next = seq + 1;
-        let read = read.filter(|o| o.board_id == *board);
-        if seq < stream_seq {
-            read_before += 1;
-            if read_before > MAX_LOOKBACK {
-                // Too far back to tell passed-over from missing: only look ahead.
-                complete = false;
-                next = stream_seq + 1;
-            } else if let Some(read) = read
-                && wanted.contains(&read.device_seq)
-            {
-                passed_over.insert(read.device_seq);
-            }
-        } else if seq > stream_seq {
-            read_after += 1;
-            // A board's messages are in order but for the few it re-sent: the search ends at
-            // the first one that comes after this observation.
-            if read_after > LOOKAHEAD
-                || read
-                    .as_ref()
-                    .is_some_and(|o| o.device_seq > observation.device_seq)
-            {
-                break;
-            }
-            if let Some(read) = read
-                && wanted.contains(&read.device_seq)
-                && !passed_over.contains(&read.device_seq)
-            {
-                later.insert(read.device_seq, read);
-            }
-        }
+    let mut found = gap.search(start).await?;
+    if found.unaccounted(&gap.wanted) > 0 && !from_stream_start {
+        // A message the board re-sent may be stored before the last one this instance handled:
+        // before recording anything as missing, search from the stream's start (gaps are rare).
+        found = gap
+            .search(gap.messages.start_after(known, 1, stream_seq).await?)
+            .await?;
     }
-    if !passed_over.is_empty() {
-        tracing::debug!(%board, count = passed_over.len(), before = observation.device_seq, "observations passed over by another instance (or before a restart)");
+    if !found.passed_over.is_empty() {
+        tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations passed over by another instance (or before a restart)");
     }
     // In device_seq order: a late observation is decided before the gap after it is recorded;
     // the holes between the ones accounted for are missing.
-    let mut accounted: BTreeMap<u64, Option<Observation>> =
-        passed_over.into_iter().map(|seq| (seq, None)).collect();
-    accounted.extend(later.into_iter().map(|(seq, o)| (seq, Some(o))));
-    let mut first_unaccounted = wanted.start;
+    let mut accounted: BTreeMap<u64, Option<Observation>> = found
+        .passed_over
+        .into_iter()
+        .map(|seq| (seq, None))
+        .collect();
+    accounted.extend(found.later.into_iter().map(|(seq, o)| (seq, Some(o))));
+    let mut first_unaccounted = gap.wanted.start;
     for (device_seq, earlier) in accounted {
         if device_seq > first_unaccounted {
             record_missing(
                 store,
                 observation,
                 (first_unaccounted, device_seq - 1),
-                complete,
+                found.complete,
             )
             .await?;
         }
@@ -392,16 +374,85 @@ async fn close_gap(
         }
         first_unaccounted = device_seq + 1;
     }
-    if first_unaccounted < wanted.end {
+    if first_unaccounted < gap.wanted.end {
         record_missing(
             store,
             observation,
-            (first_unaccounted, wanted.end - 1),
-            complete,
+            (first_unaccounted, gap.wanted.end - 1),
+            found.complete,
         )
         .await?;
     }
     Ok(())
+}
+
+/// The `device_seq`s `wanted` that `observation` (at `stream_seq`) skipped.
+struct Gap<'a> {
+    messages: BoardMessages<'a>,
+    wanted: std::ops::Range<u64>,
+    observation: &'a Observation,
+    stream_seq: u64,
+}
+
+/// What a search of the stream found of a gap's observations.
+struct Found {
+    /// In the stream before the observation: handled already.
+    passed_over: BTreeSet<u64>,
+    /// In the stream after it: to be decided before it.
+    later: BTreeMap<u64, Observation>,
+    /// Every earlier message of the board from the start point was read.
+    complete: bool,
+}
+
+impl Found {
+    fn unaccounted(&self, wanted: &std::ops::Range<u64>) -> u64 {
+        (wanted.end - wanted.start) - (self.passed_over.len() + self.later.len()) as u64
+    }
+}
+
+impl Gap<'_> {
+    /// Reads the board's messages from stream sequence `next` on: up to `MAX_LOOKBACK` before
+    /// the observation and `LOOKAHEAD` after it, or until every wanted `device_seq` is found.
+    async fn search(&self, mut next: u64) -> Result<Found, String> {
+        let board = &self.observation.board_id;
+        let mut found = Found {
+            passed_over: BTreeSet::new(),
+            later: BTreeMap::new(),
+            complete: true,
+        };
+        let (mut read_before, mut read_after) = (0, 0);
+        while found.unaccounted(&self.wanted) > 0 {
+            let Some((seq, read)) = self.messages.next_from(next).await? else {
+                break;
+            };
+            next = seq + 1;
+            let read = read.filter(|o| o.board_id == *board);
+            if seq < self.stream_seq {
+                read_before += 1;
+                if read_before > MAX_LOOKBACK {
+                    // Too far back to tell passed-over from missing: only look ahead.
+                    found.complete = false;
+                    next = self.stream_seq + 1;
+                } else if let Some(read) = read
+                    && self.wanted.contains(&read.device_seq)
+                {
+                    found.passed_over.insert(read.device_seq);
+                }
+            } else if seq > self.stream_seq {
+                read_after += 1;
+                if read_after > LOOKAHEAD {
+                    break;
+                }
+                if let Some(read) = read
+                    && self.wanted.contains(&read.device_seq)
+                    && !found.passed_over.contains(&read.device_seq)
+                {
+                    found.later.insert(read.device_seq, read);
+                }
+            }
+        }
+        Ok(found)
+    }
 }
 
 /// Records the board's observations `first..=last` as missing, when the search for them was
@@ -439,21 +490,10 @@ struct BoardMessages<'a> {
 impl BoardMessages<'_> {
     /// The board's first message at or after stream sequence `seq`, decoded if it can be.
     async fn next_from(&self, seq: u64) -> Result<Option<(u64, Option<Observation>)>, String> {
-        match self
-            .stream
-            .raw_message_builder()
-            .sequence(seq)
-            .next_by_subject(self.subject.clone())
-            .send()
+        let message = next_message(self.stream, seq, &self.subject)
             .await
-        {
-            Ok(m) => Ok(Some((
-                m.sequence,
-                Observation::decode(m.payload.as_ref()).ok(),
-            ))),
-            Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => Ok(None),
-            Err(e) => Err(format!("reading the board's observations: {e}")),
-        }
+            .map_err(|e| format!("reading the board's observations: {e}"))?;
+        Ok(message.map(|m| (m.sequence, Observation::decode(m.payload.as_ref()).ok())))
     }
 
     /// A stream sequence in `low..=before` from which the board's messages before `before`

@@ -36,7 +36,9 @@ use async_nats::jetstream::{
     stream::Stream,
 };
 use boardcast_game::{Game, NewEvent, events::GameEvent, events::GameEventRecord};
-use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, game_message_id, game_subject};
+use boardcast_kit::nats::{
+    GAMES_STREAM, GAMES_SUBJECTS, game_message_id, game_subject, next_message,
+};
 use futures::StreamExt;
 use prost::Message as _;
 use tokio::sync::Mutex;
@@ -232,10 +234,14 @@ impl Store {
         games.by_id.values().filter_map(|e| f(&e.game)).collect()
     }
 
-    /// Folds what other instances have appended since this one last looked.
+    /// Folds what other instances have appended since this one last looked (asked often, and
+    /// usually nothing: that is found with one message lookup).
     pub async fn refresh(&self) -> Result<(), ReadError> {
         let mut games = self.games.lock().await;
-        self.catch_up(&mut games).await
+        if self.has_unfolded_records(&games).await? {
+            self.catch_up(&mut games).await?;
+        }
+        Ok(())
     }
 
     /// Runs `decide` on the game live on `board_id` and appends what it returns, on the current
@@ -491,20 +497,10 @@ impl Store {
     /// nothing (clock ticks) and only need this answer, which one message lookup gives more
     /// cheaply than the stream's info that `catch_up` reads.
     async fn has_unfolded_records(&self, games: &Games) -> Result<bool, ReadError> {
-        match self
-            .stream
-            .raw_message_builder()
-            .sequence(games.folded_seq + 1)
-            .next_by_subject(GAMES_SUBJECTS.to_owned())
-            .send()
+        next_message(&self.stream, games.folded_seq + 1, GAMES_SUBJECTS)
             .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == jetstream::stream::RawMessageErrorKind::NoMessageFound => {
-                Ok(false)
-            }
-            Err(e) => Err(ReadError::Log(e.to_string())),
-        }
+            .map(|found| found.is_some())
+            .map_err(|e| ReadError::Log(e.to_string()))
     }
 
     /// Folds every record after `folded_seq` up to the stream's current last sequence.

@@ -92,6 +92,27 @@ pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow:
     Ok(())
 }
 
+/// The first message of `stream` at or after stream sequence `seq` on `subject` (wildcards
+/// allowed), found by the server in one request whatever lies in between; `None` when there is
+/// none.
+pub async fn next_message(
+    stream: &stream::Stream,
+    seq: u64,
+    subject: &str,
+) -> Result<Option<jetstream::message::StreamMessage>, stream::RawMessageError> {
+    match stream
+        .raw_message_builder()
+        .sequence(seq)
+        .next_by_subject(subject)
+        .send()
+        .await
+    {
+        Ok(message) => Ok(Some(message)),
+        Err(e) if e.kind() == stream::RawMessageErrorKind::NoMessageFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// The `device_seq` of the board's last observation in the ingest stream; 0 when it has sent
 /// none. A game set up on the board now follows it from there; a simulated board continues its
 /// numbering from there, as a gateway does (a board's numbers are never reused).
