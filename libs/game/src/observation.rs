@@ -12,11 +12,10 @@
 use boardcast_inference::{Event as InferenceEvent, Input, IrregularityCause, Output, PlyMove};
 use boardcast_rules::illegal::{IllegalKind, IllegalMoveCase, IllegalPenalty, judge_illegal_move};
 use boardcast_rules::touch::{Touch, TouchAction, check_touches};
-use shakmaty::{Board, Chess, Color, Piece, Position, Role, Square, uci::UciMove};
+use boardcast_schema::pieces::{board_piece, device_piece};
+use shakmaty::{Board, Chess, Color, Piece, Position, Square, uci::UciMove};
 
-use crate::device::{
-    ClockRun, DeviceState, DeviceStatus, Observation, Piece as DevicePiece, observation,
-};
+use crate::device::{ClockRun, DeviceState, DeviceStatus, Observation, observation};
 use crate::events::{
     BoardStatusChanged, ClockAlert, GameEnded, GameResult, IllegalMoveRecorded,
     IrregularityCleared, IrregularityObserved, MoveCompleted, MoveProvisional, MovesReconstructed,
@@ -95,50 +94,15 @@ pub(crate) fn touch_of(obs: &Observation) -> Option<Touch> {
     }
 }
 
+fn piece(code: i32) -> Result<Piece, Rejected> {
+    board_piece(code).ok_or(Rejected::InvalidPiece(code))
+}
+
 fn square(index: u32) -> Result<Square, Rejected> {
     if index < 64 {
         Ok(Square::new(index))
     } else {
         Err(Rejected::InvalidSquare(index))
-    }
-}
-
-fn piece(code: i32) -> Result<Piece, Rejected> {
-    use DevicePiece as D;
-    let (color, role) =
-        match DevicePiece::try_from(code).map_err(|_| Rejected::InvalidPiece(code))? {
-            D::WhitePawn => (Color::White, Role::Pawn),
-            D::WhiteKnight => (Color::White, Role::Knight),
-            D::WhiteBishop => (Color::White, Role::Bishop),
-            D::WhiteRook => (Color::White, Role::Rook),
-            D::WhiteQueen => (Color::White, Role::Queen),
-            D::WhiteKing => (Color::White, Role::King),
-            D::BlackPawn => (Color::Black, Role::Pawn),
-            D::BlackKnight => (Color::Black, Role::Knight),
-            D::BlackBishop => (Color::Black, Role::Bishop),
-            D::BlackRook => (Color::Black, Role::Rook),
-            D::BlackQueen => (Color::Black, Role::Queen),
-            D::BlackKing => (Color::Black, Role::King),
-            D::Unspecified => return Err(Rejected::InvalidPiece(code)),
-        };
-    Ok(Piece { color, role })
-}
-
-fn device_piece(piece: Piece) -> DevicePiece {
-    use DevicePiece as D;
-    match (piece.color, piece.role) {
-        (Color::White, Role::Pawn) => D::WhitePawn,
-        (Color::White, Role::Knight) => D::WhiteKnight,
-        (Color::White, Role::Bishop) => D::WhiteBishop,
-        (Color::White, Role::Rook) => D::WhiteRook,
-        (Color::White, Role::Queen) => D::WhiteQueen,
-        (Color::White, Role::King) => D::WhiteKing,
-        (Color::Black, Role::Pawn) => D::BlackPawn,
-        (Color::Black, Role::Knight) => D::BlackKnight,
-        (Color::Black, Role::Bishop) => D::BlackBishop,
-        (Color::Black, Role::Rook) => D::BlackRook,
-        (Color::Black, Role::Queen) => D::BlackQueen,
-        (Color::Black, Role::King) => D::BlackKing,
     }
 }
 

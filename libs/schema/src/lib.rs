@@ -1,7 +1,10 @@
 //! The wire schema of boardcast, generated from `proto/`.
 //!
-//! Generated code only: messages and the gRPC service definitions. Nothing here does I/O on its
-//! own; the services decide where these messages travel.
+//! Generated code (messages and the gRPC service definitions), and the conversion between the
+//! schema's piece codes and shakmaty's pieces (`pieces`). Nothing here does I/O on its own; the
+//! services decide where these messages travel.
+
+pub mod pieces;
 
 pub mod device {
     pub mod v1 {

@@ -9,9 +9,9 @@ pub mod dgt;
 
 use boardcast_rules::pgn::PgnGame;
 use boardcast_schema::device::v1::{
-    BoardPlacement, ClockReading, ClockRun, Piece as DevicePiece, PieceLifted, PiecePlaced,
-    observation::Kind,
+    BoardPlacement, ClockReading, ClockRun, PieceLifted, PiecePlaced, observation::Kind,
 };
+use boardcast_schema::pieces::device_piece;
 use shakmaty::{Chess, Color, Move, Piece, Position, Role, Square, san::SanPlus};
 
 /// One observation of the script, `at_ms` after the game started.
@@ -52,25 +52,6 @@ pub enum SimError {
     },
     #[error("game {players}: {reason}")]
     BadGame { players: String, reason: String },
-}
-
-/// The device's code for a piece.
-pub fn device_piece(piece: Piece) -> DevicePiece {
-    use DevicePiece as D;
-    match (piece.color, piece.role) {
-        (Color::White, Role::Pawn) => D::WhitePawn,
-        (Color::White, Role::Knight) => D::WhiteKnight,
-        (Color::White, Role::Bishop) => D::WhiteBishop,
-        (Color::White, Role::Rook) => D::WhiteRook,
-        (Color::White, Role::Queen) => D::WhiteQueen,
-        (Color::White, Role::King) => D::WhiteKing,
-        (Color::Black, Role::Pawn) => D::BlackPawn,
-        (Color::Black, Role::Knight) => D::BlackKnight,
-        (Color::Black, Role::Bishop) => D::BlackBishop,
-        (Color::Black, Role::Rook) => D::BlackRook,
-        (Color::Black, Role::Queen) => D::BlackQueen,
-        (Color::Black, Role::King) => D::BlackKing,
-    }
 }
 
 fn lifted(square: Square, piece: Piece) -> Kind {

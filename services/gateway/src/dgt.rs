@@ -18,7 +18,8 @@ use boardcast_schema::device::v1::{
     BoardPlacement, ClockReading, ClockRun, DeviceState, DeviceStatus, Piece as DevicePiece,
     PieceLifted, PiecePlaced, observation::Kind,
 };
-use shakmaty::{Board, CastlingMode, Chess, Color, Piece, Position, Role, uci::UciMove};
+use boardcast_schema::pieces::device_piece;
+use shakmaty::{Board, CastlingMode, Chess, Color, Position, uci::UciMove};
 
 /// Which display of the clock shows White's time.
 ///
@@ -63,24 +64,6 @@ pub struct DgtSession {
     firmware_version: String,
     battery_percent: Option<u32>,
     last_clock: Option<ClockReading>,
-}
-
-fn device_piece(piece: Piece) -> DevicePiece {
-    use DevicePiece as D;
-    match (piece.color, piece.role) {
-        (Color::White, Role::Pawn) => D::WhitePawn,
-        (Color::White, Role::Knight) => D::WhiteKnight,
-        (Color::White, Role::Bishop) => D::WhiteBishop,
-        (Color::White, Role::Rook) => D::WhiteRook,
-        (Color::White, Role::Queen) => D::WhiteQueen,
-        (Color::White, Role::King) => D::WhiteKing,
-        (Color::Black, Role::Pawn) => D::BlackPawn,
-        (Color::Black, Role::Knight) => D::BlackKnight,
-        (Color::Black, Role::Bishop) => D::BlackBishop,
-        (Color::Black, Role::Rook) => D::BlackRook,
-        (Color::Black, Role::Queen) => D::BlackQueen,
-        (Color::Black, Role::King) => D::BlackKing,
-    }
 }
 
 fn code_piece(code: PieceCode) -> i32 {
