@@ -11,6 +11,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use async_nats::jetstream;
 use boardcast_game::{Game, ObservationOutcome, device::Observation};
 use boardcast_testkit::{GameService, GameServiceOptions, TestNats};
@@ -31,10 +32,7 @@ fn rebuilt_ms(log: &str) -> Option<u64> {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "benchmark: run explicitly"]
 async fn restart_time_with_and_without_snapshot() -> anyhow::Result<()> {
-    let games: usize = std::env::var("BENCH_GAMES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
+    let games = setting("BENCH_GAMES", 1000)?;
     let base = baseline().await?;
     let nats = TestNats::start()?;
     let dir = tempfile::tempdir()?;
@@ -134,14 +132,8 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     use boardcast_schema::game::v1::{
         CreateGameRequest, GetGameRequest, game_service_client::GameServiceClient,
     };
-    let boards: usize = std::env::var("BENCH_BOARDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    let ticks: usize = std::env::var("BENCH_TICKS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let boards = setting("BENCH_BOARDS", 1000)?;
+    let ticks = setting("BENCH_TICKS", 0)?;
     let base = baseline().await?;
     let by_board = with_clock_ticks(&base.observations, ticks)?;
     let nats = TestNats::start()?;
@@ -220,4 +212,14 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         .sum();
     assert_eq!(moves, expected, "every game has its moves");
     Ok(())
+}
+
+/// A benchmark setting from the environment, or `default` when it is not set.
+fn setting(name: &str, default: usize) -> anyhow::Result<usize> {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .with_context(|| format!("{name}={value:?} is not a whole number")),
+        Err(_) => Ok(default),
+    }
 }
