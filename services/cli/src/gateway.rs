@@ -15,7 +15,7 @@ use boardcast_gateway::{
     livechess,
     outbox::Outbox,
     publisher,
-    recorder::Recorder,
+    recorder::{Recorder, continue_board_numbering},
     serial::{self, SerialConfig},
 };
 use boardcast_rules::pgn::write_game;
@@ -144,6 +144,7 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
 /// The outbox and the task that empties it into JetStream.
 struct Publishing {
     outbox: Arc<Outbox>,
+    js: jetstream::Context,
     wake: Arc<Notify>,
     stop: Arc<Notify>,
     task: tokio::task::JoinHandle<Result<(), boardcast_gateway::outbox::OutboxError>>,
@@ -166,13 +167,14 @@ impl Publishing {
         let stop = Arc::new(Notify::new());
         let task = tokio::spawn(publisher::run(
             outbox.clone(),
-            js,
+            js.clone(),
             wake.clone(),
             stop.clone(),
         ));
         wake.notify_one();
         Ok(Publishing {
             outbox,
+            js,
             wake,
             stop,
             task,
@@ -181,6 +183,7 @@ impl Publishing {
 
     fn recorder(&self, source: SourceKind) -> Recorder {
         Recorder::new(self.outbox.clone(), self.wake.clone(), source)
+            .continuing_from(self.js.clone())
     }
 
     /// Stops publishing; what is still in the outbox is published by the next run.
@@ -294,6 +297,7 @@ async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
         })
         .collect();
     let count = observations.len();
+    continue_board_numbering(&publishing.outbox, &publishing.js, &board_id).await?;
     {
         let outbox = publishing.outbox.clone();
         tokio::task::spawn_blocking(move || -> anyhow::Result<()> {

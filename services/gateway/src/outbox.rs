@@ -83,6 +83,27 @@ impl Outbox {
         Ok(stored)
     }
 
+    /// Makes the board's next `device_seq` come after `last_elsewhere` (the last one JetStream
+    /// holds), when that is further than this outbox got: a new or replaced outbox file must not
+    /// number a board from 1 again, or its observations would be taken for duplicates. Never
+    /// lowers the counter. Returns the board's last `device_seq` now.
+    pub fn continue_after(&self, board_id: &str, last_elsewhere: u64) -> Result<u64, OutboxError> {
+        let txn = self.db.begin_write().map_err(storage)?;
+        let last = {
+            let mut last_seq = txn.open_table(LAST_SEQ).map_err(storage)?;
+            let own = last_seq
+                .get(board_id)
+                .map_err(storage)?
+                .map_or(0, |v| v.value());
+            if last_elsewhere > own {
+                last_seq.insert(board_id, last_elsewhere).map_err(storage)?;
+            }
+            own.max(last_elsewhere)
+        };
+        txn.commit().map_err(storage)?;
+        Ok(last)
+    }
+
     /// The oldest pending observations, up to `limit`, in arrival order.
     pub fn peek(&self, limit: usize) -> Result<Vec<Pending>, OutboxError> {
         let txn = self.db.begin_read().map_err(storage)?;
