@@ -10,7 +10,7 @@ use std::{process::Command, time::Duration};
 use async_nats::jetstream;
 use boardcast_schema::{
     device::v1::{BoardPlacement, Observation, observation::Kind},
-    game::v1::{GetGameRequest, game_service_client::GameServiceClient},
+    game::v1::{GameState, GetGameRequest, game_service_client::GameServiceClient},
 };
 use boardcast_testkit::{GameService, TestNats, program};
 use prost::Message as _;
@@ -125,58 +125,94 @@ async fn an_observation_consumer_of_an_earlier_version_is_brought_up_to_date() -
 async fn a_restarted_game_service_rebuilds_its_games_from_the_log() -> anyhow::Result<()> {
     let nats = TestNats::start()?;
     let mut game_service = GameService::start(&nats.url())?;
-    let pgn = tempfile::NamedTempFile::new()?;
-    std::fs::write(
-        pgn.path(),
+    let game_id = play_one_game(
+        &nats,
+        &game_service,
         "[Event \"Restart Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n\n\
          1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
     )?;
-    let simulate = |grpc: &str| {
-        Command::new(program("boardcast").expect("boardcast built"))
-            .arg("simulate")
-            .arg("--pgn")
-            .arg(pgn.path())
-            .args([
-                "--boards",
-                "1",
-                "--speed",
-                "max",
-                "--nats",
-                &nats.url(),
-                "--game-service",
-                grpc,
-            ])
-            .status()
-    };
-    assert!(simulate(&game_service.url())?.success());
-
-    let game_id = "restart-open-r1-b1".to_string();
-    let state_of = |url: String, game_id: String| async move {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let mut client = GameServiceClient::connect(url.clone()).await?;
-            let state = client
-                .get_game(GetGameRequest {
-                    game_id: game_id.clone(),
-                })
-                .await?
-                .into_inner();
-            if state.result != 0 || tokio::time::Instant::now() > deadline {
-                return anyhow::Ok(state);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    let before = state_of(game_service.url(), game_id.clone()).await?;
+    let before = finished_state(&game_service.url(), &game_id).await?;
     assert_eq!(before.moves.len(), 7);
     assert_ne!(before.result, 0, "the mate ended the game");
 
     game_service.process.kill_hard()?;
     let restarted = GameService::start(&nats.url())?;
-    let after = state_of(restarted.url(), game_id).await?;
+    let after = finished_state(&restarted.url(), &game_id).await?;
     assert_eq!(
         after, before,
         "the rebuilt game equals the live one, hash-chain head included"
     );
     Ok(())
+}
+
+/// An operator may remove records from the game log; a restart that reads the log with a
+/// consumer (more than a few records) must not wait for the removed last one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restart_reads_a_log_whose_last_record_was_removed() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let mut game_service = GameService::start(&nats.url())?;
+    let game_id = play_one_game(
+        &nats,
+        &game_service,
+        "[Event \"Removal Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n\n\
+         1. e4 e5 2. Nf3 d6 3. Bc4 Bg4 4. Nc3 g6 5. Nxe5 Bxd1 6. Bxf7+ Ke7 7. Nd5# 1-0\n",
+    )?;
+    let before = finished_state(&game_service.url(), &game_id).await?;
+    assert!(
+        before.last_game_seq > 64,
+        "{} records",
+        before.last_game_seq
+    );
+    game_service.process.kill_hard()?;
+
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let mut games = js.get_stream(boardcast_kit::nats::GAMES_STREAM).await?;
+    let last = games.info().await?.state.last_sequence;
+    assert!(games.delete_message(last).await?);
+
+    let restarted = GameService::start(&nats.url())?;
+    let mut client = GameServiceClient::connect(restarted.url()).await?;
+    let after = client
+        .get_game(GetGameRequest { game_id })
+        .await?
+        .into_inner();
+    assert_eq!(after.last_game_seq, before.last_game_seq - 1);
+    Ok(())
+}
+
+/// Plays a one-game PGN on one simulated board through the running service; the game's id.
+fn play_one_game(nats: &TestNats, service: &GameService, pgn: &str) -> anyhow::Result<String> {
+    let file = tempfile::NamedTempFile::new()?;
+    std::fs::write(file.path(), pgn)?;
+    let status = Command::new(program("boardcast")?)
+        .arg("simulate")
+        .arg("--pgn")
+        .arg(file.path())
+        .args(["--boards", "1", "--speed", "max", "--nats", &nats.url()])
+        .args(["--game-service", &service.url()])
+        .status()?;
+    anyhow::ensure!(status.success(), "simulate: {status}");
+    let event = pgn
+        .lines()
+        .find_map(|l| l.strip_prefix("[Event \"")?.strip_suffix("\"]"))
+        .context("the PGN has an Event tag")?;
+    Ok(format!("{}-r1-b1", event.to_lowercase().replace(' ', "-")))
+}
+
+/// The game's state once it has a result (or after 30 s).
+async fn finished_state(url: &str, game_id: &str) -> anyhow::Result<GameState> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut client = GameServiceClient::connect(url.to_owned()).await?;
+        let state = client
+            .get_game(GetGameRequest {
+                game_id: game_id.to_owned(),
+            })
+            .await?
+            .into_inner();
+        if state.result != 0 || tokio::time::Instant::now() > deadline {
+            return Ok(state);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -549,11 +549,14 @@ impl Store {
                 return Err(ReadError::Log("the log ended early".into()));
             };
             let message = message.map_err(|e| ReadError::Log(e.to_string()))?;
-            let seq = message
-                .info()
-                .map_err(|e| ReadError::Log(e.to_string()))?
-                .stream_sequence;
+            let info = message.info().map_err(|e| ReadError::Log(e.to_string()))?;
+            let (seq, pending) = (info.stream_sequence, info.pending);
             games.fold(&message.payload, seq);
+            if pending == 0 {
+                // Nothing after it, though the stream's last sequence is further: the records
+                // up to there were removed (by an operator), so there is nothing to fold.
+                games.folded_seq = games.folded_seq.max(last);
+            }
         }
         Ok(())
     }
