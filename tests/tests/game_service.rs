@@ -10,9 +10,11 @@ use std::{process::Command, time::Duration};
 use async_nats::jetstream;
 use boardcast_schema::{
     device::v1::{BoardPlacement, Observation, observation::Kind},
-    game::v1::{GameState, GetGameRequest, game_service_client::GameServiceClient},
+    game::v1::{
+        GameState, GetGameRequest, StreamGameEventsRequest, game_service_client::GameServiceClient,
+    },
 };
-use boardcast_testkit::{GameService, TestNats, program};
+use boardcast_testkit::{GameService, GameServiceOptions, TestNats, program};
 use prost::Message as _;
 use support::dead_letters;
 
@@ -177,6 +179,48 @@ async fn a_restart_reads_a_log_whose_last_record_was_removed() -> anyhow::Result
         .await?
         .into_inner();
     assert_eq!(after.last_game_seq, before.last_game_seq - 1);
+    Ok(())
+}
+
+/// A client following a game's events keeps its stream open; Ctrl-C or SIGTERM still stops the
+/// service cleanly (last snapshot written), a few seconds later.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_with_open_event_streams_stops_on_sigterm() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("game-service.log");
+    let mut service = GameService::start_with(
+        &nats.url(),
+        GameServiceOptions {
+            log: Some(log.clone()),
+            rust_log: Some("boardcast_game_service=info".into()),
+            ..Default::default()
+        },
+    )?;
+    let game_id = play_one_game(
+        &nats,
+        &service,
+        "[Event \"Stop Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n\n\
+         1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
+    )?;
+    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut events = client
+        .stream_game_events(StreamGameEventsRequest {
+            game_id,
+            from_game_seq: 0,
+        })
+        .await?
+        .into_inner();
+    assert!(events.message().await?.is_some(), "the stream is open");
+
+    // Generous: the service gives open streams a few seconds, then stops by itself; only a
+    // hang reaches this and is then killed.
+    assert!(
+        service.process.stop(Duration::from_secs(30))?,
+        "stopped by itself"
+    );
+    let log = std::fs::read_to_string(&log)?;
+    assert!(log.contains("stopped"), "a clean stop: {log}");
     Ok(())
 }
 

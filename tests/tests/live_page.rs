@@ -11,7 +11,7 @@ use boardcast_testkit::{
 async fn the_live_page_shows_every_board_with_players_moves_and_result() -> anyhow::Result<()> {
     let nats = TestNats::start()?;
     let game_service = GameService::start(&nats.url())?;
-    let broadcast = BroadcastService::start(&nats.url())?;
+    let mut broadcast = BroadcastService::start(&nats.url())?;
     let browser = Browser::launch().await?;
     // The page is opened before the games start: what it shows arrives as live updates.
     let mut page = browser
@@ -74,5 +74,11 @@ async fn the_live_page_shows_every_board_with_players_moves_and_result() -> anyh
         page.screenshot(&std::path::Path::new(&dir).join("live-page.png"))
             .await?;
     }
+    // The page keeps its update stream open; SIGTERM still stops the service by itself (a few
+    // seconds later), rather than waiting for the page to go.
+    assert!(
+        broadcast.process.stop(Duration::from_secs(30))?,
+        "the broadcast service stops with a live page open"
+    );
     Ok(())
 }

@@ -6,7 +6,7 @@
 mod http;
 mod projection;
 
-use std::{net::SocketAddr, sync::Arc};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use boardcast_kit::nats;
@@ -40,6 +40,9 @@ struct Args {
     replicas: usize,
 }
 
+/// How long open live pages may keep the service from stopping after Ctrl-C or SIGTERM.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -56,30 +59,15 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding the HTTP address {}", args.http_listen))?;
     tracing::info!(addr = %args.http_listen, "serving HTTP");
-    let serve =
-        axum::serve(listener, http::router(projection)).with_graceful_shutdown(shutdown_signal());
+    let (shutdown, grace_over) = boardcast_kit::shutdown::with_grace(SHUTDOWN_GRACE);
+    let serve = axum::serve(listener, http::router(projection)).with_graceful_shutdown(shutdown);
     tokio::select! {
         result = serve => result.context("HTTP server failed")?,
         result = follow => {
             result.context("game log follower panicked")?.context("game log follower stopped")?;
         }
+        _ = grace_over => {}
     }
     tracing::info!("stopped");
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!("cannot listen for SIGTERM: {e}");
-            let _ = ctrl_c.await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term.recv() => {},
-    }
 }

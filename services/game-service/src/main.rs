@@ -53,6 +53,9 @@ struct Args {
     snapshot_interval: u64,
 }
 
+/// How long open event streams may keep the service from stopping after Ctrl-C or SIGTERM.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -171,10 +174,11 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("binding the gRPC address {}", args.grpc_listen))?;
     tracing::info!(addr = %args.grpc_listen, "serving gRPC");
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let (shutdown, grace_over) = boardcast_kit::shutdown::with_grace(SHUTDOWN_GRACE);
     let serve = tonic::transport::Server::builder()
         .add_service(health_service)
         .add_service(GameServiceServer::new(service))
-        .serve_with_incoming_shutdown(incoming, shutdown_signal());
+        .serve_with_incoming_shutdown(incoming, shutdown);
 
     let outcome = tokio::select! {
         result = serve => result.context("gRPC server failed"),
@@ -182,6 +186,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(r) => r.context("ingest stopped"),
             Err(e) => Err(anyhow::Error::from(e).context("ingest task panicked")),
         },
+        _ = grace_over => Ok(()),
     };
     follow.abort();
     let _ = stop_snapshots.send(true);
@@ -207,28 +212,6 @@ async fn write_snapshot(store: &Arc<store::Store>, snapshots: &Arc<snapshot::Sna
         Ok(Err(e)) => tracing::warn!("writing the snapshot: {e}"),
         Err(e) => tracing::warn!("writing the snapshot: {e}"),
     }
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!("cannot listen for SIGTERM: {e}");
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {},
-            _ = term.recv() => {},
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
 }
 
 /// Runs `attempt` until it succeeds, for up to two minutes, logging each failure.

@@ -1,7 +1,9 @@
-//! Plumbing shared by the boardcast services: NATS subjects and streams, connecting, telemetry.
+//! Plumbing shared by the boardcast services: NATS subjects and streams, connecting, telemetry,
+//! stopping.
 
 pub mod local;
 pub mod nats;
+pub mod shutdown;
 pub mod telemetry;
 
 /// Milliseconds since the Unix epoch, for receive and record times. Services read the wall

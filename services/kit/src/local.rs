@@ -59,20 +59,21 @@ impl ManagedProcess {
         Ok(())
     }
 
-    /// Asks the process to stop (SIGTERM) and waits up to `grace` before killing it.
-    pub fn stop(&mut self, grace: Duration) -> anyhow::Result<()> {
+    /// Asks the process to stop (SIGTERM) and waits up to `grace` before killing it. Says
+    /// whether it stopped by itself (`false`: it had to be killed).
+    pub fn stop(&mut self, grace: Duration) -> anyhow::Result<bool> {
         let Some(mut child) = self.child.take() else {
-            return Ok(());
+            return Ok(true);
         };
         if child.try_wait()?.is_some() {
-            return Ok(());
+            return Ok(true);
         }
         let pid = Pid::from_raw(child.id() as i32);
         if signal::kill(pid, signal::Signal::SIGTERM).is_ok() {
             let deadline = Instant::now() + grace;
             while Instant::now() < deadline {
                 if child.try_wait()?.is_some() {
-                    return Ok(());
+                    return Ok(true);
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -81,7 +82,7 @@ impl ManagedProcess {
             .kill()
             .with_context(|| format!("killing {}", self.name))?;
         child.wait()?;
-        Ok(())
+        Ok(false)
     }
 }
 
