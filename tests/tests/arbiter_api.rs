@@ -5,9 +5,10 @@ use std::{process::Command, time::Duration};
 
 use anyhow::Context as _;
 use boardcast_schema::game::v1::{
-    ActRequest, ArbiterAction, ClaimKind, DrawAgreed, EvaluateClaimRequest, GamePosition,
-    GetGameAtRequest, GetGameRequest, SideAction, Source, StreamRoundEventsRequest,
-    arbiter_action::Action, game_event::Kind, game_service_client::GameServiceClient,
+    ActRequest, ArbiterAction, ClaimKind, CreateGameRequest, DrawAgreed, EvaluateClaimRequest,
+    GamePosition, GameStarted, GetGameAtRequest, GetGameRequest, Player, SideAction, Source,
+    StreamRoundEventsRequest, TimeControl, TimePeriod, arbiter_action::Action, game_event::Kind,
+    game_service_client::GameServiceClient,
 };
 use boardcast_testkit::{GameService, TestNats, program};
 use futures::StreamExt;
@@ -145,6 +146,41 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
         .expect_err("the game is over");
     assert_eq!(late.code(), tonic::Code::FailedPrecondition);
 
+    // Two more games: one of another tournament whose id happens to begin like this round's game
+    // ids, then one of this round. The round's stream has the second, never the first.
+    for (tournament, round, board_number) in
+        [("arbiters-open-r1-b2", 3, 5), ("arbiters-open", 1, 2)]
+    {
+        client
+            .create_game(CreateGameRequest {
+                game: Some(GameStarted {
+                    tournament_id: tournament.into(),
+                    round,
+                    board_number,
+                    board_id: format!("{tournament}-{board_number}"),
+                    white: Some(Player {
+                        name: "C".into(),
+                        ..Default::default()
+                    }),
+                    black: Some(Player {
+                        name: "D".into(),
+                        ..Default::default()
+                    }),
+                    time_control: Some(TimeControl {
+                        periods: vec![TimePeriod {
+                            moves: 0,
+                            base_ms: 7_200_000,
+                            ..Default::default()
+                        }],
+                    }),
+                    ..Default::default()
+                }),
+                actor: "test".into(),
+                ..Default::default()
+            })
+            .await?;
+    }
+
     // The round's event stream carries the game's whole log, the arbiter's action included.
     let mut events = client
         .stream_round_events(StreamRoundEventsRequest {
@@ -167,6 +203,13 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
         }
     }
     assert_eq!(arbiter_actor.as_deref(), Some("IA Smith"));
+    let next = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await?
+        .context("stream ended")??;
+    assert_eq!(
+        next.game_id, "arbiters-open-r1-b2",
+        "the round's other game"
+    );
 
     // A client that reconnects after the game's tenth entry gets the rest only.
     let mut events = client

@@ -55,6 +55,7 @@ impl game_service_server::GameService for GameApi {
         request: Request<GetGameRequest>,
     ) -> Result<Response<GameState>, Status> {
         let game_id = request.into_inner().game_id;
+        self.require_game(&game_id).await?;
         self.store
             .with_game(&game_id, Game::to_state)
             .await
@@ -143,33 +144,53 @@ impl game_service_server::GameService for GameApi {
                 "a tournament id and a round (from 1) are required",
             ));
         }
-        // Game ids are `<tournament>-r<round>-b<board>`: the round's games share that prefix.
-        let prefix = format!("{}-r{}-b", request.tournament_id, request.round);
+        let (tournament_id, round) = (request.tournament_id, request.round);
         let seen: std::collections::HashMap<String, u64> = request
             .seen
             .into_iter()
             .map(|p| (p.game_id, p.game_seq))
             .collect();
-        let seen = Arc::new(seen);
-        let records = log_records(&self.js, GAMES_SUBJECTS.to_owned()).await?;
-        let events = records.filter_map(move |item| {
-            let prefix = prefix.clone();
-            let seen = seen.clone();
-            async move {
-                match item {
-                    Ok((event, _))
-                        if event.game_id.starts_with(&prefix)
+        // The round's games are those whose first record says so (their ids need not follow the
+        // pairing pattern); the log is read from the first of them this instance knows, or from
+        // what it has not folded yet.
+        let start = self.store.round_start_seq(&tournament_id, round).await;
+        let messages = log_messages(&self.js, GAMES_SUBJECTS.to_owned(), start).await?;
+        let mut round_games = std::collections::HashSet::new();
+        let events = messages
+            .map(move |item| {
+                let (subject, payload) = match item {
+                    Ok(message) => message,
+                    Err(e) => return Some(Err(e)),
+                };
+                match open_record(&payload) {
+                    Ok((event, _)) => {
+                        if let Some(game_event::Kind::Started(started)) = &event.kind
+                            && started.tournament_id == tournament_id
+                            && started.round == round
+                        {
+                            round_games.insert(event.game_id.clone());
+                        }
+                        let wanted = round_games.contains(&event.game_id)
                             && seen
                                 .get(&event.game_id)
-                                .is_none_or(|&last| event.game_seq > last) =>
-                    {
-                        Some(Ok(event))
+                                .is_none_or(|&last| event.game_seq > last);
+                        wanted.then_some(Ok(event))
                     }
-                    Ok(_) => None,
-                    Err(e) => Some(Err(e)),
+                    Err(e) => {
+                        let game = subject
+                            .strip_prefix("boardcast.game.")
+                            .and_then(|s| s.strip_suffix(".events"));
+                        if game.is_some_and(|g| round_games.contains(g)) {
+                            Some(Err(e))
+                        } else {
+                            // Another round's problem: its own stream reports it.
+                            tracing::warn!(%subject, "skipping an unreadable game log record: {}", e.message());
+                            None
+                        }
+                    }
                 }
-            }
-        });
+            })
+            .filter_map(|item| async move { item });
         Ok(Response::new(Box::pin(events)))
     }
 
@@ -475,8 +496,16 @@ impl GameApi {
             .map_err(|e| Status::unavailable(format!("{e:#}")))
     }
 
-    /// The game's last log entry, or NOT_FOUND.
+    /// The game's last log entry, or NOT_FOUND. A game this instance does not know yet may have
+    /// just been created by another instance: the log is read once more before saying so.
     async fn require_game(&self, game_id: &str) -> Result<u64, Status> {
+        if let Some(last) = self.store.with_game(game_id, Game::last_game_seq).await {
+            return Ok(last);
+        }
+        self.store
+            .refresh()
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
         self.store
             .with_game(game_id, Game::last_game_seq)
             .await
@@ -490,6 +519,17 @@ async fn log_records(
     subject: String,
 ) -> Result<impl Stream<Item = Result<(GameEvent, GameEventRecord), Status>> + Send + use<>, Status>
 {
+    let messages = log_messages(js, subject, 1).await?;
+    Ok(messages.map(|item| item.and_then(|(_, payload)| open_record(&payload))))
+}
+
+/// The game log's messages on `subject` (subject and payload) from stream sequence `start`, then
+/// live.
+async fn log_messages(
+    js: &jetstream::Context,
+    subject: String,
+    start: u64,
+) -> Result<impl Stream<Item = Result<(String, Vec<u8>), Status>> + Send + use<>, Status> {
     let stream = js
         .get_stream(GAMES_STREAM)
         .await
@@ -497,7 +537,9 @@ async fn log_records(
     let consumer = stream
         .create_consumer(OrderedConfig {
             filter_subject: subject,
-            deliver_policy: DeliverPolicy::All,
+            deliver_policy: DeliverPolicy::ByStartSequence {
+                start_sequence: start.max(1),
+            },
             ..Default::default()
         })
         .await
@@ -508,9 +550,14 @@ async fn log_records(
         .map_err(|e| Status::unavailable(e.to_string()))?;
     Ok(messages.map(|message| {
         let message = message.map_err(|e| Status::unavailable(e.to_string()))?;
-        let record = GameEventRecord::decode(message.payload.as_ref())
-            .map_err(|e| Status::data_loss(format!("a game log record is undecodable: {e}")))?;
-        let event = Game::open_record(&record).map_err(|e| Status::data_loss(e.to_string()))?;
-        Ok((event, record))
+        Ok((message.subject.to_string(), message.payload.to_vec()))
     }))
+}
+
+/// A stored record, checked and opened.
+fn open_record(payload: &[u8]) -> Result<(GameEvent, GameEventRecord), Status> {
+    let record = GameEventRecord::decode(payload)
+        .map_err(|e| Status::data_loss(format!("a game log record is undecodable: {e}")))?;
+    let event = Game::open_record(&record).map_err(|e| Status::data_loss(e.to_string()))?;
+    Ok((event, record))
 }

@@ -229,6 +229,22 @@ impl Store {
             .collect()
     }
 
+    /// Where the log of a round's games starts: the first record of the earliest of them this
+    /// instance knows, or else the first record it has not folded (a game created since).
+    pub async fn round_start_seq(&self, tournament_id: &str, round: u32) -> u64 {
+        let games = self.games.lock().await;
+        games
+            .by_id
+            .values()
+            .filter(|e| {
+                let info = e.game.info();
+                info.tournament_id == tournament_id && info.round == round
+            })
+            .map(|e| e.first_stream_seq)
+            .min()
+            .unwrap_or(games.folded_seq + 1)
+    }
+
     pub async fn all_games<T>(&self, mut f: impl FnMut(&Game) -> Option<T>) -> Vec<T> {
         let games = self.games.lock().await;
         games.by_id.values().filter_map(|e| f(&e.game)).collect()
