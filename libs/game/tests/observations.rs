@@ -195,6 +195,18 @@ fn result_signal_ends_the_game() {
     assert_eq!(game.moves().len(), 2);
 }
 
+/// Board b1's observation `device_seq`: the start placement.
+fn start_placement(device_seq: u64) -> Observation {
+    Observation {
+        board_id: "b1".into(),
+        device_seq,
+        kind: Some(Kind::Placement(BoardPlacement {
+            placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
+        })),
+        ..Default::default()
+    }
+}
+
 #[test]
 fn observations_sent_before_the_game_was_set_up_are_not_its_own() {
     // The board carried round 1's game up to observation 40; round 2's game starts after it.
@@ -203,23 +215,17 @@ fn observations_sent_before_the_game_was_set_up_are_not_its_own() {
         ..started("b1", "W", "B")
     };
     let game = new_game(&info);
-    let placement = |device_seq| Observation {
-        board_id: "b1".into(),
-        device_seq,
-        kind: Some(Kind::Placement(BoardPlacement {
-            placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
-        })),
-        ..Default::default()
-    };
     assert_eq!(
-        game.decide_observation(&placement(38)).expect("valid"),
+        game.decide_observation(&start_placement(38))
+            .expect("valid"),
         ObservationOutcome::Ignored(boardcast_game::Ignored::EarlierGame {
             device_seq: 38,
             earlier_game_last: 40,
         })
     );
     assert!(matches!(
-        game.decide_observation(&placement(41)).expect("valid"),
+        game.decide_observation(&start_placement(41))
+            .expect("valid"),
         ObservationOutcome::Events(_)
     ));
     assert_eq!(game.board_seq_accounted(), 40);
@@ -229,27 +235,20 @@ fn observations_sent_before_the_game_was_set_up_are_not_its_own() {
 fn missing_observations_are_recorded_and_late_ones_not_applied() {
     let info = started("b1", "W", "B");
     let mut game = new_game(&info);
-    let placement = |device_seq| Observation {
-        board_id: "b1".into(),
-        device_seq,
-        kind: Some(Kind::Placement(BoardPlacement {
-            placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
-        })),
-        ..Default::default()
-    };
     let append = |game: &mut Game, events| {
         for record in Game::record(Some(game), "test-r1-b1", events, 0) {
             game.apply(&record).expect("folds");
         }
     };
-    let ObservationOutcome::Events(events) = game.decide_observation(&placement(1)).expect("valid")
+    let ObservationOutcome::Events(events) =
+        game.decide_observation(&start_placement(1)).expect("valid")
     else {
         panic!("recorded");
     };
     append(&mut game, events);
 
     // Observation 5 arrives; 2 to 4 never did.
-    let noticed = placement(5);
+    let noticed = start_placement(5);
     let events = game.decide_missing_observations(2, 4, &noticed);
     assert_eq!(events.len(), 1);
     append(&mut game, events);
@@ -270,12 +269,13 @@ fn missing_observations_are_recorded_and_late_ones_not_applied() {
     append(&mut game, events);
     for late in 2..=4 {
         assert_eq!(
-            game.decide_observation(&placement(late)).expect("valid"),
+            game.decide_observation(&start_placement(late))
+                .expect("valid"),
             ObservationOutcome::Ignored(boardcast_game::Ignored::AfterItsGap { device_seq: late })
         );
     }
     assert!(matches!(
-        game.decide_observation(&placement(5)).expect("valid"),
+        game.decide_observation(&start_placement(5)).expect("valid"),
         ObservationOutcome::Ignored(boardcast_game::Ignored::Duplicate { .. })
     ));
 }

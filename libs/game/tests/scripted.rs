@@ -113,29 +113,15 @@ impl Board {
 
     /// A move seen on the board and completed by the mover's press.
     fn play(&mut self, pos: &mut Chess, san: &str) {
-        let mv = san
-            .parse::<San>()
-            .expect("san")
-            .to_move(pos)
-            .expect("legal");
-        pos.play_unchecked(mv);
+        play_san(pos, san);
         self.placement(pos);
-        self.clock(if pos.turn().is_white() {
-            ClockRun::White
-        } else {
-            ClockRun::Black
-        });
+        self.clock(running_side(pos));
     }
 
     /// A move seen on the board just before the mover's press at `at_ms`, the clock then
     /// reading `clocks` (White, Black).
     fn play_timed(&mut self, pos: &mut Chess, san: &str, at_ms: i64, clocks: (u64, u64)) {
-        let mv = san
-            .parse::<San>()
-            .expect("san")
-            .to_move(pos)
-            .expect("legal");
-        pos.play_unchecked(mv);
+        play_san(pos, san);
         self.observe_at(
             Obs::Placement(BoardPlacement {
                 placement: pos.board().board_fen().to_string(),
@@ -146,11 +132,7 @@ impl Board {
             Obs::Clock(ClockReading {
                 white_remaining_ms: clocks.0,
                 black_remaining_ms: clocks.1,
-                running: if pos.turn().is_white() {
-                    ClockRun::White
-                } else {
-                    ClockRun::Black
-                } as i32,
+                running: running_side(pos) as i32,
                 ..Default::default()
             }),
             at_ms,
@@ -162,6 +144,25 @@ impl Board {
     }
 }
 
+/// Plays `san` on `pos`.
+fn play_san(pos: &mut Chess, san: &str) {
+    let mv = san
+        .parse::<San>()
+        .expect("san")
+        .to_move(pos)
+        .expect("legal");
+    pos.play_unchecked(mv);
+}
+
+/// The clock side running after the last move: the side to move.
+fn running_side(pos: &Chess) -> ClockRun {
+    if pos.turn().is_white() {
+        ClockRun::White
+    } else {
+        ClockRun::Black
+    }
+}
+
 #[test]
 fn a_threefold_claim_resting_on_reconstructed_moves_cannot_be_upheld_on_the_record_alone() {
     let mut board = Board::new("fide-2023");
@@ -169,12 +170,7 @@ fn a_threefold_claim_resting_on_reconstructed_moves_cannot_be_upheld_on_the_reco
     // 1. e4 e5 2. Bc4: the board missed all three moves and both presses in between; it is seen
     // again with the bishop on c4 when White presses. Only one legal sequence leads there.
     for san in ["e4", "e5", "Bc4"] {
-        let mv = san
-            .parse::<San>()
-            .expect("san")
-            .to_move(&pos)
-            .expect("legal");
-        pos.play_unchecked(mv);
+        play_san(&mut pos, san);
     }
     board.placement(&pos);
     board.clock(ClockRun::Black);
@@ -320,12 +316,7 @@ fn a_move_taken_back_before_the_clock_press_leaves_no_trace_but_its_record() {
     let mut board = Board::new("fide-2023");
     let mut pos = Chess::default();
     let mut e4 = pos.clone();
-    e4.play_unchecked(
-        "e4".parse::<San>()
-            .expect("san")
-            .to_move(&pos)
-            .expect("legal"),
-    );
+    play_san(&mut e4, "e4");
     board.placement(&e4);
     board.placement(&pos);
     board.play(&mut pos, "d4");
@@ -472,12 +463,7 @@ fn restoring_a_position_entering_moves_and_ending_the_game() {
     // The player puts the knight back and plays another move; the board follows the game again.
     let mut restored = Chess::default();
     for san in ["e4", "e5"] {
-        restored.play_unchecked(
-            san.parse::<San>()
-                .expect("san")
-                .to_move(&restored)
-                .expect("legal"),
-        );
+        play_san(&mut restored, san);
     }
     board.placement(&restored);
     board.clock(ClockRun::White);
@@ -803,16 +789,14 @@ fn a_move_pressed_before_the_piece_landed_is_completed_with_the_next_press() {
         placement: in_hand.board_fen().to_string(),
     }));
     board.clock(ClockRun::Black);
-    let mv = "Nf3".parse::<San>().unwrap().to_move(&pos).unwrap();
-    pos.play_unchecked(mv);
+    play_san(&mut pos, "Nf3");
     board.placement(&pos);
     assert_eq!(board.game.completed_moves().len(), 2);
     assert_eq!(
         board.game.provisional().map(|p| p.san.as_str()),
         Some("Nf3")
     );
-    let mv = "Nc6".parse::<San>().unwrap().to_move(&pos).unwrap();
-    pos.play_unchecked(mv);
+    play_san(&mut pos, "Nc6");
     board.placement(&pos);
     let line: Vec<&str> = board
         .game
@@ -972,8 +956,7 @@ fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
     .expect("accepted");
     let mut pos = Chess::default();
     for san in ["e4", "e5"] {
-        let mv = san.parse::<San>().unwrap().to_move(&pos).unwrap();
-        pos.play_unchecked(mv);
+        play_san(&mut pos, san);
     }
     board.placement(&pos);
     play(&mut board, &mut pos, "Nf3", 397_000, 290_000);
