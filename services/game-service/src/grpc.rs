@@ -55,12 +55,9 @@ impl game_service_server::GameService for GameApi {
         request: Request<GetGameRequest>,
     ) -> Result<Response<GameState>, Status> {
         let game_id = request.into_inner().game_id;
-        self.require_game(&game_id).await?;
-        self.store
-            .with_game(&game_id, Game::to_state)
+        self.known_game(&game_id, Game::to_state)
             .await
             .map(Response::new)
-            .ok_or_else(|| Status::not_found(format!("no game {game_id:?}")))
     }
 
     async fn list_games(
@@ -499,15 +496,20 @@ impl GameApi {
     /// The game's last log entry, or NOT_FOUND. A game this instance does not know yet may have
     /// just been created by another instance: the log is read once more before saying so.
     async fn require_game(&self, game_id: &str) -> Result<u64, Status> {
-        if let Some(last) = self.store.with_game(game_id, Game::last_game_seq).await {
-            return Ok(last);
+        self.known_game(game_id, Game::last_game_seq).await
+    }
+
+    /// Runs `f` on the game, or NOT_FOUND (see `require_game`).
+    async fn known_game<T>(&self, game_id: &str, f: impl Fn(&Game) -> T) -> Result<T, Status> {
+        if let Some(found) = self.store.with_game(game_id, &f).await {
+            return Ok(found);
         }
         self.store
             .refresh()
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
         self.store
-            .with_game(game_id, Game::last_game_seq)
+            .with_game(game_id, f)
             .await
             .ok_or_else(|| Status::not_found(format!("no game {game_id:?}")))
     }

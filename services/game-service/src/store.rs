@@ -254,10 +254,7 @@ impl Store {
     /// usually nothing: that is found with one message lookup).
     pub async fn refresh(&self) -> Result<(), ReadError> {
         let mut games = self.games.lock().await;
-        if self.has_unfolded_records(&games).await? {
-            self.catch_up(&mut games).await?;
-        }
-        Ok(())
+        self.fold_news(&mut games).await.map(|_| ())
     }
 
     /// Runs `decide` on the game live on `board_id` and appends what it returns, on the current
@@ -279,12 +276,14 @@ impl Store {
                 .get(board_id)
                 .and_then(|id| games.by_id.get(id));
             let Some(entry) = entry else {
-                if caught_up {
+                if caught_up
+                    || !self
+                        .fold_news(&mut games)
+                        .await
+                        .map_err(|e| failed(board_id, e))?
+                {
                     return Ok(None);
                 }
-                self.catch_up(&mut games)
-                    .await
-                    .map_err(|e| failed(board_id, e))?;
                 caught_up = true;
                 continue;
             };
@@ -294,13 +293,10 @@ impl Store {
             if new_events.is_empty() {
                 if !caught_up
                     && self
-                        .has_unfolded_records(&games)
+                        .fold_news(&mut games)
                         .await
                         .map_err(|e| failed(&game_id, e))?
                 {
-                    self.catch_up(&mut games)
-                        .await
-                        .map_err(|e| failed(&game_id, e))?;
                     caught_up = true;
                     continue;
                 }
@@ -509,14 +505,19 @@ impl Store {
         }
     }
 
-    /// Whether the log holds a record after `folded_seq`. Most decisions on observations produce
-    /// nothing (clock ticks) and only need this answer, which one message lookup gives more
-    /// cheaply than the stream's info that `catch_up` reads.
-    async fn has_unfolded_records(&self, games: &Games) -> Result<bool, ReadError> {
-        next_message(&self.stream, games.folded_seq + 1, GAMES_SUBJECTS)
+    /// Folds the records after `folded_seq`, if there are any; says whether there were. Most
+    /// decisions on observations produce nothing (clock ticks) and only need to know that the
+    /// log has not moved on, which one message lookup tells more cheaply than the stream's
+    /// info that `catch_up` reads.
+    async fn fold_news(&self, games: &mut Games) -> Result<bool, ReadError> {
+        let news = next_message(&self.stream, games.folded_seq + 1, GAMES_SUBJECTS)
             .await
-            .map(|found| found.is_some())
-            .map_err(|e| ReadError::Log(e.to_string()))
+            .map_err(|e| ReadError::Log(e.to_string()))?
+            .is_some();
+        if news {
+            self.catch_up(games).await?;
+        }
+        Ok(news)
     }
 
     /// Folds every record after `folded_seq` up to the stream's current last sequence.
