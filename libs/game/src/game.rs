@@ -11,7 +11,8 @@ use boardcast_rules::{
 };
 
 use crate::chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
-use crate::device::ClockRun;
+use crate::clock::{CURRENT_INTERPRETATION, ClockSides, PressDoubt};
+use crate::device::{ClockReading, ClockRun};
 use crate::events::{
     self, GameEvent, GameEventRecord, GameResult, GameStarted, MoveCompleted, MoveProvisional,
     Provenance, Source, Termination, game_event::Kind,
@@ -87,8 +88,24 @@ pub struct Game {
     pub(crate) missing: Vec<events::ObservationsMissing>,
     /// Move inference over the board's recorded observations.
     pub(crate) inference: Inference,
-    /// The clock's running side at the last recorded reading.
+    /// The clock's running side at the last recorded reading, read with `clock_sides`
+    /// (interpretation 0: the last side that ran; a stopped clock is passed over).
     pub(crate) clock_running: ClockRun,
+    /// `GameStarted.interpretation`: how this game's observations are read.
+    pub(crate) interpretation: u32,
+    /// Which clock display is White's, as the log established it.
+    pub(crate) clock_sides: ClockSides,
+    /// The last recorded clock reading as its source labelled it.
+    pub(crate) last_clock: Option<ClockReading>,
+    /// The clock has stood (stopped, as for turning it round) since the last completed move.
+    pub(crate) clock_stood: bool,
+    /// The board has shown the game's start placement (either way round) since the game was
+    /// set up: an irregular placement after that is play, not a wrong set-up.
+    pub(crate) start_seen: bool,
+    /// Presses in doubt that no later press has settled, in order.
+    pub(crate) doubts: Vec<PressDoubt>,
+    /// What of the board's set-up differs from what the game expects, one per aspect.
+    pub(crate) setup_mismatches: Vec<events::SetupMismatch>,
     pub(crate) repetition: RepetitionTracker,
     pub(crate) illegal_tally: IllegalMoveTally,
     /// Plies whose moves were reconstructed rather than seen.
@@ -101,7 +118,8 @@ pub struct Game {
     pub(crate) arbiter_notes: Vec<(u32, String)>,
     /// Draw offers, by the number of completed moves when each was made.
     pub(crate) draw_offers: Vec<u32>,
-    /// Flags shown by the clock at the last recorded reading (White, Black).
+    /// Flags shown by the clock at the last recorded reading (White, Black), read with
+    /// `clock_sides`.
     pub(crate) flags: (bool, bool),
     /// Lifts and placements recorded since the last completed move, with their `game_seq`.
     pub(crate) touches: Vec<(u64, boardcast_rules::touch::Touch)>,
@@ -277,7 +295,10 @@ impl Game {
         Ok((
             game_id,
             NewEvent {
-                kind: Kind::Started(info.clone()),
+                kind: Kind::Started(GameStarted {
+                    interpretation: CURRENT_INTERPRETATION,
+                    ..info.clone()
+                }),
                 provenance: Provenance {
                     source: Source::Operator as i32,
                     actor: actor.to_owned(),
@@ -367,6 +388,7 @@ impl Game {
         let position = start_position(&info)?;
         let rules = rules_of(&info)?;
         let board_seq_floor = info.board_seq_before;
+        let interpretation = info.interpretation;
         let mut head = [0u8; 32];
         head.copy_from_slice(&record.hash);
         Ok(Game {
@@ -385,6 +407,13 @@ impl Game {
             last_device_seq: 0,
             missing: Vec::new(),
             clock_running: ClockRun::Unspecified,
+            interpretation,
+            clock_sides: ClockSides::default(),
+            last_clock: None,
+            clock_stood: false,
+            start_seen: false,
+            doubts: Vec::new(),
+            setup_mismatches: Vec::new(),
             illegal_tally: IllegalMoveTally::default(),
             reconstructed: Default::default(),
             irregular: None,
@@ -445,18 +474,19 @@ impl Game {
                 if let Some(input) = self.inference_input(observation) {
                     self.inference.observe(input);
                 }
+                if let Some(crate::device::observation::Kind::Placement(p)) = &observation.kind
+                    && let Ok(board) = p.placement.parse::<shakmaty::Board>()
+                {
+                    let mut rotated = board.clone();
+                    rotated.rotate_180();
+                    self.start_seen |= [board, rotated].contains(self.start.board());
+                }
                 if let Some(touch) = crate::observation::touch_of(observation) {
                     self.touches.push((event.game_seq, touch));
                 }
                 if let Some(crate::device::observation::Kind::Clock(c)) = &observation.kind {
-                    self.flags = (c.white_flag, c.black_flag);
-                    // A paused clock is not a press when it runs again: only White and Black
-                    // count.
-                    if let Ok(running @ (ClockRun::White | ClockRun::Black)) =
-                        ClockRun::try_from(c.running)
-                    {
-                        self.clock_running = running;
-                    }
+                    self.last_clock = Some(*c);
+                    self.follow_clock();
                 }
             }
             Some(Kind::MoveProvisional(p)) => {
@@ -514,6 +544,7 @@ impl Game {
                 }
                 self.irregular = None;
                 self.touches.clear();
+                self.clock_stood = false;
                 // A move completed without the engine's confirmation (a mate needs no press, an
                 // arbiter enters a move): the engine follows the game, not the other way round.
                 if self.inference.confirmed_plies() as usize != self.moves.len() {
@@ -524,6 +555,38 @@ impl Game {
             Some(Kind::Ended(end)) => {
                 self.result = Some((end.result(), end.termination()));
                 self.provisional.clear();
+            }
+            Some(Kind::ClockSides(sides)) => {
+                self.clock_sides = ClockSides::from_event(sides);
+                // The last reading (the one before the press that showed the sides) reads
+                // differently now.
+                self.follow_clock();
+            }
+            Some(Kind::SetupMismatch(mismatch)) => {
+                self.setup_mismatches
+                    .retain(|m| m.aspect != mismatch.aspect);
+                self.setup_mismatches.push(mismatch.clone());
+            }
+            Some(Kind::SetupMismatchCleared(cleared)) => {
+                self.setup_mismatches.retain(|m| m.aspect != cleared.aspect)
+            }
+            Some(Kind::PressInDoubt(doubt)) => {
+                // Recorded right after the press's observation.
+                let reading = self.last_clock.ok_or_else(|| {
+                    inconsistent("a press in doubt without a clock reading".into())
+                })?;
+                self.doubts.push(PressDoubt {
+                    game_seq: event.game_seq,
+                    event: doubt.clone(),
+                    reading,
+                    device_seq: self.last_device_seq,
+                    // The position the press's ply was to be played in: after the completed
+                    // moves and those the board showed before it.
+                    position: self.line_position(),
+                });
+            }
+            Some(Kind::PressSettled(settled)) => {
+                self.doubts.retain(|d| d.game_seq != settled.doubt_game_seq)
             }
             Some(Kind::Touch(_))
             | Some(Kind::TouchMove(_))
@@ -690,6 +753,25 @@ impl Game {
         Some(crate::arbiter::ending_of(&end))
     }
 
+    /// The clock's running side and flags from the last recorded reading, read with the sides.
+    fn follow_clock(&mut self) {
+        let Some(raw) = self.last_clock else {
+            return;
+        };
+        let reading = self.clock_sides.read(&raw);
+        self.flags = (reading.white_flag, reading.black_flag);
+        match (self.interpretation, reading.running()) {
+            (0, running @ (ClockRun::White | ClockRun::Black)) => self.clock_running = running,
+            // Interpretation 0: a paused clock is not a press when it runs again, so only White
+            // and Black count.
+            (0, _) => {}
+            (_, running) => {
+                self.clock_stood |= running == ClockRun::Stopped;
+                self.clock_running = running;
+            }
+        }
+    }
+
     /// Makes the move inference follow the game's completed moves.
     fn sync_inference(&mut self) -> Result<(), String> {
         let moves: Vec<Move> = self
@@ -834,6 +916,11 @@ impl Game {
         &self.missing
     }
 
+    /// What of the board's set-up differs from what the game expects.
+    pub fn setup_mismatches(&self) -> &[events::SetupMismatch] {
+        &self.setup_mismatches
+    }
+
     pub fn turn(&self) -> Color {
         self.position.turn()
     }
@@ -850,6 +937,10 @@ impl Game {
             provisional: self.provisional().cloned(),
             provisional_line: self.provisional_line().into_iter().cloned().collect(),
             missing_observations: self.missing.clone(),
+            clock_sides: (self.clock_sides.basis != events::ClockSidesBasis::Unspecified)
+                .then(|| self.clock_sides.to_event()),
+            setup_mismatches: self.setup_mismatches.clone(),
+            presses_in_doubt: self.doubts.iter().map(|d| d.game_seq).collect(),
             fen: fen_of(&self.position),
             result: result as i32,
             termination: termination as i32,

@@ -8,13 +8,17 @@
 mod arbiter;
 mod chain;
 mod claims;
+mod clock;
 mod game;
 mod observation;
+mod pgn;
 mod time_control;
+pub mod wording;
 
 pub use arbiter::ActionRejected;
 pub use chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
 pub use claims::{ClaimAssessment, ClaimStatement, UnconfirmedMove};
+pub use clock::CURRENT_INTERPRETATION;
 pub use game::{
     CompletedMove, Game, GameError, IllegalMoveEntry, NewEvent, fen_of as fen, game_id_for,
     rules_of, validate_board_id,

@@ -15,12 +15,14 @@ use boardcast_rules::touch::{Touch, TouchAction, check_touches};
 use boardcast_schema::pieces::{board_piece, device_piece};
 use shakmaty::{Board, Chess, Color, Piece, Position, Square, uci::UciMove};
 
-use crate::device::{ClockRun, DeviceState, DeviceStatus, Observation, observation};
+use crate::clock::{ClockSides, clock_sides_mismatch, running_side, settled, side_of};
+use crate::device::{ClockReading, ClockRun, DeviceState, DeviceStatus, Observation, observation};
 use crate::events::{
-    BoardStatusChanged, ClockAlert, GameEnded, GameResult, IllegalMoveRecorded,
-    IrregularityCleared, IrregularityObserved, MoveCompleted, MoveProvisional, MovesReconstructed,
-    ObservationRecorded, ObservationsMissing, PossibleTouchMoveBreach, Provenance,
-    ProvisionalMoveWithdrawn, Source, Termination, TouchObserved, game_event::Kind,
+    BoardStatusChanged, ClockAlert, ClockPressInDoubt, ClockSidesBasis, GameEnded, GameResult,
+    IllegalMoveRecorded, IrregularityCleared, IrregularityObserved, MoveCompleted, MoveProvisional,
+    MovesReconstructed, ObservationRecorded, ObservationsMissing, PossibleTouchMoveBreach,
+    PressSettlement, Provenance, ProvisionalMoveWithdrawn, SetupAspect, SetupMismatch,
+    SetupMismatchCleared, Source, Termination, TouchObserved, game_event::Kind,
 };
 use crate::game::{ClockChange, Game, NewEvent, fen_of};
 
@@ -132,17 +134,11 @@ impl Game {
             },
             observation::Kind::Placement(p) => InferenceEvent::Placement(p.placement.parse().ok()?),
             observation::Kind::Clock(c) => {
-                let running = ClockRun::try_from(c.running).ok()?;
-                // A press is the running side changing: the side that stopped pressed.
-                // Any other reading is the clock ticking: time passes for the inference.
-                match (self.clock_running, running) {
-                    (before, ClockRun::Black) if before != ClockRun::Black => {
-                        InferenceEvent::ClockPressed { side: Color::White }
-                    }
-                    (before, ClockRun::White) if before != ClockRun::White => {
-                        InferenceEvent::ClockPressed { side: Color::Black }
-                    }
-                    _ => InferenceEvent::Tick,
+                // Any reading that is not a press is the clock ticking: time passes for the
+                // inference.
+                match self.press_by(self.clock_sides.read(c).running()) {
+                    Some(side) => InferenceEvent::ClockPressed { side },
+                    None => InferenceEvent::Tick,
                 }
             }
             observation::Kind::Status(_) => return None,
@@ -152,6 +148,19 @@ impl Game {
             time_ms: obs.device_time_unix_ms,
             event,
         })
+    }
+
+    /// Who pressed, when the clock (read with the game's sides) now runs `running`: a press is
+    /// the running side changing, and the side that stopped pressed. From interpretation 1 a
+    /// clock that runs again after it stood (started, or restarted by the arbiter) is no press.
+    fn press_by(&self, running: ClockRun) -> Option<Color> {
+        match (self.interpretation, self.clock_running, running) {
+            (0, before, ClockRun::Black) if before != ClockRun::Black => Some(Color::White),
+            (0, before, ClockRun::White) if before != ClockRun::White => Some(Color::Black),
+            (_, ClockRun::White, ClockRun::Black) => Some(Color::White),
+            (_, ClockRun::Black, ClockRun::White) => Some(Color::Black),
+            _ => None,
+        }
     }
 
     fn check_payload(obs: &Observation) -> Result<(), Rejected> {
@@ -211,6 +220,9 @@ impl Game {
         if self.is_over() {
             return Ok(ObservationOutcome::Ignored(Ignored::GameOver));
         }
+        if self.interpretation >= 1 {
+            return Ok(self.decide_by_evidence(obs));
+        }
         let input = self.inference_input(obs);
         let is_tick = input
             .as_ref()
@@ -246,7 +258,8 @@ impl Game {
                 return Ok(ObservationOutcome::Events(events));
             }
             let follows_game = self.follows_game(&engine);
-            events.extend(self.meaning(obs, outputs, follows_game));
+            let clocks = Some((c.white_remaining_ms, c.black_remaining_ms));
+            events.extend(self.meaning(obs, outputs, follows_game, clocks));
             return Ok(ObservationOutcome::Events(events));
         }
         let mut events = vec![NewEvent {
@@ -259,12 +272,262 @@ impl Game {
             let mut engine = self.inference.clone();
             let outputs = engine.observe(input);
             let follows_game = self.follows_game(&engine);
-            events.extend(self.meaning(obs, outputs, follows_game));
+            events.extend(self.meaning(obs, outputs, follows_game, None));
         }
         if let Some(observation::Kind::Status(status)) = &obs.kind {
             events.extend(self.board_status_change(obs, status));
         }
         Ok(ObservationOutcome::Events(events))
+    }
+
+    /// `decide_observation` from interpretation 1: the clock's sides from the evidence, presses
+    /// that would be illegal moves held in doubt (see the `clock` module).
+    fn decide_by_evidence(&self, obs: &Observation) -> ObservationOutcome {
+        let basis = vec![obs.device_seq];
+        let Some(observation::Kind::Clock(raw)) = &obs.kind else {
+            let mut events = vec![self.recorded(obs, Source::BoardSensor)];
+            if let Some(input) = self.inference_input(obs) {
+                let mut engine = self.inference.clone();
+                let outputs = engine.observe(input);
+                events = self.conclude(obs, self.clock_sides, events, &engine, outputs, None);
+            }
+            if let Some(observation::Kind::Status(status)) = &obs.kind {
+                events.extend(self.board_status_change(obs, status));
+            }
+            return ObservationOutcome::Events(events);
+        };
+        let mut sides = self.clock_sides;
+        let mut prefix = Vec::new();
+        // The clock started before any move: the Laws start White's clock, so its running
+        // display is White's until a press completing a move says otherwise.
+        if sides.basis == ClockSidesBasis::Unspecified
+            && self.moves.is_empty()
+            && self.inference.moves().is_empty()
+            && !matches!(self.clock_running, ClockRun::White | ClockRun::Black)
+            && let Some(running) = running_side(&sides.read(raw))
+        {
+            let event =
+                sides.establish(raw, running == Color::Black, ClockSidesBasis::ClockStarted);
+            sides = ClockSides::from_event(&event);
+            prefix.push(NewEvent {
+                kind: Kind::ClockSides(event),
+                provenance: self.provenance(obs, Source::Clock, basis.clone()),
+            });
+        }
+        let reading = sides.read(raw);
+        let time_ms = obs.device_time_unix_ms;
+        if let Some(presser) = self.press_by(reading.running()) {
+            return ObservationOutcome::Events(self.decide_press(obs, raw, presser));
+        }
+        // The clock ticking, stopping or running again: recorded when the running side or a
+        // flag changed, or the board's quiet period ended with it.
+        let flags_changed = (reading.white_flag, reading.black_flag) != self.flags;
+        let changed =
+            flags_changed || reading.running() != self.clock_running || !prefix.is_empty();
+        if !changed && self.inference.tick_would_be_idle(time_ms) {
+            return ObservationOutcome::Ignored(Ignored::ClockTick);
+        }
+        let mut engine = self.inference.clone();
+        let outputs = engine.observe(Input {
+            seq: obs.device_seq,
+            time_ms,
+            event: InferenceEvent::Tick,
+        });
+        if outputs.is_empty() && !changed {
+            return ObservationOutcome::Ignored(Ignored::ClockTick);
+        }
+        let clocks = Some((reading.white_remaining_ms, reading.black_remaining_ms));
+        if flags_changed
+            && let Some(end) = self.flag_verdict(reading.white_flag, reading.black_flag)
+        {
+            let mut events = prefix;
+            events.push(self.recorded(obs, Source::Clock));
+            events.push(game_ended(end, self.provenance(obs, Source::Clock, basis)));
+            return ObservationOutcome::Events(events);
+        }
+        prefix.push(self.recorded(obs, Source::Clock));
+        ObservationOutcome::Events(self.conclude(obs, sides, prefix, &engine, outputs, clocks))
+    }
+
+    /// A clock press, read with the game's sides. When the press would be one without a move
+    /// but completes the move on the board if the displays are read the other way round, the
+    /// clock's sides are the other way round (set up so, or the clock turned round): recorded,
+    /// and the press is read so.
+    fn decide_press(&self, obs: &Observation, raw: &ClockReading, presser: Color) -> Vec<NewEvent> {
+        let press = |side| Input {
+            seq: obs.device_seq,
+            time_ms: obs.device_time_unix_ms,
+            event: InferenceEvent::ClockPressed { side },
+        };
+        let mut engine = self.inference.clone();
+        let outputs = engine.observe(press(presser));
+        let without_move = outputs
+            .iter()
+            .any(|o| matches!(o, Output::ClockPressWithoutMove { .. }));
+        // Sides a press has established change only with a clock that stood since the last
+        // move (an arbiter turning it round stops it); otherwise the press stays in doubt.
+        let sides_may_change =
+            self.clock_sides.basis != ClockSidesBasis::MovePress || self.clock_stood;
+        if without_move && sides_may_change && !self.completes(&engine, &outputs) {
+            let mut turned = self.inference.clone();
+            let turned_outputs = turned.observe(press(!presser));
+            if self.completes(&turned, &turned_outputs) {
+                let event = self
+                    .clock_sides
+                    .establish(raw, true, ClockSidesBasis::MovePress);
+                let sides = ClockSides::from_event(&event);
+                let reading = sides.read(raw);
+                let mut prefix = vec![NewEvent {
+                    kind: Kind::ClockSides(event.clone()),
+                    provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
+                }];
+                prefix.extend(self.clock_sides_told(obs, raw, &event));
+                prefix.push(self.recorded(obs, Source::Clock));
+                let clocks = Some((reading.white_remaining_ms, reading.black_remaining_ms));
+                return self.conclude(obs, sides, prefix, &turned, turned_outputs, clocks);
+            }
+        }
+        let reading = self.clock_sides.read(raw);
+        let clocks = Some((reading.white_remaining_ms, reading.black_remaining_ms));
+        let prefix = vec![self.recorded(obs, Source::Clock)];
+        self.conclude(obs, self.clock_sides, prefix, &engine, outputs, clocks)
+    }
+
+    /// Whether the engine's conclusions complete a move of the game.
+    fn completes(&self, engine: &boardcast_inference::Inference, outputs: &[Output]) -> bool {
+        let completed = self.moves.len() as u32;
+        self.follows_game(engine)
+            && outputs
+                .iter()
+                .any(|o| matches!(o, Output::MoveConfirmed { mv, .. } if mv.ply > completed))
+    }
+
+    /// The events of a decision from interpretation 1: `prefix` (what is recorded first), then,
+    /// when the engine's conclusions complete a move, the clock's sides confirmed by it and the
+    /// presses in doubt it settles, then what the conclusions mean. `sides` are the sides the
+    /// decision reads the clock with (new ones are in `prefix`).
+    fn conclude(
+        &self,
+        obs: &Observation,
+        sides: ClockSides,
+        mut events: Vec<NewEvent>,
+        engine: &boardcast_inference::Inference,
+        outputs: Vec<Output>,
+        clocks: Option<(u64, u64)>,
+    ) -> Vec<NewEvent> {
+        if self.completes(engine, &outputs) {
+            let completed = self.moves.len() as u32;
+            let confirmed: Vec<(u32, Vec<u64>)> = outputs
+                .iter()
+                .filter_map(|o| match o {
+                    Output::MoveConfirmed { mv, basis } if mv.ply > completed => {
+                        Some((mv.ply, basis.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let through = confirmed
+                .iter()
+                .map(|(ply, _)| *ply)
+                .max()
+                .unwrap_or(completed);
+            let press_basis = confirmed
+                .last()
+                .map(|(_, basis)| basis.clone())
+                .unwrap_or_else(|| vec![obs.device_seq]);
+            // The press was made by the mover of the last move it completes.
+            let presser = if through % 2 == 1 {
+                self.start.turn()
+            } else {
+                !self.start.turn()
+            };
+            if sides.basis != ClockSidesBasis::MovePress {
+                let event = crate::events::ClockSidesEstablished {
+                    basis: ClockSidesBasis::MovePress as i32,
+                    ..sides.to_event()
+                };
+                let raw = self.last_clock.unwrap_or_default();
+                events.extend(self.clock_sides_told(obs, &raw, &event));
+                events.insert(
+                    0,
+                    NewEvent {
+                        kind: Kind::ClockSides(event),
+                        provenance: self.provenance(obs, Source::Clock, press_basis.clone()),
+                    },
+                );
+            }
+            let reconstructed = |ply: u32| {
+                self.reconstructed.contains(&ply)
+                    || outputs.iter().any(|o| {
+                        matches!(o, Output::Reconstructed { moves, .. }
+                            if moves.iter().any(|m| m.ply == ply))
+                    })
+            };
+            let mut tally = self.illegal_tally;
+            for doubt in &self.doubts {
+                let Some(settlement) =
+                    doubt.settle(&sides, presser, through, reconstructed(doubt.event.ply))
+                else {
+                    continue;
+                };
+                let mut basis = vec![doubt.device_seq];
+                basis.extend(press_basis.iter().copied());
+                events.push(NewEvent {
+                    kind: Kind::PressSettled(settled(doubt, settlement)),
+                    provenance: self.provenance(obs, Source::Clock, basis.clone()),
+                });
+                if settlement == PressSettlement::IllegalMove {
+                    events.push(self.illegal_move(
+                        obs,
+                        doubt.event.ply,
+                        &doubt.position,
+                        doubt.position.turn(),
+                        doubt.illegal_kind(),
+                        doubt.event.placement.clone(),
+                        &mut tally,
+                        basis,
+                    ));
+                }
+            }
+        }
+        let follows_game = self.follows_game(engine);
+        events.extend(self.meaning(obs, outputs, follows_game, clocks));
+        events
+    }
+
+    /// What the operator is told when the clock's sides are established by a press: a set-up
+    /// alert when they are not as the board's source was set up, or the alert's end when they
+    /// are again.
+    fn clock_sides_told(
+        &self,
+        obs: &Observation,
+        raw: &ClockReading,
+        sides: &crate::events::ClockSidesEstablished,
+    ) -> Option<NewEvent> {
+        let open = self
+            .setup_mismatches
+            .iter()
+            .any(|m| m.aspect() == SetupAspect::ClockSides);
+        let kind = match clock_sides_mismatch(&self.info.board_id, raw, sides) {
+            Some(mismatch) if !open => Kind::SetupMismatch(mismatch),
+            None if open => Kind::SetupMismatchCleared(SetupMismatchCleared {
+                aspect: SetupAspect::ClockSides as i32,
+            }),
+            _ => return None,
+        };
+        Some(NewEvent {
+            kind,
+            provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
+        })
+    }
+
+    fn recorded(&self, obs: &Observation, source: Source) -> NewEvent {
+        NewEvent {
+            kind: Kind::ObservationRecorded(ObservationRecorded {
+                observation: Some(obs.clone()),
+            }),
+            provenance: self.provenance(obs, source, vec![obs.device_seq]),
+        }
     }
 
     /// Records that the board's observations `first..=last` never arrived before `noticed_at`
@@ -349,11 +612,8 @@ impl Game {
         obs: &Observation,
         outputs: Vec<Output>,
         follows_game: bool,
+        clocks: Option<(u64, u64)>,
     ) -> Vec<NewEvent> {
-        let clocks = match &obs.kind {
-            Some(observation::Kind::Clock(c)) => Some((c.white_remaining_ms, c.black_remaining_ms)),
-            _ => None,
-        };
         let mut events = Vec::new();
         // What this decision adds, so that later outputs of the same observation see it.
         let mut position = self.position.clone();
@@ -551,32 +811,86 @@ impl Game {
                     };
                     events.push(NewEvent {
                         kind: Kind::Irregularity(IrregularityObserved {
-                            ply: completed + 1,
+                            ply: completed + line.len() as u32 + 1,
                             placement: placement.clone(),
                             cause: cause_text,
                             ambiguous,
                         }),
                         provenance: self.provenance(obs, Source::BoardSensor, basis.clone()),
                     });
-                    if let IrregularityCause::ClockPressed { side } = cause {
+                    if completed == 0
+                        && line.is_empty()
+                        && !self.start_seen
+                        && matches!(cause, IrregularityCause::Quiet { .. })
+                        && self.interpretation >= 1
+                    {
+                        events.extend(self.start_position_mismatch(obs, &placement, &basis));
+                    }
+                    if let IrregularityCause::ClockPressed { side } = cause
+                        && self.interpretation >= 1
+                    {
+                        events.push(self.press_in_doubt(
+                            obs,
+                            completed + line.len() as u32,
+                            side,
+                            false,
+                            placement,
+                            basis,
+                        ));
+                    } else if let IrregularityCause::ClockPressed { side } = cause {
                         let kind = if unpromoted_pawn(&placement, side) {
                             IllegalKind::UnpromotedPawn
                         } else {
                             IllegalKind::IllegalMove
                         };
                         events.push(self.illegal_move(
-                            obs, &position, side, kind, placement, &mut tally, basis,
+                            obs,
+                            self.moves.len() as u32 + 1,
+                            &position,
+                            side,
+                            kind,
+                            placement,
+                            &mut tally,
+                            basis,
                         ));
                     }
                 }
-                Output::IrregularityCleared { basis } => events.push(NewEvent {
-                    kind: Kind::IrregularityCleared(IrregularityCleared { ply: completed + 1 }),
-                    provenance: self.provenance(obs, Source::BoardSensor, basis),
-                }),
+                Output::IrregularityCleared { basis } => {
+                    if self
+                        .setup_mismatches
+                        .iter()
+                        .any(|m| m.aspect() == SetupAspect::StartPosition)
+                    {
+                        events.push(NewEvent {
+                            kind: Kind::SetupMismatchCleared(SetupMismatchCleared {
+                                aspect: SetupAspect::StartPosition as i32,
+                            }),
+                            provenance: self.provenance(obs, Source::BoardSensor, basis.clone()),
+                        });
+                    }
+                    events.push(NewEvent {
+                        kind: Kind::IrregularityCleared(IrregularityCleared {
+                            ply: completed + line.len() as u32 + 1,
+                        }),
+                        provenance: self.provenance(obs, Source::BoardSensor, basis),
+                    });
+                }
+                Output::ClockPressWithoutMove { side, basis } if self.interpretation >= 1 => {
+                    let placement = self.placement_of(obs);
+                    events.push(self.press_in_doubt(
+                        obs,
+                        completed + line.len() as u32,
+                        side,
+                        true,
+                        placement,
+                        basis,
+                    ));
+                }
                 Output::ClockPressWithoutMove { side, basis } => {
                     let placement = self.placement_of(obs);
                     events.push(self.illegal_move(
                         obs,
+                        self.moves.len() as u32 + 1,
                         &position,
                         side,
                         IllegalKind::ClockWithoutMove,
@@ -613,7 +927,10 @@ impl Game {
                     });
                     ended = true;
                 }
-                Output::GhostIgnored { .. } | Output::OrientationChanged { .. } => {}
+                Output::OrientationChanged { orientation, basis } => {
+                    events.extend(self.orientation_told(obs, orientation, basis));
+                }
+                Output::GhostIgnored { .. } => {}
             }
         }
         events
@@ -679,10 +996,121 @@ impl Game {
         events
     }
 
+    /// A press that would complete an illegal move, held for the next presses to settle.
+    /// `before`: the moves on the board before the press's ply (completed and provisional).
+    fn press_in_doubt(
+        &self,
+        obs: &Observation,
+        before: u32,
+        presser: Color,
+        without_move: bool,
+        placement: String,
+        basis: Vec<u64>,
+    ) -> NewEvent {
+        NewEvent {
+            kind: Kind::PressInDoubt(ClockPressInDoubt {
+                ply: before + 1,
+                presser: side_of(presser) as i32,
+                without_move,
+                placement,
+            }),
+            provenance: self.provenance(obs, Source::Clock, basis),
+        }
+    }
+
+    /// The board shows the start position turned round from how its gateway reads it: the game
+    /// follows the board, and the operator is told what to set for the next games.
+    fn orientation_told(
+        &self,
+        obs: &Observation,
+        orientation: boardcast_inference::Orientation,
+        basis: Vec<u64>,
+    ) -> Option<NewEvent> {
+        let open = self
+            .setup_mismatches
+            .iter()
+            .any(|m| m.aspect() == SetupAspect::Orientation);
+        let kind = match orientation {
+            boardcast_inference::Orientation::Rotated if !open => {
+                Kind::SetupMismatch(SetupMismatch {
+                    aspect: SetupAspect::Orientation as i32,
+                    expected: "the start position with White's pieces on ranks 1 and 2 as the \
+                               board's gateway reads the board"
+                        .to_owned(),
+                    seen: "the start position turned round: White's pieces on ranks 7 and 8"
+                        .to_owned(),
+                    fix: format!(
+                        "Nothing to do for this game: it reads the board turned round. For the \
+                         next games on board {}, turn the board round or change its gateway's \
+                         --rotated setting.",
+                        self.info.board_id
+                    ),
+                })
+            }
+            boardcast_inference::Orientation::Normal if open => {
+                Kind::SetupMismatchCleared(SetupMismatchCleared {
+                    aspect: SetupAspect::Orientation as i32,
+                })
+            }
+            _ => return None,
+        };
+        Some(NewEvent {
+            kind,
+            provenance: self.provenance(obs, Source::BoardSensor, basis),
+        })
+    }
+
+    /// Before the first move the board shows a placement that is neither the game's start
+    /// position nor a move from it: the pieces were set up wrongly (or a piece is missing).
+    fn start_position_mismatch(
+        &self,
+        obs: &Observation,
+        placement: &str,
+        basis: &[u64],
+    ) -> Option<NewEvent> {
+        if self
+            .setup_mismatches
+            .iter()
+            .any(|m| m.aspect() == SetupAspect::StartPosition)
+        {
+            return None;
+        }
+        let seen: Board = placement.parse().ok()?;
+        let expected = self.start.board();
+        let name = |piece: Option<Piece>| match piece {
+            Some(p) => format!("{:?} {:?}", p.color, p.role).to_lowercase(),
+            None => "nothing".to_owned(),
+        };
+        let differences: Vec<String> = Square::ALL
+            .into_iter()
+            .filter(|&sq| expected.piece_at(sq) != seen.piece_at(sq))
+            .map(|sq| {
+                format!(
+                    "{sq} should hold {} (holds {})",
+                    name(expected.piece_at(sq)),
+                    name(seen.piece_at(sq))
+                )
+            })
+            .collect();
+        Some(NewEvent {
+            kind: Kind::SetupMismatch(SetupMismatch {
+                aspect: SetupAspect::StartPosition as i32,
+                expected: expected.board_fen().to_string(),
+                seen: placement.to_owned(),
+                fix: format!(
+                    "Set the pieces up as the game's start position: {}.",
+                    differences.join("; ")
+                ),
+            }),
+            provenance: self.provenance(obs, Source::BoardSensor, basis.to_vec()),
+        })
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn illegal_move(
         &self,
         obs: &Observation,
+        ply: u32,
         position: &Chess,
         offender: Color,
         kind: IllegalKind,
@@ -733,7 +1161,7 @@ impl Game {
         };
         NewEvent {
             kind: Kind::IllegalMove(IllegalMoveRecorded {
-                ply: self.moves.len() as u32 + 1,
+                ply,
                 offender: side_name(offender).to_owned(),
                 kind: match kind {
                     IllegalKind::IllegalMove => "irregular position at clock press",
@@ -999,7 +1427,7 @@ fn serde_name(breach: &boardcast_rules::touch::TouchBreach) -> String {
 }
 
 /// A pawn of `side` standing on its last rank.
-fn unpromoted_pawn(placement: &str, side: Color) -> bool {
+pub(crate) fn unpromoted_pawn(placement: &str, side: Color) -> bool {
     let Ok(board) = placement.parse::<Board>() else {
         return false;
     };

@@ -104,6 +104,10 @@ pub struct DgtSimOptions {
     pub orientation: Orientation,
     /// White's time is on the clock's left display.
     pub white_on_left: bool,
+    /// Before this ply's move (or the first one after it that the board sees) the arbiter stops
+    /// the clock, turns it round, sets each player's time on the display now in front of them
+    /// and starts it again.
+    pub clock_turned_before_ply: Option<u32>,
 }
 
 impl Default for DgtSimOptions {
@@ -116,6 +120,7 @@ impl Default for DgtSimOptions {
             serial_number: "24680".to_owned(),
             orientation: Orientation::Normal,
             white_on_left: true,
+            clock_turned_before_ply: None,
         }
     }
 }
@@ -318,6 +323,11 @@ enum Ev {
         shows_ms: Option<u64>,
     },
     StopClock,
+    /// The arbiter turns the clock round: stopped, each time set on the other display, started
+    /// again for `to_move`.
+    TurnClock {
+        to_move: Color,
+    },
     Disconnect,
     Reconnect,
 }
@@ -428,6 +438,7 @@ pub fn simulate(game: &PgnGame, options: &DgtSimOptions) -> Result<DgtSimulation
     // Plies still to be played while the board is disconnected, and when it reconnects.
     let mut gap_left = 0usize;
     let mut reconnect_floor: u64 = 0;
+    let mut clock_turned = false;
 
     for (index, (&mv, pgn_move)) in moves.iter().zip(&game.moves).enumerate() {
         let ply = index as u32 + 1;
@@ -478,6 +489,15 @@ pub fn simulate(game: &PgnGame, options: &DgtSimOptions) -> Result<DgtSimulation
         }
         let in_gap = in_gap || gap_left > 0;
 
+        if !in_gap
+            && options
+                .clock_turned_before_ply
+                .is_some_and(|turn_at| ply >= turn_at && !clock_turned)
+        {
+            line.push(cursor, Ev::TurnClock { to_move: mover });
+            cursor += 1_000;
+            clock_turned = true;
+        }
         if !in_gap {
             // Before the move: things players and sensors do while the player thinks.
             if chance(d.j_adoube, &mut rng) {
@@ -950,6 +970,7 @@ fn render(
     };
     let mut chunks = Vec::new();
     let mut connected = true;
+    let mut white_on_left = options.white_on_left;
     let mut next_tick: u64 = 1_000;
     let emit = |chunks: &mut Vec<Chunk>, at: u64, message: &Message| -> Result<(), SimError> {
         chunks.push(Chunk {
@@ -973,7 +994,7 @@ fn render(
                 emit(
                     &mut chunks,
                     next_tick,
-                    &clock.frame(next_tick, options.white_on_left),
+                    &clock.frame(next_tick, white_on_left),
                 )?;
             }
             next_tick += 1_000;
@@ -983,7 +1004,7 @@ fn render(
                 for message in hello(&codes) {
                     emit(&mut chunks, at, &message)?;
                 }
-                emit(&mut chunks, at, &clock.frame(at, options.white_on_left))?;
+                emit(&mut chunks, at, &clock.frame(at, white_on_left))?;
             }
             Ev::Set { square, piece } => {
                 let dgt = DgtSquare::from_square(*square, orientation);
@@ -1008,14 +1029,31 @@ fn render(
                 clock.running = Some(!*by);
                 clock.lever = !*by;
                 if connected {
-                    emit(&mut chunks, at, &clock.frame(at, options.white_on_left))?;
+                    emit(&mut chunks, at, &clock.frame(at, white_on_left))?;
                 }
             }
             Ev::StopClock => {
                 clock.settle(at);
                 clock.running = None;
                 if connected {
-                    emit(&mut chunks, at, &clock.frame(at, options.white_on_left))?;
+                    emit(&mut chunks, at, &clock.frame(at, white_on_left))?;
+                }
+            }
+            Ev::TurnClock { to_move } => {
+                // Stopped, shown with the times on the other displays, started again; the
+                // minutes this takes in a hall are on nobody's clock, so they are left out.
+                clock.settle(at);
+                clock.running = None;
+                let mut frames = vec![clock.frame(at, white_on_left)];
+                white_on_left = !white_on_left;
+                frames.push(clock.frame(at, white_on_left));
+                clock.running = Some(*to_move);
+                clock.lever = *to_move;
+                frames.push(clock.frame(at, white_on_left));
+                if connected {
+                    for frame in &frames {
+                        emit(&mut chunks, at, frame)?;
+                    }
                 }
             }
             Ev::Disconnect => connected = false,
@@ -1024,7 +1062,7 @@ fn render(
                 for message in hello(&codes) {
                     emit(&mut chunks, at, &message)?;
                 }
-                emit(&mut chunks, at, &clock.frame(at, options.white_on_left))?;
+                emit(&mut chunks, at, &clock.frame(at, white_on_left))?;
             }
         }
     }
@@ -1033,7 +1071,7 @@ fn render(
             emit(
                 &mut chunks,
                 next_tick,
-                &clock.frame(next_tick, options.white_on_left),
+                &clock.frame(next_tick, white_on_left),
             )?;
         }
         next_tick += 1_000;

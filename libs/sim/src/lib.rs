@@ -9,7 +9,8 @@ pub mod dgt;
 
 use boardcast_rules::pgn::PgnGame;
 use boardcast_schema::device::v1::{
-    BoardPlacement, ClockReading, ClockRun, PieceLifted, PiecePlaced, observation::Kind,
+    BoardPlacement, ClockDisplay, ClockReading, ClockRun, PieceLifted, PiecePlaced,
+    observation::Kind,
 };
 use boardcast_schema::pieces::device_piece;
 use shakmaty::{Chess, Color, Move, Piece, Position, Role, Square, san::SanPlus};
@@ -29,6 +30,8 @@ pub struct ScriptOptions {
     pub increment_ms: u64,
     /// Thinking time per move when the score has no `[%clk]` to derive it from.
     pub default_think_ms: u64,
+    /// How the clock stands and how its gateway was told it stands.
+    pub clock: ClockSetup,
 }
 
 impl Default for ScriptOptions {
@@ -37,6 +40,70 @@ impl Default for ScriptOptions {
             initial_clock_ms: 2 * 60 * 60 * 1000,
             increment_ms: 0,
             default_think_ms: 10_000,
+            clock: ClockSetup::default(),
+        }
+    }
+}
+
+/// Where White's time is on the clock, and where the board's gateway takes it to be: halls put
+/// clocks on either side, and an arbiter may turn one round during a game.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockSetup {
+    /// The display showing White's time when the game starts.
+    pub white_display: ClockDisplay,
+    /// The display the gateway reads as White's (its `--white-clock`).
+    pub gateway_white_display: ClockDisplay,
+    /// Before this ply's move the arbiter stops the clock, turns it round, sets each player's
+    /// time on the display now in front of them and starts it again.
+    pub turned_before_ply: Option<u32>,
+}
+
+impl Default for ClockSetup {
+    fn default() -> Self {
+        ClockSetup {
+            white_display: ClockDisplay::Left,
+            gateway_white_display: ClockDisplay::Left,
+            turned_before_ply: None,
+        }
+    }
+}
+
+impl ClockSetup {
+    /// White's time on the right, the gateway left at its default (left).
+    pub fn white_on_right() -> ClockSetup {
+        ClockSetup {
+            white_display: ClockDisplay::Right,
+            ..ClockSetup::default()
+        }
+    }
+
+    /// The reading the gateway makes of the clock while White's time is on `white_display`:
+    /// the physical displays labelled by the gateway's setting.
+    pub fn reading(
+        &self,
+        white_display: ClockDisplay,
+        white_ms: u64,
+        black_ms: u64,
+        running: ClockRun,
+    ) -> ClockReading {
+        let swapped = white_display != self.gateway_white_display;
+        let (white_ms, black_ms, running) = if swapped {
+            let running = match running {
+                ClockRun::White => ClockRun::Black,
+                ClockRun::Black => ClockRun::White,
+                other => other,
+            };
+            (black_ms, white_ms, running)
+        } else {
+            (white_ms, black_ms, running)
+        };
+        ClockReading {
+            white_remaining_ms: white_ms,
+            black_remaining_ms: black_ms,
+            running: running as i32,
+            white_flag: false,
+            black_flag: false,
+            white_display: self.gateway_white_display as i32,
         }
     }
 }
@@ -71,16 +138,6 @@ fn placed(square: Square, piece: Piece) -> Kind {
 fn placement_of(board: &shakmaty::Board) -> Kind {
     Kind::Placement(BoardPlacement {
         placement: board.board_fen().to_string(),
-    })
-}
-
-fn clock(white_ms: u64, black_ms: u64, running: ClockRun) -> Kind {
-    Kind::Clock(ClockReading {
-        white_remaining_ms: white_ms,
-        black_remaining_ms: black_ms,
-        running: running as i32,
-        white_flag: false,
-        black_flag: false,
     })
 }
 
@@ -248,9 +305,14 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
         at_ms: now,
         kind: placement_of(pos.board()),
     });
+    let setup = options.clock;
+    let mut white_display = setup.white_display;
+    let clock = |white_display, clocks: [u64; 2], running| {
+        Kind::Clock(setup.reading(white_display, clocks[0], clocks[1], running))
+    };
     steps.push(ScriptStep {
         at_ms: now,
-        kind: clock(clocks[0], clocks[1], run_for(pos.turn())),
+        kind: clock(white_display, clocks, run_for(pos.turn())),
     });
     for (index, pgn_move) in game.moves.iter().enumerate() {
         let bad = |reason: String| SimError::BadMove {
@@ -275,6 +337,27 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
             .checked_sub(clock_after)
             .filter(|t| *t >= 1_000)
             .unwrap_or(1_000);
+        if setup.turned_before_ply == Some(index as u32 + 1) {
+            // Stopped, turned round with each time set on the display now in front of its
+            // player, started again: the time it takes is not on anyone's clock.
+            steps.push(ScriptStep {
+                at_ms: now + 100,
+                kind: clock(white_display, clocks, ClockRun::Stopped),
+            });
+            white_display = match white_display {
+                ClockDisplay::Left => ClockDisplay::Right,
+                _ => ClockDisplay::Left,
+            };
+            steps.push(ScriptStep {
+                at_ms: now + 200,
+                kind: clock(white_display, clocks, ClockRun::Stopped),
+            });
+            steps.push(ScriptStep {
+                at_ms: now + 300,
+                kind: clock(white_display, clocks, run_for(mover)),
+            });
+            now += 300;
+        }
         let hand = hand_steps(&pos, &mv);
         let hand_start = now + think_ms.saturating_sub(200 * hand.len() as u64 + 400);
         for (i, kind) in hand.into_iter().enumerate() {
@@ -294,7 +377,7 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
         if !(pos.is_checkmate() || pos.is_stalemate()) {
             steps.push(ScriptStep {
                 at_ms: now,
-                kind: clock(clocks[0], clocks[1], run_for(pos.turn())),
+                kind: clock(white_display, clocks, run_for(pos.turn())),
             });
         }
     }

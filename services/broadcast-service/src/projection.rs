@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_game::{Game, events::GameEventRecord};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
-use boardcast_rules::pgn::{AnnotatedGame, MoveNotes, PgnGame, PgnMove, write_annotated_game};
+use boardcast_rules::pgn::write_annotated_game;
 use futures::StreamExt;
 use prost::Message as _;
 use serde::Serialize;
@@ -110,7 +110,7 @@ impl Projection {
         Some(
             selected
                 .into_iter()
-                .map(|g| write_annotated_game(&pgn_of(g)))
+                .map(|g| write_annotated_game(&g.to_pgn()))
                 .collect(),
         )
     }
@@ -141,78 +141,6 @@ fn view(game: &Game) -> GameView {
         white_clock_ms: last.and_then(|m| m.white_remaining_ms),
         black_clock_ms: last.and_then(|m| m.black_remaining_ms),
         result: game.result_token().to_owned(),
-    }
-}
-
-/// A game as a PGN score: the Seven Tag Roster, ratings, `[%clk]` after every move that was
-/// completed with a clock reading, draw offers and the arbiter's decisions at the move they
-/// followed.
-pub fn pgn_of(game: &Game) -> AnnotatedGame {
-    let info = game.info();
-    let mut tags = vec![
-        ("Event".to_owned(), info.event_name.clone()),
-        ("Site".to_owned(), info.site.clone()),
-        ("Date".to_owned(), info.date.clone()),
-        (
-            "Round".to_owned(),
-            format!("{}.{}", info.round, info.board_number),
-        ),
-        ("White".to_owned(), player_name(&info.white)),
-        ("Black".to_owned(), player_name(&info.black)),
-    ];
-    for (name, player) in [("WhiteElo", &info.white), ("BlackElo", &info.black)] {
-        if let Some(p) = player
-            && p.rating > 0
-        {
-            tags.push((name.to_owned(), p.rating.to_string()));
-        }
-    }
-    if !info.start_fen.is_empty() {
-        tags.push(("SetUp".to_owned(), "1".to_owned()));
-        tags.push(("FEN".to_owned(), info.start_fen.clone()));
-    }
-    tags.retain(|(_, v)| !v.is_empty());
-    let moves = game
-        .completed_moves()
-        .iter()
-        .map(|m| &m.event)
-        .enumerate()
-        .map(|(i, m)| PgnMove {
-            san: m.san.clone(),
-            clock_ms: if i % 2 == 0 {
-                m.white_remaining_ms
-            } else {
-                m.black_remaining_ms
-            },
-            elapsed_ms: None,
-            comment: None,
-        })
-        .collect();
-    let mut notes = vec![MoveNotes::default(); game.completed_moves().len()];
-    for ply in game.draw_offers() {
-        if let Some(n) = (*ply as usize)
-            .checked_sub(1)
-            .and_then(|i| notes.get_mut(i))
-        {
-            n.draw_offer = true;
-        }
-    }
-    for (ply, text) in game.arbiter_notes() {
-        // Notes before the first move have no move to follow; they stay in the log.
-        if let Some(n) = (*ply as usize)
-            .checked_sub(1)
-            .and_then(|i| notes.get_mut(i))
-        {
-            n.arbiter_notes.push(text.clone());
-        }
-    }
-    AnnotatedGame {
-        game: PgnGame {
-            tags,
-            moves,
-            result: game.result_token().to_owned(),
-        },
-        notes,
     }
 }
 
@@ -326,7 +254,7 @@ mod tests {
                 text: "phone rang in the hall".into(),
             }),
         );
-        let text = write_annotated_game(&pgn_of(&game));
+        let text = write_annotated_game(&game.to_pgn());
         let back = read_annotated_games(&text).expect("reads back");
         assert_eq!(back[0].game.moves.len(), 2);
         assert!(back[0].notes[0].draw_offer, "{text}");

@@ -70,6 +70,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         tournament: None,
         time_control: "40/7200:3600+30".to_owned(),
         edition: "fide-2023".to_owned(),
+        white_clock: simulate::SimClockSide::Left,
+        clock_turned_at_move: None,
         dgt: simulate::DgtOutArgs::default(),
     };
     // Check the games before starting anything.

@@ -11,7 +11,7 @@ use anyhow::{Context as _, bail};
 use async_nats::jetstream;
 use boardcast_dgt::Orientation;
 use boardcast_gateway::{
-    dgt::{ClockSide, DgtSession, DgtSessionConfig, replay_capture},
+    dgt::{ClockSide, DgtSession, DgtSessionConfig, ReplaySetup, read_capture, replay_capture},
     livechess,
     outbox::Outbox,
     publisher,
@@ -70,7 +70,9 @@ pub struct BoardSetupArgs {
     /// The board was set up turned round (DGT square 0 is h1).
     #[arg(long)]
     pub rotated: bool,
-    /// The clock display that shows White's time.
+    /// The clock display taken to show White's time until the clock says otherwise: the game
+    /// service works out the real side from the first presses (and follows a clock turned
+    /// round), and tells the operator when this setting was wrong.
     #[arg(long, value_enum, default_value = "left")]
     pub white_clock: WhiteClock,
 }
@@ -118,9 +120,15 @@ pub struct LivechessArgs {
 pub struct ReplayDgtArgs {
     /// The capture: raw bytes as read from the board's serial port.
     pub file: PathBuf,
-    /// Print the inferred game as PGN on stdout (notes on stderr) instead of publishing.
+    /// Print the game as the game service would record it, as PGN on stdout (what the log
+    /// says beyond the moves on stderr), instead of publishing.
     #[arg(long)]
     pub pgn: bool,
+    /// With --pgn: the game's time control, as in PGN (e.g. 5400+30, 40/7200:1800+30); by
+    /// default the time the clock shows at the start, without increment. Give the game's own to
+    /// see the clock alerts the game service would record.
+    #[arg(long)]
+    pub time_control: Option<String>,
     /// Board id for the observations (default: the serial number in the capture).
     #[arg(long)]
     pub board_id: Option<String>,
@@ -251,17 +259,35 @@ async fn livechess(args: LivechessArgs) -> anyhow::Result<()> {
 async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
     let bytes =
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    let replay = replay_capture(&bytes, args.setup.config())
-        .with_context(|| format!("replaying {}", args.file.display()))?;
-    for diagnostic in &replay.diagnostics {
+    let capture = read_capture(&bytes, args.setup.config())
+        .with_context(|| format!("reading the capture {}", args.file.display()))?;
+    for diagnostic in &capture.diagnostics {
         eprintln!("capture: {diagnostic}");
     }
     if args.pgn {
-        let mut game = replay.game;
+        let time_control = args
+            .time_control
+            .as_deref()
+            .map(boardcast_game::parse_time_control)
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
+        let board_id = args.board_id.as_deref().unwrap_or("capture");
+        let setup = ReplaySetup::for_capture(
+            &capture,
+            board_id,
+            time_control,
+            boardcast_kit::now_unix_ms(),
+        );
+        let replay = replay_capture(&capture, &setup)
+            .with_context(|| format!("replaying {}", args.file.display()))?;
+        let mut game = replay.game.to_pgn().game;
+        game.tags
+            .retain(|(name, _)| name != "White" && name != "Black" && name != "Round");
         for tag in &args.tags {
             let (name, value) = tag
                 .split_once('=')
                 .with_context(|| format!("--tag {tag:?} is not NAME=VALUE"))?;
+            game.tags.retain(|(existing, _)| existing != name.trim());
             game.tags.push((name.trim().to_owned(), value.to_owned()));
         }
         match game.tags.iter_mut().find(|(name, _)| name == "Result") {
@@ -272,10 +298,13 @@ async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
         for note in &replay.notes {
             eprintln!("{note}");
         }
+        for diagnostic in replay.diagnostics.iter().skip(capture.diagnostics.len()) {
+            eprintln!("capture: {diagnostic}");
+        }
         return Ok(());
     }
 
-    let board_id = match (&args.board_id, &replay.serial_number) {
+    let board_id = match (&args.board_id, &capture.serial_number) {
         (Some(id), _) => id.clone(),
         (None, Some(serial)) => serial.clone(),
         (None, None) => bail!("the capture has no serial number: give --board-id"),
@@ -284,7 +313,7 @@ async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
     let publishing = Publishing::start(&args.publish, "boardcast-gateway-replay").await?;
     // Device times: the capture's clock-derived offsets from now.
     let start = boardcast_kit::now_unix_ms();
-    let observations: Vec<Observation> = replay
+    let observations: Vec<Observation> = capture
         .observations
         .into_iter()
         .map(|timed| Observation {

@@ -4,6 +4,7 @@ use std::{path::PathBuf, str::FromStr, time::Duration};
 
 use anyhow::{Context as _, bail};
 use async_nats::jetstream::{self, message::PublishMessage};
+use boardcast_game::device::ClockDisplay;
 use boardcast_game::{
     device::{Observation, SourceKind},
     events::{CreateGameRequest, GameStarted, Player, game_service_client::GameServiceClient},
@@ -11,7 +12,7 @@ use boardcast_game::{
 };
 use boardcast_kit::nats::{observation_message_id, observation_subject};
 use boardcast_rules::pgn::{PgnGame, read_games};
-use boardcast_sim::{ScriptOptions, script};
+use boardcast_sim::{ClockSetup, ScriptOptions, script};
 use prost::Message as _;
 use tokio::time::Instant;
 
@@ -75,8 +76,41 @@ pub struct SimulateArgs {
     /// Laws of Chess edition the games are played under.
     #[arg(long, default_value = "fide-2023")]
     pub edition: String,
+    /// Where White's time is on the simulated clocks. The simulated gateways read White's time
+    /// on the left, as a gateway left at its default does: with "right" the game service has to
+    /// work the sides out from the presses, as in a hall.
+    #[arg(long, value_enum, default_value = "left")]
+    pub white_clock: SimClockSide,
+    /// The arbiter turns each clock round (and sets each player's time on the display now in
+    /// front of them) before this move number's White move.
+    #[arg(long, value_name = "MOVE")]
+    pub clock_turned_at_move: Option<u32>,
     #[command(flatten)]
     pub dgt: DgtOutArgs,
+}
+
+/// A side of the simulated clock.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SimClockSide {
+    #[default]
+    Left,
+    Right,
+}
+
+impl SimulateArgs {
+    /// How the simulated clocks stand.
+    fn clock_setup(&self) -> ClockSetup {
+        ClockSetup {
+            white_display: match self.white_clock {
+                SimClockSide::Left => ClockDisplay::Left,
+                SimClockSide::Right => ClockDisplay::Right,
+            },
+            gateway_white_display: ClockDisplay::Left,
+            turned_before_ply: self
+                .clock_turned_at_move
+                .map(|n| n.saturating_sub(1).saturating_mul(2).saturating_add(1)),
+        }
+    }
 }
 
 /// Which disturbances the DGT byte streams of `--dgt-out` carry.
@@ -130,6 +164,8 @@ pub fn write_dgt_streams(plans: &[BoardPlan], args: &DgtOutArgs) -> anyhow::Resu
             initial_clock_ms: plan.options.initial_clock_ms,
             default_think_ms: plan.options.default_think_ms,
             serial_number: format!("{:05}", 10_000 + i % 90_000),
+            white_on_left: plan.options.clock.white_display != ClockDisplay::Right,
+            clock_turned_before_ply: plan.options.clock.turned_before_ply,
             ..DgtSimOptions::default()
         };
         let sim = simulate(&plan.game, &options)
@@ -237,10 +273,12 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
                 date: game.tag("Date").unwrap_or("").to_owned(),
                 // Filled in by the game service.
                 board_seq_before: 0,
+                interpretation: 0,
             };
             let options = ScriptOptions {
                 initial_clock_ms: first.base_ms,
                 increment_ms: first.increment_ms,
+                clock: args.clock_setup(),
                 ..ScriptOptions::default()
             };
             Ok(BoardPlan {

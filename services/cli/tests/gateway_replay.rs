@@ -94,7 +94,7 @@ fn simulated_capture_replays_to_the_source_game_as_pgn() {
     assert_eq!(replayed[0].tag("Result"), Some(source[1].result.as_str()));
     // The notes (on stderr) end with the players' result signal.
     assert!(
-        stderr.contains(&format!("result signalled: {}", source[1].result)),
+        stderr.contains(&format!("result {}: BoardResultSignal", source[1].result)),
         "{stderr}"
     );
 
@@ -122,7 +122,7 @@ fn capture_is_published_through_the_outbox() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let capture = dir.path().join("board.dgt");
     std::fs::write(&capture, sim.capture_bytes())?;
-    let expected = boardcast_gateway::dgt::replay_capture(
+    let expected = boardcast_gateway::dgt::read_capture(
         &sim.capture_bytes(),
         boardcast_gateway::dgt::DgtSessionConfig::default(),
     )?

@@ -311,6 +311,8 @@ impl game_service_server::GameService for GameApi {
                 site: request.site.clone(),
                 date: request.date.clone(),
                 board_seq_before: self.board_seq_now(&pairing.board_id).await?,
+                // Set by `decide_start`.
+                interpretation: 0,
             };
             let (game_id, event) = decide_start(&info, actor).map_err(|status| {
                 Status::new(
@@ -396,6 +398,7 @@ impl game_service_server::GameService for GameApi {
                     last_device_seq: g.last_device_seq(),
                     state: board.state as i32,
                     battery_percent: board.battery_percent,
+                    setup_mismatches: g.setup_mismatches().to_vec(),
                 }
             })
             .await;
@@ -465,8 +468,11 @@ impl GameApi {
                 .store
                 .with_game(&game_id, |g| {
                     let stored = g.info();
+                    // The board's position in the ingest stream and how the service reads the
+                    // game are the service's own.
                     GameStarted {
                         board_seq_before: stored.board_seq_before,
+                        interpretation: stored.interpretation,
                         ..info.clone()
                     } == *stored
                 })

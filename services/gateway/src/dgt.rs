@@ -4,22 +4,20 @@
 //! field updates since, and turns each [`Message`] into observation kinds. It does no I/O, so
 //! the serial reader, a capture replay and tests drive it the same way.
 //!
-//! [`replay_capture`] reads a capture file (the raw bytes as read from the serial port) and runs
-//! move inference over it; [`replay_capture_to_pgn`] gives the inferred game as PGN.
-
-use std::collections::HashMap;
+//! [`read_capture`] reads a capture file (the raw bytes as read from the serial port) into
+//! observations; [`replay_capture`] folds them into a game with the game aggregate, exactly as
+//! the game service does; [`replay_capture_to_pgn`] gives that game as PGN.
 
 use boardcast_dgt::{BoardCodes, Decoder, DgtSquare, Message, Orientation, PieceCode};
-use boardcast_inference::{
-    Config, Event, Inference, Input, IrregularityCause, Output, ResultSignal,
-};
-use boardcast_rules::pgn::{PgnGame, PgnMove};
+use boardcast_game::events::{GameEvent, GameStarted, Player, TimeControl, TimePeriod};
+use boardcast_game::{Game, ObservationOutcome, wording};
+use boardcast_rules::pgn::PgnGame;
 use boardcast_schema::device::v1::{
-    BoardPlacement, ClockReading, ClockRun, DeviceState, DeviceStatus, Piece as DevicePiece,
-    PieceLifted, PiecePlaced, observation::Kind,
+    BoardPlacement, ClockDisplay, ClockReading, ClockRun, DeviceState, DeviceStatus, Observation,
+    Piece as DevicePiece, PieceLifted, PiecePlaced, SourceKind, observation::Kind,
 };
 use boardcast_schema::pieces::device_piece;
-use shakmaty::{Board, CastlingMode, Chess, Color, Position, uci::UciMove};
+use shakmaty::Board;
 
 /// Which display of the clock shows White's time.
 ///
@@ -140,6 +138,11 @@ impl DgtSession {
                     running: running as i32,
                     white_flag: white.1,
                     black_flag: black.1,
+                    // The configured side is a hint: the game works out the real one.
+                    white_display: match self.config.white_clock {
+                        ClockSide::Left => ClockDisplay::Left,
+                        ClockSide::Right => ClockDisplay::Right,
+                    } as i32,
                 };
                 // In update mode the board repeats the clock every second; a stopped clock
                 // repeats the same reading, which says nothing new.
@@ -226,32 +229,17 @@ impl DgtSession {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimedKind {
     /// Milliseconds since the capture began, as measured by the running clock (a capture has
-    /// no timestamps; see [`replay_capture`]).
+    /// no timestamps; see [`read_capture`]).
     pub at_ms: i64,
     pub kind: Kind,
 }
 
-/// An inference output during a replay, with the ply the board was heading for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReplayEvent {
-    /// The ply after the inferred game at the time (1 = White's first move).
-    pub next_ply: u32,
-    pub output: Output,
-}
-
-/// Everything a capture replay found.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Replay {
-    /// The inferred game, with `[%clk]` from the clock frames.
-    pub game: PgnGame,
-    /// What inference reported, except touches and the routine provisional/confirmed moves.
-    pub events: Vec<ReplayEvent>,
-    /// The same events in words, for the operator.
-    pub notes: Vec<String>,
+/// What a capture holds: the observations the board gave, in order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Capture {
+    pub observations: Vec<TimedKind>,
     /// Bytes and frames that could not be used.
     pub diagnostics: Vec<String>,
-    /// The observations the capture gives, in order.
-    pub observations: Vec<TimedKind>,
     /// The board's serial number, if the capture has one.
     pub serial_number: Option<String>,
 }
@@ -260,200 +248,37 @@ pub struct Replay {
 pub enum ReplayError {
     #[error("the capture has no board dump: no board state to start from")]
     NoBoard,
+    #[error("the game cannot be set up: {0}")]
+    Setup(String),
 }
 
-fn side_name(color: Color) -> &'static str {
-    match color {
-        Color::White => "white",
-        Color::Black => "black",
-    }
-}
-
-fn uci(m: shakmaty::Move) -> String {
-    UciMove::from_move(m, CastlingMode::Standard).to_string()
-}
-
-/// The words for an output worth telling the operator; `None` for the routine ones.
-fn note(next_ply: u32, output: &Output) -> Option<String> {
-    Some(match output {
-        Output::ProvisionalRevised {
-            from_move, to_move, ..
-        } => format!(
-            "ply {}: provisional {} revised to {}",
-            to_move.ply,
-            uci(from_move.mv),
-            uci(to_move.mv)
-        ),
-        Output::Reconstructed { moves, .. } => format!(
-            "ply {}: reconstructed {}",
-            moves.first().map_or(next_ply, |m| m.ply),
-            moves
-                .iter()
-                .map(|m| uci(m.mv))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-        Output::Irregularity {
-            cause, ambiguous, ..
-        } => {
-            let why = match cause {
-                IrregularityCause::ClockPressed { side } => {
-                    format!("at a clock press by {}", side_name(*side))
-                }
-                IrregularityCause::Quiet { unmatched_for_ms } => {
-                    format!("after {unmatched_for_ms} ms unmatched")
-                }
-            };
-            let ambiguous = if *ambiguous { " (ambiguous)" } else { "" };
-            format!("ply {next_ply}: irregularity {why}{ambiguous}")
-        }
-        Output::IrregularityCleared { .. } => format!("ply {next_ply}: irregularity cleared"),
-        Output::GhostIgnored { .. } => format!("ply {next_ply}: ghost read ignored"),
-        Output::ClockPressWithoutMove { side, .. } => format!(
-            "ply {next_ply}: clock pressed by {} without a move",
-            side_name(*side)
-        ),
-        Output::Takeback { undone, .. } => format!(
-            "ply {}: taken back {}",
-            undone.last().map_or(next_ply, |m| m.ply),
-            undone
-                .iter()
-                .map(|m| uci(m.mv))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-        Output::OrientationChanged { orientation, .. } => {
-            format!("board orientation: {orientation:?}")
-        }
-        Output::NewGame { .. } => "new game: start position set up".to_owned(),
-        Output::ResultSignalled { result, .. } => {
-            format!("result signalled: {}", result_text(*result))
-        }
-        Output::Touch { .. } | Output::MoveProvisional { .. } | Output::MoveConfirmed { .. } => {
-            return None;
-        }
-    })
-}
-
-fn result_text(result: ResultSignal) -> &'static str {
-    match result {
-        ResultSignal::WhiteWins => "1-0",
-        ResultSignal::BlackWins => "0-1",
-        ResultSignal::Draw => "1/2-1/2",
-    }
-}
-
-/// Replays a capture file: decodes it, turns it into observations with a [`DgtSession`] and
-/// runs move inference over them.
+/// Reads a capture file (the raw bytes as read from the serial port) into the observations a
+/// gateway would have published.
 ///
 /// A capture has no timestamps, so time is read off the clock: each clock frame advances it by
-/// what the running side lost since the previous frame. A clock press is the running side
-/// switching between two frames. A board dump is a settled reading (boards send one when asked,
-/// at start-up or after a reconnection), so a dump that matches no position is looked into at
-/// once as if the quiet period had passed: after a disconnection that reconstructs the moves
-/// played meanwhile. The capture must begin at the standard start position.
-pub fn replay_capture(bytes: &[u8], config: DgtSessionConfig) -> Result<Replay, ReplayError> {
-    let engine_config = Config::default();
-    let quiet_ms = engine_config.quiet_ms;
-    let mut engine = Inference::with_config(Chess::default(), engine_config);
+/// what the running side lost since the previous frame. A board dump is a settled reading
+/// (boards send one when asked, at start-up or after a reconnection), so time moves on by the
+/// inference's quiet period after one: a dump that matches no position is then looked into by
+/// the next clock reading, which after a disconnection reconstructs the moves played meanwhile.
+pub fn read_capture(bytes: &[u8], config: DgtSessionConfig) -> Result<Capture, ReplayError> {
+    let quiet_ms = boardcast_inference::Config::default().quiet_ms;
     let mut session = DgtSession::new(config);
     let mut decoder = Decoder::new();
-    let mut replay = Replay {
-        game: PgnGame::default(),
-        events: Vec::new(),
-        notes: Vec::new(),
-        diagnostics: Vec::new(),
-        observations: Vec::new(),
-        serial_number: None,
-    };
-    let mut seq = 0u64;
+    let mut capture = Capture::default();
     let mut now: i64 = 0;
     let mut last_clock: Option<ClockReading> = None;
-    let mut clocks: HashMap<u32, u64> = HashMap::new();
-    let mut signal: Option<ResultSignal> = None;
     let mut seen_board = false;
-
-    let mut observe = |engine: &mut Inference,
-                       replay: &mut Replay,
-                       clocks: &mut HashMap<u32, u64>,
-                       signal: &mut Option<ResultSignal>,
-                       time_ms: i64,
-                       event: Event,
-                       press: Option<(Color, ClockReading)>| {
-        seq += 1;
-        let outputs = engine.observe(Input {
-            seq,
-            time_ms,
-            event,
-        });
-        let confirmed: Vec<u32> = outputs
-            .iter()
-            .filter_map(|o| match o {
-                Output::MoveConfirmed { mv, .. } => Some(mv.ply),
-                _ => None,
-            })
-            .collect();
-        if let Some((presser, reading)) = press {
-            // The presser's move was the last confirmed; the opponent's clock has stood still
-            // since their own press, so it still shows their time after the move before.
-            for (i, ply) in confirmed.iter().rev().take(2).enumerate() {
-                let side = if i == 0 { presser } else { !presser };
-                let ms = match side {
-                    Color::White => reading.white_remaining_ms,
-                    Color::Black => reading.black_remaining_ms,
-                };
-                clocks.insert(*ply, ms);
-            }
-        }
-        // Only worked out when needed: it walks the whole game.
-        let mut next_ply = None;
-        for output in outputs {
-            match &output {
-                Output::NewGame { .. } => {
-                    clocks.clear();
-                    *signal = None;
-                }
-                Output::ResultSignalled { result, .. } => *signal = Some(*result),
-                _ => {}
-            }
-            if !matches!(
-                output,
-                Output::Touch { .. }
-                    | Output::MoveProvisional { .. }
-                    | Output::MoveConfirmed { .. }
-            ) {
-                let next_ply = *next_ply.get_or_insert_with(|| engine.moves().len() as u32 + 1);
-                replay.notes.extend(note(next_ply, &output));
-                replay.events.push(ReplayEvent { next_ply, output });
-            }
-        }
-    };
-
     for message in decoder.feed(bytes) {
         let is_dump = matches!(message, Message::BoardDump(_));
         if let Message::SerialNumber(serial) | Message::LongSerialNumber(serial) = &message {
-            replay.serial_number = Some(serial.clone());
+            capture.serial_number = Some(serial.clone());
         }
         let handled = session.on_message(message);
-        replay.diagnostics.extend(handled.diagnostics);
+        capture.diagnostics.extend(handled.diagnostics);
         for kind in handled.kinds {
             match &kind {
-                Kind::Placement(placement) => {
-                    seen_board = true;
-                    if let Ok(board) = Board::from_ascii_board_fen(placement.placement.as_bytes()) {
-                        observe(
-                            &mut engine,
-                            &mut replay,
-                            &mut clocks,
-                            &mut signal,
-                            now,
-                            Event::Placement(board),
-                            None,
-                        );
-                    }
-                }
+                Kind::Placement(_) => seen_board = true,
                 Kind::Clock(reading) => {
-                    let mut press = None;
                     if let Some(previous) = &last_clock {
                         let lost = |before: u64, after: u64| before.saturating_sub(after);
                         let elapsed = match previous.running() {
@@ -465,95 +290,148 @@ pub fn replay_capture(bytes: &[u8], config: DgtSessionConfig) -> Result<Replay, 
                             }
                             _ => 0,
                         };
-                        now += i64::try_from(elapsed).unwrap_or(0);
-                        let side = |run: ClockRun| match run {
-                            ClockRun::White => Some(Color::White),
-                            ClockRun::Black => Some(Color::Black),
-                            _ => None,
-                        };
-                        if let (Some(before), Some(after)) =
-                            (side(previous.running()), side(reading.running()))
-                            && before != after
-                        {
-                            press = Some(before);
-                        }
+                        now = now.saturating_add(i64::try_from(elapsed).unwrap_or(0));
                     }
                     last_clock = Some(*reading);
-                    if let Some(presser) = press {
-                        observe(
-                            &mut engine,
-                            &mut replay,
-                            &mut clocks,
-                            &mut signal,
-                            now,
-                            Event::ClockPressed { side: presser },
-                            Some((presser, *reading)),
-                        );
-                    }
-                    observe(
-                        &mut engine,
-                        &mut replay,
-                        &mut clocks,
-                        &mut signal,
-                        now,
-                        Event::Tick,
-                        None,
-                    );
                 }
                 _ => {}
             }
-            replay.observations.push(TimedKind { at_ms: now, kind });
+            capture.observations.push(TimedKind { at_ms: now, kind });
         }
         if is_dump {
-            now += quiet_ms;
-            observe(
-                &mut engine,
-                &mut replay,
-                &mut clocks,
-                &mut signal,
-                now,
-                Event::Tick,
-                None,
-            );
+            now = now.saturating_add(quiet_ms);
         }
     }
     if !seen_board {
         return Err(ReplayError::NoBoard);
     }
+    Ok(capture)
+}
 
-    let pos = engine.position();
-    let result = if pos.is_checkmate() {
-        match pos.turn() {
-            Color::White => "0-1",
-            Color::Black => "1-0",
+/// The game a capture is replayed into: what the game service would have been told.
+#[derive(Debug, Clone)]
+pub struct ReplaySetup {
+    pub game: GameStarted,
+    /// Device time of the capture's first observation (ms since the Unix epoch); the others
+    /// follow at their clock-measured offsets.
+    pub start_unix_ms: i64,
+}
+
+impl ReplaySetup {
+    /// A game on `board_id` between unnamed players, with the time control the clock's first
+    /// reading shows (the larger time, in whole minutes, no increment) when `time_control` is
+    /// `None`.
+    pub fn for_capture(
+        capture: &Capture,
+        board_id: &str,
+        time_control: Option<TimeControl>,
+        start_unix_ms: i64,
+    ) -> ReplaySetup {
+        let first_clock = capture.observations.iter().find_map(|o| match &o.kind {
+            Kind::Clock(c) => Some(c.white_remaining_ms.max(c.black_remaining_ms)),
+            _ => None,
+        });
+        let time_control = time_control.unwrap_or_else(|| TimeControl {
+            periods: vec![TimePeriod {
+                moves: 0,
+                base_ms: first_clock
+                    .map(|ms| ms.div_ceil(60_000).max(1) * 60_000)
+                    .unwrap_or(7_200_000),
+                ..Default::default()
+            }],
+        });
+        let player = |name: &str| {
+            Some(Player {
+                name: name.to_owned(),
+                ..Default::default()
+            })
+        };
+        ReplaySetup {
+            game: GameStarted {
+                tournament_id: "capture".to_owned(),
+                round: 1,
+                board_number: 1,
+                board_id: board_id.to_owned(),
+                white: player("?"),
+                black: player("?"),
+                time_control: Some(time_control),
+                ..Default::default()
+            },
+            start_unix_ms,
         }
-    } else if pos.is_stalemate() {
-        "1/2-1/2"
-    } else {
-        signal.map_or("*", result_text)
+    }
+}
+
+/// A capture folded into a game as the game service folds it.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The game, exactly as the game service records it from the same observations.
+    pub game: Game,
+    /// Its log's events, in order.
+    pub events: Vec<GameEvent>,
+    /// What the log says beyond the routine moves, in words, for the operator.
+    pub notes: Vec<String>,
+    /// Bytes, frames and observations that could not be used.
+    pub diagnostics: Vec<String>,
+}
+
+/// Replays a capture's observations into a game with the game aggregate itself, one at a time
+/// as the game service decides them, so that what a replay shows is what the service records.
+pub fn replay_capture(capture: &Capture, setup: &ReplaySetup) -> Result<Replay, ReplayError> {
+    let (game_id, started) = Game::decide_start(&setup.game, "capture replay")
+        .map_err(|e| ReplayError::Setup(e.to_string()))?;
+    let first = Game::record(None, &game_id, vec![started], setup.start_unix_ms);
+    let setup_error = |e: boardcast_game::GameError| ReplayError::Setup(e.to_string());
+    let mut game = Game::from_first_record(&first[0]).map_err(setup_error)?;
+    let mut replay = Replay {
+        events: Vec::new(),
+        notes: Vec::new(),
+        diagnostics: capture.diagnostics.clone(),
+        game: game.clone(),
     };
-    replay.game.moves = engine
-        .moves()
-        .into_iter()
-        .map(|m| PgnMove {
-            san: m.san,
-            clock_ms: clocks.get(&m.ply).copied(),
-            ..PgnMove::default()
-        })
-        .collect();
-    replay.game.result = result.to_owned();
+    for (index, timed) in capture.observations.iter().enumerate() {
+        let obs = Observation {
+            board_id: setup.game.board_id.clone(),
+            device_seq: index as u64 + 1,
+            device_time_unix_ms: setup.start_unix_ms.saturating_add(timed.at_ms),
+            receive_time_unix_ms: setup.start_unix_ms.saturating_add(timed.at_ms),
+            source: SourceKind::CaptureReplay as i32,
+            kind: Some(timed.kind.clone()),
+        };
+        let new_events = match game.decide_observation(&obs) {
+            Ok(ObservationOutcome::Events(events)) => events,
+            Ok(ObservationOutcome::Ignored(_)) => continue,
+            Err(rejected) => {
+                replay
+                    .diagnostics
+                    .push(format!("observation {}: {rejected}", obs.device_seq));
+                continue;
+            }
+        };
+        let recorded_at = obs.device_time_unix_ms;
+        for record in Game::record(Some(&game), &game_id, new_events, recorded_at) {
+            game.apply(&record).map_err(setup_error)?;
+            let event = Game::open_record(&record).map_err(setup_error)?;
+            replay.notes.extend(wording::describe(&event));
+            replay.events.push(event);
+        }
+    }
+    replay.game = game;
     Ok(replay)
 }
 
 /// The game a capture shows, as PGN with `tags` (the Result tag is set from the game), and the
-/// notes on revisions, reconstructions, irregularities and the like. White's clock is taken to
-/// be the left display and the board to lie normally.
+/// notes on revisions, reconstructions, irregularities and the like. The board is taken to lie
+/// normally and the gateway to read White's clock on the left (the game works out from the
+/// presses where it really is).
 pub fn replay_capture_to_pgn(
     bytes: &[u8],
     tags: &[(String, String)],
 ) -> Result<(PgnGame, Vec<String>), ReplayError> {
-    let replay = replay_capture(bytes, DgtSessionConfig::default())?;
-    let mut game = replay.game;
+    let capture = read_capture(bytes, DgtSessionConfig::default())?;
+    let setup = ReplaySetup::for_capture(&capture, "capture", None, REPLAY_EPOCH_MS);
+    let replay = replay_capture(&capture, &setup)?;
+    let mut game = replay.game.to_pgn().game;
     game.tags = tags.to_vec();
     match game.tags.iter_mut().find(|(name, _)| name == "Result") {
         Some((_, value)) => *value = game.result.clone(),
@@ -561,3 +439,7 @@ pub fn replay_capture_to_pgn(
     }
     Ok((game, replay.notes))
 }
+
+/// A device time for replays that are not published (2026-01-01): only differences of times
+/// matter to a game.
+pub const REPLAY_EPOCH_MS: i64 = 1_767_225_600_000;

@@ -11,7 +11,8 @@ use std::{collections::HashMap, time::Duration};
 
 use anyhow::{Context as _, bail};
 use boardcast_schema::device::v1::{
-    BoardPlacement, ClockReading, ClockRun, DeviceState, DeviceStatus, observation::Kind,
+    BoardPlacement, ClockDisplay, ClockReading, ClockRun, DeviceState, DeviceStatus,
+    observation::Kind,
 };
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -96,6 +97,8 @@ fn clock_of(clock: &Value) -> Option<ClockReading> {
         running: running as i32,
         white_flag: white == 0.0,
         black_flag: black == 0.0,
+        // LiveChess maps the displays to White and Black itself and does not say how.
+        white_display: ClockDisplay::Unspecified as i32,
     })
 }
 

@@ -1,0 +1,86 @@
+//! A game as a PGN score, the one way every part of the system writes it (the broadcast feeds,
+//! a capture's replay).
+
+use boardcast_rules::pgn::{AnnotatedGame, MoveNotes, PgnGame, PgnMove};
+use shakmaty::Position;
+
+use crate::Game;
+
+fn player_name(p: &Option<crate::events::Player>) -> String {
+    p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
+}
+
+impl Game {
+    /// A game as a PGN score: the Seven Tag Roster, ratings, `[%clk]` after every move that was
+    /// completed with a clock reading, draw offers and the arbiter's decisions at the move they
+    /// followed.
+    pub fn to_pgn(&self) -> AnnotatedGame {
+        let game = self;
+        let info = game.info();
+        let mut tags = vec![
+            ("Event".to_owned(), info.event_name.clone()),
+            ("Site".to_owned(), info.site.clone()),
+            ("Date".to_owned(), info.date.clone()),
+            (
+                "Round".to_owned(),
+                format!("{}.{}", info.round, info.board_number),
+            ),
+            ("White".to_owned(), player_name(&info.white)),
+            ("Black".to_owned(), player_name(&info.black)),
+        ];
+        for (name, player) in [("WhiteElo", &info.white), ("BlackElo", &info.black)] {
+            if let Some(p) = player
+                && p.rating > 0
+            {
+                tags.push((name.to_owned(), p.rating.to_string()));
+            }
+        }
+        if !info.start_fen.is_empty() {
+            tags.push(("SetUp".to_owned(), "1".to_owned()));
+            tags.push(("FEN".to_owned(), info.start_fen.clone()));
+        }
+        tags.retain(|(_, v)| !v.is_empty());
+        let moves = game
+            .completed_moves()
+            .iter()
+            .map(|m| &m.event)
+            .map(|m| PgnMove {
+                san: m.san.clone(),
+                // The mover's clock: the start position's side to move plays the odd plies.
+                clock_ms: if (m.ply % 2 == 1) == (game.start.turn() == shakmaty::Color::White) {
+                    m.white_remaining_ms
+                } else {
+                    m.black_remaining_ms
+                },
+                elapsed_ms: None,
+                comment: None,
+            })
+            .collect();
+        let mut notes = vec![MoveNotes::default(); game.completed_moves().len()];
+        for ply in game.draw_offers() {
+            if let Some(n) = (*ply as usize)
+                .checked_sub(1)
+                .and_then(|i| notes.get_mut(i))
+            {
+                n.draw_offer = true;
+            }
+        }
+        for (ply, text) in game.arbiter_notes() {
+            // Notes before the first move have no move to follow; they stay in the log.
+            if let Some(n) = (*ply as usize)
+                .checked_sub(1)
+                .and_then(|i| notes.get_mut(i))
+            {
+                n.arbiter_notes.push(text.clone());
+            }
+        }
+        AnnotatedGame {
+            game: PgnGame {
+                tags,
+                moves,
+                result: game.result_token().to_owned(),
+            },
+            notes,
+        }
+    }
+}
