@@ -134,6 +134,8 @@ fn noise(rng: &mut Rng, game: &Game) -> Input {
             running: 1 + rng.below(3) as i32,
             white_flag: rng.below(8) == 0,
             black_flag: rng.below(8) == 0,
+            // Unnamed, left or right: the game reads each by the sides it established.
+            white_display: rng.below(3) as i32,
         })),
         4 => Input::Board(Kind::Status(DeviceStatus {
             state: 1 + rng.below(3) as i32,

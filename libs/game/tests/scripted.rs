@@ -253,6 +253,13 @@ fn illegal_attempt(board: &mut Board, pos: &Chess) {
     board.clock(ClockRun::White);
 }
 
+/// White completes a legal first move with a press of their own: the presses in doubt before
+/// it are settled.
+fn white_plays_on(board: &mut Board, pos: &Chess) {
+    let mut pos = pos.clone();
+    board.play(&mut pos, "e4");
+}
+
 fn illegal_moves(board: &Board) -> Vec<(String, u32, String)> {
     board
         .log
@@ -275,6 +282,11 @@ fn illegal_moves_under_2009_cost_time_twice_and_lose_the_third_time() {
     for _ in 0..3 {
         illegal_attempt(&mut board, &pos);
     }
+    // Who pressed and whether the board missed a move is not sure until White plays on.
+    assert!(illegal_moves(&board).is_empty());
+    assert_eq!(board.game.to_state().presses_in_doubt.len(), 3);
+    white_plays_on(&mut board, &pos);
+    assert!(board.game.to_state().presses_in_doubt.is_empty());
     let illegal = illegal_moves(&board);
     assert_eq!(illegal.len(), 3, "{:?}", board.log);
     assert_eq!(
@@ -292,7 +304,7 @@ fn illegal_moves_under_2009_cost_time_twice_and_lose_the_third_time() {
     assert_eq!(board.game.illegal_tally().white, 3);
     // The penalty is only proposed: e-board data can be wrong, the arbiter decides.
     assert!(!board.game.is_over());
-    assert!(board.game.moves().is_empty());
+    assert_eq!(board.game.moves().len(), 1);
 }
 
 #[test]
@@ -301,6 +313,7 @@ fn illegal_moves_under_2023_lose_the_second_time() {
     let pos = Chess::default();
     illegal_attempt(&mut board, &pos);
     illegal_attempt(&mut board, &pos);
+    white_plays_on(&mut board, &pos);
     let illegal = illegal_moves(&board);
     assert_eq!(illegal.len(), 2, "{:?}", board.log);
     assert_eq!(illegal[0].2, "120 s added to the opponent's clock");
@@ -337,7 +350,10 @@ fn a_move_taken_back_before_the_clock_press_leaves_no_trace_but_its_record() {
 fn pressing_the_clock_without_a_move_is_illegal_from_2018_only() {
     for (edition, counts) in [("fide-2009", false), ("fide-2018", true)] {
         let mut board = Board::new(edition);
+        // White presses without a move; Black presses back; White plays and presses.
         board.clock(ClockRun::Black);
+        board.clock(ClockRun::White);
+        white_plays_on(&mut board, &Chess::default());
         let illegal = illegal_moves(&board);
         assert_eq!(illegal.len(), 1, "{edition}: {:?}", board.log);
         assert_eq!(
@@ -372,8 +388,10 @@ fn act(
 fn the_arbiter_confirms_or_rejects_proposed_penalties() {
     use boardcast_game::events::{GameResult, PenaltyDecision, arbiter_action::Action};
     let mut board = Board::new("fide-2023");
-    let pos = Chess::default();
+    let mut pos = Chess::default();
+    // Each illegal attempt is settled by White's next move and press.
     illegal_attempt(&mut board, &pos);
+    board.play(&mut pos, "e4");
     let first = board.game.illegal_moves()[0].game_seq;
     // The sensors were wrong: the arbiter rejects it, and it does not count.
     act(
@@ -387,14 +405,18 @@ fn the_arbiter_confirms_or_rejects_proposed_penalties() {
     )
     .expect("accepted");
     assert_eq!(board.game.illegal_tally().white, 0);
+    board.play(&mut pos, "e5");
     illegal_attempt(&mut board, &pos);
+    board.play(&mut pos, "Nc3");
     let second = &board.game.illegal_moves()[1];
     assert_eq!(
         second.event.offender_count, 1,
         "the rejected one does not count"
     );
     assert_eq!(second.event.opponent_bonus_ms, 120_000);
+    board.play(&mut pos, "Nc6");
     illegal_attempt(&mut board, &pos);
+    board.play(&mut pos, "Bc4");
     let third = board.game.illegal_moves()[2].clone();
     assert_eq!(third.event.result_if_confirmed(), GameResult::BlackWins);
     assert!(!board.game.is_over(), "only proposed");
@@ -556,6 +578,7 @@ fn flag(board: &mut Board, white: bool, black: bool) {
         running: ClockRun::White as i32,
         white_flag: white,
         black_flag: black,
+        ..Default::default()
     }));
 }
 
@@ -1050,6 +1073,8 @@ fn penalty_time_on_the_clock(set_first: bool) {
         1_004_500,
     );
     board.observe_at(reading(ClockRun::Black), 1_004_600);
+    // Black plays on with a press of their own: the press in doubt was an illegal move.
+    board.play_timed(&mut pos, "e5", 1_006_000, (full - 3_000, full - 3_000));
     let illegal = board.game.illegal_moves()[0].clone();
     assert_eq!(illegal.event.offender, "black");
     let bonus = illegal.event.opponent_bonus_ms;
@@ -1077,12 +1102,6 @@ fn penalty_time_on_the_clock(set_first: bool) {
     )
     .expect("accepted");
     // White's next reading has the time.
-    board.play_timed(
-        &mut pos,
-        "e5",
-        1_006_000,
-        (full - 3_000 + bonus, full - 3_000),
-    );
     board.play_timed(
         &mut pos,
         "Nf3",
