@@ -10,8 +10,8 @@ use std::{process::Command, time::Duration};
 use anyhow::bail;
 use boardcast_rules::pgn::read_games;
 use boardcast_schema::game::v1::{
-    CreateGameRequest, GameResult, GameStarted, GetGameRequest, Player, TimeControl, TimePeriod,
-    game_service_client::GameServiceClient,
+    CreateGameRequest, GameResult, GameStarted, GetGameRequest, Player, Source, TimeControl,
+    TimePeriod, game_event::Kind, game_service_client::GameServiceClient,
 };
 use boardcast_testkit::{GameService, TestNats, program, repo_root};
 
@@ -30,6 +30,33 @@ fn result_token(result: GameResult) -> &'static str {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyhow::Result<()> {
+    through_the_live_path("dgt-live", &[]).await
+}
+
+/// Hall set-ups the gateways are not told of, with tidy players: White's clock on the right (the
+/// gateway at its default, left), and a clock turned round by the arbiter at move 20. Every game
+/// comes out complete and exact, each move completed by its own press, with no illegal move,
+/// irregularity or press in doubt; `replay-dgt --pgn` prints what the service recorded.
+#[tokio::test(flavor = "multi_thread")]
+async fn hall_clock_set_ups_are_worked_out_from_the_presses() -> anyhow::Result<()> {
+    through_the_live_path(
+        "dgt-right",
+        &["--dgt-disturbances", "none", "--white-clock", "right"],
+    )
+    .await?;
+    through_the_live_path(
+        "dgt-turned",
+        &["--dgt-disturbances", "none", "--clock-turned-at-move", "20"],
+    )
+    .await
+}
+
+/// Simulates the first boards' London games as DGT captures (`simulate_args` added), publishes
+/// each through its own `gateway replay-dgt` into a game service with tournament `tournament`,
+/// and checks every game against its source. With tidy play (`--dgt-disturbances none`) it also
+/// checks that nothing irregular was recorded and that `replay-dgt --pgn` prints the same game.
+async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyhow::Result<()> {
+    let tidy = simulate_args.contains(&"none");
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
     let dir = tempfile::tempdir()?;
@@ -41,6 +68,7 @@ async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyho
         .arg(&source_path)
         .args(["--boards", &BOARDS.to_string(), "--dgt-out"])
         .arg(dir.path())
+        .args(simulate_args)
         .output()?;
     assert!(
         out.status.success(),
@@ -49,6 +77,13 @@ async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyho
     );
 
     let mut client = GameServiceClient::connect(service.url()).await?;
+    let time_control = TimeControl {
+        periods: vec![TimePeriod {
+            moves: 0,
+            base_ms: 7_200_000,
+            ..Default::default()
+        }],
+    };
     for (i, game) in source.iter().take(BOARDS).enumerate() {
         let player = |tag: &str| {
             Some(Player {
@@ -59,19 +94,13 @@ async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyho
         client
             .create_game(CreateGameRequest {
                 game: Some(GameStarted {
-                    tournament_id: "dgt-live".into(),
+                    tournament_id: tournament.into(),
                     round: 1,
                     board_number: i as u32 + 1,
                     board_id: format!("sim-{}", i + 1),
                     white: player("White"),
                     black: player("Black"),
-                    time_control: Some(TimeControl {
-                        periods: vec![TimePeriod {
-                            moves: 0,
-                            base_ms: 7_200_000,
-                            ..Default::default()
-                        }],
-                    }),
+                    time_control: Some(time_control.clone()),
                     ..Default::default()
                 }),
                 actor: "test".into(),
@@ -80,7 +109,8 @@ async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyho
             .await?;
     }
 
-    // Each capture through its own gateway outbox, as separate gateway processes would.
+    // Each capture through its own gateway outbox, as separate gateway processes would, with
+    // the gateway's default settings.
     for board in 1..=BOARDS {
         let out = Command::new(program("boardcast")?)
             .args(["gateway", "replay-dgt"])
@@ -98,8 +128,8 @@ async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyho
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
     for (i, expected) in source.iter().take(BOARDS).enumerate() {
-        let game_id = format!("dgt-live-r1-b{}", i + 1);
-        loop {
+        let game_id = format!("{tournament}-r1-b{}", i + 1);
+        let state = loop {
             let state = client
                 .get_game(GetGameRequest {
                     game_id: game_id.clone(),
@@ -107,19 +137,7 @@ async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyho
                 .await?
                 .into_inner();
             if state.result() != GameResult::Unspecified {
-                let moves: Vec<String> = state.moves.iter().map(|m| m.uci.clone()).collect();
-                assert_eq!(
-                    moves,
-                    support::uci_moves(expected)?,
-                    "moves of {game_id}, ended by {:?}",
-                    state.termination()
-                );
-                assert_eq!(
-                    result_token(state.result()),
-                    expected.result,
-                    "result of {game_id}"
-                );
-                break;
+                break state;
             }
             if tokio::time::Instant::now() > deadline {
                 bail!(
@@ -129,7 +147,88 @@ async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyho
                 );
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
+        };
+        let moves: Vec<String> = state.moves.iter().map(|m| m.uci.clone()).collect();
+        assert_eq!(
+            moves,
+            support::uci_moves(expected)?,
+            "moves of {game_id}, ended by {:?}",
+            state.termination()
+        );
+        assert_eq!(
+            result_token(state.result()),
+            expected.result,
+            "result of {game_id}"
+        );
+        if !tidy {
+            continue;
         }
+        let events = support::game_events(&mut client, &game_id).await?;
+        let irregular: Vec<_> = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    Some(
+                        Kind::IllegalMove(_)
+                            | Kind::Irregularity(_)
+                            | Kind::PressInDoubt(_)
+                            | Kind::Reconstructed(_)
+                    )
+                )
+            })
+            .collect();
+        assert!(irregular.is_empty(), "{game_id}: {irregular:?}");
+        // Every move but a mating one completed by a press of its own.
+        let mut presses = std::collections::HashSet::new();
+        for event in &events {
+            if let (Some(Kind::MoveCompleted(m)), Some(p)) = (&event.kind, &event.provenance)
+                && p.source() == Source::Clock
+            {
+                assert!(
+                    presses.insert(p.device_seqs.last().copied()),
+                    "{game_id}: ply {} shares its press",
+                    m.ply
+                );
+            }
+        }
+        assert!(
+            presses.len() + 1 >= state.moves.len(),
+            "{game_id}: {} moves, {} presses",
+            state.moves.len(),
+            presses.len()
+        );
+
+        // The capture replayed to PGN prints what the service recorded: moves and clocks.
+        let out = Command::new(program("boardcast")?)
+            .args(["gateway", "replay-dgt", "--pgn", "--time-control", "7200"])
+            .arg(dir.path().join(format!("sim-{}.dgt", i + 1)))
+            .output()?;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let printed = read_games(&String::from_utf8(out.stdout)?)?;
+        let printed_moves: Vec<(String, Option<u64>)> = printed[0]
+            .moves
+            .iter()
+            .map(|m| (m.san.clone(), m.clock_ms))
+            .collect();
+        let recorded: Vec<(String, Option<u64>)> = state
+            .moves
+            .iter()
+            .map(|m| {
+                let clock = if m.ply % 2 == 1 {
+                    m.white_remaining_ms
+                } else {
+                    m.black_remaining_ms
+                };
+                (m.san.clone(), clock)
+            })
+            .collect();
+        assert_eq!(printed_moves, recorded, "{game_id}");
+        assert_eq!(printed[0].result, expected.result, "{game_id}");
     }
     Ok(())
 }

@@ -372,3 +372,37 @@ pub fn with_clock_ticks(
         .map(|(board, (_, segments))| (board, segments))
         .collect())
 }
+
+/// Every event of game `game_id`'s log so far, through the game service's `StreamGameEvents`
+/// (the stream goes on with live events; it is read until the game's last record).
+pub async fn game_events(
+    client: &mut boardcast_schema::game::v1::game_service_client::GameServiceClient<
+        tonic::transport::Channel,
+    >,
+    game_id: &str,
+) -> anyhow::Result<Vec<boardcast_schema::game::v1::GameEvent>> {
+    use boardcast_schema::game::v1::{GetGameRequest, StreamGameEventsRequest};
+    let last = client
+        .get_game(GetGameRequest {
+            game_id: game_id.to_owned(),
+        })
+        .await?
+        .into_inner()
+        .last_game_seq;
+    let mut stream = client
+        .stream_game_events(StreamGameEventsRequest {
+            game_id: game_id.to_owned(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    let mut events = Vec::new();
+    while events.len() < last as usize {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.message())
+            .await
+            .with_context(|| format!("reading the events of {game_id}"))??
+            .with_context(|| format!("the events of {game_id} ended early"))?;
+        events.push(event);
+    }
+    Ok(events)
+}
