@@ -378,7 +378,7 @@ impl Game {
                 let sides = ClockSides::from_event(&event);
                 let reading = sides.read(raw);
                 let mut prefix = vec![NewEvent {
-                    kind: Kind::ClockSides(event.clone()),
+                    kind: Kind::ClockSides(event),
                     provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
                 }];
                 prefix.extend(self.clock_sides_told(obs, raw, &event));
