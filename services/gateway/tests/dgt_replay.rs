@@ -216,6 +216,27 @@ fn every_move_by_its_own_press(replay: &Replay) -> Result<(), String> {
     Ok(())
 }
 
+/// Every move completed by its own press; no illegal move, irregularity or press in doubt.
+fn clean_record(replay: &Replay, context: &str) {
+    every_move_by_its_own_press(replay).unwrap_or_else(|e| panic!("{e}: {context}"));
+    for (what, found) in [
+        (
+            "illegal move",
+            count(replay, |e| matches!(e, Event::IllegalMove(_))),
+        ),
+        (
+            "irregularity",
+            count(replay, |e| matches!(e, Event::Irregularity(_))),
+        ),
+        (
+            "press in doubt",
+            count(replay, |e| matches!(e, Event::PressInDoubt(_))),
+        ),
+    ] {
+        assert_eq!(found, 0, "{what}: {context}");
+    }
+}
+
 #[test]
 fn white_clock_on_the_right_with_the_gateway_at_its_default() {
     let replays = london_replays_with(
@@ -228,22 +249,7 @@ fn white_clock_on_the_right_with_the_gateway_at_its_default() {
     );
     for (number, replay) in replays.iter().enumerate() {
         let context = format!("game {number}");
-        every_move_by_its_own_press(replay).unwrap_or_else(|e| panic!("{e}: {context}"));
-        assert_eq!(
-            count(replay, |e| matches!(e, Event::IllegalMove(_))),
-            0,
-            "{context}"
-        );
-        assert_eq!(
-            count(replay, |e| matches!(e, Event::Irregularity(_))),
-            0,
-            "{context}"
-        );
-        assert_eq!(
-            count(replay, |e| matches!(e, Event::PressInDoubt(_))),
-            0,
-            "{context}"
-        );
+        clean_record(replay, &context);
         // Read from the clock's start, confirmed by White's first press, told once.
         let sides: Vec<_> = replay
             .events
@@ -287,22 +293,7 @@ fn a_clock_turned_round_at_move_20_is_followed() {
         for (number, (replay, game)) in replays.iter().zip(&games).enumerate() {
             let context =
                 format!("game {number}, White's clock first on the left: {white_on_left}");
-            every_move_by_its_own_press(replay).unwrap_or_else(|e| panic!("{e}: {context}"));
-            assert_eq!(
-                count(replay, |e| matches!(e, Event::IllegalMove(_))),
-                0,
-                "{context}"
-            );
-            assert_eq!(
-                count(replay, |e| matches!(e, Event::Irregularity(_))),
-                0,
-                "{context}"
-            );
-            assert_eq!(
-                count(replay, |e| matches!(e, Event::PressInDoubt(_))),
-                0,
-                "{context}"
-            );
+            clean_record(replay, &context);
             // Turned round: the sides change once more after move 20.
             let press_sides: Vec<bool> = replay
                 .events
