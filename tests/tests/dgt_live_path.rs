@@ -10,8 +10,9 @@ use std::{process::Command, time::Duration};
 use anyhow::bail;
 use boardcast_rules::pgn::read_games;
 use boardcast_schema::game::v1::{
-    CreateGameRequest, GameResult, GameStarted, GetGameRequest, Player, Source, TimeControl,
-    TimePeriod, game_event::Kind, game_service_client::GameServiceClient,
+    CreateGameRequest, GameResult, GameStarted, GetGameRequest, ListBoardsRequest, Player,
+    SetupAspect, Source, TimeControl, TimePeriod, game_event::Kind,
+    game_service_client::GameServiceClient,
 };
 use boardcast_testkit::{GameService, TestNats, program, repo_root};
 
@@ -229,6 +230,30 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
             .collect();
         assert_eq!(printed_moves, recorded, "{game_id}");
         assert_eq!(printed[0].result, expected.result, "{game_id}");
+    }
+    // The boards whose clocks stand otherwise than their gateways were told show it, with the
+    // fix.
+    let boards = client
+        .list_boards(ListBoardsRequest {})
+        .await?
+        .into_inner()
+        .boards;
+    assert_eq!(boards.len(), BOARDS);
+    let right = simulate_args.contains(&"right");
+    let turned = simulate_args.contains(&"--clock-turned-at-move");
+    for (board, game) in boards.iter().zip(&source) {
+        // White's time ends up on the right: set up so, or turned round before move 20.
+        let right = right != (turned && game.moves.len() >= 39);
+        let told: Vec<_> = board
+            .setup_mismatches
+            .iter()
+            .filter(|m| m.aspect() == SetupAspect::ClockSides)
+            .collect();
+        assert_eq!(told.len(), usize::from(right), "{board:?}");
+        if let Some(mismatch) = told.first() {
+            assert!(mismatch.fix.contains("--white-clock right"), "{mismatch:?}");
+            assert!(mismatch.fix.contains(&board.board_id), "{mismatch:?}");
+        }
     }
     Ok(())
 }

@@ -1,12 +1,15 @@
 //! The aggregate folds simulated boards into the right games.
 
-use boardcast_game::device::{BoardPlacement, Observation, SourceKind, observation::Kind};
+use boardcast_game::device::{
+    BoardPlacement, ClockDisplay, Observation, SourceKind, observation::Kind as ObsKind,
+};
 use boardcast_game::events::{
-    GameEventRecord, GameResult, GameStarted, Player, Termination, TimeControl, TimePeriod,
+    GameEventRecord, GameResult, GameStarted, Player, SetupAspect, Termination, TimeControl,
+    TimePeriod, game_event::Kind,
 };
 use boardcast_game::{Game, ObservationOutcome};
 use boardcast_rules::pgn::{PgnGame, parse_san, read_games};
-use boardcast_sim::{ScriptOptions, script};
+use boardcast_sim::{ClockSetup, ScriptOptions, script};
 use shakmaty::{Position, uci::UciMove};
 
 fn started(board_id: &str, white: &str, black: &str) -> GameStarted {
@@ -44,11 +47,16 @@ fn new_game(info: &GameStarted) -> Game {
 /// Plays a score's simulated observations through the aggregate, as the service does, and
 /// returns the game with every record of its log.
 fn play_recording(pgn: &PgnGame) -> (Game, Vec<GameEventRecord>) {
+    play_recording_with(pgn, &ScriptOptions::default())
+}
+
+/// `play_recording` with the simulated board and clock set up as `options` say.
+fn play_recording_with(pgn: &PgnGame, options: &ScriptOptions) -> (Game, Vec<GameEventRecord>) {
     let info = started("b1", "W", "B");
     let (id, event) = Game::decide_start(&info, "operator").expect("valid game");
     let mut log = Game::record(None, &id, vec![event], 0);
     let mut game = Game::from_first_record(&log[0]).expect("first record folds");
-    let steps = script(pgn, &ScriptOptions::default()).expect("scripts");
+    let steps = script(pgn, options).expect("scripts");
     for (i, step) in steps.into_iter().enumerate() {
         let obs = Observation {
             board_id: "b1".into(),
@@ -90,9 +98,58 @@ fn play(pgn: &PgnGame) -> Game {
 
 #[test]
 fn every_london_game_is_folded_into_its_moves_clocks_and_result() {
+    for clock in [
+        ClockSetup::default(),
+        ClockSetup::white_on_right(),
+        ClockSetup {
+            turned_before_ply: Some(39),
+            ..ClockSetup::white_on_right()
+        },
+    ] {
+        every_london_game_folds_with(clock);
+    }
+}
+
+/// Every London game, its observations published as a gateway set up for White's clock on the
+/// left reads a clock standing as `clock` says: the moves, the clocks and the result come out
+/// exact, every move completed by a press, nothing irregular.
+fn every_london_game_folds_with(clock: ClockSetup) {
     let games = read_games(include_str!("../../../data/london-classic-2016.pgn")).expect("reads");
-    for pgn in &games {
-        let game = play(pgn);
+    let options = ScriptOptions {
+        clock,
+        ..ScriptOptions::default()
+    };
+    // Other set-ups on every third game: the DGT capture tests play them all.
+    let every = if clock == ClockSetup::default() { 1 } else { 3 };
+    for pgn in games.iter().step_by(every) {
+        let (game, log) = play_recording_with(pgn, &options);
+        let irregular = log
+            .iter()
+            .filter_map(|r| Game::open_record(r).ok())
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    Some(Kind::IllegalMove(_) | Kind::Irregularity(_) | Kind::PressInDoubt(_))
+                )
+            })
+            .count();
+        assert_eq!(irregular, 0, "{clock:?}: {}", pgn.players());
+        let told = game
+            .setup_mismatches()
+            .iter()
+            .filter(|m| m.aspect() == SetupAspect::ClockSides)
+            .count();
+        // Told while White's time is on the other display than the gateway reads it.
+        let right_at_the_end = (clock.white_display == ClockDisplay::Right)
+            != (clock
+                .turned_before_ply
+                .is_some_and(|ply| pgn.moves.len() >= ply as usize));
+        assert_eq!(
+            told,
+            usize::from(right_at_the_end),
+            "{clock:?}: {}",
+            pgn.players()
+        );
         // Compared as moves: scores may over-disambiguate SAN (`Ngf6` with a pinned knight).
         let moves = game.moves();
         let played: Vec<&str> = moves.iter().map(|m| m.uci.as_str()).collect();
@@ -158,7 +215,7 @@ fn duplicates_and_invalid_placements_are_told_apart() {
     let bad = Observation {
         board_id: "b1".into(),
         device_seq: 1,
-        kind: Some(Kind::Placement(BoardPlacement {
+        kind: Some(ObsKind::Placement(BoardPlacement {
             placement: "not a board".into(),
         })),
         ..Default::default()
@@ -171,7 +228,7 @@ fn duplicates_and_invalid_placements_are_told_apart() {
     };
     assert!(game.decide_observation(&other_board).is_err());
     let start = Observation {
-        kind: Some(Kind::Placement(BoardPlacement {
+        kind: Some(ObsKind::Placement(BoardPlacement {
             placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
         })),
         ..bad
@@ -200,7 +257,7 @@ fn start_placement(device_seq: u64) -> Observation {
     Observation {
         board_id: "b1".into(),
         device_seq,
-        kind: Some(Kind::Placement(BoardPlacement {
+        kind: Some(ObsKind::Placement(BoardPlacement {
             placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
         })),
         ..Default::default()

@@ -72,6 +72,27 @@ impl Board {
         board
     }
 
+    /// A game read with `interpretation` (0: a log written before the clock's sides were worked
+    /// out from the evidence, as such a log holds it); nothing observed yet.
+    fn read_with(interpretation: u32) -> Board {
+        let mut started = Board::new("fide-2023").game.info().clone();
+        started.interpretation = interpretation;
+        let records = Game::record(
+            None,
+            "t-r1-b1",
+            vec![boardcast_game::NewEvent {
+                kind: Kind::Started(started),
+                provenance: Default::default(),
+            }],
+            0,
+        );
+        Board {
+            game: Game::from_first_record(&records[0]).expect("folds"),
+            seq: 0,
+            log: Vec::new(),
+        }
+    }
+
     fn observe(&mut self, kind: Obs) {
         self.observe_at(kind, self.seq as i64 * 1000 + 1000);
     }
@@ -1110,4 +1131,32 @@ fn penalty_time_on_the_clock(set_first: bool) {
     );
     assert_eq!(board.game.moves().len(), 3);
     assert_eq!(clock_alerts(&board), vec![]);
+}
+
+/// A clock whose White display the gateway takes for Black's: a new game reads the sides from
+/// the clock's start (and the first press) and takes nothing for an illegal move; a game set up
+/// before that (interpretation 0) reads the clock as it did then, so its log means what it meant.
+#[test]
+fn clock_sides_from_the_evidence_and_older_logs_as_they_were() {
+    let clock_sides = |board: &Board| board.count(|k| matches!(k, Kind::ClockSides(_)));
+    // The clock is started with White's time running, on the display read as Black's.
+    let mut new = Board::read_with(boardcast_game::CURRENT_INTERPRETATION);
+    let mut old = Board::read_with(0);
+    for board in [&mut new, &mut old] {
+        board.clock(ClockRun::Black);
+        let mut pos = Chess::default();
+        play_san(&mut pos, "e4");
+        board.placement(&pos);
+        // White presses: the display read as White's runs now.
+        board.clock(ClockRun::White);
+    }
+    // New: the sides the other way round, White's e4 completed by White's press.
+    assert_eq!(clock_sides(&new), 2, "{:?}", new.log);
+    assert_eq!(new.game.moves().len(), 1);
+    assert!(illegal_moves(&new).is_empty());
+    assert_eq!(new.game.setup_mismatches().len(), 1);
+    // Old: the readings taken as the gateway labelled them, presses without a move at once.
+    assert_eq!(clock_sides(&old), 0);
+    assert!(old.game.moves().is_empty());
+    assert_eq!(illegal_moves(&old).len(), 2, "{:?}", old.log);
 }
