@@ -16,9 +16,15 @@ use boardcast_schema::game::v1::{
 };
 use boardcast_testkit::{GameService, TestNats, program, repo_root};
 
-/// Boards played through the whole path; every game of the file is replayed through the same
-/// decoder and inference by `cargo test -p boardcast-gateway --test dgt_replay`.
-const BOARDS: usize = 6;
+/// Boards played through the whole path: 6, or `BOARDCAST_LIVE_BOARDS` (up to the file's 45
+/// games) for a longer run. Every game of the file goes through the same decoder and aggregate
+/// in `cargo test -p boardcast-gateway --test dgt_replay`.
+fn boards() -> usize {
+    std::env::var("BOARDCAST_LIVE_BOARDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(6)
+}
 
 fn result_token(result: GameResult) -> &'static str {
     match result {
@@ -67,7 +73,7 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
     let out = Command::new(program("boardcast")?)
         .args(["simulate", "--pgn"])
         .arg(&source_path)
-        .args(["--boards", &BOARDS.to_string(), "--dgt-out"])
+        .args(["--boards", &boards().to_string(), "--dgt-out"])
         .arg(dir.path())
         .args(simulate_args)
         .output()?;
@@ -85,7 +91,7 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
             ..Default::default()
         }],
     };
-    for (i, game) in source.iter().take(BOARDS).enumerate() {
+    for (i, game) in source.iter().take(boards()).enumerate() {
         let player = |tag: &str| {
             Some(Player {
                 name: game.tag(tag).unwrap_or("?").to_owned(),
@@ -112,7 +118,7 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
 
     // Each capture through its own gateway outbox, as separate gateway processes would, with
     // the gateway's default settings.
-    for board in 1..=BOARDS {
+    for board in 1..=boards() {
         let out = Command::new(program("boardcast")?)
             .args(["gateway", "replay-dgt"])
             .arg(dir.path().join(format!("sim-{board}.dgt")))
@@ -127,8 +133,10 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
         );
     }
 
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
-    for (i, expected) in source.iter().take(BOARDS).enumerate() {
+    // A debug build decides a few hundred observations a second; a board's capture has one
+    // clock reading per second of play.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60 * boards().max(5) as u64);
+    for (i, expected) in source.iter().take(boards()).enumerate() {
         let game_id = format!("{tournament}-r1-b{}", i + 1);
         let state = loop {
             let state = client
@@ -238,7 +246,7 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
         .await?
         .into_inner()
         .boards;
-    assert_eq!(boards.len(), BOARDS);
+    assert_eq!(boards.len(), self::boards());
     let right = simulate_args.contains(&"right");
     let turned = simulate_args.contains(&"--clock-turned-at-move");
     for (board, game) in boards.iter().zip(&source) {
