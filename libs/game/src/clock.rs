@@ -189,14 +189,13 @@ impl PressDoubt {
         running_side(&sides.read(&self.reading)).map(|running| !running)
     }
 
-    /// What a press that completes moves up to `completed_through`, made by `presser` (both read
-    /// with the sides now established), makes of this doubt; `None` while it leaves it open (it
-    /// completed moves before the doubt's ply). `reconstructed`: the ply's move was reconstructed
-    /// rather than seen.
+    /// What a press that completes moves up to `completed_through` (read with the sides now
+    /// established) makes of this doubt; `None` while it leaves it open (it completed moves
+    /// before the doubt's ply). `reconstructed`: the ply's move was reconstructed rather than
+    /// seen.
     pub(crate) fn settle(
         &self,
         sides: &ClockSides,
-        presser: Color,
         completed_through: u32,
         reconstructed: bool,
     ) -> Option<PressSettlement> {
@@ -218,9 +217,10 @@ impl PressDoubt {
         }
         Some(if completed_through < self.event.ply {
             return None;
-        } else if presser == mover && completed_through == self.event.ply && !reconstructed {
+        } else if completed_through == self.event.ply && !reconstructed {
             // The player to move pressed without a legal move on the board, then completed the
-            // ply with their own press on a move the board saw.
+            // ply with a press of their own (a press completing moves up to this ply is its
+            // mover's) on a move the board saw.
             PressSettlement::IllegalMove
         } else {
             PressSettlement::NotConfirmed

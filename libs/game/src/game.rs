@@ -634,11 +634,18 @@ impl Game {
                     "black" => self.illegal_tally.black = illegal.offender_count,
                     other => return Err(inconsistent(format!("illegal move by {other:?}"))),
                 }
+                // From interpretation 1 an illegal move can be recorded when a later press settles
+                // it: it was made after the moves before its ply.
+                let completed_moves = if self.interpretation >= 1 {
+                    (illegal.ply as usize).saturating_sub(1)
+                } else {
+                    self.moves.len()
+                };
                 self.illegal_moves.push(IllegalMoveEntry {
                     game_seq: event.game_seq,
                     event: illegal.clone(),
                     decided: None,
-                    completed_moves: self.moves.len(),
+                    completed_moves,
                 });
             }
             Some(Kind::Arbiter(action)) => {
@@ -722,6 +729,9 @@ impl Game {
                     return Err(inconsistent(format!("cannot restore ply {ply}")));
                 }
                 self.moves.truncate(ply);
+                // Presses in doubt about plies the restore took back are left for the arbiter's
+                // ruling that restored the position: no later press settles them.
+                self.doubts.retain(|d| d.event.ply as usize <= ply);
                 self.clock_changes
                     .retain(|(completed, _, _)| *completed <= ply);
                 self.clock_changes.push((

@@ -272,7 +272,13 @@ impl Game {
             let mut engine = self.inference.clone();
             let outputs = engine.observe(input);
             let follows_game = self.follows_game(&engine);
-            events.extend(self.meaning(obs, outputs, follows_game, None));
+            let clocks = match &obs.kind {
+                Some(observation::Kind::Clock(c)) => {
+                    Some((c.white_remaining_ms, c.black_remaining_ms))
+                }
+                _ => None,
+            };
+            events.extend(self.meaning(obs, outputs, follows_game, clocks));
         }
         if let Some(observation::Kind::Status(status)) = &obs.kind {
             events.extend(self.board_status_change(obs, status));
@@ -366,8 +372,19 @@ impl Game {
             .any(|o| matches!(o, Output::ClockPressWithoutMove { .. }));
         // Sides a press has established change only with a clock that stood since the last
         // move (an arbiter turning it round stops it); otherwise the press stays in doubt.
-        let sides_may_change =
-            self.clock_sides.basis != ClockSidesBasis::MovePress || self.clock_stood;
+        // or when an earlier press in doubt was an ordinary one read the other way round too
+        // (the clock turned round while the board did not see it stand).
+        let turned_sides = ClockSides::from_event(&self.clock_sides.establish(
+            raw,
+            true,
+            ClockSidesBasis::MovePress,
+        ));
+        let sides_may_change = self.clock_sides.basis != ClockSidesBasis::MovePress
+            || self.clock_stood
+            || self
+                .doubts
+                .iter()
+                .any(|d| d.presser(&turned_sides) != Some(d.position.turn()));
         if without_move && sides_may_change && !self.completes(&engine, &outputs) {
             let mut turned = self.inference.clone();
             let turned_outputs = turned.observe(press(!presser));
@@ -391,6 +408,16 @@ impl Game {
         let clocks = Some((reading.white_remaining_ms, reading.black_remaining_ms));
         let prefix = vec![self.recorded(obs, Source::Clock)];
         self.conclude(obs, self.clock_sides, prefix, &engine, outputs, clocks)
+    }
+
+    /// How many moves of the provisional `line` count before the ply being played: all of them
+    /// from interpretation 1, none before (as those logs were decided).
+    fn line_ahead<T>(&self, line: &[T]) -> u32 {
+        if self.interpretation >= 1 {
+            u32::try_from(line.len()).unwrap_or(u32::MAX)
+        } else {
+            0
+        }
     }
 
     /// Whether the engine's conclusions complete a move of the game.
@@ -435,19 +462,19 @@ impl Game {
                 .last()
                 .map(|(_, basis)| basis.clone())
                 .unwrap_or_else(|| vec![obs.device_seq]);
-            // The press was made by the mover of the last move it completes.
-            let presser = if through % 2 == 1 {
-                self.start.turn()
-            } else {
-                !self.start.turn()
-            };
             if sides.basis != ClockSidesBasis::MovePress {
                 let event = crate::events::ClockSidesEstablished {
                     basis: ClockSidesBasis::MovePress as i32,
                     ..sides.to_event()
                 };
-                let raw = self.last_clock.unwrap_or_default();
-                events.extend(self.clock_sides_told(obs, &raw, &event));
+                // The reading the sides were confirmed on: this one, or the press waited for.
+                let raw = match &obs.kind {
+                    Some(observation::Kind::Clock(c)) => Some(*c),
+                    _ => self.last_clock,
+                };
+                if let Some(raw) = raw {
+                    events.extend(self.clock_sides_told(obs, &raw, &event));
+                }
                 events.insert(
                     0,
                     NewEvent {
@@ -466,7 +493,7 @@ impl Game {
             let mut tally = self.illegal_tally;
             for doubt in &self.doubts {
                 let Some(settlement) =
-                    doubt.settle(&sides, presser, through, reconstructed(doubt.event.ply))
+                    doubt.settle(&sides, through, reconstructed(doubt.event.ply))
                 else {
                     continue;
                 };
@@ -811,7 +838,7 @@ impl Game {
                     };
                     events.push(NewEvent {
                         kind: Kind::Irregularity(IrregularityObserved {
-                            ply: completed + line.len() as u32 + 1,
+                            ply: completed + self.line_ahead(&line) + 1,
                             placement: placement.clone(),
                             cause: cause_text,
                             ambiguous,
@@ -870,7 +897,7 @@ impl Game {
                     }
                     events.push(NewEvent {
                         kind: Kind::IrregularityCleared(IrregularityCleared {
-                            ply: completed + line.len() as u32 + 1,
+                            ply: completed + self.line_ahead(&line) + 1,
                         }),
                         provenance: self.provenance(obs, Source::BoardSensor, basis),
                     });
@@ -927,9 +954,10 @@ impl Game {
                     });
                     ended = true;
                 }
-                Output::OrientationChanged { orientation, basis } => {
+                Output::OrientationChanged { orientation, basis } if self.interpretation >= 1 => {
                     events.extend(self.orientation_told(obs, orientation, basis));
                 }
+                Output::OrientationChanged { .. } => {}
                 Output::GhostIgnored { .. } => {}
             }
         }

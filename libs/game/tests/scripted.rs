@@ -1159,4 +1159,9 @@ fn clock_sides_from_the_evidence_and_older_logs_as_they_were() {
     assert_eq!(clock_sides(&old), 0);
     assert!(old.game.moves().is_empty());
     assert_eq!(illegal_moves(&old).len(), 2, "{:?}", old.log);
+    // An older game whose clock stands as its gateway says: moves completed with their clocks.
+    let mut old = Board::read_with(0);
+    old.clock(ClockRun::White);
+    old.play(&mut Chess::default(), "e4");
+    assert_eq!(old.game.moves()[0].white_remaining_ms, Some(5_000_000));
 }
