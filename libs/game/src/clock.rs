@@ -98,6 +98,15 @@ impl ClockSides {
     }
 }
 
+/// A display's name in words for people.
+pub(crate) fn display_name(display: ClockDisplay) -> &'static str {
+    match display {
+        ClockDisplay::Left => "left",
+        ClockDisplay::Right => "right",
+        ClockDisplay::Unspecified => "unnamed",
+    }
+}
+
 /// The side whose display runs in a reading, if one does.
 pub(crate) fn running_side(reading: &ClockReading) -> Option<Color> {
     match reading.running() {
@@ -121,11 +130,6 @@ pub(crate) fn clock_sides_mismatch(
     reading: &ClockReading,
     sides: &ClockSidesEstablished,
 ) -> Option<SetupMismatch> {
-    let display_name = |d: ClockDisplay| match d {
-        ClockDisplay::Left => "left",
-        ClockDisplay::Right => "right",
-        ClockDisplay::Unspecified => "unnamed",
-    };
     if !sides.reversed {
         return None;
     }

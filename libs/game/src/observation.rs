@@ -371,21 +371,25 @@ impl Game {
             .iter()
             .any(|o| matches!(o, Output::ClockPressWithoutMove { .. }));
         // Sides a press has established change only with a clock that stood since the last
-        // move (an arbiter turning it round stops it); otherwise the press stays in doubt.
-        // or when an earlier press in doubt was an ordinary one read the other way round too
-        // (the clock turned round while the board did not see it stand).
-        let turned_sides = ClockSides::from_event(&self.clock_sides.establish(
-            raw,
-            true,
-            ClockSidesBasis::MovePress,
-        ));
-        let sides_may_change = self.clock_sides.basis != ClockSidesBasis::MovePress
-            || self.clock_stood
-            || self
-                .doubts
-                .iter()
-                .any(|d| d.presser(&turned_sides) != Some(d.position.turn()));
-        if without_move && sides_may_change && !self.completes(&engine, &outputs) {
+        // move (an arbiter turning it round stops it), or when an earlier press in doubt was an
+        // ordinary one read the other way round too (the clock turned round while the board did
+        // not see it stand); otherwise the press stays in doubt.
+        let turned_sides = || {
+            ClockSides::from_event(&self.clock_sides.establish(
+                raw,
+                true,
+                ClockSidesBasis::MovePress,
+            ))
+        };
+        let sides_may_change = |turned: &ClockSides| {
+            self.clock_sides.basis != ClockSidesBasis::MovePress
+                || self.clock_stood
+                || self
+                    .doubts
+                    .iter()
+                    .any(|d| d.presser(turned) != Some(d.position.turn()))
+        };
+        if without_move && sides_may_change(&turned_sides()) && !self.completes(&engine, &outputs) {
             let mut turned = self.inference.clone();
             let turned_outputs = turned.observe(press(!presser));
             if self.completes(&turned, &turned_outputs) {

@@ -1,6 +1,7 @@
 //! Game events in words for people (a capture's replay notes, timelines): one place, so that
 //! every tool says the same thing about the same record.
 
+use crate::clock::display_name;
 use crate::device::ClockDisplay;
 use crate::events::{
     ClockSidesBasis, GameEvent, PressSettlement, SetupAspect, Side, game_event::Kind,
@@ -11,14 +12,6 @@ fn side(side: Side) -> &'static str {
         Side::White => "white",
         Side::Black => "black",
         Side::Unspecified => "an unknown player",
-    }
-}
-
-fn display(display: ClockDisplay) -> &'static str {
-    match display {
-        ClockDisplay::Left => "left",
-        ClockDisplay::Right => "right",
-        ClockDisplay::Unspecified => "unnamed",
     }
 }
 
@@ -81,7 +74,7 @@ pub fn describe(event: &GameEvent) -> Option<String> {
                 ClockDisplay::Unspecified => {
                     "White's time on the display reported as White's".to_owned()
                 }
-                d => format!("White's time on the {} display", display(d)),
+                d => format!("White's time on the {} display", display_name(d)),
             };
             let basis = match c.basis() {
                 ClockSidesBasis::ClockStarted => "it ran when the clock was started",

@@ -383,12 +383,9 @@ pub fn replay_capture(capture: &Capture, setup: &ReplaySetup) -> Result<Replay, 
     let first = Game::record(None, &game_id, vec![started], setup.start_unix_ms);
     let setup_error = |e: boardcast_game::GameError| ReplayError::Setup(e.to_string());
     let mut game = Game::from_first_record(&first[0]).map_err(setup_error)?;
-    let mut replay = Replay {
-        events: Vec::new(),
-        notes: Vec::new(),
-        diagnostics: capture.diagnostics.clone(),
-        game: game.clone(),
-    };
+    let mut events = Vec::new();
+    let mut notes = Vec::new();
+    let mut diagnostics = capture.diagnostics.clone();
     for (index, timed) in capture.observations.iter().enumerate() {
         let obs = Observation {
             board_id: setup.game.board_id.clone(),
@@ -402,9 +399,7 @@ pub fn replay_capture(capture: &Capture, setup: &ReplaySetup) -> Result<Replay, 
             Ok(ObservationOutcome::Events(events)) => events,
             Ok(ObservationOutcome::Ignored(_)) => continue,
             Err(rejected) => {
-                replay
-                    .diagnostics
-                    .push(format!("observation {}: {rejected}", obs.device_seq));
+                diagnostics.push(format!("observation {}: {rejected}", obs.device_seq));
                 continue;
             }
         };
@@ -412,12 +407,16 @@ pub fn replay_capture(capture: &Capture, setup: &ReplaySetup) -> Result<Replay, 
         for record in Game::record(Some(&game), &game_id, new_events, recorded_at) {
             game.apply(&record).map_err(setup_error)?;
             let event = Game::open_record(&record).map_err(setup_error)?;
-            replay.notes.extend(wording::describe(&event));
-            replay.events.push(event);
+            notes.extend(wording::describe(&event));
+            events.push(event);
         }
     }
-    replay.game = game;
-    Ok(replay)
+    Ok(Replay {
+        game,
+        events,
+        notes,
+        diagnostics,
+    })
 }
 
 /// The game a capture shows, as PGN with `tags` (the Result tag is set from the game), and the
