@@ -18,6 +18,7 @@ use tempfile::TempDir;
 
 pub mod browser;
 pub mod cluster;
+pub mod secure_nats;
 
 pub use cluster::TestCluster;
 
@@ -62,6 +63,103 @@ pub fn program(name: &str) -> anyhow::Result<PathBuf> {
         );
     }
     Ok(path)
+}
+
+/// The users the game services of a test process accept, in a users file of their own: an
+/// `admin` (chief arbiter of every tournament) and whatever users a test adds.
+pub struct TestUsers {
+    dir: TempDir,
+    directory: std::sync::Mutex<boardcast_access::Directory>,
+    admin_token: String,
+}
+
+/// The password every test user gets.
+pub const TEST_PASSWORD: &str = "a test password";
+
+impl TestUsers {
+    fn create() -> anyhow::Result<TestUsers> {
+        use boardcast_access::{Directory, EVERY_TOURNAMENT, Grant, Role};
+        let dir = tempfile::Builder::new()
+            .prefix("boardcast-users-")
+            .tempdir()
+            .context("creating a directory for the users file")?;
+        let mut directory = Directory::new();
+        let mut rng = rand::rng();
+        directory.add_user("admin", "Test chief arbiter")?;
+        directory.grant(
+            "admin",
+            Grant {
+                tournament: EVERY_TOURNAMENT.to_owned(),
+                role: Role::ChiefArbiter,
+                boards: Vec::new(),
+            },
+        )?;
+        directory.set_password("admin", TEST_PASSWORD, &mut rng)?;
+        let admin_token = directory.new_token("admin", "tests", &mut rng, 0)?;
+        boardcast_kit::secrets::write_users(&dir.path().join("users.json"), &directory)?;
+        boardcast_kit::secrets::session_key(&dir.path().join("session.key"))?;
+        Ok(TestUsers {
+            dir,
+            directory: std::sync::Mutex::new(directory),
+            admin_token,
+        })
+    }
+
+    /// The users of this test process (created on first use).
+    pub fn shared() -> anyhow::Result<&'static TestUsers> {
+        static USERS: std::sync::OnceLock<TestUsers> = std::sync::OnceLock::new();
+        if let Some(users) = USERS.get() {
+            return Ok(users);
+        }
+        let created = TestUsers::create()?;
+        Ok(USERS.get_or_init(|| created))
+    }
+
+    pub fn users_file(&self) -> PathBuf {
+        self.dir.path().join("users.json")
+    }
+
+    pub fn session_key(&self) -> PathBuf {
+        self.dir.path().join("session.key")
+    }
+
+    /// The API token of `admin`, chief arbiter of every tournament.
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// Adds a user with these grants and the password `TEST_PASSWORD` (a user that exists
+    /// already gets the grants), and returns a new API token of the user. The game services
+    /// read the file again within about a second: wait for it with `GameService::wait_for_user`.
+    pub fn add(&self, user: &str, grants: &[boardcast_access::Grant]) -> anyhow::Result<String> {
+        let mut directory = self
+            .directory
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the test users are poisoned"))?;
+        let mut rng = rand::rng();
+        if !directory.users.contains_key(user) {
+            directory.add_user(user, user)?;
+            directory.set_password(user, TEST_PASSWORD, &mut rng)?;
+        }
+        for grant in grants {
+            directory.grant(user, grant.clone())?;
+        }
+        let token = directory.new_token(user, "tests", &mut rng, 0)?;
+        boardcast_kit::secrets::write_users(&self.users_file(), &directory)?;
+        Ok(token)
+    }
+}
+
+/// The admin token of this test process's game services.
+pub fn admin_token() -> String {
+    TestUsers::shared()
+        .map(|u| u.admin_token().to_owned())
+        .unwrap_or_default()
+}
+
+/// A gRPC client of the game service at `url`, calling as the test process's admin.
+pub async fn admin_client(url: &str) -> anyhow::Result<boardcast_kit::client::GameClient> {
+    boardcast_kit::client::game_client(url, Some(&admin_token())).await
 }
 
 /// A running game service with its gRPC address.
@@ -118,6 +216,10 @@ impl GameService {
                 .args(["--nats", nats_url, "--grpc-listen", &grpc.to_string()])
                 .arg("--snapshot")
                 .arg(&snapshot)
+                .arg("--users")
+                .arg(TestUsers::shared()?.users_file())
+                .arg("--session-key")
+                .arg(TestUsers::shared()?.session_key())
                 .args(&options.args)
                 .env("RUST_LOG", options.rust_log.as_deref().unwrap_or("warn"))
                 .stdin(Stdio::null())
@@ -133,6 +235,39 @@ impl GameService {
 
     pub fn url(&self) -> String {
         format!("http://{}", self.grpc)
+    }
+
+    /// A client calling as the test process's admin.
+    pub async fn client(&self) -> anyhow::Result<boardcast_kit::client::GameClient> {
+        admin_client(&self.url()).await
+    }
+
+    /// A client calling with `token`.
+    pub async fn client_as(
+        &self,
+        token: &str,
+    ) -> anyhow::Result<boardcast_kit::client::GameClient> {
+        boardcast_kit::client::game_client(&self.url(), Some(token)).await
+    }
+
+    /// Waits until the service accepts `token` (it reads the users file again within a second
+    /// of a change).
+    pub async fn wait_for_user(&self, token: &str) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut client = self.client_as(token).await?;
+            match client
+                .who_am_i(boardcast_schema::game::v1::WhoAmIRequest {})
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(status) if tokio::time::Instant::now() < deadline => {
+                    let _ = status;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(status) => bail!("the game service never accepted the token: {status}"),
+            }
+        }
     }
 }
 

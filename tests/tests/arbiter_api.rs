@@ -8,7 +8,6 @@ use boardcast_schema::game::v1::{
     ActRequest, ArbiterAction, ClaimKind, CreateGameRequest, DrawAgreed, EvaluateClaimRequest,
     GamePosition, GameStarted, GetGameAtRequest, GetGameRequest, Player, SideAction, Source,
     StreamRoundEventsRequest, TimeControl, TimePeriod, arbiter_action::Action, game_event::Kind,
-    game_service_client::GameServiceClient,
 };
 use boardcast_testkit::{GameService, TestNats, program};
 use futures::StreamExt;
@@ -26,6 +25,7 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
          1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Ng8 *\n",
     )?;
     let status = Command::new(program("boardcast")?)
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
         .arg("simulate")
         .arg("--pgn")
         .arg(pgn.path())
@@ -34,7 +34,7 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
         .status()?;
     assert!(status.success());
 
-    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let state = loop {
         let state = client
@@ -107,44 +107,77 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
         .expect_err("beyond the log");
     assert_eq!(out_of_range.code(), tonic::Code::OutOfRange);
 
-    // Arbiter actions need the arbiter's name, and are recorded with it.
+    // Arbiter actions are recorded with the authenticated arbiter as the actor, and need a
+    // request id so that a retry records nothing twice.
+    let smith = boardcast_testkit::TestUsers::shared()?.add(
+        "ia-smith",
+        &[boardcast_access::Grant {
+            tournament: "arbiters-open".into(),
+            role: boardcast_access::Role::ChiefArbiter,
+            boards: Vec::new(),
+        }],
+    )?;
+    service.wait_for_user(&smith).await?;
+    let mut client = service.client_as(&smith).await?;
     let agreed = ArbiterAction {
         action: Some(Action::DrawAgreed(DrawAgreed {})),
+        ..Default::default()
     };
-    let anonymous = client
+    let without_id = client
         .act(ActRequest {
             game_id: GAME.into(),
-            actor: String::new(),
             action: Some(agreed.clone()),
+            request_id: String::new(),
         })
         .await
-        .expect_err("who acts is required");
-    assert_eq!(anonymous.code(), tonic::Code::InvalidArgument);
+        .expect_err("a request id is required");
+    assert_eq!(without_id.code(), tonic::Code::InvalidArgument);
+    let request_id = boardcast_kit::client::new_request_id();
+    let agree = ActRequest {
+        game_id: GAME.into(),
+        action: Some(agreed),
+        request_id: request_id.clone(),
+    };
     let after = client
-        .act(ActRequest {
-            game_id: GAME.into(),
-            actor: "IA Smith".into(),
-            action: Some(agreed),
-        })
+        .act(agree.clone())
         .await?
         .into_inner()
         .state
         .context("the state after the action")?;
     assert_ne!(after.result, 0, "the draw ends the game");
+    // The same request again (a retry after a timeout): answered, nothing recorded twice.
+    let retried = client
+        .act(agree)
+        .await?
+        .into_inner()
+        .state
+        .context("the state after the retry")?;
+    assert_eq!(retried.last_game_seq, after.last_game_seq);
     let resign = ArbiterAction {
         action: Some(Action::Resignation(SideAction {
             side: "white".into(),
         })),
+        ..Default::default()
     };
+    let reused = client
+        .act(ActRequest {
+            game_id: GAME.into(),
+            action: Some(resign.clone()),
+            request_id,
+        })
+        .await
+        .expect_err("the id belongs to another action");
+    assert_eq!(reused.code(), tonic::Code::AlreadyExists);
     let late = client
         .act(ActRequest {
             game_id: GAME.into(),
-            actor: "IA Smith".into(),
             action: Some(resign),
+            request_id: boardcast_kit::client::new_request_id(),
         })
         .await
         .expect_err("the game is over");
     assert_eq!(late.code(), tonic::Code::FailedPrecondition);
+    let mut client = service.client().await?;
 
     // Two more games: one of another tournament whose id happens to begin like this round's game
     // ids, then one of this round. The round's stream has the second, never the first.
@@ -175,7 +208,7 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
                     }),
                     ..Default::default()
                 }),
-                actor: "test".into(),
+                request_id: boardcast_kit::client::new_request_id(),
                 ..Default::default()
             })
             .await?;
@@ -202,7 +235,7 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
             arbiter_actor = Some(provenance.actor);
         }
     }
-    assert_eq!(arbiter_actor.as_deref(), Some("IA Smith"));
+    assert_eq!(arbiter_actor.as_deref(), Some("ia-smith"));
     let next = tokio::time::timeout(Duration::from_secs(10), events.next())
         .await?
         .context("stream ended")??;

@@ -12,7 +12,6 @@ use boardcast_rules::pgn::read_games;
 use boardcast_schema::game::v1::{
     CreateGameRequest, GameResult, GameStarted, GetGameRequest, ListBoardsRequest, Player,
     SetupAspect, Source, TimeControl, TimePeriod, game_event::Kind,
-    game_service_client::GameServiceClient,
 };
 use boardcast_testkit::{GameService, TestNats, program, repo_root};
 
@@ -71,6 +70,7 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
     let source = read_games(&std::fs::read_to_string(&source_path)?)?;
 
     let out = Command::new(program("boardcast")?)
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
         .args(["simulate", "--pgn"])
         .arg(&source_path)
         .args(["--boards", &boards().to_string(), "--dgt-out"])
@@ -83,7 +83,7 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let time_control = TimeControl {
         periods: vec![TimePeriod {
             moves: 0,
@@ -110,7 +110,7 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
                     time_control: Some(time_control.clone()),
                     ..Default::default()
                 }),
-                actor: "test".into(),
+                request_id: boardcast_kit::client::new_request_id(),
                 ..Default::default()
             })
             .await?;

@@ -7,7 +7,7 @@ use std::{collections::HashMap, process::Command, time::Duration};
 
 use anyhow::{Context as _, bail};
 use boardcast_rules::pgn::{PgnGame, read_games};
-use boardcast_schema::game::v1::{GetGameRequest, game_service_client::GameServiceClient};
+use boardcast_schema::game::v1::GetGameRequest;
 use boardcast_testkit::{BroadcastService, GameService, TestNats, program, repo_root};
 
 const BOARDS: usize = 6;
@@ -31,6 +31,7 @@ async fn simulated_boards_reach_the_pgn_feed_move_for_move() -> anyhow::Result<(
     let expected: Vec<&PgnGame> = source.iter().take(BOARDS).collect();
 
     let status = Command::new(program("boardcast")?)
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
         .arg("simulate")
         .arg("--pgn")
         .arg(&source_path)
@@ -94,7 +95,7 @@ async fn simulated_boards_reach_the_pgn_feed_move_for_move() -> anyhow::Result<(
     }
 
     // The game service answers for the same games, with their hash-chain heads.
-    let mut client = GameServiceClient::connect(game_service.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&game_service.url()).await?;
     let state = client
         .get_game(GetGameRequest {
             game_id: "london-chess-classic-2016-r9-b1".into(),

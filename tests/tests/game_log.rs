@@ -11,7 +11,7 @@ use async_nats::jetstream::{self, message::PublishMessage};
 use boardcast_game::{Game, ObservationOutcome};
 use boardcast_schema::{
     device::v1::Observation,
-    game::v1::{CreateGameRequest, ObservationsMissing, game_service_client::GameServiceClient},
+    game::v1::{CreateGameRequest, ObservationsMissing},
 };
 use boardcast_testkit::{GameService, GameServiceOptions, TestCluster, TestNats};
 use prost::Message as _;
@@ -165,7 +165,7 @@ async fn duplicated_and_reordered_observations_make_the_same_games() -> anyhow::
         ..Default::default()
     };
     let mut service = GameService::start_with(&nats.url(), options.clone())?;
-    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     create_games(&mut client, &base.infos).await?;
     // A board whose observation 2 never arrives: a gap to report.
     let first = &base.infos[0];
@@ -175,7 +175,7 @@ async fn duplicated_and_reordered_observations_make_the_same_games() -> anyhow::
     client
         .create_game(CreateGameRequest {
             game: Some(gap_info),
-            actor: "test".into(),
+            request_id: boardcast_kit::client::new_request_id(),
             ..Default::default()
         })
         .await?;
@@ -345,11 +345,11 @@ async fn a_decision_interrupted_between_two_appends_is_completed() -> anyhow::Re
     let nats = TestNats::start()?;
     let mut service = GameService::start(&nats.url())?;
     let info = base.infos[0].clone();
-    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let game_id = client
         .create_game(CreateGameRequest {
             game: Some(info.clone()),
-            actor: "test".into(),
+            request_id: boardcast_kit::client::new_request_id(),
             ..Default::default()
         })
         .await?
@@ -451,7 +451,7 @@ async fn clock_ticks_passed_over_by_another_instance_are_not_gaps() -> anyhow::R
     // Two instances share the observations: each passes over ticks the other one handled.
     let first = GameService::start_with(&nats.url(), logged("first.log"))?;
     let second = GameService::start_with(&nats.url(), logged("second.log"))?;
-    let mut client = GameServiceClient::connect(first.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&first.url()).await?;
     create_games(&mut client, &base.infos).await?;
     publish(first_half).await?;
     drained(&js).await?;
@@ -495,14 +495,14 @@ async fn clock_ticks_passed_over_by_another_instance_are_not_gaps() -> anyhow::R
 
 /// Sets up the clean run's games, as the simulator does.
 async fn create_games(
-    client: &mut GameServiceClient<tonic::transport::Channel>,
+    client: &mut boardcast_kit::client::GameClient,
     infos: &[boardcast_schema::game::v1::GameStarted],
 ) -> anyhow::Result<()> {
     for info in infos {
         client
             .create_game(CreateGameRequest {
                 game: Some(info.clone()),
-                actor: "test".into(),
+                request_id: boardcast_kit::client::new_request_id(),
                 ..Default::default()
             })
             .await?;

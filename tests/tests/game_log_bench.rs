@@ -59,7 +59,7 @@ async fn restart_time_with_and_without_snapshot() -> anyhow::Result<()> {
         info.round = 100 + (i / base.infos.len()) as u32;
         let original_board = info.board_id.clone();
         info.board_id = format!("bench-{i}");
-        let (game_id, first) = Game::decide_start(&info, "bench")?;
+        let (game_id, first) = Game::decide_start(&info, "bench", "")?;
         let mut records = Game::record(None, &game_id, vec![first], 0);
         let mut game = Game::from_first_record(&records[0])?;
         for (subject, payload) in &base.observations {
@@ -129,9 +129,7 @@ async fn restart_time_with_and_without_snapshot() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "benchmark: run explicitly"]
 async fn observations_decided_per_second() -> anyhow::Result<()> {
-    use boardcast_schema::game::v1::{
-        CreateGameRequest, GetGameRequest, game_service_client::GameServiceClient,
-    };
+    use boardcast_schema::game::v1::{CreateGameRequest, GetGameRequest};
     let boards = setting("BENCH_BOARDS", 1000)?;
     let ticks = setting("BENCH_TICKS", 0)?;
     let base = baseline().await?;
@@ -139,7 +137,7 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     let nats = TestNats::start()?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let service = GameService::start(&nats.url())?;
-    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let mut per_board: Vec<Vec<(String, Vec<u8>)>> = Vec::new();
     let mut game_ids = Vec::new();
     for i in 0..boards {
@@ -150,7 +148,7 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         let created = client
             .create_game(CreateGameRequest {
                 game: Some(info.clone()),
-                actor: "bench".into(),
+                request_id: boardcast_kit::client::new_request_id(),
                 ..Default::default()
             })
             .await?
@@ -198,7 +196,7 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         "{boards} boards, {ticks} ticks after each press, {total} observations decided in {elapsed:?}: {:.0} per second",
         total as f64 / elapsed.as_secs_f64()
     );
-    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let mut moves = 0;
     for game_id in game_ids {
         let state = client

@@ -10,9 +10,7 @@ use std::{process::Command, time::Duration};
 use async_nats::jetstream;
 use boardcast_schema::{
     device::v1::{BoardPlacement, Observation, observation::Kind},
-    game::v1::{
-        GameState, GetGameRequest, StreamGameEventsRequest, game_service_client::GameServiceClient,
-    },
+    game::v1::{GameState, GetGameRequest, StreamGameEventsRequest},
 };
 use boardcast_testkit::{GameService, GameServiceOptions, TestNats, program};
 use prost::Message as _;
@@ -173,7 +171,7 @@ async fn a_restart_reads_a_log_whose_last_record_was_removed() -> anyhow::Result
     assert!(games.delete_message(last).await?);
 
     let restarted = GameService::start(&nats.url())?;
-    let mut client = GameServiceClient::connect(restarted.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&restarted.url()).await?;
     let after = client
         .get_game(GetGameRequest { game_id })
         .await?
@@ -203,7 +201,7 @@ async fn a_service_with_open_event_streams_stops_on_sigterm() -> anyhow::Result<
         "[Event \"Stop Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n\n\
          1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7# 1-0\n",
     )?;
-    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let mut events = client
         .stream_game_events(StreamGameEventsRequest {
             game_id,
@@ -229,6 +227,7 @@ fn play_one_game(nats: &TestNats, service: &GameService, pgn: &str) -> anyhow::R
     let file = tempfile::NamedTempFile::new()?;
     std::fs::write(file.path(), pgn)?;
     let status = Command::new(program("boardcast")?)
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
         .arg("simulate")
         .arg("--pgn")
         .arg(file.path())
@@ -247,7 +246,7 @@ fn play_one_game(nats: &TestNats, service: &GameService, pgn: &str) -> anyhow::R
 async fn finished_state(url: &str, game_id: &str) -> anyhow::Result<GameState> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let mut client = GameServiceClient::connect(url.to_owned()).await?;
+        let mut client = boardcast_testkit::admin_client(&url.to_owned()).await?;
         let state = client
             .get_game(GetGameRequest {
                 game_id: game_id.to_owned(),

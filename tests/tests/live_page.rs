@@ -24,6 +24,7 @@ async fn the_live_page_shows_every_board_with_players_moves_and_result() -> anyh
     .await?;
 
     let status = Command::new(program("boardcast")?)
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
         .arg("simulate")
         .arg("--pgn")
         .arg(repo_root().join("data/london-classic-2016.pgn"))

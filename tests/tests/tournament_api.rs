@@ -10,7 +10,7 @@ use boardcast_schema::device::v1::{DeviceState, DeviceStatus, Observation, obser
 use boardcast_schema::game::v1::{
     ActRequest, ArbiterAction, DeclareResult, GameResult, GetGameRequest, ListBoardsRequest,
     ListGamesRequest, ListTournamentsRequest, PairRoundRequest, Pairing, Player, TimeControl,
-    TimePeriod, arbiter_action::Action, game_service_client::GameServiceClient,
+    TimePeriod, arbiter_action::Action,
 };
 use boardcast_testkit::{GameService, TestNats};
 use prost::Message as _;
@@ -48,7 +48,7 @@ fn round(round: u32, pairings: Vec<Pairing>) -> PairRoundRequest {
         }),
         edition: "fide-2023".into(),
         event_name: "Hall Open".into(),
-        actor: "chief arbiter".into(),
+        request_id: boardcast_kit::client::new_request_id(),
         pairings,
         ..Default::default()
     }
@@ -85,7 +85,7 @@ async fn publish_status(
 async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Result<()> {
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
-    let mut client = GameServiceClient::connect(service.url()).await?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
 
     let channel = tonic::transport::Endpoint::from_shared(service.url())?
         .connect()
@@ -122,16 +122,23 @@ async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Resul
         pairing(1, "hall-1", "Adams", "Brown"),
         pairing(2, "hall-2", "Clark", "Davis"),
     ];
+    let first_round = round(1, round1.clone());
     let paired = client
-        .pair_round(round(1, round1.clone()))
+        .pair_round(first_round.clone())
         .await?
         .into_inner();
     let ids: Vec<&str> = paired.games.iter().map(|g| g.game_id.as_str()).collect();
     assert_eq!(ids, ["hall-open-r1-b1", "hall-open-r1-b2"]);
     assert!(paired.games.iter().all(|g| g.created));
-    // Sending the same round again changes nothing.
-    let again = client.pair_round(round(1, round1)).await?.into_inner();
+    // Sending the same request again (a retry) changes nothing; the same round from another
+    // request is refused, as the boards are taken.
+    let again = client.pair_round(first_round).await?.into_inner();
     assert!(again.games.iter().all(|g| !g.created));
+    let other = client
+        .pair_round(round(1, round1))
+        .await
+        .expect_err("another request for the same boards");
+    assert_eq!(other.code(), tonic::Code::FailedPrecondition);
 
     // The board reports itself disconnected: the board list shows it on the live game.
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
@@ -180,13 +187,14 @@ async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Resul
         client
             .act(ActRequest {
                 game_id: game_id.into(),
-                actor: "IA Arbiter".into(),
+                request_id: boardcast_kit::client::new_request_id(),
                 action: Some(ArbiterAction {
                     action: Some(Action::Result(DeclareResult {
                         result: result as i32,
                         reason: "result sheet signed".into(),
                         article: String::new(),
                     })),
+                    ..Default::default()
                 }),
             })
             .await?;

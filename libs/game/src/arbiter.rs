@@ -19,6 +19,11 @@ pub enum ActionRejected {
     GameOver,
     #[error("{0}")]
     Invalid(String),
+    #[error(
+        "request id {request_id:?} already recorded another action (log entry {game_seq}); \
+         choose a new id for a new action"
+    )]
+    RequestIdReused { request_id: String, game_seq: u64 },
 }
 
 /// A game end of the rules library in the schema's terms, with the article in the detail.
@@ -76,25 +81,51 @@ fn side(text: &str) -> Result<Color, ActionRejected> {
 
 impl Game {
     /// Decides an arbiter's action: the action itself is recorded, then its effects.
+    ///
+    /// `request_id` is the client's id for the action (may be empty): when the log already holds
+    /// the same action from the same actor under it, this is a retry and nothing is to be
+    /// recorded (no events); another action under it is `RequestIdReused`.
     pub fn decide_arbiter(
         &self,
         action: &ArbiterAction,
         actor: &str,
+        request_id: &str,
     ) -> Result<Vec<NewEvent>, ActionRejected> {
         if actor.trim().is_empty() {
             return Err(ActionRejected::NoActor);
         }
+        if let Some(earlier) = self.requests.get(request_id) {
+            if earlier.action == *action && earlier.actor == actor {
+                return Ok(Vec::new());
+            }
+            return Err(ActionRejected::RequestIdReused {
+                request_id: request_id.to_owned(),
+                game_seq: earlier.game_seq,
+            });
+        }
         let inner = action.action.as_ref().ok_or(ActionRejected::Empty)?;
         let allowed_after_end = matches!(
             inner,
-            Action::Penalty(_) | Action::Result(_) | Action::Annotation(_)
+            Action::Penalty(_)
+                | Action::Result(_)
+                | Action::Annotation(_)
+                | Action::Acknowledgement(_)
         );
         if self.is_over() && !allowed_after_end {
             return Err(ActionRejected::GameOver);
         }
+        let in_log = |game_seq: u64| (1..=self.last_game_seq).contains(&game_seq);
+        if let Some(&outside) = action.resolves_alerts.iter().find(|&&s| !in_log(s)) {
+            return Err(ActionRejected::Invalid(format!(
+                "the ruling resolves the alert of log entry {outside}, but the log has entries \
+                 1 to {}",
+                self.last_game_seq
+            )));
+        }
         let provenance = Provenance {
             source: Source::Arbiter as i32,
             actor: actor.to_owned(),
+            request_id: request_id.to_owned(),
             ..Default::default()
         };
         let ended = |result: GameResult, termination: Termination, detail: String| NewEvent {
@@ -246,6 +277,14 @@ impl Game {
                     ));
                 }
             }
+            Action::Acknowledgement(ack) => {
+                if !in_log(ack.alert_game_seq) {
+                    return Err(ActionRejected::Invalid(format!(
+                        "no log entry {} to acknowledge: the log has entries 1 to {}",
+                        ack.alert_game_seq, self.last_game_seq
+                    )));
+                }
+            }
             Action::Clocks(_) | Action::Annotation(_) => {}
         }
         Ok(events)
@@ -293,6 +332,8 @@ pub(crate) fn describe(action: &ArbiterAction) -> Option<String> {
         Action::DrawAgreed(_) => "draw agreed".to_owned(),
         Action::Result(r) => format!("result declared: {}", r.reason),
         Action::Annotation(a) => a.text.clone(),
+        // Bookkeeping of the arbiters' alert queue, not part of the score.
+        Action::Acknowledgement(_) => return None,
         Action::Claim(c) => format!(
             "{} claimed a draw by {}{}: {}",
             c.claimant,

@@ -67,6 +67,14 @@ pub struct CompletedMove {
 }
 
 /// The state of one game, as folded from its log.
+/// An arbiter action as its request recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub game_seq: u64,
+    pub actor: String,
+    pub action: crate::events::ArbiterAction,
+}
+
 #[derive(Debug, Clone)]
 pub struct Game {
     pub(crate) game_id: String,
@@ -131,6 +139,12 @@ pub struct Game {
     /// Observations of the board up to this one were sent before the game was set up
     /// (`GameStarted.board_seq_before`).
     pub(crate) board_seq_floor: u64,
+    /// The request that set the game up (`CreateGame`/`PairRound`), so that its retry is told
+    /// from another request for the same board.
+    pub(crate) started_by_request: String,
+    /// Arbiter actions by the client-chosen id of the request that recorded them, so that a retry
+    /// records nothing twice.
+    pub(crate) requests: std::collections::BTreeMap<String, RecordedRequest>,
 }
 
 /// A change to the clocks made by the arbiter, which the next readings reflect.
@@ -254,8 +268,13 @@ pub fn fen_of(pos: &Chess) -> String {
 }
 
 impl Game {
-    /// Decides the start of a game: validates the pairing and returns its `GameStarted` event.
-    pub fn decide_start(info: &GameStarted, actor: &str) -> Result<(String, NewEvent), GameError> {
+    /// Decides the start of a game: validates the pairing and returns its `GameStarted` event,
+    /// recorded as set up by `actor` with the client's `request_id`.
+    pub fn decide_start(
+        info: &GameStarted,
+        actor: &str,
+        request_id: &str,
+    ) -> Result<(String, NewEvent), GameError> {
         validate_id("tournament id", &info.tournament_id)?;
         validate_board_id(&info.board_id)?;
         if info.round == 0 || info.board_number == 0 {
@@ -302,6 +321,7 @@ impl Game {
                 provenance: Provenance {
                     source: Source::Operator as i32,
                     actor: actor.to_owned(),
+                    request_id: request_id.to_owned(),
                     ..Default::default()
                 },
             },
@@ -382,6 +402,11 @@ impl Game {
             }
             .into());
         }
+        let started_by_request = event
+            .provenance
+            .as_ref()
+            .map(|p| p.request_id.clone())
+            .unwrap_or_default();
         let Some(Kind::Started(info)) = event.kind else {
             return Err(GameError::NotStarted);
         };
@@ -425,7 +450,14 @@ impl Game {
             board: BoardStatus::default(),
             clock_changes: Vec::new(),
             board_seq_floor,
+            started_by_request,
+            requests: Default::default(),
         })
+    }
+
+    /// The client's id of the request that set the game up (empty for older logs).
+    pub fn started_by_request(&self) -> &str {
+        &self.started_by_request
     }
 
     /// Folds the next record of this game into its state, checking sequence and hash chain.
@@ -654,6 +686,18 @@ impl Game {
                     .as_ref()
                     .map(|p| p.actor.as_str())
                     .unwrap_or_default();
+                if let Some(request_id) = event.provenance.as_ref().map(|p| &p.request_id)
+                    && !request_id.is_empty()
+                {
+                    self.requests.insert(
+                        request_id.clone(),
+                        RecordedRequest {
+                            game_seq: event.game_seq,
+                            actor: actor.to_owned(),
+                            action: action.clone(),
+                        },
+                    );
+                }
                 let ply = self.moves.len() as u32;
                 if let Some(crate::events::arbiter_action::Action::DrawOffer(_)) = &action.action {
                     self.draw_offers.push(ply);

@@ -5,6 +5,7 @@
 //! `decide` returned and then applies it, so the live state and a replay of the log are the same
 //! computation. Pure: no I/O and no wall clock; the recording time is passed in.
 
+pub mod alerts;
 mod arbiter;
 mod chain;
 mod claims;
@@ -20,8 +21,8 @@ pub use chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
 pub use claims::{ClaimAssessment, ClaimStatement, UnconfirmedMove};
 pub use clock::CURRENT_INTERPRETATION;
 pub use game::{
-    CompletedMove, Game, GameError, IllegalMoveEntry, NewEvent, fen_of as fen, game_id_for,
-    rules_of, validate_board_id,
+    CompletedMove, Game, GameError, IllegalMoveEntry, NewEvent, RecordedRequest, fen_of as fen,
+    game_id_for, rules_of, validate_board_id,
 };
 pub use observation::{Ignored, ObservationOutcome, Rejected};
 pub use time_control::parse_time_control;

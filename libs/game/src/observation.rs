@@ -620,7 +620,7 @@ impl Game {
             board_id: obs.board_id.clone(),
             device_seqs,
             device_time_unix_ms: obs.device_time_unix_ms,
-            actor: String::new(),
+            ..Default::default()
         }
     }
 

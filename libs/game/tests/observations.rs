@@ -39,7 +39,7 @@ fn started(board_id: &str, white: &str, black: &str) -> GameStarted {
 }
 
 fn new_game(info: &GameStarted) -> Game {
-    let (id, event) = Game::decide_start(info, "operator").expect("valid game");
+    let (id, event) = Game::decide_start(info, "operator", "").expect("valid game");
     let records = Game::record(None, &id, vec![event], 0);
     Game::from_first_record(&records[0]).expect("first record folds")
 }
@@ -53,7 +53,7 @@ fn play_recording(pgn: &PgnGame) -> (Game, Vec<GameEventRecord>) {
 /// `play_recording` with the simulated board and clock set up as `options` say.
 fn play_recording_with(pgn: &PgnGame, options: &ScriptOptions) -> (Game, Vec<GameEventRecord>) {
     let info = started("b1", "W", "B");
-    let (id, event) = Game::decide_start(&info, "operator").expect("valid game");
+    let (id, event) = Game::decide_start(&info, "operator", "").expect("valid game");
     let mut log = Game::record(None, &id, vec![event], 0);
     let mut game = Game::from_first_record(&log[0]).expect("first record folds");
     let steps = script(pgn, options).expect("scripts");

@@ -222,8 +222,10 @@ fn decide(game: &Game, input: &Input, obs: &Observation) -> Option<Vec<NewEvent>
             .decide_arbiter(
                 &ArbiterAction {
                     action: Some(action.clone()),
+                    ..Default::default()
                 },
                 "IA Arbiter",
+                "",
             )
             .ok(),
     }
@@ -261,7 +263,7 @@ fn check_replay(seed: u64, plies: usize, noise_per_mille: u64, edition: &str) {
     let pgn = random_game(&mut rng, plies);
     let steps = script(&pgn, &ScriptOptions::default()).expect("a legal game scripts");
 
-    let (id, started) = Game::decide_start(&info(edition), "operator").expect("valid game");
+    let (id, started) = Game::decide_start(&info(edition), "operator", "").expect("valid game");
     let first = Game::record(None, &id, vec![started], 0);
     let mut live = Game::from_first_record(&first[0]).expect("first record");
     let mut log = vec![first[0].encode_to_vec()];

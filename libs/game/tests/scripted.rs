@@ -60,7 +60,7 @@ impl Board {
             start_fen: start_fen.into(),
             ..Default::default()
         };
-        let (id, start) = Game::decide_start(&info, "operator").expect("valid game");
+        let (id, start) = Game::decide_start(&info, "operator", "").expect("valid game");
         let records = Game::record(None, &id, vec![start], 0);
         let game = Game::from_first_record(&records[0]).expect("folds");
         let mut board = Board {
@@ -394,8 +394,10 @@ fn act(
     let events = board.game.decide_arbiter(
         &boardcast_game::events::ArbiterAction {
             action: Some(action),
+            ..Default::default()
         },
         actor,
+        "",
     )?;
     let records = Game::record(Some(&board.game), "t-r1-b1", events.clone(), 0);
     for (record, event) in records.iter().zip(events) {

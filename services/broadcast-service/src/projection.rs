@@ -199,8 +199,10 @@ mod tests {
             .decide_arbiter(
                 &ArbiterAction {
                     action: Some(action),
+                    ..Default::default()
                 },
                 "IA Smith",
+                "",
             )
             .expect("accepted");
         for record in Game::record(Some(game), game.game_id(), events, 0) {
@@ -231,7 +233,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let (id, start) = Game::decide_start(&info, "operator").expect("valid");
+        let (id, start) = Game::decide_start(&info, "operator", "").expect("valid");
         let mut game =
             Game::from_first_record(&Game::record(None, &id, vec![start], 0)[0]).expect("folds");
         act(

@@ -59,6 +59,56 @@ fn log_file(dir: &Path, name: &str) -> anyhow::Result<Stdio> {
         .into())
 }
 
+/// The demo's chief arbiter (login name).
+const DEMO_CHIEF: &str = "chief";
+
+/// The demo's users: a chief arbiter with a fresh password, and an operator whose token the
+/// simulated boards' set-up uses.
+struct DemoAccess {
+    users_file: PathBuf,
+    session_key: PathBuf,
+    chief_password: String,
+    simulator_token: String,
+}
+
+fn demo_users(data_dir: &Path) -> anyhow::Result<DemoAccess> {
+    use boardcast_access::{Directory, EVERY_TOURNAMENT, Grant, Role};
+    let mut directory = Directory::new();
+    let mut rng = rand::rng();
+    let chief_password = crate::users::generate_password();
+    directory.add_user(DEMO_CHIEF, "Chief Arbiter (demo)")?;
+    directory.set_password(DEMO_CHIEF, &chief_password, &mut rng)?;
+    directory.grant(
+        DEMO_CHIEF,
+        Grant {
+            tournament: EVERY_TOURNAMENT.to_owned(),
+            role: Role::ChiefArbiter,
+            boards: Vec::new(),
+        },
+    )?;
+    directory.add_user("simulator", "Simulated boards' set-up")?;
+    directory.grant(
+        "simulator",
+        Grant {
+            tournament: EVERY_TOURNAMENT.to_owned(),
+            role: Role::Operator,
+            boards: Vec::new(),
+        },
+    )?;
+    let simulator_token =
+        directory.new_token("simulator", "demo", &mut rng, boardcast_kit::now_unix_ms())?;
+    let users_file = data_dir.join("users.json");
+    let session_key = data_dir.join("session.key");
+    boardcast_kit::secrets::write_users(&users_file, &directory)?;
+    boardcast_kit::secrets::session_key(&session_key)?;
+    Ok(DemoAccess {
+        users_file,
+        session_key,
+        chief_password,
+        simulator_token,
+    })
+}
+
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let plan_args = SimulateArgs {
         pgn: args.pgn.clone(),
@@ -66,6 +116,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         speed: args.speed,
         nats: String::new(),
         game_service: String::new(),
+        token_file: None,
         board_prefix: "demo".to_owned(),
         tournament: None,
         time_control: "40/7200:3600+30".to_owned(),
@@ -86,6 +137,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let logs = args.data_dir.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
 
+    let access = demo_users(&args.data_dir)?;
+
     println!("starting NATS with JetStream on port {} …", args.nats_port);
     let nats = tokio::task::block_in_place(|| {
         LocalNats::start(
@@ -104,6 +157,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         "boardcast-game-service",
         Command::new(&game_service_bin)
             .args(["--nats", &nats_url, "--grpc-listen", &grpc_addr.to_string()])
+            .arg("--users")
+            .arg(&access.users_file)
+            .arg("--session-key")
+            .arg(&access.session_key)
+            .arg("--snapshot")
+            .arg(args.data_dir.join("game-service/snapshot.redb"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&logs, "game-service.log")?),
@@ -122,7 +181,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     })
     .with_context(|| format!("starting the services (logs in {})", logs.display()))?;
 
-    simulate::create_games(&format!("http://{grpc_addr}"), &plans).await?;
+    simulate::create_games(
+        &format!("http://{grpc_addr}"),
+        Some(&access.simulator_token),
+        &plans,
+    )
+    .await?;
 
     let base = format!("http://{http_addr}");
     println!();
@@ -138,6 +202,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         println!("  PGN,  round {round:<3}  {base}/tournaments/{tournament}/rounds/{round}.pgn");
     }
     println!("  gRPC             {grpc_addr}   NATS {nats_url}");
+    println!(
+        "  log in as        {} / {}   (chief arbiter of every tournament; users: {})",
+        DEMO_CHIEF,
+        access.chief_password,
+        access.users_file.display()
+    );
     println!("  logs             {}", logs.display());
     println!();
     println!(

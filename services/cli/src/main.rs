@@ -4,6 +4,7 @@ mod analyze;
 mod demo;
 mod gateway;
 mod simulate;
+mod users;
 
 use clap::{Parser, Subcommand};
 
@@ -36,13 +37,18 @@ enum Command {
     /// a DGT capture file; observations go through a durable outbox to NATS.
     #[command(subcommand_required = true)]
     Gateway(gateway::GatewayArgs),
+    /// Manage users, their roles per tournament, passwords and API tokens (the users file the
+    /// game service reads).
+    Users(users::UsersArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    if let Command::Analyze(args) = cli.command {
-        return analyze::run(args);
-    }
+    let cli = match cli.command {
+        Command::Analyze(args) => return analyze::run(args),
+        Command::Users(args) => return users::run(args),
+        command => Cli { command },
+    };
     let runtime = tokio::runtime::Runtime::new()?;
     match cli.command {
         Command::Demo(args) => runtime.block_on(demo::run(args)),
@@ -54,7 +60,7 @@ fn main() -> anyhow::Result<()> {
             init_logging();
             runtime.block_on(gateway::run(args))
         }
-        Command::Analyze(_) => unreachable!("handled without a runtime above"),
+        Command::Analyze(_) | Command::Users(_) => unreachable!("handled without a runtime above"),
     }
 }
 

@@ -7,7 +7,7 @@ use async_nats::jetstream::{self, message::PublishMessage};
 use boardcast_game::device::ClockDisplay;
 use boardcast_game::{
     device::{Observation, SourceKind},
-    events::{CreateGameRequest, GameStarted, Player, game_service_client::GameServiceClient},
+    events::{CreateGameRequest, GameStarted, Player},
     parse_time_control,
 };
 use boardcast_kit::nats::{observation_message_id, observation_subject};
@@ -64,6 +64,10 @@ pub struct SimulateArgs {
         default_value = "http://127.0.0.1:50051"
     )]
     pub game_service: String,
+    /// File holding the API token to set the games up with (an operator's or chief arbiter's:
+    /// `boardcast users token NAME --out FILE`); without it, the token in BOARDCAST_TOKEN.
+    #[arg(long, env = "BOARDCAST_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
     /// Board ids are <prefix>-1, <prefix>-2, ...
     #[arg(long, default_value = "sim")]
     pub board_prefix: String,
@@ -291,19 +295,28 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
         .collect()
 }
 
-/// Sets up each board's game on the game service (idempotent).
-pub async fn create_games(game_service: &str, plans: &[BoardPlan]) -> anyhow::Result<()> {
-    let mut client = GameServiceClient::connect(game_service.to_owned())
-        .await
-        .with_context(|| format!("connecting to the game service at {game_service}"))?;
+/// Sets up each board's game on the game service as the holder of `token`. The request id of a
+/// board's game is derived from the game, so running the same simulation again finds the games
+/// it set up rather than failing.
+pub async fn create_games(
+    game_service: &str,
+    token: Option<&str>,
+    plans: &[BoardPlan],
+) -> anyhow::Result<()> {
+    let mut client = boardcast_kit::client::game_client(game_service, token).await?;
     for plan in plans {
+        let game = &plan.started;
         client
             .create_game(CreateGameRequest {
-                game: Some(plan.started.clone()),
-                actor: "boardcast simulate".to_owned(),
+                game: Some(game.clone()),
                 replace_unfinished: false,
+                request_id: format!(
+                    "simulate/{}/{}/{}/{}",
+                    game.tournament_id, game.round, game.board_number, plan.board_id
+                ),
             })
             .await
+            .map_err(|status| anyhow::anyhow!("{}: {}", status.code(), status.message()))
             .with_context(|| format!("setting up the game on board {}", plan.board_id))?;
     }
     Ok(())
@@ -390,7 +403,14 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.game_service != "none" {
-        create_games(&args.game_service, &plans).await?;
+        let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
+        if token.is_none() {
+            eprintln!(
+                "no token (--token-file or BOARDCAST_TOKEN): the game service will refuse to set \
+                 the games up; use --game-service none if they are set up already"
+            );
+        }
+        create_games(&args.game_service, token.as_deref(), &plans).await?;
     }
     let client = boardcast_kit::nats::connect(&args.nats, "boardcast-simulate").await?;
     let js = jetstream::new(client);

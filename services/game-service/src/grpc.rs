@@ -10,17 +10,39 @@ use futures::{Stream, StreamExt};
 use prost::Message as _;
 use tonic::{Request, Response, Status};
 
+use crate::auth::{self, Authenticator, check_read, denied, may_read};
 use crate::store::{AppendError, Store};
+use boardcast_access::Operation;
 
 pub struct GameApi {
     store: Arc<Store>,
     js: jetstream::Context,
+    /// Who is calling, and the users they are checked against.
+    auth: Arc<Authenticator>,
 }
 
 impl GameApi {
-    pub fn new(store: Arc<Store>, js: jetstream::Context) -> Self {
-        GameApi { store, js }
+    pub fn new(store: Arc<Store>, js: jetstream::Context, auth: Arc<Authenticator>) -> Self {
+        GameApi { store, js, auth }
     }
+}
+
+/// The client's request id, required on calls that record something so that a retry records
+/// nothing twice.
+fn required_request_id(request_id: &str) -> Result<&str, Status> {
+    let id = request_id.trim();
+    if id.is_empty() {
+        return Err(Status::invalid_argument(
+            "request_id is required: a new unique id (e.g. a UUID) per intended change, reused \
+             only to retry that change",
+        ));
+    }
+    if id.len() > 128 {
+        return Err(Status::invalid_argument(
+            "request_id is longer than 128 characters",
+        ));
+    }
+    Ok(id)
 }
 
 fn append_status(e: AppendError) -> Status {
@@ -36,17 +58,22 @@ impl game_service_server::GameService for GameApi {
         &self,
         request: Request<CreateGameRequest>,
     ) -> Result<Response<CreateGameResponse>, Status> {
+        let who = self.auth.identify(request.metadata()).await?;
         let request = request.into_inner();
+        let request_id = required_request_id(&request.request_id)?;
         let info = request
             .game
             .ok_or_else(|| Status::invalid_argument("the game to create is missing"))?;
-        let actor = actor_or_operator(&request.actor);
+        who.may(Operation::SetUp {
+            tournament: &info.tournament_id,
+        })
+        .map_err(denied)?;
         let mut info = info;
         info.board_seq_before = self.board_seq_now(&info.board_id).await?;
-        let (game_id, event) = decide_start(&info, actor)?;
-        self.check_board_free(&info, &game_id, request.replace_unfinished)
+        let (game_id, event) = decide_start(&info, &who.user, request_id)?;
+        self.check_board_free(&info, &game_id, request.replace_unfinished, request_id)
             .await?;
-        let created = self.create(game_id, event, &info).await?;
+        let created = self.create(game_id, event, &info, request_id).await?;
         Ok(Response::new(created))
     }
 
@@ -54,24 +81,37 @@ impl game_service_server::GameService for GameApi {
         &self,
         request: Request<GetGameRequest>,
     ) -> Result<Response<GameState>, Status> {
+        let reader = self.auth.identify_reader(request.metadata()).await?;
         let game_id = request.into_inner().game_id;
-        self.known_game(&game_id, Game::to_state)
-            .await
-            .map(Response::new)
+        let state = self.known_game(&game_id, Game::to_state).await?;
+        check_read(
+            &reader,
+            &state
+                .info
+                .as_ref()
+                .map(|i| i.tournament_id.clone())
+                .unwrap_or_default(),
+        )?;
+        Ok(Response::new(state))
     }
 
     async fn list_games(
         &self,
         request: Request<ListGamesRequest>,
     ) -> Result<Response<ListGamesResponse>, Status> {
+        let reader = self.auth.identify_reader(request.metadata()).await?;
         let filter = request.into_inner();
+        if !filter.tournament_id.is_empty() {
+            check_read(&reader, &filter.tournament_id)?;
+        }
         let mut games = self
             .store
             .all_games(|g| {
                 let info = g.info();
                 let wanted = (filter.tournament_id.is_empty()
                     || info.tournament_id == filter.tournament_id)
-                    && (filter.round == 0 || info.round == filter.round);
+                    && (filter.round == 0 || info.round == filter.round)
+                    && may_read(&reader, &info.tournament_id);
                 wanted.then(|| g.to_state())
             })
             .await;
@@ -85,8 +125,10 @@ impl game_service_server::GameService for GameApi {
         &self,
         request: Request<StreamGameEventsRequest>,
     ) -> Result<Response<Self::StreamGameEventsStream>, Status> {
+        let reader = self.auth.identify_reader(request.metadata()).await?;
         let request = request.into_inner();
-        self.require_game(&request.game_id).await?;
+        self.require_readable_game(&reader, &request.game_id)
+            .await?;
         let from = request.from_game_seq;
         let records = log_records(&self.js, game_subject(&request.game_id)).await?;
         let events = records.filter_map(move |item| async move {
@@ -103,8 +145,11 @@ impl game_service_server::GameService for GameApi {
         &self,
         request: Request<GetGameAtRequest>,
     ) -> Result<Response<GameState>, Status> {
+        let reader = self.auth.identify_reader(request.metadata()).await?;
         let request = request.into_inner();
-        let last = self.require_game(&request.game_id).await?;
+        let last = self
+            .require_readable_game(&reader, &request.game_id)
+            .await?;
         if request.game_seq == 0 || request.game_seq > last {
             return Err(Status::out_of_range(format!(
                 "game {} has log entries 1 to {last}, not {}",
@@ -135,12 +180,14 @@ impl game_service_server::GameService for GameApi {
         &self,
         request: Request<StreamRoundEventsRequest>,
     ) -> Result<Response<Self::StreamRoundEventsStream>, Status> {
+        let reader = self.auth.identify_reader(request.metadata()).await?;
         let request = request.into_inner();
         if request.round == 0 || request.tournament_id.is_empty() {
             return Err(Status::invalid_argument(
                 "a tournament id and a round (from 1) are required",
             ));
         }
+        check_read(&reader, &request.tournament_id)?;
         let (tournament_id, round) = (request.tournament_id, request.round);
         let seen: std::collections::HashMap<String, u64> = request
             .seen
@@ -195,7 +242,10 @@ impl game_service_server::GameService for GameApi {
         &self,
         request: Request<EvaluateClaimRequest>,
     ) -> Result<Response<ClaimVerdict>, Status> {
+        let reader = self.auth.identify_reader(request.metadata()).await?;
         let request = request.into_inner();
+        self.require_readable_game(&reader, &request.game_id)
+            .await?;
         let verdict = self
             .store
             .with_game(&request.game_id, |game| {
@@ -249,23 +299,36 @@ impl game_service_server::GameService for GameApi {
     }
 
     async fn act(&self, request: Request<ActRequest>) -> Result<Response<ActResponse>, Status> {
+        let who = self.auth.identify(request.metadata()).await?;
         let request = request.into_inner();
+        let request_id = required_request_id(&request.request_id)?;
         let action = request
             .action
             .ok_or_else(|| Status::invalid_argument("the arbiter's action is missing"))?;
+        let (tournament, board_number) = self
+            .known_game(&request.game_id, |g| {
+                (g.info().tournament_id.clone(), g.info().board_number)
+            })
+            .await?;
+        who.may(Operation::Rule {
+            tournament: &tournament,
+            board_number,
+        })
+        .map_err(denied)?;
         let outcome = self
             .store
             .decide_on_game(&request.game_id, boardcast_kit::now_unix_ms(), |game| {
-                game.decide_arbiter(&action, &request.actor)
+                game.decide_arbiter(&action, &who.user, request_id)
             })
             .await
             .map_err(append_status)?
             .ok_or_else(|| Status::not_found(format!("no game {:?}", request.game_id)))?;
         outcome.map_err(|refused| match refused {
             ActionRejected::GameOver => Status::failed_precondition(refused.to_string()),
+            ActionRejected::RequestIdReused { .. } => Status::already_exists(refused.to_string()),
             other => Status::invalid_argument(other.to_string()),
         })?;
-        tracing::info!(game_id = %request.game_id, actor = %request.actor, "arbiter action recorded");
+        tracing::info!(game_id = %request.game_id, actor = %who.user, request_id, "arbiter action recorded");
         let state = self.store.with_game(&request.game_id, Game::to_state).await;
         Ok(Response::new(ActResponse { state }))
     }
@@ -274,11 +337,16 @@ impl game_service_server::GameService for GameApi {
         &self,
         request: Request<PairRoundRequest>,
     ) -> Result<Response<PairRoundResponse>, Status> {
+        let who = self.auth.identify(request.metadata()).await?;
         let request = request.into_inner();
+        let request_id = required_request_id(&request.request_id)?;
+        who.may(Operation::SetUp {
+            tournament: &request.tournament_id,
+        })
+        .map_err(denied)?;
         if request.pairings.is_empty() {
             return Err(Status::invalid_argument("the round has no pairings"));
         }
-        let actor = actor_or_operator(&request.actor);
         // Everything is checked before anything is created, so a bad pairing list changes
         // nothing. Creating is idempotent: after a failure part-way, send the round again.
         let mut games = Vec::with_capacity(request.pairings.len());
@@ -314,19 +382,20 @@ impl game_service_server::GameService for GameApi {
                 // Set by `decide_start`.
                 interpretation: 0,
             };
-            let (game_id, event) = decide_start(&info, actor).map_err(|status| {
-                Status::new(
-                    status.code(),
-                    format!("board {}: {}", pairing.board_number, status.message()),
-                )
-            })?;
-            self.check_board_free(&info, &game_id, request.replace_unfinished)
+            let (game_id, event) =
+                decide_start(&info, &who.user, request_id).map_err(|status| {
+                    Status::new(
+                        status.code(),
+                        format!("board {}: {}", pairing.board_number, status.message()),
+                    )
+                })?;
+            self.check_board_free(&info, &game_id, request.replace_unfinished, request_id)
                 .await?;
             games.push((game_id, event, info));
         }
         let mut created = Vec::with_capacity(games.len());
         for (game_id, event, info) in games {
-            created.push(self.create(game_id, event, &info).await?);
+            created.push(self.create(game_id, event, &info, request_id).await?);
         }
         tracing::info!(
             tournament = %request.tournament_id,
@@ -339,19 +408,22 @@ impl game_service_server::GameService for GameApi {
 
     async fn list_tournaments(
         &self,
-        _request: Request<ListTournamentsRequest>,
+        request: Request<ListTournamentsRequest>,
     ) -> Result<Response<ListTournamentsResponse>, Status> {
         use std::collections::BTreeMap;
+        let reader = self.auth.identify_reader(request.metadata()).await?;
         let games = self
             .store
             .all_games(|g| {
                 let info = g.info();
-                Some((
-                    info.tournament_id.clone(),
-                    info.event_name.clone(),
-                    info.round,
-                    g.is_over(),
-                ))
+                may_read(&reader, &info.tournament_id).then(|| {
+                    (
+                        info.tournament_id.clone(),
+                        info.event_name.clone(),
+                        info.round,
+                        g.is_over(),
+                    )
+                })
             })
             .await;
         let mut tournaments: BTreeMap<String, (String, BTreeMap<u32, RoundSummary>)> =
@@ -381,8 +453,9 @@ impl game_service_server::GameService for GameApi {
 
     async fn list_boards(
         &self,
-        _request: Request<ListBoardsRequest>,
+        request: Request<ListBoardsRequest>,
     ) -> Result<Response<ListBoardsResponse>, Status> {
+        let reader = self.auth.identify_reader(request.metadata()).await?;
         let mut boards = self
             .store
             .live_games(|g| {
@@ -402,18 +475,39 @@ impl game_service_server::GameService for GameApi {
                 }
             })
             .await;
+        boards.retain(|b| may_read(&reader, &b.tournament_id));
         boards.sort_by(|a, b| a.board_id.cmp(&b.board_id));
         Ok(Response::new(ListBoardsResponse { boards }))
     }
-}
 
-fn actor_or_operator(actor: &str) -> &str {
-    if actor.is_empty() { "operator" } else { actor }
+    async fn login(
+        &self,
+        request: Request<LoginRequest>,
+    ) -> Result<Response<LoginResponse>, Status> {
+        let peer = request.remote_addr().map(|a| a.ip());
+        let request = request.into_inner();
+        self.auth
+            .login(&request.user, &request.password, peer)
+            .await
+            .map(Response::new)
+    }
+
+    async fn who_am_i(
+        &self,
+        request: Request<WhoAmIRequest>,
+    ) -> Result<Response<Identity>, Status> {
+        let who = self.auth.identify(request.metadata()).await?;
+        Ok(Response::new(auth::to_proto(&who)))
+    }
 }
 
 /// The game's id and first event, or INVALID_ARGUMENT saying what is wrong with the pairing.
-fn decide_start(info: &GameStarted, actor: &str) -> Result<(String, NewEvent), Status> {
-    Game::decide_start(info, actor).map_err(|e| match e {
+fn decide_start(
+    info: &GameStarted,
+    actor: &str,
+    request_id: &str,
+) -> Result<(String, NewEvent), Status> {
+    Game::decide_start(info, actor, request_id).map_err(|e| match e {
         GameError::InvalidGame(m) => Status::invalid_argument(m),
         other => Status::internal(other.to_string()),
     })
@@ -421,17 +515,28 @@ fn decide_start(info: &GameStarted, actor: &str) -> Result<(String, NewEvent), S
 
 impl GameApi {
     /// A board's observations go to the latest game set up on it: refuse to set up another game
-    /// while the board's game is unfinished, unless the operator says to replace it.
+    /// while the board's game is unfinished, unless the operator says to replace it. The game
+    /// itself, set up by another request, is refused too: only the request that created it may
+    /// retry.
     async fn check_board_free(
         &self,
         info: &GameStarted,
         game_id: &str,
         replace_unfinished: bool,
+        request_id: &str,
     ) -> Result<(), Status> {
         self.store
             .refresh()
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
+        if let Some(by) = self
+            .store
+            .with_game(game_id, |g| g.started_by_request().to_owned())
+            .await
+            && by != request_id
+        {
+            return Err(created_by_another(game_id, &info.board_id));
+        }
         let live = self
             .store
             .with_board(&info.board_id, |g| (g.game_id().to_owned(), g.is_over()))
@@ -448,12 +553,14 @@ impl GameApi {
         }
     }
 
-    /// Appends a game's first event; an existing game with the same details is not an error.
+    /// Appends a game's first event; the same game created by the same request (a retry) is not
+    /// an error.
     async fn create(
         &self,
         game_id: String,
         event: NewEvent,
         info: &GameStarted,
+        request_id: &str,
     ) -> Result<CreateGameResponse, Status> {
         let created = self
             .store
@@ -467,17 +574,20 @@ impl GameApi {
             let same = self
                 .store
                 .with_game(&game_id, |g| {
+                    if g.started_by_request() != request_id {
+                        return Err(created_by_another(&game_id, &info.board_id));
+                    }
                     let stored = g.info();
                     // The board's position in the ingest stream and how the service reads the
                     // game are the service's own.
-                    GameStarted {
+                    Ok(GameStarted {
                         board_seq_before: stored.board_seq_before,
                         interpretation: stored.interpretation,
                         ..info.clone()
-                    } == *stored
+                    } == *stored)
                 })
                 .await
-                .unwrap_or(false);
+                .unwrap_or(Ok(false))?;
             if !same {
                 return Err(Status::already_exists(format!(
                     "game {game_id} already exists with other details"
@@ -499,10 +609,21 @@ impl GameApi {
             .map_err(|e| Status::unavailable(format!("{e:#}")))
     }
 
-    /// The game's last log entry, or NOT_FOUND. A game this instance does not know yet may have
-    /// just been created by another instance: the log is read once more before saying so.
-    async fn require_game(&self, game_id: &str) -> Result<u64, Status> {
-        self.known_game(game_id, Game::last_game_seq).await
+    /// The game's last log entry, or NOT_FOUND, or PERMISSION_DENIED when the reader may not
+    /// read its tournament. A game this instance does not know yet may have just been created
+    /// by another instance: the log is read once more before saying so.
+    async fn require_readable_game(
+        &self,
+        reader: &Option<boardcast_access::Identity>,
+        game_id: &str,
+    ) -> Result<u64, Status> {
+        let (last, tournament) = self
+            .known_game(game_id, |g| {
+                (g.last_game_seq(), g.info().tournament_id.clone())
+            })
+            .await?;
+        check_read(reader, &tournament)?;
+        Ok(last)
     }
 
     /// Runs `f` on the game, or NOT_FOUND (see `require_game`).
@@ -519,6 +640,14 @@ impl GameApi {
             .await
             .ok_or_else(|| Status::not_found(format!("no game {game_id:?}")))
     }
+}
+
+/// FAILED_PRECONDITION for a set-up request that is not the one that created the game.
+fn created_by_another(game_id: &str, board_id: &str) -> Status {
+    Status::failed_precondition(format!(
+        "game {game_id} on board {board_id:?} was already set up by another request; only a \
+         retry with that request's id is answered with it"
+    ))
 }
 
 /// The game log's records on `subject` from the start, then live, each checked and opened.

@@ -3,6 +3,7 @@
 //! Consumes board observations from JetStream, folds them into games with the game aggregate,
 //! appends the resulting events to each game's log, and serves games over gRPC.
 
+mod auth;
 mod grpc;
 mod ingest;
 mod snapshot;
@@ -51,6 +52,28 @@ struct Args {
     /// Seconds between snapshot writes (also written on shutdown).
     #[arg(long, env = "BOARDCAST_GAME_SNAPSHOT_INTERVAL", default_value_t = 10)]
     snapshot_interval: u64,
+    /// The users file (`boardcast users`): users, roles per tournament, password and token
+    /// hashes. Read again within seconds when it changes. Missing: every credential is refused.
+    #[arg(long, env = "BOARDCAST_USERS", default_value = boardcast_kit::secrets::DEFAULT_USERS_FILE)]
+    users: PathBuf,
+    /// The key sessions are signed with (created when missing). Every instance must use the
+    /// same file, or a session from one is refused by another.
+    #[arg(long, env = "BOARDCAST_SESSION_KEY", default_value = boardcast_kit::secrets::DEFAULT_SESSION_KEY_FILE)]
+    session_key: PathBuf,
+    /// How long a login's session lasts, in hours.
+    #[arg(long, env = "BOARDCAST_SESSION_HOURS", default_value_t = 12)]
+    session_hours: u64,
+    /// Answer reads (games, boards, events, claim verdicts) without a credential. Off by
+    /// default: the live game is ahead of the broadcast delay.
+    #[arg(long, env = "BOARDCAST_OPEN_READS")]
+    open_reads: bool,
+    /// PEM certificate (chain) to serve gRPC over TLS with; needs --tls-key. Without both, gRPC
+    /// is plain: keep it on the hall's private network.
+    #[arg(long, env = "BOARDCAST_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "BOARDCAST_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 /// How long open event streams may keep the service from stopping after Ctrl-C or SIGTERM.
@@ -60,6 +83,26 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let _telemetry = boardcast_kit::telemetry::init("boardcast-game-service")?;
+
+    let auth = Arc::new(
+        auth::Authenticator::load(
+            &args.users,
+            &args.session_key,
+            Duration::from_secs(args.session_hours.saturating_mul(3600)),
+            args.open_reads,
+        )
+        .context("loading users")?,
+    );
+    {
+        let auth = auth.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                auth.reload_if_changed();
+            }
+        });
+    }
 
     let client = nats::connect(&args.nats, "boardcast-game-service").await?;
     let js = async_nats::jetstream::new(client);
@@ -168,14 +211,26 @@ async fn main() -> anyhow::Result<()> {
         })
     });
 
-    let service = grpc::GameApi::new(store.clone(), js.clone());
+    let service = grpc::GameApi::new(store.clone(), js.clone(), auth);
     let listener = tokio::net::TcpListener::bind(args.grpc_listen)
         .await
         .with_context(|| format!("binding the gRPC address {}", args.grpc_listen))?;
     tracing::info!(addr = %args.grpc_listen, "serving gRPC");
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let (shutdown, grace_over) = boardcast_kit::shutdown::with_grace(SHUTDOWN_GRACE);
-    let serve = tonic::transport::Server::builder()
+    let mut server = tonic::transport::Server::builder();
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let read = |path: &PathBuf| {
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+        };
+        server = server
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(
+                tonic::transport::Identity::from_pem(read(cert)?, read(key)?),
+            ))
+            .context("setting up TLS for gRPC")?;
+        tracing::info!("gRPC over TLS");
+    }
+    let serve = server
         .add_service(health_service)
         .add_service(GameServiceServer::new(service))
         .serve_with_incoming_shutdown(incoming, shutdown);

@@ -378,7 +378,7 @@ pub struct Replay {
 /// Replays a capture's observations into a game with the game aggregate itself, one at a time
 /// as the game service decides them, so that what a replay shows is what the service records.
 pub fn replay_capture(capture: &Capture, setup: &ReplaySetup) -> Result<Replay, ReplayError> {
-    let (game_id, started) = Game::decide_start(&setup.game, "capture replay")
+    let (game_id, started) = Game::decide_start(&setup.game, "capture replay", "")
         .map_err(|e| ReplayError::Setup(e.to_string()))?;
     let first = Game::record(None, &game_id, vec![started], setup.start_unix_ms);
     let setup_error = |e: boardcast_game::GameError| ReplayError::Setup(e.to_string());

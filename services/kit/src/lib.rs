@@ -1,8 +1,11 @@
 //! Plumbing shared by the boardcast services: NATS subjects and streams, connecting, telemetry,
 //! stopping.
 
+pub mod client;
 pub mod local;
 pub mod nats;
+pub mod nats_access;
+pub mod secrets;
 pub mod shutdown;
 pub mod telemetry;
 

@@ -143,32 +143,59 @@ pub fn find_nats_server() -> anyhow::Result<PathBuf> {
 pub struct LocalNats {
     process: ManagedProcess,
     store_dir: PathBuf,
+    config: Option<PathBuf>,
     pub port: u16,
     pub monitor_port: u16,
 }
 
 impl LocalNats {
     /// Starts nats-server with JetStream on `port` (0 = a free one), keeping its data under
-    /// `store_dir`, and waits until it reports healthy.
+    /// `store_dir`, and waits until it reports healthy. Anyone may connect and do anything.
     pub fn start(store_dir: &Path, port: u16, log: Stdio) -> anyhow::Result<LocalNats> {
+        Self::start_with_config(store_dir, port, log, None)
+    }
+
+    /// [`LocalNats::start`] with a configuration file, typically the users and permissions
+    /// written by [`crate::nats_access::NatsAccess::generate`] (`nats-auth.conf`). The server
+    /// reads it with `-c`; listening address, ports, JetStream and the store directory stay on
+    /// the command line (they override `listen` and `http` in the file), so the file needs
+    /// nothing but its `authorization` block. It must not set a JetStream `store_dir`:
+    /// nats-server 2.9 refuses one given both ways ("Duplicate 'store_dir' configuration").
+    /// [`LocalNats::restart`] starts with the same file again.
+    pub fn start_with_config(
+        store_dir: &Path,
+        port: u16,
+        log: Stdio,
+        config: Option<&Path>,
+    ) -> anyhow::Result<LocalNats> {
         let port = if port == 0 { free_port()? } else { port };
         let monitor_port = free_port()?;
-        Self::start_on(store_dir, port, monitor_port, log)
+        Self::start_on(store_dir, port, monitor_port, config, log)
     }
 
     fn start_on(
         store_dir: &Path,
         port: u16,
         monitor_port: u16,
+        config: Option<&Path>,
         log: Stdio,
     ) -> anyhow::Result<LocalNats> {
         std::fs::create_dir_all(store_dir).with_context(|| {
             format!("creating the NATS store directory {}", store_dir.display())
         })?;
+        if let Some(config) = config
+            && !config.is_file()
+        {
+            bail!("the NATS configuration {} does not exist", config.display());
+        }
         let binary = find_nats_server()?;
+        let mut command = Command::new(binary);
+        if let Some(config) = config {
+            command.arg("-c").arg(config);
+        }
         let mut process = ManagedProcess::spawn(
             "nats-server",
-            Command::new(binary)
+            command
                 .args(["-a", "127.0.0.1", "-p", &port.to_string()])
                 .args(["-m", &monitor_port.to_string()])
                 .arg("-js")
@@ -182,9 +209,15 @@ impl LocalNats {
         Ok(LocalNats {
             process,
             store_dir: store_dir.to_owned(),
+            config: config.map(Path::to_owned),
             port,
             monitor_port,
         })
+    }
+
+    /// The configuration file the server was started with, if any.
+    pub fn config(&self) -> Option<&Path> {
+        self.config.as_deref()
     }
 
     pub fn url(&self) -> String {
@@ -196,10 +229,16 @@ impl LocalNats {
         self.process.kill_hard()
     }
 
-    /// Starts the server again on the same ports and store directory.
+    /// Starts the server again on the same ports, store directory and configuration file.
     pub fn restart(&mut self, log: Stdio) -> anyhow::Result<()> {
         self.process.stop(Duration::from_secs(5))?;
-        let again = Self::start_on(&self.store_dir, self.port, self.monitor_port, log)?;
+        let again = Self::start_on(
+            &self.store_dir,
+            self.port,
+            self.monitor_port,
+            self.config.as_deref(),
+            log,
+        )?;
         *self = again;
         Ok(())
     }

@@ -46,23 +46,197 @@ pub fn deadletter_subject(board_id: Option<&str>) -> String {
 
 /// Connects to NATS, waiting for it if it is not up yet. `url` may list several servers of a
 /// cluster separated by commas (`nats://a:4222,nats://b:4222`); the client fails over between them.
+///
+/// Credentials go in the URL, `nats://user:password@host:4222` (as
+/// [`crate::nats_access::NatsAccess::url_for`] writes them): async-nats 0.51 parses but ignores
+/// them, so they are taken out here and given as the connection's user and password. What the
+/// server refuses is logged as an error (see [`connect_observed`]).
 pub async fn connect(url: &str, name: &str) -> anyhow::Result<async_nats::Client> {
-    let servers: Vec<&str> = url
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    let client = async_nats::ConnectOptions::new()
+    connect_observed(url, name, |_| {}).await
+}
+
+/// [`connect`], also handing every connection event to `observe` after it is logged (for
+/// tests, and for a service that wants to count refusals).
+///
+/// A refused publish gets no answer: nats-server drops it and tells the client asynchronously
+/// (`-ERR 'Permissions Violation for Publish to "…"'`), so a core publish seems to succeed and a
+/// JetStream publish or API request only times out. The event is the only place that says why,
+/// so it is logged as `NATS refused: Permissions Violation for Publish to "…"`. A wrong user
+/// name or password makes the client retry for ever; each attempt is logged as refused too.
+pub async fn connect_observed(
+    url: &str,
+    name: &str,
+    observe: impl Fn(&async_nats::Event) + Send + Sync + 'static,
+) -> anyhow::Result<async_nats::Client> {
+    let (servers, credentials) = parse_servers(url)?;
+    let shown = redact(url);
+    let observe = std::sync::Arc::new(observe);
+    let client_name = name.to_owned();
+    let mut options = async_nats::ConnectOptions::new()
         .name(name)
         .retry_on_initial_connect()
         .connection_timeout(Duration::from_secs(5))
+        .event_callback(move |event| {
+            log_event(&client_name, &event);
+            let observe = observe.clone();
+            async move { observe(&event) }
+        });
+    if let Some((user, password)) = credentials {
+        options = options.user_and_password(user, password);
+    }
+    let client = options
         .connect(servers.as_slice())
         .await
-        .with_context(|| format!("connecting to NATS at {url}"))?;
+        .with_context(|| format!("connecting to NATS at {shown}"))?;
     Ok(client)
 }
 
-/// Creates the streams if they do not exist yet. Safe to call from every service at start-up.
+/// Says whether a connection event is the server refusing something: a publish or subscription
+/// the user's permissions do not allow, or the user name and password.
+pub fn is_refusal(event: &async_nats::Event) -> bool {
+    match event {
+        async_nats::Event::ServerError(async_nats::ServerError::AuthorizationViolation) => true,
+        async_nats::Event::ServerError(async_nats::ServerError::Other(message)) => message
+            .to_ascii_lowercase()
+            .contains("permissions violation"),
+        async_nats::Event::ClientError(async_nats::ClientError::Other(message)) => message
+            .to_ascii_lowercase()
+            .contains("authorization violation"),
+        _ => false,
+    }
+}
+
+fn log_event(client: &str, event: &async_nats::Event) {
+    use async_nats::{ClientError, Event, ServerError};
+    match event {
+        // An ordered consumer that replaces its consumer (after missed heartbeats, or when
+        // the old one was removed) first tries to delete the old one, which only admin may
+        // do; it goes on after the request's timeout and the old consumer expires by itself.
+        Event::ServerError(ServerError::Other(message))
+            if is_refusal(event) && message.contains("$JS.API.CONSUMER.DELETE.") =>
+        {
+            tracing::warn!(
+                client,
+                "NATS refused: {message} (an ordered consumer replacing its old consumer, which \
+                 only admin may delete: it is recreated after the request timeout, and the old \
+                 one expires by itself)"
+            );
+        }
+        Event::ServerError(ServerError::Other(message)) if is_refusal(event) => {
+            tracing::error!(client, "NATS refused: {message}");
+        }
+        Event::ServerError(ServerError::AuthorizationViolation) => {
+            tracing::error!(client, "NATS refused: authorization violation");
+        }
+        Event::ClientError(ClientError::Other(message)) if is_refusal(event) => {
+            tracing::error!(
+                client,
+                "NATS refused the connection ({message}): check the user name and password in the NATS URL"
+            );
+        }
+        Event::ServerError(e) => tracing::warn!(client, "NATS server error: {e}"),
+        Event::ClientError(e) => tracing::warn!(client, "NATS client error: {e}"),
+        Event::SlowConsumer(sid) => {
+            tracing::warn!(client, "NATS: slow consumer (subscription {sid})")
+        }
+        Event::Disconnected => tracing::warn!(client, "disconnected from NATS"),
+        Event::Connected => tracing::info!(client, "connected to NATS"),
+        other => tracing::debug!(client, "NATS: {other}"),
+    }
+}
+
+/// A user name and password.
+type Credentials = (String, String);
+
+/// The servers of `url` without credentials, and the credentials (the same for every server).
+fn parse_servers(url: &str) -> anyhow::Result<(Vec<async_nats::ServerAddr>, Option<Credentials>)> {
+    let mut servers = Vec::new();
+    let mut credentials: Option<Credentials> = None;
+    for (i, server) in url
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .enumerate()
+    {
+        let addr: async_nats::ServerAddr = server
+            .parse()
+            .with_context(|| format!("NATS URL {}", redact(server)))?;
+        let these = addr
+            .username()
+            .map(|user| (user.to_owned(), addr.password().unwrap_or("").to_owned()));
+        let these = match these {
+            Some((user, password)) => Some((percent_decode(&user)?, percent_decode(&password)?)),
+            None => None,
+        };
+        if i > 0 && these != credentials {
+            anyhow::bail!(
+                "the servers in the NATS URL {} have different credentials; give all the same",
+                redact(url)
+            );
+        }
+        credentials = these;
+        let mut bare = addr.into_inner();
+        if bare.set_username("").is_err() || bare.set_password(None).is_err() {
+            anyhow::bail!(
+                "NATS URL {}: cannot take the credentials out",
+                redact(server)
+            );
+        }
+        servers.push(
+            async_nats::ServerAddr::from_url(bare)
+                .with_context(|| format!("NATS URL {}", redact(server)))?,
+        );
+    }
+    if servers.is_empty() {
+        anyhow::bail!("empty NATS URL");
+    }
+    Ok((servers, credentials))
+}
+
+/// `url` with any password replaced by `***`, for messages and logs.
+pub fn redact(url: &str) -> String {
+    url.split(',')
+        .map(|server| {
+            let (scheme, rest) = match server.split_once("://") {
+                Some((scheme, rest)) => (format!("{scheme}://"), rest),
+                None => (String::new(), server),
+            };
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            match rest[..authority_end].rfind('@') {
+                Some(at) => {
+                    let user = rest[..at].split(':').next().unwrap_or("");
+                    format!("{scheme}{user}:***@{}", &rest[at + 1..])
+                }
+                None => server.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn percent_decode(s: &str) -> anyhow::Result<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .context("bad percent-encoding in the NATS URL's credentials")?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).context("the NATS URL's credentials are not UTF-8")
+}
+
+/// Creates the streams if they do not exist yet. Safe to call from every service at start-up
+/// whose NATS user may create them (the game service, admin); the others call
+/// [`require_streams`].
 pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow::Result<()> {
     for (name, subjects, description) in [
         (
@@ -88,6 +262,63 @@ pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow:
         })
         .await
         .with_context(|| format!("creating JetStream stream {name}"))?;
+    }
+    Ok(())
+}
+
+/// How long [`require_streams`] waits for the streams to appear.
+pub const REQUIRE_STREAMS_WAIT: Duration = Duration::from_secs(30);
+
+/// Checks that `streams` exist, for a service that reads them but may not create them (the
+/// broadcast and arbiter services: their NATS users have no right to). Waits up to
+/// [`REQUIRE_STREAMS_WAIT`] for the game service to create them.
+pub async fn require_streams(js: &jetstream::Context, streams: &[&str]) -> anyhow::Result<()> {
+    require_streams_within(js, streams, REQUIRE_STREAMS_WAIT).await
+}
+
+/// [`require_streams`], waiting up to `wait`.
+pub async fn require_streams_within(
+    js: &jetstream::Context,
+    streams: &[&str],
+    wait: Duration,
+) -> anyhow::Result<()> {
+    use async_nats::jetstream::{ErrorCode, context::GetStreamErrorKind};
+    let deadline = tokio::time::Instant::now() + wait;
+    for &name in streams {
+        let mut told = false;
+        loop {
+            match js.get_stream(name).await {
+                Ok(_) => break,
+                Err(e) => {
+                    let missing = matches!(
+                        e.kind(),
+                        GetStreamErrorKind::JetStream(ref j)
+                            if j.error_code() == ErrorCode::STREAM_NOT_FOUND
+                    );
+                    if !missing {
+                        // No answer usually means the user may not read the stream: the
+                        // server's refusal is logged by `connect`.
+                        return Err(e).with_context(|| {
+                            format!(
+                                "reading JetStream stream {name} (no answer: is this NATS user \
+                                 allowed $JS.API.STREAM.INFO.{name}?)"
+                            )
+                        });
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        anyhow::bail!(
+                            "stream {name} does not exist: start the game service first, or \
+                             create it as admin"
+                        );
+                    }
+                    if !told {
+                        tracing::info!("waiting for stream {name} (the game service creates it)");
+                        told = true;
+                    }
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -137,5 +368,33 @@ pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::
         }
         Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(0),
         Err(e) => Err(e).with_context(|| format!("reading board {board_id}'s last observation")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_taken_out_of_the_url() -> anyhow::Result<()> {
+        let (servers, credentials) =
+            parse_servers("nats://gw:p%40ss@127.0.0.1:4222, nats://gw:p%40ss@b:4223")?;
+        assert_eq!(credentials, Some(("gw".to_owned(), "p@ss".to_owned())));
+        let urls: Vec<String> = servers.iter().map(|s| s.as_url_str().to_owned()).collect();
+        assert_eq!(urls, ["nats://127.0.0.1:4222", "nats://b:4223"]);
+
+        let (servers, credentials) = parse_servers("127.0.0.1:4222")?;
+        assert_eq!((servers.len(), credentials), (1, None));
+        assert!(parse_servers("nats://a:x@h:1,nats://b:y@h:2").is_err());
+        assert!(parse_servers(" , ").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact("nats://gw:secret@h:4222,nats://h2:4222"),
+            "nats://gw:***@h:4222,nats://h2:4222"
+        );
     }
 }

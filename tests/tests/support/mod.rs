@@ -8,9 +8,7 @@ use std::{collections::BTreeMap, path::Path, process::Command, time::Duration};
 use anyhow::Context as _;
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_game::{Game, events::GameEventRecord, events::game_event::Kind};
-use boardcast_schema::game::v1::{
-    GameStarted, GameState, ListGamesRequest, game_service_client::GameServiceClient,
-};
+use boardcast_schema::game::v1::{GameStarted, GameState, ListGamesRequest};
 use boardcast_testkit::{GameService, TestNats, program};
 use futures::StreamExt;
 use prost::Message as _;
@@ -78,6 +76,7 @@ pub fn write_pgn() -> anyhow::Result<tempfile::NamedTempFile> {
 pub fn simulate(pgn: &Path, nats: &str, game_service: &str) -> anyhow::Result<Command> {
     let mut command = Command::new(program("boardcast")?);
     command
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
         .arg("simulate")
         .arg("--pgn")
         .arg(pgn)
@@ -116,7 +115,7 @@ pub async fn drained_within(js: &jetstream::Context, limit: Duration) -> anyhow:
 
 /// Every game the service knows, by id.
 pub async fn states(url: &str) -> anyhow::Result<Vec<GameState>> {
-    let mut client = GameServiceClient::connect(url.to_owned()).await?;
+    let mut client = boardcast_testkit::admin_client(&url.to_owned()).await?;
     let mut games = client
         .list_games(ListGamesRequest::default())
         .await?
@@ -376,9 +375,7 @@ pub fn with_clock_ticks(
 /// Every event of game `game_id`'s log so far, through the game service's `StreamGameEvents`
 /// (the stream goes on with live events; it is read until the game's last record).
 pub async fn game_events(
-    client: &mut boardcast_schema::game::v1::game_service_client::GameServiceClient<
-        tonic::transport::Channel,
-    >,
+    client: &mut boardcast_kit::client::GameClient,
     game_id: &str,
 ) -> anyhow::Result<Vec<boardcast_schema::game::v1::GameEvent>> {
     use boardcast_schema::game::v1::{GetGameRequest, StreamGameEventsRequest};

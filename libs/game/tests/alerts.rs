@@ -1,0 +1,1278 @@
+//! Alerts for the arbiters, folded from real game logs: what each log entry raises, how alerts
+//! are acknowledged and resolved, and that a refold gives the same alerts.
+
+use boardcast_game::alerts::{Alert, AlertKind, AlertStatus, GameAlerts};
+use boardcast_game::device::{
+    BoardPlacement, ClockReading, ClockRun, DeviceState, DeviceStatus, Observation,
+    observation::Kind as Obs,
+};
+use boardcast_game::events::{
+    ArbiterAction, GameEvent, GameEventRecord, GameStarted, Player, TimeControl, TimePeriod,
+    arbiter_action::Action, game_event::Kind,
+};
+use boardcast_game::{Game, NewEvent, ObservationOutcome};
+use shakmaty::{Chess, Position, san::San};
+
+const GAME: &str = "t-r1-b1";
+
+/// A game driven as the services drive it: each decision recorded, applied and folded into the
+/// alerts right away.
+struct Board {
+    game: Game,
+    records: Vec<GameEventRecord>,
+    events: Vec<GameEvent>,
+    alerts: GameAlerts,
+    /// What each fold returned, by game_seq.
+    pushed: Vec<(u64, Vec<usize>)>,
+    device_seq: u64,
+}
+
+impl Board {
+    fn new(edition: &str) -> Board {
+        Board::from_fen(edition, "")
+    }
+
+    /// A game on board "b" from `start_fen`, the clock started.
+    fn from_fen(edition: &str, start_fen: &str) -> Board {
+        let mut board = Board::set_up(edition, start_fen, 5_000_000);
+        board.clock(ClockRun::White);
+        board
+    }
+
+    /// A game on board "b" with `base_ms` on each clock and no increment, nothing observed yet.
+    fn set_up(edition: &str, start_fen: &str, base_ms: u64) -> Board {
+        let info = GameStarted {
+            tournament_id: "t".into(),
+            round: 1,
+            board_number: 1,
+            board_id: "b".into(),
+            white: Some(Player {
+                name: "W".into(),
+                ..Default::default()
+            }),
+            black: Some(Player {
+                name: "B".into(),
+                ..Default::default()
+            }),
+            time_control: Some(TimeControl {
+                periods: vec![TimePeriod {
+                    moves: 0,
+                    base_ms,
+                    increment_ms: 0,
+                    delay_ms: 0,
+                }],
+            }),
+            edition: edition.into(),
+            start_fen: start_fen.into(),
+            ..Default::default()
+        };
+        let (id, start) = Game::decide_start(&info, "operator", "").expect("valid game");
+        assert_eq!(id, GAME);
+        let records = Game::record(None, &id, vec![start], recorded_at(1));
+        let game = Game::from_first_record(&records[0]).expect("folds");
+        let event = Game::open_record(&records[0]).expect("opens");
+        let mut alerts = GameAlerts::new();
+        let pushed = vec![(1, alerts.fold(&event, &game))];
+        Board {
+            game,
+            records,
+            events: vec![event],
+            alerts,
+            pushed,
+            device_seq: 0,
+        }
+    }
+
+    /// Records, applies and folds decided events, as the game and arbiter services do.
+    fn append(&mut self, events: Vec<NewEvent>) {
+        let next = self.game.last_game_seq() + 1;
+        let records = Game::record(Some(&self.game), GAME, events, recorded_at(next));
+        for record in records {
+            self.game.apply(&record).expect("applies");
+            let event = Game::open_record(&record).expect("opens");
+            let changed = self.alerts.fold(&event, &self.game);
+            self.pushed.push((event.game_seq, changed));
+            self.events.push(event);
+            self.records.push(record);
+        }
+    }
+
+    fn observe(&mut self, kind: Obs) {
+        self.device_seq += 1;
+        let obs = Observation {
+            board_id: "b".into(),
+            device_seq: self.device_seq,
+            device_time_unix_ms: device_time(self.device_seq),
+            kind: Some(kind),
+            ..Default::default()
+        };
+        if let ObservationOutcome::Events(events) =
+            self.game.decide_observation(&obs).expect("valid")
+        {
+            self.append(events);
+        }
+    }
+
+    fn placement(&mut self, board: &shakmaty::Board) {
+        self.observe(Obs::Placement(BoardPlacement {
+            placement: board.board_fen().to_string(),
+        }));
+    }
+
+    fn clock(&mut self, running: ClockRun) {
+        self.observe(Obs::Clock(ClockReading {
+            white_remaining_ms: 5_000_000,
+            black_remaining_ms: 5_000_000,
+            running: running as i32,
+            ..Default::default()
+        }));
+    }
+
+    /// A move seen on the board and completed by the mover's press.
+    fn play(&mut self, pos: &mut Chess, san: &str) {
+        let mv = san
+            .parse::<San>()
+            .expect("san")
+            .to_move(pos)
+            .expect("legal");
+        pos.play_unchecked(mv);
+        self.placement(pos.board());
+        self.clock(if pos.turn().is_white() {
+            ClockRun::White
+        } else {
+            ClockRun::Black
+        });
+    }
+
+    fn act(&mut self, action: Action, actor: &str) {
+        self.act_resolving(action, actor, Vec::new());
+    }
+
+    fn act_resolving(&mut self, action: Action, actor: &str, resolves_alerts: Vec<u64>) {
+        let events = self
+            .game
+            .decide_arbiter(
+                &ArbiterAction {
+                    action: Some(action),
+                    resolves_alerts,
+                },
+                actor,
+                "",
+            )
+            .expect("accepted");
+        self.append(events);
+    }
+
+    /// The game_seqs of the entries `pick` picks, in order.
+    fn seqs(&self, pick: impl Fn(&Kind) -> bool) -> Vec<u64> {
+        self.events
+            .iter()
+            .filter(|e| e.kind.as_ref().is_some_and(&pick))
+            .map(|e| e.game_seq)
+            .collect()
+    }
+
+    /// The game_seq of the `MoveCompleted` of `ply` (of the moves that stand).
+    fn move_seq(&self, ply: usize) -> u64 {
+        self.game.completed_moves()[ply - 1].game_seq
+    }
+
+    /// Every alert as (kind, raised_at, ply, article, rests_on).
+    fn raised(&self) -> Vec<(AlertKind, u64, u32, String, Vec<u64>)> {
+        self.alerts
+            .alerts()
+            .iter()
+            .map(|a| {
+                (
+                    a.kind,
+                    a.raised_at,
+                    a.ply,
+                    a.article.clone(),
+                    a.rests_on.clone(),
+                )
+            })
+            .collect()
+    }
+
+    fn alert(&self, raised_at: u64) -> &Alert {
+        self.alerts.get(raised_at).expect("an alert raised there")
+    }
+
+    /// What the fold of entry `game_seq` returned.
+    fn pushed_at(&self, game_seq: u64) -> &[usize] {
+        self.pushed
+            .iter()
+            .find(|(seq, _)| *seq == game_seq)
+            .map(|(_, changed)| changed.as_slice())
+            .expect("folded")
+    }
+
+    /// The key property: the log alone gives the alerts. Folded again from scratch (twice), and
+    /// after a restart half-way (a new `GameAlerts` over the same records), they are the live
+    /// ones; and no entry raised an alert of a kind twice.
+    fn assert_refolds(&self) {
+        let first = refold(&self.records);
+        assert_eq!(first, self.alerts, "a refold gives the live alerts");
+        assert_eq!(refold(&self.records), first, "two refolds agree");
+        // Folded up to half-way, then on: what a service that went on folding holds.
+        let half = self.records.len() / 2;
+        let (mut game, mut resumed) = fold_records(&self.records[..half]);
+        for record in &self.records[half..] {
+            game.apply(record).expect("applies");
+            resumed.fold(&Game::open_record(record).expect("opens"), &game);
+        }
+        assert_eq!(resumed, self.alerts, "folding on after half-way");
+        let mut named: Vec<(u64, AlertKind)> = self
+            .alerts
+            .alerts()
+            .iter()
+            .map(|a| (a.raised_at, a.kind))
+            .collect();
+        let all = named.len();
+        named.sort_by_key(|(seq, kind)| (*seq, *kind as u8));
+        named.dedup();
+        assert_eq!(named.len(), all, "each alert raised once");
+        // What each fold returned are the alerts it raised or changed, and every alert was
+        // pushed when it was raised.
+        for alert in self.alerts.alerts() {
+            let index = self
+                .alerts
+                .alerts()
+                .iter()
+                .position(|a| a == alert)
+                .expect("listed");
+            assert!(self.pushed_at(alert.raised_at).contains(&index));
+        }
+    }
+
+    #[allow(dead_code)]
+    fn dump(&self) {
+        for e in &self.events {
+            if !matches!(e.kind, Some(Kind::ObservationRecorded(_))) {
+                eprintln!("{} {:?}", e.game_seq, e.kind);
+            }
+        }
+        for a in self.alerts.alerts() {
+            eprintln!("{a:?}");
+        }
+    }
+}
+
+/// The alerts of a game folded from its records alone, as the arbiter service does on start.
+fn refold(records: &[GameEventRecord]) -> GameAlerts {
+    fold_records(records).1
+}
+
+/// The game and its alerts folded from `records` (at least the first).
+fn fold_records(records: &[GameEventRecord]) -> (Game, GameAlerts) {
+    let mut alerts = GameAlerts::new();
+    let mut game = Game::from_first_record(&records[0]).expect("folds");
+    alerts.fold(&Game::open_record(&records[0]).expect("opens"), &game);
+    for record in &records[1..] {
+        game.apply(record).expect("applies");
+        alerts.fold(&Game::open_record(record).expect("opens"), &game);
+    }
+    (game, alerts)
+}
+
+fn recorded_at(game_seq: u64) -> i64 {
+    1_700_000_000_000 + game_seq as i64 * 1000
+}
+
+fn device_time(device_seq: u64) -> i64 {
+    1_600_000_000_000 + device_seq as i64 * 1000
+}
+
+fn is_new(alert: &Alert) -> bool {
+    alert.status == AlertStatus::New
+}
+
+/// The entry that resolved `alert`, and by whom.
+fn resolved_by(alert: &Alert) -> Option<(u64, &str)> {
+    match &alert.status {
+        AlertStatus::Resolved { game_seq, by, .. } => Some((*game_seq, by.as_str())),
+        _ => None,
+    }
+}
+
+/// White puts the g1 knight on g3 (no legal move) and presses; the position is put back and the
+/// clock given back to White.
+fn illegal_attempt(board: &mut Board) {
+    let start = Chess::default();
+    let mut wrong = start.board().clone();
+    let knight = wrong
+        .remove_piece_at(shakmaty::Square::G1)
+        .expect("knight on g1");
+    wrong.set_piece_at(shakmaty::Square::G3, knight);
+    board.placement(&wrong);
+    board.clock(ClockRun::Black);
+    board.placement(start.board());
+    board.clock(ClockRun::White);
+}
+
+#[test]
+fn illegal_moves_are_raised_once_each_with_the_presses_they_were_settled_from() {
+    let mut board = Board::new("fide-2023");
+    illegal_attempt(&mut board);
+    illegal_attempt(&mut board);
+    // Only in doubt so far: who pressed and whether the board missed a move is not sure.
+    assert!(
+        board
+            .alerts
+            .alerts()
+            .iter()
+            .all(|a| a.kind != AlertKind::IllegalMove)
+    );
+    // White completes e4 with a press of their own: both presses were illegal moves.
+    board.play(&mut Chess::default(), "e4");
+
+    let irregular = board.seqs(|k| matches!(k, Kind::Irregularity(_)));
+    let cleared = board.seqs(|k| matches!(k, Kind::IrregularityCleared(_)));
+    let doubts = board.seqs(|k| matches!(k, Kind::PressInDoubt(_)));
+    let settled = board.seqs(|k| matches!(k, Kind::PressSettled(_)));
+    let illegal = board.seqs(|k| matches!(k, Kind::IllegalMove(_)));
+    assert_eq!(
+        (
+            irregular.len(),
+            cleared.len(),
+            doubts.len(),
+            settled.len(),
+            illegal.len()
+        ),
+        (2, 2, 2, 2, 2)
+    );
+    let a = |s: &str| s.to_owned();
+    assert_eq!(
+        board.raised(),
+        vec![
+            (
+                AlertKind::IrregularPlacement,
+                irregular[0],
+                1,
+                a("7"),
+                vec![irregular[0]]
+            ),
+            (
+                AlertKind::PressInDoubt,
+                doubts[0],
+                1,
+                a("7.5.5"),
+                vec![doubts[0]]
+            ),
+            (
+                AlertKind::IrregularPlacement,
+                irregular[1],
+                1,
+                a("7"),
+                vec![irregular[1]]
+            ),
+            (
+                AlertKind::PressInDoubt,
+                doubts[1],
+                1,
+                a("7.5.5"),
+                vec![doubts[1]]
+            ),
+            (
+                AlertKind::IllegalMove,
+                illegal[0],
+                1,
+                a("7.5.5"),
+                vec![illegal[0], doubts[0], settled[0]]
+            ),
+            (
+                AlertKind::IllegalMove,
+                illegal[1],
+                1,
+                a("7.5.5"),
+                vec![illegal[1], doubts[1], settled[1]]
+            ),
+        ]
+    );
+    // The placements came back to normal, the presses were settled: by the log, not an arbiter.
+    assert_eq!(
+        resolved_by(board.alert(irregular[0])),
+        Some((cleared[0], ""))
+    );
+    assert_eq!(
+        resolved_by(board.alert(irregular[1])),
+        Some((cleared[1], ""))
+    );
+    assert_eq!(resolved_by(board.alert(doubts[0])), Some((settled[0], "")));
+    assert_eq!(resolved_by(board.alert(doubts[1])), Some((settled[1], "")));
+    let AlertStatus::Resolved { how, .. } = &board.alert(doubts[0]).status else {
+        panic!("resolved");
+    };
+    assert!(how.contains("an illegal move"), "{how}");
+    // The penalties are proposed for the arbiter: the second loses the game.
+    let first = board.alert(illegal[0]);
+    assert!(is_new(first));
+    assert!(first.summary.contains("White"), "{}", first.summary);
+    assert!(
+        first
+            .summary
+            .contains("120 s added to the opponent's clock"),
+        "{}",
+        first.summary
+    );
+    assert!(board.alert(illegal[1]).summary.contains("the game is lost"));
+    let raising = &board.events[illegal[0] as usize - 1];
+    assert_eq!(first.recorded_unix_ms, raising.recorded_unix_ms);
+    let completing_press = raising.provenance.as_ref().map(|p| p.device_time_unix_ms);
+    assert_eq!(Some(first.device_time_unix_ms), completing_press);
+    assert_ne!(first.device_time_unix_ms, 0);
+    board.assert_refolds();
+}
+
+#[test]
+fn a_press_without_a_move_is_in_doubt_then_an_illegal_move_from_2018_only() {
+    for (edition, article) in [("fide-2023", "7.5.3"), ("fide-2009", "6.2")] {
+        let mut board = Board::new(edition);
+        // White presses without a move, Black presses back, White plays e4 and presses.
+        board.clock(ClockRun::Black);
+        board.clock(ClockRun::White);
+        board.play(&mut Chess::default(), "e4");
+        let doubt = board.seqs(|k| matches!(k, Kind::PressInDoubt(_)));
+        let settled = board.seqs(|k| matches!(k, Kind::PressSettled(_)));
+        let illegal = board.seqs(|k| matches!(k, Kind::IllegalMove(_)));
+        assert_eq!(
+            (doubt.len(), settled.len(), illegal.len()),
+            (1, 1, 1),
+            "{edition}"
+        );
+        assert_eq!(
+            board.raised(),
+            vec![
+                (
+                    AlertKind::PressInDoubt,
+                    doubt[0],
+                    1,
+                    article.to_owned(),
+                    vec![doubt[0]]
+                ),
+                (
+                    AlertKind::IllegalMove,
+                    illegal[0],
+                    1,
+                    article.to_owned(),
+                    vec![illegal[0], doubt[0], settled[0]]
+                ),
+            ],
+            "{edition}"
+        );
+        board.assert_refolds();
+    }
+}
+
+#[test]
+fn an_illegal_move_is_acknowledged_then_resolved_by_the_penalty_decision() {
+    use boardcast_game::events::{AlertAcknowledgement, Annotation, PenaltyDecision};
+    let mut board = Board::new("fide-2023");
+    illegal_attempt(&mut board);
+    illegal_attempt(&mut board);
+    board.play(&mut Chess::default(), "e4");
+    let illegal = board.seqs(|k| matches!(k, Kind::IllegalMove(_)));
+    let index = |board: &Board, raised_at: u64| {
+        board
+            .alerts
+            .alerts()
+            .iter()
+            .position(|a| a.raised_at == raised_at)
+            .expect("raised")
+    };
+    let acknowledge = |raised_at: u64| {
+        Action::Acknowledgement(AlertAcknowledgement {
+            alert_game_seq: raised_at,
+            note: "on my way".into(),
+        })
+    };
+
+    board.act(acknowledge(illegal[0]), "ia-smith");
+    let ack = board.game.last_game_seq();
+    assert_eq!(
+        board.alert(illegal[0]).status,
+        AlertStatus::Acknowledged {
+            by: "ia-smith".into(),
+            at_unix_ms: recorded_at(ack),
+            game_seq: ack,
+        }
+    );
+    assert_eq!(board.pushed_at(ack), [index(&board, illegal[0])]);
+
+    // Confirmed: the ruling resolves it, with the arbiter's name and the ruling in words.
+    board.act(
+        Action::Penalty(PenaltyDecision {
+            illegal_move_game_seq: illegal[0],
+            confirmed: true,
+            note: String::new(),
+        }),
+        "ia-smith",
+    );
+    let decision = board.game.last_game_seq();
+    let AlertStatus::Resolved {
+        by,
+        at_unix_ms,
+        game_seq,
+        how,
+    } = &board.alert(illegal[0]).status
+    else {
+        panic!("resolved: {:?}", board.alert(illegal[0]));
+    };
+    assert_eq!(
+        (by.as_str(), *at_unix_ms, *game_seq),
+        ("ia-smith", recorded_at(decision), decision)
+    );
+    assert!(how.contains("confirmed"), "{how}");
+    assert_eq!(board.pushed_at(decision), [index(&board, illegal[0])]);
+    assert!(
+        is_new(board.alert(illegal[1])),
+        "the other one is untouched"
+    );
+
+    // Acknowledging a resolved alert, or an entry that raised none, changes nothing.
+    let before = board.alerts.clone();
+    board.act(acknowledge(illegal[0]), "ia-jones");
+    assert!(board.pushed_at(board.game.last_game_seq()).is_empty());
+    let no_alert = board.seqs(|k| matches!(k, Kind::ClockSides(_)))[0];
+    board.act(acknowledge(no_alert), "ia-jones");
+    assert!(board.pushed_at(board.game.last_game_seq()).is_empty());
+    assert_eq!(board.alerts, before);
+
+    // Any ruling resolves the alerts it names: the second one, dealt with at the board.
+    board.act_resolving(
+        Action::Annotation(Annotation {
+            text: "sensor fault, penalty withdrawn at the board".into(),
+        }),
+        "ia-jones",
+        vec![illegal[1]],
+    );
+    let note = board.game.last_game_seq();
+    let AlertStatus::Resolved {
+        by, game_seq, how, ..
+    } = &board.alert(illegal[1]).status
+    else {
+        panic!("resolved");
+    };
+    assert_eq!((by.as_str(), *game_seq), ("ia-jones", note));
+    assert_eq!(how, "sensor fault, penalty withdrawn at the board");
+    // Its penalty decided later: it stays as the first ruling left it.
+    board.act(
+        Action::Penalty(PenaltyDecision {
+            illegal_move_game_seq: illegal[1],
+            confirmed: false,
+            note: String::new(),
+        }),
+        "ia-smith",
+    );
+    assert_eq!(
+        resolved_by(board.alert(illegal[1])),
+        Some((note, "ia-jones"))
+    );
+    board.assert_refolds();
+}
+
+#[test]
+fn a_threefold_claim_is_raised_when_it_becomes_available_and_resolved_by_the_ruling() {
+    use boardcast_game::events::{ClaimKind, ClaimRuling};
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    for _ in 0..2 {
+        for san in ["Nf3", "Nf6", "Ng1", "Ng8"] {
+            board.play(&mut pos, san);
+        }
+    }
+    // After 4. Ng1 Black may claim with the intended move Ng8 (the start position a third
+    // time); after 4... Ng8 and 5. Nf3 the claim stays available: raised once.
+    board.play(&mut pos, "Nf3");
+    let start = 1;
+    let threefold = vec![(
+        AlertKind::ThreefoldClaimAvailable,
+        board.move_seq(7),
+        7,
+        "9.2".to_owned(),
+        vec![board.move_seq(7), start, board.move_seq(4)],
+    )];
+    assert_eq!(board.raised(), threefold);
+    assert!(board.alert(board.move_seq(7)).summary.contains("Black"));
+    assert!(board.alert(board.move_seq(7)).summary.contains("Ng8"));
+    // A pawn move: no claim is available any more. The knights shuffle again until Black may
+    // claim with 9... Ng8 (the position after 5... e5 a third time): a new alert.
+    for san in ["e5", "Ng1", "Nf6", "Nf3", "Ng8", "Ng1", "Nf6", "Nf3"] {
+        board.play(&mut pos, san);
+    }
+    assert_eq!(board.game.completed_moves().len(), 17);
+    let mut expected = threefold.clone();
+    expected.push((
+        AlertKind::ThreefoldClaimAvailable,
+        board.move_seq(17),
+        17,
+        "9.2".to_owned(),
+        vec![board.move_seq(17), board.move_seq(10), board.move_seq(14)],
+    ));
+    assert_eq!(board.raised(), expected);
+    // Black claims with the intended move: the ruling resolves both, the game is drawn.
+    board.act(
+        Action::Claim(ClaimRuling {
+            claimant: "black".into(),
+            kind: ClaimKind::Threefold as i32,
+            intended_move: "Ng8".into(),
+            upheld: true,
+            ..Default::default()
+        }),
+        "ia-smith",
+    );
+    let ruling = board.seqs(|k| matches!(k, Kind::Arbiter(_)))[0];
+    for raised_at in [board.move_seq(7), board.move_seq(17)] {
+        assert_eq!(
+            resolved_by(board.alert(raised_at)),
+            Some((ruling, "ia-smith"))
+        );
+    }
+    assert!(board.game.is_over());
+    assert_eq!(
+        board.alerts.alerts().len(),
+        2,
+        "a draw by claim raises nothing"
+    );
+    assert_eq!(board.alerts.open().count(), 0);
+    board.assert_refolds();
+}
+
+#[test]
+fn a_fifty_move_claim_is_raised_once_and_resolved_when_the_game_ends() {
+    use boardcast_game::events::DrawAgreed;
+    // 97 half-moves without a capture or pawn move so far.
+    let mut board = Board::from_fen("fide-2023", "4k3/8/8/8/8/8/4P3/R3K3 w - - 97 80");
+    let mut pos: Chess = "4k3/8/8/8/8/8/4P3/R3K3 w - - 97 80"
+        .parse::<shakmaty::fen::Fen>()
+        .expect("fen")
+        .into_position(shakmaty::CastlingMode::Standard)
+        .expect("position");
+    // 80. Ra2 Kd7: White may claim with an intended move (the 100th half-move); after 81. Ra3
+    // and Kd6 on the board. One alert.
+    for san in ["Ra2", "Kd7", "Ra3", "Kd6"] {
+        board.play(&mut pos, san);
+    }
+    assert_eq!(board.game.completed_moves().len(), 4);
+    assert_eq!(
+        board.raised(),
+        vec![(
+            AlertKind::FiftyMoveClaimAvailable,
+            board.move_seq(2),
+            2,
+            "9.3".to_owned(),
+            vec![board.move_seq(2)],
+        )]
+    );
+    let alert = board.alert(board.move_seq(2));
+    assert!(alert.summary.contains("99 half-moves"), "{}", alert.summary);
+    // A pawn move: the claim is gone; the game ends by agreement: the alert is over with it.
+    board.play(&mut pos, "e4");
+    assert_eq!(board.alerts.alerts().len(), 1);
+    assert!(is_new(board.alert(board.move_seq(2))));
+    board.act(Action::DrawAgreed(DrawAgreed {}), "ia-smith");
+    let ended = board.seqs(|k| matches!(k, Kind::Ended(_)))[0];
+    assert_eq!(
+        resolved_by(board.alert(board.move_seq(2))),
+        Some((ended, "ia-smith"))
+    );
+    board.assert_refolds();
+}
+
+/// The clock shows `white`'s and/or `black`'s flag, White's clock running.
+fn flag(board: &mut Board, white: bool, black: bool) {
+    board.observe(Obs::Clock(ClockReading {
+        white_remaining_ms: if white { 0 } else { 1_000 },
+        black_remaining_ms: if black { 0 } else { 1_000 },
+        running: ClockRun::White as i32,
+        white_flag: white,
+        black_flag: black,
+        ..Default::default()
+    }));
+}
+
+#[test]
+fn a_flag_fall_says_whether_the_opponent_can_mate_and_waits_for_the_arbiter() {
+    use boardcast_game::events::{AlertAcknowledgement, Annotation};
+    // From the start position Black can mate: White loses.
+    let mut board = Board::new("fide-2023");
+    flag(&mut board, true, false);
+    let ended = board.seqs(|k| matches!(k, Kind::Ended(_)))[0];
+    assert_eq!(
+        board.raised(),
+        vec![(AlertKind::FlagFall, ended, 1, "6.9".to_owned(), vec![ended])]
+    );
+    let alert = board.alert(ended);
+    assert!(
+        alert.summary.starts_with("White's flag fell: 0-1"),
+        "{}",
+        alert.summary
+    );
+    assert!(is_new(alert));
+
+    // A bare king cannot mate: White's flag fall is a draw, and the summary says why.
+    let mut board = Board::from_fen("fide-2023", "8/8/4k3/8/8/8/4KQ2/8 w - - 0 1");
+    flag(&mut board, true, false);
+    let ended = board.seqs(|k| matches!(k, Kind::Ended(_)))[0];
+    assert_eq!(
+        board.raised(),
+        vec![(AlertKind::FlagFall, ended, 1, "6.9".to_owned(), vec![ended])]
+    );
+    let alert = board.alert(ended);
+    assert!(
+        alert.summary.starts_with("White's flag fell: 1/2-1/2"),
+        "{}",
+        alert.summary
+    );
+    assert!(
+        alert.summary.contains("cannot checkmate"),
+        "{}",
+        alert.summary
+    );
+    // The result stands only when the arbiter confirms it: nothing in the log resolves it but
+    // the arbiter.
+    board.act(
+        Action::Acknowledgement(AlertAcknowledgement {
+            alert_game_seq: ended,
+            note: String::new(),
+        }),
+        "ia-smith",
+    );
+    assert!(matches!(
+        board.alert(ended).status,
+        AlertStatus::Acknowledged { .. }
+    ));
+    board.act_resolving(
+        Action::Annotation(Annotation {
+            text: "result confirmed with both players".into(),
+        }),
+        "ia-smith",
+        vec![ended],
+    );
+    let confirmed = board.game.last_game_seq();
+    assert_eq!(
+        resolved_by(board.alert(ended)),
+        Some((confirmed, "ia-smith"))
+    );
+    board.assert_refolds();
+}
+
+#[test]
+fn a_fivefold_repetition_is_an_automatic_draw_for_the_arbiter_to_confirm() {
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    for _ in 0..4 {
+        for san in ["Nf3", "Nf6", "Ng1", "Ng8"] {
+            board.play(&mut pos, san);
+        }
+    }
+    assert!(board.game.is_over());
+    let ended = board.seqs(|k| matches!(k, Kind::Ended(_)))[0];
+    assert_eq!(
+        board.raised(),
+        vec![
+            (
+                AlertKind::ThreefoldClaimAvailable,
+                board.move_seq(7),
+                7,
+                "9.2".to_owned(),
+                vec![board.move_seq(7), 1, board.move_seq(4)],
+            ),
+            (
+                AlertKind::AutomaticDraw,
+                ended,
+                16,
+                "9.6.1".to_owned(),
+                vec![ended]
+            ),
+        ]
+    );
+    // The game is over: the claim is too; the draw waits for the arbiter.
+    assert_eq!(
+        resolved_by(board.alert(board.move_seq(7))),
+        Some((ended, ""))
+    );
+    assert!(is_new(board.alert(ended)));
+    board.assert_refolds();
+}
+
+#[test]
+fn the_board_away_and_back_and_its_battery_low() {
+    let status = |state: DeviceState, battery: Option<u32>| {
+        Obs::Status(DeviceStatus {
+            state: state as i32,
+            battery_percent: battery,
+            ..Default::default()
+        })
+    };
+    let mut board = Board::new("fide-2023");
+    board.observe(status(DeviceState::Connected, Some(80)));
+    board.observe(status(DeviceState::Disconnected, None));
+    board.observe(status(DeviceState::NotResponding, None));
+    board.observe(status(DeviceState::Connected, Some(60)));
+    board.observe(status(DeviceState::Connected, Some(19)));
+    board.observe(status(DeviceState::Connected, Some(15)));
+    let changes = board.seqs(|k| matches!(k, Kind::BoardStatus(_)));
+    // Connected, disconnected, not responding, connected, battery low.
+    assert_eq!(changes.len(), 5, "{changes:?}");
+    assert_eq!(
+        board.raised(),
+        vec![
+            (
+                AlertKind::BoardNotResponding,
+                changes[1],
+                1,
+                String::new(),
+                vec![changes[1]]
+            ),
+            (
+                AlertKind::BatteryLow,
+                changes[4],
+                1,
+                String::new(),
+                vec![changes[4]]
+            ),
+        ],
+        "not responding while disconnected is the same alert"
+    );
+    assert!(board.alert(changes[1]).summary.contains("disconnected"));
+    assert_eq!(resolved_by(board.alert(changes[1])), Some((changes[3], "")));
+    assert!(board.alert(changes[4]).summary.contains("19%"));
+    board.assert_refolds();
+
+    // Back with a low battery: one report, two facts.
+    let mut board = Board::new("fide-2023");
+    board.observe(status(DeviceState::Connected, Some(80)));
+    board.observe(status(DeviceState::Disconnected, None));
+    board.observe(status(DeviceState::Connected, Some(12)));
+    let changes = board.seqs(|k| matches!(k, Kind::BoardStatus(_)));
+    assert_eq!(
+        board
+            .raised()
+            .into_iter()
+            .map(|(kind, raised_at, ..)| (kind, raised_at))
+            .collect::<Vec<_>>(),
+        vec![
+            (AlertKind::BoardNotResponding, changes[1]),
+            (AlertKind::BatteryLow, changes[2]),
+        ]
+    );
+    board.assert_refolds();
+}
+
+#[test]
+fn observations_that_never_arrived_are_raised_with_their_range() {
+    let mut board = Board::new("fide-2023");
+    let noticed = Observation {
+        board_id: "b".into(),
+        device_seq: 9,
+        kind: Some(Obs::Placement(BoardPlacement {
+            placement: Chess::default().board().board_fen().to_string(),
+        })),
+        ..Default::default()
+    };
+    let events = board.game.decide_missing_observations(2, 8, &noticed);
+    board.append(events);
+    let missing = board.seqs(|k| matches!(k, Kind::ObservationsMissing(_)))[0];
+    assert_eq!(
+        board.raised(),
+        vec![(
+            AlertKind::ObservationsMissing,
+            missing,
+            1,
+            String::new(),
+            vec![missing]
+        )]
+    );
+    let summary = &board.alert(missing).summary;
+    assert!(summary.contains("observations 2 to 8"), "{summary}");
+    board.assert_refolds();
+}
+
+#[test]
+fn a_set_up_mismatch_is_raised_with_its_fix_and_resolved_when_cleared() {
+    // The board shows the start position turned round, then the right way round.
+    let mut board = Board::new("fide-2023");
+    let mut rotated = Chess::default().board().clone();
+    rotated.rotate_180();
+    board.placement(&rotated);
+    board.placement(Chess::default().board());
+    board.play(&mut Chess::default(), "e4");
+    let mismatch = board.seqs(|k| matches!(k, Kind::SetupMismatch(_)));
+    let cleared = board.seqs(|k| matches!(k, Kind::SetupMismatchCleared(_)));
+    assert_eq!((mismatch.len(), cleared.len()), (1, 1));
+    assert_eq!(
+        board.raised(),
+        vec![(
+            AlertKind::SetupMismatch,
+            mismatch[0],
+            1,
+            "7".to_owned(),
+            vec![mismatch[0]]
+        )]
+    );
+    let summary = &board.alert(mismatch[0]).summary;
+    for part in [
+        "board orientation",
+        "expected",
+        "seen",
+        "turned round",
+        "--rotated",
+    ] {
+        assert!(summary.contains(part), "{part}: {summary}");
+    }
+    let AlertStatus::Resolved {
+        game_seq, by, how, ..
+    } = &board.alert(mismatch[0]).status
+    else {
+        panic!("resolved");
+    };
+    assert_eq!((*game_seq, by.as_str()), (cleared[0], ""));
+    assert!(how.contains("as expected again"), "{how}");
+    board.assert_refolds();
+}
+
+#[test]
+fn a_claim_on_moves_nobody_saw_tells_the_arbiter_to_check_the_scoresheets() {
+    use boardcast_game::events::{ClaimKind, ClaimRuling};
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    // 1. e4 e5 2. Bc4: the board saw only the bishop on c4 at White's press.
+    let mut jumped = pos.clone();
+    for san in ["e4", "e5", "Bc4"] {
+        let mv = san
+            .parse::<San>()
+            .expect("san")
+            .to_move(&jumped)
+            .expect("legal");
+        jumped.play_unchecked(mv);
+    }
+    board.placement(jumped.board());
+    board.clock(ClockRun::Black);
+    pos = jumped;
+    for san in ["Nc6", "Nf3", "Nb8", "Ng1", "Nc6", "Nf3", "Nb8", "Ng1"] {
+        board.play(&mut pos, san);
+    }
+    assert_eq!(board.game.completed_moves().len(), 11);
+    board.act(
+        Action::Claim(ClaimRuling {
+            claimant: "black".into(),
+            kind: ClaimKind::Threefold as i32,
+            upheld: true,
+            ..Default::default()
+        }),
+        "ia-smith",
+    );
+    let ruling = board.seqs(|k| matches!(k, Kind::Arbiter(_)))[0];
+    let judged = board.seqs(|k| matches!(k, Kind::ClaimJudged(_)))[0];
+    let Some(Kind::ClaimJudged(verdict)) = &board.events[judged as usize - 1].kind else {
+        panic!("judged");
+    };
+    assert_eq!(verdict.unconfirmed_plies, [1, 2, 3]);
+    let mut rests_on = vec![judged];
+    rests_on.extend(verdict.game_seqs.iter().copied());
+    assert_eq!(
+        board.raised(),
+        vec![
+            // After 5. Nf3 Black may claim with 5... Nb8 (the position after 2. Bc4 a third
+            // time).
+            (
+                AlertKind::ThreefoldClaimAvailable,
+                board.move_seq(10),
+                10,
+                "9.2".to_owned(),
+                vec![board.move_seq(10), board.move_seq(3), board.move_seq(7)],
+            ),
+            (
+                AlertKind::ClaimOnUnconfirmedMoves,
+                judged,
+                12,
+                "6.12".to_owned(),
+                rests_on
+            ),
+        ]
+    );
+    let summary = &board.alert(judged).summary;
+    assert!(
+        summary.contains("plies 1 (e4), 2 (e5), 3 (Bc4)"),
+        "{summary}"
+    );
+    assert!(summary.contains("scoresheets"), "{summary}");
+    assert_eq!(
+        resolved_by(board.alert(board.move_seq(10))),
+        Some((ruling, "ia-smith"))
+    );
+    assert!(
+        is_new(board.alert(judged)),
+        "the game ended, the check is still due"
+    );
+    board.assert_refolds();
+}
+
+#[test]
+fn a_restored_position_resolves_the_irregular_placement_and_the_press_in_doubt() {
+    use boardcast_game::events::RestorePosition;
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    board.play(&mut pos, "e4");
+    board.play(&mut pos, "e5");
+    // A piece knocked over and the clock pressed: the arbiter puts the position back.
+    let mut knocked = pos.board().clone();
+    knocked.discard_piece_at(shakmaty::Square::D1);
+    board.placement(&knocked);
+    board.clock(ClockRun::Black);
+    let irregular = board.seqs(|k| matches!(k, Kind::Irregularity(_)));
+    let doubt = board.seqs(|k| matches!(k, Kind::PressInDoubt(_)));
+    assert_eq!((irregular.len(), doubt.len()), (1, 1));
+    board.act(
+        Action::Restore(RestorePosition {
+            ply: 2,
+            reason: "queen knocked over".into(),
+            ..Default::default()
+        }),
+        "ia-smith",
+    );
+    let restored = board.seqs(|k| matches!(k, Kind::PositionRestored(_)))[0];
+    assert_eq!(
+        board.raised(),
+        vec![
+            (
+                AlertKind::IrregularPlacement,
+                irregular[0],
+                3,
+                "7".to_owned(),
+                vec![irregular[0]]
+            ),
+            (
+                AlertKind::PressInDoubt,
+                doubt[0],
+                3,
+                "7.5.5".to_owned(),
+                vec![doubt[0]]
+            ),
+        ]
+    );
+    for raised_at in [irregular[0], doubt[0]] {
+        assert_eq!(
+            resolved_by(board.alert(raised_at)),
+            Some((restored, "ia-smith"))
+        );
+    }
+    assert_eq!(board.pushed_at(restored), [0, 1]);
+    board.assert_refolds();
+}
+
+#[test]
+fn a_malformed_log_never_panics_and_changes_nothing_it_does_not_name() {
+    use boardcast_game::events::{
+        AlertAcknowledgement, BoardStatusChanged, ClaimJudged, IllegalMoveRecorded,
+        PenaltyDecision, Provenance,
+    };
+    let board = Board::new("fide-2023");
+    let game = &board.game;
+    let mut alerts = GameAlerts::new();
+    let event = |game_seq: u64, kind: Option<Kind>| GameEvent {
+        game_id: GAME.into(),
+        game_seq,
+        recorded_unix_ms: -1,
+        provenance: None,
+        kind,
+    };
+    // No content, no provenance, entries named that raised nothing.
+    assert!(alerts.fold(&event(5, None), game).is_empty());
+    for action in [
+        Action::Acknowledgement(AlertAcknowledgement {
+            alert_game_seq: u64::MAX,
+            note: String::new(),
+        }),
+        Action::Penalty(PenaltyDecision {
+            illegal_move_game_seq: 0,
+            ..Default::default()
+        }),
+    ] {
+        let ruling = ArbiterAction {
+            action: Some(action),
+            resolves_alerts: vec![0, 7, u64::MAX],
+        };
+        assert!(
+            alerts
+                .fold(&event(6, Some(Kind::Arbiter(ruling))), game)
+                .is_empty()
+        );
+    }
+    // An impossible device state is no state.
+    let status = BoardStatusChanged {
+        state: 42,
+        ..Default::default()
+    };
+    assert!(
+        alerts
+            .fold(&event(7, Some(Kind::BoardStatus(status))), game)
+            .is_empty()
+    );
+    // Entries naming plies and entries that are not there, at the end of the numbers.
+    let judged = ClaimJudged {
+        game_seqs: vec![u64::MAX, 0],
+        unconfirmed_plies: vec![0, u32::MAX],
+        ..Default::default()
+    };
+    assert_eq!(
+        alerts.fold(&event(u64::MAX, Some(Kind::ClaimJudged(judged))), game),
+        [0]
+    );
+    assert_eq!(alerts.alerts()[0].rests_on, [u64::MAX, 0]);
+    let illegal = IllegalMoveRecorded {
+        offender: "nobody".into(),
+        ..Default::default()
+    };
+    let mut odd = event(u64::MAX, Some(Kind::IllegalMove(illegal)));
+    odd.provenance = Some(Provenance::default());
+    assert_eq!(alerts.fold(&odd, game), [1]);
+    assert_eq!(alerts.alerts().len(), 2);
+}
+
+#[test]
+fn a_clock_reading_the_time_control_does_not_explain_is_raised_in_minutes_and_seconds() {
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    for san in ["e4", "e5", "Nf3"] {
+        board.play(&mut pos, san);
+    }
+    // Black's press shows a minute more on Black's clock than the time control gives.
+    let mv = "Nc6"
+        .parse::<San>()
+        .expect("san")
+        .to_move(&pos)
+        .expect("legal");
+    pos.play_unchecked(mv);
+    board.placement(pos.board());
+    board.observe(Obs::Clock(ClockReading {
+        white_remaining_ms: 5_000_000,
+        black_remaining_ms: 5_060_000,
+        running: ClockRun::White as i32,
+        ..Default::default()
+    }));
+    let clock_alert = board.seqs(|k| matches!(k, Kind::ClockAlert(_)));
+    assert_eq!(clock_alert.len(), 1);
+    assert_eq!(
+        board.raised(),
+        vec![(
+            AlertKind::ClockMismatch,
+            clock_alert[0],
+            4,
+            "6.10".to_owned(),
+            vec![clock_alert[0]]
+        )]
+    );
+    let summary = &board.alert(clock_alert[0]).summary;
+    // 5,060 s, where 5,000 s less the two seconds Black took were expected.
+    assert!(
+        summary.contains("Black's clock shows 84:20 where the time control gives 83:18"),
+        "{summary}"
+    );
+    board.assert_refolds();
+}
+
+#[test]
+fn a_touch_and_another_piece_moved_is_a_possible_breach_resting_on_the_touches() {
+    use boardcast_game::device::{Piece, PieceLifted, PiecePlaced};
+    let mut board = Board::new("fide-2023");
+    let g1 = u32::from(shakmaty::Square::G1);
+    board.observe(Obs::Lifted(PieceLifted {
+        square: g1,
+        piece: Piece::WhiteKnight as i32,
+    }));
+    board.observe(Obs::Placed(PiecePlaced {
+        square: g1,
+        piece: Piece::WhiteKnight as i32,
+    }));
+    board.play(&mut Chess::default(), "e4");
+    let breach = board.seqs(|k| matches!(k, Kind::TouchMove(_)));
+    assert_eq!(breach.len(), 1);
+    let Some(Kind::TouchMove(event)) = &board.events[breach[0] as usize - 1].kind else {
+        panic!("breach");
+    };
+    let mut rests_on = vec![breach[0]];
+    rests_on.extend(event.touch_game_seqs.iter().copied());
+    assert_eq!(rests_on.len(), 2, "the lift of the knight");
+    assert_eq!(
+        board.raised(),
+        vec![(
+            AlertKind::PossibleTouchMoveBreach,
+            breach[0],
+            1,
+            event.article.clone(),
+            rests_on
+        )]
+    );
+    let summary = &board.alert(breach[0]).summary;
+    assert!(summary.contains("own piece not moved (g1)"), "{summary}");
+    board.assert_refolds();
+}
+
+/// Every eighth London game played on a simulated board whose clock stands the other way round
+/// from how its gateway reads it, until the arbiter turns it round before ply 20: the set-up
+/// mismatch is raised once and cleared by the log, nothing irregular is raised, and the log
+/// alone gives the live alerts.
+#[test]
+fn simulated_games_raise_only_what_happened_and_refold_to_the_same_alerts() {
+    use boardcast_game::device::SourceKind;
+    use boardcast_rules::pgn::read_games;
+    use boardcast_sim::{ClockSetup, ScriptOptions, script};
+    let games = read_games(include_str!("../../../data/london-classic-2016.pgn")).expect("reads");
+    let options = ScriptOptions {
+        clock: ClockSetup {
+            turned_before_ply: Some(20),
+            ..ClockSetup::white_on_right()
+        },
+        ..ScriptOptions::default()
+    };
+    for pgn in games.iter().step_by(8) {
+        let mut board = Board::set_up("fide-2023", "", options.initial_clock_ms);
+        for (i, step) in script(pgn, &options)
+            .expect("scripts")
+            .into_iter()
+            .enumerate()
+        {
+            let obs = Observation {
+                board_id: "b".into(),
+                device_seq: i as u64 + 1,
+                device_time_unix_ms: step.at_ms as i64,
+                receive_time_unix_ms: step.at_ms as i64,
+                source: SourceKind::Simulator as i32,
+                kind: Some(step.kind),
+            };
+            if let ObservationOutcome::Events(events) = board
+                .game
+                .decide_observation(&obs)
+                .expect("valid observation")
+            {
+                board.append(events);
+            }
+        }
+        let kinds: Vec<AlertKind> = board.alerts.alerts().iter().map(|a| a.kind).collect();
+        let who = pgn.players();
+        assert!(
+            kinds.iter().all(|k| matches!(
+                k,
+                AlertKind::SetupMismatch
+                    | AlertKind::ThreefoldClaimAvailable
+                    | AlertKind::FiftyMoveClaimAvailable
+                    | AlertKind::ClockMismatch
+            )),
+            "{who}: {kinds:?}"
+        );
+        let mismatches: Vec<&Alert> = board
+            .alerts
+            .alerts()
+            .iter()
+            .filter(|a| a.kind == AlertKind::SetupMismatch)
+            .collect();
+        if pgn.moves.len() >= 20 {
+            assert_eq!(mismatches.len(), 1, "{who}");
+            let cleared = board.seqs(|k| matches!(k, Kind::SetupMismatchCleared(_)));
+            assert_eq!(resolved_by(mismatches[0]), Some((cleared[0], "")), "{who}");
+        }
+        board.assert_refolds();
+    }
+}

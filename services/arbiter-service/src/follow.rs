@@ -1,0 +1,1350 @@
+//! Follows the authoritative game log (never the broadcast service's display data: Article 6.14)
+//! and keeps, per game, the game folded with the aggregate, its alerts (`GameAlerts`) and its
+//! timeline; every alert raised or changed goes out on a broadcast channel for the live queues.
+//!
+//! Everything here is a fold of the log: each instance of the service, started at any time,
+//! arrives at the same alerts with the same versions. An alert's version is the log entry that
+//! last changed it, and the JetStream sequence of that entry orders every change of every game,
+//! so a page that reconnects is sent exactly what it missed.
+
+use std::{
+    collections::BTreeMap,
+    panic::AssertUnwindSafe,
+    sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard},
+    time::Duration,
+};
+
+use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use boardcast_game::{
+    Game, GameError,
+    alerts::{Alert, AlertStatus, GameAlerts},
+    device::{ClockDisplay, ClockReading, ClockRun, DeviceState, observation},
+    events::{
+        GameEvent, GameEventRecord, arbiter_action::Action, game_event::Kind,
+    },
+};
+use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
+use futures::StreamExt as _;
+use prost::Message as _;
+use serde::Serialize;
+use tokio::sync::{broadcast, watch};
+
+use crate::timeline;
+
+/// Orders alert changes across all games: the JetStream sequence of the log entry that made the
+/// change, then the game and the alert (one entry can change several alerts of its game).
+pub type AlertKey = (u64, String, u64);
+
+/// One alert as the pages show it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct AlertView {
+    /// `<game_id>/<raised_at>`: the alert's name.
+    pub id: String,
+    /// `<game_id>/<raised_at>/<version>`: the SSE event id of this state of the alert.
+    pub event_id: String,
+    pub game_id: String,
+    pub tournament_id: String,
+    pub round: u32,
+    pub board_number: u32,
+    pub white: String,
+    pub black: String,
+    /// The log entry that raised it.
+    pub raised_at: u64,
+    /// The log entry that last changed it.
+    pub version: u64,
+    pub kind: &'static str,
+    pub kind_label: &'static str,
+    pub ply: u32,
+    pub device_time_unix_ms: i64,
+    pub recorded_unix_ms: i64,
+    pub article: String,
+    pub summary: String,
+    pub rests_on: Vec<u64>,
+    /// `new`, `acknowledged` or `resolved`.
+    pub status: &'static str,
+    /// Who acknowledged or resolved it (empty when the log itself resolved it).
+    pub status_by: String,
+    pub status_at_unix_ms: i64,
+    pub status_game_seq: u64,
+    pub status_how: String,
+    #[serde(skip)]
+    pub stream_seq: u64,
+}
+
+impl AlertView {
+    pub fn key(&self) -> AlertKey {
+        (self.stream_seq, self.game_id.clone(), self.raised_at)
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.status != "resolved"
+    }
+}
+
+/// The clocks as last known from the log: the last completed move's times, a clock reading, or
+/// what an arbiter set.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct ClockView {
+    pub white_ms: Option<u64>,
+    pub black_ms: Option<u64>,
+    /// `white`, `black`, `stopped`, or empty when unknown.
+    pub running: &'static str,
+    /// `move`, `reading`, `arbiter`, or empty when no clock is known yet.
+    pub from: &'static str,
+    /// The log entry the values come from.
+    pub at_game_seq: u64,
+}
+
+/// One entry of a game's timeline.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TimelineEntry {
+    pub game_seq: u64,
+    pub recorded_unix_ms: i64,
+    /// Device time of the observations it rests on (0: none, e.g. an arbiter's action).
+    pub device_time_unix_ms: i64,
+    pub source: &'static str,
+    /// The authenticated user who issued it (arbiter actions, set-up).
+    pub actor: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub request_id: String,
+    pub kind: &'static str,
+    /// `move`, `observation`, `clock`, `alert`, `ruling` or `game`: the page's filters.
+    pub category: &'static str,
+    pub words: String,
+    /// The entry raised an alert.
+    pub raises_alert: bool,
+    #[serde(skip)]
+    pub stream_seq: u64,
+}
+
+/// A game's log failed its checks: entries from `at_game_seq` on are not folded.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Damage {
+    pub at_game_seq: u64,
+    pub reason: String,
+    /// Entries after the damaged one that arrived and could not be folded.
+    pub entries_not_shown: u64,
+    /// "log damaged at entry N: …", as the page shows it.
+    pub message: String,
+}
+
+/// A board of a round at a glance.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BoardView {
+    pub game_id: String,
+    pub tournament_id: String,
+    pub event_name: String,
+    pub round: u32,
+    pub board_number: u32,
+    pub board_id: String,
+    pub white: String,
+    pub black: String,
+    pub fen: String,
+    /// `white` or `black`.
+    pub to_move: &'static str,
+    pub completed_plies: usize,
+    /// The last completed move, e.g. "12. Nf3".
+    pub last_move: String,
+    /// Moves seen on the board but not completed by a press.
+    pub provisional: Vec<String>,
+    pub clocks: ClockView,
+    /// `playing`, `finished`, `offline` (the board is not being seen) or `damaged`.
+    pub state: &'static str,
+    /// PGN result token.
+    pub result: &'static str,
+    pub termination: String,
+    /// The board as its gateway last reported it.
+    pub device: &'static str,
+    pub battery_percent: Option<u32>,
+    pub open_alerts: usize,
+    pub new_alerts: usize,
+    pub last_game_seq: u64,
+    pub damage: Option<Damage>,
+}
+
+/// A round of a tournament, for the index.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RoundView {
+    pub tournament_id: String,
+    pub event_name: String,
+    pub round: u32,
+    pub games: usize,
+    pub finished: usize,
+    pub offline: usize,
+    pub open_alerts: usize,
+    pub new_alerts: usize,
+}
+
+/// A completed move with what it rests on.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct MoveView {
+    pub ply: u32,
+    pub san: String,
+    pub uci: String,
+    pub source: &'static str,
+    pub game_seq: u64,
+    pub device_time_unix_ms: i64,
+    pub white_ms: Option<u64>,
+    pub black_ms: Option<u64>,
+}
+
+/// An illegal move whose proposed penalty no arbiter has decided yet.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PendingPenalty {
+    pub game_seq: u64,
+    pub ply: u32,
+    pub offender: String,
+    pub kind: String,
+    pub proposed_penalty: String,
+    pub article: String,
+}
+
+/// Everything the game page shows.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GameDetail {
+    pub board: BoardView,
+    pub moves: Vec<MoveView>,
+    pub alerts: Vec<AlertView>,
+    pub timeline: Vec<TimelineEntry>,
+    pub pending_penalties: Vec<PendingPenalty>,
+    pub missing_observations: Vec<String>,
+    pub setup_mismatches: Vec<String>,
+}
+
+/// The game as it stood after one log entry.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PositionView {
+    pub game_id: String,
+    pub game_seq: u64,
+    pub fen: String,
+    pub to_move: &'static str,
+    pub completed_plies: usize,
+    pub moves: Vec<MoveView>,
+    pub provisional: Vec<String>,
+    pub clocks: ClockView,
+    pub result: &'static str,
+    /// The entry itself in words.
+    pub words: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AtError {
+    #[error("no game {0:?} in the log")]
+    UnknownGame(String),
+    #[error("game {game_id:?} has log entries 1 to {last}; there is no entry {asked}")]
+    OutOfRange {
+        game_id: String,
+        asked: u64,
+        last: u64,
+    },
+    #[error("the log of game {game_id:?} cannot be folded to entry {asked}: {reason}")]
+    Fold {
+        game_id: String,
+        asked: u64,
+        reason: String,
+    },
+}
+
+/// What the follower is doing, for /healthz and the pages.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(tag = "state", content = "detail", rename_all = "snake_case")]
+pub enum FollowStatus {
+    Connecting,
+    /// The stream does not exist yet (or cannot be read): the game service creates it.
+    WaitingForStream(String),
+    Following,
+}
+
+/// A change the live pages are told about.
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// An alert raised or changed.
+    Alert(Arc<AlertView>),
+    /// A game's log grew (its board summary and timeline changed).
+    Game { game_id: Arc<str>, stream_seq: u64 },
+}
+
+/// Which clock readings have White and Black the other way round (the game's own rule,
+/// `ClockSides::swaps`, kept here because the game keeps it private).
+#[derive(Clone, Copy, Debug, Default)]
+struct Sides {
+    reversed: bool,
+    white_display: ClockDisplay,
+}
+
+impl Sides {
+    fn swaps(&self, reading: &ClockReading) -> bool {
+        match (self.white_display, reading.white_display()) {
+            (
+                white @ (ClockDisplay::Left | ClockDisplay::Right),
+                labelled @ (ClockDisplay::Left | ClockDisplay::Right),
+            ) => white != labelled,
+            _ => self.reversed,
+        }
+    }
+}
+
+/// A game folded with the aggregate, and its clocks as last known.
+#[derive(Clone)]
+struct Folded {
+    game: Game,
+    clocks: ClockView,
+    sides: Sides,
+}
+
+impl Folded {
+    fn start(record: &GameEventRecord, event: &GameEvent) -> Result<(Folded, bool), GameError> {
+        let mut folded = Folded {
+            game: Game::from_first_record(record)?,
+            clocks: ClockView::default(),
+            sides: Sides::default(),
+        };
+        let swapped = folded.track(event);
+        Ok((folded, swapped))
+    }
+
+    /// Applies the next record (its event already opened); returns whether a clock reading in it
+    /// is read the other way round.
+    fn apply(&mut self, record: &GameEventRecord, event: &GameEvent) -> Result<bool, GameError> {
+        self.game.apply(record)?;
+        Ok(self.track(event))
+    }
+
+    fn track(&mut self, event: &GameEvent) -> bool {
+        let seq = event.game_seq;
+        let mut swapped = false;
+        match event.kind.as_ref() {
+            Some(Kind::ClockSides(c)) => {
+                self.sides = Sides {
+                    reversed: c.reversed,
+                    white_display: c.white_display(),
+                };
+            }
+            Some(Kind::ObservationRecorded(o)) => {
+                if let Some(observation::Kind::Clock(reading)) =
+                    o.observation.as_ref().and_then(|o| o.kind.as_ref())
+                {
+                    swapped = self.sides.swaps(reading);
+                    let (white, black) = if swapped {
+                        (reading.black_remaining_ms, reading.white_remaining_ms)
+                    } else {
+                        (reading.white_remaining_ms, reading.black_remaining_ms)
+                    };
+                    self.clocks = ClockView {
+                        white_ms: Some(white),
+                        black_ms: Some(black),
+                        running: match (reading.running(), swapped) {
+                            (ClockRun::White, false) | (ClockRun::Black, true) => "white",
+                            (ClockRun::Black, false) | (ClockRun::White, true) => "black",
+                            (ClockRun::Stopped, _) => "stopped",
+                            (ClockRun::Unspecified, _) => "",
+                        },
+                        from: "reading",
+                        at_game_seq: seq,
+                    };
+                }
+            }
+            Some(Kind::MoveCompleted(m))
+                if m.white_remaining_ms.is_some() || m.black_remaining_ms.is_some() =>
+            {
+                self.clocks = ClockView {
+                    white_ms: m.white_remaining_ms.or(self.clocks.white_ms),
+                    black_ms: m.black_remaining_ms.or(self.clocks.black_ms),
+                    // The mover pressed: the opponent's clock runs.
+                    running: if m.ply % 2 == 1 { "black" } else { "white" },
+                    from: "move",
+                    at_game_seq: seq,
+                };
+            }
+            Some(Kind::PositionRestored(r)) => {
+                self.clocks.white_ms = r.white_remaining_ms.or(self.clocks.white_ms);
+                self.clocks.black_ms = r.black_remaining_ms.or(self.clocks.black_ms);
+                self.clocks.from = "arbiter";
+                self.clocks.at_game_seq = seq;
+            }
+            Some(Kind::Arbiter(a)) => {
+                if let Some(Action::Clocks(c)) = a.action.as_ref() {
+                    let adjust = |current: Option<u64>, set: Option<u64>, added: i64| {
+                        set.or(current)
+                            .map(|ms| (ms as i64).saturating_add(added).max(0) as u64)
+                    };
+                    self.clocks.white_ms =
+                        adjust(self.clocks.white_ms, c.white_remaining_ms, c.white_added_ms);
+                    self.clocks.black_ms =
+                        adjust(self.clocks.black_ms, c.black_remaining_ms, c.black_added_ms);
+                    self.clocks.from = "arbiter";
+                    self.clocks.at_game_seq = seq;
+                }
+            }
+            Some(Kind::Ended(_)) => self.clocks.running = "stopped",
+            _ => {}
+        }
+        swapped
+    }
+}
+
+fn player_name(p: &Option<boardcast_game::events::Player>) -> String {
+    p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
+}
+
+fn side_to_move(game: &Game) -> &'static str {
+    if game.turn().is_white() {
+        "white"
+    } else {
+        "black"
+    }
+}
+
+fn move_views(game: &Game) -> Vec<MoveView> {
+    game.completed_moves()
+        .iter()
+        .map(|m| MoveView {
+            ply: m.event.ply,
+            san: m.event.san.clone(),
+            uci: m.event.uci.clone(),
+            source: timeline::source_name(m.source),
+            game_seq: m.game_seq,
+            device_time_unix_ms: m.device_time_unix_ms,
+            white_ms: m.event.white_remaining_ms,
+            black_ms: m.event.black_remaining_ms,
+        })
+        .collect()
+}
+
+fn alert_view(game: &Game, alert: &Alert, version: u64, stream_seq: u64) -> AlertView {
+    let info = game.info();
+    let (status_by, status_at_unix_ms, status_game_seq, status_how) = match &alert.status {
+        AlertStatus::New => (String::new(), 0, 0, String::new()),
+        AlertStatus::Acknowledged {
+            by,
+            at_unix_ms,
+            game_seq,
+        } => (by.clone(), *at_unix_ms, *game_seq, String::new()),
+        AlertStatus::Resolved {
+            by,
+            at_unix_ms,
+            game_seq,
+            how,
+        } => (by.clone(), *at_unix_ms, *game_seq, how.clone()),
+    };
+    AlertView {
+        id: format!("{}/{}", game.game_id(), alert.raised_at),
+        event_id: format!("{}/{}/{}", game.game_id(), alert.raised_at, version),
+        game_id: game.game_id().to_owned(),
+        tournament_id: info.tournament_id.clone(),
+        round: info.round,
+        board_number: info.board_number,
+        white: player_name(&info.white),
+        black: player_name(&info.black),
+        raised_at: alert.raised_at,
+        version,
+        kind: timeline::alert_kind_name(alert.kind),
+        kind_label: timeline::alert_kind_label(alert.kind),
+        ply: alert.ply,
+        device_time_unix_ms: alert.device_time_unix_ms,
+        recorded_unix_ms: alert.recorded_unix_ms,
+        article: alert.article.clone(),
+        summary: alert.summary.clone(),
+        rests_on: alert.rests_on.clone(),
+        status: timeline::alert_status_name(&alert.status),
+        status_by,
+        status_at_unix_ms,
+        status_game_seq,
+        status_how,
+        stream_seq,
+    }
+}
+
+/// One game as the service keeps it.
+struct GameEntry {
+    game_id: String,
+    folded: Option<Folded>,
+    alerts: GameAlerts,
+    /// Each alert (by `raised_at`) as it stands, with the log entry that last changed it.
+    alerts_shown: BTreeMap<u64, AlertView>,
+    timeline: Vec<TimelineEntry>,
+    /// The records as stored, to fold the game to any entry (`position_at`).
+    records: Vec<GameEventRecord>,
+    damage: Option<Damage>,
+}
+
+impl GameEntry {
+    fn new(game_id: &str) -> GameEntry {
+        GameEntry {
+            game_id: game_id.to_owned(),
+            folded: None,
+            alerts: GameAlerts::new(),
+            alerts_shown: BTreeMap::new(),
+            timeline: Vec::new(),
+            records: Vec::new(),
+            damage: None,
+        }
+    }
+
+    fn last_game_seq(&self) -> u64 {
+        self.timeline.last().map(|e| e.game_seq).unwrap_or(0)
+    }
+
+    fn alert_views(&self) -> impl Iterator<Item = &AlertView> {
+        self.alerts_shown.values()
+    }
+
+    /// Folds the next record; returns the alerts it raised or changed.
+    fn fold(
+        &mut self,
+        record: GameEventRecord,
+        event: GameEvent,
+        stream_seq: u64,
+    ) -> Result<Vec<AlertView>, GameError> {
+        let swapped = match &mut self.folded {
+            None => {
+                let (folded, swapped) = Folded::start(&record, &event)?;
+                self.folded = Some(folded);
+                swapped
+            }
+            Some(folded) => folded.apply(&record, &event)?,
+        };
+        let Some(folded) = &self.folded else {
+            return Ok(Vec::new());
+        };
+        let changed = self.alerts.fold(&event, &folded.game);
+        let mut views = Vec::new();
+        let mut raises_alert = false;
+        for index in changed {
+            let Some(alert) = self.alerts.alerts().get(index) else {
+                continue;
+            };
+            raises_alert |= alert.raised_at == event.game_seq;
+            let view = alert_view(&folded.game, alert, event.game_seq, stream_seq);
+            self.alerts_shown.insert(alert.raised_at, view.clone());
+            views.push(view);
+        }
+        views.sort_by_key(|v| v.raised_at);
+        views.dedup_by_key(|v| v.raised_at);
+        let provenance = event.provenance.clone().unwrap_or_default();
+        self.timeline.push(TimelineEntry {
+            game_seq: event.game_seq,
+            recorded_unix_ms: event.recorded_unix_ms,
+            device_time_unix_ms: provenance.device_time_unix_ms,
+            source: timeline::source_name(provenance.source()),
+            actor: provenance.actor,
+            request_id: provenance.request_id,
+            kind: timeline::kind_name(&event),
+            category: timeline::category(&event),
+            words: timeline::words(&event, swapped),
+            raises_alert,
+            stream_seq,
+        });
+        self.records.push(record);
+        Ok(views)
+    }
+
+    fn board_view(&self) -> Option<BoardView> {
+        let folded = self.folded.as_ref()?;
+        let game = &folded.game;
+        let info = game.info();
+        let status = game.board_status();
+        let offline = matches!(
+            status.state,
+            DeviceState::NotResponding | DeviceState::Disconnected
+        );
+        let last_move = game
+            .completed_moves()
+            .last()
+            .map(|m| format!("{} {}", timeline::move_number(m.event.ply), m.event.san))
+            .unwrap_or_default();
+        Some(BoardView {
+            game_id: self.game_id.clone(),
+            tournament_id: info.tournament_id.clone(),
+            event_name: info.event_name.clone(),
+            round: info.round,
+            board_number: info.board_number,
+            board_id: info.board_id.clone(),
+            white: player_name(&info.white),
+            black: player_name(&info.black),
+            fen: boardcast_game::fen(game.position()),
+            to_move: side_to_move(game),
+            completed_plies: game.completed_moves().len(),
+            last_move,
+            provisional: game
+                .provisional_line()
+                .iter()
+                .map(|p| format!("{} {}", timeline::move_number(p.ply), p.san))
+                .collect(),
+            clocks: folded.clocks,
+            state: if self.damage.is_some() {
+                "damaged"
+            } else if game.is_over() {
+                "finished"
+            } else if offline {
+                "offline"
+            } else {
+                "playing"
+            },
+            result: game.result_token(),
+            termination: game
+                .result()
+                .map(|(_, t)| format!("{t:?}"))
+                .unwrap_or_default(),
+            device: timeline::device_state_name(status.state),
+            battery_percent: status.battery_percent,
+            open_alerts: self.alert_views().filter(|a| a.is_open()).count(),
+            new_alerts: self.alert_views().filter(|a| a.status == "new").count(),
+            last_game_seq: self.last_game_seq(),
+            damage: self.damage.clone(),
+        })
+    }
+}
+
+/// Which alerts a live queue shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AlertFilter {
+    pub tournament: Option<String>,
+    pub round: Option<u32>,
+    pub game: Option<String>,
+}
+
+impl AlertFilter {
+    pub fn matches(&self, alert: &AlertView) -> bool {
+        self.tournament
+            .as_ref()
+            .is_none_or(|t| *t == alert.tournament_id)
+            && self.round.is_none_or(|r| r == alert.round)
+            && self.game.as_ref().is_none_or(|g| *g == alert.game_id)
+    }
+
+    pub fn matches_board(&self, board: &BoardView) -> bool {
+        self.tournament
+            .as_ref()
+            .is_none_or(|t| *t == board.tournament_id)
+            && self.round.is_none_or(|r| r == board.round)
+            && self.game.as_ref().is_none_or(|g| *g == board.game_id)
+    }
+}
+
+struct State {
+    games: BTreeMap<String, GameEntry>,
+    last_stream_seq: u64,
+    status: FollowStatus,
+}
+
+/// Every game of the log as the arbiters see it.
+pub struct Games {
+    state: RwLock<State>,
+    changes: broadcast::Sender<Change>,
+    folded: watch::Sender<u64>,
+}
+
+impl Default for Games {
+    fn default() -> Self {
+        Games::new()
+    }
+}
+
+/// The game id in a subject `boardcast.game.<game>.events`.
+fn game_of_subject(subject: &str) -> String {
+    subject
+        .strip_prefix("boardcast.game.")
+        .and_then(|s| s.strip_suffix(".events"))
+        .unwrap_or(subject)
+        .to_owned()
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
+}
+
+impl Games {
+    pub fn new() -> Games {
+        Games {
+            state: RwLock::new(State {
+                games: BTreeMap::new(),
+                last_stream_seq: 0,
+                status: FollowStatus::Connecting,
+            }),
+            changes: broadcast::channel(4096).0,
+            folded: watch::channel(0).0,
+        }
+    }
+
+    // A panic while folding is caught (see `fold_message`), so a poisoned lock still holds
+    // consistent data: the game concerned is marked damaged.
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    pub fn status(&self) -> FollowStatus {
+        self.read().status.clone()
+    }
+
+    fn set_status(&self, status: FollowStatus) {
+        self.write().status = status;
+    }
+
+    pub fn last_stream_seq(&self) -> u64 {
+        self.read().last_stream_seq
+    }
+
+    pub fn game_count(&self) -> usize {
+        self.read().games.len()
+    }
+
+    /// Folds one message of the game log. Never fails: a record that cannot be folded marks
+    /// its game damaged from that entry on ("log damaged at entry N") and is logged.
+    pub fn fold_message(&self, stream_seq: u64, subject: &str, payload: &[u8]) {
+        let changes = {
+            let mut state = self.write();
+            if stream_seq <= state.last_stream_seq {
+                // Delivered again after the consumer was recreated.
+                return;
+            }
+            state.last_stream_seq = stream_seq;
+            fold_into(&mut state, stream_seq, subject, payload)
+        };
+        self.folded.send_replace(stream_seq);
+        for change in changes {
+            // Nobody listening is fine.
+            let _ = self.changes.send(change);
+        }
+    }
+
+    /// Tournaments' rounds the `readable` predicate lets through.
+    pub fn rounds(&self, readable: &dyn Fn(&str) -> bool) -> Vec<RoundView> {
+        let state = self.read();
+        let mut rounds: BTreeMap<(String, u32), RoundView> = BTreeMap::new();
+        for entry in state.games.values() {
+            let Some(board) = entry.board_view() else {
+                continue;
+            };
+            if !readable(&board.tournament_id) {
+                continue;
+            }
+            let round = rounds
+                .entry((board.tournament_id.clone(), board.round))
+                .or_insert_with(|| RoundView {
+                    tournament_id: board.tournament_id.clone(),
+                    event_name: board.event_name.clone(),
+                    round: board.round,
+                    games: 0,
+                    finished: 0,
+                    offline: 0,
+                    open_alerts: 0,
+                    new_alerts: 0,
+                });
+            round.games += 1;
+            round.finished += usize::from(board.state == "finished");
+            round.offline += usize::from(board.state == "offline");
+            round.open_alerts += board.open_alerts;
+            round.new_alerts += board.new_alerts;
+        }
+        rounds.into_values().collect()
+    }
+
+    /// The boards `filter` selects, by round and board number.
+    pub fn boards(&self, filter: &AlertFilter) -> Vec<BoardView> {
+        let state = self.read();
+        let mut boards: Vec<BoardView> = state
+            .games
+            .values()
+            .filter_map(GameEntry::board_view)
+            .filter(|b| filter.matches_board(b))
+            .collect();
+        boards.sort_by(|a, b| {
+            (&a.tournament_id, a.round, a.board_number).cmp(&(
+                &b.tournament_id,
+                b.round,
+                b.board_number,
+            ))
+        });
+        boards
+    }
+
+    pub fn board(&self, game_id: &str) -> Option<BoardView> {
+        self.read().games.get(game_id)?.board_view()
+    }
+
+    /// The tournament and board number of a game, for permission checks.
+    pub fn tournament_of(&self, game_id: &str) -> Option<(String, u32)> {
+        let state = self.read();
+        let game = &state.games.get(game_id)?.folded.as_ref()?.game;
+        Some((game.info().tournament_id.clone(), game.info().board_number))
+    }
+
+    pub fn game_detail(&self, game_id: &str) -> Option<GameDetail> {
+        let state = self.read();
+        let entry = state.games.get(game_id)?;
+        let board = entry.board_view()?;
+        let game = &entry.folded.as_ref()?.game;
+        Some(GameDetail {
+            board,
+            moves: move_views(game),
+            alerts: entry.alert_views().cloned().collect(),
+            timeline: entry.timeline.clone(),
+            pending_penalties: game
+                .illegal_moves()
+                .iter()
+                .filter(|m| m.decided.is_none())
+                .map(|m| PendingPenalty {
+                    game_seq: m.game_seq,
+                    ply: m.event.ply,
+                    offender: m.event.offender.clone(),
+                    kind: m.event.kind.clone(),
+                    proposed_penalty: m.event.proposed_penalty.clone(),
+                    article: m.event.article.clone(),
+                })
+                .collect(),
+            missing_observations: game
+                .missing_observations()
+                .iter()
+                .map(|m| {
+                    format!(
+                        "observations {} to {} never arrived",
+                        m.first_device_seq, m.last_device_seq
+                    )
+                })
+                .collect(),
+            setup_mismatches: game
+                .setup_mismatches()
+                .iter()
+                .map(|m| format!("expected {}; seen {}. {}", m.expected, m.seen, m.fix))
+                .collect(),
+        })
+    }
+
+    /// The game's timeline entries after `after`.
+    pub fn timeline_after(&self, game_id: &str, after: u64) -> Option<Vec<TimelineEntry>> {
+        let state = self.read();
+        let entry = state.games.get(game_id)?;
+        Some(
+            entry
+                .timeline
+                .iter()
+                .filter(|e| e.game_seq > after)
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// The game's entries recorded under a request id (an arbiter action and its effects).
+    pub fn entries_of_request(&self, game_id: &str, request_id: &str) -> Vec<TimelineEntry> {
+        let state = self.read();
+        state
+            .games
+            .get(game_id)
+            .map(|entry| {
+                entry
+                    .timeline
+                    .iter()
+                    .filter(|e| !request_id.is_empty() && e.request_id == request_id)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn last_game_seq(&self, game_id: &str) -> Option<u64> {
+        Some(self.read().games.get(game_id)?.last_game_seq())
+    }
+
+    /// Waits until the game's log here reaches `game_seq` (true), or `timeout` passes (false).
+    pub async fn wait_for(&self, game_id: &str, game_seq: u64, timeout: Duration) -> bool {
+        let mut folded = self.folded.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self.last_game_seq(game_id).unwrap_or(0) >= game_seq {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, folded.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return false,
+            }
+        }
+    }
+
+    /// The game as it stood after log entry `game_seq`: its records folded up to it.
+    pub fn position_at(&self, game_id: &str, game_seq: u64) -> Result<PositionView, AtError> {
+        let (records, words) = {
+            let state = self.read();
+            let entry = state
+                .games
+                .get(game_id)
+                .ok_or_else(|| AtError::UnknownGame(game_id.to_owned()))?;
+            let last = entry.records.len() as u64;
+            if game_seq == 0 || game_seq > last {
+                return Err(AtError::OutOfRange {
+                    game_id: game_id.to_owned(),
+                    asked: game_seq,
+                    last,
+                });
+            }
+            let words = entry
+                .timeline
+                .get(game_seq as usize - 1)
+                .map(|e| e.words.clone())
+                .unwrap_or_default();
+            (entry.records[..game_seq as usize].to_vec(), words)
+        };
+        // Folded outside the lock: a long game takes a moment.
+        let fold_error = |reason: String| AtError::Fold {
+            game_id: game_id.to_owned(),
+            asked: game_seq,
+            reason,
+        };
+        let mut folded: Option<Folded> = None;
+        for record in &records {
+            let event = Game::open_record(record).map_err(|e| fold_error(e.to_string()))?;
+            match &mut folded {
+                None => {
+                    folded = Some(
+                        Folded::start(record, &event)
+                            .map_err(|e| fold_error(e.to_string()))?
+                            .0,
+                    )
+                }
+                Some(f) => {
+                    f.apply(record, &event)
+                        .map_err(|e| fold_error(e.to_string()))?;
+                }
+            }
+        }
+        let folded = folded.ok_or_else(|| fold_error("no records".to_owned()))?;
+        let game = &folded.game;
+        Ok(PositionView {
+            game_id: game_id.to_owned(),
+            game_seq,
+            fen: boardcast_game::fen(game.position()),
+            to_move: side_to_move(game),
+            completed_plies: game.completed_moves().len(),
+            moves: move_views(game),
+            provisional: game
+                .provisional_line()
+                .iter()
+                .map(|p| format!("{} {}", timeline::move_number(p.ply), p.san))
+                .collect(),
+            clocks: folded.clocks,
+            result: game.result_token(),
+            words,
+        })
+    }
+
+    /// The alerts a live queue is sent first, and the stream sequence they are complete up to
+    /// (later changes come from `subscribe`). Without `after`: the open alerts. With `after` (a
+    /// reconnecting page's last event): every alert changed after it, whatever its status.
+    pub fn alerts_since(
+        &self,
+        filter: &AlertFilter,
+        readable: &dyn Fn(&str) -> bool,
+        after: Option<&AlertKey>,
+    ) -> (Vec<AlertView>, u64) {
+        let state = self.read();
+        let mut alerts: Vec<AlertView> = state
+            .games
+            .values()
+            .flat_map(GameEntry::alert_views)
+            .filter(|a| filter.matches(a) && readable(&a.tournament_id))
+            .cloned()
+            .filter(|a| match after {
+                None => a.is_open(),
+                Some(after) => a.key() > *after,
+            })
+            .collect();
+        alerts.sort_by_key(AlertView::key);
+        (alerts, state.last_stream_seq)
+    }
+
+    /// The position in the change order of an SSE event id `<game_id>/<raised_at>/<version>`;
+    /// `None` when this instance does not know it (then the page is sent the open alerts).
+    pub fn key_of_event_id(&self, event_id: &str) -> Option<AlertKey> {
+        let mut parts = event_id.rsplitn(3, '/');
+        let version: u64 = parts.next()?.parse().ok()?;
+        let raised_at: u64 = parts.next()?.parse().ok()?;
+        let game_id = parts.next()?;
+        let state = self.read();
+        let entry = state.games.get(game_id)?;
+        let stream_seq = entry
+            .timeline
+            .get(usize::try_from(version).ok()?.checked_sub(1)?)
+            .filter(|e| e.game_seq == version)?
+            .stream_seq;
+        Some((stream_seq, game_id.to_owned(), raised_at))
+    }
+}
+
+#[cfg(test)]
+impl Games {
+    /// Puts an alert on a game as if the alerts fold had raised or changed it at log entry
+    /// `version` (the alerts library is written separately; the queue's machinery is tested
+    /// with this), and tells the live queues.
+    pub(crate) fn inject_alert(
+        &self,
+        game_id: &str,
+        raised_at: u64,
+        version: u64,
+        status: &'static str,
+    ) -> AlertView {
+        let view = {
+            let mut state = self.write();
+            let entry = state.games.get_mut(game_id).expect("a known game");
+            let board = entry.board_view().expect("a started game");
+            let stream_seq = entry.timeline[version as usize - 1].stream_seq;
+            let view = AlertView {
+                id: format!("{game_id}/{raised_at}"),
+                event_id: format!("{game_id}/{raised_at}/{version}"),
+                game_id: game_id.to_owned(),
+                tournament_id: board.tournament_id,
+                round: board.round,
+                board_number: board.board_number,
+                white: board.white,
+                black: board.black,
+                raised_at,
+                version,
+                kind: "illegal_move",
+                kind_label: "Illegal move",
+                ply: 1,
+                device_time_unix_ms: 0,
+                recorded_unix_ms: 0,
+                article: "7.5.1".into(),
+                summary: format!("alert {raised_at}"),
+                rests_on: vec![raised_at],
+                status,
+                status_by: String::new(),
+                status_at_unix_ms: 0,
+                status_game_seq: 0,
+                status_how: String::new(),
+                stream_seq,
+            };
+            entry.alerts_shown.insert(raised_at, view.clone());
+            view
+        };
+        let _ = self.changes.send(Change::Alert(Arc::new(view.clone())));
+        view
+    }
+}
+
+fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) -> Vec<Change> {
+    let subject_game = game_of_subject(subject);
+    let opened = GameEventRecord::decode(payload)
+        .map_err(|e| format!("the record is undecodable: {e}"))
+        .and_then(|record| {
+            Game::open_record(&record)
+                .map(|event| (record, event))
+                .map_err(|e| e.to_string())
+        })
+        .and_then(|(record, event)| {
+            if event.game_id == subject_game {
+                Ok((record, event))
+            } else {
+                Err(format!(
+                    "entry {} on the log of game {subject_game:?} names game {:?}",
+                    event.game_seq, event.game_id
+                ))
+            }
+        });
+    let entry = state
+        .games
+        .entry(subject_game.clone())
+        .or_insert_with(|| GameEntry::new(&subject_game));
+    let game_change = Change::Game {
+        game_id: subject_game.as_str().into(),
+        stream_seq,
+    };
+    if let Some(damage) = &mut entry.damage {
+        damage.entries_not_shown += 1;
+        return vec![game_change];
+    }
+    let at_game_seq = match &opened {
+        Ok((_, event)) => event.game_seq,
+        Err(_) => entry.last_game_seq() + 1,
+    };
+    let result = opened.and_then(|(record, event)| {
+        std::panic::catch_unwind(AssertUnwindSafe(|| entry.fold(record, event, stream_seq)))
+            .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))?
+            .map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(alerts) => {
+            let mut changes: Vec<Change> = alerts
+                .into_iter()
+                .map(|a| Change::Alert(Arc::new(a)))
+                .collect();
+            changes.push(game_change);
+            changes
+        }
+        Err(reason) => {
+            tracing::error!(
+                game = %subject_game,
+                entry = at_game_seq,
+                stream_seq,
+                "the game's log is damaged; its later entries are not shown: {reason}"
+            );
+            entry.damage = Some(Damage {
+                at_game_seq,
+                message: format!("log damaged at entry {at_game_seq}: {reason}"),
+                reason,
+                entries_not_shown: 0,
+            });
+            vec![game_change]
+        }
+    }
+}
+
+/// Waits until the game log's stream exists. This service never creates it: it may lack the
+/// right to, and a stream created here with the wrong settings would be worse than waiting.
+async fn wait_for_stream(js: &jetstream::Context, games: &Games) -> jetstream::stream::Stream {
+    let mut waited = 0u32;
+    loop {
+        match js.get_stream(GAMES_STREAM).await {
+            Ok(stream) => {
+                if waited > 0 {
+                    tracing::info!("the game log stream {GAMES_STREAM} exists now: following it");
+                }
+                return stream;
+            }
+            Err(e) => {
+                let reason = format!(
+                    "waiting for the JetStream stream {GAMES_STREAM} (the game log) to exist; \
+                     the game service creates it, this service never does ({e})"
+                );
+                // Said once, then every minute or so: a service started before the game service
+                // is normal.
+                if waited % 30 == 0 {
+                    tracing::warn!("{reason}");
+                }
+                games.set_status(FollowStatus::WaitingForStream(reason));
+                waited += 1;
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        }
+    }
+}
+
+/// Follows the game log for as long as the service runs, resuming after the last folded record
+/// whenever the consumer has to be made again.
+pub async fn follow(js: jetstream::Context, games: Arc<Games>) {
+    loop {
+        let stream = wait_for_stream(&js, &games).await;
+        if let Err(e) = follow_stream(&stream, &games).await {
+            tracing::warn!("following the game log: {e:#}; resuming in a second");
+        }
+        games.set_status(FollowStatus::Connecting);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let start = games.last_stream_seq() + 1;
+    let deliver_policy = if start <= 1 {
+        DeliverPolicy::All
+    } else {
+        DeliverPolicy::ByStartSequence {
+            start_sequence: start,
+        }
+    };
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            filter_subject: GAMES_SUBJECTS.to_owned(),
+            deliver_policy,
+            ..Default::default()
+        })
+        .await
+        .context("creating a consumer of the game log")?;
+    let mut messages = consumer
+        .messages()
+        .await
+        .context("reading the game log")?;
+    games.set_status(FollowStatus::Following);
+    let mut caught_up = false;
+    let mut errors_in_a_row = 0;
+    while let Some(message) = messages.next().await {
+        let message = match message {
+            Ok(m) => m,
+            Err(e) => {
+                errors_in_a_row += 1;
+                if errors_in_a_row >= 10 {
+                    anyhow::bail!("ten errors in a row, the last: {e}");
+                }
+                tracing::warn!("game log: {e}");
+                continue;
+            }
+        };
+        errors_in_a_row = 0;
+        let (stream_seq, pending) = match message.info() {
+            Ok(info) => (info.stream_sequence, info.pending),
+            Err(e) => {
+                tracing::error!(subject = %message.subject, "a game log message without its stream position: {e}");
+                continue;
+            }
+        };
+        games.fold_message(stream_seq, message.subject.as_str(), &message.payload);
+        if !caught_up && pending == 0 {
+            caught_up = true;
+            tracing::info!(
+                games = games.game_count(),
+                stream_seq,
+                "the game log is folded; following it live"
+            );
+        }
+    }
+    anyhow::bail!("the game log consumer ended")
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use boardcast_game::events::{
+        AlertAcknowledgement, ArbiterAction, EnterMove, GameStarted, Player, TimeControl,
+        TimePeriod,
+    };
+
+    /// A scripted game's records, decided by the aggregate as the game service would.
+    pub(crate) struct Script {
+        pub game: Game,
+        pub records: Vec<GameEventRecord>,
+    }
+
+    impl Script {
+        pub(crate) fn start(tournament: &str, round: u32, board: u32) -> Script {
+            let info = GameStarted {
+                tournament_id: tournament.into(),
+                round,
+                board_number: board,
+                board_id: format!("board{board}"),
+                white: Some(Player {
+                    name: "White Player".into(),
+                    ..Default::default()
+                }),
+                black: Some(Player {
+                    name: "Black Player".into(),
+                    ..Default::default()
+                }),
+                time_control: Some(TimeControl {
+                    periods: vec![TimePeriod {
+                        base_ms: 5_400_000,
+                        ..Default::default()
+                    }],
+                }),
+                ..Default::default()
+            };
+            let (id, start) = Game::decide_start(&info, "operator", "").expect("valid game");
+            let records = Game::record(None, &id, vec![start], 1_000);
+            let game = Game::from_first_record(&records[0]).expect("folds");
+            Script { game, records }
+        }
+
+        pub(crate) fn act(&mut self, action: Action, request_id: &str) {
+            let events = self
+                .game
+                .decide_arbiter(
+                    &ArbiterAction {
+                        action: Some(action),
+                        ..Default::default()
+                    },
+                    "ia-smith",
+                    request_id,
+                )
+                .expect("accepted");
+            let records = Game::record(Some(&self.game), self.game.game_id(), events, 2_000);
+            for record in records {
+                self.game.apply(&record).expect("applies");
+                self.records.push(record);
+            }
+        }
+
+        pub(crate) fn subject(&self) -> String {
+            boardcast_kit::nats::game_subject(self.game.game_id())
+        }
+    }
+
+    #[test]
+    fn a_game_is_folded_with_its_timeline_and_clocks() {
+        let mut script = Script::start("open", 1, 3);
+        script.act(Action::Move(EnterMove { san: "e4".into() }), "r1");
+        script.act(
+            Action::Acknowledgement(AlertAcknowledgement {
+                alert_game_seq: 2,
+                note: String::new(),
+            }),
+            "r2",
+        );
+        let games = Games::new();
+        for (i, record) in script.records.iter().enumerate() {
+            games.fold_message(i as u64 + 1, &script.subject(), &record.encode_to_vec());
+        }
+        let id = script.game.game_id().to_owned();
+        let detail = games.game_detail(&id).expect("known");
+        assert_eq!(detail.board.board_number, 3);
+        assert_eq!(detail.board.state, "playing");
+        assert_eq!(detail.board.last_move, "1. e4");
+        assert_eq!(detail.board.to_move, "black");
+        let words: Vec<&str> = detail.timeline.iter().map(|e| e.words.as_str()).collect();
+        assert!(words[0].starts_with("game set up: White Player – Black Player"), "{words:?}");
+        assert!(words.iter().any(|w| w.contains("move e4 entered")), "{words:?}");
+        assert!(words.iter().any(|w| w.contains("alert of log entry 2 acknowledged")), "{words:?}");
+        assert!(detail.timeline.iter().any(|e| e.actor == "ia-smith" && e.category == "ruling"));
+        assert_eq!(games.entries_of_request(&id, "r1").len(), 2);
+
+        // The position after any entry, folded again from the records.
+        let at = games.position_at(&id, 1).expect("folds");
+        assert_eq!(at.completed_plies, 0);
+        assert_eq!(at.to_move, "white");
+        let at = games.position_at(&id, games.last_game_seq(&id).unwrap_or(0)).expect("folds");
+        assert_eq!(at.moves.len(), 1);
+        assert!(matches!(
+            games.position_at(&id, 99),
+            Err(AtError::OutOfRange { last, .. }) if last == script.records.len() as u64
+        ));
+    }
+
+    #[test]
+    fn a_broken_chain_is_reported_on_the_game_never_a_crash() {
+        let mut script = Script::start("open", 1, 1);
+        script.act(Action::Move(EnterMove { san: "d4".into() }), "r1");
+        script.act(Action::Move(EnterMove { san: "d5".into() }), "r2");
+        let games = Games::new();
+        let subject = script.subject();
+        games.fold_message(1, &subject, &script.records[0].encode_to_vec());
+        // Entry 2 is altered after it was stored.
+        let mut altered = script.records[1].clone();
+        let mut event = GameEvent::decode(altered.event.as_slice()).expect("decodes");
+        event.recorded_unix_ms += 1;
+        altered.event = event.encode_to_vec();
+        games.fold_message(2, &subject, &altered.encode_to_vec());
+        games.fold_message(3, &subject, &script.records[2].encode_to_vec());
+        games.fold_message(4, &subject, b"not a record at all");
+        let board = games.board(script.game.game_id()).expect("shown");
+        assert_eq!(board.state, "damaged");
+        let damage = board.damage.expect("damage");
+        assert_eq!(damage.at_game_seq, 2);
+        assert!(damage.message.starts_with("log damaged at entry 2"), "{}", damage.message);
+        assert_eq!(damage.entries_not_shown, 2);
+        // Garbage on another game's subject damages that game only.
+        games.fold_message(5, "boardcast.game.other.events", b"\x01\x02");
+        assert_eq!(games.game_count(), 2);
+        assert_eq!(board.last_game_seq, 1);
+    }
+
+    #[test]
+    fn records_delivered_again_are_folded_once() {
+        let script = Script::start("open", 1, 1);
+        let games = Games::new();
+        let payload = script.records[0].encode_to_vec();
+        games.fold_message(7, &script.subject(), &payload);
+        games.fold_message(7, &script.subject(), &payload);
+        let board = games.board(script.game.game_id()).expect("shown");
+        assert!(board.damage.is_none());
+        assert_eq!(board.last_game_seq, 1);
+    }
+}

@@ -1,0 +1,186 @@
+//! boardcast-arbiter-service: every irregularity of every board in front of the arbiters at once,
+//! and their rulings forwarded to the game service.
+//!
+//! Follows the authoritative game log (never the broadcast service's display: Article 6.14),
+//! folds each game with the aggregate and its alerts, and serves a dashboard for arbiters on
+//! tablets: the live alert queue, the rounds' boards, each game's full timeline and position at
+//! any entry, and the forms for every ruling. Signing in, permissions and the rulings themselves
+//! are the game service's: this service forwards each as the arbiter's own call.
+
+mod auth;
+mod follow;
+mod http;
+mod timeline;
+mod upstream;
+
+#[cfg(test)]
+mod http_tests;
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use anyhow::Context as _;
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "boardcast-arbiter-service",
+    version,
+    about = "The boardcast arbiter service: a live dashboard of every irregularity for remote arbiters, \
+             and their rulings forwarded to the game service",
+    long_about = "The boardcast arbiter service: a live dashboard of every irregularity for remote \
+arbiters, and their rulings forwarded to the game service.\n\n\
+It follows the game log (JetStream stream BOARDCAST_GAMES, which the game service creates: this \
+service waits for it and never creates it), folds every game with the same aggregate as the game \
+service, and raises the alerts an arbiter must see. Arbiters sign in with their boardcast user \
+(the game service's Login); every page shows only the tournaments their roles allow, and every \
+ruling is sent to the game service as their own Act call, which records it in the game's log.\n\n\
+Routes:\n  \
+/login, /logout                          sign in and out (session cookie boardcast_session)\n  \
+/                                        the rounds you may read, and the alert queue\n  \
+/tournaments/{t}/rounds/{r}              the round's boards at a glance, and its alert queue\n  \
+/games/{game_id}                         a game's timeline, position at any entry, alerts, rulings\n  \
+/events?tournament=..&round=..           the live alert queue (server-sent events)\n  \
+/api/...                                 the JSON behind the pages\n  \
+/healthz                                 liveness, and whether the game log is being followed\n\n\
+Example:\n  boardcast-arbiter-service --nats nats://arbiter:secret@127.0.0.1:4222 \\\n    \
+--game-service https://games.hall.local:50051 --game-service-ca ca.pem \\\n    \
+--http-listen 0.0.0.0:8443 --tls-cert arbiters.pem --tls-key arbiters-key.pem"
+)]
+struct Args {
+    /// NATS server(s) to follow the game log on; several servers of a cluster separated by
+    /// commas. A URL may carry a user and password (nats://user:password@host:4222): the user
+    /// needs to read the stream BOARDCAST_GAMES only.
+    #[arg(
+        long,
+        env = "BOARDCAST_NATS_URL",
+        default_value = "nats://127.0.0.1:4222"
+    )]
+    nats: String,
+    /// The game service's gRPC URL (https:// for TLS).
+    #[arg(
+        long,
+        env = "BOARDCAST_GAME_SERVICE",
+        default_value = "http://127.0.0.1:50051"
+    )]
+    game_service: String,
+    /// PEM file of the certificate authority the game service's TLS certificate is checked
+    /// against (implies TLS). Without it an https:// game service is checked against the
+    /// system's roots.
+    #[arg(long, env = "BOARDCAST_GAME_SERVICE_CA")]
+    game_service_ca: Option<PathBuf>,
+    /// Address to serve the dashboard on.
+    #[arg(
+        long,
+        env = "BOARDCAST_ARBITER_HTTP_LISTEN",
+        default_value = "127.0.0.1:8090"
+    )]
+    http_listen: SocketAddr,
+    /// PEM certificate (chain) to serve HTTPS with; needs --tls-key. Session cookies are then
+    /// marked Secure. Without both, plain HTTP (put a TLS proxy in front for remote arbiters).
+    #[arg(long, env = "BOARDCAST_ARBITER_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "BOARDCAST_ARBITER_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// A public origin besides the request's own host that may post forms, e.g.
+    /// https://arbiters.example.org behind a reverse proxy that rewrites Host. Repeatable.
+    #[arg(long = "allowed-origin", env = "BOARDCAST_ARBITER_ALLOWED_ORIGINS", value_delimiter = ',')]
+    allowed_origins: Vec<String>,
+}
+
+/// How long open live queues may keep the service from stopping after Ctrl-C or SIGTERM.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let _telemetry = boardcast_kit::telemetry::init("boardcast-arbiter-service")?;
+    // Both TLS sides (HTTPS here, gRPC to the game service) use rustls with ring. Installing
+    // fails only if a provider is installed already, which is as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let api = upstream::GrpcGameApi::new(&args.game_service, args.game_service_ca.as_deref())
+        .context("setting up the game service client")?;
+    let games = Arc::new(follow::Games::new());
+
+    // The dashboard is served at once; the log follower waits for NATS and the stream meanwhile
+    // (its state shows on /healthz).
+    let follower = {
+        let games = games.clone();
+        let nats = args.nats.clone();
+        tokio::spawn(async move {
+            let client = boardcast_kit::nats::connect(&nats, "boardcast-arbiter-service").await?;
+            follow::follow(async_nats::jetstream::new(client), games).await;
+            anyhow::Ok(())
+        })
+    };
+
+    let state = http::state(
+        games,
+        Arc::new(api),
+        auth::LoginThrottle::new(auth::ThrottlePolicy::default()),
+        http::HttpConfig {
+            tls: args.tls_cert.is_some(),
+            allowed_origins: args.allowed_origins.clone(),
+            ..Default::default()
+        },
+    );
+    let app = http::router(state).into_make_service_with_connect_info::<SocketAddr>();
+
+    let listener = std::net::TcpListener::bind(args.http_listen)
+        .with_context(|| format!("binding the HTTP address {}", args.http_listen))?;
+    let handle = axum_server::Handle::new();
+    let serve = {
+        let handle = handle.clone();
+        async move {
+            match (&args.tls_cert, &args.tls_key) {
+                (Some(cert), Some(key)) => {
+                    let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+                        .await
+                        .with_context(|| {
+                            format!(
+                                "reading the TLS certificate {} and key {}",
+                                cert.display(),
+                                key.display()
+                            )
+                        })?;
+                    tracing::info!(addr = %args.http_listen, "serving HTTPS");
+                    axum_server::from_tcp_rustls(listener, config)
+                        .context("serving HTTPS")?
+                        .handle(handle)
+                        .serve(app)
+                        .await
+                        .context("HTTPS server failed")
+                }
+                _ => {
+                    tracing::info!(addr = %args.http_listen, "serving HTTP");
+                    axum_server::from_tcp(listener)
+                        .context("serving HTTP")?
+                        .handle(handle)
+                        .serve(app)
+                        .await
+                        .context("HTTP server failed")
+                }
+            }
+        }
+    };
+    let mut server = tokio::spawn(serve);
+    tokio::select! {
+        result = &mut server => result.context("the HTTP server panicked")??,
+        result = follower => {
+            result.context("the game log follower panicked")??;
+            anyhow::bail!("the game log follower stopped");
+        }
+        _ = boardcast_kit::shutdown::signal() => {
+            // Open live queues are cut after the grace: the pages reconnect (to another
+            // instance, if there is one).
+            handle.graceful_shutdown(Some(SHUTDOWN_GRACE));
+            let waited = tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_secs(1), server).await;
+            if let Ok(Ok(Err(e))) = waited {
+                tracing::warn!("stopping the HTTP server: {e:#}");
+            }
+        }
+    }
+    tracing::info!("stopped");
+    Ok(())
+}

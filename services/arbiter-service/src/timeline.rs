@@ -1,0 +1,509 @@
+//! A game's log entries as a timeline an arbiter reads: what each entry is, its category for the
+//! page's filters, and its words. The game library's `wording::describe` says the non-routine
+//! entries; the routine ones it leaves out (lifts, placements, clock readings, moves) are said
+//! here, because an arbiter reviewing a dispute needs every touch.
+
+use boardcast_game::alerts::{AlertKind, AlertStatus};
+use boardcast_game::device::{self, ClockRun, DeviceState, Piece, observation};
+use boardcast_game::events::{
+    self, ArbiterAction, GameEvent, GameStarted, Source, arbiter_action::Action, game_event::Kind,
+};
+
+/// `h:mm:ss`, as clocks show it.
+pub fn format_clock(ms: u64) -> String {
+    let s = ms / 1000;
+    format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// Squares are numbered 0 = a1 … 63 = h8.
+pub fn square_name(square: u32) -> String {
+    if square > 63 {
+        return format!("square {square}");
+    }
+    let file = (b'a' + (square % 8) as u8) as char;
+    format!("{file}{}", square / 8 + 1)
+}
+
+fn piece_name(piece: Piece) -> &'static str {
+    match piece {
+        Piece::WhitePawn => "white pawn",
+        Piece::WhiteKnight => "white knight",
+        Piece::WhiteBishop => "white bishop",
+        Piece::WhiteRook => "white rook",
+        Piece::WhiteQueen => "white queen",
+        Piece::WhiteKing => "white king",
+        Piece::BlackPawn => "black pawn",
+        Piece::BlackKnight => "black knight",
+        Piece::BlackBishop => "black bishop",
+        Piece::BlackRook => "black rook",
+        Piece::BlackQueen => "black queen",
+        Piece::BlackKing => "black king",
+        Piece::Unspecified => "a piece",
+    }
+}
+
+pub fn source_name(source: Source) -> &'static str {
+    match source {
+        Source::BoardSensor => "board",
+        Source::Clock => "clock",
+        Source::Arbiter => "arbiter",
+        Source::Scoresheet => "scoresheet",
+        Source::Reconstruction => "reconstruction",
+        Source::Operator => "operator",
+        Source::Unspecified => "",
+    }
+}
+
+pub fn device_state_name(state: DeviceState) -> &'static str {
+    match state {
+        DeviceState::Connected => "connected",
+        DeviceState::NotResponding => "not responding",
+        DeviceState::Disconnected => "disconnected",
+        DeviceState::Unspecified => "unknown",
+    }
+}
+
+/// "12." for White's ply 23, "12…" for Black's ply 24.
+pub fn move_number(ply: u32) -> String {
+    let number = ply.div_ceil(2).max(1);
+    if ply % 2 == 1 {
+        format!("{number}.")
+    } else {
+        format!("{number}…")
+    }
+}
+
+/// The stable name of an alert kind, for the page (and its CSS) and tests.
+pub fn alert_kind_name(kind: AlertKind) -> &'static str {
+    match kind {
+        AlertKind::IllegalMove => "illegal_move",
+        AlertKind::PossibleTouchMoveBreach => "touch_move",
+        AlertKind::FlagFall => "flag_fall",
+        AlertKind::ThreefoldClaimAvailable => "threefold_available",
+        AlertKind::FiftyMoveClaimAvailable => "fifty_moves_available",
+        AlertKind::AutomaticDraw => "automatic_draw",
+        AlertKind::DeadPosition => "dead_position",
+        AlertKind::IrregularPlacement => "irregular_placement",
+        AlertKind::PressInDoubt => "press_in_doubt",
+        AlertKind::ClockMismatch => "clock_mismatch",
+        AlertKind::BoardNotResponding => "board_not_responding",
+        AlertKind::BatteryLow => "battery_low",
+        AlertKind::ObservationsMissing => "observations_missing",
+        AlertKind::ClaimOnUnconfirmedMoves => "claim_on_unconfirmed_moves",
+        AlertKind::SetupMismatch => "setup_mismatch",
+    }
+}
+
+/// An alert kind in words, as the queue's heading.
+pub fn alert_kind_label(kind: AlertKind) -> &'static str {
+    match kind {
+        AlertKind::IllegalMove => "Illegal move",
+        AlertKind::PossibleTouchMoveBreach => "Possible touch-move breach",
+        AlertKind::FlagFall => "Flag fall",
+        AlertKind::ThreefoldClaimAvailable => "Threefold repetition claimable",
+        AlertKind::FiftyMoveClaimAvailable => "Fifty-move rule claimable",
+        AlertKind::AutomaticDraw => "Automatic draw",
+        AlertKind::DeadPosition => "Dead position",
+        AlertKind::IrregularPlacement => "Irregular placement",
+        AlertKind::PressInDoubt => "Clock press in doubt",
+        AlertKind::ClockMismatch => "Clock mismatch",
+        AlertKind::BoardNotResponding => "Board not responding",
+        AlertKind::BatteryLow => "Battery low",
+        AlertKind::ObservationsMissing => "Observations missing",
+        AlertKind::ClaimOnUnconfirmedMoves => "Claim on unconfirmed moves",
+        AlertKind::SetupMismatch => "Set-up mismatch",
+    }
+}
+
+pub fn alert_status_name(status: &AlertStatus) -> &'static str {
+    match status {
+        AlertStatus::New => "new",
+        AlertStatus::Acknowledged { .. } => "acknowledged",
+        AlertStatus::Resolved { .. } => "resolved",
+    }
+}
+
+/// The filter an entry belongs to on the game page: `move`, `observation`, `clock`, `alert`,
+/// `ruling` or `game`.
+pub fn category(event: &GameEvent) -> &'static str {
+    let Some(kind) = event.kind.as_ref() else {
+        return "game";
+    };
+    match kind {
+        Kind::Started(_) => "game",
+        Kind::ObservationRecorded(o) => match o.observation.as_ref().and_then(|o| o.kind.as_ref()) {
+            Some(observation::Kind::Clock(_)) => "clock",
+            _ => "observation",
+        },
+        Kind::Touch(_) => "observation",
+        Kind::MoveProvisional(_)
+        | Kind::ProvisionalWithdrawn(_)
+        | Kind::MoveCompleted(_)
+        | Kind::Reconstructed(_) => "move",
+        Kind::ClockSides(_) | Kind::PressSettled(_) => "clock",
+        Kind::Irregularity(_)
+        | Kind::IrregularityCleared(_)
+        | Kind::IllegalMove(_)
+        | Kind::TouchMove(_)
+        | Kind::ClockAlert(_)
+        | Kind::BoardStatus(_)
+        | Kind::ObservationsMissing(_)
+        | Kind::SetupMismatch(_)
+        | Kind::SetupMismatchCleared(_)
+        | Kind::PressInDoubt(_) => "alert",
+        Kind::Arbiter(_) | Kind::ClaimJudged(_) | Kind::PositionRestored(_) => "ruling",
+        Kind::Ended(_) => {
+            let by_arbiter = event
+                .provenance
+                .as_ref()
+                .is_some_and(|p| p.source() == Source::Arbiter);
+            if by_arbiter { "ruling" } else { "game" }
+        }
+    }
+}
+
+/// The entry's kind as a stable name (the oneof field), for the page and tests.
+pub fn kind_name(event: &GameEvent) -> &'static str {
+    let Some(kind) = event.kind.as_ref() else {
+        return "unknown";
+    };
+    match kind {
+        Kind::Started(_) => "started",
+        Kind::MoveProvisional(_) => "move_provisional",
+        Kind::ProvisionalWithdrawn(_) => "provisional_withdrawn",
+        Kind::MoveCompleted(_) => "move_completed",
+        Kind::Ended(_) => "ended",
+        Kind::ObservationRecorded(o) => match o.observation.as_ref().and_then(|o| o.kind.as_ref()) {
+            Some(observation::Kind::Lifted(_)) => "piece_lifted",
+            Some(observation::Kind::Placed(_)) => "piece_placed",
+            Some(observation::Kind::Placement(_)) => "board_placement",
+            Some(observation::Kind::Clock(_)) => "clock_reading",
+            Some(observation::Kind::Status(_)) => "device_status",
+            None => "observation",
+        },
+        Kind::Touch(_) => "touch",
+        Kind::Reconstructed(_) => "reconstructed",
+        Kind::Irregularity(_) => "irregularity",
+        Kind::IrregularityCleared(_) => "irregularity_cleared",
+        Kind::IllegalMove(_) => "illegal_move",
+        Kind::Arbiter(a) => match a.action.as_ref() {
+            Some(Action::Penalty(_)) => "penalty_decision",
+            Some(Action::Restore(_)) => "restore_position",
+            Some(Action::Clocks(_)) => "adjust_clocks",
+            Some(Action::Move(_)) => "enter_move",
+            Some(Action::DrawOffer(_)) => "draw_offer",
+            Some(Action::Resignation(_)) => "resignation",
+            Some(Action::DrawAgreed(_)) => "draw_agreed",
+            Some(Action::Result(_)) => "declare_result",
+            Some(Action::Annotation(_)) => "annotation",
+            Some(Action::Claim(_)) => "claim_ruling",
+            Some(Action::Acknowledgement(_)) => "acknowledgement",
+            None => "arbiter_action",
+        },
+        Kind::PositionRestored(_) => "position_restored",
+        Kind::TouchMove(_) => "touch_move",
+        Kind::ClockAlert(_) => "clock_alert",
+        Kind::BoardStatus(_) => "board_status",
+        Kind::ClaimJudged(_) => "claim_judged",
+        Kind::ObservationsMissing(_) => "observations_missing",
+        Kind::ClockSides(_) => "clock_sides",
+        Kind::SetupMismatch(_) => "setup_mismatch",
+        Kind::SetupMismatchCleared(_) => "setup_mismatch_cleared",
+        Kind::PressInDoubt(_) => "press_in_doubt",
+        Kind::PressSettled(_) => "press_settled",
+    }
+}
+
+fn player(p: &Option<events::Player>) -> String {
+    match p {
+        Some(p) if p.rating > 0 => format!("{} ({})", p.name, p.rating),
+        Some(p) if !p.name.is_empty() => p.name.clone(),
+        _ => "?".to_owned(),
+    }
+}
+
+fn started_words(s: &GameStarted) -> String {
+    format!(
+        "game set up: {} – {}, round {} board {} on physical board {}{}",
+        player(&s.white),
+        player(&s.black),
+        s.round,
+        s.board_number,
+        s.board_id,
+        if s.edition.is_empty() {
+            String::new()
+        } else {
+            format!(", Laws {}", s.edition)
+        }
+    )
+}
+
+fn clocks_words(white: Option<u64>, black: Option<u64>) -> String {
+    let parts: Vec<String> = [("White", white), ("Black", black)]
+        .into_iter()
+        .filter_map(|(side, ms)| ms.map(|ms| format!("{side} {}", format_clock(ms))))
+        .collect();
+    parts.join(", ")
+}
+
+/// A clock reading in words. `swapped`: the log established that this reading's White and Black
+/// are the other way round from its source's labels (the clock is turned round or was set up
+/// the other way): the words give the sides as the game reads them.
+fn clock_reading_words(reading: &device::ClockReading, swapped: bool) -> String {
+    let (white, black, white_flag, black_flag) = if swapped {
+        (
+            reading.black_remaining_ms,
+            reading.white_remaining_ms,
+            reading.black_flag,
+            reading.white_flag,
+        )
+    } else {
+        (
+            reading.white_remaining_ms,
+            reading.black_remaining_ms,
+            reading.white_flag,
+            reading.black_flag,
+        )
+    };
+    let running = match (reading.running(), swapped) {
+        (ClockRun::White, false) | (ClockRun::Black, true) => "White's clock running",
+        (ClockRun::Black, false) | (ClockRun::White, true) => "Black's clock running",
+        (ClockRun::Stopped, _) => "clock stopped",
+        (ClockRun::Unspecified, _) => "running side not reported",
+    };
+    let mut words = format!(
+        "clock reading: White {}, Black {}, {running}",
+        format_clock(white),
+        format_clock(black)
+    );
+    if white_flag {
+        words.push_str(", White's flag shown");
+    }
+    if black_flag {
+        words.push_str(", Black's flag shown");
+    }
+    if swapped {
+        words.push_str(" (displays read the other way round, as the log established)");
+    }
+    words
+}
+
+fn observation_words(o: &device::Observation, clock_swapped: bool) -> String {
+    let words = match o.kind.as_ref() {
+        Some(observation::Kind::Lifted(l)) => {
+            format!("{} lifted from {}", piece_name(l.piece()), square_name(l.square))
+        }
+        Some(observation::Kind::Placed(p)) => {
+            format!("{} placed on {}", piece_name(p.piece()), square_name(p.square))
+        }
+        Some(observation::Kind::Placement(p)) => format!("board shows {}", p.placement),
+        Some(observation::Kind::Clock(c)) => clock_reading_words(c, clock_swapped),
+        Some(observation::Kind::Status(s)) => {
+            let mut words = format!("board {}", device_state_name(s.state()));
+            if let Some(b) = s.battery_percent {
+                words.push_str(&format!(", battery {b}%"));
+            }
+            if !s.detail.is_empty() {
+                words.push_str(&format!(" ({})", s.detail));
+            }
+            words
+        }
+        None => "an observation of an unknown kind".to_owned(),
+    };
+    format!("#{} {words}", o.device_seq)
+}
+
+fn arbiter_words(a: &ArbiterAction) -> Option<String> {
+    Some(match a.action.as_ref()? {
+        Action::Acknowledgement(ack) => format!(
+            "alert of log entry {} acknowledged{}",
+            ack.alert_game_seq,
+            if ack.note.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", ack.note)
+            }
+        ),
+        Action::DrawOffer(s) => format!("{} offered a draw", s.side),
+        _ => return None,
+    })
+}
+
+/// What a log entry says, in a line. `clock_swapped`: for a clock reading, whether the log had
+/// established that its displays read the other way round.
+pub fn words(event: &GameEvent, clock_swapped: bool) -> String {
+    let mut text = match event.kind.as_ref() {
+        None => "an entry of a kind this service does not know".to_owned(),
+        Some(kind) => boardcast_game::wording::describe(event).unwrap_or_else(|| match kind {
+            Kind::Started(s) => started_words(s),
+            Kind::ObservationRecorded(o) => match &o.observation {
+                Some(o) => observation_words(o, clock_swapped),
+                None => "an empty observation".to_owned(),
+            },
+            Kind::Touch(t) => format!(
+                "ply {}: touch: {} from {}{}",
+                t.ply,
+                piece_name(t.piece()),
+                square_name(t.from_square),
+                match t.to_square {
+                    Some(to) => format!(" put down on {}", square_name(to)),
+                    None => " taken off the board".to_owned(),
+                }
+            ),
+            Kind::MoveProvisional(p) => format!(
+                "ply {}: {} {} seen on the board ({}), not yet completed by a clock press",
+                p.ply,
+                move_number(p.ply),
+                p.san,
+                p.uci
+            ),
+            Kind::MoveCompleted(m) => {
+                let clocks = clocks_words(m.white_remaining_ms, m.black_remaining_ms);
+                format!(
+                    "ply {}: {} {} completed{}",
+                    m.ply,
+                    move_number(m.ply),
+                    m.san,
+                    if clocks.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({clocks})")
+                    }
+                )
+            }
+            Kind::Arbiter(a) => {
+                arbiter_words(a).unwrap_or_else(|| "an arbiter action".to_owned())
+            }
+            _ => kind_name(event).replace('_', " "),
+        }),
+    };
+    if let Some(Kind::Arbiter(a)) = event.kind.as_ref()
+        && !a.resolves_alerts.is_empty()
+    {
+        let list: Vec<String> = a.resolves_alerts.iter().map(u64::to_string).collect();
+        text.push_str(&format!(
+            " (resolves the alerts of log entries {})",
+            list.join(", ")
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boardcast_game::device::{BoardPlacement, ClockReading, Observation, PieceLifted};
+    use boardcast_game::events::{
+        AlertAcknowledgement, MoveCompleted, ObservationRecorded, PenaltyDecision, Provenance,
+    };
+
+    fn event(kind: Kind) -> GameEvent {
+        GameEvent {
+            game_id: "g".into(),
+            game_seq: 5,
+            recorded_unix_ms: 1,
+            provenance: Some(Provenance::default()),
+            kind: Some(kind),
+        }
+    }
+
+    fn observed(kind: observation::Kind) -> GameEvent {
+        event(Kind::ObservationRecorded(ObservationRecorded {
+            observation: Some(Observation {
+                board_id: "b".into(),
+                device_seq: 42,
+                kind: Some(kind),
+                ..Default::default()
+            }),
+        }))
+    }
+
+    #[test]
+    fn lifts_placements_and_readings_are_in_words() {
+        let lifted = observed(observation::Kind::Lifted(PieceLifted {
+            square: 6,
+            piece: Piece::WhiteKnight as i32,
+        }));
+        assert_eq!(words(&lifted, false), "#42 white knight lifted from g1");
+        assert_eq!(category(&lifted), "observation");
+        assert_eq!(kind_name(&lifted), "piece_lifted");
+
+        let placement = observed(observation::Kind::Placement(BoardPlacement {
+            placement: "8/8/8/8/8/8/8/8".into(),
+        }));
+        assert_eq!(words(&placement, false), "#42 board shows 8/8/8/8/8/8/8/8");
+
+        let reading = observed(observation::Kind::Clock(ClockReading {
+            white_remaining_ms: 5_400_000,
+            black_remaining_ms: 5_399_000,
+            running: ClockRun::White as i32,
+            ..Default::default()
+        }));
+        assert_eq!(
+            words(&reading, false),
+            "#42 clock reading: White 1:30:00, Black 1:29:59, White's clock running"
+        );
+        assert_eq!(category(&reading), "clock");
+        // Read with the sides the log established: the displays are the other way round.
+        let swapped = words(&reading, true);
+        assert!(
+            swapped.starts_with(
+                "#42 clock reading: White 1:29:59, Black 1:30:00, Black's clock running"
+            ),
+            "{swapped}"
+        );
+    }
+
+    #[test]
+    fn moves_and_rulings_are_in_words() {
+        let completed = event(Kind::MoveCompleted(MoveCompleted {
+            ply: 4,
+            uci: "g8f6".into(),
+            san: "Nf6".into(),
+            white_remaining_ms: Some(60_000),
+            black_remaining_ms: Some(59_000),
+            ..Default::default()
+        }));
+        assert_eq!(
+            words(&completed, false),
+            "ply 4: 2… Nf6 completed (White 0:01:00, Black 0:00:59)"
+        );
+        assert_eq!(category(&completed), "move");
+
+        let ack = event(Kind::Arbiter(ArbiterAction {
+            action: Some(Action::Acknowledgement(AlertAcknowledgement {
+                alert_game_seq: 12,
+                note: "on my way".into(),
+            })),
+            resolves_alerts: vec![],
+        }));
+        assert_eq!(
+            words(&ack, false),
+            "alert of log entry 12 acknowledged: on my way"
+        );
+        assert_eq!(category(&ack), "ruling");
+
+        let penalty = event(Kind::Arbiter(ArbiterAction {
+            action: Some(Action::Penalty(PenaltyDecision {
+                illegal_move_game_seq: 30,
+                confirmed: true,
+                note: String::new(),
+            })),
+            resolves_alerts: vec![30],
+        }));
+        let text = words(&penalty, false);
+        assert!(text.contains("penalty for the illegal move of log entry 30 confirmed"), "{text}");
+        assert!(text.ends_with("(resolves the alerts of log entries 30)"), "{text}");
+    }
+
+    #[test]
+    fn move_numbers_and_squares() {
+        assert_eq!(move_number(1), "1.");
+        assert_eq!(move_number(2), "1…");
+        assert_eq!(move_number(23), "12.");
+        assert_eq!(square_name(0), "a1");
+        assert_eq!(square_name(63), "h8");
+        assert_eq!(square_name(64), "square 64");
+        assert_eq!(format_clock(5_400_999), "1:30:00");
+    }
+}

@@ -1,0 +1,199 @@
+//! The game service as the arbiter service uses it: logins, who a session belongs to, claims
+//! judged and rulings recorded. Every call but `Login` carries the arbiter's own session as its
+//! bearer credential, so the game service decides and records who did what; this service holds no
+//! authority of its own.
+
+use std::{path::Path, time::Duration};
+
+use boardcast_schema::game::v1::{
+    ActRequest, ActResponse, ClaimVerdict, EvaluateClaimRequest, Identity, LoginRequest,
+    LoginResponse, WhoAmIRequest, game_service_client::GameServiceClient,
+};
+use futures::future::BoxFuture;
+use tonic::{
+    Code,
+    metadata::MetadataValue,
+    transport::{Certificate, Channel, ClientTlsConfig, Endpoint},
+};
+
+/// How long one call to the game service may take before its outcome counts as unknown.
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A call the game service refused or that did not reach it, with its message verbatim: the
+/// arbiter reads exactly what the authority said.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct UpstreamError {
+    pub code: Code,
+    pub message: String,
+}
+
+impl UpstreamError {
+    pub fn new(code: Code, message: impl Into<String>) -> UpstreamError {
+        UpstreamError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The gRPC code's name, e.g. `PERMISSION_DENIED`, for the pages and the logs.
+    pub fn code_name(&self) -> &'static str {
+        code_name(self.code)
+    }
+
+    /// True when the call may or may not have been carried out: the same request (same request
+    /// id) can be sent again safely.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(
+            self.code,
+            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown
+        )
+    }
+}
+
+pub fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+impl From<tonic::Status> for UpstreamError {
+    fn from(status: tonic::Status) -> Self {
+        let message = if status.message().is_empty() {
+            format!("the game service answered {}", code_name(status.code()))
+        } else {
+            status.message().to_owned()
+        };
+        UpstreamError::new(status.code(), message)
+    }
+}
+
+/// What the arbiter service asks of the game service. A trait so that the HTTP side can be
+/// tested without a game service (and shown to forward nothing when it must not).
+pub trait GameApi: Send + Sync + 'static {
+    fn login(
+        &self,
+        user: String,
+        password: String,
+    ) -> BoxFuture<'_, Result<LoginResponse, UpstreamError>>;
+    fn who_am_i(&self, token: String) -> BoxFuture<'_, Result<Identity, UpstreamError>>;
+    fn evaluate_claim(
+        &self,
+        token: String,
+        request: EvaluateClaimRequest,
+    ) -> BoxFuture<'_, Result<ClaimVerdict, UpstreamError>>;
+    fn act(
+        &self,
+        token: String,
+        request: ActRequest,
+    ) -> BoxFuture<'_, Result<ActResponse, UpstreamError>>;
+}
+
+/// The game service over gRPC.
+#[derive(Clone)]
+pub struct GrpcGameApi {
+    client: GameServiceClient<Channel>,
+}
+
+impl GrpcGameApi {
+    /// A client for `url` that connects on first use (the game service may start later).
+    /// `https://` URLs, or any URL with `ca_pem`, use TLS: the system's roots, or only that CA.
+    pub fn new(url: &str, ca_pem: Option<&Path>) -> anyhow::Result<GrpcGameApi> {
+        use anyhow::Context as _;
+        let mut endpoint = Endpoint::from_shared(url.to_owned())
+            .with_context(|| format!("the game service URL {url:?} is not a valid URL"))?
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(CALL_TIMEOUT);
+        if let Some(path) = ca_pem {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("reading the game service's CA {}", path.display()))?;
+            endpoint = endpoint
+                .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))
+                .context("setting up TLS towards the game service")?;
+        } else if url.starts_with("https://") {
+            endpoint = endpoint
+                .tls_config(ClientTlsConfig::new().with_native_roots())
+                .context("setting up TLS towards the game service")?;
+        }
+        Ok(GrpcGameApi {
+            client: GameServiceClient::new(endpoint.connect_lazy()),
+        })
+    }
+}
+
+/// `message` as a request carrying `Bearer <token>`.
+fn with_bearer<T>(message: T, token: &str) -> Result<tonic::Request<T>, UpstreamError> {
+    let mut request = tonic::Request::new(message);
+    let value = MetadataValue::try_from(format!("Bearer {token}")).map_err(|_| {
+        UpstreamError::new(
+            Code::Unauthenticated,
+            "the session cookie is malformed; log in again",
+        )
+    })?;
+    request.metadata_mut().insert("authorization", value);
+    Ok(request)
+}
+
+impl GameApi for GrpcGameApi {
+    fn login(
+        &self,
+        user: String,
+        password: String,
+    ) -> BoxFuture<'_, Result<LoginResponse, UpstreamError>> {
+        let mut client = self.client.clone();
+        Box::pin(async move {
+            Ok(client
+                .login(LoginRequest { user, password })
+                .await?
+                .into_inner())
+        })
+    }
+
+    fn who_am_i(&self, token: String) -> BoxFuture<'_, Result<Identity, UpstreamError>> {
+        let mut client = self.client.clone();
+        Box::pin(async move {
+            let request = with_bearer(WhoAmIRequest {}, &token)?;
+            Ok(client.who_am_i(request).await?.into_inner())
+        })
+    }
+
+    fn evaluate_claim(
+        &self,
+        token: String,
+        request: EvaluateClaimRequest,
+    ) -> BoxFuture<'_, Result<ClaimVerdict, UpstreamError>> {
+        let mut client = self.client.clone();
+        Box::pin(async move {
+            let request = with_bearer(request, &token)?;
+            Ok(client.evaluate_claim(request).await?.into_inner())
+        })
+    }
+
+    fn act(
+        &self,
+        token: String,
+        request: ActRequest,
+    ) -> BoxFuture<'_, Result<ActResponse, UpstreamError>> {
+        let mut client = self.client.clone();
+        Box::pin(async move {
+            let request = with_bearer(request, &token)?;
+            Ok(client.act(request).await?.into_inner())
+        })
+    }
+}

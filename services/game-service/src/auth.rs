@@ -1,0 +1,292 @@
+//! Who is calling: credentials on gRPC calls, logins, and the users file they are checked
+//! against.
+//!
+//! The users file (`boardcast users`) is read at start and again whenever it changes, so a user
+//! added or a role revoked takes effect within seconds without a restart. Password and token
+//! checks are argon2id (slow on purpose): they run on the blocking pool, and a token's first
+//! successful check is remembered (keyed by its SHA-256) until the file changes.
+
+use std::{
+    collections::HashMap,
+    net::IpAddr,
+    path::{Path, PathBuf},
+    sync::{Arc, RwLock},
+    time::{Duration, SystemTime},
+};
+
+use boardcast_access::{
+    CredentialError, Directory, Identity, Operation, Role, SessionClaims, SessionKey,
+    is_session_token,
+};
+use boardcast_schema::game::v1 as proto;
+use rand::RngCore as _;
+use sha2::{Digest as _, Sha256};
+use tonic::{Status, metadata::MetadataMap};
+
+/// Failed logins for one user before further attempts are slowed down.
+const FREE_FAILURES: u32 = 5;
+/// Failures older than this are forgotten.
+const FAILURE_MEMORY: Duration = Duration::from_secs(15 * 60);
+/// The longest a user is made to wait between attempts.
+const LONGEST_WAIT: Duration = Duration::from_secs(300);
+
+pub struct Authenticator {
+    users_path: PathBuf,
+    /// The users file as last read, with its modification time (to notice changes).
+    directory: RwLock<(Arc<Directory>, Option<SystemTime>)>,
+    key: SessionKey,
+    session_lifetime: Duration,
+    /// Reads (games, boards, events, verdicts) without a credential.
+    open_reads: bool,
+    /// SHA-256 of API tokens already checked, with the user: argon2 once per token, not per call.
+    token_cache: RwLock<HashMap<[u8; 32], Identity>>,
+    /// Recent failed logins per user name: (count, time of the last one).
+    failures: RwLock<HashMap<String, (u32, std::time::Instant)>>,
+}
+
+/// Maps a refused credential to UNAUTHENTICATED with a message that helps the caller.
+fn unauthenticated(e: &CredentialError) -> Status {
+    Status::unauthenticated(e.to_string())
+}
+
+pub fn denied(e: boardcast_access::Denied) -> Status {
+    Status::permission_denied(e.to_string())
+}
+
+impl Authenticator {
+    /// Reads the users file (a missing file is an empty directory: every credential is refused
+    /// until users are added) and the session key (created when missing).
+    pub fn load(
+        users_path: &Path,
+        key_path: &Path,
+        session_lifetime: Duration,
+        open_reads: bool,
+    ) -> anyhow::Result<Authenticator> {
+        let (directory, modified) = read_directory(users_path)?;
+        if directory.users.is_empty() {
+            tracing::warn!(
+                "no users in {}: every call that needs a credential is refused; add users with \
+                 `boardcast users add`",
+                users_path.display()
+            );
+        }
+        let key = boardcast_kit::secrets::session_key(key_path)?;
+        Ok(Authenticator {
+            users_path: users_path.to_owned(),
+            directory: RwLock::new((Arc::new(directory), modified)),
+            key,
+            session_lifetime,
+            open_reads,
+            token_cache: RwLock::new(HashMap::new()),
+            failures: RwLock::new(HashMap::new()),
+        })
+    }
+
+    fn directory(&self) -> Arc<Directory> {
+        self.directory
+            .read()
+            .map(|d| d.0.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().0.clone())
+    }
+
+    /// Reads the users file again if it changed. A file that does not parse is not taken: the
+    /// last good one stays in force, and the error is logged.
+    pub fn reload_if_changed(&self) {
+        let modified = std::fs::metadata(&self.users_path)
+            .and_then(|m| m.modified())
+            .ok();
+        let known = self.directory.read().map(|d| d.1).unwrap_or(None);
+        if modified == known {
+            return;
+        }
+        match read_directory(&self.users_path) {
+            Ok((directory, modified)) => {
+                tracing::info!(users = directory.users.len(), "users file read again");
+                if let Ok(mut d) = self.directory.write() {
+                    *d = (Arc::new(directory), modified);
+                }
+                if let Ok(mut cache) = self.token_cache.write() {
+                    cache.clear();
+                }
+            }
+            Err(e) => tracing::error!("keeping the previous users: {e:#}"),
+        }
+    }
+
+    /// The caller's identity, from the `authorization: Bearer …` metadata.
+    pub async fn identify(&self, metadata: &MetadataMap) -> Result<Identity, Status> {
+        let token = bearer(metadata).ok_or_else(|| {
+            Status::unauthenticated(
+                "this call needs a credential: `authorization: Bearer <session or API token>` \
+                 (log in, or create a token with `boardcast users token`)",
+            )
+        })?;
+        if is_session_token(token) {
+            let claims = self
+                .key
+                .open(token, boardcast_kit::now_unix_ms())
+                .map_err(|e| unauthenticated(&e))?;
+            let mut identity = self
+                .directory()
+                .identity(&claims.user)
+                .map_err(|e| unauthenticated(&e))?;
+            identity.expires_unix_ms = Some(claims.expires_unix_ms);
+            return Ok(identity);
+        }
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(identity) = self
+            .token_cache
+            .read()
+            .ok()
+            .and_then(|c| c.get(&digest).cloned())
+        {
+            return Ok(identity);
+        }
+        let directory = self.directory();
+        let token = token.to_owned();
+        let identity = tokio::task::spawn_blocking(move || directory.check_token(&token))
+            .await
+            .map_err(|e| Status::internal(format!("checking the token: {e}")))?
+            .map_err(|e| unauthenticated(&e))?;
+        if let Ok(mut cache) = self.token_cache.write() {
+            cache.insert(digest, identity.clone());
+        }
+        Ok(identity)
+    }
+
+    /// The caller's identity for a read: `None` when reads are open and no credential was sent.
+    pub async fn identify_reader(
+        &self,
+        metadata: &MetadataMap,
+    ) -> Result<Option<Identity>, Status> {
+        if self.open_reads && bearer(metadata).is_none() {
+            return Ok(None);
+        }
+        self.identify(metadata).await.map(Some)
+    }
+
+    /// Checks a password and hands out a session. Repeated failures for a user are slowed down.
+    pub async fn login(
+        &self,
+        user: &str,
+        password: &str,
+        peer: Option<IpAddr>,
+    ) -> Result<proto::LoginResponse, Status> {
+        if let Some(wait) = self.must_wait(user) {
+            return Err(Status::resource_exhausted(format!(
+                "too many failed logins for {user:?}; try again in {} s",
+                wait.as_secs().max(1)
+            )));
+        }
+        let directory = self.directory();
+        let (who, secret) = (user.to_owned(), password.to_owned());
+        let checked = tokio::task::spawn_blocking(move || directory.check_password(&who, &secret))
+            .await
+            .map_err(|e| Status::internal(format!("checking the password: {e}")))?;
+        let identity = match checked {
+            Ok(identity) => identity,
+            Err(e) => {
+                self.note_failure(user);
+                tracing::warn!(user, ?peer, "login refused: {e}");
+                return Err(unauthenticated(&e));
+            }
+        };
+        if let Ok(mut failures) = self.failures.write() {
+            failures.remove(user);
+        }
+        let now = boardcast_kit::now_unix_ms();
+        let lifetime = i64::try_from(self.session_lifetime.as_millis()).unwrap_or(i64::MAX);
+        let mut csrf = [0u8; 16];
+        rand::rng().fill_bytes(&mut csrf);
+        let claims = SessionClaims {
+            user: identity.user.clone(),
+            issued_unix_ms: now,
+            expires_unix_ms: now.saturating_add(lifetime),
+            csrf: csrf.iter().map(|b| format!("{b:02x}")).collect(),
+        };
+        tracing::info!(user, ?peer, "logged in");
+        let token = self.key.issue(&claims);
+        Ok(proto::LoginResponse {
+            session_token: token,
+            identity: Some(to_proto(&Identity {
+                expires_unix_ms: Some(claims.expires_unix_ms),
+                ..identity
+            })),
+        })
+    }
+
+    fn note_failure(&self, user: &str) {
+        if let Ok(mut failures) = self.failures.write() {
+            let now = std::time::Instant::now();
+            let entry = failures.entry(user.to_owned()).or_insert((0, now));
+            if now.duration_since(entry.1) > FAILURE_MEMORY {
+                *entry = (0, now);
+            }
+            entry.0 = entry.0.saturating_add(1);
+            entry.1 = now;
+        }
+    }
+
+    /// How long the user must still wait before the next attempt, if at all: nothing for the
+    /// first failures, then 1, 2, 4 … s after the last one, at most `LONGEST_WAIT`.
+    fn must_wait(&self, user: &str) -> Option<Duration> {
+        let failures = self.failures.read().ok()?;
+        let &(count, last) = failures.get(user)?;
+        if count < FREE_FAILURES || last.elapsed() > FAILURE_MEMORY {
+            return None;
+        }
+        let exponent = (count - FREE_FAILURES).min(16);
+        let wait = Duration::from_secs(1u64 << exponent).min(LONGEST_WAIT);
+        wait.checked_sub(last.elapsed())
+    }
+}
+
+/// The bearer token of the call's `authorization` metadata.
+fn bearer(metadata: &MetadataMap) -> Option<&str> {
+    let value = metadata.get("authorization")?.to_str().ok()?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))?
+        .trim();
+    (!token.is_empty()).then_some(token)
+}
+
+/// Whether the identity (or, for open reads, anybody) may read the tournament.
+pub fn may_read(reader: &Option<Identity>, tournament: &str) -> bool {
+    reader.as_ref().is_none_or(|who| who.may_read(tournament))
+}
+
+/// PERMISSION_DENIED unless the identity (or, for open reads, anybody) may read the tournament.
+pub fn check_read(reader: &Option<Identity>, tournament: &str) -> Result<(), Status> {
+    match reader {
+        None => Ok(()),
+        Some(who) => who.may(Operation::Read { tournament }).map_err(denied),
+    }
+}
+
+pub fn to_proto(identity: &Identity) -> proto::Identity {
+    proto::Identity {
+        user: identity.user.clone(),
+        display_name: identity.display_name.clone(),
+        grants: identity
+            .grants
+            .iter()
+            .map(|g| proto::Grant {
+                tournament_id: g.tournament.clone(),
+                role: match g.role {
+                    Role::ChiefArbiter => proto::Role::ChiefArbiter,
+                    Role::Arbiter => proto::Role::Arbiter,
+                    Role::Observer => proto::Role::Observer,
+                    Role::Operator => proto::Role::Operator,
+                } as i32,
+                boards: g.boards.clone(),
+            })
+            .collect(),
+        expires_unix_ms: identity.expires_unix_ms.unwrap_or(0),
+    }
+}
+
+fn read_directory(path: &Path) -> anyhow::Result<(Directory, Option<SystemTime>)> {
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    Ok((boardcast_kit::secrets::read_users(path)?, modified))
+}

@@ -1,0 +1,423 @@
+//! Who may do what on the game service, with real processes: every refusal is a clear status
+//! and changes nothing; retries and concurrent set-ups of one board record one game.
+
+use std::time::Duration;
+
+use boardcast_access::{Grant, Role, SessionClaims};
+use boardcast_schema::game::v1::{
+    ActRequest, Annotation, ArbiterAction, CreateGameRequest, GameStarted, GetGameRequest,
+    ListGamesRequest, LoginRequest, PairRoundRequest, Pairing, Player, TimeControl, TimePeriod,
+    WhoAmIRequest, arbiter_action::Action,
+};
+use boardcast_testkit::{GameService, TEST_PASSWORD, TestNats, TestUsers};
+use tonic::Code;
+
+const TOURNAMENT: &str = "access-open";
+
+fn player(name: &str) -> Option<Player> {
+    Some(Player {
+        name: name.into(),
+        ..Default::default()
+    })
+}
+
+fn time_control() -> Option<TimeControl> {
+    Some(TimeControl {
+        periods: vec![TimePeriod {
+            moves: 0,
+            base_ms: 5_400_000,
+            increment_ms: 30_000,
+            ..Default::default()
+        }],
+    })
+}
+
+fn game(tournament: &str, board_number: u32) -> GameStarted {
+    GameStarted {
+        tournament_id: tournament.into(),
+        round: 1,
+        board_number,
+        board_id: format!("{tournament}-{board_number}"),
+        white: player("White"),
+        black: player("Black"),
+        time_control: time_control(),
+        ..Default::default()
+    }
+}
+
+fn create(info: GameStarted) -> CreateGameRequest {
+    CreateGameRequest {
+        game: Some(info),
+        replace_unfinished: false,
+        request_id: boardcast_kit::client::new_request_id(),
+    }
+}
+
+fn note(game_id: &str, text: &str) -> ActRequest {
+    ActRequest {
+        game_id: game_id.into(),
+        action: Some(ArbiterAction {
+            action: Some(Action::Annotation(Annotation { text: text.into() })),
+            ..Default::default()
+        }),
+        request_id: boardcast_kit::client::new_request_id(),
+    }
+}
+
+fn grant(tournament: &str, role: Role, boards: &[u32]) -> Grant {
+    Grant {
+        tournament: tournament.into(),
+        role,
+        boards: boards.to_vec(),
+    }
+}
+
+/// The game's last log entry, read as the admin.
+async fn log_length(service: &GameService, game_id: &str) -> anyhow::Result<u64> {
+    Ok(service
+        .client()
+        .await?
+        .get_game(GetGameRequest {
+            game_id: game_id.into(),
+        })
+        .await?
+        .into_inner()
+        .last_game_seq)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_refusal_is_clear_and_changes_nothing() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let users = TestUsers::shared()?;
+    let observer = users.add("observer-olga", &[grant(TOURNAMENT, Role::Observer, &[])])?;
+    let arbiter = users.add("arbiter-ann", &[grant(TOURNAMENT, Role::Arbiter, &[2])])?;
+    let stranger = users.add(
+        "arbiter-bob",
+        &[grant("other-open", Role::Arbiter, &[1, 2])],
+    )?;
+    let operator = users.add("operator-otto", &[grant(TOURNAMENT, Role::Operator, &[])])?;
+    for token in [&observer, &arbiter, &stranger, &operator] {
+        service.wait_for_user(token).await?;
+    }
+    let mut admin = service.client().await?;
+    for board in [1, 2] {
+        admin.create_game(create(game(TOURNAMENT, board))).await?;
+    }
+    let board_1 = "access-open-r1-b1";
+    let board_2 = "access-open-r1-b2";
+    let before = (
+        log_length(&service, board_1).await?,
+        log_length(&service, board_2).await?,
+    );
+
+    // No credential: UNAUTHENTICATED for changes and (by default) reads.
+    let mut anonymous = boardcast_kit::client::game_client(&service.url(), None).await?;
+    let refused = anonymous
+        .act(note(board_1, "x"))
+        .await
+        .expect_err("no credential");
+    assert_eq!(refused.code(), Code::Unauthenticated, "{refused:?}");
+    let refused = anonymous
+        .create_game(create(game(TOURNAMENT, 3)))
+        .await
+        .expect_err("no credential");
+    assert_eq!(refused.code(), Code::Unauthenticated);
+    let refused = anonymous
+        .list_games(ListGamesRequest::default())
+        .await
+        .expect_err("reads need a credential too");
+    assert_eq!(refused.code(), Code::Unauthenticated);
+
+    // A made-up or altered token.
+    let mut forged = service
+        .client_as("bct1.admin.abcdefgh.not-the-secret")
+        .await?;
+    let refused = forged
+        .act(note(board_1, "x"))
+        .await
+        .expect_err("unknown token");
+    assert_eq!(refused.code(), Code::Unauthenticated);
+    assert!(
+        refused.message().contains("unknown or revoked"),
+        "{}",
+        refused.message()
+    );
+
+    // Wrong password, then the right one; the session works until it expires.
+    let mut login = boardcast_kit::client::game_client(&service.url(), None).await?;
+    let refused = login
+        .login(LoginRequest {
+            user: "arbiter-ann".into(),
+            password: "not the password".into(),
+        })
+        .await
+        .expect_err("wrong password");
+    assert_eq!(refused.code(), Code::Unauthenticated);
+    assert_eq!(refused.message(), "wrong user name or password");
+    let session = login
+        .login(LoginRequest {
+            user: "arbiter-ann".into(),
+            password: TEST_PASSWORD.into(),
+        })
+        .await?
+        .into_inner();
+    let mut by_session = service.client_as(&session.session_token).await?;
+    let me = by_session.who_am_i(WhoAmIRequest {}).await?.into_inner();
+    assert_eq!(me.user, "arbiter-ann");
+    assert!(me.expires_unix_ms > boardcast_kit::now_unix_ms());
+    let key = boardcast_kit::secrets::session_key(&users.session_key())?;
+    let claims = SessionClaims::read_unverified(&session.session_token)?;
+    let expired = key.issue(&SessionClaims {
+        expires_unix_ms: boardcast_kit::now_unix_ms() - 1,
+        ..claims.clone()
+    });
+    let mut late = service.client_as(&expired).await?;
+    let refused = late.act(note(board_2, "x")).await.expect_err("expired");
+    assert_eq!(refused.code(), Code::Unauthenticated);
+    assert!(
+        refused.message().contains("expired"),
+        "{}",
+        refused.message()
+    );
+    // A session signed with another key (another deployment's, or forged).
+    let other_key = boardcast_kit::secrets::new_session_key().issue(&claims);
+    let mut foreign = service.client_as(&other_key).await?;
+    let refused = foreign
+        .act(note(board_2, "x"))
+        .await
+        .expect_err("foreign key");
+    assert_eq!(refused.code(), Code::Unauthenticated);
+
+    // Roles: an observer reads but may not rule; an arbiter rules on the assigned board only;
+    // an arbiter of another tournament rules on none of these; an operator sets up, never rules.
+    let mut as_observer = service.client_as(&observer).await?;
+    as_observer
+        .get_game(GetGameRequest {
+            game_id: board_1.into(),
+        })
+        .await?;
+    let refused = as_observer
+        .act(note(board_1, "x"))
+        .await
+        .expect_err("observer");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    let mut as_arbiter = service.client_as(&arbiter).await?;
+    let refused = as_arbiter
+        .act(note(board_1, "x"))
+        .await
+        .expect_err("unassigned");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    assert!(
+        refused.message().contains("not assigned board 1"),
+        "{}",
+        refused.message()
+    );
+    let mut as_stranger = service.client_as(&stranger).await?;
+    let refused = as_stranger
+        .act(note(board_2, "x"))
+        .await
+        .expect_err("other tournament");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    let refused = as_stranger
+        .get_game(GetGameRequest {
+            game_id: board_2.into(),
+        })
+        .await
+        .expect_err("not even reads");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    let listed = as_stranger
+        .list_games(ListGamesRequest::default())
+        .await?
+        .into_inner();
+    assert!(
+        listed.games.is_empty(),
+        "another tournament's games are not listed"
+    );
+    let mut as_operator = service.client_as(&operator).await?;
+    let refused = as_operator
+        .act(note(board_1, "x"))
+        .await
+        .expect_err("operator");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    let refused = as_observer
+        .create_game(create(game(TOURNAMENT, 3)))
+        .await
+        .expect_err("observer sets up nothing");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    let refused = as_arbiter
+        .pair_round(PairRoundRequest {
+            tournament_id: TOURNAMENT.into(),
+            round: 2,
+            time_control: time_control(),
+            pairings: vec![Pairing {
+                board_number: 1,
+                board_id: "access-open-1".into(),
+                white: player("A"),
+                black: player("B"),
+                start_fen: String::new(),
+            }],
+            request_id: boardcast_kit::client::new_request_id(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("arbiters do not pair rounds");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+
+    // Nothing of all that changed anything.
+    assert_eq!(
+        (
+            log_length(&service, board_1).await?,
+            log_length(&service, board_2).await?
+        ),
+        before
+    );
+    let games = admin
+        .list_games(ListGamesRequest {
+            tournament_id: TOURNAMENT.into(),
+            round: 0,
+        })
+        .await?
+        .into_inner()
+        .games;
+    assert_eq!(games.len(), 2, "no game was set up by a refused call");
+
+    // What is allowed is recorded with the authenticated identity as the actor.
+    let state = as_arbiter
+        .act(note(board_2, "seen by Ann"))
+        .await?
+        .into_inner()
+        .state
+        .expect("state");
+    assert_eq!(state.last_game_seq, before.1 + 1);
+    let state = by_session
+        .act(note(board_2, "by session"))
+        .await?
+        .into_inner()
+        .state
+        .expect("state");
+    assert_eq!(state.last_game_seq, before.1 + 2);
+    as_operator.create_game(create(game(TOURNAMENT, 3))).await?;
+    let events = events_of(&service, board_2).await?;
+    let actors: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e.provenance.as_ref().map(|p| p.actor.as_str()))
+        .filter(|a| !a.is_empty())
+        .collect();
+    assert_eq!(actors, ["admin", "arbiter-ann", "arbiter-ann"]);
+    Ok(())
+}
+
+/// The game's events so far, streamed as the admin.
+async fn events_of(
+    service: &GameService,
+    game_id: &str,
+) -> anyhow::Result<Vec<boardcast_schema::game::v1::GameEvent>> {
+    use futures::StreamExt as _;
+    let mut client = service.client().await?;
+    let last = log_length(service, game_id).await?;
+    let mut stream = client
+        .stream_game_events(boardcast_schema::game::v1::StreamGameEventsRequest {
+            game_id: game_id.into(),
+            from_game_seq: 1,
+        })
+        .await?
+        .into_inner();
+    let mut events = Vec::new();
+    while (events.len() as u64) < last {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the stream ended"))??;
+        events.push(event);
+    }
+    Ok(events)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_failed_logins_are_slowed_down() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let users = TestUsers::shared()?;
+    let token = users.add("slow-sam", &[grant(TOURNAMENT, Role::Observer, &[])])?;
+    service.wait_for_user(&token).await?;
+    let mut client = boardcast_kit::client::game_client(&service.url(), None).await?;
+    let attempt = |password: &'static str| LoginRequest {
+        user: "slow-sam".into(),
+        password: password.into(),
+    };
+    for _ in 0..5 {
+        let refused = client.login(attempt("wrong")).await.expect_err("wrong");
+        assert_eq!(refused.code(), Code::Unauthenticated);
+    }
+    // Now even the right password has to wait, and the answer says how long.
+    let refused = client
+        .login(attempt(TEST_PASSWORD))
+        .await
+        .expect_err("slowed down");
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert!(
+        refused.message().contains("try again in"),
+        "{}",
+        refused.message()
+    );
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    client.login(attempt(TEST_PASSWORD)).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_set_ups_of_one_board_make_one_game_across_instances() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let first = GameService::start(&nats.url())?;
+    let second = GameService::start(&nats.url())?;
+    let urls = [first.url(), second.url()];
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..20 {
+        let url = urls[i % 2].clone();
+        calls.spawn(async move {
+            let mut client = boardcast_testkit::admin_client(&url).await?;
+            let outcome = client.create_game(create(game("race-open", 1))).await;
+            anyhow::Ok(outcome.map(|r| r.into_inner()))
+        });
+    }
+    let mut succeeded = Vec::new();
+    let mut refused = 0;
+    while let Some(outcome) = calls.join_next().await {
+        match outcome?? {
+            Ok(created) => succeeded.push(created),
+            Err(status) => {
+                assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(succeeded.len(), 1, "exactly one set-up succeeds");
+    assert!(succeeded[0].created);
+    assert_eq!(refused, 19);
+    let games = first
+        .client()
+        .await?
+        .list_games(ListGamesRequest {
+            tournament_id: "race-open".into(),
+            round: 0,
+        })
+        .await?
+        .into_inner()
+        .games;
+    assert_eq!(games.len(), 1);
+    assert_eq!(games[0].last_game_seq, 1, "one GameStarted, never two");
+
+    // A retry of a set-up with its own request id is answered with the game it created.
+    let request = create(game("race-open", 2));
+    let mut client = first.client().await?;
+    let created = client.create_game(request.clone()).await?.into_inner();
+    assert!(created.created);
+    let again = second
+        .client()
+        .await?
+        .create_game(request)
+        .await?
+        .into_inner();
+    assert_eq!((again.game_id, again.created), (created.game_id, false));
+    Ok(())
+}

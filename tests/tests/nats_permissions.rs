@@ -1,0 +1,545 @@
+//! Who may do what on NATS: a real nats-server started with the users and permissions of
+//! `boardcast_kit::nats_access`. Each refusal is checked twice: the caller gets an error and the
+//! server's reason ("Permissions Violation for Publish to …") reaches the connection's events,
+//! and the streams are as they were.
+//!
+//! A refused JetStream call gets no answer (the server drops the request), so it fails by
+//! timing out: the clients here use a short JetStream timeout to keep the tests fast.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use anyhow::Context as _;
+use async_nats::jetstream::{
+    self,
+    consumer::{AckPolicy, DeliverPolicy, pull},
+    context::PublishErrorKind,
+    message::PublishMessage,
+    stream::LastRawMessageErrorKind,
+};
+use boardcast_kit::{
+    nats::{
+        self, DEADLETTER_STREAM, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, deadletter_subject,
+        game_subject, observation_message_id, observation_subject,
+    },
+    nats_access::{GAME_SERVICE_CONSUMER, NatsAccess, Role},
+};
+use boardcast_testkit::{TestNats, secure_nats::SecureNats};
+use futures::StreamExt as _;
+use prost::Message as _;
+
+/// How long a client waits for JetStream's answer; a refused request gets none.
+const JS_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A connection as one user, with what the server refused on it.
+struct As {
+    js: jetstream::Context,
+    refusals: Arc<Mutex<Vec<String>>>,
+}
+
+impl As {
+    async fn connect(nats: &SecureNats, role: Role) -> anyhow::Result<As> {
+        Self::connect_url(&nats.url_for(&role)?, &role.user_name()).await
+    }
+
+    async fn connect_url(url: &str, name: &str) -> anyhow::Result<As> {
+        let refusals = Arc::new(Mutex::new(Vec::new()));
+        let seen = refusals.clone();
+        // The same connection the services make, with an observer of its events.
+        let client = nats::connect_observed(url, name, move |event| {
+            if nats::is_refusal(event)
+                && let Ok(mut seen) = seen.lock()
+            {
+                seen.push(event.to_string());
+            }
+        })
+        .await?;
+        let js = jetstream::ContextBuilder::new()
+            .timeout(JS_TIMEOUT)
+            .ack_timeout(JS_TIMEOUT)
+            .build(client);
+        Ok(As { js, refusals })
+    }
+
+    /// Waits for the server's refusal mentioning `subject`.
+    async fn refused(&self, subject: &str) -> anyhow::Result<String> {
+        let needle = format!("Permissions Violation for Publish to \"{subject}\"");
+        for _ in 0..100 {
+            if let Some(found) = self
+                .refusals
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?
+                .iter()
+                .find(|r| r.contains(&needle))
+            {
+                return Ok(found.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        anyhow::bail!(
+            "no refusal for {subject}; refusals: {:?}",
+            self.refusals.lock().map(|r| r.clone()).unwrap_or_default()
+        )
+    }
+
+    fn refusal_count(&self) -> usize {
+        self.refusals.lock().map(|r| r.len()).unwrap_or(0)
+    }
+
+    /// Publishes an observation of `board` to JetStream and waits for the acknowledgement.
+    async fn publish_observation(&self, board: &str, device_seq: u64) -> anyhow::Result<u64> {
+        let message = PublishMessage::build()
+            .payload(observation(board, device_seq).into())
+            .message_id(observation_message_id(board, device_seq));
+        let ack = self
+            .js
+            .send_publish(observation_subject(board), message)
+            .await?
+            .await?;
+        Ok(ack.sequence)
+    }
+
+    /// Appends a record to `game`'s log, as the game service does.
+    async fn append(&self, game: &str, payload: &str, expected_last: u64) -> anyhow::Result<u64> {
+        let message = PublishMessage::build()
+            .payload(payload.to_owned().into())
+            .message_id(format!("{game}:{expected_last}"))
+            .expected_last_sequence(expected_last);
+        let ack = self
+            .js
+            .send_publish(game_subject(game), message)
+            .await?
+            .await?;
+        Ok(ack.sequence)
+    }
+}
+
+fn observation(board: &str, device_seq: u64) -> Vec<u8> {
+    boardcast_schema::device::v1::Observation {
+        board_id: board.to_owned(),
+        device_seq,
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+async fn messages_in(js: &jetstream::Context, stream: &str) -> anyhow::Result<u64> {
+    Ok(js
+        .get_stream(stream)
+        .await?
+        .get_info()
+        .await?
+        .state
+        .messages)
+}
+
+/// The admin's view, to check what is stored.
+async fn admin(nats: &SecureNats) -> anyhow::Result<As> {
+    As::connect(nats, Role::Admin).await
+}
+
+async fn with_streams(nats: &SecureNats) -> anyhow::Result<As> {
+    let game = As::connect(nats, Role::GameService).await?;
+    nats::ensure_streams(&game.js, 1).await?;
+    Ok(game)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[("hall-a", &["a1", "a2"]), ("hall-b", &["b1"])])?;
+    let _game = with_streams(&nats).await?;
+    let admin = admin(&nats).await?;
+    let hall_a = As::connect(&nats, Role::Gateway("hall-a".into())).await?;
+    let hall_b = As::connect(&nats, Role::Gateway("hall-b".into())).await?;
+
+    // Its own boards: stored and acknowledged.
+    assert_eq!(hall_a.publish_observation("a1", 1).await?, 1);
+    assert_eq!(hall_a.publish_observation("a2", 1).await?, 2);
+
+    // Another gateway's board: refused, with the server's reason, and not stored.
+    let refused = hall_a.publish_observation("b1", 1).await;
+    assert!(refused.is_err(), "publishing for board b1 must fail");
+    hall_a.refused("boardcast.board.b1.obs").await?;
+    // A board nobody has: the same.
+    assert!(hall_a.publish_observation("z9", 1).await.is_err());
+    hall_a.refused("boardcast.board.z9.obs").await?;
+    let ingest = admin.js.get_stream(INGEST_STREAM).await?;
+    for board in ["b1", "z9"] {
+        let last = ingest
+            .get_last_raw_message_by_subject(&observation_subject(board))
+            .await;
+        assert!(
+            matches!(&last, Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound),
+            "nothing stored for {board}"
+        );
+    }
+    assert_eq!(messages_in(&admin.js, INGEST_STREAM).await?, 2);
+
+    // The owner of b1 may; the gateway reads its boards' numbering back (`last_board_seq`).
+    assert_eq!(hall_b.publish_observation("b1", 7).await?, 3);
+    assert_eq!(nats::last_board_seq(&hall_b.js, "b1").await?, 7);
+    assert_eq!(nats::last_board_seq(&hall_a.js, "a1").await?, 1);
+    assert_eq!(nats::last_board_seq(&hall_a.js, "a2").await?, 1);
+
+    // Nor may a gateway create consumers (it could read every board's observations).
+    let created = ingest_consumer(&hall_a.js, "sneaky").await;
+    assert!(created.is_err(), "a gateway may not create consumers");
+    hall_a
+        .refused("$JS.API.CONSUMER.CREATE.BOARDCAST_INGEST.sneaky")
+        .await?;
+    Ok(())
+}
+
+async fn ingest_consumer(js: &jetstream::Context, name: &str) -> anyhow::Result<()> {
+    js.get_stream(INGEST_STREAM)
+        .await?
+        .create_consumer(pull::Config {
+            durable_name: Some(name.to_owned()),
+            ..Default::default()
+        })
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_the_game_service_writes_game_logs() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[("hall-a", &["a1"])])?;
+    let game = with_streams(&nats).await?;
+    let admin = admin(&nats).await?;
+    assert_eq!(game.append("g1", "record 1", 0).await?, 1);
+
+    let others = [
+        Role::BroadcastService,
+        Role::ArbiterService,
+        Role::Gateway("hall-a".into()),
+        Role::Simulator,
+    ];
+    let mut clients = Vec::new();
+    for role in others {
+        clients.push((role.clone(), As::connect(&nats, role).await?));
+    }
+    let attempts = clients.iter().map(|(role, client)| async move {
+        let appended = client.append("g1", "forged", 1).await;
+        let dead_letter = client
+            .js
+            .publish(deadletter_subject(Some("a1")), "forged".into())
+            .await;
+        let dead_letter = match dead_letter {
+            Ok(ack) => ack.await.map(|_| ()).map_err(anyhow::Error::from),
+            Err(e) => Err(e.into()),
+        };
+        (role, appended, dead_letter)
+    });
+    for (role, appended, dead_letter) in futures::future::join_all(attempts).await {
+        assert!(appended.is_err(), "{role} appended to a game log");
+        assert!(dead_letter.is_err(), "{role} wrote a dead letter");
+    }
+    for (_, client) in &clients {
+        client.refused("boardcast.game.g1.events").await?;
+        client.refused("boardcast.deadletter.a1").await?;
+    }
+
+    // The log is as the game service left it.
+    let games = admin.js.get_stream(GAMES_STREAM).await?;
+    let info = games.get_info().await?;
+    assert_eq!((info.state.messages, info.state.last_sequence), (1, 1));
+    let last = games
+        .get_last_raw_message_by_subject(&game_subject("g1"))
+        .await?;
+    assert_eq!(last.payload.as_ref(), b"record 1");
+    assert_eq!(messages_in(&admin.js, DEADLETTER_STREAM).await?, 0);
+
+    // The game service goes on appending where it was.
+    assert_eq!(game.append("g1", "record 2", 1).await?, 2);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[])?;
+    let game = with_streams(&nats).await?;
+    let admin = admin(&nats).await?;
+    let broadcast = As::connect(&nats, Role::BroadcastService).await?;
+    game.append("g1", "record 1", 0).await?;
+    game.append("g2", "record 2", 1).await?;
+    ingest_consumer(&game.js, GAME_SERVICE_CONSUMER).await?;
+
+    async fn attempts(client: &As) -> anyhow::Result<Vec<(&'static str, bool)>> {
+        let js = &client.js;
+        // Both may read BOARDCAST_GAMES.
+        let games = js.get_stream(GAMES_STREAM).await?;
+        let purge = games.purge().await.is_err();
+        let mut config = games.cached_info().config.clone();
+        config.max_messages = 1;
+        let (delete, update, delete_consumer, delete_ingest) = tokio::join!(
+            js.delete_stream(GAMES_STREAM),
+            js.update_stream(config),
+            js.delete_consumer_from_stream(GAME_SERVICE_CONSUMER, INGEST_STREAM),
+            js.delete_stream(INGEST_STREAM),
+        );
+        Ok(vec![
+            ("$JS.API.STREAM.PURGE.BOARDCAST_GAMES", purge),
+            ("$JS.API.STREAM.DELETE.BOARDCAST_GAMES", delete.is_err()),
+            ("$JS.API.STREAM.UPDATE.BOARDCAST_GAMES", update.is_err()),
+            (
+                "$JS.API.CONSUMER.DELETE.BOARDCAST_INGEST.game-service",
+                delete_consumer.is_err(),
+            ),
+            (
+                "$JS.API.STREAM.DELETE.BOARDCAST_INGEST",
+                delete_ingest.is_err(),
+            ),
+        ])
+    }
+    let (from_game, from_broadcast) = tokio::join!(attempts(&game), attempts(&broadcast));
+    for (who, client, results) in [
+        ("game-service", &game, from_game?),
+        ("broadcast-service", &broadcast, from_broadcast?),
+    ] {
+        for (subject, failed) in results {
+            assert!(failed, "{who}: {subject} must fail");
+            client.refused(subject).await?;
+        }
+    }
+
+    // Everything is still there.
+    let games = admin.js.get_stream(GAMES_STREAM).await?;
+    let info = games.get_info().await?;
+    assert_eq!(info.state.messages, 2);
+    assert_eq!(info.config.max_messages, -1, "configuration unchanged");
+    let ingest = admin.js.get_stream(INGEST_STREAM).await?;
+    ingest
+        .consumer_info(GAME_SERVICE_CONSUMER)
+        .await
+        .context("the game service's consumer is still there")?;
+
+    // The admin may.
+    let purged = games.purge().await?;
+    assert_eq!(purged.purged, 2);
+    assert!(admin.js.delete_stream(GAMES_STREAM).await?.success);
+    assert!(admin.js.get_stream(GAMES_STREAM).await.is_err());
+    assert_eq!(admin.refusal_count(), 0);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_service_can_do_its_work() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[("hall-a", &["a1"])])?;
+    let game = As::connect(&nats, Role::GameService).await?;
+    let simulator = As::connect(&nats, Role::Simulator).await?;
+    let gateway = As::connect(&nats, Role::Gateway("hall-a".into())).await?;
+
+    // The game service creates the streams.
+    nats::ensure_streams(&game.js, 1).await?;
+
+    // Boards publish; a simulated board and a gateway continue their numbering from JetStream.
+    assert_eq!(nats::last_board_seq(&simulator.js, "sim-1").await?, 0);
+    simulator.publish_observation("sim-1", 1).await?;
+    simulator.publish_observation("sim-2", 1).await?;
+    gateway.publish_observation("a1", 1).await?;
+    assert_eq!(nats::last_board_seq(&simulator.js, "sim-1").await?, 1);
+    assert_eq!(nats::last_board_seq(&gateway.js, "a1").await?, 1);
+
+    // The game service: its durable pull consumer (as ingest.rs creates it), fetch and ack.
+    let ingest = game.js.get_stream(INGEST_STREAM).await?;
+    let consumer = ingest
+        .create_consumer(pull::Config {
+            durable_name: Some(GAME_SERVICE_CONSUMER.to_owned()),
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: Duration::from_secs(30),
+            max_ack_pending: 1,
+            ..Default::default()
+        })
+        .await?;
+    let mut messages = consumer.messages().await?;
+    for _ in 0..3 {
+        let message = tokio::time::timeout(Duration::from_secs(5), messages.next())
+            .await
+            .context("no observation delivered")?
+            .context("the consumer ended")??;
+        // A confirmed acknowledgement: the server answers only if the ack was allowed.
+        message
+            .double_ack()
+            .await
+            .map_err(|e| anyhow::anyhow!("ack: {e}"))?;
+    }
+    drop(messages);
+    let mut consumer = consumer;
+    let info = consumer.info().await?;
+    assert_eq!((info.num_ack_pending, info.num_pending), (0, 0));
+    // The game service reads a board's last number when it sets up a game, and messages by
+    // sequence when it looks for gaps.
+    assert_eq!(nats::last_board_seq(&game.js, "sim-2").await?, 1);
+    assert!(
+        nats::next_message(&ingest, 1, "boardcast.board.sim-2.obs")
+            .await?
+            .is_some()
+    );
+
+    // Appends with the stream-level expected sequence; a stale one is a conflict, not a
+    // permission problem.
+    assert_eq!(game.append("g1", "record 1", 0).await?, 1);
+    assert_eq!(game.append("g2", "record 2", 1).await?, 2);
+    let stale = PublishMessage::build()
+        .payload("stale".into())
+        .expected_last_sequence(1);
+    let stale = game.js.send_publish(game_subject("g1"), stale).await?.await;
+    assert!(matches!(stale, Err(e) if e.kind() == PublishErrorKind::WrongLastSequence));
+    // Dead letters.
+    game.js
+        .publish(deadletter_subject(Some("sim-1")), "unusable".into())
+        .await?
+        .await?;
+
+    // Catching up: message get and an ordered consumer over the log.
+    let games = game.js.get_stream(GAMES_STREAM).await?;
+    assert_eq!(
+        games.get_raw_message(2).await?.payload.as_ref(),
+        b"record 2"
+    );
+    assert_eq!(read_log(&game.js, 2).await?, ["record 1", "record 2"]);
+
+    // The broadcast and arbiter services follow the log.
+    for role in [Role::BroadcastService, Role::ArbiterService] {
+        let reader = As::connect(&nats, role.clone()).await?;
+        nats::require_streams(&reader.js, &[GAMES_STREAM]).await?;
+        assert_eq!(
+            read_log(&reader.js, 2).await?,
+            ["record 1", "record 2"],
+            "{role}"
+        );
+        let games = reader.js.get_stream(GAMES_STREAM).await?;
+        assert_eq!(
+            games.get_raw_message(1).await?.payload.as_ref(),
+            b"record 1"
+        );
+        let next = nats::next_message(&games, 2, GAMES_SUBJECTS).await?;
+        assert_eq!(next.map(|m| m.sequence), Some(2));
+        assert_eq!(reader.refusal_count(), 0, "{role}");
+    }
+    for client in [&game, &simulator, &gateway] {
+        assert_eq!(client.refusal_count(), 0);
+    }
+    Ok(())
+}
+
+/// The log's first `count` records, with an ordered consumer as the services follow it.
+async fn read_log(js: &jetstream::Context, count: usize) -> anyhow::Result<Vec<String>> {
+    let consumer = js
+        .get_stream(GAMES_STREAM)
+        .await?
+        .create_consumer(pull::OrderedConfig {
+            filter_subject: GAMES_SUBJECTS.to_owned(),
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    let mut messages = consumer.messages().await?;
+    let mut records = Vec::new();
+    while records.len() < count {
+        let message = tokio::time::timeout(Duration::from_secs(5), messages.next())
+            .await
+            .context("the log did not arrive")?
+            .context("the log ended")??;
+        records.push(String::from_utf8_lossy(&message.payload).into_owned());
+    }
+    Ok(records)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn readers_need_the_game_service_to_create_the_streams() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[])?;
+    let broadcast = As::connect(&nats, Role::BroadcastService).await?;
+    let admin = admin(&nats).await?;
+
+    // Not there yet: a clear message after the wait.
+    let missing = nats::require_streams_within(&broadcast.js, &[GAMES_STREAM], Duration::ZERO)
+        .await
+        .err()
+        .context("require_streams must fail without the stream")?;
+    assert!(
+        format!("{missing:#}").contains("stream BOARDCAST_GAMES does not exist"),
+        "{missing:#}"
+    );
+    // And the broadcast service may not create them itself.
+    assert!(nats::ensure_streams(&broadcast.js, 1).await.is_err());
+    broadcast
+        .refused("$JS.API.STREAM.INFO.BOARDCAST_INGEST")
+        .await?;
+    assert!(admin.js.get_stream(INGEST_STREAM).await.is_err());
+    let created = broadcast
+        .js
+        .create_stream(jetstream::stream::Config {
+            name: GAMES_STREAM.to_owned(),
+            subjects: vec![GAMES_SUBJECTS.to_owned()],
+            ..Default::default()
+        })
+        .await;
+    assert!(created.is_err());
+    broadcast
+        .refused("$JS.API.STREAM.CREATE.BOARDCAST_GAMES")
+        .await?;
+    assert!(admin.js.get_stream(GAMES_STREAM).await.is_err());
+
+    // It waits for the game service.
+    let waiting = tokio::spawn({
+        let js = broadcast.js.clone();
+        async move { nats::require_streams_within(&js, &[GAMES_STREAM], Duration::from_secs(10)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    with_streams(&nats).await?;
+    waiting.await??;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn strangers_are_refused_and_a_restart_keeps_the_users() -> anyhow::Result<()> {
+    let mut nats = TestNats::start_secured(&[])?;
+
+    // No user, or a wrong password: refused at once with the reason.
+    let anonymous = async_nats::connect(nats.url()).await;
+    let refused = anonymous
+        .err()
+        .context("an anonymous client must be refused")?;
+    assert!(
+        refused.to_string().contains("authorization violation"),
+        "{refused}"
+    );
+    let wrong = format!(
+        "nats://game-service:not-the-password@127.0.0.1:{}",
+        nats.server.port
+    );
+    let (seen, mut refusals) = tokio::sync::mpsc::unbounded_channel();
+    let _retrying = nats::connect_observed(&wrong, "wrong", move |event| {
+        if nats::is_refusal(event) {
+            let _ = seen.send(event.to_string());
+        }
+    })
+    .await?;
+    let refusal = tokio::time::timeout(Duration::from_secs(5), refusals.recv())
+        .await
+        .context("a wrong password must be reported")?
+        .context("no event")?;
+    assert!(refusal.contains("authorization violation"), "{refusal}");
+
+    // Data written, then the server restarts with the same configuration.
+    let game = with_streams(&nats).await?;
+    game.append("g1", "record 1", 0).await?;
+    tokio::task::block_in_place(|| nats.server.restart(std::process::Stdio::null()))?;
+    assert!(
+        async_nats::connect(nats.url()).await.is_err(),
+        "still secured"
+    );
+
+    // The credentials read back from their directory still work.
+    let access = NatsAccess::load(nats.access.dir())?;
+    assert_eq!(
+        access.url_for(&Role::GameService, &nats.url())?,
+        nats.url_for(&Role::GameService)?
+    );
+    let again = As::connect_url(&access.url_for(&Role::GameService, &nats.url())?, "again").await?;
+    assert_eq!(again.append("g1", "record 2", 1).await?, 2);
+    Ok(())
+}
