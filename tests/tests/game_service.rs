@@ -246,7 +246,7 @@ fn play_one_game(nats: &TestNats, service: &GameService, pgn: &str) -> anyhow::R
 async fn finished_state(url: &str, game_id: &str) -> anyhow::Result<GameState> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let mut client = boardcast_testkit::admin_client(&url.to_owned()).await?;
+        let mut client = boardcast_testkit::admin_client(url).await?;
         let state = client
             .get_game(GetGameRequest {
                 game_id: game_id.to_owned(),

@@ -4,8 +4,12 @@
 //! pieces lifted and placed, the placement after each move, the clock press, and at the end the
 //! players' result signal. Pure: the script is a list of observations with their offsets from the
 //! start of the game; a runner elsewhere assigns sequence numbers and real times and sends them.
+//! Incidents ([`Incident`]) can be injected at given plies, each with the alerts it should raise.
 
 pub mod dgt;
+pub mod incidents;
+
+pub use incidents::{ExpectedAlert, ExpectedAlertKind, Incident};
 
 use boardcast_rules::pgn::PgnGame;
 use boardcast_schema::device::v1::{
@@ -20,6 +24,9 @@ use shakmaty::{Chess, Color, Move, Piece, Position, Role, Square, san::SanPlus};
 pub struct ScriptStep {
     pub at_ms: u64,
     pub kind: Kind,
+    /// Lost on the way ([`Incident::LostObservations`]): the runner gives it its number but
+    /// never publishes it.
+    pub lost: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -32,6 +39,8 @@ pub struct ScriptOptions {
     pub default_think_ms: u64,
     /// How the clock stands and how its gateway was told it stands.
     pub clock: ClockSetup,
+    /// Incidents injected into the game, each before its ply's move.
+    pub incidents: Vec<Incident>,
 }
 
 impl Default for ScriptOptions {
@@ -41,6 +50,7 @@ impl Default for ScriptOptions {
             increment_ms: 0,
             default_think_ms: 10_000,
             clock: ClockSetup::default(),
+            incidents: Vec::new(),
         }
     }
 }
@@ -119,6 +129,19 @@ pub enum SimError {
     },
     #[error("game {players}: {reason}")]
     BadGame { players: String, reason: String },
+    #[error("game {players}: incident {incident}: {reason}")]
+    BadIncident {
+        players: String,
+        incident: String,
+        reason: String,
+    },
+}
+
+fn run_for(color: Color) -> ClockRun {
+    match color {
+        Color::White => ClockRun::White,
+        Color::Black => ClockRun::Black,
+    }
 }
 
 fn lifted(square: Square, piece: Piece) -> Kind {
@@ -287,9 +310,19 @@ fn result_signal_steps(pos: &Chess, result: &str) -> Option<Vec<Kind>> {
     Some(steps)
 }
 
-/// The observations of one game, from the set-up position to the result signal.
+/// The observations of one game, from the set-up position to the result signal, with the
+/// options' incidents injected.
 pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>, SimError> {
     let players = game.players();
+    for incident in &options.incidents {
+        incident
+            .check(game.moves.len(), &options.incidents)
+            .map_err(|reason| SimError::BadIncident {
+                players: players.clone(),
+                incident: incident.to_string(),
+                reason,
+            })?;
+    }
     let mut pos = game.start_position().map_err(|e| SimError::BadGame {
         players: players.clone(),
         reason: e.to_string(),
@@ -297,24 +330,24 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
     let mut steps = Vec::new();
     let mut now: u64 = 0;
     let mut clocks = [options.initial_clock_ms; 2]; // [white, black]
-    let run_for = |c: Color| match c {
-        Color::White => ClockRun::White,
-        Color::Black => ClockRun::Black,
+    // Time incidents took from each clock, which the score's `[%clk]` times do not know of.
+    let mut incident_ms = [0u64; 2];
+    // Every placement shown so far, kept only when incidents need it.
+    let mut history = Vec::new();
+    let step = |at_ms: u64, kind: Kind| ScriptStep {
+        at_ms,
+        kind,
+        lost: false,
     };
-    steps.push(ScriptStep {
-        at_ms: now,
-        kind: placement_of(pos.board()),
-    });
+    steps.push(step(now, placement_of(pos.board())));
     let setup = options.clock;
     let mut white_display = setup.white_display;
     let clock = |white_display, clocks: [u64; 2], running| {
         Kind::Clock(setup.reading(white_display, clocks[0], clocks[1], running))
     };
-    steps.push(ScriptStep {
-        at_ms: now,
-        kind: clock(white_display, clocks, run_for(pos.turn())),
-    });
+    steps.push(step(now, clock(white_display, clocks, run_for(pos.turn()))));
     for (index, pgn_move) in game.moves.iter().enumerate() {
+        let ply = index as u32 + 1;
         let bad = |reason: String| SimError::BadMove {
             players: players.clone(),
             index: index + 1,
@@ -325,8 +358,8 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
         let mv = san.san.to_move(&pos).map_err(|e| bad(format!("{e}")))?;
         let mover = pos.turn();
         let side = usize::from(mover == Color::Black);
-        let clock_after = match pgn_move.clock_ms {
-            Some(ms) => ms,
+        let mut clock_after = match pgn_move.clock_ms {
+            Some(ms) => ms.saturating_sub(incident_ms[side]),
             None => clocks[side]
                 .saturating_sub(options.default_think_ms)
                 .saturating_add(options.increment_ms),
@@ -337,48 +370,80 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
             .checked_sub(clock_after)
             .filter(|t| *t >= 1_000)
             .unwrap_or(1_000);
-        if setup.turned_before_ply == Some(index as u32 + 1) {
+        if setup.turned_before_ply == Some(ply) {
             // Stopped, turned round with each time set on the display now in front of its
             // player, started again: the time it takes is not on anyone's clock.
-            steps.push(ScriptStep {
-                at_ms: now + 100,
-                kind: clock(white_display, clocks, ClockRun::Stopped),
-            });
+            steps.push(step(now + 100, clock(white_display, clocks, ClockRun::Stopped)));
             white_display = match white_display {
                 ClockDisplay::Left => ClockDisplay::Right,
                 _ => ClockDisplay::Left,
             };
-            steps.push(ScriptStep {
-                at_ms: now + 200,
-                kind: clock(white_display, clocks, ClockRun::Stopped),
-            });
-            steps.push(ScriptStep {
-                at_ms: now + 300,
-                kind: clock(white_display, clocks, run_for(mover)),
-            });
+            steps.push(step(now + 200, clock(white_display, clocks, ClockRun::Stopped)));
+            steps.push(step(now + 300, clock(white_display, clocks, run_for(mover))));
             now += 300;
         }
+        let mut lost = 0;
+        if !options.incidents.is_empty() {
+            history.push(pos.board().clone());
+            let reading = |clocks: [u64; 2], running| clock(white_display, clocks, running);
+            let turn = incidents::Turn {
+                pos: &pos,
+                mv: &mv,
+                history: &history,
+                reading: &reading,
+            };
+            let mut line = incidents::Timeline {
+                now,
+                clocks,
+                steps: &mut steps,
+            };
+            for incident in options.incidents.iter().filter(|i| i.ply() == ply) {
+                incident
+                    .play(&turn, &mut line)
+                    .map_err(|reason| SimError::BadIncident {
+                        players: players.clone(),
+                        incident: incident.to_string(),
+                        reason,
+                    })?;
+                if let Incident::LostObservations { count, .. } = incident {
+                    lost += *count as usize;
+                }
+            }
+            // The time the incidents took is gone from the clocks for good.
+            for (i, was) in clocks.into_iter().enumerate() {
+                incident_ms[i] += was - line.clocks[i];
+            }
+            clock_after = clock_after.saturating_sub(clocks[side] - line.clocks[side]);
+            (now, clocks) = (line.now, line.clocks);
+        }
         let hand = hand_steps(&pos, &mv);
+        if lost > hand.len() {
+            return Err(SimError::BadIncident {
+                players: players.clone(),
+                incident: format!("lost-observations@ply={ply}:count={lost}"),
+                reason: format!(
+                    "the move {} is seen in {} observations before the whole placement; more \
+                     cannot be lost without losing the move",
+                    pgn_move.san,
+                    hand.len()
+                ),
+            });
+        }
         let hand_start = now + think_ms.saturating_sub(200 * hand.len() as u64 + 400);
         for (i, kind) in hand.into_iter().enumerate() {
             steps.push(ScriptStep {
                 at_ms: hand_start + 100 * i as u64,
                 kind,
+                lost: i < lost,
             });
         }
         pos.play_unchecked(mv);
-        steps.push(ScriptStep {
-            at_ms: now + think_ms - 200,
-            kind: placement_of(pos.board()),
-        });
+        steps.push(step(now + think_ms - 200, placement_of(pos.board())));
         now += think_ms;
         clocks[side] = clock_after;
         // A mating or stalemating move ends the game; nobody presses the clock after it.
         if !(pos.is_checkmate() || pos.is_stalemate()) {
-            steps.push(ScriptStep {
-                at_ms: now,
-                kind: clock(white_display, clocks, run_for(pos.turn())),
-            });
+            steps.push(step(now, clock(white_display, clocks, run_for(pos.turn()))));
         }
     }
     if !(pos.is_checkmate() || pos.is_stalemate())
@@ -386,10 +451,7 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
     {
         now += 3_000;
         for (i, kind) in signal.into_iter().enumerate() {
-            steps.push(ScriptStep {
-                at_ms: now + 150 * i as u64,
-                kind,
-            });
+            steps.push(step(now + 150 * i as u64, kind));
         }
     }
     Ok(steps)

@@ -110,12 +110,19 @@ pub fn check_csrf(token: Option<&str>, provided: Option<&str>) -> Result<(), Ref
 
 /// A request naming another site as its origin is refused: its page could not read the CSRF
 /// value, but this is checked first and for /login too (which has no session yet). Same-site is
-/// the request's own `Host`, or one of `allowed` (full origins, for a reverse proxy).
-pub fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), Refused> {
+/// the host the request was sent to (`Host`, or HTTP/2's `:authority` given as `authority`), or
+/// one of `allowed` (full origins, for a reverse proxy).
+pub fn check_origin(
+    headers: &HeaderMap,
+    authority: Option<&str>,
+    allowed: &[String],
+) -> Result<(), Refused> {
     if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
         && site.eq_ignore_ascii_case("cross-site")
     {
-        return Err(Refused::ForeignOrigin("Sec-Fetch-Site: cross-site".to_owned()));
+        return Err(Refused::ForeignOrigin(
+            "Sec-Fetch-Site: cross-site".to_owned(),
+        ));
     }
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());
@@ -130,13 +137,20 @@ pub fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), Refus
     {
         return Ok(());
     }
-    let authority = origin
+    let origin_authority = origin
         .strip_prefix("https://")
         .or_else(|| origin.strip_prefix("http://"))
         .filter(|rest| !rest.is_empty() && !rest.contains('/'));
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    match (authority, host) {
-        (Some(authority), Some(host)) if authority.eq_ignore_ascii_case(host.trim()) => Ok(()),
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or(authority);
+    match (origin_authority, host) {
+        (Some(origin_authority), Some(host))
+            if origin_authority.eq_ignore_ascii_case(host.trim()) =>
+        {
+            Ok(())
+        }
         _ => Err(Refused::ForeignOrigin(format!("Origin {origin}"))),
     }
 }
@@ -231,7 +245,11 @@ impl Sessions {
     }
 
     /// Who the session token belongs to, as the game service says (cached for 30 s).
-    pub async fn identity(&self, token: &str, now_unix_ms: i64) -> Result<Arc<Identity>, SessionError> {
+    pub async fn identity(
+        &self,
+        token: &str,
+        now_unix_ms: i64,
+    ) -> Result<Arc<Identity>, SessionError> {
         // Only what the holder may know is read without the key; a token is never accepted on
         // its own claims, only refused early when they say it has expired.
         if !is_session_token(token) {
@@ -418,7 +436,10 @@ mod tests {
         assert_eq!(session_token(&h).as_deref(), Some("bcs1.x.y"));
         let h = headers(&[("cookie", "a=1"), ("cookie", "boardcast_session=t")]);
         assert_eq!(session_token(&h).as_deref(), Some("t"));
-        assert_eq!(session_token(&headers(&[("cookie", "boardcast_session=")])), None);
+        assert_eq!(
+            session_token(&headers(&[("cookie", "boardcast_session=")])),
+            None
+        );
         assert_eq!(session_token(&HeaderMap::new()), None);
     }
 
@@ -454,31 +475,55 @@ mod tests {
     #[test]
     fn only_this_sites_origin_may_post() {
         let host = ("host", "arbiters.local:8090");
-        assert_eq!(check_origin(&headers(&[host]), &[]), Ok(()));
+        assert_eq!(check_origin(&headers(&[host]), None, &[]), Ok(()));
         assert_eq!(
-            check_origin(&headers(&[host, ("origin", "http://arbiters.local:8090")]), &[]),
+            check_origin(
+                &headers(&[host, ("origin", "http://arbiters.local:8090")]),
+                None,
+                &[]
+            ),
             Ok(())
         );
         assert_eq!(
-            check_origin(&headers(&[host, ("origin", "https://ARBITERS.local:8090")]), &[]),
+            check_origin(
+                &headers(&[host, ("origin", "https://ARBITERS.local:8090")]),
+                None,
+                &[]
+            ),
             Ok(())
         );
-        for foreign in ["https://evil.example", "null", "http://arbiters.local:8091", "file://"] {
+        for foreign in [
+            "https://evil.example",
+            "null",
+            "http://arbiters.local:8091",
+            "file://",
+        ] {
             assert!(
                 matches!(
-                    check_origin(&headers(&[host, ("origin", foreign)]), &[]),
+                    check_origin(&headers(&[host, ("origin", foreign)]), None, &[]),
                     Err(Refused::ForeignOrigin(_))
                 ),
                 "{foreign}"
             );
         }
         let proxied = [host, ("origin", "https://arbiters.example.org")];
-        assert!(check_origin(&headers(&proxied), &[]).is_err());
+        assert!(check_origin(&headers(&proxied), None, &[]).is_err());
         assert_eq!(
-            check_origin(&headers(&proxied), &["https://arbiters.example.org/".to_owned()]),
+            check_origin(
+                &headers(&proxied),
+                None,
+                &["https://arbiters.example.org/".to_owned()]
+            ),
             Ok(())
         );
-        assert!(check_origin(&headers(&[host, ("sec-fetch-site", "cross-site")]), &[]).is_err());
+        assert!(
+            check_origin(
+                &headers(&[host, ("sec-fetch-site", "cross-site")]),
+                None,
+                &[]
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -494,7 +539,10 @@ mod tests {
         // The fifth failure within 15 minutes blocks the address for 30 s.
         let t = t0 + Duration::from_secs(10);
         assert_eq!(throttle.failed(ip, t), Some(Duration::from_secs(30)));
-        assert_eq!(throttle.check(ip, t + Duration::from_secs(1)), Err(Duration::from_secs(29)));
+        assert_eq!(
+            throttle.check(ip, t + Duration::from_secs(1)),
+            Err(Duration::from_secs(29))
+        );
         assert_eq!(throttle.check(other, t), Ok(()));
         // Each further failure doubles the block, up to five minutes.
         let mut t = t + Duration::from_secs(30);

@@ -27,6 +27,11 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+/// Replaces a node's children, leaving out the absent ones (null, false).
+function fill(node, ...children) {
+  node.replaceChildren(...children.filter(c => c !== null && c !== undefined && c !== false));
+}
+
 function clock(ms) {
   if (ms === null || ms === undefined) return "–";
   const s = Math.floor(ms / 1000);
@@ -191,7 +196,7 @@ function renderAlert(a, fresh) {
     actions.append(el("a", { class: "button", href: `/games/${encodeURIComponent(a.game_id)}?alert=${a.raised_at}`, "data-testid": "alert-open", text: "Open game" }));
   }
   const message = item.querySelector(".item-message") || el("p", { class: "item-message", "data-testid": "alert-message", hidden: true });
-  item.replaceChildren(
+  fill(item,
     el("div", { class: "alert-head" }, el("span", { class: "kind", text: a.kind_label }), el("span", { class: "status", "data-testid": "alert-status", text: a.status })),
     el("div", { class: "where", text: [
       `Board ${a.board_number}`,
@@ -246,13 +251,13 @@ function connect(query, onBoard) {
   source.addEventListener("alert", e => {
     if (e.lastEventId) lastEventId = e.lastEventId;
     try { upsertAlert(JSON.parse(e.data)); } catch (err) { console.error(err); }
-    initialLoadDone = true;
   });
+  // Sent after what the connection started with: alerts from then on are news.
+  source.addEventListener("ready", () => { initialLoadDone = true; });
   source.addEventListener("board", e => {
     try { onBoard(JSON.parse(e.data)); } catch (err) { console.error(err); }
   });
   source.addEventListener("session-expired", () => { source.close(); loginAgain(); });
-  source.addEventListener("open", () => setTimeout(() => { initialLoadDone = true; }, 1500));
   source.onerror = () => {
     setLive("reconnecting", "reconnecting…");
     if (source.readyState === EventSource.CLOSED) {
@@ -316,7 +321,7 @@ function boardCard(b) {
   drawBoard(board, b.fen);
   const running = side => b.clocks.running === side && b.state === "playing" ? "clock running" : "clock";
   const state = b.state === "finished" ? `finished ${b.result}` : b.state === "offline" ? `board ${b.device}` : b.state;
-  card.replaceChildren(
+  fill(card,
     el("div", { class: "card-head" },
       el("span", { class: "board-no", text: `Board ${b.board_number}` }),
       el("span", { class: "state", "data-testid": "board-state", text: state }),
@@ -359,8 +364,8 @@ function renderHead(b) {
   document.getElementById("game-sub").textContent = [
     b.event_name || b.tournament_id, `round ${b.round}`, `physical board ${b.board_id}`,
     b.state === "finished" ? `finished ${b.result} (${b.termination})` : b.state,
-    `board ${b.device}${b.battery_percent != null ? ` (battery ${b.battery_percent}%)` : ""}`,
-  ].join(" · ");
+    b.device === "unknown" ? null : `board ${b.device}${b.battery_percent != null ? ` (battery ${b.battery_percent}%)` : ""}`,
+  ].filter(Boolean).join(" · ");
   const roundLink = document.getElementById("round-link");
   roundLink.href = `/tournaments/${encodeURIComponent(b.tournament_id)}/rounds/${b.round}`;
   roundLink.textContent = `Round ${b.round}`;
@@ -416,7 +421,11 @@ async function showAt(seq) {
   renderMoves(at.moves);
   document.getElementById("back-live").hidden = false;
   document.querySelectorAll("#timeline [aria-current]").forEach(n => n.removeAttribute("aria-current"));
-  document.querySelector(`#timeline [data-seq="${seq}"]`)?.setAttribute("aria-current", "true");
+  const entry = document.querySelector(`#timeline [data-seq="${seq}"]`);
+  if (entry) {
+    entry.setAttribute("aria-current", "true");
+    entry.scrollIntoView({ block: "nearest" });
+  }
   // The restore form offers the game as it stood then.
   document.getElementById("restore-ply").value = at.completed_plies;
   if (at.clocks.white_ms != null) document.getElementById("restore-white").value = clock(at.clocks.white_ms);
@@ -639,7 +648,7 @@ async function evaluateClaim() {
     return b;
   };
   box.dataset.verdict = v.verdict;
-  box.replaceChildren(
+  fill(box,
     el("p", { class: "headline", "data-testid": "claim-verdict-headline", text: `From the log: ${v.verdict.replace("_", " ")}${v.article ? ` (Article ${v.article})` : ""}` }),
     v.explanation ? el("p", { text: v.explanation }) : null,
     v.occurrences.length ? el("p", {}, "Occurrences: ", ...v.occurrences.flatMap(o => [`ply ${o.ply} (move ${o.move_number}) `, entry(o.game_seq), " "])) : null,

@@ -19,9 +19,7 @@ use boardcast_game::{
     Game, GameError,
     alerts::{Alert, AlertStatus, GameAlerts},
     device::{ClockDisplay, ClockReading, ClockRun, DeviceState, observation},
-    events::{
-        GameEvent, GameEventRecord, arbiter_action::Action, game_event::Kind,
-    },
+    events::{GameEvent, GameEventRecord, arbiter_action::Action, game_event::Kind},
 };
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use futures::StreamExt as _;
@@ -383,6 +381,18 @@ impl Folded {
     }
 }
 
+/// `BoardResultSignal` → `board result signal`.
+fn words_of(camel: &str) -> String {
+    let mut words = String::new();
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            words.push(' ');
+        }
+        words.extend(c.to_lowercase());
+    }
+    words
+}
+
 fn player_name(p: &Option<boardcast_game::events::Player>) -> String {
     p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
 }
@@ -584,7 +594,7 @@ impl GameEntry {
             result: game.result_token(),
             termination: game
                 .result()
-                .map(|(_, t)| format!("{t:?}"))
+                .map(|(_, t)| words_of(&format!("{t:?}")))
                 .unwrap_or_default(),
             device: timeline::device_state_name(status.state),
             battery_percent: status.battery_percent,
@@ -954,11 +964,11 @@ impl Games {
             .values()
             .flat_map(GameEntry::alert_views)
             .filter(|a| filter.matches(a) && readable(&a.tournament_id))
-            .cloned()
             .filter(|a| match after {
                 None => a.is_open(),
                 Some(after) => a.key() > *after,
             })
+            .cloned()
             .collect();
         alerts.sort_by_key(AlertView::key);
         (alerts, state.last_stream_seq)
@@ -1119,7 +1129,7 @@ async fn wait_for_stream(js: &jetstream::Context, games: &Games) -> jetstream::s
                 );
                 // Said once, then every minute or so: a service started before the game service
                 // is normal.
-                if waited % 30 == 0 {
+                if waited.is_multiple_of(30) {
                     tracing::warn!("{reason}");
                 }
                 games.set_status(FollowStatus::WaitingForStream(reason));
@@ -1161,10 +1171,7 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
         })
         .await
         .context("creating a consumer of the game log")?;
-    let mut messages = consumer
-        .messages()
-        .await
-        .context("reading the game log")?;
+    let mut messages = consumer.messages().await.context("reading the game log")?;
     games.set_status(FollowStatus::Following);
     let mut caught_up = false;
     let mut errors_in_a_row = 0;
@@ -1290,17 +1297,35 @@ pub(crate) mod tests {
         assert_eq!(detail.board.last_move, "1. e4");
         assert_eq!(detail.board.to_move, "black");
         let words: Vec<&str> = detail.timeline.iter().map(|e| e.words.as_str()).collect();
-        assert!(words[0].starts_with("game set up: White Player – Black Player"), "{words:?}");
-        assert!(words.iter().any(|w| w.contains("move e4 entered")), "{words:?}");
-        assert!(words.iter().any(|w| w.contains("alert of log entry 2 acknowledged")), "{words:?}");
-        assert!(detail.timeline.iter().any(|e| e.actor == "ia-smith" && e.category == "ruling"));
+        assert!(
+            words[0].starts_with("game set up: White Player – Black Player"),
+            "{words:?}"
+        );
+        assert!(
+            words.iter().any(|w| w.contains("move e4 entered")),
+            "{words:?}"
+        );
+        assert!(
+            words
+                .iter()
+                .any(|w| w.contains("alert of log entry 2 acknowledged")),
+            "{words:?}"
+        );
+        assert!(
+            detail
+                .timeline
+                .iter()
+                .any(|e| e.actor == "ia-smith" && e.category == "ruling")
+        );
         assert_eq!(games.entries_of_request(&id, "r1").len(), 2);
 
         // The position after any entry, folded again from the records.
         let at = games.position_at(&id, 1).expect("folds");
         assert_eq!(at.completed_plies, 0);
         assert_eq!(at.to_move, "white");
-        let at = games.position_at(&id, games.last_game_seq(&id).unwrap_or(0)).expect("folds");
+        let at = games
+            .position_at(&id, games.last_game_seq(&id).unwrap_or(0))
+            .expect("folds");
         assert_eq!(at.moves.len(), 1);
         assert!(matches!(
             games.position_at(&id, 99),
@@ -1328,7 +1353,11 @@ pub(crate) mod tests {
         assert_eq!(board.state, "damaged");
         let damage = board.damage.expect("damage");
         assert_eq!(damage.at_game_seq, 2);
-        assert!(damage.message.starts_with("log damaged at entry 2"), "{}", damage.message);
+        assert!(
+            damage.message.starts_with("log damaged at entry 2"),
+            "{}",
+            damage.message
+        );
         assert_eq!(damage.entries_not_shown, 2);
         // Garbage on another game's subject damages that game only.
         games.fold_message(5, "boardcast.game.other.events", b"\x01\x02");

@@ -103,7 +103,10 @@ pub fn router(state: AppState) -> Router {
         .route("/events", get(events))
         .route("/api/me", get(api_me))
         .route("/api/rounds", get(api_rounds))
-        .route("/api/tournaments/{tournament}/rounds/{round}", get(api_round))
+        .route(
+            "/api/tournaments/{tournament}/rounds/{round}",
+            get(api_round),
+        )
         .route("/api/alerts", get(api_alerts))
         .route("/api/request-ids", get(api_request_ids))
         .route("/api/games/{game_id}", get(api_game))
@@ -163,6 +166,29 @@ fn wants_json(parts_path: &str, headers: &HeaderMap) -> bool {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// A refusal of an API call, made into its JSON answer at the end (small to pass around).
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        json_error(self.status, self.code, self.message)
+    }
 }
 
 fn json_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
@@ -263,7 +289,12 @@ async fn guard_posts(State(state): State<AppState>, request: Request, next: Next
     }
     let path = request.uri().path().to_owned();
     let json = wants_json(&path, request.headers());
-    if let Err(refused) = auth::check_origin(request.headers(), &state.config.allowed_origins) {
+    let authority = request.uri().authority().map(|a| a.as_str().to_owned());
+    if let Err(refused) = auth::check_origin(
+        request.headers(),
+        authority.as_deref(),
+        &state.config.allowed_origins,
+    ) {
         tracing::warn!(%path, "refused a request: {refused}");
         return refusal(StatusCode::FORBIDDEN, json, &refused);
     }
@@ -345,8 +376,7 @@ impl FromRequestParts<AppState> for Session {
         let api = is_api_path(&path);
         let not_signed_in = |message: String| -> Response {
             if api {
-                let mut response =
-                    json_error(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message);
+                let mut response = json_error(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message);
                 response.headers_mut().insert(
                     header::SET_COOKIE,
                     HeaderValue::from_str(&auth::clear_cookie(state.config.tls))
@@ -378,9 +408,17 @@ impl FromRequestParts<AppState> for Session {
             }),
             Err(SessionError::Invalid(message)) => Err(not_signed_in(message)),
             Err(e @ SessionError::Unavailable(_)) => Err(if api {
-                json_error(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", e.to_string())
+                json_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "UNAVAILABLE",
+                    e.to_string(),
+                )
             } else {
-                message_page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", &e.to_string())
+                message_page(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Unavailable",
+                    &e.to_string(),
+                )
             }),
         }
     }
@@ -416,7 +454,10 @@ struct LoginQuery {
 fn login_form(status: StatusCode, error: &str, user: &str, next: &str) -> Response {
     let body = LOGIN_HTML
         .replace("{{ERROR}}", &escape(error))
-        .replace("{{ERROR_HIDDEN}}", if error.is_empty() { "hidden" } else { "" })
+        .replace(
+            "{{ERROR_HIDDEN}}",
+            if error.is_empty() { "hidden" } else { "" },
+        )
         .replace("{{USER}}", &escape(user))
         .replace("{{NEXT}}", &escape(next));
     (status, [(header::CACHE_CONTROL, "no-store")], Html(body)).into_response()
@@ -505,9 +546,7 @@ async fn login(State(state): State<AppState>, request: Request) -> Response {
         return with_retry_after(
             login_form(
                 StatusCode::TOO_MANY_REQUESTS,
-                &format!(
-                    "Too many failed logins from this address: try again in {seconds} s."
-                ),
+                &format!("Too many failed logins from this address: try again in {seconds} s."),
                 &user,
                 &next,
             ),
@@ -554,7 +593,12 @@ async fn login(State(state): State<AppState>, request: Request) -> Response {
                 ),
             }
         }
-        Err(e) if matches!(e.code, tonic::Code::Unauthenticated | tonic::Code::ResourceExhausted) => {
+        Err(e)
+            if matches!(
+                e.code,
+                tonic::Code::Unauthenticated | tonic::Code::ResourceExhausted
+            ) =>
+        {
             let blocked = state.throttle.failed(ip, now);
             tracing::info!(%user, %ip, code = e.code_name(), "login failed");
             let mut message = e.message.clone();
@@ -579,7 +623,10 @@ async fn login(State(state): State<AppState>, request: Request) -> Response {
             tracing::warn!(%user, "login: the game service did not answer: {e}");
             login_form(
                 status_of(&e),
-                &format!("The game service cannot log you in right now: {}", e.message),
+                &format!(
+                    "The game service cannot log you in right now: {}",
+                    e.message
+                ),
                 &user,
                 &next,
             )
@@ -672,7 +719,10 @@ fn not_readable(session: &Session, tournament: &str) -> Option<String> {
         .map(|denied| denied.to_string())
 }
 
-async fn round_page(session: Session, Path((tournament, round)): Path<(String, String)>) -> Response {
+async fn round_page(
+    session: Session,
+    Path((tournament, round)): Path<(String, String)>,
+) -> Response {
     let Ok(round) = round.parse::<u32>() else {
         return message_page(
             StatusCode::NOT_FOUND,
@@ -801,7 +851,7 @@ fn alert_filter(
     state: &AppState,
     session: &Session,
     query: &AlertQuery,
-) -> Result<AlertFilter, Response> {
+) -> Result<AlertFilter, ApiError> {
     let mut filter = AlertFilter {
         tournament: query.tournament.clone().filter(|t| !t.is_empty()),
         round: query.round.filter(|r| *r > 0),
@@ -809,7 +859,7 @@ fn alert_filter(
     };
     if let Some(game) = &filter.game {
         let Some((tournament, _)) = state.games.tournament_of(game) else {
-            return Err(json_error(
+            return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "NOT_FOUND",
                 format!("no game {game:?} in the game log"),
@@ -820,7 +870,11 @@ fn alert_filter(
     if let Some(tournament) = &filter.tournament
         && let Some(why) = not_readable(session, tournament)
     {
-        return Err(json_error(StatusCode::FORBIDDEN, "PERMISSION_DENIED", why));
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+            why,
+        ));
     }
     Ok(filter)
 }
@@ -836,7 +890,7 @@ async fn api_alerts(
     };
     let filter = match alert_filter(&state, &session, &query) {
         Ok(f) => f,
-        Err(response) => return response,
+        Err(refused) => return refused.into_response(),
     };
     let identity = session.identity.clone();
     let readable = move |t: &str| identity.may_read(t);
@@ -862,16 +916,24 @@ async fn api_request_ids(_session: Session, Query(query): Query<CountQuery>) -> 
 }
 
 /// The game's tournament if the user may read it; otherwise the response to send.
-fn readable_game(state: &AppState, session: &Session, game_id: &str) -> Result<(String, u32), Response> {
+fn readable_game(
+    state: &AppState,
+    session: &Session,
+    game_id: &str,
+) -> Result<(String, u32), ApiError> {
     let Some((tournament, board)) = state.games.tournament_of(game_id) else {
-        return Err(json_error(
+        return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "NOT_FOUND",
             format!("no game {game_id:?} in the game log"),
         ));
     };
     if let Some(why) = not_readable(session, &tournament) {
-        return Err(json_error(StatusCode::FORBIDDEN, "PERMISSION_DENIED", why));
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+            why,
+        ));
     }
     Ok((tournament, board))
 }
@@ -881,8 +943,8 @@ async fn api_game(
     session: Session,
     Path(game_id): Path<String>,
 ) -> Response {
-    if let Err(response) = readable_game(&state, &session, &game_id) {
-        return response;
+    if let Err(refused) = readable_game(&state, &session, &game_id) {
+        return refused.into_response();
     }
     match state.games.game_detail(&game_id) {
         Some(detail) => no_store(&detail),
@@ -905,8 +967,8 @@ async fn api_timeline(
     Path(game_id): Path<String>,
     query: Result<Query<AfterQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    if let Err(response) = readable_game(&state, &session, &game_id) {
-        return response;
+    if let Err(refused) = readable_game(&state, &session, &game_id) {
+        return refused.into_response();
     }
     let after = match query {
         Ok(Query(q)) => q.after.unwrap_or(0),
@@ -926,8 +988,8 @@ async fn api_at(
     session: Session,
     Path((game_id, game_seq)): Path<(String, String)>,
 ) -> Response {
-    if let Err(response) = readable_game(&state, &session, &game_id) {
-        return response;
+    if let Err(refused) = readable_game(&state, &session, &game_id) {
+        return refused.into_response();
     }
     let Ok(game_seq) = game_seq.parse::<u64>() else {
         return json_error(
@@ -938,8 +1000,7 @@ async fn api_at(
     };
     // Folding a long game is CPU work: off the async threads.
     let games = state.games.clone();
-    let folded =
-        tokio::task::spawn_blocking(move || games.position_at(&game_id, game_seq)).await;
+    let folded = tokio::task::spawn_blocking(move || games.position_at(&game_id, game_seq)).await;
     match folded {
         Ok(Ok(view)) => no_store(&view),
         Ok(Err(e @ crate::follow::AtError::OutOfRange { .. })) => {
@@ -979,7 +1040,11 @@ pub fn clock_ms(input: &Option<ClockInput>, what: &str) -> Result<Option<i64>, S
         _ => (1, text),
     };
     let parts: Vec<&str> = digits.split(':').map(str::trim).collect();
-    if parts.len() > 3 || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || p.len() > 9) {
+    if parts.len() > 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || p.len() > 9)
+    {
         return Err(bad());
     }
     let numbers: Vec<i64> = parts.iter().map(|p| p.parse().unwrap_or(0)).collect();
@@ -1108,7 +1173,9 @@ fn game_result(text: &str) -> Result<GameResult, String> {
         "1-0" => Ok(GameResult::WhiteWins),
         "0-1" => Ok(GameResult::BlackWins),
         "1/2-1/2" | "½-½" | "draw" => Ok(GameResult::Draw),
-        other => Err(format!("the result must be 1-0, 0-1 or 1/2-1/2, not {other:?}")),
+        other => Err(format!(
+            "the result must be 1-0, 0-1 or 1/2-1/2, not {other:?}"
+        )),
     }
 }
 
@@ -1366,7 +1433,11 @@ async fn api_claim(
         claimant_has_touched: body.claimant_has_touched,
         claimant_remaining_ms: remaining,
     };
-    match state.api.evaluate_claim(session.token.clone(), request).await {
+    match state
+        .api
+        .evaluate_claim(session.token.clone(), request)
+        .await
+    {
         Ok(verdict) => no_store(&json!({
             "verdict": verdict.verdict,
             "article": verdict.article,
@@ -1426,7 +1497,7 @@ async fn events(
     };
     let filter = match alert_filter(&state, &session, &query) {
         Ok(f) => f,
-        Err(response) => return response,
+        Err(refused) => return refused.into_response(),
     };
     // A browser reconnecting by itself sends the header; a page making a new connection passes
     // its last id in the query.
@@ -1470,6 +1541,8 @@ fn live_events(
                 .map(board_event),
         );
         first.extend(alerts.iter().map(alert_event));
+        // What follows is news (the page highlights it).
+        first.push(sse::Event::default().event("ready").data(""));
         for event in first {
             if tx.send(event).await.is_err() {
                 return;
@@ -1498,7 +1571,10 @@ fn live_events(
             };
             let events: Vec<sse::Event> = match change {
                 Ok(Change::Alert(alert)) => {
-                    if alert.stream_seq <= seen
+                    // An entry's alert changes are sent before its board change; one at `seen`
+                    // itself may repeat what the first answer had (harmless: the page keys
+                    // alerts by id and version), never miss anything.
+                    if alert.stream_seq < seen
                         || !filter.matches(&alert)
                         || !readable(&alert.tournament_id)
                     {
@@ -1506,15 +1582,17 @@ fn live_events(
                     }
                     vec![alert_event(&alert)]
                 }
-                Ok(Change::Game { game_id, stream_seq }) => {
+                Ok(Change::Game {
+                    game_id,
+                    stream_seq,
+                }) => {
                     if stream_seq <= seen {
                         continue;
                     }
                     seen = stream_seq;
                     match state.games.board(&game_id) {
                         Some(board)
-                            if filter.matches_board(&board)
-                                && readable(&board.tournament_id) =>
+                            if filter.matches_board(&board) && readable(&board.tournament_id) =>
                         {
                             vec![board_event(&board)]
                         }

@@ -15,7 +15,10 @@ use std::{
 use boardcast_access::{SessionClaims, SessionKey};
 use boardcast_game::{
     Game,
-    events::{ActRequest, ActResponse, ClaimVerdict, EvaluateClaimRequest, EnterMove, arbiter_action::Action},
+    events::{
+        ActRequest, ActResponse, ClaimVerdict, EnterMove, EvaluateClaimRequest,
+        arbiter_action::Action,
+    },
 };
 use boardcast_schema::game::v1 as proto;
 use futures::future::BoxFuture;
@@ -299,17 +302,39 @@ async fn a_post_without_the_sessions_csrf_value_is_refused_and_nothing_is_forwar
 
     let (status, body) = h.act(None, Some(&same_site), note(RID, "no token")).await;
     assert_eq!(status, 403, "{body}");
-    assert!(body["error"].as_str().unwrap_or("").contains("no CSRF token"), "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no CSRF token"),
+        "{body}"
+    );
 
     let (status, body) = h.act(Some("a guess"), None, note(RID, "wrong token")).await;
     assert_eq!(status, 403, "{body}");
-    assert!(body["error"].as_str().unwrap_or("").contains("does not match"), "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("does not match"),
+        "{body}"
+    );
 
     let (status, body) = h
-        .act(Some(CSRF), Some("https://evil.example"), note(RID, "foreign"))
+        .act(
+            Some(CSRF),
+            Some("https://evil.example"),
+            note(RID, "foreign"),
+        )
         .await;
     assert_eq!(status, 403, "{body}");
-    assert!(body["error"].as_str().unwrap_or("").contains("another site"), "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("another site"),
+        "{body}"
+    );
 
     // Another session's token is no good either.
     let other = session_token("ia-smith", "another-csrf");
@@ -337,7 +362,11 @@ async fn a_post_without_the_sessions_csrf_value_is_refused_and_nothing_is_forwar
 
     assert_eq!(h.fake.calls("act"), 0, "nothing was forwarded");
     assert_eq!(h.fake.calls("evaluate_claim"), 0, "nothing was forwarded");
-    assert_eq!(h.fake.calls("who_am_i"), 0, "refused before the session was even looked up");
+    assert_eq!(
+        h.fake.calls("who_am_i"),
+        0,
+        "refused before the session was even looked up"
+    );
 
     // With the right value from this site it goes through.
     let (status, body) = h.act(Some(CSRF), Some(&same_site), note(RID, "fine")).await;
@@ -368,7 +397,10 @@ async fn forms_carry_the_csrf_value_in_a_field() {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    assert!(cookie.starts_with("boardcast_session=;") && cookie.contains("Max-Age=0"), "{cookie}");
+    assert!(
+        cookie.starts_with("boardcast_session=;") && cookie.contains("Max-Age=0"),
+        "{cookie}"
+    );
 }
 
 #[tokio::test]
@@ -388,9 +420,21 @@ async fn a_ruling_is_forwarded_as_the_arbiter_and_answered_with_what_the_log_rec
         .iter()
         .filter_map(|e| e["words"].as_str())
         .collect();
-    assert!(recorded.iter().any(|w| w.contains("move e4 entered")), "{answer}");
-    assert!(recorded.iter().any(|w| w.contains("1. e4 completed")), "{answer}");
-    assert!(answer["message"].as_str().unwrap_or("").starts_with("Recorded:"), "{answer}");
+    assert!(
+        recorded.iter().any(|w| w.contains("move e4 entered")),
+        "{answer}"
+    );
+    assert!(
+        recorded.iter().any(|w| w.contains("1. e4 completed")),
+        "{answer}"
+    );
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Recorded:"),
+        "{answer}"
+    );
     let next = answer["next_request_id"].as_str().unwrap_or("");
     assert!(http::is_uuid(next) && next != RID, "{answer}");
 
@@ -407,7 +451,11 @@ async fn a_ruling_is_forwarded_as_the_arbiter_and_answered_with_what_the_log_rec
         "ia-smith is not assigned board 3 of tournament \"open\"",
     ));
     let (status, refused) = h
-        .act(Some(CSRF), None, note("6ba7b810-9dad-41d1-80b4-00c04fd430c8", "x"))
+        .act(
+            Some(CSRF),
+            None,
+            note("6ba7b810-9dad-41d1-80b4-00c04fd430c8", "x"),
+        )
         .await;
     assert_eq!(status, 403);
     assert_eq!(
@@ -445,14 +493,27 @@ async fn pages_need_a_session_and_show_only_readable_tournaments() {
     let expired = h
         .client
         .get(h.url("/api/me"))
-        .header("cookie", format!("boardcast_session={}", session_token("x", "y")))
+        .header(
+            "cookie",
+            format!("boardcast_session={}", session_token("x", "y")),
+        )
         .send()
         .await
         .expect("sent");
     assert_eq!(expired.status().as_u16(), 401);
 
-    let get = |path: String| h.client.get(h.url(&path)).header("cookie", h.cookie()).send();
-    let rounds: serde_json::Value = get("/api/rounds".into()).await.expect("sent").json().await.expect("json");
+    let get = |path: String| {
+        h.client
+            .get(h.url(&path))
+            .header("cookie", h.cookie())
+            .send()
+    };
+    let rounds: serde_json::Value = get("/api/rounds".into())
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
     let tournaments: Vec<&str> = rounds
         .as_array()
         .expect("list")
@@ -461,15 +522,46 @@ async fn pages_need_a_session_and_show_only_readable_tournaments() {
         .collect();
     assert_eq!(tournaments, ["open"]);
     let closed_game = boardcast_game::game_id_for("closed", 1, 1);
-    assert_eq!(get(format!("/api/games/{closed_game}")).await.expect("sent").status().as_u16(), 403);
-    assert_eq!(get(format!("/games/{closed_game}")).await.expect("sent").status().as_u16(), 403);
-    assert_eq!(get("/tournaments/closed/rounds/1".into()).await.expect("sent").status().as_u16(), 403);
-    assert_eq!(get("/api/games/nope".into()).await.expect("sent").status().as_u16(), 404);
+    assert_eq!(
+        get(format!("/api/games/{closed_game}"))
+            .await
+            .expect("sent")
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        get(format!("/games/{closed_game}"))
+            .await
+            .expect("sent")
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        get("/tournaments/closed/rounds/1".into())
+            .await
+            .expect("sent")
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        get("/api/games/nope".into())
+            .await
+            .expect("sent")
+            .status()
+            .as_u16(),
+        404
+    );
 
     let page = get(format!("/games/{}", h.game_id)).await.expect("sent");
     assert_eq!(page.status().as_u16(), 200);
     let html = page.text().await.expect("html");
-    assert!(!html.contains("{{RID}}") && !html.contains("{{CSRF}}"), "every placeholder filled");
+    assert!(
+        !html.contains("{{RID}}") && !html.contains("{{CSRF}}"),
+        "every placeholder filled"
+    );
     assert!(html.contains(CSRF), "the page carries its CSRF value");
     let at: serde_json::Value = get(format!("/api/games/{}/at/1", h.game_id))
         .await
@@ -478,31 +570,54 @@ async fn pages_need_a_session_and_show_only_readable_tournaments() {
         .await
         .expect("json");
     assert_eq!(at["completed_plies"], 0);
-    assert_eq!(get(format!("/api/games/{}/at/99", h.game_id)).await.expect("sent").status().as_u16(), 404);
-    assert_eq!(get(format!("/api/games/{}/at/x", h.game_id)).await.expect("sent").status().as_u16(), 400);
+    assert_eq!(
+        get(format!("/api/games/{}/at/99", h.game_id))
+            .await
+            .expect("sent")
+            .status()
+            .as_u16(),
+        404
+    );
+    assert_eq!(
+        get(format!("/api/games/{}/at/x", h.game_id))
+            .await
+            .expect("sent")
+            .status()
+            .as_u16(),
+        400
+    );
     // Many requests, one WhoAmI: the answer is cached.
-    assert_eq!(h.fake.calls("who_am_i"), 2, "one for the valid session, one for the unknown one");
+    assert_eq!(
+        h.fake.calls("who_am_i"),
+        2,
+        "one for the valid session, one for the unknown one"
+    );
 }
 
 #[tokio::test]
 async fn failed_logins_are_slowed_down_per_address() {
     let h = Harness::start().await;
     let login = |password: &'static str, origin: Option<String>| {
-        let mut request = h
-            .client
-            .post(h.url("/login"))
-            .form(&[("user", "ia-smith"), ("password", password), ("next", "/games/x")]);
+        let mut request = h.client.post(h.url("/login")).form(&[
+            ("user", "ia-smith"),
+            ("password", password),
+            ("next", "/games/x"),
+        ]);
         if let Some(origin) = origin {
             request = request.header("origin", origin);
         }
         request.send()
     };
-    let foreign = login("right", Some("https://evil.example".into())).await.expect("sent");
+    let foreign = login("right", Some("https://evil.example".into()))
+        .await
+        .expect("sent");
     assert_eq!(foreign.status().as_u16(), 403);
     assert_eq!(h.fake.calls("login"), 0);
 
     for _ in 0..5 {
-        let response = login("wrong", Some(format!("http://{}", h.host()))).await.expect("sent");
+        let response = login("wrong", Some(format!("http://{}", h.host())))
+            .await
+            .expect("sent");
         assert_eq!(response.status().as_u16(), 401);
         let text = response.text().await.expect("page");
         assert!(text.contains("wrong user name or password"), "{text}");
@@ -516,8 +631,18 @@ async fn failed_logins_are_slowed_down_per_address() {
         .and_then(|v| v.parse().ok())
         .expect("Retry-After");
     assert!((1..=30).contains(&retry), "{retry}");
-    assert!(blocked.text().await.expect("page").contains("Too many failed logins"));
-    assert_eq!(h.fake.calls("login"), 5, "the blocked attempt was not forwarded");
+    assert!(
+        blocked
+            .text()
+            .await
+            .expect("page")
+            .contains("Too many failed logins")
+    );
+    assert_eq!(
+        h.fake.calls("login"),
+        5,
+        "the blocked attempt was not forwarded"
+    );
 }
 
 #[tokio::test]
@@ -526,13 +651,20 @@ async fn a_login_sets_the_session_cookie() {
     let response = h
         .client
         .post(h.url("/login"))
-        .form(&[("user", "ia-smith"), ("password", "right"), ("next", "/games/x")])
+        .form(&[
+            ("user", "ia-smith"),
+            ("password", "right"),
+            ("next", "/games/x"),
+        ])
         .send()
         .await
         .expect("sent");
     assert_eq!(response.status().as_u16(), 303);
     assert_eq!(
-        response.headers().get("location").and_then(|v| v.to_str().ok()),
+        response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok()),
         Some("/games/x")
     );
     let cookie = response
@@ -541,8 +673,14 @@ async fn a_login_sets_the_session_cookie() {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    assert!(cookie.starts_with(&format!("boardcast_session={};", h.fake.token)), "{cookie}");
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.starts_with(&format!("boardcast_session={};", h.fake.token)),
+        "{cookie}"
+    );
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let max_age: i64 = cookie
         .split("Max-Age=")
         .nth(1)
@@ -564,12 +702,19 @@ async fn a_login_sets_the_session_cookie() {
     let response = h
         .client
         .post(h.url("/login"))
-        .form(&[("user", "ia-smith"), ("password", "right"), ("next", "//evil.example/")])
+        .form(&[
+            ("user", "ia-smith"),
+            ("password", "right"),
+            ("next", "//evil.example/"),
+        ])
         .send()
         .await
         .expect("sent");
     assert_eq!(
-        response.headers().get("location").and_then(|v| v.to_str().ok()),
+        response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok()),
         Some("/")
     );
 }
@@ -652,25 +797,32 @@ async fn the_live_queue_resumes_from_the_last_event_a_page_saw() {
     assert_eq!(first.status().as_u16(), 200);
     let events = read_events(&mut first, |e| alert_ids(e).len() >= 2).await;
     assert_eq!(events[0].0, "hello");
-    assert!(events.iter().any(|(kind, _, data)| kind == "board" && data.contains(&g)));
+    assert!(
+        events
+            .iter()
+            .any(|(kind, _, data)| kind == "board" && data.contains(&g))
+    );
     assert_eq!(alert_ids(&events), [format!("{g}/4/4"), format!("{g}/2/5")]);
 
     // Live: a change is pushed as it happens (at the entry just recorded).
     play("Nc6");
-    h.games.inject_alert(&g, 4, 8, "resolved");
+    h.games.inject_alert(&g, 4, 9, "resolved");
     let events = read_events(&mut first, |e| !alert_ids(e).is_empty()).await;
-    assert_eq!(alert_ids(&events), [format!("{g}/4/8")]);
-    assert!(events.iter().any(|(kind, ..)| kind == "board"), "the board's change too");
+    assert_eq!(alert_ids(&events), [format!("{g}/4/9")]);
+    assert!(
+        events.iter().any(|(kind, ..)| kind == "board"),
+        "the board's change too"
+    );
     drop(first);
 
-    // A page that saw up to 2/2 missed 4/4 (since changed again at 8) and 2/5.
+    // A page that saw up to 2/2 missed 4/4 (since changed again at 9) and 2/5.
     let mut resumed = open(Some(format!("{g}/2/2"))).await.expect("sent");
     let events = read_events(&mut resumed, |e| alert_ids(e).len() >= 2).await;
-    assert_eq!(alert_ids(&events), [format!("{g}/2/5"), format!("{g}/4/8")]);
+    assert_eq!(alert_ids(&events), [format!("{g}/2/5"), format!("{g}/4/9")]);
     drop(resumed);
 
     // One that saw everything is sent nothing old; an unknown id gets the open alerts.
-    let mut current = open(Some(format!("{g}/4/8"))).await.expect("sent");
+    let mut current = open(Some(format!("{g}/4/9"))).await.expect("sent");
     let events = read_events(&mut current, |e| e.iter().any(|(k, ..)| k == "board")).await;
     assert!(alert_ids(&events).is_empty(), "{events:?}");
     drop(current);

@@ -84,7 +84,11 @@ struct Args {
     tls_key: Option<PathBuf>,
     /// A public origin besides the request's own host that may post forms, e.g.
     /// https://arbiters.example.org behind a reverse proxy that rewrites Host. Repeatable.
-    #[arg(long = "allowed-origin", env = "BOARDCAST_ARBITER_ALLOWED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        long = "allowed-origin",
+        env = "BOARDCAST_ARBITER_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
     allowed_origins: Vec<String>,
 }
 

@@ -131,10 +131,12 @@ pub fn category(event: &GameEvent) -> &'static str {
     };
     match kind {
         Kind::Started(_) => "game",
-        Kind::ObservationRecorded(o) => match o.observation.as_ref().and_then(|o| o.kind.as_ref()) {
-            Some(observation::Kind::Clock(_)) => "clock",
-            _ => "observation",
-        },
+        Kind::ObservationRecorded(o) => {
+            match o.observation.as_ref().and_then(|o| o.kind.as_ref()) {
+                Some(observation::Kind::Clock(_)) => "clock",
+                _ => "observation",
+            }
+        }
         Kind::Touch(_) => "observation",
         Kind::MoveProvisional(_)
         | Kind::ProvisionalWithdrawn(_)
@@ -173,14 +175,16 @@ pub fn kind_name(event: &GameEvent) -> &'static str {
         Kind::ProvisionalWithdrawn(_) => "provisional_withdrawn",
         Kind::MoveCompleted(_) => "move_completed",
         Kind::Ended(_) => "ended",
-        Kind::ObservationRecorded(o) => match o.observation.as_ref().and_then(|o| o.kind.as_ref()) {
-            Some(observation::Kind::Lifted(_)) => "piece_lifted",
-            Some(observation::Kind::Placed(_)) => "piece_placed",
-            Some(observation::Kind::Placement(_)) => "board_placement",
-            Some(observation::Kind::Clock(_)) => "clock_reading",
-            Some(observation::Kind::Status(_)) => "device_status",
-            None => "observation",
-        },
+        Kind::ObservationRecorded(o) => {
+            match o.observation.as_ref().and_then(|o| o.kind.as_ref()) {
+                Some(observation::Kind::Lifted(_)) => "piece_lifted",
+                Some(observation::Kind::Placed(_)) => "piece_placed",
+                Some(observation::Kind::Placement(_)) => "board_placement",
+                Some(observation::Kind::Clock(_)) => "clock_reading",
+                Some(observation::Kind::Status(_)) => "device_status",
+                None => "observation",
+            }
+        }
         Kind::Touch(_) => "touch",
         Kind::Reconstructed(_) => "reconstructed",
         Kind::Irregularity(_) => "irregularity",
@@ -291,10 +295,18 @@ fn clock_reading_words(reading: &device::ClockReading, swapped: bool) -> String 
 fn observation_words(o: &device::Observation, clock_swapped: bool) -> String {
     let words = match o.kind.as_ref() {
         Some(observation::Kind::Lifted(l)) => {
-            format!("{} lifted from {}", piece_name(l.piece()), square_name(l.square))
+            format!(
+                "{} lifted from {}",
+                piece_name(l.piece()),
+                square_name(l.square)
+            )
         }
         Some(observation::Kind::Placed(p)) => {
-            format!("{} placed on {}", piece_name(p.piece()), square_name(p.square))
+            format!(
+                "{} placed on {}",
+                piece_name(p.piece()),
+                square_name(p.square)
+            )
         }
         Some(observation::Kind::Placement(p)) => format!("board shows {}", p.placement),
         Some(observation::Kind::Clock(c)) => clock_reading_words(c, clock_swapped),
@@ -371,9 +383,7 @@ pub fn words(event: &GameEvent, clock_swapped: bool) -> String {
                     }
                 )
             }
-            Kind::Arbiter(a) => {
-                arbiter_words(a).unwrap_or_else(|| "an arbiter action".to_owned())
-            }
+            Kind::Arbiter(a) => arbiter_words(a).unwrap_or_else(|| "an arbiter action".to_owned()),
             _ => kind_name(event).replace('_', " "),
         }),
     };
@@ -492,8 +502,14 @@ mod tests {
             resolves_alerts: vec![30],
         }));
         let text = words(&penalty, false);
-        assert!(text.contains("penalty for the illegal move of log entry 30 confirmed"), "{text}");
-        assert!(text.ends_with("(resolves the alerts of log entries 30)"), "{text}");
+        assert!(
+            text.contains("penalty for the illegal move of log entry 30 confirmed"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("(resolves the alerts of log entries 30)"),
+            "{text}"
+        );
     }
 
     #[test]

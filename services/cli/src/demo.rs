@@ -36,6 +36,9 @@ pub struct DemoArgs {
     /// Port of the broadcast service's web pages and PGN feeds.
     #[arg(long, default_value_t = 8088)]
     http_port: u16,
+    /// Port of the arbiter service's dashboard.
+    #[arg(long, default_value_t = 8090)]
+    arbiter_port: u16,
 }
 
 /// The services are built next to this binary.
@@ -129,6 +132,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let plans = simulate::plan(&plan_args)?;
     let game_service_bin = sibling_binary("boardcast-game-service")?;
     let broadcast_bin = sibling_binary("boardcast-broadcast-service")?;
+    let arbiter_bin = sibling_binary("boardcast-arbiter-service")?;
 
     if args.data_dir.exists() {
         std::fs::remove_dir_all(&args.data_dir)
@@ -151,6 +155,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let nats_url = nats.url();
     let grpc_addr = SocketAddr::from(([127, 0, 0, 1], args.grpc_port));
     let http_addr = SocketAddr::from(([127, 0, 0, 1], args.http_port));
+    let arbiter_addr = SocketAddr::from(([127, 0, 0, 1], args.arbiter_port));
 
     println!("starting the game service on {grpc_addr} and the broadcast service on {http_addr} …");
     let mut game_service = ManagedProcess::spawn(
@@ -175,9 +180,19 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             .stdout(Stdio::null())
             .stderr(log_file(&logs, "broadcast-service.log")?),
     )?;
+    let mut arbiter = ManagedProcess::spawn(
+        "boardcast-arbiter-service",
+        Command::new(&arbiter_bin)
+            .args(["--nats", &nats_url, "--http-listen", &arbiter_addr.to_string()])
+            .args(["--game-service", &format!("http://{grpc_addr}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&logs, "arbiter-service.log")?),
+    )?;
     tokio::task::block_in_place(|| {
         wait_for_port(&mut game_service, grpc_addr, Duration::from_secs(30))?;
-        wait_for_port(&mut broadcast, http_addr, Duration::from_secs(30))
+        wait_for_port(&mut broadcast, http_addr, Duration::from_secs(30))?;
+        wait_for_port(&mut arbiter, arbiter_addr, Duration::from_secs(30))
     })
     .with_context(|| format!("starting the services (logs in {})", logs.display()))?;
 
@@ -201,6 +216,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         println!("  live, round {round:<3}  {base}/tournaments/{tournament}/rounds/{round}/live");
         println!("  PGN,  round {round:<3}  {base}/tournaments/{tournament}/rounds/{round}.pgn");
     }
+    println!("  arbiters         http://{arbiter_addr}/");
     println!("  gRPC             {grpc_addr}   NATS {nats_url}");
     println!(
         "  log in as        {} / {}   (chief arbiter of every tournament; users: {})",
@@ -236,6 +252,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         _ = terminate.recv() => {}
     }
     println!("\nstopping …");
+    drop(arbiter);
     drop(broadcast);
     drop(game_service);
     drop(nats);

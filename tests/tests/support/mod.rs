@@ -115,7 +115,7 @@ pub async fn drained_within(js: &jetstream::Context, limit: Duration) -> anyhow:
 
 /// Every game the service knows, by id.
 pub async fn states(url: &str) -> anyhow::Result<Vec<GameState>> {
-    let mut client = boardcast_testkit::admin_client(&url.to_owned()).await?;
+    let mut client = boardcast_testkit::admin_client(url).await?;
     let mut games = client
         .list_games(ListGamesRequest::default())
         .await?

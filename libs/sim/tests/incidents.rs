@@ -1,0 +1,467 @@
+//! Injected incidents folded through the game aggregate: each gives the events and the alerts
+//! its record promises, at its ply, once, and the game still ends with the score's moves.
+
+use boardcast_game::alerts::GameAlerts;
+use boardcast_game::device::{DeviceState, Observation, SourceKind};
+use boardcast_game::events::{
+    GameEvent, GameStarted, Player, PressSettlement, TimeControl, TimePeriod, game_event::Kind,
+};
+use boardcast_game::{Game, NewEvent, ObservationOutcome};
+use boardcast_rules::pgn::{PgnGame, parse_san, read_games};
+use boardcast_sim::{ClockSetup, ExpectedAlert, Incident, ScriptOptions, SimError, script};
+use shakmaty::{Position, uci::UciMove};
+
+/// The Berlin of a London Classic game: captures, castling on both sides, a result signal.
+const BERLIN: &str = "[Event \"t\"]\n[Result \"1/2-1/2\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 Nf6 \
+                      4. O-O Nxe4 5. Re1 Nd6 6. Nxe5 Be7 7. Bf1 Nxe5 8. Rxe5 O-O 1/2-1/2";
+
+fn berlin() -> PgnGame {
+    read_games(BERLIN).expect("reads").remove(0)
+}
+
+/// A game folded from a simulated board as the game service folds it: observations in order,
+/// a gap in the board's numbering recorded as missing when the next observation shows it.
+struct Folded {
+    game: Game,
+    /// Every event after `GameStarted`, with the number of moves completed once it applied.
+    events: Vec<(GameEvent, usize)>,
+    alerts: GameAlerts,
+}
+
+impl Folded {
+    fn append(&mut self, events: Vec<NewEvent>, at_ms: i64) {
+        let records = Game::record(Some(&self.game), self.game.game_id(), events, at_ms);
+        for record in &records {
+            self.game.apply(record).expect("own records apply");
+            let event = Game::open_record(record).expect("opens");
+            self.alerts.fold(&event, &self.game);
+            self.events
+                .push((event, self.game.completed_moves().len()));
+        }
+    }
+
+    /// The events of a kind, with the moves completed when each was recorded.
+    fn of(&self, f: impl Fn(&Kind) -> bool) -> Vec<(&Kind, usize)> {
+        self.events
+            .iter()
+            .filter_map(|(e, completed)| e.kind.as_ref().filter(|k| f(k)).map(|k| (k, *completed)))
+            .collect()
+    }
+
+    /// The alerts raised, as (kind, ply), in the order raised.
+    fn alerts(&self) -> Vec<(String, u32)> {
+        self.alerts
+            .alerts()
+            .iter()
+            .map(|a| (format!("{:?}", a.kind), a.ply))
+            .collect()
+    }
+
+    fn ucis(&self) -> Vec<String> {
+        self.game.moves().into_iter().map(|m| m.uci).collect()
+    }
+}
+
+fn play(pgn: &PgnGame, options: &ScriptOptions) -> Folded {
+    let info = GameStarted {
+        tournament_id: "t".into(),
+        round: 1,
+        board_number: 1,
+        board_id: "b".into(),
+        white: Some(Player {
+            name: "W".into(),
+            ..Default::default()
+        }),
+        black: Some(Player {
+            name: "B".into(),
+            ..Default::default()
+        }),
+        time_control: Some(TimeControl {
+            periods: vec![TimePeriod {
+                moves: 0,
+                base_ms: options.initial_clock_ms,
+                increment_ms: options.increment_ms,
+                delay_ms: 0,
+            }],
+        }),
+        edition: "fide-2023".into(),
+        ..Default::default()
+    };
+    let (id, start) = Game::decide_start(&info, "operator", "").expect("valid game");
+    let first = Game::record(None, &id, vec![start], 0);
+    let mut folded = Folded {
+        game: Game::from_first_record(&first[0]).expect("folds"),
+        events: Vec::new(),
+        alerts: GameAlerts::new(),
+    };
+    let started = Game::open_record(&first[0]).expect("opens");
+    let game = folded.game.clone();
+    folded.alerts.fold(&started, &game);
+    let mut last_published = 0;
+    for (i, step) in script(pgn, options).expect("scripts").into_iter().enumerate() {
+        let device_seq = i as u64 + 1;
+        if step.lost {
+            continue;
+        }
+        let obs = Observation {
+            board_id: "b".into(),
+            device_seq,
+            device_time_unix_ms: step.at_ms as i64,
+            receive_time_unix_ms: step.at_ms as i64,
+            source: SourceKind::Simulator as i32,
+            kind: Some(step.kind),
+        };
+        if device_seq > last_published + 1 {
+            let missing =
+                folded
+                    .game
+                    .decide_missing_observations(last_published + 1, device_seq - 1, &obs);
+            folded.append(missing, step.at_ms as i64);
+        }
+        last_published = device_seq;
+        if let ObservationOutcome::Events(events) =
+            folded.game.decide_observation(&obs).expect("valid observation")
+        {
+            folded.append(events, step.at_ms as i64);
+        }
+    }
+    folded
+}
+
+fn score_ucis(pgn: &PgnGame) -> Vec<String> {
+    let mut pos = pgn.start_position().expect("start position");
+    pgn.moves
+        .iter()
+        .map(|m| {
+            let mv = parse_san(&pos, &m.san).expect("legal");
+            pos.play_unchecked(mv);
+            UciMove::from_standard(mv).to_string()
+        })
+        .collect()
+}
+
+fn with(incidents: Vec<Incident>, clock: ClockSetup) -> ScriptOptions {
+    ScriptOptions {
+        initial_clock_ms: 90 * 60_000,
+        clock,
+        incidents,
+        ..ScriptOptions::default()
+    }
+}
+
+fn expected(incidents: &[Incident]) -> Vec<(String, u32)> {
+    let mut alerts: Vec<(String, u32)> = incidents
+        .iter()
+        .flat_map(Incident::expected_alerts)
+        .map(|ExpectedAlert { kind, ply }| (kind.name().to_owned(), ply))
+        .collect();
+    alerts.sort();
+    alerts
+}
+
+/// Plays the Berlin with `incidents`: the moves are the score's, the game ends with the players'
+/// signal, and the alerts are exactly those the incidents promise besides those of the clock's
+/// set-up (the game played without incidents).
+fn played_with(incidents: Vec<Incident>, clock: ClockSetup) -> Folded {
+    let pgn = berlin();
+    let folded = play(&pgn, &with(incidents.clone(), clock));
+    let what = format!("{incidents:?} {clock:?}");
+    assert_eq!(folded.ucis(), score_ucis(&pgn), "{what}");
+    assert!(folded.game.is_over(), "{what}");
+    let mut alerts = folded.alerts();
+    alerts.sort();
+    let mut promised = play(&pgn, &with(Vec::new(), clock)).alerts();
+    promised.extend(expected(&incidents));
+    promised.sort();
+    assert_eq!(alerts, promised, "{what}");
+    folded
+}
+
+const CLOCKS: [ClockSetup; 2] = [
+    ClockSetup {
+        white_display: boardcast_game::device::ClockDisplay::Left,
+        gateway_white_display: boardcast_game::device::ClockDisplay::Left,
+        turned_before_ply: None,
+    },
+    ClockSetup {
+        white_display: boardcast_game::device::ClockDisplay::Right,
+        gateway_white_display: boardcast_game::device::ClockDisplay::Left,
+        turned_before_ply: None,
+    },
+];
+
+#[test]
+fn a_game_without_incidents_raises_only_what_its_clock_set_up_does() {
+    assert_eq!(play(&berlin(), &with(Vec::new(), CLOCKS[0])).alerts(), []);
+    assert_eq!(
+        play(&berlin(), &with(Vec::new(), CLOCKS[1])).alerts(),
+        [("SetupMismatch".to_owned(), 1)]
+    );
+}
+
+#[test]
+fn a_press_without_a_move_is_in_doubt_then_an_illegal_move_of_its_ply() {
+    for clock in CLOCKS {
+        for ply in [1, 2, 7, 8, 16] {
+            let folded = played_with(vec![Incident::PressWithoutMove { ply }], clock);
+            let doubts = folded.of(|k| matches!(k, Kind::PressInDoubt(_)));
+            let [(Kind::PressInDoubt(doubt), _)] = doubts[..] else {
+                panic!("ply {ply}: {doubts:?}");
+            };
+            assert_eq!((doubt.ply, doubt.without_move), (ply, true));
+            let settled = folded.of(|k| matches!(k, Kind::PressSettled(_)));
+            let [(Kind::PressSettled(settled), completed)] = settled[..] else {
+                panic!("ply {ply}: {settled:?}");
+            };
+            assert_eq!(settled.settlement(), PressSettlement::IllegalMove);
+            assert_eq!(completed, ply as usize - 1);
+            let illegal = folded.of(|k| matches!(k, Kind::IllegalMove(_)));
+            let [(Kind::IllegalMove(illegal), _)] = illegal[..] else {
+                panic!("ply {ply}: {illegal:?}");
+            };
+            assert_eq!(illegal.ply, ply);
+            let mover = if ply % 2 == 1 { "white" } else { "black" };
+            assert_eq!(illegal.offender, mover);
+            // Settled by the press that completes the ply: the illegal move, then the move.
+            let kinds: Vec<&Kind> = folded
+                .events
+                .iter()
+                .filter_map(|(e, _)| e.kind.as_ref())
+                .collect();
+            let at = kinds
+                .iter()
+                .position(|k| matches!(k, Kind::PressSettled(_)))
+                .expect("settled");
+            assert!(matches!(kinds[at + 1], Kind::IllegalMove(_)), "{kinds:?}");
+            assert!(
+                matches!(kinds[at + 2], Kind::MoveCompleted(m) if m.ply == ply),
+                "{kinds:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_misplaced_piece_left_past_the_quiet_period_is_an_irregularity_until_put_back() {
+    for clock in CLOCKS {
+        // Pawn, knight, bishop, king (castling), rook, a capture by each side.
+        for ply in [1, 3, 5, 7, 9, 11, 14, 16] {
+            let folded = played_with(
+                vec![Incident::IrregularPlacement { ply, for_ms: 8_000 }],
+                clock,
+            );
+            let observed = folded.of(|k| matches!(k, Kind::Irregularity(_)));
+            let [(Kind::Irregularity(irregular), _)] = observed[..] else {
+                panic!("ply {ply}: {observed:?}");
+            };
+            assert_eq!((irregular.ply, irregular.cause.as_str()), (ply, "quiet"));
+            let cleared = folded.of(|k| matches!(k, Kind::IrregularityCleared(_)));
+            let [(Kind::IrregularityCleared(cleared), completed)] = cleared[..] else {
+                panic!("ply {ply}: {cleared:?}");
+            };
+            // Cleared when the piece is back, before the move.
+            assert_eq!((cleared.ply, completed), (ply, ply as usize - 1));
+        }
+    }
+}
+
+#[test]
+fn a_misplacement_within_the_quiet_period_raises_nothing() {
+    for for_ms in [1_000, 5_000] {
+        let folded = played_with(
+            vec![Incident::IrregularPlacement { ply: 4, for_ms }],
+            CLOCKS[0],
+        );
+        assert!(folded.of(|k| matches!(k, Kind::Irregularity(_))).is_empty());
+    }
+    played_with(
+        vec![Incident::IrregularPlacement { ply: 4, for_ms: 6_000 }],
+        CLOCKS[0],
+    );
+}
+
+#[test]
+fn a_board_offline_changes_its_status_twice_before_its_ply() {
+    for ply in [1, 6, 16] {
+        let folded = played_with(
+            vec![Incident::BoardOffline {
+                ply,
+                for_ms: 20_000,
+            }],
+            CLOCKS[0],
+        );
+        let changes: Vec<(i32, usize)> = folded
+            .of(|k| matches!(k, Kind::BoardStatus(_)))
+            .into_iter()
+            .filter_map(|(k, completed)| match k {
+                Kind::BoardStatus(s) => Some((s.state, completed)),
+                _ => None,
+            })
+            .collect();
+        let before = ply as usize - 1;
+        assert_eq!(
+            changes,
+            [
+                (DeviceState::Disconnected as i32, before),
+                (DeviceState::Connected as i32, before)
+            ]
+        );
+    }
+}
+
+#[test]
+fn a_low_battery_is_reported_once_at_its_ply() {
+    for (percent, low) in [(15, true), (20, true), (21, false)] {
+        let folded = played_with(vec![Incident::BatteryLow { ply: 5, percent }], CLOCKS[0]);
+        let changes: Vec<(bool, Option<u32>, usize)> = folded
+            .of(|k| matches!(k, Kind::BoardStatus(_)))
+            .into_iter()
+            .filter_map(|(k, completed)| match k {
+                Kind::BoardStatus(s) => Some((s.battery_low, s.battery_percent, completed)),
+                _ => None,
+            })
+            .collect();
+        if low {
+            assert_eq!(changes, [(true, Some(percent), 4)]);
+        } else {
+            assert!(changes.is_empty(), "{changes:?}");
+        }
+    }
+}
+
+#[test]
+fn lost_observations_are_recorded_missing_and_the_move_is_still_seen() {
+    // A quiet move (2 hand observations), a capture (3), castling (4).
+    for (ply, count) in [(1, 1), (3, 2), (8, 3), (7, 4), (16, 4)] {
+        let folded = played_with(vec![Incident::LostObservations { ply, count }], CLOCKS[0]);
+        let missing = folded.of(|k| matches!(k, Kind::ObservationsMissing(_)));
+        let [(Kind::ObservationsMissing(m), completed)] = missing[..] else {
+            panic!("ply {ply}: {missing:?}");
+        };
+        assert_eq!(m.last_device_seq - m.first_device_seq + 1, u64::from(count));
+        assert_eq!(completed, ply as usize - 1);
+    }
+}
+
+#[test]
+fn every_kind_in_one_game_raises_each_alert_once() {
+    let incidents = vec![
+        Incident::BatteryLow { ply: 2, percent: 12 },
+        Incident::PressWithoutMove { ply: 3 },
+        Incident::IrregularPlacement {
+            ply: 6,
+            for_ms: 12_000,
+        },
+        Incident::BoardOffline {
+            ply: 9,
+            for_ms: 30_000,
+        },
+        Incident::LostObservations { ply: 12, count: 2 },
+        Incident::PressWithoutMove { ply: 14 },
+    ];
+    for clock in CLOCKS {
+        played_with(incidents.clone(), clock);
+    }
+}
+
+/// London games played with incidents spread over them: the score's moves, and exactly the
+/// promised alerts besides those the scores' own clock times raise.
+#[test]
+fn london_games_with_incidents() {
+    let games = read_games(include_str!("../../../data/london-classic-2016.pgn")).expect("reads");
+    for (n, pgn) in games.iter().enumerate().step_by(9) {
+        if pgn.moves.len() < 30 {
+            continue;
+        }
+        let plies = pgn.moves.len() as u32;
+        let incidents = vec![
+            Incident::PressWithoutMove { ply: 5 },
+            Incident::IrregularPlacement {
+                ply: 10,
+                for_ms: 8_000,
+            },
+            Incident::BoardOffline {
+                ply: 15,
+                for_ms: 20_000,
+            },
+            Incident::BatteryLow { ply: 20, percent: 10 },
+            Incident::LostObservations { ply: 25, count: 1 },
+            Incident::PressWithoutMove { ply: plies - 1 },
+        ];
+        let options = ScriptOptions {
+            incidents: incidents.clone(),
+            ..ScriptOptions::default()
+        };
+        let folded = play(pgn, &options);
+        assert_eq!(folded.ucis(), score_ucis(pgn), "game {n}");
+        let mut alerts: Vec<(String, u32)> = folded
+            .alerts()
+            .into_iter()
+            .filter(|(kind, _)| {
+                !matches!(
+                    kind.as_str(),
+                    "ClockMismatch" | "ThreefoldClaimAvailable" | "FiftyMoveClaimAvailable"
+                )
+            })
+            .collect();
+        alerts.sort();
+        for (e, c) in &folded.events { if let Some(Kind::TouchMove(t)) = &e.kind { eprintln!("{c} {t:?}"); } if *c == 24 { eprintln!("{:?}", e.kind); } }
+        assert_eq!(alerts, expected(&incidents), "game {n}: {}", pgn.players());
+    }
+}
+
+#[test]
+fn specs_read_and_print_alike() {
+    for spec in [
+        "press-without-move@ply=7",
+        "irregular-placement@ply=9:for=8000ms",
+        "offline@ply=5:for=20000ms",
+        "battery-low@ply=3:percent=15",
+        "lost-observations@ply=11:count=2",
+    ] {
+        let incident: Incident = spec.parse().expect(spec);
+        assert_eq!(incident.to_string(), spec);
+    }
+    assert_eq!(
+        "irregular-placement@ply=9:for=8s".parse(),
+        Ok(Incident::IrregularPlacement {
+            ply: 9,
+            for_ms: 8_000
+        })
+    );
+    assert_eq!(
+        "lost-observations@ply=4".parse(),
+        Ok(Incident::LostObservations { ply: 4, count: 2 })
+    );
+    for bad in [
+        "juggling@ply=3",
+        "press-without-move",
+        "press-without-move@ply=x",
+        "press-without-move@ply=3:for=2s",
+        "offline@ply=3:for=soon",
+        "battery-low@ply=3:percent=5:percent=6",
+    ] {
+        assert!(bad.parse::<Incident>().is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn incidents_the_game_cannot_have_are_refused() {
+    let pgn = berlin();
+    for incident in [
+        Incident::PressWithoutMove { ply: 17 },
+        Incident::PressWithoutMove { ply: 0 },
+        Incident::BatteryLow {
+            ply: 3,
+            percent: 101,
+        },
+        // 1. e4 is seen in two observations before the whole placement.
+        Incident::LostObservations { ply: 1, count: 3 },
+    ] {
+        let result = script(&pgn, &with(vec![incident], CLOCKS[0]));
+        assert!(
+            matches!(result, Err(SimError::BadIncident { .. })),
+            "{incident}: {result:?}"
+        );
+    }
+}
