@@ -44,8 +44,10 @@ pub enum Incident {
     BoardOffline { ply: u32, for_ms: u64 },
     /// The board reports its battery at `percent` (a report without a connection state).
     BatteryLow { ply: u32, percent: u32 },
-    /// The first `count` observations of the move's hand (the lifts and the piece placed; never
-    /// the whole placement after it or the clock press) are numbered but never published.
+    /// The last `count` observations of the move's hand (the piece placed, then the lifts before
+    /// it; never the whole placement after it or the clock press) are numbered but never
+    /// published. Lost from the end, what remains still reads as the move was made (a king's
+    /// lift lost before castling would read as the rook touched first).
     LostObservations { ply: u32, count: u32 },
 }
 

@@ -417,7 +417,8 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
             (now, clocks) = (line.now, line.clocks);
         }
         let hand = hand_steps(&pos, &mv);
-        if lost > hand.len() {
+        let hand_len = hand.len();
+        if lost > hand_len {
             return Err(SimError::BadIncident {
                 players: players.clone(),
                 incident: format!("lost-observations@ply={ply}:count={lost}"),
@@ -425,7 +426,7 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
                     "the move {} is seen in {} observations before the whole placement; more \
                      cannot be lost without losing the move",
                     pgn_move.san,
-                    hand.len()
+                    hand_len
                 ),
             });
         }
@@ -434,7 +435,7 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
             steps.push(ScriptStep {
                 at_ms: hand_start + 100 * i as u64,
                 kind,
-                lost: i < lost,
+                lost: i + lost >= hand_len,
             });
         }
         pos.play_unchecked(mv);

@@ -524,6 +524,11 @@ mod tests {
             )
             .is_err()
         );
+        // HTTP/2 names the host in `:authority`, not in a Host header.
+        let h2 = headers(&[("origin", "https://arbiters.local:8443")]);
+        assert_eq!(check_origin(&h2, Some("arbiters.local:8443"), &[]), Ok(()));
+        assert!(check_origin(&h2, Some("other:8443"), &[]).is_err());
+        assert!(check_origin(&h2, None, &[]).is_err());
     }
 
     #[test]

@@ -1507,7 +1507,13 @@ async fn events(
         .map(str::to_owned)
         .or(query.last_event_id.clone())
         .filter(|id| !id.is_empty());
-    let stream = live_events(state, session.identity.clone(), filter, last_event_id);
+    let stream = live_events(
+        state,
+        session.token.clone(),
+        session.identity.clone(),
+        filter,
+        last_event_id,
+    );
     sse::Sse::new(stream)
         .keep_alive(sse::KeepAlive::default())
         .into_response()
@@ -1515,6 +1521,7 @@ async fn events(
 
 fn live_events(
     state: AppState,
+    token: String,
     identity: Arc<Identity>,
     filter: AlertFilter,
     last_event_id: Option<String>,
@@ -1523,11 +1530,14 @@ fn live_events(
     // Subscribed before the first answer is read, so that nothing falls between the two.
     let mut changes = state.games.subscribe();
     tokio::spawn(async move {
-        let readable = |t: &str| identity.may_read(t);
+        let mut identity = identity;
         let after = last_event_id
             .as_deref()
             .and_then(|id| state.games.key_of_event_id(id));
-        let (alerts, mut seen) = state.games.alerts_since(&filter, &readable, after.as_ref());
+        let (alerts, mut seen) =
+            state
+                .games
+                .alerts_since(&filter, &|t| identity.may_read(t), after.as_ref());
         let boards = state.games.boards(&filter);
         let hello = json!({
             "game_log": state.games.status(),
@@ -1537,7 +1547,7 @@ fn live_events(
         first.extend(
             boards
                 .iter()
-                .filter(|b| readable(&b.tournament_id))
+                .filter(|b| identity.may_read(&b.tournament_id))
                 .map(board_event),
         );
         first.extend(alerts.iter().map(alert_event));
@@ -1560,6 +1570,11 @@ fn live_events(
             }
         };
         tokio::pin!(session_over);
+        // A role taken away or a session ended shows within the identity cache's lifetime.
+        let mut recheck = tokio::time::interval_at(
+            tokio::time::Instant::now() + auth::IDENTITY_TTL,
+            auth::IDENTITY_TTL,
+        );
         loop {
             let change = tokio::select! {
                 change = changes.recv() => change,
@@ -1567,6 +1582,24 @@ fn live_events(
                 _ = &mut session_over => {
                     let _ = tx.send(sse::Event::default().event("session-expired").data("log in again")).await;
                     return;
+                }
+                _ = recheck.tick() => {
+                    match state.sessions.identity(&token, now_unix_ms()).await {
+                        Ok(fresh) => {
+                            if filter.tournament.as_deref().is_some_and(|t| !fresh.may_read(t)) {
+                                // The page reconnects and is told why it may not.
+                                return;
+                            }
+                            identity = fresh;
+                        }
+                        Err(SessionError::Invalid(_)) => {
+                            let _ = tx.send(sse::Event::default().event("session-expired").data("log in again")).await;
+                            return;
+                        }
+                        // The game service is away: keep serving what this service knows.
+                        Err(SessionError::Unavailable(_)) => {}
+                    }
+                    continue;
                 }
             };
             let events: Vec<sse::Event> = match change {
@@ -1576,7 +1609,7 @@ fn live_events(
                     // alerts by id and version), never miss anything.
                     if alert.stream_seq < seen
                         || !filter.matches(&alert)
-                        || !readable(&alert.tournament_id)
+                        || !identity.may_read(&alert.tournament_id)
                     {
                         continue;
                     }
@@ -1592,7 +1625,8 @@ fn live_events(
                     seen = stream_seq;
                     match state.games.board(&game_id) {
                         Some(board)
-                            if filter.matches_board(&board) && readable(&board.tournament_id) =>
+                            if filter.matches_board(&board)
+                                && identity.may_read(&board.tournament_id) =>
                         {
                             vec![board_event(&board)]
                         }
@@ -1603,13 +1637,16 @@ fn live_events(
                     // Changes were dropped: send again what changed since the last one handled
                     // (a repeat is harmless, the page keys alerts by id).
                     let after: AlertKey = (seen, String::new(), 0);
-                    let (alerts, now) = state.games.alerts_since(&filter, &readable, Some(&after));
+                    let (alerts, now) =
+                        state
+                            .games
+                            .alerts_since(&filter, &|t| identity.may_read(t), Some(&after));
                     seen = now;
                     let mut events: Vec<sse::Event> = state
                         .games
                         .boards(&filter)
                         .iter()
-                        .filter(|b| readable(&b.tournament_id))
+                        .filter(|b| identity.may_read(&b.tournament_id))
                         .map(board_event)
                         .collect();
                     events.extend(alerts.iter().map(alert_event));

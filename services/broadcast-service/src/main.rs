@@ -35,9 +35,6 @@ struct Args {
     /// Address to serve HTTP on.
     #[arg(long, env = "BOARDCAST_HTTP_LISTEN", default_value = "127.0.0.1:8080")]
     http_listen: SocketAddr,
-    /// JetStream replicas for streams this service creates (1 on a single server, 3 on a cluster).
-    #[arg(long, env = "BOARDCAST_STREAM_REPLICAS", default_value_t = 1)]
-    replicas: usize,
 }
 
 /// How long open live pages may keep the service from stopping after Ctrl-C or SIGTERM.
@@ -50,7 +47,8 @@ async fn main() -> anyhow::Result<()> {
 
     let client = nats::connect(&args.nats, "boardcast-broadcast-service").await?;
     let js = async_nats::jetstream::new(client);
-    nats::ensure_streams(&js, args.replicas).await?;
+    // The game service creates the streams; this service may only read the game log.
+    nats::require_streams(&js, &[nats::GAMES_STREAM]).await?;
 
     let projection = Arc::new(projection::Projection::new());
     let follow = tokio::spawn(projection::follow(js, projection.clone()));

@@ -10,6 +10,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use boardcast_kit::local::{LocalNats, ManagedProcess, wait_for_port};
+use boardcast_kit::nats_access::{NatsAccess, Role as NatsRole};
 
 use crate::simulate::{self, SimulateArgs, Speed};
 
@@ -142,17 +143,22 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
 
     let access = demo_users(&args.data_dir)?;
+    // NATS with users and permissions, as at an event: each program connects as its own user.
+    let nats_access = NatsAccess::generate(&args.data_dir.join("nats-access"), &[])?;
 
     println!("starting NATS with JetStream on port {} …", args.nats_port);
     let nats = tokio::task::block_in_place(|| {
-        LocalNats::start(
+        LocalNats::start_with_config(
             &args.data_dir.join("nats"),
             args.nats_port,
             log_file(&logs, "nats.log")?,
+            Some(&nats_access.auth_config_path()),
         )
     })
     .context("starting NATS (is the port free? see --nats-port)")?;
     let nats_url = nats.url();
+    // Passed in the environment, not on the command line, so the passwords stay out of `ps`.
+    let url_for = |role: NatsRole| nats_access.url_for(&role, &nats_url);
     let grpc_addr = SocketAddr::from(([127, 0, 0, 1], args.grpc_port));
     let http_addr = SocketAddr::from(([127, 0, 0, 1], args.http_port));
     let arbiter_addr = SocketAddr::from(([127, 0, 0, 1], args.arbiter_port));
@@ -161,7 +167,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut game_service = ManagedProcess::spawn(
         "boardcast-game-service",
         Command::new(&game_service_bin)
-            .args(["--nats", &nats_url, "--grpc-listen", &grpc_addr.to_string()])
+            .env("BOARDCAST_NATS_URL", url_for(NatsRole::GameService)?)
+            .args(["--grpc-listen", &grpc_addr.to_string()])
             .arg("--users")
             .arg(&access.users_file)
             .arg("--session-key")
@@ -175,7 +182,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut broadcast = ManagedProcess::spawn(
         "boardcast-broadcast-service",
         Command::new(&broadcast_bin)
-            .args(["--nats", &nats_url, "--http-listen", &http_addr.to_string()])
+            .env("BOARDCAST_NATS_URL", url_for(NatsRole::BroadcastService)?)
+            .args(["--http-listen", &http_addr.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&logs, "broadcast-service.log")?),
@@ -183,7 +191,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut arbiter = ManagedProcess::spawn(
         "boardcast-arbiter-service",
         Command::new(&arbiter_bin)
-            .args(["--nats", &nats_url, "--http-listen", &arbiter_addr.to_string()])
+            .env("BOARDCAST_NATS_URL", url_for(NatsRole::ArbiterService)?)
+            .args(["--http-listen", &arbiter_addr.to_string()])
             .args(["--game-service", &format!("http://{grpc_addr}")])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -217,7 +226,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         println!("  PGN,  round {round:<3}  {base}/tournaments/{tournament}/rounds/{round}.pgn");
     }
     println!("  arbiters         http://{arbiter_addr}/");
-    println!("  gRPC             {grpc_addr}   NATS {nats_url}");
+    println!(
+        "  gRPC             {grpc_addr}   NATS {nats_url} (users and passwords: {})",
+        nats_access.credentials_path().display()
+    );
     println!(
         "  log in as        {} / {}   (chief arbiter of every tournament; users: {})",
         DEMO_CHIEF,
@@ -235,7 +247,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     );
 
-    let client = boardcast_kit::nats::connect(&nats_url, "boardcast-demo").await?;
+    let client =
+        boardcast_kit::nats::connect(&url_for(NatsRole::Simulator)?, "boardcast-demo").await?;
     let js = async_nats::jetstream::new(client);
     let play = simulate::play(&js, &plans, args.speed);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

@@ -3,6 +3,7 @@
 mod analyze;
 mod demo;
 mod gateway;
+mod nats_config;
 mod simulate;
 mod users;
 
@@ -40,6 +41,10 @@ enum Command {
     /// Manage users, their roles per tournament, passwords and API tokens (the users file the
     /// game service reads).
     Users(users::UsersArgs),
+    /// Generate the NATS users and permissions of a deployment (a gateway publishes only its
+    /// own boards, only the game service writes game logs, readers only read, only the admin
+    /// deletes streams), or print a role's connection URL.
+    NatsConfig(nats_config::NatsConfigArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -60,6 +65,7 @@ fn main() -> anyhow::Result<()> {
             init_logging();
             runtime.block_on(gateway::run(args))
         }
+        Command::NatsConfig(args) => runtime.block_on(nats_config::run(args)),
         Command::Analyze(_) | Command::Users(_) => unreachable!("handled without a runtime above"),
     }
 }
