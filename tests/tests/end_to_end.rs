@@ -1,5 +1,6 @@
-//! From simulated boards to the PGN a viewer downloads, with every part a real process: NATS,
-//! the game service, the broadcast service and `boardcast simulate`.
+//! From simulated boards to the PGN a viewer downloads, with every part a real process: NATS
+//! with users and permissions (each program connects as its own user), the game service, the
+//! broadcast service and `boardcast simulate`.
 
 mod support;
 
@@ -8,6 +9,7 @@ use std::{collections::HashMap, process::Command, time::Duration};
 use anyhow::{Context as _, bail};
 use boardcast_rules::pgn::{PgnGame, read_games};
 use boardcast_schema::game::v1::GetGameRequest;
+use boardcast_kit::nats_access::Role;
 use boardcast_testkit::{BroadcastService, GameService, TestNats, program, repo_root};
 
 const BOARDS: usize = 6;
@@ -22,9 +24,9 @@ async fn fetch_pgn(url: &str) -> anyhow::Result<Vec<PgnGame>> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn simulated_boards_reach_the_pgn_feed_move_for_move() -> anyhow::Result<()> {
-    let nats = TestNats::start()?;
-    let game_service = GameService::start(&nats.url())?;
-    let broadcast = BroadcastService::start(&nats.url())?;
+    let nats = TestNats::start_secured(&[])?;
+    let game_service = GameService::start(&nats.url_for(&Role::GameService)?)?;
+    let broadcast = BroadcastService::start(&nats.url_for(&Role::BroadcastService)?)?;
 
     let source_path = repo_root().join("data/london-classic-2016.pgn");
     let source = read_games(&std::fs::read_to_string(&source_path)?)?;
@@ -36,7 +38,8 @@ async fn simulated_boards_reach_the_pgn_feed_move_for_move() -> anyhow::Result<(
         .arg("--pgn")
         .arg(&source_path)
         .args(["--boards", &BOARDS.to_string(), "--speed", "max"])
-        .args(["--nats", &nats.url(), "--game-service", &game_service.url()])
+        .args(["--nats", &nats.url_for(&Role::Simulator)?])
+        .args(["--game-service", &game_service.url()])
         .status()
         .context("running boardcast simulate")?;
     assert!(status.success(), "boardcast simulate failed: {status}");

@@ -501,11 +501,14 @@ function scheduleGameRefresh() {
 }
 
 // The form a kind of alert is ruled on with.
+// (A press in doubt is settled by the next presses; moves missing or unconfirmed are checked
+// against the scoresheets; the rest are noted.)
 const FORM_FOR = {
-  illegal_move: "form-penalty", press_in_doubt: "form-penalty",
+  illegal_move: "form-penalty",
   threefold_available: "form-claim", fifty_moves_available: "form-claim",
   irregular_placement: "form-restore", clock_mismatch: "form-clocks", flag_fall: "form-result",
   automatic_draw: "form-result", dead_position: "form-result",
+  observations_missing: "form-move", claim_on_unconfirmed_moves: "form-move",
 };
 
 function focusForm(id) {
