@@ -840,3 +840,27 @@ async fn the_live_queue_resumes_from_the_last_event_a_page_saw() {
         .expect("sent");
     assert_eq!(refused.status().as_u16(), 403);
 }
+
+#[test]
+fn clock_values_are_read_as_forms_give_them() {
+    use http::{ClockInput, clock_ms};
+    let text = |t: &str| Some(ClockInput::Text(t.into()));
+    assert_eq!(clock_ms(&text("1:30:00"), "t"), Ok(Some(5_400_000)));
+    assert_eq!(clock_ms(&text("5:07"), "t"), Ok(Some(307_000)));
+    assert_eq!(clock_ms(&text("90"), "t"), Ok(Some(90_000)));
+    assert_eq!(clock_ms(&text("+2:00"), "t"), Ok(Some(120_000)));
+    assert_eq!(clock_ms(&text("-1:00"), "t"), Ok(Some(-60_000)));
+    assert_eq!(clock_ms(&text("  "), "t"), Ok(None));
+    assert_eq!(clock_ms(&None, "t"), Ok(None));
+    assert_eq!(clock_ms(&Some(ClockInput::Ms(1500)), "t"), Ok(Some(1500)));
+    for bad in ["1:60", "a:00", "1::00", "1:2:3:4", "+", "9999999999"] {
+        assert!(clock_ms(&text(bad), "White's clock").is_err(), "{bad}");
+    }
+    assert!(http::is_uuid(&http::new_request_id()));
+    let id = http::new_request_id();
+    assert_eq!(&id[14..15], "4", "version 4: {id}");
+    assert!(
+        matches!(&id[19..20], "8" | "9" | "a" | "b"),
+        "RFC variant: {id}"
+    );
+}
