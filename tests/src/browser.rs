@@ -154,6 +154,16 @@ impl Page {
         }
     }
 
+    /// Sets the page's viewport (CSS pixels), as a device of that size would show it.
+    pub async fn set_viewport(&mut self, width: u32, height: u32) -> anyhow::Result<()> {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false }),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Saves a PNG screenshot of the page.
     pub async fn screenshot(&mut self, path: &Path) -> anyhow::Result<()> {
         let result = self

@@ -16,10 +16,12 @@ use anyhow::{Context as _, bail};
 pub use boardcast_kit::local::{LocalNats, ManagedProcess, free_port, wait_for_port};
 use tempfile::TempDir;
 
+pub mod arbiter;
 pub mod browser;
 pub mod cluster;
 pub mod secure_nats;
 
+pub use arbiter::ArbiterService;
 pub use cluster::TestCluster;
 
 /// A private nats-server with JetStream and its own store directory, removed afterwards.

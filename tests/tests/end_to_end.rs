@@ -7,9 +7,9 @@ mod support;
 use std::{collections::HashMap, process::Command, time::Duration};
 
 use anyhow::{Context as _, bail};
+use boardcast_kit::nats_access::Role;
 use boardcast_rules::pgn::{PgnGame, read_games};
 use boardcast_schema::game::v1::GetGameRequest;
-use boardcast_kit::nats_access::Role;
 use boardcast_testkit::{BroadcastService, GameService, TestNats, program, repo_root};
 
 const BOARDS: usize = 6;

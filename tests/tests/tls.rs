@@ -17,8 +17,13 @@ async fn grpc_over_tls_with_the_configured_certificate() -> anyhow::Result<()> {
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca = ca_params.self_signed(&ca_key)?;
     let key = KeyPair::generate()?;
-    let cert = CertificateParams::new(vec!["localhost".to_owned()])?.signed_by(&key, &ca, &ca_key)?;
-    let (ca_pem, cert_pem, key_pem) = (dir.path().join("ca.pem"), dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let cert =
+        CertificateParams::new(vec!["localhost".to_owned()])?.signed_by(&key, &ca, &ca_key)?;
+    let (ca_pem, cert_pem, key_pem) = (
+        dir.path().join("ca.pem"),
+        dir.path().join("cert.pem"),
+        dir.path().join("key.pem"),
+    );
     std::fs::write(&ca_pem, ca.pem())?;
     std::fs::write(&cert_pem, cert.pem())?;
     std::fs::write(&key_pem, key.serialize_pem())?;
@@ -26,7 +31,10 @@ async fn grpc_over_tls_with_the_configured_certificate() -> anyhow::Result<()> {
     let mut stranger_params = CertificateParams::new(Vec::<String>::new())?;
     stranger_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let stranger_pem = dir.path().join("stranger.pem");
-    std::fs::write(&stranger_pem, stranger_params.self_signed(&stranger_key)?.pem())?;
+    std::fs::write(
+        &stranger_pem,
+        stranger_params.self_signed(&stranger_key)?.pem(),
+    )?;
 
     let nats = TestNats::start()?;
     let users = TestUsers::shared()?;
@@ -34,7 +42,12 @@ async fn grpc_over_tls_with_the_configured_certificate() -> anyhow::Result<()> {
     let mut service = ManagedProcess::spawn(
         "boardcast-game-service",
         Command::new(program("boardcast-game-service")?)
-            .args(["--nats", &nats.url(), "--grpc-listen", &format!("127.0.0.1:{port}")])
+            .args([
+                "--nats",
+                &nats.url(),
+                "--grpc-listen",
+                &format!("127.0.0.1:{port}"),
+            ])
             .arg("--snapshot")
             .arg(dir.path().join("snapshot.redb"))
             .arg("--users")
@@ -48,7 +61,11 @@ async fn grpc_over_tls_with_the_configured_certificate() -> anyhow::Result<()> {
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null()),
     )?;
-    wait_for_port(&mut service, ([127, 0, 0, 1], port).into(), Duration::from_secs(60))?;
+    wait_for_port(
+        &mut service,
+        ([127, 0, 0, 1], port).into(),
+        Duration::from_secs(60),
+    )?;
 
     let url = format!("https://localhost:{port}");
     let token = users.admin_token();
@@ -71,7 +88,8 @@ async fn grpc_over_tls_with_the_configured_certificate() -> anyhow::Result<()> {
     assert!(!refused.is_empty());
 
     // Plain gRPC to the TLS port is not answered either.
-    let plain = boardcast_kit::client::game_client(&format!("http://localhost:{port}"), Some(token)).await;
+    let plain =
+        boardcast_kit::client::game_client(&format!("http://localhost:{port}"), Some(token)).await;
     if let Ok(mut client) = plain {
         client
             .who_am_i(WhoAmIRequest {})

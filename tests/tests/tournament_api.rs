@@ -123,10 +123,7 @@ async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Resul
         pairing(2, "hall-2", "Clark", "Davis"),
     ];
     let first_round = round(1, round1.clone());
-    let paired = client
-        .pair_round(first_round.clone())
-        .await?
-        .into_inner();
+    let paired = client.pair_round(first_round.clone()).await?.into_inner();
     let ids: Vec<&str> = paired.games.iter().map(|g| g.game_id.as_str()).collect();
     assert_eq!(ids, ["hall-open-r1-b1", "hall-open-r1-b2"]);
     assert!(paired.games.iter().all(|g| g.created));

@@ -143,7 +143,8 @@ impl Incident {
             return Err(format!("ply {ply} is not in the game (plies 1 to {plies})"));
         }
         match *self {
-            Incident::IrregularPlacement { for_ms: 0, .. } | Incident::BoardOffline { for_ms: 0, .. } => {
+            Incident::IrregularPlacement { for_ms: 0, .. }
+            | Incident::BoardOffline { for_ms: 0, .. } => {
                 Err("for must be more than 0 ms".to_owned())
             }
             Incident::BatteryLow { percent, .. } if percent > 100 => {
@@ -195,7 +196,9 @@ impl FromStr for Incident {
         let (kind, rest) = spec.trim().split_once('@').ok_or_else(syntax)?;
         let mut fields = rest.split(':');
         let ply = match fields.next().and_then(|f| f.split_once('=')) {
-            Some(("ply", n)) => n.parse::<u32>().map_err(|_| format!("{}: bad ply {n:?}", syntax()))?,
+            Some(("ply", n)) => n
+                .parse::<u32>()
+                .map_err(|_| format!("{}: bad ply {n:?}", syntax()))?,
             _ => return Err(syntax()),
         };
         let mut params: Vec<(&str, &str)> = Vec::new();
@@ -301,8 +304,18 @@ impl Incident {
     /// are marked where the move is scripted).
     pub(crate) fn play(&self, turn: &Turn, line: &mut Timeline) -> Result<(), String> {
         let mover = turn.pos.turn();
-        let reading = |line: &Timeline, running: Color| (turn.reading)(line.clocks, run_for(running));
+        let reading =
+            |line: &Timeline, running: Color| (turn.reading)(line.clocks, run_for(running));
         match *self {
+            Incident::PressWithoutMove { .. } | Incident::IrregularPlacement { .. }
+                if ends_game(turn) =>
+            {
+                return Err(
+                    "the move mates or stalemates: no press follows to settle a press \
+                            without a move, and touches before it are not weighed"
+                        .to_owned(),
+                );
+            }
             Incident::PressWithoutMove { .. } => {
                 line.pass(1_500, mover);
                 line.push(reading(line, !mover));
@@ -353,6 +366,13 @@ impl Incident {
     }
 }
 
+/// Whether the turn's move mates or stalemates: nobody presses the clock after it.
+fn ends_game(turn: &Turn) -> bool {
+    let mut after = turn.pos.clone();
+    after.play_unchecked(*turn.mv);
+    after.is_checkmate() || after.is_stalemate()
+}
+
 fn status(state: DeviceState, battery_percent: Option<u32>) -> Kind {
     Kind::Status(DeviceStatus {
         state: state as i32,
@@ -386,9 +406,10 @@ fn irregular_square(pos: &Chess, from: Square, piece: Piece, history: &[Board]) 
         let mut board = pos.board().clone();
         board.discard_piece_at(from);
         board.set_piece_at(to, piece);
-        !reachable.contains(&own_placement(&board, piece.color))
-            && !history.contains(&board)
-            && !(piece.role == Role::King && centre.contains(&to))
+        let result_signal = piece.role == Role::King && centre.contains(&to);
+        !(result_signal
+            || history.contains(&board)
+            || reachable.contains(&own_placement(&board, piece.color)))
     })
 }
 

@@ -373,13 +373,22 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
         if setup.turned_before_ply == Some(ply) {
             // Stopped, turned round with each time set on the display now in front of its
             // player, started again: the time it takes is not on anyone's clock.
-            steps.push(step(now + 100, clock(white_display, clocks, ClockRun::Stopped)));
+            steps.push(step(
+                now + 100,
+                clock(white_display, clocks, ClockRun::Stopped),
+            ));
             white_display = match white_display {
                 ClockDisplay::Left => ClockDisplay::Right,
                 _ => ClockDisplay::Left,
             };
-            steps.push(step(now + 200, clock(white_display, clocks, ClockRun::Stopped)));
-            steps.push(step(now + 300, clock(white_display, clocks, run_for(mover))));
+            steps.push(step(
+                now + 200,
+                clock(white_display, clocks, ClockRun::Stopped),
+            ));
+            steps.push(step(
+                now + 300,
+                clock(white_display, clocks, run_for(mover)),
+            ));
             now += 300;
         }
         let mut lost = 0;
@@ -425,8 +434,7 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
                 reason: format!(
                     "the move {} is seen in {} observations before the whole placement; more \
                      cannot be lost without losing the move",
-                    pgn_move.san,
-                    hand_len
+                    pgn_move.san, hand_len
                 ),
             });
         }

@@ -12,7 +12,7 @@ use boardcast_game::{
 };
 use boardcast_kit::nats::{observation_message_id, observation_subject};
 use boardcast_rules::pgn::{PgnGame, read_games};
-use boardcast_sim::{ClockSetup, ScriptOptions, script};
+use boardcast_sim::{ClockSetup, Incident, ScriptOptions, script};
 use prost::Message as _;
 use tokio::time::Instant;
 
@@ -139,6 +139,9 @@ pub struct DgtOutArgs {
     /// Human and sensor disturbances in the DGT byte streams.
     #[arg(long, value_enum, default_value = "all")]
     pub dgt_disturbances: DgtDisturbances,
+    // Here rather than in `SimulateArgs`, which the demo builds field by field.
+    #[command(flatten)]
+    pub incidents: IncidentArgs,
 }
 
 impl Default for DgtOutArgs {
@@ -147,8 +150,129 @@ impl Default for DgtOutArgs {
             dgt_out: None,
             dgt_seed: 1,
             dgt_disturbances: DgtDisturbances::All,
+            incidents: IncidentArgs::default(),
         }
     }
+}
+
+/// Incidents injected into the published observations, and the record of what was injected.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct IncidentArgs {
+    /// Incidents to inject into the boards' games: board=N:KIND@ply=P[:NAME=VALUE], repeated or
+    /// comma-separated.
+    ///
+    /// N is the board (1 to --boards), P the ply before whose move the incident happens (1 is
+    /// White's first move, 2 Black's). KIND is one of:
+    /// press-without-move (the player to move presses without moving, the opponent presses
+    /// back, the move follows);
+    /// irregular-placement[:for=DURATION] (the piece the move moves is put on a square it
+    /// cannot reach and left there, default 8s);
+    /// offline[:for=DURATION] (the board disconnected, then back, default 20s);
+    /// battery-low[:percent=P] (default 15);
+    /// lost-observations[:count=N] (the last N observations of the move's hand are never
+    /// published, default 2).
+    /// DURATION is 8000, 8000ms or 8s.
+    ///
+    /// Example: --incidents board=2:press-without-move@ply=7,board=3:irregular-placement@ply=9
+    /// --incidents board=1:offline@ply=5:for=30s
+    #[arg(long = "incidents", value_name = "SPEC", value_delimiter = ',')]
+    pub specs: Vec<BoardIncident>,
+    /// Write to FILE (JSON), before playing, each board's game id and the incidents injected into
+    /// it with the alerts each is expected to raise.
+    #[arg(long, value_name = "FILE")]
+    pub incident_record: Option<PathBuf>,
+}
+
+/// One `--incidents` spec: an incident on a board (numbered from 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoardIncident {
+    pub board: usize,
+    pub incident: Incident,
+}
+
+impl FromStr for BoardIncident {
+    type Err = String;
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("incident {spec:?}: expected board=N:KIND@ply=P[:NAME=VALUE]...");
+        let (board, incident) = spec
+            .trim()
+            .strip_prefix("board=")
+            .and_then(|rest| rest.split_once(':'))
+            .ok_or_else(bad)?;
+        let board = board
+            .parse::<usize>()
+            .ok()
+            .filter(|b| *b >= 1)
+            .ok_or_else(bad)?;
+        Ok(BoardIncident {
+            board,
+            incident: incident.parse()?,
+        })
+    }
+}
+
+/// What `--incident-record` holds.
+#[derive(Debug, serde::Serialize)]
+pub struct IncidentRecord {
+    pub boards: Vec<BoardRecord>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct BoardRecord {
+    pub board_id: String,
+    /// The game the board is set up with: `<tournament>-r<round>-b<board number>`.
+    pub game_id: String,
+    pub incidents: Vec<IncidentEntry>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct IncidentEntry {
+    /// The incident as `--incidents` writes it, without the board.
+    pub incident: String,
+    pub kind: &'static str,
+    pub ply: u32,
+    pub expected_alerts: Vec<AlertEntry>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct AlertEntry {
+    /// The game service's alert kind, e.g. `PressInDoubt`.
+    pub kind: &'static str,
+    pub ply: u32,
+}
+
+/// The record of what the plans inject.
+pub fn incident_record(plans: &[BoardPlan]) -> IncidentRecord {
+    let boards = plans
+        .iter()
+        .map(|plan| BoardRecord {
+            board_id: plan.board_id.clone(),
+            game_id: boardcast_game::game_id_for(
+                &plan.started.tournament_id,
+                plan.started.round,
+                plan.started.board_number,
+            ),
+            incidents: plan
+                .options
+                .incidents
+                .iter()
+                .map(|incident| IncidentEntry {
+                    incident: incident.to_string(),
+                    kind: incident.kind_name(),
+                    ply: incident.ply(),
+                    expected_alerts: incident
+                        .expected_alerts()
+                        .into_iter()
+                        .map(|a| AlertEntry {
+                            kind: a.kind.name(),
+                            ply: a.ply,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    IncidentRecord { boards }
 }
 
 /// Writes every board's game as a DGT capture with its timing sidecar and record.
@@ -240,6 +364,23 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
         );
     }
     let default_tc = parse_time_control(&args.time_control).map_err(anyhow::Error::msg)?;
+    let specs = &args.dgt.incidents.specs;
+    if let Some(spec) = specs.iter().find(|s| s.board > args.boards) {
+        bail!(
+            "--incidents board={}:{}: there are {} boards",
+            spec.board,
+            spec.incident,
+            args.boards
+        );
+    }
+    if args.dgt.dgt_out.is_some()
+        && (!specs.is_empty() || args.dgt.incidents.incident_record.is_some())
+    {
+        bail!(
+            "--incidents and --incident-record are for published observations, not --dgt-out \
+             (whose disturbances are --dgt-disturbances)"
+        );
+    }
     games
         .into_iter()
         .take(args.boards)
@@ -283,8 +424,18 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
                 initial_clock_ms: first.base_ms,
                 increment_ms: first.increment_ms,
                 clock: args.clock_setup(),
+                incidents: specs
+                    .iter()
+                    .filter(|s| s.board == i + 1)
+                    .map(|s| s.incident)
+                    .collect(),
                 ..ScriptOptions::default()
             };
+            if !options.incidents.is_empty() {
+                // Scripted now so that an incident the game cannot have stops everything.
+                script(&game, &options)
+                    .with_context(|| format!("--incidents on board {} ({board_id})", i + 1))?;
+            }
             Ok(BoardPlan {
                 board_id,
                 game,
@@ -356,11 +507,15 @@ async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> a
     // never reused, and a game set up on it ignores those sent before.
     let first_seq = boardcast_kit::nats::last_board_seq(js, &plan.board_id).await? + 1;
     for (i, step) in steps.into_iter().enumerate() {
+        let device_seq = first_seq + i as u64;
+        // Lost on the way: its number is used, the observation never arrives.
+        if step.lost {
+            continue;
+        }
         if let Speed::Factor(f) = speed {
             let due = start + Duration::from_secs_f64(step.at_ms as f64 / 1000.0 / f);
             tokio::time::sleep_until(due).await;
         }
-        let device_seq = first_seq + i as u64;
         let observation = Observation {
             board_id: plan.board_id.clone(),
             device_seq,
@@ -397,6 +552,10 @@ async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> a
 
 pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let plans = plan(&args)?;
+    if let Some(path) = &args.dgt.incidents.incident_record {
+        let json = serde_json::to_string_pretty(&incident_record(&plans))?;
+        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(dir) = &args.dgt.dgt_out {
         write_dgt_streams(&plans, &args.dgt)?;
         eprintln!("wrote {} DGT captures to {}", plans.len(), dir.display());
@@ -442,5 +601,95 @@ mod tests {
         );
         assert_eq!(round_and_board(Some("9.1")), Some((9, 1)));
         assert_eq!(round_and_board(Some("?")), None);
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SimulateArgs,
+    }
+
+    /// `boardcast simulate` on the London games with `extra` arguments.
+    fn args(extra: &[&str]) -> Result<SimulateArgs, clap::Error> {
+        use clap::Parser as _;
+        let pgn = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../data/london-classic-2016.pgn"
+        );
+        let mut argv = vec!["simulate", "--pgn", pgn, "--boards", "3"];
+        argv.extend(extra);
+        Cli::try_parse_from(argv).map(|cli| cli.args)
+    }
+
+    #[test]
+    fn incidents_are_planned_on_their_boards_and_recorded() {
+        let args = args(&[
+            "--incidents",
+            "board=2:press-without-move@ply=7,board=3:irregular-placement@ply=9:for=10s",
+            "--incidents",
+            "board=2:battery-low@ply=3",
+        ])
+        .expect("parses");
+        let plans = plan(&args).expect("plans");
+        let record = serde_json::to_value(incident_record(&plans)).expect("serialises");
+        let boards = record["boards"].as_array().expect("boards");
+        assert_eq!(boards.len(), 3);
+        assert_eq!(boards[0]["board_id"], "sim-1");
+        assert_eq!(boards[0]["game_id"], "london-chess-classic-2016-r9-b1");
+        assert_eq!(boards[0]["incidents"], serde_json::json!([]));
+        assert_eq!(
+            boards[1]["incidents"],
+            serde_json::json!([
+                {
+                    "incident": "press-without-move@ply=7",
+                    "kind": "press-without-move",
+                    "ply": 7,
+                    "expected_alerts": [
+                        { "kind": "PressInDoubt", "ply": 7 },
+                        { "kind": "IllegalMove", "ply": 7 }
+                    ]
+                },
+                {
+                    "incident": "battery-low@ply=3:percent=15",
+                    "kind": "battery-low",
+                    "ply": 3,
+                    "expected_alerts": [{ "kind": "BatteryLow", "ply": 3 }]
+                }
+            ])
+        );
+        assert_eq!(
+            boards[2]["incidents"][0]["incident"],
+            "irregular-placement@ply=9:for=10000ms"
+        );
+        assert_eq!(plans[2].options.incidents.len(), 1);
+    }
+
+    #[test]
+    fn bad_incidents_stop_the_simulation_before_anything_is_published() {
+        // Unknown kind, no board, a board numbered 0: refused when the arguments are read.
+        for spec in [
+            "board=1:juggling@ply=3",
+            "press-without-move@ply=3",
+            "board=0:offline@ply=3",
+        ] {
+            assert!(args(&["--incidents", spec]).is_err(), "{spec}");
+        }
+        // A board beyond --boards, a ply beyond the game: refused by the plan.
+        for (spec, says) in [
+            ("board=4:offline@ply=3", "there are 3 boards"),
+            ("board=1:offline@ply=500", "ply 500 is not in the game"),
+        ] {
+            let args = args(&["--incidents", spec]).expect("parses");
+            let error = format!("{:#}", plan(&args).expect_err(spec));
+            assert!(error.contains(says), "{spec}: {error}");
+        }
+        let args = args(&[
+            "--incidents",
+            "board=1:offline@ply=3",
+            "--dgt-out",
+            "/nonexistent",
+        ])
+        .expect("parses");
+        assert!(plan(&args).is_err());
     }
 }

@@ -1,0 +1,282 @@
+//! The arbiter dashboard against a running system: a real browser signs in, sees an alert of a
+//! simulated game arrive live and rules on it; and the alerts agree across instances and restarts.
+
+use std::{process::Command, time::Duration};
+
+use anyhow::{Context as _, bail};
+use boardcast_kit::nats_access::Role;
+use boardcast_schema::game::v1::{GetGameRequest, StreamGameEventsRequest, game_event::Kind};
+use boardcast_testkit::{
+    ArbiterService, GameService, TEST_PASSWORD, TestNats, admin_token, browser::Browser, program,
+    repo_root,
+};
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+
+/// A game left unfinished after a repetition: its threefold-repetition alert stays open.
+const PGN: &str = "[Event \"Arbiters Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[Black \"B\"]\n\
+                   [Result \"*\"]\n\n1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Ng8 *\n";
+
+/// Plays [`PGN`] on one simulated board at full speed.
+fn simulate(nats_url: &str, game_service: &GameService) -> anyhow::Result<()> {
+    let pgn = tempfile::NamedTempFile::new()?;
+    std::fs::write(pgn.path(), PGN)?;
+    let status = Command::new(program("boardcast")?)
+        .env("BOARDCAST_TOKEN", admin_token())
+        .arg("simulate")
+        .arg("--pgn")
+        .arg(pgn.path())
+        .args(["--boards", "1", "--speed", "max"])
+        .args(["--nats", nats_url, "--game-service", &game_service.url()])
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    if !status.success() {
+        bail!("boardcast simulate failed: {status}");
+    }
+    Ok(())
+}
+
+/// The actors of the arbiter actions in a game's log, read from the game service.
+async fn arbiter_actors(service: &GameService, game_id: &str) -> anyhow::Result<Vec<String>> {
+    let mut client = service.client().await?;
+    let last = client
+        .get_game(GetGameRequest {
+            game_id: game_id.into(),
+        })
+        .await?
+        .into_inner()
+        .last_game_seq;
+    let mut stream = client
+        .stream_game_events(StreamGameEventsRequest {
+            game_id: game_id.into(),
+            from_game_seq: 1,
+        })
+        .await?
+        .into_inner();
+    let mut actors = Vec::new();
+    for _ in 0..last {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await?
+            .context("the stream ended")??;
+        if let Some(Kind::Arbiter(_)) = event.kind {
+            actors.push(event.provenance.map(|p| p.actor).unwrap_or_default());
+        }
+    }
+    Ok(actors)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[])?;
+    let game_service = GameService::start(&nats.url_for(&Role::GameService)?)?;
+    let arbiter =
+        ArbiterService::start(&nats.url_for(&Role::ArbiterService)?, &game_service.url())?;
+    let browser = Browser::launch().await?;
+    let mut page = browser.open(&arbiter.url("/login")).await?;
+    page.set_viewport(1024, 768).await?;
+    page.wait_for(
+        "!!document.getElementById('login-submit')",
+        Duration::from_secs(20),
+    )
+    .await?;
+    page.eval(&format!(
+        "document.getElementById('login-user').value = 'admin'; \
+         document.getElementById('login-password').value = {}; \
+         document.getElementById('login-submit').click(); true",
+        json!(TEST_PASSWORD)
+    ))
+    .await?;
+    page.wait_for(
+        "document.body && document.body.dataset.page === 'index' \
+         && document.getElementById('live-status').dataset.state === 'live'",
+        Duration::from_secs(20),
+    )
+    .await?;
+    assert_eq!(
+        page.eval("document.getElementById('who').textContent")
+            .await?,
+        json!("Test chief arbiter")
+    );
+
+    // The games are played with the dashboard open: their alerts arrive as live updates.
+    simulate(&nats.url_for(&Role::Simulator)?, &game_service)?;
+    let new_alert = "document.querySelector('[data-testid=alert-item][data-status=new]')";
+    page.wait_for(&format!("!!{new_alert}"), Duration::from_secs(30))
+        .await?;
+    let alert_id = page.eval(&format!("{new_alert}.dataset.alert")).await?;
+    let alert_id = alert_id.as_str().context("the alert has no id")?.to_owned();
+    let (game_id, _) = alert_id
+        .rsplit_once('/')
+        .context("alert id <game>/<raised_at>")?;
+    let item = format!("document.querySelector('[data-alert=\"{alert_id}\"]')");
+
+    // Acknowledged through the page, and the queue shows it so once the log does.
+    page.eval(&format!(
+        "{item}.querySelector('[data-testid=alert-ack]').click(); true"
+    ))
+    .await?;
+    page.wait_for(
+        &format!("{item}.dataset.status === 'acknowledged'"),
+        Duration::from_secs(20),
+    )
+    .await?;
+    let detail = page
+        .eval(&format!(
+            "{item}.querySelector('.status-detail').textContent"
+        ))
+        .await?;
+    assert!(
+        detail.as_str().unwrap_or_default().contains("by admin"),
+        "who acknowledged it is shown: {detail}"
+    );
+
+    // The game's page: its timeline in words, the alert among this game's alerts.
+    page.eval(&format!(
+        "location.href = {}; true",
+        json!(format!("/games/{game_id}"))
+    ))
+    .await?;
+    page.wait_for(
+        "document.body && document.body.dataset.page === 'game' \
+         && document.querySelectorAll('#timeline [data-seq]').length > 0",
+        Duration::from_secs(20),
+    )
+    .await?;
+    page.wait_for(
+        &format!("!!{item} && {item}.dataset.status === 'acknowledged'"),
+        Duration::from_secs(20),
+    )
+    .await?;
+
+    // The game service recorded the acknowledgement as the signed-in arbiter's.
+    let actors = arbiter_actors(&game_service, game_id).await?;
+    assert_eq!(actors, ["admin"], "one arbiter action, by admin");
+
+    let dir = repo_root().join("target/screenshots");
+    std::fs::create_dir_all(&dir)?;
+    page.screenshot(&dir.join("arbiter-dashboard-tablet.png"))
+        .await?;
+    Ok(())
+}
+
+/// The alerts an instance lists, everything included.
+async fn all_alerts(
+    session: &boardcast_testkit::arbiter::ArbiterSession,
+) -> anyhow::Result<Vec<Value>> {
+    let answer = session.get("/api/alerts?all=true").await?;
+    let mut alerts = answer["alerts"]
+        .as_array()
+        .context("alerts")?
+        .iter()
+        .map(|a| {
+            let mut a = a.clone();
+            // Where this instance is in its stream is its own business.
+            if let Some(a) = a.as_object_mut() {
+                a.remove("event_id");
+            }
+            a
+        })
+        .collect::<Vec<_>>();
+    alerts.sort_by_key(|a| (a["game_id"].to_string(), a["raised_at"].as_u64()));
+    Ok(alerts)
+}
+
+/// Waits until an instance's alert list is `expected`.
+async fn wait_for_alerts(
+    session: &boardcast_testkit::arbiter::ArbiterSession,
+    expected: &[Value],
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let alerts = all_alerts(session).await;
+        match alerts {
+            Ok(alerts) if alerts == expected => return Ok(()),
+            Ok(alerts) if tokio::time::Instant::now() > deadline => {
+                assert_eq!(alerts, expected, "the instances list the same alerts");
+            }
+            _ if tokio::time::Instant::now() > deadline => bail!("no alerts: {alerts:?}"),
+            _ => {}
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn alerts_survive_a_restart_and_agree_across_instances() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let mut a = ArbiterService::start(&nats.url(), &game_service.url())?;
+    simulate(&nats.url(), &game_service)?;
+    let session = a.login("admin", TEST_PASSWORD).await?;
+
+    // Instance A has followed the whole log: a new alert to acknowledge.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let alert = loop {
+        let alerts = all_alerts(&session).await?;
+        if let Some(alert) = alerts.iter().find(|a| a["status"] == "new") {
+            break alert.clone();
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("no new alert after the games: {alerts:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let game_id = alert["game_id"].as_str().context("game_id")?;
+    let raised_at = alert["raised_at"].as_u64().context("raised_at")?;
+    let ids = session.get("/api/request-ids?count=1").await?;
+    let request_id = ids["request_ids"][0].as_str().context("a request id")?;
+    session
+        .post(
+            &format!("/api/games/{game_id}/act"),
+            &json!({
+                "request_id": request_id,
+                "resolves_alerts": [],
+                "action": { "type": "acknowledge", "alert_game_seq": raised_at },
+            }),
+        )
+        .await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let before = loop {
+        let alerts = all_alerts(&session).await?;
+        let acknowledged = alerts.iter().any(|a| {
+            a["game_id"] == game_id && a["raised_at"] == raised_at && a["status"] == "acknowledged"
+        });
+        if acknowledged {
+            break alerts;
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("the acknowledgement never showed: {alerts:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+
+    // Each alert once, the acknowledged one acknowledged by admin.
+    let mut keys: Vec<(String, u64, String)> = before
+        .iter()
+        .map(|a| {
+            (
+                a["game_id"].as_str().unwrap_or_default().to_owned(),
+                a["raised_at"].as_u64().unwrap_or_default(),
+                a["kind"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let count = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), count, "each alert exactly once: {before:?}");
+    let acknowledged = before
+        .iter()
+        .find(|a| a["game_id"] == game_id && a["raised_at"] == raised_at)
+        .context("the acknowledged alert")?;
+    assert_eq!(acknowledged["status_by"], "admin");
+
+    // A second instance, and the first one restarted, list the same alerts.
+    let b = ArbiterService::start(&nats.url(), &game_service.url())?;
+    assert!(a.process.stop(Duration::from_secs(30))?, "instance A stops");
+    drop(a);
+    a = ArbiterService::start(&nats.url(), &game_service.url())?;
+    wait_for_alerts(&session.on(&b), &before).await?;
+    wait_for_alerts(&session.on(&a), &before).await?;
+    Ok(())
+}
