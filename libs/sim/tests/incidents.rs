@@ -2,7 +2,7 @@
 //! its record promises, at its ply, once, and the game still ends with the score's moves.
 
 use boardcast_game::alerts::GameAlerts;
-use boardcast_game::device::{DeviceState, Observation, SourceKind};
+use boardcast_game::device::{ClockDisplay, DeviceState, Observation, SourceKind};
 use boardcast_game::events::{
     GameEvent, GameStarted, Player, PressSettlement, TimeControl, TimePeriod, game_event::Kind,
 };
@@ -182,15 +182,16 @@ fn played_with(incidents: Vec<Incident>, clock: ClockSetup) -> Folded {
     folded
 }
 
+/// White's time on the left as the gateway reads it, and on the right (worked out by the game).
 const CLOCKS: [ClockSetup; 2] = [
     ClockSetup {
-        white_display: boardcast_game::device::ClockDisplay::Left,
-        gateway_white_display: boardcast_game::device::ClockDisplay::Left,
+        white_display: ClockDisplay::Left,
+        gateway_white_display: ClockDisplay::Left,
         turned_before_ply: None,
     },
     ClockSetup {
-        white_display: boardcast_game::device::ClockDisplay::Right,
-        gateway_white_display: boardcast_game::device::ClockDisplay::Left,
+        white_display: ClockDisplay::Right,
+        gateway_white_display: ClockDisplay::Left,
         turned_before_ply: None,
     },
 ];
@@ -275,7 +276,7 @@ fn a_misplaced_piece_left_past_the_quiet_period_is_an_irregularity_until_put_bac
 }
 
 #[test]
-fn a_misplacement_within_the_quiet_period_raises_nothing() {
+fn a_misplacement_within_the_quiet_period_is_no_irregularity() {
     for for_ms in [1_000, 5_000] {
         let folded = played_with(
             vec![Incident::IrregularPlacement { ply: 4, for_ms }],
@@ -429,7 +430,8 @@ fn london_moves_of_every_kind_take_the_incidents_that_depend_on_the_move() {
                 Incident::PressWithoutMove { ply },
                 Incident::IrregularPlacement { ply, for_ms: 6_000 },
             ];
-            incidents.extend((1..=4).map(|count| Incident::LostObservations { ply, count }));
+            // The piece placed lost; all but the first lift of a capture or castling (or too many).
+            incidents.extend([1, 3].map(|count| Incident::LostObservations { ply, count }));
             for incident in incidents {
                 let options = ScriptOptions {
                     incidents: vec![incident],
@@ -453,7 +455,7 @@ fn london_moves_of_every_kind_take_the_incidents_that_depend_on_the_move() {
             }
         }
     }
-    assert!(cases > 100, "{cases}");
+    assert!(cases > 80, "{cases}");
 }
 
 /// A mating move: the incidents before it raise what they promise, but those whose alerts need
@@ -547,4 +549,20 @@ fn incidents_the_game_cannot_have_are_refused() {
             "{incident}: {result:?}"
         );
     }
+    // A battery once low stays low: a second report would raise nothing.
+    let twice = vec![
+        Incident::BatteryLow {
+            ply: 3,
+            percent: 15,
+        },
+        Incident::BatteryLow {
+            ply: 9,
+            percent: 10,
+        },
+    ];
+    let result = script(&pgn, &with(twice, CLOCKS[0]));
+    assert!(
+        matches!(result, Err(SimError::BadIncident { .. })),
+        "{result:?}"
+    );
 }
