@@ -64,8 +64,7 @@ struct Args {
     )]
     game_service: String,
     /// PEM file of the certificate authority the game service's TLS certificate is checked
-    /// against (implies TLS). Without it an https:// game service is checked against the
-    /// system's roots.
+    /// against; required for an https:// game service.
     #[arg(long, env = "BOARDCAST_GAME_SERVICE_CA")]
     game_service_ca: Option<PathBuf>,
     /// Address to serve the dashboard on.

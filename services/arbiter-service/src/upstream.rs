@@ -10,11 +10,7 @@ use boardcast_schema::game::v1::{
     LoginResponse, WhoAmIRequest, game_service_client::GameServiceClient,
 };
 use futures::future::BoxFuture;
-use tonic::{
-    Code,
-    metadata::MetadataValue,
-    transport::{Certificate, Channel, ClientTlsConfig, Endpoint},
-};
+use tonic::{Code, metadata::MetadataValue, transport::Channel};
 
 /// How long one call to the game service may take before its outcome counts as unknown.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -112,25 +108,13 @@ pub struct GrpcGameApi {
 }
 
 impl GrpcGameApi {
-    /// A client for `url` that connects on first use (the game service may start later).
-    /// `https://` URLs, or any URL with `ca_pem`, use TLS: the system's roots, or only that CA.
+    /// A client for `url` that connects on first use (the game service may start later). An
+    /// `https://` URL is TLS with the certificate authority in `ca_pem`
+    /// (`boardcast_kit::client::game_endpoint`).
     pub fn new(url: &str, ca_pem: Option<&Path>) -> anyhow::Result<GrpcGameApi> {
-        use anyhow::Context as _;
-        let mut endpoint = Endpoint::from_shared(url.to_owned())
-            .with_context(|| format!("the game service URL {url:?} is not a valid URL"))?
+        let endpoint = boardcast_kit::client::game_endpoint(url, ca_pem)?
             .connect_timeout(Duration::from_secs(5))
             .timeout(CALL_TIMEOUT);
-        if let Some(path) = ca_pem {
-            let pem = std::fs::read(path)
-                .with_context(|| format!("reading the game service's CA {}", path.display()))?;
-            endpoint = endpoint
-                .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))
-                .context("setting up TLS towards the game service")?;
-        } else if url.starts_with("https://") {
-            endpoint = endpoint
-                .tls_config(ClientTlsConfig::new().with_native_roots())
-                .context("setting up TLS towards the game service")?;
-        }
         Ok(GrpcGameApi {
             client: GameServiceClient::new(endpoint.connect_lazy()),
         })

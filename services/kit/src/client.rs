@@ -9,7 +9,7 @@ use rand::RngCore as _;
 use tonic::{
     metadata::{Ascii, MetadataValue},
     service::{Interceptor, interceptor::InterceptedService},
-    transport::Channel,
+    transport::{Channel, Endpoint},
 };
 
 /// The environment variable holding an API token or session token.
@@ -65,21 +65,7 @@ pub async fn game_client_with_ca(
     token: Option<&str>,
     ca: Option<&Path>,
 ) -> anyhow::Result<GameClient> {
-    let mut endpoint = Channel::from_shared(url.to_owned())
-        .with_context(|| format!("{url:?} is not a valid game service URL"))?;
-    if url.starts_with("https://") {
-        let ca = ca.with_context(|| {
-            format!("{url} is TLS: give the certificate authority to trust in {CA_ENV}")
-        })?;
-        let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
-        endpoint = endpoint
-            .tls_config(
-                tonic::transport::ClientTlsConfig::new()
-                    .ca_certificate(tonic::transport::Certificate::from_pem(pem)),
-            )
-            .context("setting up TLS")?;
-    }
-    let channel = endpoint
+    let channel = game_endpoint(url, ca)?
         .connect()
         .await
         .with_context(|| format!("connecting to the game service at {url}"))?;
@@ -87,6 +73,27 @@ pub async fn game_client_with_ca(
         channel,
         Bearer::new(token)?,
     ))
+}
+
+/// Where the game service is: an `https://` URL is TLS, checked against the certificate
+/// authority in the PEM file `ca` (required then: a hall's certificates come from its own
+/// authority, and trusting every public one would let any of them impersonate the service).
+pub fn game_endpoint(url: &str, ca: Option<&Path>) -> anyhow::Result<Endpoint> {
+    let endpoint = Endpoint::from_shared(url.to_owned())
+        .with_context(|| format!("{url:?} is not a valid game service URL"))?;
+    if !url.starts_with("https://") {
+        return Ok(endpoint);
+    }
+    let ca = ca.with_context(|| {
+        format!("{url} is TLS: give the certificate authority to trust in {CA_ENV}")
+    })?;
+    let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+    endpoint
+        .tls_config(
+            tonic::transport::ClientTlsConfig::new()
+                .ca_certificate(tonic::transport::Certificate::from_pem(pem)),
+        )
+        .context("setting up TLS")
 }
 
 /// A new request id: 128 random bits in hex. One per intended change; reuse it only to retry.
