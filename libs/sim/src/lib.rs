@@ -364,9 +364,11 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
                 .saturating_sub(options.default_think_ms)
                 .saturating_add(options.increment_ms),
         };
-        // Thinking time is what the clock lost; with an increment or a new period the clock can
-        // go up, so fall back to a short pause then.
+        // Thinking time is what the clock lost before the press added the increment. A score
+        // whose clock times follow another time control can show more than that; fall back to a
+        // short pause then.
         let think_ms = clocks[side]
+            .saturating_add(options.increment_ms)
             .checked_sub(clock_after)
             .filter(|t| *t >= 1_000)
             .unwrap_or(1_000);

@@ -206,6 +206,18 @@ fn a_game_without_incidents_raises_only_what_its_clock_set_up_does() {
 }
 
 #[test]
+fn a_game_with_an_increment_takes_the_increment_on_every_press() {
+    // Thinking time and increment on the clock as the time control says: nothing to report.
+    let options = ScriptOptions {
+        increment_ms: 30_000,
+        ..with(Vec::new(), CLOCKS[0])
+    };
+    let folded = play(&berlin(), &options);
+    assert_eq!(folded.alerts(), []);
+    assert!(folded.game.is_over());
+}
+
+#[test]
 fn a_press_without_a_move_is_in_doubt_then_an_illegal_move_of_its_ply() {
     for clock in CLOCKS {
         for ply in [1, 2, 7, 8, 16] {
