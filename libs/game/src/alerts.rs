@@ -65,6 +65,30 @@ pub enum AlertKind {
     SetupMismatch,
 }
 
+impl AlertKind {
+    /// The kind's stable name: in the arbiter service's API and pages, and in the simulator's
+    /// record of the alerts its incidents should raise. Never change one.
+    pub fn name(self) -> &'static str {
+        match self {
+            AlertKind::IllegalMove => "illegal_move",
+            AlertKind::PossibleTouchMoveBreach => "touch_move",
+            AlertKind::FlagFall => "flag_fall",
+            AlertKind::ThreefoldClaimAvailable => "threefold_available",
+            AlertKind::FiftyMoveClaimAvailable => "fifty_moves_available",
+            AlertKind::AutomaticDraw => "automatic_draw",
+            AlertKind::DeadPosition => "dead_position",
+            AlertKind::IrregularPlacement => "irregular_placement",
+            AlertKind::PressInDoubt => "press_in_doubt",
+            AlertKind::ClockMismatch => "clock_mismatch",
+            AlertKind::BoardNotResponding => "board_not_responding",
+            AlertKind::BatteryLow => "battery_low",
+            AlertKind::ObservationsMissing => "observations_missing",
+            AlertKind::ClaimOnUnconfirmedMoves => "claim_on_unconfirmed_moves",
+            AlertKind::SetupMismatch => "setup_mismatch",
+        }
+    }
+}
+
 /// Where an alert stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AlertStatus {

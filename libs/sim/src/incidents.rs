@@ -52,7 +52,8 @@ pub enum Incident {
 }
 
 /// The alert kinds of the game service's alerts (`boardcast_game::alerts::AlertKind`) that
-/// incidents raise, with the same names.
+/// incidents raise, with the same stable names. The simulator says what it expects without
+/// the game's types, so that the expectation does not follow the code it checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ExpectedAlertKind {
     IllegalMove,
@@ -65,16 +66,16 @@ pub enum ExpectedAlertKind {
 }
 
 impl ExpectedAlertKind {
-    /// The name of the game service's alert kind.
+    /// The stable name of the game service's alert kind (`AlertKind::name`).
     pub fn name(self) -> &'static str {
         match self {
-            ExpectedAlertKind::IllegalMove => "IllegalMove",
-            ExpectedAlertKind::PressInDoubt => "PressInDoubt",
-            ExpectedAlertKind::IrregularPlacement => "IrregularPlacement",
-            ExpectedAlertKind::PossibleTouchMoveBreach => "PossibleTouchMoveBreach",
-            ExpectedAlertKind::BoardNotResponding => "BoardNotResponding",
-            ExpectedAlertKind::BatteryLow => "BatteryLow",
-            ExpectedAlertKind::ObservationsMissing => "ObservationsMissing",
+            ExpectedAlertKind::IllegalMove => "illegal_move",
+            ExpectedAlertKind::PressInDoubt => "press_in_doubt",
+            ExpectedAlertKind::IrregularPlacement => "irregular_placement",
+            ExpectedAlertKind::PossibleTouchMoveBreach => "touch_move",
+            ExpectedAlertKind::BoardNotResponding => "board_not_responding",
+            ExpectedAlertKind::BatteryLow => "battery_low",
+            ExpectedAlertKind::ObservationsMissing => "observations_missing",
         }
     }
 }

@@ -52,7 +52,7 @@ impl Folded {
         self.alerts
             .alerts()
             .iter()
-            .map(|a| (format!("{:?}", a.kind), a.ply))
+            .map(|a| (a.kind.name().to_owned(), a.ply))
             .collect()
     }
 
@@ -201,7 +201,7 @@ fn a_game_without_incidents_raises_only_what_its_clock_set_up_does() {
     assert_eq!(play(&berlin(), &with(Vec::new(), CLOCKS[0])).alerts(), []);
     assert_eq!(
         play(&berlin(), &with(Vec::new(), CLOCKS[1])).alerts(),
-        [("SetupMismatch".to_owned(), 1)]
+        [("setup_mismatch".to_owned(), 1)]
     );
 }
 
@@ -405,7 +405,7 @@ fn but_clock_alerts(folded: &Folded) -> Vec<(String, u32)> {
     let mut alerts: Vec<(String, u32)> = folded
         .alerts()
         .into_iter()
-        .filter(|(kind, _)| kind != "ClockMismatch")
+        .filter(|(kind, _)| kind != "clock_mismatch")
         .collect();
     alerts.sort();
     alerts

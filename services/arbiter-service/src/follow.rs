@@ -448,7 +448,7 @@ fn alert_view(game: &Game, alert: &Alert, version: u64, stream_seq: u64) -> Aler
         black: player_name(&info.black),
         raised_at: alert.raised_at,
         version,
-        kind: timeline::alert_kind_name(alert.kind),
+        kind: alert.kind.name(),
         kind_label: timeline::alert_kind_label(alert.kind),
         ply: alert.ply,
         device_time_unix_ms: alert.device_time_unix_ms,

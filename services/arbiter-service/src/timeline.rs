@@ -73,27 +73,6 @@ pub fn move_number(ply: u32) -> String {
     }
 }
 
-/// The stable name of an alert kind, for the page (and its CSS) and tests.
-pub fn alert_kind_name(kind: AlertKind) -> &'static str {
-    match kind {
-        AlertKind::IllegalMove => "illegal_move",
-        AlertKind::PossibleTouchMoveBreach => "touch_move",
-        AlertKind::FlagFall => "flag_fall",
-        AlertKind::ThreefoldClaimAvailable => "threefold_available",
-        AlertKind::FiftyMoveClaimAvailable => "fifty_moves_available",
-        AlertKind::AutomaticDraw => "automatic_draw",
-        AlertKind::DeadPosition => "dead_position",
-        AlertKind::IrregularPlacement => "irregular_placement",
-        AlertKind::PressInDoubt => "press_in_doubt",
-        AlertKind::ClockMismatch => "clock_mismatch",
-        AlertKind::BoardNotResponding => "board_not_responding",
-        AlertKind::BatteryLow => "battery_low",
-        AlertKind::ObservationsMissing => "observations_missing",
-        AlertKind::ClaimOnUnconfirmedMoves => "claim_on_unconfirmed_moves",
-        AlertKind::SetupMismatch => "setup_mismatch",
-    }
-}
-
 /// An alert kind in words, as the queue's heading.
 pub fn alert_kind_label(kind: AlertKind) -> &'static str {
     match kind {

@@ -236,7 +236,7 @@ pub struct IncidentEntry {
 
 #[derive(Debug, serde::Serialize)]
 pub struct AlertEntry {
-    /// The game service's alert kind, e.g. `PressInDoubt`.
+    /// The alert kind's stable name, as the arbiter service lists it, e.g. `press_in_doubt`.
     pub kind: &'static str,
     pub ply: u32,
 }
@@ -645,15 +645,15 @@ mod tests {
                     "kind": "press-without-move",
                     "ply": 7,
                     "expected_alerts": [
-                        { "kind": "PressInDoubt", "ply": 7 },
-                        { "kind": "IllegalMove", "ply": 7 }
+                        { "kind": "press_in_doubt", "ply": 7 },
+                        { "kind": "illegal_move", "ply": 7 }
                     ]
                 },
                 {
                     "incident": "battery-low@ply=3:percent=15",
                     "kind": "battery-low",
                     "ply": 3,
-                    "expected_alerts": [{ "kind": "BatteryLow", "ply": 3 }]
+                    "expected_alerts": [{ "kind": "battery_low", "ply": 3 }]
                 }
             ])
         );
