@@ -1,16 +1,17 @@
 //! The arbiter dashboard against a running system: a real browser signs in, sees an alert of a
 //! simulated game arrive live and rules on it; and the alerts agree across instances and restarts.
 
+mod support;
+
 use std::{process::Command, time::Duration};
 
 use anyhow::{Context as _, bail};
 use boardcast_kit::nats_access::Role;
-use boardcast_schema::game::v1::{GetGameRequest, StreamGameEventsRequest, game_event::Kind};
+use boardcast_schema::game::v1::game_event::Kind;
 use boardcast_testkit::{
     ArbiterService, GameService, TEST_PASSWORD, TestNats, admin_token, browser::Browser, program,
     repo_root,
 };
-use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 /// A game left unfinished after a repetition: its threefold-repetition alert stays open.
@@ -39,30 +40,12 @@ fn simulate(nats_url: &str, game_service: &GameService) -> anyhow::Result<()> {
 /// The actors of the arbiter actions in a game's log, read from the game service.
 async fn arbiter_actors(service: &GameService, game_id: &str) -> anyhow::Result<Vec<String>> {
     let mut client = service.client().await?;
-    let last = client
-        .get_game(GetGameRequest {
-            game_id: game_id.into(),
-        })
+    Ok(support::game_events(&mut client, game_id)
         .await?
-        .into_inner()
-        .last_game_seq;
-    let mut stream = client
-        .stream_game_events(StreamGameEventsRequest {
-            game_id: game_id.into(),
-            from_game_seq: 1,
-        })
-        .await?
-        .into_inner();
-    let mut actors = Vec::new();
-    for _ in 0..last {
-        let event = tokio::time::timeout(Duration::from_secs(10), stream.next())
-            .await?
-            .context("the stream ended")??;
-        if let Some(Kind::Arbiter(_)) = event.kind {
-            actors.push(event.provenance.map(|p| p.actor).unwrap_or_default());
-        }
-    }
-    Ok(actors)
+        .into_iter()
+        .filter(|event| matches!(event.kind, Some(Kind::Arbiter(_))))
+        .map(|event| event.provenance.map(|p| p.actor).unwrap_or_default())
+        .collect())
 }
 
 #[tokio::test(flavor = "multi_thread")]

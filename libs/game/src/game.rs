@@ -773,6 +773,11 @@ impl Game {
                     return Err(inconsistent(format!("cannot restore ply {ply}")));
                 }
                 self.moves.truncate(ply);
+                // The rulings made on the plies taken back stay in the score, at the ply the game
+                // goes on from: they are part of what happened.
+                for (note_ply, _) in &mut self.arbiter_notes {
+                    *note_ply = (*note_ply).min(restored.ply);
+                }
                 // Presses in doubt about plies the restore took back are left for the arbiter's
                 // ruling that restored the position: no later press settles them.
                 self.doubts.retain(|d| d.event.ply as usize <= ply);

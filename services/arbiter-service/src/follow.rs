@@ -373,6 +373,26 @@ impl Folded {
                     self.clocks.from = "arbiter";
                     self.clocks.at_game_seq = seq;
                 }
+                // A confirmed penalty gives the opponent the edition's time (Article 7.5.5).
+                if let Some(Action::Penalty(decision)) = a.action.as_ref()
+                    && decision.confirmed
+                    && let Some(entry) = self
+                        .game
+                        .illegal_moves()
+                        .iter()
+                        .find(|e| e.game_seq == decision.illegal_move_game_seq)
+                    && entry.event.opponent_bonus_ms > 0
+                {
+                    let bonus = entry.event.opponent_bonus_ms;
+                    let opponent = if entry.event.offender == "white" {
+                        &mut self.clocks.black_ms
+                    } else {
+                        &mut self.clocks.white_ms
+                    };
+                    *opponent = opponent.map(|ms| ms.saturating_add(bonus));
+                    self.clocks.from = "arbiter";
+                    self.clocks.at_game_seq = seq;
+                }
             }
             Some(Kind::Ended(_)) => self.clocks.running = "stopped",
             _ => {}
