@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 const PGN: &str = "[Event \"Arbiters Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[Black \"B\"]\n\
                    [Result \"*\"]\n\n1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Ng8 *\n";
 
-/// Plays [`PGN`] on one simulated board at full speed.
+/// Plays [`PGN`] on one simulated board at full speed, White pressing the clock without a move
+/// before 2. Ng1: an illegal move to rule on (Article 7.5.4).
 fn simulate(nats_url: &str, game_service: &GameService) -> anyhow::Result<()> {
     let pgn = tempfile::NamedTempFile::new()?;
     std::fs::write(pgn.path(), PGN)?;
@@ -28,6 +29,7 @@ fn simulate(nats_url: &str, game_service: &GameService) -> anyhow::Result<()> {
         .arg("--pgn")
         .arg(pgn.path())
         .args(["--boards", "1", "--speed", "max"])
+        .args(["--incidents", "board=1:press-without-move@ply=3"])
         .args(["--nats", nats_url, "--game-service", &game_service.url()])
         .stdout(std::process::Stdio::null())
         .status()?;
@@ -83,7 +85,8 @@ async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::R
 
     // The games are played with the dashboard open: their alerts arrive as live updates.
     simulate(&nats.url_for(&Role::Simulator)?, &game_service)?;
-    let new_alert = "document.querySelector('[data-testid=alert-item][data-status=new]')";
+    let new_alert = "document.querySelector('[data-testid=alert-item]\
+                     [data-kind=threefold_available][data-status=new]')";
     page.wait_for(&format!("!!{new_alert}"), Duration::from_secs(30))
         .await?;
     let alert_id = page.eval(&format!("{new_alert}.dataset.alert")).await?;
@@ -131,9 +134,45 @@ async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::R
     )
     .await?;
 
-    // The game service recorded the acknowledgement as the signed-in arbiter's.
+    // The illegal move's penalty, confirmed from its alert: the page says what was recorded and
+    // the alert shows resolved once the log does.
+    let illegal = "document.querySelector('[data-testid=alert-item][data-kind=illegal_move]')";
+    page.wait_for(
+        &format!(
+            "!!{illegal} && {illegal}.dataset.status === 'new' \
+             && !!document.querySelector('#penalty-entry option:not([value=\"\"])')"
+        ),
+        Duration::from_secs(20),
+    )
+    .await?;
+    page.eval(&format!(
+        "{illegal}.querySelector('[data-testid=alert-rule]').click(); \
+         document.querySelector('[data-testid=penalty-confirm]').click(); true"
+    ))
+    .await?;
+    page.wait_for(
+        "!document.getElementById('act-confirmation').hidden",
+        Duration::from_secs(20),
+    )
+    .await?;
+    let confirmation = page
+        .eval("document.getElementById('act-confirmation').textContent")
+        .await?;
+    assert!(
+        confirmation
+            .as_str()
+            .is_some_and(|text| text.contains("confirmed") && text.contains("(by admin)")),
+        "the page shows what was recorded: {confirmation}"
+    );
+    page.wait_for(
+        &format!("{illegal}.dataset.status === 'resolved'"),
+        Duration::from_secs(20),
+    )
+    .await?;
+
+    // The game service recorded the acknowledgement and the ruling as the signed-in arbiter's.
     let actors = arbiter_actors(&game_service, game_id).await?;
-    assert_eq!(actors, ["admin"], "one arbiter action, by admin");
+    assert_eq!(actors, ["admin", "admin"], "two arbiter actions, by admin");
 
     let dir = repo_root().join("target/screenshots");
     std::fs::create_dir_all(&dir)?;
