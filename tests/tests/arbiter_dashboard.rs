@@ -9,8 +9,9 @@ use anyhow::{Context as _, bail};
 use boardcast_kit::nats_access::Role;
 use boardcast_schema::game::v1::game_event::Kind;
 use boardcast_testkit::{
-    ArbiterService, GameService, TEST_PASSWORD, TestNats, admin_token, browser::Browser, program,
-    repo_root,
+    ArbiterService, GameService, TEST_PASSWORD, TestNats, admin_token,
+    browser::{Browser, Page},
+    program, repo_root,
 };
 use serde_json::{Value, json};
 
@@ -50,13 +51,8 @@ async fn arbiter_actors(service: &GameService, game_id: &str) -> anyhow::Result<
         .collect())
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::Result<()> {
-    let nats = TestNats::start_secured(&[])?;
-    let game_service = GameService::start(&nats.url_for(&Role::GameService)?)?;
-    let arbiter =
-        ArbiterService::start(&nats.url_for(&Role::ArbiterService)?, &game_service.url())?;
-    let browser = Browser::launch().await?;
+/// Signs in as `admin` through the login page, at a tablet's size; the dashboard is live.
+async fn sign_in(browser: &Browser, arbiter: &ArbiterService) -> anyhow::Result<Page> {
     let mut page = browser.open(&arbiter.url("/login")).await?;
     page.set_viewport(1024, 768).await?;
     page.wait_for(
@@ -77,6 +73,17 @@ async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::R
         Duration::from_secs(20),
     )
     .await?;
+    Ok(page)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[])?;
+    let game_service = GameService::start(&nats.url_for(&Role::GameService)?)?;
+    let arbiter =
+        ArbiterService::start(&nats.url_for(&Role::ArbiterService)?, &game_service.url())?;
+    let browser = Browser::launch().await?;
+    let mut page = sign_in(&browser, &arbiter).await?;
     assert_eq!(
         page.eval("document.getElementById('who').textContent")
             .await?,
@@ -300,5 +307,138 @@ async fn alerts_survive_a_restart_and_agree_across_instances() -> anyhow::Result
     a = ArbiterService::start(&nats.url(), &game_service.url())?;
     wait_for_alerts(&session.on(&b), &before).await?;
     wait_for_alerts(&session.on(&a), &before).await?;
+    Ok(())
+}
+
+/// Serves `page` to every request on a free local port, as another site would: returns the
+/// port.
+async fn serve_page(page: String) -> anyhow::Result<u16> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let page = page.clone();
+            tokio::spawn(async move {
+                // The request is not looked at; its head is read so that the browser sees an answer.
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{page}",
+                    page.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// The request ids the forged posts use: well-formed, so that only the guards stop them.
+const FORGED_BY_FETCH: &str = "0f0f0f0f-0f0f-4f0f-8f0f-0f0f0f0f0f0f";
+const FORGED_BY_FORM: &str = "0e0e0e0e-0e0e-4e0e-8e0e-0e0e0e0e0e0e";
+
+/// What a page of another site does to a signed-in arbiter: a script posts a ruling with the
+/// arbiter's cookie (a no-cors fetch, the body JSON sent as text), then a form does the same
+/// by navigating there.
+fn forging_page(arbiter: &ArbiterService, game_id: &str) -> String {
+    let act = arbiter.url(&format!("/api/games/{game_id}/act"));
+    let fetched = json!({
+        "request_id": FORGED_BY_FETCH, "resolves_alerts": [],
+        "action": { "type": "resignation", "side": "white" },
+    });
+    // A text/plain form sends `name=value`: the name opens the JSON, the value closes it.
+    let name = format!(
+        r#"{{"request_id":"{FORGED_BY_FORM}","resolves_alerts":[],"action":{{"type":"annotation","text":""#
+    );
+    format!(
+        "<!doctype html><html><body><h1>Free chess puzzles</h1>\
+         <form id=f method=post enctype=text/plain action='{act}'>\
+         <input type=hidden name='{name}' value='forged\"}}}}'></form>\
+         <script>fetch({act:?}, {{ method: 'POST', mode: 'no-cors', credentials: 'include', \
+         headers: {{ 'content-type': 'text/plain' }}, body: {body} }})\
+         .catch(() => null).finally(() => document.getElementById('f').submit());</script>\
+         </body></html>",
+        act = act,
+        body = json!(fetched.to_string()),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forged_cross_site_post_is_refused_and_changes_nothing() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let arbiter = ArbiterService::start(&nats.url(), &game_service.url())?;
+    simulate(&nats.url(), &game_service)?;
+    let game_id = "arbiters-open-r1-b1";
+    let browser = Browser::launch().await?;
+    let mut page = sign_in(&browser, &arbiter).await?;
+    let session = arbiter.login("admin", TEST_PASSWORD).await?;
+    let state = |game: Value| {
+        json!([
+            game["board"]["last_game_seq"],
+            game["board"]["result"],
+            game["timeline"].as_array().map(Vec::len)
+        ])
+    };
+    // Followed to the end of the game's log.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut before;
+    loop {
+        before = session.get(&format!("/api/games/{game_id}")).await;
+        if let Ok(game) = &before
+            && game["board"]["completed_plies"] == 8
+        {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("the game never showed its 8 plies: {before:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let before = state(before?);
+    let log_before = arbiter_actors(&game_service, game_id).await?;
+
+    // From the same site on another port (the cookie goes along: only the Origin and the CSRF
+    // value stop it), and from another site (localhost is not 127.0.0.1: no cookie either).
+    let port = serve_page(forging_page(&arbiter, game_id)).await?;
+    for host in ["127.0.0.1", "localhost"] {
+        page.eval(&format!("location.href = 'http://{host}:{port}/'; true"))
+            .await?;
+        page.wait_for(
+            &format!(
+                "location.href.startsWith({}) && document.readyState === 'complete'",
+                json!(arbiter.url("/api/"))
+            ),
+            Duration::from_secs(20),
+        )
+        .await?;
+        let answer = page.eval("document.body.innerText").await?;
+        let answer = answer.as_str().unwrap_or_default();
+        assert!(answer.contains("refused"), "{host}: {answer}");
+    }
+
+    // Nothing was recorded: the game and its log are as they were.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = state(session.get(&format!("/api/games/{game_id}")).await?);
+    assert_eq!(after, before);
+    assert_eq!(arbiter_actors(&game_service, game_id).await?, log_before);
+    let mut client = game_service.client().await?;
+    let events = support::game_events(&mut client, game_id).await?;
+    assert!(
+        events
+            .iter()
+            .all(|e| e.provenance.as_ref().is_none_or(
+                |p| ![FORGED_BY_FETCH, FORGED_BY_FORM].contains(&p.request_id.as_str())
+            )),
+        "no forged request in the log"
+    );
     Ok(())
 }
