@@ -116,6 +116,16 @@ impl ArbiterSession {
         Ok(serde_json::from_str(&body)?)
     }
 
+    /// The `Cookie` header value that carries the session.
+    pub fn cookie_header(&self) -> String {
+        format!("boardcast_session={}", self.cookie)
+    }
+
+    /// The session's CSRF value.
+    pub fn csrf(&self) -> &str {
+        &self.csrf
+    }
+
     /// The session applied to another instance of the service (same game service, same
     /// session token).
     pub fn on(&self, service: &ArbiterService) -> ArbiterSession {

@@ -200,7 +200,7 @@ struct Cached {
 
 /// Sessions as the game service knows them, each answer kept for `IDENTITY_TTL`.
 pub struct Sessions {
-    api: Arc<dyn GameApi>,
+    api: Arc<GameApi>,
     /// By the token's SHA-256, so that the tokens themselves are not kept here.
     cache: Mutex<HashMap<[u8; 32], Cached>>,
 }
@@ -210,7 +210,7 @@ fn token_key(token: &str) -> [u8; 32] {
 }
 
 impl Sessions {
-    pub fn new(api: Arc<dyn GameApi>) -> Sessions {
+    pub fn new(api: Arc<GameApi>) -> Sessions {
         Sessions {
             api,
             cache: Mutex::new(HashMap::new()),

@@ -1012,57 +1012,6 @@ impl Games {
     }
 }
 
-#[cfg(test)]
-impl Games {
-    /// Puts an alert on a game as if the alerts fold had raised or changed it at log entry
-    /// `version` (the alerts library is written separately; the queue's machinery is tested
-    /// with this), and tells the live queues.
-    pub(crate) fn inject_alert(
-        &self,
-        game_id: &str,
-        raised_at: u64,
-        version: u64,
-        status: &'static str,
-    ) -> AlertView {
-        let view = {
-            let mut state = self.write();
-            let entry = state.games.get_mut(game_id).expect("a known game");
-            let board = entry.board_view().expect("a started game");
-            let stream_seq = entry.timeline[version as usize - 1].stream_seq;
-            let view = AlertView {
-                id: format!("{game_id}/{raised_at}"),
-                event_id: format!("{game_id}/{raised_at}/{version}"),
-                game_id: game_id.to_owned(),
-                tournament_id: board.tournament_id,
-                round: board.round,
-                board_number: board.board_number,
-                white: board.white,
-                black: board.black,
-                raised_at,
-                version,
-                kind: "illegal_move",
-                kind_label: "Illegal move",
-                ply: 1,
-                device_time_unix_ms: 0,
-                recorded_unix_ms: 0,
-                article: "7.5.1".into(),
-                summary: format!("alert {raised_at}"),
-                rests_on: vec![raised_at],
-                status,
-                status_by: String::new(),
-                status_at_unix_ms: 0,
-                status_game_seq: 0,
-                status_how: String::new(),
-                stream_seq,
-            };
-            entry.alerts_shown.insert(raised_at, view.clone());
-            view
-        };
-        let _ = self.changes.send(Change::Alert(Arc::new(view.clone())));
-        view
-    }
-}
-
 fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) -> Vec<Change> {
     let subject_game = game_of_subject(subject);
     let opened = GameEventRecord::decode(payload)
@@ -1229,7 +1178,7 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use boardcast_game::events::{
         AlertAcknowledgement, ArbiterAction, EnterMove, GameStarted, Player, TimeControl,
@@ -1237,13 +1186,13 @@ pub(crate) mod tests {
     };
 
     /// A scripted game's records, decided by the aggregate as the game service would.
-    pub(crate) struct Script {
+    struct Script {
         pub game: Game,
         pub records: Vec<GameEventRecord>,
     }
 
     impl Script {
-        pub(crate) fn start(tournament: &str, round: u32, board: u32) -> Script {
+        fn start(tournament: &str, round: u32, board: u32) -> Script {
             let info = GameStarted {
                 tournament_id: tournament.into(),
                 round,
@@ -1271,7 +1220,7 @@ pub(crate) mod tests {
             Script { game, records }
         }
 
-        pub(crate) fn act(&mut self, action: Action, request_id: &str) {
+        fn act(&mut self, action: Action, request_id: &str) {
             let events = self
                 .game
                 .decide_arbiter(
@@ -1290,7 +1239,7 @@ pub(crate) mod tests {
             }
         }
 
-        pub(crate) fn subject(&self) -> String {
+        fn subject(&self) -> String {
             boardcast_kit::nats::game_subject(self.game.game_id())
         }
     }

@@ -67,7 +67,7 @@ impl Default for HttpConfig {
 
 pub struct Inner {
     pub games: Arc<Games>,
-    pub api: Arc<dyn GameApi>,
+    pub api: Arc<GameApi>,
     pub sessions: Sessions,
     pub throttle: LoginThrottle,
     pub config: HttpConfig,
@@ -77,7 +77,7 @@ pub type AppState = Arc<Inner>;
 
 pub fn state(
     games: Arc<Games>,
-    api: Arc<dyn GameApi>,
+    api: Arc<GameApi>,
     throttle: LoginThrottle,
     config: HttpConfig,
 ) -> AppState {
@@ -1662,4 +1662,36 @@ fn live_events(
         }
     });
     futures::StreamExt::map(ReceiverStream::new(rx), Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_values_are_read_as_forms_give_them() {
+        let text = |t: &str| Some(ClockInput::Text(t.into()));
+        assert_eq!(clock_ms(&text("1:30:00"), "t"), Ok(Some(5_400_000)));
+        assert_eq!(clock_ms(&text("5:07"), "t"), Ok(Some(307_000)));
+        assert_eq!(clock_ms(&text("90"), "t"), Ok(Some(90_000)));
+        assert_eq!(clock_ms(&text("+2:00"), "t"), Ok(Some(120_000)));
+        assert_eq!(clock_ms(&text("-1:00"), "t"), Ok(Some(-60_000)));
+        assert_eq!(clock_ms(&text("  "), "t"), Ok(None));
+        assert_eq!(clock_ms(&None, "t"), Ok(None));
+        assert_eq!(clock_ms(&Some(ClockInput::Ms(1500)), "t"), Ok(Some(1500)));
+        for bad in ["1:60", "a:00", "1::00", "1:2:3:4", "+", "9999999999"] {
+            assert!(clock_ms(&text(bad), "White's clock").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn request_ids_are_version_4_uuids() {
+        let id = new_request_id();
+        assert!(is_uuid(&id));
+        assert_eq!(&id[14..15], "4", "version 4: {id}");
+        assert!(
+            matches!(&id[19..20], "8" | "9" | "a" | "b"),
+            "RFC variant: {id}"
+        );
+    }
 }

@@ -13,9 +13,6 @@ mod http;
 mod timeline;
 mod upstream;
 
-#[cfg(test)]
-mod http_tests;
-
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
@@ -102,7 +99,7 @@ async fn main() -> anyhow::Result<()> {
     // fails only if a provider is installed already, which is as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
 
-    let api = upstream::GrpcGameApi::new(&args.game_service, args.game_service_ca.as_deref())
+    let api = upstream::GameApi::new(&args.game_service, args.game_service_ca.as_deref())
         .context("setting up the game service client")?;
     let games = Arc::new(follow::Games::new());
 

@@ -9,7 +9,6 @@ use boardcast_schema::game::v1::{
     ActRequest, ActResponse, ClaimVerdict, EvaluateClaimRequest, Identity, LoginRequest,
     LoginResponse, WhoAmIRequest, game_service_client::GameServiceClient,
 };
-use futures::future::BoxFuture;
 use tonic::{Code, metadata::MetadataValue, transport::Channel};
 
 /// How long one call to the game service may take before its outcome counts as unknown.
@@ -80,42 +79,21 @@ impl From<tonic::Status> for UpstreamError {
     }
 }
 
-/// What the arbiter service asks of the game service. A trait so that the HTTP side can be
-/// tested without a game service (and shown to forward nothing when it must not).
-pub trait GameApi: Send + Sync + 'static {
-    fn login(
-        &self,
-        user: String,
-        password: String,
-    ) -> BoxFuture<'_, Result<LoginResponse, UpstreamError>>;
-    fn who_am_i(&self, token: String) -> BoxFuture<'_, Result<Identity, UpstreamError>>;
-    fn evaluate_claim(
-        &self,
-        token: String,
-        request: EvaluateClaimRequest,
-    ) -> BoxFuture<'_, Result<ClaimVerdict, UpstreamError>>;
-    fn act(
-        &self,
-        token: String,
-        request: ActRequest,
-    ) -> BoxFuture<'_, Result<ActResponse, UpstreamError>>;
-}
-
-/// The game service over gRPC.
+/// The game service over gRPC, as the arbiter service asks of it.
 #[derive(Clone)]
-pub struct GrpcGameApi {
+pub struct GameApi {
     client: GameServiceClient<Channel>,
 }
 
-impl GrpcGameApi {
+impl GameApi {
     /// A client for `url` that connects on first use (the game service may start later). An
     /// `https://` URL is TLS with the certificate authority in `ca_pem`
     /// (`boardcast_kit::client::game_endpoint`).
-    pub fn new(url: &str, ca_pem: Option<&Path>) -> anyhow::Result<GrpcGameApi> {
+    pub fn new(url: &str, ca_pem: Option<&Path>) -> anyhow::Result<GameApi> {
         let endpoint = boardcast_kit::client::game_endpoint(url, ca_pem)?
             .connect_timeout(Duration::from_secs(5))
             .timeout(CALL_TIMEOUT);
-        Ok(GrpcGameApi {
+        Ok(GameApi {
             client: GameServiceClient::new(endpoint.connect_lazy()),
         })
     }
@@ -134,50 +112,42 @@ fn with_bearer<T>(message: T, token: &str) -> Result<tonic::Request<T>, Upstream
     Ok(request)
 }
 
-impl GameApi for GrpcGameApi {
-    fn login(
+impl GameApi {
+    pub async fn login(
         &self,
         user: String,
         password: String,
-    ) -> BoxFuture<'_, Result<LoginResponse, UpstreamError>> {
+    ) -> Result<LoginResponse, UpstreamError> {
         let mut client = self.client.clone();
-        Box::pin(async move {
-            Ok(client
-                .login(LoginRequest { user, password })
-                .await?
-                .into_inner())
-        })
+        Ok(client
+            .login(LoginRequest { user, password })
+            .await?
+            .into_inner())
     }
 
-    fn who_am_i(&self, token: String) -> BoxFuture<'_, Result<Identity, UpstreamError>> {
+    pub async fn who_am_i(&self, token: String) -> Result<Identity, UpstreamError> {
         let mut client = self.client.clone();
-        Box::pin(async move {
-            let request = with_bearer(WhoAmIRequest {}, &token)?;
-            Ok(client.who_am_i(request).await?.into_inner())
-        })
+        let request = with_bearer(WhoAmIRequest {}, &token)?;
+        Ok(client.who_am_i(request).await?.into_inner())
     }
 
-    fn evaluate_claim(
+    pub async fn evaluate_claim(
         &self,
         token: String,
         request: EvaluateClaimRequest,
-    ) -> BoxFuture<'_, Result<ClaimVerdict, UpstreamError>> {
+    ) -> Result<ClaimVerdict, UpstreamError> {
         let mut client = self.client.clone();
-        Box::pin(async move {
-            let request = with_bearer(request, &token)?;
-            Ok(client.evaluate_claim(request).await?.into_inner())
-        })
+        let request = with_bearer(request, &token)?;
+        Ok(client.evaluate_claim(request).await?.into_inner())
     }
 
-    fn act(
+    pub async fn act(
         &self,
         token: String,
         request: ActRequest,
-    ) -> BoxFuture<'_, Result<ActResponse, UpstreamError>> {
+    ) -> Result<ActResponse, UpstreamError> {
         let mut client = self.client.clone();
-        Box::pin(async move {
-            let request = with_bearer(request, &token)?;
-            Ok(client.act(request).await?.into_inner())
-        })
+        let request = with_bearer(request, &token)?;
+        Ok(client.act(request).await?.into_inner())
     }
 }
