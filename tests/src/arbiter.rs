@@ -116,6 +116,15 @@ impl ArbiterSession {
         Ok(serde_json::from_str(&body)?)
     }
 
+    /// A new request id for a form, as the service hands them to its pages.
+    pub async fn request_id(&self) -> anyhow::Result<String> {
+        let ids = self.get("/api/request-ids?count=1").await?;
+        ids["request_ids"][0]
+            .as_str()
+            .map(str::to_owned)
+            .context("the service gave no request id")
+    }
+
     /// The `Cookie` header value that carries the session.
     pub fn cookie_header(&self) -> String {
         format!("boardcast_session={}", self.cookie)

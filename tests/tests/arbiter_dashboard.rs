@@ -185,6 +185,44 @@ async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::R
     std::fs::create_dir_all(&dir)?;
     page.screenshot(&dir.join("arbiter-dashboard-tablet.png"))
         .await?;
+
+    // On the round's page the chief arbiter gives an arbiter two boards.
+    let token = boardcast_testkit::TestUsers::shared()?.add(
+        "ia-smith",
+        &[boardcast_access::Grant {
+            tournament: "arbiters-open".into(),
+            role: boardcast_access::Role::Arbiter,
+            boards: Vec::new(),
+        }],
+    )?;
+    game_service.wait_for_user(&token).await?;
+    page.eval("location.href = '/tournaments/arbiters-open/rounds/1'; true")
+        .await?;
+    page.wait_for(
+        "document.body && document.body.dataset.page === 'round' \
+         && !document.getElementById('form-assign').hidden",
+        Duration::from_secs(20),
+    )
+    .await?;
+    page.eval(
+        "document.getElementById('assign-user').value = 'ia-smith'; \
+         document.getElementById('assign-boards').value = '1-2'; \
+         document.querySelector('[data-testid=assign-submit]').click(); true",
+    )
+    .await?;
+    page.wait_for(
+        "document.querySelector('[data-testid=assignment][data-user=ia-smith]')\
+         ?.dataset.boards === '1,2'",
+        Duration::from_secs(20),
+    )
+    .await?;
+    let message = page
+        .eval("document.getElementById('assign-message').textContent")
+        .await?;
+    assert_eq!(
+        message,
+        json!("Recorded: ia-smith rules on boards 1-2 of arbiters-open now.")
+    );
     Ok(())
 }
 
@@ -252,8 +290,7 @@ async fn alerts_survive_a_restart_and_agree_across_instances() -> anyhow::Result
     };
     let game_id = alert["game_id"].as_str().context("game_id")?;
     let raised_at = alert["raised_at"].as_u64().context("raised_at")?;
-    let ids = session.get("/api/request-ids?count=1").await?;
-    let request_id = ids["request_ids"][0].as_str().context("a request id")?;
+    let request_id = session.request_id().await?;
     session
         .post(
             &format!("/api/games/{game_id}/act"),

@@ -280,11 +280,7 @@ async fn an_arbiters_rulings_show_in_the_state_the_log_and_the_feed() -> anyhow:
         let session = &session;
         let path = format!("{game_path}/act");
         async move {
-            let ids = session.get("/api/request-ids?count=1").await?;
-            let request_id = ids["request_ids"][0]
-                .as_str()
-                .context("a request id")?
-                .to_owned();
+            let request_id = session.request_id().await?;
             session
                 .post(
                     &path,

@@ -243,6 +243,7 @@ impl Directory {
             display_name: record.display_name.clone(),
             grants: record.grants.clone(),
             expires_unix_ms: None,
+            assigned: Default::default(),
         })
     }
 

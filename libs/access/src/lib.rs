@@ -4,11 +4,13 @@
 //! Pure: no I/O and no wall clock. The services read the users file and pass the time and the
 //! randomness in; the decisions here are the same wherever they are made.
 
+pub mod assignment;
 pub mod directory;
 pub mod policy;
 pub mod secret;
 pub mod session;
 
+pub use assignment::{Assignment, AssignmentError, Assignments, MAX_ASSIGNED_BOARDS};
 pub use directory::{Directory, DirectoryError, TokenRecord, UserRecord, validate_user_name};
 pub use policy::{Denied, EVERY_TOURNAMENT, Grant, Identity, Operation, Role};
 pub use secret::CredentialError;

@@ -1,6 +1,6 @@
 //! Roles per tournament and the one function that says whether an identity may do something.
 
-use std::{fmt, str::FromStr};
+use std::{collections::BTreeMap, fmt, str::FromStr};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -83,6 +83,9 @@ pub struct Identity {
     pub grants: Vec<Grant>,
     /// When the credential stops being accepted (a session); `None` for an API token.
     pub expires_unix_ms: Option<i64>,
+    /// Boards the chief arbiter assigned in the system, by tournament: they replace the boards
+    /// of the user's arbiter grants there (`Assignments::apply_to`).
+    pub assigned: BTreeMap<String, Vec<u32>>,
 }
 
 /// Something an identity may or may not do.
@@ -140,15 +143,25 @@ pub enum Denied {
     },
 }
 
-fn allows(grant: &Grant, operation: &Operation<'_>) -> bool {
-    match (grant.role, operation) {
-        (Role::ChiefArbiter, _) => true,
-        (_, Operation::Read { .. }) => true,
-        (Role::Operator, Operation::SetUp { .. }) => true,
-        (Role::Arbiter, Operation::Rule { board_number, .. }) => {
-            grant.boards.contains(board_number)
+impl Identity {
+    fn allows(&self, grant: &Grant, operation: &Operation<'_>) -> bool {
+        match (grant.role, operation) {
+            (Role::ChiefArbiter, _) => true,
+            (_, Operation::Read { .. }) => true,
+            (Role::Operator, Operation::SetUp { .. }) => true,
+            (
+                Role::Arbiter,
+                Operation::Rule {
+                    tournament,
+                    board_number,
+                },
+            ) => self
+                .assigned
+                .get(*tournament)
+                .unwrap_or(&grant.boards)
+                .contains(board_number),
+            _ => false,
         }
-        _ => false,
     }
 }
 
@@ -167,7 +180,7 @@ impl Identity {
                 tournament: tournament.to_owned(),
             });
         }
-        if grants.iter().any(|g| allows(g, &operation)) {
+        if grants.iter().any(|g| self.allows(g, &operation)) {
             return Ok(());
         }
         match operation {
@@ -213,6 +226,7 @@ mod tests {
             display_name: "IA Smith".into(),
             grants,
             expires_unix_ms: None,
+            assigned: BTreeMap::new(),
         }
     }
 

@@ -206,6 +206,11 @@ fn validate_id(what: &str, id: &str) -> Result<(), GameError> {
     Ok(())
 }
 
+/// Checks a tournament id (it becomes part of game ids and NATS subjects).
+pub fn validate_tournament_id(tournament_id: &str) -> Result<(), GameError> {
+    validate_id("tournament id", tournament_id)
+}
+
 /// Checks a physical board id (it becomes part of NATS subjects).
 pub fn validate_board_id(board_id: &str) -> Result<(), GameError> {
     validate_id("board id", board_id)

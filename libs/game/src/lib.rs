@@ -22,7 +22,7 @@ pub use claims::{ClaimAssessment, ClaimStatement, UnconfirmedMove};
 pub use clock::CURRENT_INTERPRETATION;
 pub use game::{
     CompletedMove, Game, GameError, IllegalMoveEntry, NewEvent, RecordedRequest, fen_of as fen,
-    game_id_for, rules_of, validate_board_id,
+    game_id_for, rules_of, validate_board_id, validate_tournament_id,
 };
 pub use observation::{Ignored, ObservationOutcome, Rejected};
 pub use time_control::parse_time_control;

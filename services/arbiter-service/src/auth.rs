@@ -180,6 +180,11 @@ pub fn identity_from_proto(identity: &proto::Identity) -> Identity {
             })
             .collect(),
         expires_unix_ms: (identity.expires_unix_ms != 0).then_some(identity.expires_unix_ms),
+        assigned: identity
+            .assignments
+            .iter()
+            .map(|a| (a.tournament_id.clone(), a.boards.clone()))
+            .collect(),
     }
 }
 
@@ -591,7 +596,20 @@ mod tests {
                 },
             ],
             expires_unix_ms: 0,
+            assignments: vec![proto::ArbiterAssignment {
+                tournament_id: "open".into(),
+                user: "ia-smith".into(),
+                boards: vec![5],
+                ..Default::default()
+            }],
         });
+        // The chief arbiter's assignment replaces the grant's boards.
+        let rule = |board_number| boardcast_access::Operation::Rule {
+            tournament: "open",
+            board_number,
+        };
+        assert!(identity.may(rule(5)).is_ok());
+        assert!(identity.may(rule(1)).is_err());
         assert!(identity.may_read("open"));
         assert!(!identity.may_read("rapid"));
         assert_eq!(identity.expires_unix_ms, None);

@@ -335,8 +335,51 @@ function boardCard(b) {
       b.damage ? el("strong", { text: ` · ${b.damage.message}` }) : null));
 }
 
+// Arbiters and their boards in the round's tournament; the form is the chief arbiter's.
+async function loadAssignments() {
+  const list = document.getElementById("assignment-list");
+  const r = await api("GET", `/api/tournaments/${encodeURIComponent(PARAMS.tournament)}/assignments`);
+  if (!r.ok) {
+    fill(list, el("li", { class: "muted", text: r.data.error }));
+    return;
+  }
+  fill(list, ...(r.data.assignments.length
+    ? r.data.assignments.map(a => el("li", { "data-user": a.user, "data-boards": a.boards.join(","), "data-testid": "assignment" },
+        el("strong", { text: a.user }), ` · ${a.boards_text ? "boards " + a.boards_text : "no boards"}`,
+        el("span", { class: "muted", text: ` (assigned by ${a.assigned_by} at ${time(a.assigned_unix_ms)})` })))
+    : [el("li", { class: "muted", text: "No arbiter assigned here yet: the boards of the users file apply." })]));
+  document.getElementById("form-assign").hidden = !r.data.may_assign;
+}
+
+function initAssignForm() {
+  const form = document.getElementById("form-assign");
+  form.addEventListener("submit", async e => {
+    e.preventDefault();
+    const message = document.getElementById("assign-message");
+    const button = form.querySelector("button");
+    button.disabled = true;
+    const r = await api("POST", `/api/tournaments/${encodeURIComponent(PARAMS.tournament)}/assignments`, {
+      request_id: form.elements.request_id.value, user: text(form, "user"), boards: text(form, "boards"),
+    });
+    button.disabled = false;
+    message.hidden = false;
+    if (r.ok) {
+      form.elements.request_id.value = r.data.next_request_id;
+      message.className = "item-message";
+      message.textContent = r.data.message;
+      loadAssignments();
+    } else {
+      // Same request id kept: sending again after an unknown outcome records nothing twice.
+      message.className = "item-message error";
+      message.textContent = r.data.error;
+    }
+  });
+}
+
 async function initRound() {
   document.getElementById("round-title").textContent = `${PARAMS.tournament} · round ${PARAMS.round}`;
+  initAssignForm();
+  loadAssignments();
   const r = await api("GET", `/api/tournaments/${encodeURIComponent(PARAMS.tournament)}/rounds/${PARAMS.round}`);
   if (r.ok) {
     if (!r.data.boards.length) document.getElementById("boards").replaceChildren(el("p", { class: "muted", text: "No boards in this round yet." }));

@@ -114,6 +114,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/games/{game_id}/at/{game_seq}", get(api_at))
         .route("/api/games/{game_id}/act", post(api_act))
         .route("/api/games/{game_id}/claim", post(api_claim))
+        .route(
+            "/api/tournaments/{tournament}/assignments",
+            get(api_assignments).post(api_assign),
+        )
         .layer(middleware::from_fn_with_state(state.clone(), guard_posts))
         .layer(middleware::from_fn(security_headers))
         .with_state(state)
@@ -1392,6 +1396,186 @@ async fn api_act(
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// Arbiters and their boards: the chief arbiter assigns them, through the game service.
+
+/// Board numbers as an arbiter writes them: `1-4, 7 9`.
+pub fn parse_boards(text: &str) -> Result<Vec<u32>, String> {
+    let mut boards = Vec::new();
+    for part in text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+    {
+        let number = |n: &str| {
+            n.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| format!("{part:?} is not a board number (1, 2, … or a range 1-8)"))
+        };
+        match part.split_once('-') {
+            Some((first, last)) => {
+                let (first, last) = (number(first)?, number(last)?);
+                if last < first || last - first >= boardcast_access::MAX_ASSIGNED_BOARDS as u32 {
+                    return Err(format!("the range {part:?} is not a range of boards"));
+                }
+                boards.extend(first..=last);
+            }
+            None => boards.push(number(part)?),
+        }
+        if boards.len() > boardcast_access::MAX_ASSIGNED_BOARDS {
+            return Err(format!(
+                "more than {} boards",
+                boardcast_access::MAX_ASSIGNED_BOARDS
+            ));
+        }
+    }
+    boards.sort_unstable();
+    boards.dedup();
+    Ok(boards)
+}
+
+/// `1-4, 7` for boards 1, 2, 3, 4 and 7.
+pub fn describe_boards(boards: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < boards.len() {
+        let mut j = i;
+        while j + 1 < boards.len() && boards[j + 1] == boards[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", boards[i], boards[j])
+        } else {
+            boards[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+fn assignment_json(a: &boardcast_schema::game::v1::ArbiterAssignment) -> serde_json::Value {
+    json!({
+        "user": a.user,
+        "boards": a.boards,
+        "boards_text": describe_boards(&a.boards),
+        "assigned_by": a.assigned_by,
+        "assigned_unix_ms": a.assigned_unix_ms,
+    })
+}
+
+async fn api_assignments(
+    State(state): State<AppState>,
+    session: Session,
+    Path(tournament): Path<String>,
+) -> Response {
+    if let Some(why) = not_readable(&session, &tournament) {
+        return json_error(StatusCode::FORBIDDEN, "PERMISSION_DENIED", why);
+    }
+    match state
+        .api
+        .list_assignments(session.token.clone(), tournament.clone())
+        .await
+    {
+        Ok(assignments) => no_store(&json!({
+            "assignments": assignments.iter().map(assignment_json).collect::<Vec<_>>(),
+            "may_assign": session
+                .identity
+                .may(Operation::AssignArbiters { tournament: &tournament })
+                .is_ok(),
+        })),
+        Err(e) => upstream_error(&e),
+    }
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct AssignBody {
+    request_id: String,
+    user: String,
+    /// `1-4, 7`; empty takes every board away.
+    #[serde(default)]
+    boards: String,
+}
+
+async fn api_assign(
+    State(state): State<AppState>,
+    session: Session,
+    Path(tournament): Path<String>,
+    body: Bytes,
+) -> Response {
+    let body: AssignBody = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(e) => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                format!("the assignment could not be read: {e}"),
+            );
+        }
+    };
+    let request_id = body.request_id.trim().to_ascii_lowercase();
+    if !is_uuid(&request_id) {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            "the form has no valid request id; reload the page",
+        );
+    }
+    let user = body.user.trim().to_owned();
+    if user.is_empty() {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            "name the arbiter (their user name)",
+        );
+    }
+    let boards = match parse_boards(&body.boards) {
+        Ok(boards) => boards,
+        Err(message) => return json_error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message),
+    };
+    let answer = state
+        .api
+        .assign_arbiter(
+            session.token.clone(),
+            boardcast_schema::game::v1::AssignArbiterRequest {
+                tournament_id: tournament.clone(),
+                user,
+                boards,
+                request_id,
+            },
+        )
+        .await;
+    match answer {
+        Ok(assignment) => {
+            tracing::info!(%tournament, user = %assignment.user, by = %session.identity.user, "arbiter assigned");
+            let message = if assignment.boards.is_empty() {
+                format!(
+                    "Recorded: {} rules on no board of {tournament} now.",
+                    assignment.user
+                )
+            } else {
+                format!(
+                    "Recorded: {} rules on board{} {} of {tournament} now.",
+                    assignment.user,
+                    if assignment.boards.len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    describe_boards(&assignment.boards)
+                )
+            };
+            no_store(&json!({
+                "assignment": assignment_json(&assignment),
+                "message": message,
+                "next_request_id": new_request_id(),
+            }))
+        }
+        Err(e) => upstream_error(&e),
+    }
+}
+
 #[derive(Deserialize, Debug)]
 struct ClaimBody {
     kind: ClaimKindBody,
@@ -1682,6 +1866,17 @@ mod tests {
         for bad in ["1:60", "a:00", "1::00", "1:2:3:4", "+", "9999999999"] {
             assert!(clock_ms(&text(bad), "White's clock").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn boards_are_read_as_arbiters_write_them() {
+        assert_eq!(parse_boards("1-4, 7 9,9"), Ok(vec![1, 2, 3, 4, 7, 9]));
+        assert_eq!(parse_boards("  "), Ok(vec![]));
+        for bad in ["0", "a", "4-2", "1-", "-3", "1-99999999", "4294967296"] {
+            assert!(parse_boards(bad).is_err(), "{bad}");
+        }
+        assert_eq!(describe_boards(&[1, 2, 3, 4, 7, 9, 10]), "1-4, 7, 9-10");
+        assert_eq!(describe_boards(&[]), "");
     }
 
     #[test]

@@ -6,8 +6,9 @@
 use std::{path::Path, time::Duration};
 
 use boardcast_schema::game::v1::{
-    ActRequest, ActResponse, ClaimVerdict, EvaluateClaimRequest, Identity, LoginRequest,
-    LoginResponse, WhoAmIRequest, game_service_client::GameServiceClient,
+    ActRequest, ActResponse, ArbiterAssignment, AssignArbiterRequest, ClaimVerdict,
+    EvaluateClaimRequest, Identity, ListAssignmentsRequest, LoginRequest, LoginResponse,
+    WhoAmIRequest, game_service_client::GameServiceClient,
 };
 use tonic::{Code, metadata::MetadataValue, transport::Channel};
 
@@ -149,5 +150,29 @@ impl GameApi {
         let mut client = self.client.clone();
         let request = with_bearer(request, &token)?;
         Ok(client.act(request).await?.into_inner())
+    }
+
+    pub async fn assign_arbiter(
+        &self,
+        token: String,
+        request: AssignArbiterRequest,
+    ) -> Result<ArbiterAssignment, UpstreamError> {
+        let mut client = self.client.clone();
+        let request = with_bearer(request, &token)?;
+        Ok(client.assign_arbiter(request).await?.into_inner())
+    }
+
+    pub async fn list_assignments(
+        &self,
+        token: String,
+        tournament_id: String,
+    ) -> Result<Vec<ArbiterAssignment>, UpstreamError> {
+        let mut client = self.client.clone();
+        let request = with_bearer(ListAssignmentsRequest { tournament_id }, &token)?;
+        Ok(client
+            .list_assignments(request)
+            .await?
+            .into_inner()
+            .assignments)
     }
 }

@@ -573,13 +573,13 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
     }
     let client = boardcast_kit::nats::connect(&args.nats, "boardcast-simulate").await?;
     let js = jetstream::new(client);
-    eprintln!(
-        "playing {} games on boards {}-1..{}-{}",
-        plans.len(),
-        args.board_prefix,
-        args.board_prefix,
-        plans.len()
-    );
+    match plans.len() {
+        1 => eprintln!("playing 1 game on board {}-1", args.board_prefix),
+        n => eprintln!(
+            "playing {n} games on boards {}-1..{}-{n}",
+            args.board_prefix, args.board_prefix
+        ),
+    }
     play(&js, &plans, args.speed).await?;
     eprintln!("all games played");
     Ok(())

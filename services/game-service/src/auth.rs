@@ -15,8 +15,8 @@ use std::{
 };
 
 use boardcast_access::{
-    CredentialError, Directory, Identity, Operation, Role, SessionClaims, SessionKey,
-    is_session_token,
+    Assignment, Assignments, CredentialError, Directory, Identity, Operation, Role, SessionClaims,
+    SessionKey, is_session_token,
 };
 use boardcast_schema::game::v1 as proto;
 use rand::RngCore as _;
@@ -42,6 +42,8 @@ pub struct Authenticator {
     token_cache: RwLock<HashMap<[u8; 32], Identity>>,
     /// Recent failed logins per user name: (count, time of the last one).
     failures: RwLock<HashMap<String, (u32, std::time::Instant)>>,
+    /// The chief arbiters' assignments in force (`AssignmentLog` keeps them up to date).
+    assignments: RwLock<Assignments>,
 }
 
 /// Maps a refused credential to UNAUTHENTICATED with a message that helps the caller.
@@ -79,6 +81,7 @@ impl Authenticator {
             open_reads,
             token_cache: RwLock::new(HashMap::new()),
             failures: RwLock::new(HashMap::new()),
+            assignments: RwLock::new(Assignments::default()),
         })
     }
 
@@ -113,8 +116,52 @@ impl Authenticator {
         }
     }
 
-    /// The caller's identity, from the `authorization: Bearer …` metadata.
+    /// Takes an assignment in force (in the order they were recorded).
+    pub fn record_assignment(&self, assignment: Assignment) {
+        match self.assignments.write() {
+            Ok(mut assignments) => assignments.record(assignment),
+            Err(poisoned) => poisoned.into_inner().record(assignment),
+        }
+    }
+
+    /// The assignments in force in a tournament.
+    pub fn assignments_of(&self, tournament: &str) -> Vec<Assignment> {
+        let assignments = self
+            .assignments
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        assignments.of_tournament(tournament).cloned().collect()
+    }
+
+    /// A user as the users file has them (to be assigned boards), or FAILED_PRECONDITION.
+    pub fn user(&self, user: &str) -> Result<Identity, Status> {
+        self.directory().identity(user).map_err(|e| match e {
+            CredentialError::WrongPassword => {
+                Status::failed_precondition(format!("there is no user {user:?}"))
+            }
+            other => Status::failed_precondition(other.to_string()),
+        })
+    }
+
+    /// The identity with the boards the chief arbiters assigned it.
+    fn with_assignments(&self, mut identity: Identity) -> Identity {
+        let assignments = self
+            .assignments
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        assignments.apply_to(&mut identity);
+        identity
+    }
+
+    /// The caller's identity, from the `authorization: Bearer …` metadata, with the boards
+    /// assigned to it.
     pub async fn identify(&self, metadata: &MetadataMap) -> Result<Identity, Status> {
+        let identity = self.identify_credential(metadata).await?;
+        Ok(self.with_assignments(identity))
+    }
+
+    /// The identity the credential belongs to, as the users file has it.
+    async fn identify_credential(&self, metadata: &MetadataMap) -> Result<Identity, Status> {
         let token = bearer(metadata).ok_or_else(|| {
             Status::unauthenticated(
                 "this call needs a credential: `authorization: Bearer <session or API token>` \
@@ -208,10 +255,10 @@ impl Authenticator {
         let token = self.key.issue(&claims);
         Ok(proto::LoginResponse {
             session_token: token,
-            identity: Some(to_proto(&Identity {
+            identity: Some(to_proto(&self.with_assignments(Identity {
                 expires_unix_ms: Some(claims.expires_unix_ms),
                 ..identity
-            })),
+            }))),
         })
     }
 
@@ -283,6 +330,16 @@ pub fn to_proto(identity: &Identity) -> proto::Identity {
             })
             .collect(),
         expires_unix_ms: identity.expires_unix_ms.unwrap_or(0),
+        assignments: identity
+            .assigned
+            .iter()
+            .map(|(tournament, boards)| proto::ArbiterAssignment {
+                tournament_id: tournament.clone(),
+                user: identity.user.clone(),
+                boards: boards.clone(),
+                ..Default::default()
+            })
+            .collect(),
     }
 }
 

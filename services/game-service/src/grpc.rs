@@ -10,6 +10,7 @@ use futures::{Stream, StreamExt};
 use prost::Message as _;
 use tonic::{Request, Response, Status};
 
+use crate::assignments::{self, AssignmentLog};
 use crate::auth::{self, Authenticator, check_read, denied, may_read};
 use crate::store::{AppendError, Store};
 use boardcast_access::Operation;
@@ -19,11 +20,23 @@ pub struct GameApi {
     js: jetstream::Context,
     /// Who is calling, and the users they are checked against.
     auth: Arc<Authenticator>,
+    /// Where the chief arbiters' assignments are recorded.
+    assignments: Arc<AssignmentLog>,
 }
 
 impl GameApi {
-    pub fn new(store: Arc<Store>, js: jetstream::Context, auth: Arc<Authenticator>) -> Self {
-        GameApi { store, js, auth }
+    pub fn new(
+        store: Arc<Store>,
+        js: jetstream::Context,
+        auth: Arc<Authenticator>,
+        assignments: Arc<AssignmentLog>,
+    ) -> Self {
+        GameApi {
+            store,
+            js,
+            auth,
+            assignments,
+        }
     }
 }
 
@@ -498,6 +511,64 @@ impl game_service_server::GameService for GameApi {
     ) -> Result<Response<Identity>, Status> {
         let who = self.auth.identify(request.metadata()).await?;
         Ok(Response::new(auth::to_proto(&who)))
+    }
+
+    async fn assign_arbiter(
+        &self,
+        request: Request<AssignArbiterRequest>,
+    ) -> Result<Response<ArbiterAssignment>, Status> {
+        let who = self.auth.identify(request.metadata()).await?;
+        let request = request.into_inner();
+        let request_id = required_request_id(&request.request_id)?.to_owned();
+        boardcast_game::validate_tournament_id(&request.tournament_id)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        who.may(Operation::AssignArbiters {
+            tournament: &request.tournament_id,
+        })
+        .map_err(denied)?;
+        let target = self.auth.user(request.user.trim())?;
+        let assignment = boardcast_access::Assignment::new(
+            &target,
+            &request.tournament_id,
+            request.boards,
+            &who.user,
+            boardcast_kit::now_unix_ms(),
+        )
+        .map_err(|e| match e {
+            boardcast_access::AssignmentError::NotAnArbiter { .. } => {
+                Status::failed_precondition(e.to_string())
+            }
+            _ => Status::invalid_argument(e.to_string()),
+        })?;
+        let recorded = ArbiterAssignment {
+            request_id,
+            ..assignments::to_proto(&assignment)
+        };
+        self.assignments.record(&recorded).await?;
+        tracing::info!(
+            tournament = %recorded.tournament_id,
+            user = %recorded.user,
+            boards = ?recorded.boards,
+            by = %who.user,
+            "arbiter assigned"
+        );
+        Ok(Response::new(recorded))
+    }
+
+    async fn list_assignments(
+        &self,
+        request: Request<ListAssignmentsRequest>,
+    ) -> Result<Response<ListAssignmentsResponse>, Status> {
+        let reader = self.auth.identify_reader(request.metadata()).await?;
+        let tournament = request.into_inner().tournament_id;
+        check_read(&reader, &tournament)?;
+        let assignments = self
+            .auth
+            .assignments_of(&tournament)
+            .iter()
+            .map(assignments::to_proto)
+            .collect();
+        Ok(Response::new(ListAssignmentsResponse { assignments }))
     }
 }
 

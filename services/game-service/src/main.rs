@@ -3,6 +3,7 @@
 //! Consumes board observations from JetStream, folds them into games with the game aggregate,
 //! appends the resulting events to each game's log, and serves games over gRPC.
 
+mod assignments;
 mod auth;
 mod grpc;
 mod ingest;
@@ -155,6 +156,27 @@ async fn main() -> anyhow::Result<()> {
         "games rebuilt"
     );
 
+    // Every assignment so far before the first call is answered; then those of the other
+    // instances as they come.
+    let assignments = Arc::new(
+        retrying("reading the arbiters' assignments", || {
+            assignments::AssignmentLog::open(js.clone(), auth.clone())
+        })
+        .await?,
+    );
+    {
+        let assignments = assignments.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                tick.tick().await;
+                if let Err(e) = assignments.catch_up().await {
+                    tracing::warn!("following the arbiters' assignments: {e:#}");
+                }
+            }
+        });
+    }
+
     // gRPC health (grpc.health.v1): serving while the game log can be read.
     let (health, health_service) = tonic_health::server::health_reporter();
     health
@@ -211,7 +233,7 @@ async fn main() -> anyhow::Result<()> {
         })
     });
 
-    let service = grpc::GameApi::new(store.clone(), js.clone(), auth);
+    let service = grpc::GameApi::new(store.clone(), js.clone(), auth, assignments);
     let listener = tokio::net::TcpListener::bind(args.grpc_listen)
         .await
         .with_context(|| format!("binding the gRPC address {}", args.grpc_listen))?;

@@ -16,10 +16,13 @@ use async_nats::jetstream::{self, stream};
 pub const INGEST_STREAM: &str = "BOARDCAST_INGEST";
 pub const GAMES_STREAM: &str = "BOARDCAST_GAMES";
 pub const DEADLETTER_STREAM: &str = "BOARDCAST_DEADLETTER";
+/// The chief arbiters' assignments of arbiters to boards, and their audit trail.
+pub const ASSIGNMENTS_STREAM: &str = "BOARDCAST_ASSIGNMENTS";
 
 pub const INGEST_SUBJECTS: &str = "boardcast.board.*.obs";
 pub const GAMES_SUBJECTS: &str = "boardcast.game.*.events";
 pub const DEADLETTER_SUBJECTS: &str = "boardcast.deadletter.>";
+pub const ASSIGNMENTS_SUBJECTS: &str = "boardcast.assignments.*";
 
 /// Header carrying the reason an observation went to the dead-letter stream.
 pub const REASON_HEADER: &str = "Boardcast-Reason";
@@ -38,6 +41,10 @@ pub fn game_subject(game_id: &str) -> String {
 
 pub fn game_message_id(game_id: &str, game_seq: u64) -> String {
     format!("{game_id}:{game_seq}")
+}
+
+pub fn assignment_subject(tournament_id: &str) -> String {
+    format!("boardcast.assignments.{tournament_id}")
 }
 
 pub fn deadletter_subject(board_id: Option<&str>) -> String {
@@ -249,6 +256,11 @@ pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow:
             DEADLETTER_STREAM,
             DEADLETTER_SUBJECTS,
             "Observations that could not be used",
+        ),
+        (
+            ASSIGNMENTS_STREAM,
+            ASSIGNMENTS_SUBJECTS,
+            "Arbiters assigned to boards by the chief arbiters",
         ),
     ] {
         js.get_or_create_stream(stream::Config {

@@ -6,8 +6,9 @@
 //!
 //! - `admin` may do anything; it is the only user that may delete or purge streams and
 //!   consumers or change a stream's configuration. No service runs as admin.
-//! - `game-service` is the only writer of the game logs and the dead-letter stream; it creates
-//!   the streams and its durable consumer, but may not delete, purge or reconfigure them.
+//! - `game-service` is the only writer of the game logs, the dead-letter stream and the arbiters'
+//!   assignments; it creates the streams and its durable consumer, but may not delete, purge or
+//!   reconfigure them.
 //! - `broadcast-service` and `arbiter-service` read the game logs and nothing else.
 //! - each gateway (`gateway-<name>`) publishes the observations of its own boards only, and may
 //!   read the ingest stream to continue a board's numbering.
@@ -45,8 +46,8 @@ use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::nats::{
-    DEADLETTER_STREAM, DEADLETTER_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM,
-    INGEST_SUBJECTS, observation_subject,
+    ASSIGNMENTS_STREAM, ASSIGNMENTS_SUBJECTS, DEADLETTER_STREAM, DEADLETTER_SUBJECTS, GAMES_STREAM,
+    GAMES_SUBJECTS, INGEST_STREAM, INGEST_SUBJECTS, observation_subject,
 };
 
 /// The nats-server configuration with the users, in the credentials directory.
@@ -473,9 +474,15 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             let mut allow = vec![
                 GAMES_SUBJECTS.to_owned(),
                 DEADLETTER_SUBJECTS.to_owned(),
+                ASSIGNMENTS_SUBJECTS.to_owned(),
                 api("INFO"),
             ];
-            for s in [INGEST_STREAM, GAMES_STREAM, DEADLETTER_STREAM] {
+            for s in [
+                INGEST_STREAM,
+                GAMES_STREAM,
+                DEADLETTER_STREAM,
+                ASSIGNMENTS_STREAM,
+            ] {
                 allow.push(api(&format!("STREAM.CREATE.{s}")));
                 allow.extend(read_stream(s));
             }
@@ -491,8 +498,10 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 format!("$JS.ACK.{i}.{durable}.>"),
                 format!("$JS.ACK.*.*.{i}.{durable}.>"),
             ]);
-            // The game logs: ordered consumers for catching up and for the gRPC log streams.
+            // The game logs: ordered consumers for catching up and for the gRPC log streams;
+            // the assignments: one ordered consumer from their start.
             allow.extend(follow_stream(GAMES_STREAM));
+            allow.extend(follow_stream(ASSIGNMENTS_STREAM));
             deny.push("boardcast.board.>".to_owned());
             allow
         }
@@ -505,6 +514,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                     "boardcast.game.>",
                     "boardcast.board.>",
                     "boardcast.deadletter.>",
+                    "boardcast.assignments.>",
                     "$JS.API.STREAM.CREATE.>",
                 ]
                 .map(str::to_owned),
@@ -537,6 +547,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 [
                     "boardcast.game.>",
                     "boardcast.deadletter.>",
+                    "boardcast.assignments.>",
                     "$JS.API.STREAM.CREATE.>",
                     "$JS.API.CONSUMER.CREATE.>",
                     "$JS.API.CONSUMER.DURABLE.CREATE.>",

@@ -1,0 +1,209 @@
+//! Boards the chief arbiter assigns to arbiters from inside the system, on top of the users file.
+//!
+//! The users file says who is an arbiter of which tournament (the administrator's decision); the
+//! chief arbiter decides during the event which boards each of them rules on. The latest
+//! assignment of an arbiter in a tournament replaces the boards the file lists there, so that a
+//! board can be taken away as well as given.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use crate::policy::{EVERY_TOURNAMENT, Identity, Role};
+
+/// The most boards one assignment may list (a Chess Olympiad has some 1,000 boards).
+pub const MAX_ASSIGNED_BOARDS: usize = 2_000;
+
+/// One decision of a chief arbiter: `user` rules on `boards` of `tournament` from now on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub tournament: String,
+    pub user: String,
+    /// Board numbers, ascending, without repeats; empty takes every board away.
+    pub boards: Vec<u32>,
+    /// The chief arbiter who decided it.
+    pub by: String,
+    pub at_unix_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum AssignmentError {
+    #[error("assign arbiters within one tournament, not {0:?}")]
+    NoTournament(String),
+    #[error("board numbers start at 1")]
+    BoardZero,
+    #[error("{count} boards in one assignment; at most {MAX_ASSIGNED_BOARDS}")]
+    TooManyBoards { count: usize },
+    #[error(
+        "{user} is not an arbiter of tournament {tournament:?}: the administrator grants the role \
+         first (`boardcast users grant {user} {tournament} arbiter`)"
+    )]
+    NotAnArbiter { user: String, tournament: String },
+}
+
+impl Assignment {
+    /// An assignment of `target` (as the users file has the user) to `boards`, checked: a real
+    /// tournament, board numbers from 1 (sorted, repeats dropped), and a target who is an
+    /// arbiter of the tournament.
+    pub fn new(
+        target: &Identity,
+        tournament: &str,
+        mut boards: Vec<u32>,
+        by: &str,
+        at_unix_ms: i64,
+    ) -> Result<Assignment, AssignmentError> {
+        if tournament.is_empty() || tournament == EVERY_TOURNAMENT {
+            return Err(AssignmentError::NoTournament(tournament.to_owned()));
+        }
+        if boards.contains(&0) {
+            return Err(AssignmentError::BoardZero);
+        }
+        boards.sort_unstable();
+        boards.dedup();
+        if boards.len() > MAX_ASSIGNED_BOARDS {
+            return Err(AssignmentError::TooManyBoards {
+                count: boards.len(),
+            });
+        }
+        let arbiter = target.grants.iter().any(|g| {
+            g.role == Role::Arbiter
+                && (g.tournament == tournament || g.tournament == EVERY_TOURNAMENT)
+        });
+        if !arbiter {
+            return Err(AssignmentError::NotAnArbiter {
+                user: target.user.clone(),
+                tournament: tournament.to_owned(),
+            });
+        }
+        Ok(Assignment {
+            tournament: tournament.to_owned(),
+            user: target.user.clone(),
+            boards,
+            by: by.to_owned(),
+            at_unix_ms,
+        })
+    }
+}
+
+/// The assignments in force: the latest one per arbiter and tournament.
+#[derive(Clone, Debug, Default)]
+pub struct Assignments {
+    latest: BTreeMap<(String, String), Assignment>,
+}
+
+impl Assignments {
+    /// Takes `assignment` as the one in force for its arbiter and tournament (assignments are
+    /// recorded in order: a later one replaces an earlier one).
+    pub fn record(&mut self, assignment: Assignment) {
+        self.latest.insert(
+            (assignment.tournament.clone(), assignment.user.clone()),
+            assignment,
+        );
+    }
+
+    /// The assignments in force in `tournament`, by user.
+    pub fn of_tournament<'a>(
+        &'a self,
+        tournament: &'a str,
+    ) -> impl Iterator<Item = &'a Assignment> {
+        self.latest
+            .values()
+            .filter(move |a| a.tournament == tournament)
+    }
+
+    /// The identity with its assigned boards: these replace the boards of the users file in
+    /// each tournament the chief arbiter assigned the user in.
+    pub fn apply_to(&self, identity: &mut Identity) {
+        identity.assigned = self
+            .latest
+            .values()
+            .filter(|a| a.user == identity.user)
+            .map(|a| (a.tournament.clone(), a.boards.clone()))
+            .collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Denied, Grant, Operation};
+
+    fn arbiter(tournament: &str, boards: &[u32]) -> Identity {
+        Identity {
+            user: "ia-smith".into(),
+            display_name: "IA Smith".into(),
+            grants: vec![Grant {
+                tournament: tournament.into(),
+                role: Role::Arbiter,
+                boards: boards.to_vec(),
+            }],
+            expires_unix_ms: None,
+            assigned: BTreeMap::new(),
+        }
+    }
+
+    fn rule(identity: &Identity, tournament: &str, board_number: u32) -> Result<(), Denied> {
+        identity.may(Operation::Rule {
+            tournament,
+            board_number,
+        })
+    }
+
+    #[test]
+    fn the_latest_assignment_replaces_the_files_boards_in_its_tournament() {
+        let mut smith = arbiter("open", &[1, 2]);
+        let mut assignments = Assignments::default();
+        assignments.record(Assignment::new(&smith, "open", vec![7, 3, 7], "chief", 1).expect("ok"));
+        assignments.apply_to(&mut smith);
+        assert_eq!(smith.assigned["open"], [3, 7], "sorted, without repeats");
+        assert!(rule(&smith, "open", 7).is_ok());
+        assert!(matches!(
+            rule(&smith, "open", 1),
+            Err(Denied::BoardNotAssigned {
+                board_number: 1,
+                ..
+            })
+        ));
+        // Every board taken away.
+        assignments.record(Assignment::new(&smith, "open", vec![], "chief", 2).expect("ok"));
+        assignments.apply_to(&mut smith);
+        assert!(rule(&smith, "open", 3).is_err());
+        assert_eq!(assignments.of_tournament("open").count(), 1);
+    }
+
+    #[test]
+    fn an_arbiter_of_every_tournament_is_assigned_per_tournament() {
+        let mut smith = arbiter(EVERY_TOURNAMENT, &[1]);
+        let mut assignments = Assignments::default();
+        assignments.record(Assignment::new(&smith, "rapid", vec![4], "chief", 1).expect("ok"));
+        assignments.apply_to(&mut smith);
+        assert!(rule(&smith, "rapid", 4).is_ok());
+        assert!(rule(&smith, "rapid", 1).is_err(), "replaced in rapid");
+        assert!(
+            rule(&smith, "open", 1).is_ok(),
+            "the file's boards elsewhere"
+        );
+    }
+
+    #[test]
+    fn only_arbiters_of_the_tournament_are_assigned_and_only_real_boards() {
+        let smith = arbiter("open", &[]);
+        assert!(matches!(
+            Assignment::new(&smith, "rapid", vec![1], "chief", 0),
+            Err(AssignmentError::NotAnArbiter { .. })
+        ));
+        assert_eq!(
+            Assignment::new(&smith, EVERY_TOURNAMENT, vec![1], "chief", 0),
+            Err(AssignmentError::NoTournament("*".into()))
+        );
+        assert_eq!(
+            Assignment::new(&smith, "open", vec![0], "chief", 0),
+            Err(AssignmentError::BoardZero)
+        );
+        let many: Vec<u32> = (1..=MAX_ASSIGNED_BOARDS as u32 + 1).collect();
+        assert!(matches!(
+            Assignment::new(&smith, "open", many, "chief", 0),
+            Err(AssignmentError::TooManyBoards { .. })
+        ));
+    }
+}
