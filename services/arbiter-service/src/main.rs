@@ -34,7 +34,7 @@ ruling is sent to the game service as their own Act call, which records it in th
 Routes:\n  \
 /login, /logout                          sign in and out (session cookie boardcast_session)\n  \
 /                                        the rounds you may read, and the alert queue\n  \
-/tournaments/{t}/rounds/{r}              the round's boards at a glance, and its alert queue\n  \
+/tournaments/{t}/rounds/{r}              the round's boards at a glance, its alert queue, and\n                                           who rules on which boards (the chief arbiter assigns)\n  \
 /games/{game_id}                         a game's timeline, position at any entry, alerts, rulings\n  \
 /events?tournament=..&round=..           the live alert queue (server-sent events)\n  \
 /api/...                                 the JSON behind the pages\n  \

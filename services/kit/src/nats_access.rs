@@ -104,7 +104,7 @@ impl Role {
         match self {
             Role::Admin => "everything, the only user that may delete/purge/reconfigure streams",
             Role::GameService => {
-                "the only writer of the game logs and dead letters; creates the streams"
+                "the only writer of the game logs, dead letters and assignments; creates the streams"
             }
             Role::BroadcastService | Role::ArbiterService => "reads the game logs only",
             Role::Simulator => "publishes observations of any board",
@@ -498,10 +498,9 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 format!("$JS.ACK.{i}.{durable}.>"),
                 format!("$JS.ACK.*.*.{i}.{durable}.>"),
             ]);
-            // The game logs: ordered consumers for catching up and for the gRPC log streams;
-            // the assignments: one ordered consumer from their start.
+            // The game logs: ordered consumers for catching up and for the gRPC log streams.
+            // (The assignments are read by message gets.)
             allow.extend(follow_stream(GAMES_STREAM));
-            allow.extend(follow_stream(ASSIGNMENTS_STREAM));
             deny.push("boardcast.board.>".to_owned());
             allow
         }
@@ -831,6 +830,41 @@ mod tests {
         assert!(NatsAccess::generate(&dir, &[GatewayBoards::new("x", ["bad.board"])]).is_err());
         assert!(
             NatsAccess::generate(&dir, &[GatewayBoards::new("x", Vec::<String>::new())]).is_err()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The users and their permissions without the header and the password hashes.
+    fn permissions_only(config: &str) -> Vec<String> {
+        let body = &config[config.find("authorization {").unwrap_or(0)..];
+        body.lines()
+            .map(|line| match line.trim_start().strip_prefix("password: ") {
+                Some(_) => "password: <hash>".to_owned(),
+                None => line.to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_example_in_deploy_is_what_nats_config_writes() {
+        let dir = std::env::temp_dir().join(format!(
+            "boardcast-nats-example-{}-{}",
+            std::process::id(),
+            new_password()
+        ));
+        let gateways = [GatewayBoards::new("hall-a", ["hall-a-1", "hall-a-2"])];
+        let access = NatsAccess::generate(&dir, &gateways).unwrap();
+        let written = std::fs::read_to_string(access.auth_config_path()).unwrap();
+        let example = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/nats/nats-auth.example.conf"
+        ))
+        .unwrap();
+        assert_eq!(
+            permissions_only(&example),
+            permissions_only(&written),
+            "deploy/nats/nats-auth.example.conf is out of date: regenerate it with \
+             `boardcast nats-config --gateway hall-a=hall-a-1,hall-a-2`"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
