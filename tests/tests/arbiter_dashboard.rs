@@ -3,15 +3,15 @@
 
 mod support;
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use boardcast_kit::nats_access::Role;
 use boardcast_schema::game::v1::game_event::Kind;
 use boardcast_testkit::{
-    ArbiterService, GameService, TEST_PASSWORD, TestNats, admin_token,
+    ArbiterService, GameService, TEST_PASSWORD, TestNats,
     browser::{Browser, Page},
-    program, repo_root,
+    repo_root,
 };
 use serde_json::{Value, json};
 
@@ -22,22 +22,13 @@ const PGN: &str = "[Event \"Arbiters Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[B
 /// Plays [`PGN`] on one simulated board at full speed, White pressing the clock without a move
 /// before 2. Ng1: an illegal move to rule on (Article 7.5.4).
 fn simulate(nats_url: &str, game_service: &GameService) -> anyhow::Result<()> {
-    let pgn = tempfile::NamedTempFile::new()?;
-    std::fs::write(pgn.path(), PGN)?;
-    let status = Command::new(program("boardcast")?)
-        .env("BOARDCAST_TOKEN", admin_token())
-        .arg("simulate")
-        .arg("--pgn")
-        .arg(pgn.path())
-        .args(["--boards", "1", "--speed", "max"])
-        .args(["--incidents", "board=1:press-without-move@ply=3"])
-        .args(["--nats", nats_url, "--game-service", &game_service.url()])
-        .stdout(std::process::Stdio::null())
-        .status()?;
-    if !status.success() {
-        bail!("boardcast simulate failed: {status}");
-    }
-    Ok(())
+    support::play(
+        PGN,
+        1,
+        &["--incidents", "board=1:press-without-move@ply=3"],
+        nats_url,
+        &game_service.url(),
+    )
 }
 
 /// The actors of the arbiter actions in a game's log, read from the game service.

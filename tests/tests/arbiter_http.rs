@@ -5,14 +5,13 @@
 
 mod support;
 
-use std::{net::IpAddr, process::Command, time::Duration};
+use std::{net::IpAddr, time::Duration};
 
 use anyhow::{Context as _, bail, ensure};
 use boardcast_access::{Grant, Role as AccessRole};
 use boardcast_schema::game::v1::GetGameRequest;
 use boardcast_testkit::{
-    ArbiterService, GameService, TEST_PASSWORD, TestNats, TestUsers, admin_token,
-    arbiter::ArbiterSession, program,
+    ArbiterService, GameService, TEST_PASSWORD, TestNats, TestUsers, arbiter::ArbiterSession,
 };
 use serde_json::{Value, json};
 
@@ -53,19 +52,13 @@ impl Hall {
             }],
         )?;
         game_service.wait_for_user(&token).await?;
-        let pgn = tempfile::NamedTempFile::new()?;
-        std::fs::write(pgn.path(), PGN)?;
-        let status = Command::new(program("boardcast")?)
-            .env("BOARDCAST_TOKEN", admin_token())
-            .arg("simulate")
-            .arg("--pgn")
-            .arg(pgn.path())
-            .args(["--boards", "3", "--speed", "max"])
-            .args(["--incidents", "board=1:press-without-move@ply=3"])
-            .args(["--nats", &nats.url(), "--game-service", &game_service.url()])
-            .stdout(std::process::Stdio::null())
-            .status()?;
-        ensure!(status.success(), "boardcast simulate failed: {status}");
+        support::play(
+            PGN,
+            3,
+            &["--incidents", "board=1:press-without-move@ply=3"],
+            &nats.url(),
+            &game_service.url(),
+        )?;
         let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await?);
         support::drained(&js).await?;
         let hall = Hall {

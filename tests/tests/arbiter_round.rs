@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::{collections::BTreeMap, process::Command, time::Duration};
+use std::{collections::BTreeMap, time::Duration};
 
 use anyhow::{Context as _, bail, ensure};
 use boardcast_access::{Grant, Role as AccessRole};
@@ -18,8 +18,8 @@ use boardcast_rules::{
 };
 use boardcast_schema::game::v1::{GetGameRequest, game_event::Kind};
 use boardcast_testkit::{
-    ArbiterService, BroadcastService, GameService, TEST_PASSWORD, TestNats, TestUsers, admin_token,
-    arbiter::ArbiterSession, program, secure_nats::SecureNats,
+    ArbiterService, BroadcastService, GameService, TEST_PASSWORD, TestNats, TestUsers,
+    arbiter::ArbiterSession, secure_nats::SecureNats,
 };
 use serde_json::{Value, json};
 
@@ -59,31 +59,22 @@ impl Hall {
             ArbiterService::start(&nats.url_for(&Role::ArbiterService)?, &game_service.url())?;
         let broadcast = BroadcastService::start(&nats.url_for(&Role::BroadcastService)?)?;
         let dir = tempfile::tempdir()?;
-        let pgn = dir.path().join("round.pgn");
         let record_path = dir.path().join("incidents.json");
-        std::fs::write(&pgn, PGN)?;
-        let status = Command::new(program("boardcast")?)
-            .env("BOARDCAST_TOKEN", admin_token())
-            .arg("simulate")
-            .arg("--pgn")
-            .arg(&pgn)
-            .args([
-                "--boards",
-                "3",
-                "--speed",
-                "max",
+        let record_arg = record_path.to_string_lossy();
+        support::play(
+            PGN,
+            3,
+            &[
                 "--time-control",
                 "5400+30",
-            ])
-            .args(["--incidents", INCIDENTS])
-            .arg("--incident-record")
-            .arg(&record_path)
-            .args(["--nats", &nats.url_for(&Role::Simulator)?])
-            .args(["--game-service", &game_service.url()])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .context("running boardcast simulate")?;
-        ensure!(status.success(), "boardcast simulate failed: {status}");
+                "--incidents",
+                INCIDENTS,
+                "--incident-record",
+                &record_arg,
+            ],
+            &nats.url_for(&Role::Simulator)?,
+            &game_service.url(),
+        )?;
         let record = serde_json::from_str(&std::fs::read_to_string(&record_path)?)?;
         // Every observation decided before anyone looks.
         let admin = boardcast_kit::nats::connect(&nats.url_for(&Role::Admin)?, "test").await?;

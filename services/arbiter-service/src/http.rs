@@ -247,6 +247,26 @@ fn status_of(error: &UpstreamError) -> StatusCode {
     }
 }
 
+/// A JSON body, or why `what` could not be read.
+fn read_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| format!("{what} could not be read: {e}"))
+}
+
+/// The form's request id (a UUID the service handed out), or what is wrong with it.
+fn form_request_id(text: &str) -> Result<String, String> {
+    let request_id = text.trim().to_ascii_lowercase();
+    if is_uuid(&request_id) {
+        Ok(request_id)
+    } else {
+        Err("the form has no valid request id; reload the page".to_owned())
+    }
+}
+
+/// 400 INVALID_ARGUMENT with the message.
+fn bad_request(message: String) -> Response {
+    json_error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
+}
+
 fn upstream_error(error: &UpstreamError) -> Response {
     let message = if error.outcome_unknown() {
         format!(
@@ -1313,24 +1333,14 @@ async fn api_act(
     Path(game_id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let body: ActBody = match serde_json::from_slice(&body) {
+    let body: ActBody = match read_json(&body, "the ruling") {
         Ok(body) => body,
-        Err(e) => {
-            return json_error(
-                StatusCode::BAD_REQUEST,
-                "INVALID_ARGUMENT",
-                format!("the ruling could not be read: {e}"),
-            );
-        }
+        Err(message) => return bad_request(message),
     };
-    let request_id = body.request_id.trim().to_ascii_lowercase();
-    if !is_uuid(&request_id) {
-        return json_error(
-            StatusCode::BAD_REQUEST,
-            "INVALID_ARGUMENT",
-            "the form has no valid request id; reload the page",
-        );
-    }
+    let request_id = match form_request_id(&body.request_id) {
+        Ok(id) => id,
+        Err(message) => return bad_request(message),
+    };
     if body.resolves_alerts.len() > 1000 {
         return json_error(
             StatusCode::BAD_REQUEST,
@@ -1340,7 +1350,7 @@ async fn api_act(
     }
     let action = match arbiter_action(body.action, body.resolves_alerts) {
         Ok(action) => action,
-        Err(message) => return json_error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message),
+        Err(message) => return bad_request(message),
     };
     let already = !state
         .games
@@ -1504,24 +1514,14 @@ async fn api_assign(
     Path(tournament): Path<String>,
     body: Bytes,
 ) -> Response {
-    let body: AssignBody = match serde_json::from_slice(&body) {
+    let body: AssignBody = match read_json(&body, "the assignment") {
         Ok(body) => body,
-        Err(e) => {
-            return json_error(
-                StatusCode::BAD_REQUEST,
-                "INVALID_ARGUMENT",
-                format!("the assignment could not be read: {e}"),
-            );
-        }
+        Err(message) => return bad_request(message),
     };
-    let request_id = body.request_id.trim().to_ascii_lowercase();
-    if !is_uuid(&request_id) {
-        return json_error(
-            StatusCode::BAD_REQUEST,
-            "INVALID_ARGUMENT",
-            "the form has no valid request id; reload the page",
-        );
-    }
+    let request_id = match form_request_id(&body.request_id) {
+        Ok(id) => id,
+        Err(message) => return bad_request(message),
+    };
     let user = body.user.trim().to_owned();
     if user.is_empty() {
         return json_error(
@@ -1532,7 +1532,7 @@ async fn api_assign(
     }
     let boards = match parse_boards(&body.boards) {
         Ok(boards) => boards,
-        Err(message) => return json_error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message),
+        Err(message) => return bad_request(message),
     };
     let answer = state
         .api
@@ -1595,19 +1595,13 @@ async fn api_claim(
     Path(game_id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let body: ClaimBody = match serde_json::from_slice(&body) {
+    let body: ClaimBody = match read_json(&body, "the claim") {
         Ok(body) => body,
-        Err(e) => {
-            return json_error(
-                StatusCode::BAD_REQUEST,
-                "INVALID_ARGUMENT",
-                format!("the claim could not be read: {e}"),
-            );
-        }
+        Err(message) => return bad_request(message),
     };
     let remaining = match remaining_ms(&body.claimant_remaining, "the claimant's time") {
         Ok(ms) => ms.unwrap_or(0),
-        Err(message) => return json_error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message),
+        Err(message) => return bad_request(message),
     };
     let request = EvaluateClaimRequest {
         game_id: game_id.clone(),

@@ -85,6 +85,32 @@ pub fn simulate(pgn: &Path, nats: &str, game_service: &str) -> anyhow::Result<Co
     Ok(command)
 }
 
+/// Plays the games of `pgn` (PGN text) on `boards` simulated boards at full speed, setting them
+/// up on `game_service` as the test process's admin, with more `simulate` arguments.
+pub fn play(
+    pgn: &str,
+    boards: usize,
+    more: &[&str],
+    nats: &str,
+    game_service: &str,
+) -> anyhow::Result<()> {
+    let file = tempfile::NamedTempFile::new()?;
+    std::fs::write(file.path(), pgn)?;
+    let status = Command::new(program("boardcast")?)
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
+        .arg("simulate")
+        .arg("--pgn")
+        .arg(file.path())
+        .args(["--boards", &boards.to_string(), "--speed", "max"])
+        .args(more)
+        .args(["--nats", nats, "--game-service", game_service])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("running boardcast simulate")?;
+    anyhow::ensure!(status.success(), "boardcast simulate failed: {status}");
+    Ok(())
+}
+
 /// Waits until the game service's consumer has every observation acknowledged.
 pub async fn drained(js: &jetstream::Context) -> anyhow::Result<()> {
     drained_within(js, Duration::from_secs(60)).await
