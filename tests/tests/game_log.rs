@@ -266,6 +266,7 @@ async fn duplicated_and_reordered_observations_make_the_same_games() -> anyhow::
             first_device_seq: 2,
             last_device_seq: 2,
             noticed_at_device_seq: 4,
+            unusable_reason: String::new(),
         }]
     );
     // When it turns up after all, it is kept aside, not applied.

@@ -370,11 +370,20 @@ impl GameAlerts {
                 AlertKind::ObservationsMissing,
                 next,
                 "",
-                format!(
-                    "board {board}: observations {} to {} never arrived (noticed at {}); what \
-                     happened on the board meanwhile is known only from what it showed later.",
-                    m.first_device_seq, m.last_device_seq, m.noticed_at_device_seq
-                ),
+                if m.unusable_reason.is_empty() {
+                    format!(
+                        "board {board}: observations {} to {} never arrived (noticed at {}); what \
+                         happened on the board meanwhile is known only from what it showed later.",
+                        m.first_device_seq, m.last_device_seq, m.noticed_at_device_seq
+                    )
+                } else {
+                    format!(
+                        "board {board}: observation {} could not be used ({}); it is in the \
+                         dead-letter stream, and what happened on the board then is known only \
+                         from what it showed later.",
+                        m.first_device_seq, m.unusable_reason
+                    )
+                },
             ),
             Kind::ClaimJudged(j) if !j.unconfirmed_plies.is_empty() => {
                 let plies: Vec<String> = j

@@ -187,6 +187,12 @@ pub fn game_id_for(tournament_id: &str, round: u32, board_number: u32) -> String
     format!("{tournament_id}-r{round}-b{board_number}")
 }
 
+/// Bounds of a time control: more is a typo or hostile (and keeps clock arithmetic in range).
+const MAX_PERIODS: usize = 10;
+const MAX_PERIOD_MS: u64 = 24 * 3_600_000;
+const MAX_BONUS_MS: u64 = 3_600_000;
+const MAX_PERIOD_MOVES: u32 = 1_000;
+
 /// Ids end up in NATS subjects and URLs: ASCII letters, digits, `-` and `_` only.
 fn validate_id(what: &str, id: &str) -> Result<(), GameError> {
     if id.is_empty() || id.len() > 64 {
@@ -312,6 +318,30 @@ impl Game {
                 "time control period {} has neither time nor increment",
                 i + 1
             )));
+        }
+        // Numbers no event uses are a typo or hostile, and arithmetic on clocks stays in range.
+        if tc.periods.len() > MAX_PERIODS {
+            return Err(GameError::InvalidGame(format!(
+                "a time control of {} periods; at most {MAX_PERIODS}",
+                tc.periods.len()
+            )));
+        }
+        for (i, p) in tc.periods.iter().enumerate() {
+            let absurd = if p.base_ms > MAX_PERIOD_MS {
+                Some(format!("{} h of base time", p.base_ms / 3_600_000))
+            } else if p.increment_ms > MAX_BONUS_MS || p.delay_ms > MAX_BONUS_MS {
+                Some("an increment or delay of more than an hour".to_owned())
+            } else if p.moves > MAX_PERIOD_MOVES {
+                Some(format!("{} moves", p.moves))
+            } else {
+                None
+            };
+            if let Some(what) = absurd {
+                return Err(GameError::InvalidGame(format!(
+                    "time control period {}: {what} is not a chess time control",
+                    i + 1
+                )));
+            }
         }
         start_position(info)?;
         rules_of(info)?;
@@ -661,7 +691,7 @@ impl Game {
             }
             Some(Kind::ObservationsMissing(missing)) => {
                 self.last_device_seq = self.last_device_seq.max(missing.last_device_seq);
-                self.missing.push(*missing);
+                self.missing.push(missing.clone());
             }
             Some(Kind::Irregularity(i)) => self.irregular = Some(i.placement.clone()),
             Some(Kind::IrregularityCleared(_)) => self.irregular = None,

@@ -71,7 +71,26 @@ pub enum Rejected {
     InvalidPiece(i32),
     #[error("clock reading without a running state")]
     ClockWithoutState,
+    #[error(
+        "observation {device_seq} is {} ahead of the board's last one ({accounted}): no board \
+         sends that many; a corrupt or hostile number",
+        device_seq.saturating_sub(*accounted)
+    )]
+    ImplausibleSequence { device_seq: u64, accounted: u64 },
+    #[error("a clock showing {ms} ms ({} h): more than a day is no chess clock's", ms / 3_600_000)]
+    ImplausibleClock { ms: u64 },
+    #[error("the observation is {bytes} bytes; at most {MAX_OBSERVATION_BYTES} are used")]
+    TooLarge { bytes: usize },
 }
+
+/// The most a board's `device_seq` may jump ahead of its last observation: far more than a board
+/// sends in an event (a running clock reports once a second), far less than a corrupt number.
+pub const MAX_DEVICE_SEQ_JUMP: u64 = 10_000_000;
+/// The most a clock may show: no time control gives a player a day.
+pub const MAX_CLOCK_MS: u64 = 24 * 3_600_000;
+/// The largest observation used (a placement or a status is well under 1 KB): its record must fit
+/// a NATS message whatever the server's limit.
+pub const MAX_OBSERVATION_BYTES: usize = 4_096;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ObservationOutcome {
@@ -164,6 +183,10 @@ impl Game {
     }
 
     fn check_payload(obs: &Observation) -> Result<(), Rejected> {
+        let bytes = prost::Message::encoded_len(obs);
+        if bytes > MAX_OBSERVATION_BYTES {
+            return Err(Rejected::TooLarge { bytes });
+        }
         match obs.kind.as_ref().ok_or(Rejected::Empty)? {
             observation::Kind::Lifted(l) => square(l.square).map(|_| ()),
             observation::Kind::Placed(p) => {
@@ -179,10 +202,18 @@ impl Game {
                         reason: e.to_string(),
                     })
             }
-            observation::Kind::Clock(c) => match ClockRun::try_from(c.running) {
-                Ok(ClockRun::Unspecified) | Err(_) => Err(Rejected::ClockWithoutState),
-                Ok(_) => Ok(()),
-            },
+            observation::Kind::Clock(c) => {
+                if let Some(ms) = [c.white_remaining_ms, c.black_remaining_ms]
+                    .into_iter()
+                    .find(|ms| *ms > MAX_CLOCK_MS)
+                {
+                    return Err(Rejected::ImplausibleClock { ms });
+                }
+                match ClockRun::try_from(c.running) {
+                    Ok(ClockRun::Unspecified) | Err(_) => Err(Rejected::ClockWithoutState),
+                    Ok(_) => Ok(()),
+                }
+            }
             observation::Kind::Status(_) => Ok(()),
         }
     }
@@ -196,6 +227,13 @@ impl Game {
             });
         }
         Self::check_payload(obs)?;
+        let accounted = self.board_seq_accounted();
+        if obs.device_seq.saturating_sub(accounted) > MAX_DEVICE_SEQ_JUMP {
+            return Err(Rejected::ImplausibleSequence {
+                device_seq: obs.device_seq,
+                accounted,
+            });
+        }
         if obs.device_seq <= self.board_seq_floor {
             return Ok(ObservationOutcome::Ignored(Ignored::EarlierGame {
                 device_seq: obs.device_seq,
@@ -579,12 +617,44 @@ impl Game {
                 first_device_seq: first,
                 last_device_seq: last,
                 noticed_at_device_seq: noticed_at.device_seq,
+                unusable_reason: String::new(),
             }),
             provenance: self.provenance(
                 noticed_at,
                 Source::BoardSensor,
                 vec![noticed_at.device_seq],
             ),
+        }]
+    }
+
+    /// Observation `device_seq` of the board arrived but could not be decided (`reason`; it goes
+    /// to the dead-letter stream): a hole in the board's record, as for one that never arrived.
+    /// Nothing when it is already accounted for, implausibly far ahead, or the game is over.
+    pub fn decide_unusable_observation(
+        &self,
+        device_seq: u64,
+        device_time_unix_ms: i64,
+        reason: &str,
+    ) -> Vec<NewEvent> {
+        let accounted = self.board_seq_accounted();
+        if device_seq <= accounted || device_seq - accounted > MAX_DEVICE_SEQ_JUMP || self.is_over()
+        {
+            return Vec::new();
+        }
+        let noticed = Observation {
+            board_id: self.info.board_id.clone(),
+            device_seq,
+            device_time_unix_ms,
+            ..Default::default()
+        };
+        vec![NewEvent {
+            kind: Kind::ObservationsMissing(ObservationsMissing {
+                first_device_seq: device_seq,
+                last_device_seq: device_seq,
+                noticed_at_device_seq: device_seq,
+                unusable_reason: reason.to_owned(),
+            }),
+            provenance: self.provenance(&noticed, Source::BoardSensor, vec![device_seq]),
         }]
     }
 

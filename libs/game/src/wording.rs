@@ -103,6 +103,10 @@ pub fn describe(event: &GameEvent) -> Option<String> {
             b.state(),
             if b.battery_low { ", battery low" } else { "" }
         ),
+        Kind::ObservationsMissing(m) if !m.unusable_reason.is_empty() => format!(
+            "observation {} could not be used: {}",
+            m.first_device_seq, m.unusable_reason
+        ),
         Kind::ObservationsMissing(m) => format!(
             "observations {} to {} never arrived",
             m.first_device_seq, m.last_device_seq

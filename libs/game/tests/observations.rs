@@ -313,8 +313,9 @@ fn missing_observations_are_recorded_and_late_ones_not_applied() {
         first_device_seq: 2,
         last_device_seq: 4,
         noticed_at_device_seq: 5,
+        unusable_reason: String::new(),
     };
-    assert_eq!(game.missing_observations(), &[expected]);
+    assert_eq!(game.missing_observations(), std::slice::from_ref(&expected));
     assert_eq!(game.to_state().missing_observations, vec![expected]);
     // Recorded once: the same gap noticed again (the observation delivered again) adds nothing.
     assert!(game.decide_missing_observations(2, 4, &noticed).is_empty());
