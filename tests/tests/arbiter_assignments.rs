@@ -136,7 +136,7 @@ async fn the_chief_arbiter_assigns_boards_that_every_instance_applies() -> anyho
 
     // Refusals: each a clear status, and nothing is assigned anywhere.
     let id = boardcast_kit::client::new_request_id;
-    let refusals: [(&str, &str, AssignArbiterRequest, Code); 9] = [
+    let refusals: [(&str, &str, AssignArbiterRequest, Code); 10] = [
         (
             "an arbiter",
             &smith,
@@ -194,6 +194,12 @@ async fn the_chief_arbiter_assigns_boards_that_every_instance_applies() -> anyho
             assign("ia-smith", &[2], ""),
             Code::InvalidArgument,
         ),
+        (
+            "a request id with a line break",
+            &chief,
+            assign("ia-smith", &[2], "a\nb"),
+            Code::InvalidArgument,
+        ),
     ];
     for (who, token, request, code) in refusals {
         let mut client = if token.is_empty() {
@@ -232,7 +238,21 @@ async fn the_chief_arbiter_assigns_boards_that_every_instance_applies() -> anyho
         (recorded.boards.as_slice(), recorded.assigned_by.as_str()),
         (&[2][..], "ca-jones")
     );
-    chief_a.assign_arbiter(request).await?;
+    let retried = chief_a.assign_arbiter(request.clone()).await?.into_inner();
+    assert_eq!(
+        retried, recorded,
+        "a retry is answered with what was recorded"
+    );
+    // The same request id with another decision is refused.
+    let reused = chief_a
+        .assign_arbiter(AssignArbiterRequest {
+            boards: vec![3],
+            ..request
+        })
+        .await
+        .err()
+        .context("a reused request id was accepted")?;
+    assert_eq!(reused.code(), Code::AlreadyExists, "{reused:?}");
     assert_eq!(rules_on(&mut smith_a, 2).await?, Ok(()), "at once on A");
     assert_eq!(
         rules_on(&mut smith_a, 1).await?,

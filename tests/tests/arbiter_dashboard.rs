@@ -267,7 +267,35 @@ async fn alerts_survive_a_restart_and_agree_across_instances() -> anyhow::Result
     simulate(&nats.url(), &game_service)?;
     let session = a.login("admin", TEST_PASSWORD).await?;
 
-    // Instance A has followed the whole log: a new alert to acknowledge.
+    // Instance A has followed the whole log (every observation decided, every entry read): a new
+    // alert to acknowledge.
+    support::drained(&async_nats::jetstream::new(
+        async_nats::connect(nats.url()).await?,
+    ))
+    .await?;
+    let game_id = "arbiters-open-r1-b1";
+    let last = game_service
+        .client()
+        .await?
+        .get_game(boardcast_schema::game::v1::GetGameRequest {
+            game_id: game_id.into(),
+        })
+        .await?
+        .into_inner()
+        .last_game_seq;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while session
+        .get(&format!("/api/games/{game_id}"))
+        .await
+        .ok()
+        .and_then(|g| g["board"]["last_game_seq"].as_u64())
+        != Some(last)
+    {
+        if tokio::time::Instant::now() > deadline {
+            bail!("instance A never followed {game_id} to entry {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let alert = loop {
         let alerts = all_alerts(&session).await?;

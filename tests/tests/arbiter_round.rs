@@ -346,6 +346,9 @@ async fn an_arbiters_rulings_show_in_the_state_the_log_and_the_feed() -> anyhow:
     .await?;
 
     // A minute for White.
+    let white_before = session.get(&game_path).await?["board"]["clocks"]["white_ms"]
+        .as_u64()
+        .context("White's clock")?;
     act(
         json!({ "type": "clocks", "white_added": 60_000, "reason": "clock malfunction" }),
         vec![],
@@ -362,7 +365,7 @@ async fn an_arbiters_rulings_show_in_the_state_the_log_and_the_feed() -> anyhow:
             .is_some_and(|g| g.notes.iter().any(|n| n.arbiter_notes.contains(&added)))
     })
     .await?;
-    ensure!(white > 0);
+    assert_eq!(white, white_before + 60_000, "a minute for White");
 
     // The position after 5. Re1 restored, with the clocks set for it.
     act(

@@ -156,7 +156,7 @@ async fn https(port: u16, ca_pem: &Path, request: &str) -> anyhow::Result<String
     tls.write_all(request.as_bytes()).await?;
     let mut response = Vec::new();
     // The server closes the connection (Connection: close); a TLS close without notify is fine.
-    let _ = tls.read_to_end(&mut response).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut response)).await;
     Ok(String::from_utf8_lossy(&response).into_owned())
 }
 
@@ -223,15 +223,22 @@ async fn the_arbiter_service_serves_https_and_talks_tls_to_the_game_service() ->
         .unwrap_or_default();
     assert!(cookie.contains("; Secure"), "{cookie}");
 
-    // Plain HTTP on the HTTPS port is not served.
+    // Plain HTTP on the HTTPS port is not served, and the service goes on serving HTTPS.
     let plain = reqwest::Client::new()
         .get(format!("http://127.0.0.1:{port}/login"))
         .timeout(Duration::from_secs(5))
         .send()
         .await;
     assert!(
-        plain.as_ref().map_or(true, |r| !r.status().is_success()),
+        plain.as_ref().is_err() || plain.as_ref().is_ok_and(|r| r.status().as_u16() == 400),
         "plain HTTP answered: {plain:?}"
     );
+    let again = https(
+        port,
+        &ca_pem,
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    )
+    .await?;
+    assert!(again.starts_with("HTTP/1.1 200"), "{again}");
     Ok(())
 }

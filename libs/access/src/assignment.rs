@@ -24,6 +24,8 @@ pub struct Assignment {
     /// The chief arbiter who decided it.
     pub by: String,
     pub at_unix_ms: i64,
+    /// The client's id of the request that made it: a retry finds it instead of assigning again.
+    pub request_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -51,6 +53,7 @@ impl Assignment {
         mut boards: Vec<u32>,
         by: &str,
         at_unix_ms: i64,
+        request_id: &str,
     ) -> Result<Assignment, AssignmentError> {
         if tournament.is_empty() || tournament == EVERY_TOURNAMENT {
             return Err(AssignmentError::NoTournament(tournament.to_owned()));
@@ -81,7 +84,14 @@ impl Assignment {
             boards,
             by: by.to_owned(),
             at_unix_ms,
+            request_id: request_id.to_owned(),
         })
+    }
+
+    /// The same decision (who, where, which boards), whoever made it and when.
+    pub fn same_decision(&self, other: &Assignment) -> bool {
+        (&self.tournament, &self.user, &self.boards)
+            == (&other.tournament, &other.user, &other.boards)
     }
 }
 
@@ -89,16 +99,28 @@ impl Assignment {
 #[derive(Clone, Debug, Default)]
 pub struct Assignments {
     latest: BTreeMap<(String, String), Assignment>,
+    /// Every assignment by the request that made it, for retries (however late).
+    by_request: BTreeMap<String, Assignment>,
 }
 
 impl Assignments {
     /// Takes `assignment` as the one in force for its arbiter and tournament (assignments are
     /// recorded in order: a later one replaces an earlier one).
     pub fn record(&mut self, assignment: Assignment) {
+        if !assignment.request_id.is_empty() {
+            self.by_request
+                .entry(assignment.request_id.clone())
+                .or_insert_with(|| assignment.clone());
+        }
         self.latest.insert(
             (assignment.tournament.clone(), assignment.user.clone()),
             assignment,
         );
+    }
+
+    /// The assignment recorded under a request id, if any.
+    pub fn under_request(&self, request_id: &str) -> Option<&Assignment> {
+        self.by_request.get(request_id)
     }
 
     /// The assignments in force in `tournament`, by user.
@@ -153,7 +175,8 @@ mod tests {
     fn the_latest_assignment_replaces_the_files_boards_in_its_tournament() {
         let mut smith = arbiter("open", &[1, 2]);
         let mut assignments = Assignments::default();
-        assignments.record(Assignment::new(&smith, "open", vec![7, 3, 7], "chief", 1).expect("ok"));
+        assignments
+            .record(Assignment::new(&smith, "open", vec![7, 3, 7], "chief", 1, "r1").expect("ok"));
         assignments.apply_to(&mut smith);
         assert_eq!(smith.assigned["open"], [3, 7], "sorted, without repeats");
         assert!(rule(&smith, "open", 7).is_ok());
@@ -165,17 +188,24 @@ mod tests {
             })
         ));
         // Every board taken away.
-        assignments.record(Assignment::new(&smith, "open", vec![], "chief", 2).expect("ok"));
+        assignments.record(Assignment::new(&smith, "open", vec![], "chief", 2, "r2").expect("ok"));
         assignments.apply_to(&mut smith);
         assert!(rule(&smith, "open", 3).is_err());
         assert_eq!(assignments.of_tournament("open").count(), 1);
+        // Each request's assignment is found again by its id.
+        assert_eq!(
+            assignments.under_request("r1").map(|a| a.boards.clone()),
+            Some(vec![3, 7])
+        );
+        assert!(assignments.under_request("r3").is_none());
     }
 
     #[test]
     fn an_arbiter_of_every_tournament_is_assigned_per_tournament() {
         let mut smith = arbiter(EVERY_TOURNAMENT, &[1]);
         let mut assignments = Assignments::default();
-        assignments.record(Assignment::new(&smith, "rapid", vec![4], "chief", 1).expect("ok"));
+        assignments
+            .record(Assignment::new(&smith, "rapid", vec![4], "chief", 1, "r1").expect("ok"));
         assignments.apply_to(&mut smith);
         assert!(rule(&smith, "rapid", 4).is_ok());
         assert!(rule(&smith, "rapid", 1).is_err(), "replaced in rapid");
@@ -189,20 +219,20 @@ mod tests {
     fn only_arbiters_of_the_tournament_are_assigned_and_only_real_boards() {
         let smith = arbiter("open", &[]);
         assert!(matches!(
-            Assignment::new(&smith, "rapid", vec![1], "chief", 0),
+            Assignment::new(&smith, "rapid", vec![1], "chief", 0, "r0"),
             Err(AssignmentError::NotAnArbiter { .. })
         ));
         assert_eq!(
-            Assignment::new(&smith, EVERY_TOURNAMENT, vec![1], "chief", 0),
+            Assignment::new(&smith, EVERY_TOURNAMENT, vec![1], "chief", 0, "r0"),
             Err(AssignmentError::NoTournament("*".into()))
         );
         assert_eq!(
-            Assignment::new(&smith, "open", vec![0], "chief", 0),
+            Assignment::new(&smith, "open", vec![0], "chief", 0, "r0"),
             Err(AssignmentError::BoardZero)
         );
         let many: Vec<u32> = (1..=MAX_ASSIGNED_BOARDS as u32 + 1).collect();
         assert!(matches!(
-            Assignment::new(&smith, "open", many, "chief", 0),
+            Assignment::new(&smith, "open", many, "chief", 0, "r0"),
             Err(AssignmentError::TooManyBoards { .. })
         ));
     }

@@ -382,6 +382,9 @@ impl Folded {
                         .iter()
                         .find(|e| e.game_seq == decision.illegal_move_game_seq)
                     && entry.event.opponent_bonus_ms > 0
+                    // As the game has it: after a restore to before the illegal move, the clocks
+                    // set with the restore govern.
+                    && entry.completed_moves <= self.game.completed_moves().len()
                 {
                     let bonus = entry.event.opponent_bonus_ms;
                     let opponent = if entry.event.offender == "white" {

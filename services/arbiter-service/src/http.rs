@@ -1411,7 +1411,7 @@ async fn api_act(
 
 /// Board numbers as an arbiter writes them: `1-4, 7 9`.
 pub fn parse_boards(text: &str) -> Result<Vec<u32>, String> {
-    let mut boards = Vec::new();
+    let mut boards = std::collections::BTreeSet::new();
     for part in text
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|p| !p.is_empty())
@@ -1431,7 +1431,9 @@ pub fn parse_boards(text: &str) -> Result<Vec<u32>, String> {
                 }
                 boards.extend(first..=last);
             }
-            None => boards.push(number(part)?),
+            None => {
+                boards.insert(number(part)?);
+            }
         }
         if boards.len() > boardcast_access::MAX_ASSIGNED_BOARDS {
             return Err(format!(
@@ -1440,9 +1442,7 @@ pub fn parse_boards(text: &str) -> Result<Vec<u32>, String> {
             ));
         }
     }
-    boards.sort_unstable();
-    boards.dedup();
-    Ok(boards)
+    Ok(boards.into_iter().collect())
 }
 
 /// `1-4, 7` for boards 1, 2, 3, 4 and 7.
@@ -1865,6 +1865,7 @@ mod tests {
     #[test]
     fn boards_are_read_as_arbiters_write_them() {
         assert_eq!(parse_boards("1-4, 7 9,9"), Ok(vec![1, 2, 3, 4, 7, 9]));
+        assert_eq!(parse_boards("1-2000, 1, 2000").map(|b| b.len()), Ok(2000));
         assert_eq!(parse_boards("  "), Ok(vec![]));
         for bad in ["0", "a", "4-2", "1-", "-3", "1-99999999", "4294967296"] {
             assert!(parse_boards(bad).is_err(), "{bad}");

@@ -5,7 +5,10 @@
 //! An assignment is published and then read back with everything before it: an instance's view
 //! is always a prefix of the stream, never its own order of events.
 
-use std::sync::Arc;
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use anyhow::Context as _;
 use async_nats::jetstream;
@@ -26,7 +29,13 @@ pub struct AssignmentLog {
     next_seq: Mutex<u64>,
     /// Where the assignments take effect.
     auth: Arc<Authenticator>,
+    /// When the stream was last read to its end.
+    caught_up_at: std::sync::Mutex<Instant>,
 }
+
+/// How old the last complete read of the assignments may be for rulings that rest on them: a
+/// board taken from an arbiter must not stay theirs because NATS cannot be read.
+const FRESH_FOR: Duration = Duration::from_secs(5);
 
 impl AssignmentLog {
     /// Reads every assignment recorded so far: an arbiter whose board was taken away must not
@@ -36,6 +45,7 @@ impl AssignmentLog {
             js,
             next_seq: Mutex::new(1),
             auth,
+            caught_up_at: std::sync::Mutex::new(Instant::now()),
         };
         log.catch_up().await?;
         Ok(log)
@@ -64,12 +74,59 @@ impl AssignmentLog {
                 ),
             }
         }
+        if let Ok(mut at) = self.caught_up_at.lock() {
+            *at = Instant::now();
+        }
         Ok(())
     }
 
-    /// Records an assignment (the request id makes a retry a duplicate that NATS drops) and
-    /// takes it in with whatever other instances recorded before it.
-    pub async fn record(&self, assignment: &ArbiterAssignment) -> Result<(), Status> {
+    /// Whether the assignments in force are known: read to the stream's end a moment ago.
+    pub fn fresh(&self) -> bool {
+        self.caught_up_at
+            .lock()
+            .map(|at| at.elapsed() <= FRESH_FOR)
+            .unwrap_or(false)
+    }
+
+    /// Records an assignment and takes it in with whatever other instances recorded before it;
+    /// answers with the assignment recorded under its request id. A retry (the same request id,
+    /// however late) records nothing again: the same decision is answered with what was
+    /// recorded, another one under that id is ALREADY_EXISTS.
+    pub async fn record(&self, assignment: &Assignment) -> Result<Assignment, Status> {
+        let unavailable = |e: &dyn std::fmt::Display| {
+            Status::unavailable(format!(
+                "the assignment could not be recorded on NATS (send it again with the same \
+                 request id): {e}"
+            ))
+        };
+        self.catch_up()
+            .await
+            .map_err(|e| unavailable(&format!("{e:#}")))?;
+        if let Some(recorded) = self.recorded_under(assignment)? {
+            return Ok(recorded);
+        }
+        self.publish(&to_proto(assignment)).await?;
+        self.catch_up()
+            .await
+            .map_err(|e| unavailable(&format!("{e:#}")))?;
+        self.recorded_under(assignment)?
+            .ok_or_else(|| unavailable(&"it is not in the stream after it was stored"))
+    }
+
+    /// The assignment already recorded under `assignment`'s request id, if any.
+    fn recorded_under(&self, assignment: &Assignment) -> Result<Option<Assignment>, Status> {
+        match self.auth.assignment_under(&assignment.request_id) {
+            Some(recorded) if recorded.same_decision(assignment) => Ok(Some(recorded)),
+            Some(recorded) => Err(Status::already_exists(format!(
+                "request id {} already assigned {} to boards {:?} of {}: use a new request id \
+                 for a new assignment",
+                assignment.request_id, recorded.user, recorded.boards, recorded.tournament
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    async fn publish(&self, assignment: &ArbiterAssignment) -> Result<(), Status> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(
             "Nats-Msg-Id",
@@ -91,9 +148,7 @@ impl AssignmentLog {
             .map_err(|e| unavailable(&e))?
             .await
             .map_err(|e| unavailable(&e))?;
-        self.catch_up()
-            .await
-            .map_err(|e| unavailable(&format!("{e:#}")))
+        Ok(())
     }
 }
 
@@ -104,6 +159,7 @@ pub fn from_proto(recorded: ArbiterAssignment) -> Assignment {
         boards: recorded.boards,
         by: recorded.assigned_by,
         at_unix_ms: recorded.assigned_unix_ms,
+        request_id: recorded.request_id,
     }
 }
 
@@ -114,6 +170,6 @@ pub fn to_proto(assignment: &Assignment) -> ArbiterAssignment {
         boards: assignment.boards.clone(),
         assigned_by: assignment.by.clone(),
         assigned_unix_ms: assignment.at_unix_ms,
-        request_id: String::new(),
+        request_id: assignment.request_id.clone(),
     }
 }

@@ -133,6 +133,15 @@ impl Authenticator {
         assignments.of_tournament(tournament).cloned().collect()
     }
 
+    /// The assignment recorded under a request id, if any.
+    pub fn assignment_under(&self, request_id: &str) -> Option<Assignment> {
+        let assignments = self
+            .assignments
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        assignments.under_request(request_id).cloned()
+    }
+
     /// A user as the users file has them (to be assigned boards), or FAILED_PRECONDITION.
     pub fn user(&self, user: &str) -> Result<Identity, Status> {
         self.directory().identity(user).map_err(|e| match e {

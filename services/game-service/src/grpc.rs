@@ -55,6 +55,11 @@ fn required_request_id(request_id: &str) -> Result<&str, Status> {
             "request_id is longer than 128 characters",
         ));
     }
+    if id.chars().any(|c| !c.is_ascii_graphic()) {
+        return Err(Status::invalid_argument(
+            "request_id may hold printable ASCII only (e.g. a UUID)",
+        ));
+    }
     Ok(id)
 }
 
@@ -328,6 +333,18 @@ impl game_service_server::GameService for GameApi {
             board_number,
         })
         .map_err(denied)?;
+        // An arbiter rules by assignment: not while the assignments in force are unknown.
+        let chief = who
+            .may(Operation::AssignArbiters {
+                tournament: &tournament,
+            })
+            .is_ok();
+        if !chief && !self.assignments.fresh() {
+            return Err(Status::unavailable(
+                "the arbiters' assignments cannot be read from NATS right now, so whether this \
+                 board is yours is not known; nothing was recorded: send it again shortly",
+            ));
+        }
         let outcome = self
             .store
             .decide_on_game(&request.game_id, boardcast_kit::now_unix_ms(), |game| {
@@ -533,6 +550,7 @@ impl game_service_server::GameService for GameApi {
             request.boards,
             &who.user,
             boardcast_kit::now_unix_ms(),
+            &request_id,
         )
         .map_err(|e| match e {
             boardcast_access::AssignmentError::NotAnArbiter { .. } => {
@@ -540,11 +558,7 @@ impl game_service_server::GameService for GameApi {
             }
             _ => Status::invalid_argument(e.to_string()),
         })?;
-        let recorded = ArbiterAssignment {
-            request_id,
-            ..assignments::to_proto(&assignment)
-        };
-        self.assignments.record(&recorded).await?;
+        let recorded = assignments::to_proto(&self.assignments.record(&assignment).await?);
         tracing::info!(
             tournament = %recorded.tournament_id,
             user = %recorded.user,
