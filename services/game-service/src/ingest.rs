@@ -5,7 +5,16 @@
 //! log before deciding, and the game ignores `device_seq`s it has already applied. A crash between
 //! two appends of one decision is completed on redelivery (`Store::complete_last_decision`).
 //! Observations that cannot be used go to the dead-letter stream with the reason, and are then
-//! acknowledged.
+//! acknowledged; when a game is in progress on the board, its log first records the hole
+//! (`ObservationsMissing` with the reason), as for observations that never arrived.
+//!
+//! # One bad observation never stops the hall
+//!
+//! An observation is rejected (impossible values: see `Rejected`), or its decision panics (a bug,
+//! caught here: retrying would panic again), or its decision cannot be stored `MAX_DELIVERIES`
+//! times in a row (each time after a longer pause): it is dead-lettered with the reason and the
+//! board's next observations are decided as usual. A failure that passes (NATS briefly away) is
+//! retried first, so nothing is given up for a hiccup.
 //!
 //! # Order across instances
 //!
@@ -48,7 +57,8 @@ use async_nats::{
     jetstream::{self, AckKind, consumer::pull, message::Message, stream::Stream},
 };
 use boardcast_game::{
-    Ignored, ObservationOutcome, Rejected, device::Observation, events::game_event::Kind,
+    Ignored, MAX_DEVICE_SEQ_JUMP, ObservationOutcome, Rejected, device::Observation,
+    events::game_event::Kind,
 };
 use boardcast_kit::nats::{
     DEADLETTER_STREAM, INGEST_STREAM, REASON_HEADER, deadletter_subject, next_message,
@@ -127,6 +137,11 @@ const MAX_LOOKBACK: usize = 20_000;
 /// after a restart, for boards whose messages are out of order where a gateway re-sent them.
 const RESEND_MARGIN: u64 = 256;
 
+/// After this many deliveries of an observation whose decision cannot be stored, it is given up
+/// (dead-lettered, a hole recorded). The pauses between them grow from `FIRST_RETRY_PAUSE`.
+const MAX_DELIVERIES: u64 = 5;
+const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(250);
+
 async fn handle(
     js: &jetstream::Context,
     stream: &Stream,
@@ -160,7 +175,10 @@ async fn handle(
     // Gaps matter only to a game in progress on the board (and looking for them costs reads).
     if let Some(accounted) = game_in_progress(store, &board).await {
         let known = seen_here.map_or(0, |s| s.device_seq).max(accounted);
-        if observation.device_seq > known + 1
+        // A number implausibly far ahead is no gap: the decision rejects it.
+        let plausible = observation.device_seq.saturating_sub(known) <= MAX_DEVICE_SEQ_JUMP;
+        if observation.device_seq > known.saturating_add(1)
+            && plausible
             && let Err(e) =
                 close_gap(stream, store, seen_here, &observation, known, stream_seq).await
         {
@@ -175,15 +193,15 @@ async fn handle(
             let reason = format!("no game is live on board {}", observation.board_id);
             dead_letter(js, message, Some(&observation.board_id), &reason).await
         }
-        Ok(Some(Err(rejected))) => {
+        Ok(Some(Err(Undecided::Rejected(rejected)))) => {
             seen.note(&board, observation.device_seq, stream_seq);
-            dead_letter(
-                js,
-                message,
-                Some(&observation.board_id),
-                &rejected.to_string(),
-            )
-            .await
+            give_up(js, store, message, &observation, &rejected.to_string()).await
+        }
+        Ok(Some(Err(Undecided::Panicked(panic)))) => {
+            tracing::error!(%board, seq = observation.device_seq, "deciding an observation panicked (a bug): {panic}");
+            seen.note(&board, observation.device_seq, stream_seq);
+            let reason = format!("deciding it failed unexpectedly (a bug): {panic}");
+            give_up(js, store, message, &observation, &reason).await
         }
         Ok(Some(Ok(ObservationOutcome::Events(events)))) => {
             tracing::debug!(%board, seq = observation.device_seq, events = events.len(), "applied");
@@ -229,12 +247,59 @@ async fn handle(
             seen.note(&board, observation.device_seq, stream_seq);
             ack(message).await
         }
+        Err(e @ AppendError::Failed { .. }) if delivered(&message) >= MAX_DELIVERIES => {
+            seen.note(&board, observation.device_seq, stream_seq);
+            let reason =
+                format!("its decision could not be stored in {MAX_DELIVERIES} attempts: {e}");
+            give_up(js, store, message, &observation, &reason).await
+        }
         Err(e @ (AppendError::Conflict(_) | AppendError::Failed { .. })) => {
-            // Not acknowledged: JetStream delivers it again and the fold is retried.
-            tracing::warn!(%board, seq = observation.device_seq, "{e}");
-            nak(message).await
+            // Not acknowledged: JetStream delivers it again, after a pause that grows with each
+            // attempt, and the fold is retried.
+            tracing::warn!(%board, seq = observation.device_seq, attempt = delivered(&message), "{e}");
+            let pause = FIRST_RETRY_PAUSE.saturating_mul(1 << delivered(&message).clamp(1, 6));
+            nak_after(message, pause).await
         }
     }
+}
+
+/// How many times JetStream has delivered the message (1 the first time).
+fn delivered(message: &Message) -> u64 {
+    message
+        .info()
+        .map(|i| u64::try_from(i.delivered).unwrap_or(0))
+        .unwrap_or(1)
+}
+
+/// Gives an observation up: the hole in its board's record first (when a game is in progress and
+/// it is not accounted for already), then the observation to the dead-letter stream with the
+/// reason. If the hole cannot be recorded the observation is delivered again.
+async fn give_up(
+    js: &jetstream::Context,
+    store: &Store,
+    message: Message,
+    observation: &Observation,
+    reason: &str,
+) {
+    let hole = store
+        .decide_on_board(
+            &observation.board_id,
+            boardcast_kit::now_unix_ms(),
+            |game| {
+                game.decide_unusable_observation(
+                    observation.device_seq,
+                    observation.device_time_unix_ms,
+                    reason,
+                )
+            },
+            Vec::clone,
+        )
+        .await;
+    if let Err(e) = hole {
+        tracing::warn!(board = %observation.board_id, seq = observation.device_seq, "recording the hole: {e}");
+        return nak(message).await;
+    }
+    dead_letter(js, message, Some(&observation.board_id), reason).await
 }
 
 impl Seen {
@@ -264,20 +329,42 @@ async fn game_in_progress(store: &Store, board: &str) -> Option<u64> {
     }
 }
 
-type Decision = Result<ObservationOutcome, Rejected>;
+/// Why an observation was not decided.
+enum Undecided {
+    Rejected(Rejected),
+    /// The decision panicked: a bug, with the panic's message.
+    Panicked(String),
+}
+
+type Decision = Result<ObservationOutcome, Undecided>;
 
 async fn decide(store: &Store, observation: &Observation) -> Result<Option<Decision>, AppendError> {
     store
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
-            |game| game.decide_observation(observation),
+            |game| {
+                // Deciding only reads the game: a panic leaves nothing half-changed.
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    game.decide_observation(observation)
+                }))
+                .map_err(|payload| Undecided::Panicked(panic_text(payload.as_ref())))?
+                .map_err(Undecided::Rejected)
+            },
             |decision| match decision {
                 Ok(ObservationOutcome::Events(events)) => events.clone(),
                 _ => Vec::new(),
             },
         )
         .await
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 async fn complete(store: &Store, observation: &Observation) -> Result<usize, AppendError> {
@@ -519,10 +606,11 @@ impl BoardMessages<'_> {
 }
 
 async fn nak(message: Message) {
-    if let Err(e) = message
-        .ack_with(AckKind::Nak(Some(Duration::from_millis(500))))
-        .await
-    {
+    nak_after(message, Duration::from_millis(500)).await
+}
+
+async fn nak_after(message: Message, pause: Duration) {
+    if let Err(e) = message.ack_with(AckKind::Nak(Some(pause))).await {
         tracing::warn!("negative acknowledgement failed: {e}");
     }
 }

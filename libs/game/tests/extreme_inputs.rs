@@ -1,0 +1,167 @@
+//! Property: whatever a board, a clock or a hostile publisher sends — any numbers, any strings —
+//! the game decides it or rejects it with a reason, never panics (debug and release builds alike),
+//! and what it decides folds back into the game. Time controls with absurd numbers are refused
+//! at set-up.
+
+use boardcast_game::device::{
+    BoardPlacement, ClockReading, DeviceStatus, Observation, PieceLifted, PiecePlaced, SourceKind,
+    observation::Kind,
+};
+use boardcast_game::events::{GameStarted, Player, TimeControl, TimePeriod};
+use boardcast_game::{Game, ObservationOutcome};
+use proptest::prelude::*;
+
+fn started(periods: Vec<TimePeriod>) -> GameStarted {
+    GameStarted {
+        tournament_id: "t".into(),
+        round: 1,
+        board_number: 1,
+        board_id: "b".into(),
+        white: Some(Player {
+            name: "W".into(),
+            ..Default::default()
+        }),
+        black: Some(Player {
+            name: "B".into(),
+            ..Default::default()
+        }),
+        time_control: Some(TimeControl { periods }),
+        edition: "fide-2023".into(),
+        ..Default::default()
+    }
+}
+
+fn new_game() -> Game {
+    let info = started(vec![TimePeriod {
+        moves: 40,
+        base_ms: 5_400_000,
+        increment_ms: 30_000,
+        delay_ms: 0,
+    }]);
+    let (id, start) = Game::decide_start(&info, "operator", "").expect("a valid game");
+    let first = Game::record(None, &id, vec![start], 0);
+    Game::from_first_record(&first[0]).expect("folds")
+}
+
+/// Any observation kind with any values, extremes favoured.
+fn any_kind() -> impl Strategy<Value = Kind> {
+    let big = prop_oneof![
+        Just(u64::MAX),
+        Just(u64::MAX - 1),
+        Just(0u64),
+        any::<u64>(),
+        0..10_000_000u64
+    ];
+    let square = prop_oneof![0..64u32, Just(u32::MAX), any::<u32>()];
+    let piece = prop_oneof![0..13i32, Just(i32::MIN), Just(i32::MAX), any::<i32>()];
+    prop_oneof![
+        (square.clone(), piece.clone())
+            .prop_map(|(square, piece)| Kind::Lifted(PieceLifted { square, piece })),
+        (square, piece).prop_map(|(square, piece)| Kind::Placed(PiecePlaced { square, piece })),
+        prop_oneof![
+            Just("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR".to_owned()),
+            Just("8/8/8/8/8/8/8/8".to_owned()),
+            ".{0,80}",
+        ]
+        .prop_map(|placement| Kind::Placement(BoardPlacement { placement })),
+        (
+            big.clone(),
+            big,
+            any::<i32>(),
+            any::<bool>(),
+            any::<bool>(),
+            any::<i32>()
+        )
+            .prop_map(|(white, black, running, white_flag, black_flag, display)| {
+                Kind::Clock(ClockReading {
+                    white_remaining_ms: white,
+                    black_remaining_ms: black,
+                    running,
+                    white_flag,
+                    black_flag,
+                    white_display: display,
+                })
+            }),
+        (any::<i32>(), proptest::option::of(any::<u32>()), ".{0,40}").prop_map(
+            |(state, battery_percent, detail)| Kind::Status(DeviceStatus {
+                state,
+                battery_percent,
+                detail,
+                ..Default::default()
+            })
+        ),
+    ]
+}
+
+fn any_time() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        Just(i64::MIN),
+        Just(i64::MAX),
+        Just(0i64),
+        any::<i64>(),
+        1_700_000_000_000i64..1_900_000_000_000
+    ]
+}
+
+fn any_seq() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(u64::MAX),
+        Just(u64::MAX - 1),
+        Just(0u64),
+        any::<u64>(),
+        1..200u64
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn any_observations_are_decided_or_rejected_never_a_panic(
+        inputs in proptest::collection::vec((any_seq(), any_time(), any_time(), proptest::option::of(any_kind())), 1..40)
+    ) {
+        let mut game = new_game();
+        for (device_seq, device_time, receive_time, kind) in inputs {
+            let obs = Observation {
+                board_id: "b".into(),
+                device_seq,
+                device_time_unix_ms: device_time,
+                receive_time_unix_ms: receive_time,
+                source: SourceKind::DgtSerial as i32,
+                kind,
+            };
+            match game.decide_observation(&obs) {
+                Ok(ObservationOutcome::Events(events)) => {
+                    let id = game.game_id().to_owned();
+                    for record in Game::record(Some(&game), &id, events, receive_time) {
+                        prop_assert!(game.apply(&record).is_ok(), "its own decision folds back");
+                    }
+                }
+                Ok(ObservationOutcome::Ignored(_)) => {}
+                Err(rejected) => prop_assert!(!rejected.to_string().is_empty()),
+            }
+            // A hole for it, as ingest records one when it gives an observation up.
+            let hole = game.decide_unusable_observation(device_seq, device_time, "test");
+            let id = game.game_id().to_owned();
+            for record in Game::record(Some(&game), &id, hole, receive_time) {
+                prop_assert!(game.apply(&record).is_ok(), "a hole folds back");
+            }
+        }
+    }
+
+    #[test]
+    fn time_controls_with_absurd_numbers_are_refused(
+        moves in prop_oneof![Just(u32::MAX), any::<u32>(), 0..100u32],
+        base_ms in prop_oneof![Just(u64::MAX), any::<u64>(), 0..20_000_000u64],
+        increment_ms in prop_oneof![Just(u64::MAX), any::<u64>(), 0..100_000u64],
+        delay_ms in prop_oneof![Just(u64::MAX), any::<u64>(), 0..100_000u64],
+    ) {
+        let info = started(vec![TimePeriod { moves, base_ms, increment_ms, delay_ms }]);
+        let sane = base_ms <= 24 * 3_600_000
+            && increment_ms <= 3_600_000
+            && delay_ms <= 3_600_000
+            && moves <= 1_000
+            && (base_ms > 0 || increment_ms > 0);
+        prop_assert_eq!(Game::decide_start(&info, "operator", "").is_ok(), sane);
+    }
+}
