@@ -80,6 +80,12 @@ struct Args {
 /// How long open event streams may keep the service from stopping after Ctrl-C or SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
+/// A decision or append busy this long means the service is not making progress: health says
+/// NOT_SERVING until it is.
+const STUCK_AFTER: Duration = Duration::from_secs(20);
+/// How long following the log may take (its turn included) before the service counts as stuck.
+const REFRESH_WITHIN: Duration = Duration::from_secs(15);
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -192,17 +198,35 @@ async fn main() -> anyhow::Result<()> {
             let mut serving = true;
             loop {
                 tick.tick().await;
-                match store.refresh().await {
+                // A decision or append that has not finished for this long: no progress is being
+                // made (NATS does not answer), whatever the reads still answer.
+                let stuck = store.busy_for().is_some_and(|d| d > STUCK_AFTER);
+                let progress = if stuck {
+                    Err(format!(
+                        "a decision or append has been waiting on NATS for over {} s",
+                        STUCK_AFTER.as_secs()
+                    ))
+                } else {
+                    // Behind a decision in progress the refresh waits its turn, then reads.
+                    match tokio::time::timeout(REFRESH_WITHIN, store.refresh()).await {
+                        Ok(result) => result.map_err(|e| e.to_string()),
+                        Err(_) => Err(format!(
+                            "the game log could not be read within {} s",
+                            REFRESH_WITHIN.as_secs()
+                        )),
+                    }
+                };
+                match progress {
                     Ok(()) if !serving => {
                         serving = true;
-                        tracing::info!("the game log is readable again");
+                        tracing::info!("the game log is readable again and decisions go on");
                         health
                             .set_serving::<GameServiceServer<grpc::GameApi>>()
                             .await;
                     }
                     Ok(()) => {}
                     Err(e) => {
-                        tracing::warn!("following the game log: {e}");
+                        tracing::warn!("not making progress: {e}");
                         if serving {
                             serving = false;
                             health

@@ -41,7 +41,6 @@ use boardcast_kit::nats::{
 };
 use futures::StreamExt;
 use prost::Message as _;
-use tokio::sync::Mutex;
 
 use crate::snapshot::{SnapshotData, SnapshotGame};
 
@@ -149,7 +148,29 @@ enum PublishOutcome {
 pub struct Store {
     js: jetstream::Context,
     stream: Stream,
-    games: Mutex<Games>,
+    /// The games as folded so far. Locked only for moments and never across a NATS call, so a
+    /// read (GetGame, a claim, a list) never waits for an append in progress.
+    games: std::sync::RwLock<Games>,
+    /// One decision, append or catch-up at a time on this instance; held across NATS calls.
+    /// Only its holder changes `games`, so a decision made on what it read stays current until
+    /// the holder folds the records it appended.
+    writer: tokio::sync::Mutex<()>,
+    /// Since when the writer has been busy: a write that takes long means the service is stuck.
+    busy_since: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+/// The writer's turn; notes how long it is held.
+struct Turn<'a> {
+    _writer: tokio::sync::MutexGuard<'a, ()>,
+    busy_since: &'a std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut since) = self.busy_since.lock() {
+            *since = None;
+        }
+    }
 }
 
 fn failed(game_id: &str, reason: impl ToString) -> AppendError {
@@ -160,6 +181,37 @@ fn failed(game_id: &str, reason: impl ToString) -> AppendError {
 }
 
 impl Store {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Games> {
+        self.games
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Games> {
+        self.games
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    async fn turn(&self) -> Turn<'_> {
+        let writer = self.writer.lock().await;
+        if let Ok(mut since) = self.busy_since.lock() {
+            *since = Some(std::time::Instant::now());
+        }
+        Turn {
+            _writer: writer,
+            busy_since: &self.busy_since,
+        }
+    }
+
+    /// How long the current decision, append or catch-up has been going on, if one is.
+    pub fn busy_for(&self) -> Option<std::time::Duration> {
+        self.busy_since
+            .lock()
+            .ok()
+            .and_then(|since| since.map(|at| at.elapsed()))
+    }
+
     /// Rebuilds every game: from the snapshot if there is a usable one, then from the log after
     /// the snapshot's stream sequence (the whole log without one).
     /// Also says whether the snapshot was used.
@@ -185,42 +237,36 @@ impl Store {
         let store = Store {
             js,
             stream,
-            games: Mutex::new(games),
+            games: std::sync::RwLock::new(games),
+            writer: tokio::sync::Mutex::new(()),
+            busy_since: std::sync::Mutex::new(None),
         };
-        {
-            let mut games = store.games.lock().await;
-            store.catch_up(&mut games).await?;
-        }
+        store.catch_up().await?;
         Ok((store, used))
     }
 
     pub async fn game_count(&self) -> usize {
-        self.games.lock().await.by_id.len()
+        self.read().by_id.len()
     }
 
     pub async fn folded_seq(&self) -> u64 {
-        self.games.lock().await.folded_seq
+        self.read().folded_seq
     }
 
     pub async fn with_game<T>(&self, game_id: &str, f: impl FnOnce(&Game) -> T) -> Option<T> {
-        self.games
-            .lock()
-            .await
-            .by_id
-            .get(game_id)
-            .map(|e| f(&e.game))
+        self.read().by_id.get(game_id).map(|e| f(&e.game))
     }
 
     /// Runs `f` on the game live on `board_id`.
     pub async fn with_board<T>(&self, board_id: &str, f: impl FnOnce(&Game) -> T) -> Option<T> {
-        let games = self.games.lock().await;
+        let games = self.read();
         let id = games.live_on_board.get(board_id)?;
         games.by_id.get(id).map(|e| f(&e.game))
     }
 
     /// Runs `f` on the game live on each board.
     pub async fn live_games<T>(&self, mut f: impl FnMut(&Game) -> T) -> Vec<T> {
-        let games = self.games.lock().await;
+        let games = self.read();
         games
             .live_on_board
             .values()
@@ -232,7 +278,7 @@ impl Store {
     /// Where the log of a round's games starts: the first record of the earliest of them this
     /// instance knows, or else the first record it has not folded (a game created since).
     pub async fn round_start_seq(&self, tournament_id: &str, round: u32) -> u64 {
-        let games = self.games.lock().await;
+        let games = self.read();
         games
             .by_id
             .values()
@@ -246,15 +292,15 @@ impl Store {
     }
 
     pub async fn all_games<T>(&self, mut f: impl FnMut(&Game) -> Option<T>) -> Vec<T> {
-        let games = self.games.lock().await;
+        let games = self.read();
         games.by_id.values().filter_map(|e| f(&e.game)).collect()
     }
 
     /// Folds what other instances have appended since this one last looked (asked often, and
     /// usually nothing: that is found with one message lookup).
     pub async fn refresh(&self) -> Result<(), ReadError> {
-        let mut games = self.games.lock().await;
-        self.fold_news(&mut games).await.map(|_| ())
+        let _turn = self.turn().await;
+        self.fold_news().await.map(|_| ())
     }
 
     /// Runs `decide` on the game live on `board_id` and appends what it returns, on the current
@@ -268,42 +314,41 @@ impl Store {
         decide: impl Fn(&Game) -> T,
         events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
-        let mut games = self.games.lock().await;
+        let _turn = self.turn().await;
         let mut caught_up = false;
         for _ in 0..MAX_ATTEMPTS {
-            let entry = games
-                .live_on_board
-                .get(board_id)
-                .and_then(|id| games.by_id.get(id));
-            let Some(entry) = entry else {
-                if caught_up
-                    || !self
-                        .fold_news(&mut games)
-                        .await
-                        .map_err(|e| failed(board_id, e))?
-                {
+            // Decided on what is folded (only this turn's holder changes it).
+            let decided = {
+                let games = self.read();
+                games
+                    .live_on_board
+                    .get(board_id)
+                    .and_then(|id| games.by_id.get(id))
+                    .map(|entry| {
+                        let game_id = entry.game.game_id().to_owned();
+                        let decision = decide(&entry.game);
+                        let new_events = events_of(&decision);
+                        let records = (!new_events.is_empty()).then(|| {
+                            Game::record(Some(&entry.game), &game_id, new_events, recorded_unix_ms)
+                        });
+                        (game_id, decision, records)
+                    })
+            };
+            let Some((game_id, decision, records)) = decided else {
+                if caught_up || !self.fold_news().await.map_err(|e| failed(board_id, e))? {
                     return Ok(None);
                 }
                 caught_up = true;
                 continue;
             };
-            let game_id = entry.game.game_id().to_owned();
-            let decision = decide(&entry.game);
-            let new_events = events_of(&decision);
-            if new_events.is_empty() {
-                if !caught_up
-                    && self
-                        .fold_news(&mut games)
-                        .await
-                        .map_err(|e| failed(&game_id, e))?
-                {
+            let Some(records) = records else {
+                if !caught_up && self.fold_news().await.map_err(|e| failed(&game_id, e))? {
                     caught_up = true;
                     continue;
                 }
                 return Ok(Some(decision));
-            }
-            let records = Game::record(Some(&entry.game), &game_id, new_events, recorded_unix_ms);
-            if self.append(&mut games, &game_id, records).await? {
+            };
+            if self.append(&game_id, records).await? {
                 return Ok(Some(decision));
             }
             caught_up = true;
@@ -322,47 +367,53 @@ impl Store {
         is_decision_start: impl Fn(&GameEvent) -> bool,
         decide: impl Fn(&Game) -> Vec<NewEvent>,
     ) -> Result<usize, AppendError> {
-        let mut games = self.games.lock().await;
+        let _turn = self.turn().await;
         for _ in 0..MAX_ATTEMPTS {
-            let Some(entry) = games
-                .live_on_board
-                .get(board_id)
-                .and_then(|id| games.by_id.get(id))
-            else {
-                return Ok(0);
-            };
-            let game_id = entry.game.game_id().to_owned();
-            let events: Vec<GameEvent> = entry
-                .records
-                .iter()
-                .filter_map(|bytes| GameEventRecord::decode(bytes.as_slice()).ok())
-                .filter_map(|record| GameEvent::decode(record.event.as_slice()).ok())
-                .collect();
-            let Some(start) = events.iter().rposition(&is_decision_start) else {
-                return Ok(0);
-            };
-            if start == 0 {
-                return Ok(0);
-            }
-            let before = refold(&entry.records[..start]).map_err(|e| failed(&game_id, e))?;
-            let expected = decide(&before);
-            let written = &events[start..];
-            let same = |new: &NewEvent, old: &GameEvent| {
-                old.kind.as_ref() == Some(&new.kind)
-                    && old.provenance.as_ref() == Some(&new.provenance)
-            };
-            if expected.len() <= written.len()
-                || !expected
+            // What the interrupted decision still lacks, decided under the read lock (no NATS).
+            let completion = {
+                let games = self.read();
+                let Some(entry) = games
+                    .live_on_board
+                    .get(board_id)
+                    .and_then(|id| games.by_id.get(id))
+                else {
+                    return Ok(0);
+                };
+                let game_id = entry.game.game_id().to_owned();
+                let events: Vec<GameEvent> = entry
+                    .records
                     .iter()
-                    .zip(written)
-                    .all(|(new, old)| same(new, old))
-            {
-                return Ok(0);
-            }
-            let missing: Vec<NewEvent> = expected[written.len()..].to_vec();
-            let count = missing.len();
-            let records = Game::record(Some(&entry.game), &game_id, missing, recorded_unix_ms);
-            if self.append(&mut games, &game_id, records).await? {
+                    .filter_map(|bytes| GameEventRecord::decode(bytes.as_slice()).ok())
+                    .filter_map(|record| GameEvent::decode(record.event.as_slice()).ok())
+                    .collect();
+                let Some(start) = events.iter().rposition(&is_decision_start) else {
+                    return Ok(0);
+                };
+                if start == 0 {
+                    return Ok(0);
+                }
+                let before = refold(&entry.records[..start]).map_err(|e| failed(&game_id, e))?;
+                let expected = decide(&before);
+                let written = &events[start..];
+                let same = |new: &NewEvent, old: &GameEvent| {
+                    old.kind.as_ref() == Some(&new.kind)
+                        && old.provenance.as_ref() == Some(&new.provenance)
+                };
+                if expected.len() <= written.len()
+                    || !expected
+                        .iter()
+                        .zip(written)
+                        .all(|(new, old)| same(new, old))
+                {
+                    return Ok(0);
+                }
+                let missing: Vec<NewEvent> = expected[written.len()..].to_vec();
+                let count = missing.len();
+                let records = Game::record(Some(&entry.game), &game_id, missing, recorded_unix_ms);
+                (game_id, records, count)
+            };
+            let (game_id, records, count) = completion;
+            if self.append(&game_id, records).await? {
                 tracing::warn!(%game_id, records = count, "completed a decision interrupted between appends");
                 return Ok(count);
             }
@@ -380,23 +431,24 @@ impl Store {
         recorded_unix_ms: i64,
         decide: impl Fn(&Game) -> Result<Vec<NewEvent>, E>,
     ) -> Result<Option<Result<(), E>>, AppendError> {
-        let mut games = self.games.lock().await;
-        self.catch_up(&mut games)
-            .await
-            .map_err(|e| failed(game_id, e))?;
+        let _turn = self.turn().await;
+        self.catch_up().await.map_err(|e| failed(game_id, e))?;
         for _ in 0..MAX_ATTEMPTS {
-            let Some(entry) = games.by_id.get(game_id) else {
-                return Ok(None);
+            let records = {
+                let games = self.read();
+                let Some(entry) = games.by_id.get(game_id) else {
+                    return Ok(None);
+                };
+                let new_events = match decide(&entry.game) {
+                    Ok(events) => events,
+                    Err(refused) => return Ok(Some(Err(refused))),
+                };
+                if new_events.is_empty() {
+                    return Ok(Some(Ok(())));
+                }
+                Game::record(Some(&entry.game), game_id, new_events, recorded_unix_ms)
             };
-            let new_events = match decide(&entry.game) {
-                Ok(events) => events,
-                Err(refused) => return Ok(Some(Err(refused))),
-            };
-            if new_events.is_empty() {
-                return Ok(Some(Ok(())));
-            }
-            let records = Game::record(Some(&entry.game), game_id, new_events, recorded_unix_ms);
-            if self.append(&mut games, game_id, records).await? {
+            if self.append(game_id, records).await? {
                 return Ok(Some(Ok(())));
             }
         }
@@ -410,18 +462,16 @@ impl Store {
         first: NewEvent,
         recorded_unix_ms: i64,
     ) -> Result<bool, AppendError> {
-        let mut games = self.games.lock().await;
+        let _turn = self.turn().await;
         let records = Game::record(None, game_id, vec![first], recorded_unix_ms);
         for attempt in 0..MAX_ATTEMPTS {
             if attempt > 0 {
-                self.catch_up(&mut games)
-                    .await
-                    .map_err(|e| failed(game_id, e))?;
+                self.catch_up().await.map_err(|e| failed(game_id, e))?;
             }
-            if games.by_id.contains_key(game_id) {
+            if self.read().by_id.contains_key(game_id) {
                 return Ok(false);
             }
-            if self.append(&mut games, game_id, records.clone()).await? {
+            if self.append(game_id, records.clone()).await? {
                 return Ok(true);
             }
         }
@@ -433,7 +483,6 @@ impl Store {
     /// conflicts caused by other games only are retried here with the same records.
     async fn append(
         &self,
-        games: &mut Games,
         game_id: &str,
         records: Vec<GameEventRecord>,
     ) -> Result<bool, AppendError> {
@@ -443,12 +492,13 @@ impl Store {
             let event = Game::open_record(record).map_err(|e| failed(game_id, e))?;
             let expected_prev = record.prev_hash.clone();
             let payload = record.encode_to_vec();
+            let folded_seq = self.read().folded_seq;
             match self
-                .publish(game_id, event.game_seq, &payload, games.folded_seq)
+                .publish(game_id, event.game_seq, &payload, folded_seq)
                 .await?
             {
                 PublishOutcome::Stored(seq) => {
-                    games.fold(&payload, seq);
+                    self.write().fold(&payload, seq);
                     pending.next();
                 }
                 PublishOutcome::Conflict => {
@@ -456,10 +506,10 @@ impl Store {
                     if conflicts > MAX_ATTEMPTS {
                         return Err(AppendError::Conflict(game_id.to_owned()));
                     }
-                    self.catch_up(games).await.map_err(|e| failed(game_id, e))?;
+                    self.catch_up().await.map_err(|e| failed(game_id, e))?;
                     // The rest of the records are still valid if the game's chain still ends
                     // where they continue it (only other games were written meanwhile).
-                    let head_unchanged = match games.by_id.get(game_id) {
+                    let head_unchanged = match self.read().by_id.get(game_id) {
                         Some(entry) => {
                             entry.game.chain_head().as_slice() == expected_prev.as_slice()
                                 && entry.game.last_game_seq() + 1 == event.game_seq
@@ -509,36 +559,40 @@ impl Store {
     /// decisions on observations produce nothing (clock ticks) and only need to know that the
     /// log has not moved on, which one message lookup tells more cheaply than the stream's
     /// info that `catch_up` reads.
-    async fn fold_news(&self, games: &mut Games) -> Result<bool, ReadError> {
-        let news = next_message(&self.stream, games.folded_seq + 1, GAMES_SUBJECTS)
+    async fn fold_news(&self) -> Result<bool, ReadError> {
+        let folded_seq = self.read().folded_seq;
+        let news = next_message(&self.stream, folded_seq + 1, GAMES_SUBJECTS)
             .await
             .map_err(|e| ReadError::Log(e.to_string()))?
             .is_some();
         if news {
-            self.catch_up(games).await?;
+            self.catch_up().await?;
         }
         Ok(news)
     }
 
     /// Folds every record after `folded_seq` up to the stream's current last sequence.
-    async fn catch_up(&self, games: &mut Games) -> Result<(), ReadError> {
+    /// Called by the writer's turn holder only (and at load).
+    async fn catch_up(&self) -> Result<(), ReadError> {
         let info = self
             .stream
             .get_info()
             .await
             .map_err(|e| ReadError::Log(e.to_string()))?;
         let last = info.state.last_sequence;
-        if last <= games.folded_seq {
+        let folded_seq = self.read().folded_seq;
+        if last <= folded_seq {
             return Ok(());
         }
-        if last - games.folded_seq <= DIRECT_CATCH_UP {
-            for seq in games.folded_seq + 1..=last {
+        if last - folded_seq <= DIRECT_CATCH_UP {
+            for seq in folded_seq + 1..=last {
                 match self.stream.get_raw_message(seq).await {
-                    Ok(message) => games.fold(&message.payload, seq),
+                    Ok(message) => self.write().fold(&message.payload, seq),
                     Err(e)
                         if e.kind() == jetstream::stream::RawMessageErrorKind::NoMessageFound =>
                     {
                         // Removed from the stream (by an operator): nothing to fold.
+                        let mut games = self.write();
                         games.folded_seq = games.folded_seq.max(seq);
                     }
                     Err(e) => return Err(ReadError::Log(format!("stream sequence {seq}: {e}"))),
@@ -551,7 +605,7 @@ impl Store {
             .create_consumer(OrderedConfig {
                 filter_subject: GAMES_SUBJECTS.to_owned(),
                 deliver_policy: DeliverPolicy::ByStartSequence {
-                    start_sequence: games.folded_seq + 1,
+                    start_sequence: folded_seq + 1,
                 },
                 ..Default::default()
             })
@@ -561,13 +615,14 @@ impl Store {
             .messages()
             .await
             .map_err(|e| ReadError::Log(e.to_string()))?;
-        while games.folded_seq < last {
+        while self.read().folded_seq < last {
             let Some(message) = messages.next().await else {
                 return Err(ReadError::Log("the log ended early".into()));
             };
             let message = message.map_err(|e| ReadError::Log(e.to_string()))?;
             let info = message.info().map_err(|e| ReadError::Log(e.to_string()))?;
             let (seq, pending) = (info.stream_sequence, info.pending);
+            let mut games = self.write();
             games.fold(&message.payload, seq);
             if pending == 0 {
                 // Nothing after it, though the stream's last sequence is further: the records
@@ -581,7 +636,7 @@ impl Store {
     /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
     /// the log position they are folded up to.
     pub(crate) async fn take_changes(&self, all: bool) -> Option<SnapshotData> {
-        let mut games = self.games.lock().await;
+        let mut games = self.write();
         if games.dirty.is_empty() && !all {
             return None;
         }

@@ -229,6 +229,23 @@ impl LocalNats {
         self.process.kill_hard()
     }
 
+    /// Freezes the server (SIGSTOP), as a machine that stops answering without closing its
+    /// connections; [`LocalNats::resume`] lets it go on.
+    pub fn pause(&self) -> anyhow::Result<()> {
+        self.signal(nix::sys::signal::Signal::SIGSTOP)
+    }
+
+    pub fn resume(&self) -> anyhow::Result<()> {
+        self.signal(nix::sys::signal::Signal::SIGCONT)
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
+        let pid = self.process.pid().context("nats-server is not running")?;
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).context("a process id")?);
+        nix::sys::signal::kill(pid, signal)
+            .with_context(|| format!("sending {signal} to nats-server"))
+    }
+
     /// Starts the server again on the same ports, store directory and configuration file.
     pub fn restart(&mut self, log: Stdio) -> anyhow::Result<()> {
         self.process.stop(Duration::from_secs(5))?;
