@@ -1,31 +1,22 @@
 //! Alerts for the arbiters, folded from real game logs: what each log entry raises, how alerts
 //! are acknowledged and resolved, and that a refold gives the same alerts.
 
+use boardcast_game::ObservationOutcome;
 use boardcast_game::alerts::{Alert, AlertKind, AlertStatus, GameAlerts};
 use boardcast_game::device::{
     BoardPlacement, ClockReading, ClockRun, DeviceState, DeviceStatus, Observation,
     observation::Kind as Obs,
 };
 use boardcast_game::events::{
-    ArbiterAction, GameEvent, GameEventRecord, GameStarted, Player, TimeControl, TimePeriod,
-    arbiter_action::Action, game_event::Kind,
+    ArbiterAction, GameEvent, TimePeriod, arbiter_action::Action, game_event::Kind,
 };
-use boardcast_game::{Game, NewEvent, ObservationOutcome};
 use shakmaty::{Chess, Position, san::San};
 
-const GAME: &str = "t-r1-b1";
+mod common;
+use common::{Board, GAME, recorded_at, started};
 
-/// A game driven as the services drive it: each decision recorded, applied and folded into the
-/// alerts right away.
-struct Board {
-    game: Game,
-    records: Vec<GameEventRecord>,
-    events: Vec<GameEvent>,
-    alerts: GameAlerts,
-    /// What each fold returned, by game_seq.
-    pushed: Vec<(u64, Vec<usize>)>,
-    device_seq: u64,
-}
+/// Observation `n` of the board is made at `DEVICE_TIME_BASE + n` seconds.
+const DEVICE_TIME_BASE: i64 = 1_600_000_000_000;
 
 impl Board {
     fn new(edition: &str) -> Board {
@@ -41,246 +32,14 @@ impl Board {
 
     /// A game on board "b" with `base_ms` on each clock and no increment, nothing observed yet.
     fn set_up(edition: &str, start_fen: &str, base_ms: u64) -> Board {
-        let info = GameStarted {
-            tournament_id: "t".into(),
-            round: 1,
-            board_number: 1,
-            board_id: "b".into(),
-            white: Some(Player {
-                name: "W".into(),
-                ..Default::default()
-            }),
-            black: Some(Player {
-                name: "B".into(),
-                ..Default::default()
-            }),
-            time_control: Some(TimeControl {
-                periods: vec![TimePeriod {
-                    moves: 0,
-                    base_ms,
-                    increment_ms: 0,
-                    delay_ms: 0,
-                }],
-            }),
-            edition: edition.into(),
-            start_fen: start_fen.into(),
-            ..Default::default()
-        };
-        let (id, start) = Game::decide_start(&info, "operator", "").expect("valid game");
-        assert_eq!(id, GAME);
-        let records = Game::record(None, &id, vec![start], recorded_at(1));
-        let game = Game::from_first_record(&records[0]).expect("folds");
-        let event = Game::open_record(&records[0]).expect("opens");
-        let mut alerts = GameAlerts::new();
-        let pushed = vec![(1, alerts.fold(&event, &game))];
-        Board {
-            game,
-            records,
-            events: vec![event],
-            alerts,
-            pushed,
-            device_seq: 0,
-        }
+        let periods = vec![TimePeriod {
+            moves: 0,
+            base_ms,
+            increment_ms: 0,
+            delay_ms: 0,
+        }];
+        Board::start(&started(edition, start_fen, periods), DEVICE_TIME_BASE)
     }
-
-    /// Records, applies and folds decided events, as the game and arbiter services do.
-    fn append(&mut self, events: Vec<NewEvent>) {
-        let next = self.game.last_game_seq() + 1;
-        let records = Game::record(Some(&self.game), GAME, events, recorded_at(next));
-        for record in records {
-            self.game.apply(&record).expect("applies");
-            let event = Game::open_record(&record).expect("opens");
-            let changed = self.alerts.fold(&event, &self.game);
-            self.pushed.push((event.game_seq, changed));
-            self.events.push(event);
-            self.records.push(record);
-        }
-    }
-
-    fn observe(&mut self, kind: Obs) {
-        self.device_seq += 1;
-        let obs = Observation {
-            board_id: "b".into(),
-            device_seq: self.device_seq,
-            device_time_unix_ms: device_time(self.device_seq),
-            kind: Some(kind),
-            ..Default::default()
-        };
-        if let ObservationOutcome::Events(events) =
-            self.game.decide_observation(&obs).expect("valid")
-        {
-            self.append(events);
-        }
-    }
-
-    fn placement(&mut self, board: &shakmaty::Board) {
-        self.observe(Obs::Placement(BoardPlacement {
-            placement: board.board_fen().to_string(),
-        }));
-    }
-
-    fn clock(&mut self, running: ClockRun) {
-        self.observe(Obs::Clock(ClockReading {
-            white_remaining_ms: 5_000_000,
-            black_remaining_ms: 5_000_000,
-            running: running as i32,
-            ..Default::default()
-        }));
-    }
-
-    /// A move seen on the board and completed by the mover's press.
-    fn play(&mut self, pos: &mut Chess, san: &str) {
-        let mv = san
-            .parse::<San>()
-            .expect("san")
-            .to_move(pos)
-            .expect("legal");
-        pos.play_unchecked(mv);
-        self.placement(pos.board());
-        self.clock(if pos.turn().is_white() {
-            ClockRun::White
-        } else {
-            ClockRun::Black
-        });
-    }
-
-    fn act(&mut self, action: Action, actor: &str) {
-        self.act_resolving(action, actor, Vec::new());
-    }
-
-    fn act_resolving(&mut self, action: Action, actor: &str, resolves_alerts: Vec<u64>) {
-        let events = self
-            .game
-            .decide_arbiter(
-                &ArbiterAction {
-                    action: Some(action),
-                    resolves_alerts,
-                },
-                actor,
-                "",
-            )
-            .expect("accepted");
-        self.append(events);
-    }
-
-    /// The game_seqs of the entries `pick` picks, in order.
-    fn seqs(&self, pick: impl Fn(&Kind) -> bool) -> Vec<u64> {
-        self.events
-            .iter()
-            .filter(|e| e.kind.as_ref().is_some_and(&pick))
-            .map(|e| e.game_seq)
-            .collect()
-    }
-
-    /// The game_seq of the `MoveCompleted` of `ply` (of the moves that stand).
-    fn move_seq(&self, ply: usize) -> u64 {
-        self.game.completed_moves()[ply - 1].game_seq
-    }
-
-    /// Every alert as (kind, raised_at, ply, article, rests_on).
-    fn raised(&self) -> Vec<(AlertKind, u64, u32, String, Vec<u64>)> {
-        self.alerts
-            .alerts()
-            .iter()
-            .map(|a| {
-                (
-                    a.kind,
-                    a.raised_at,
-                    a.ply,
-                    a.article.clone(),
-                    a.rests_on.clone(),
-                )
-            })
-            .collect()
-    }
-
-    fn alert(&self, raised_at: u64) -> &Alert {
-        self.alerts.get(raised_at).expect("an alert raised there")
-    }
-
-    /// What the fold of entry `game_seq` returned.
-    fn pushed_at(&self, game_seq: u64) -> &[usize] {
-        self.pushed
-            .iter()
-            .find(|(seq, _)| *seq == game_seq)
-            .map(|(_, changed)| changed.as_slice())
-            .expect("folded")
-    }
-
-    /// The key property: the log alone gives the alerts. Folded again from scratch (twice), and
-    /// after a restart half-way (a new `GameAlerts` over the same records), they are the live
-    /// ones; and no entry raised an alert of a kind twice.
-    fn assert_refolds(&self) {
-        let first = refold(&self.records);
-        assert_eq!(first, self.alerts, "a refold gives the live alerts");
-        assert_eq!(refold(&self.records), first, "two refolds agree");
-        // Folded up to half-way, then on: what a service that went on folding holds.
-        let half = self.records.len() / 2;
-        let (mut game, mut resumed) = fold_records(&self.records[..half]);
-        for record in &self.records[half..] {
-            game.apply(record).expect("applies");
-            resumed.fold(&Game::open_record(record).expect("opens"), &game);
-        }
-        assert_eq!(resumed, self.alerts, "folding on after half-way");
-        let mut named: Vec<(u64, AlertKind)> = self
-            .alerts
-            .alerts()
-            .iter()
-            .map(|a| (a.raised_at, a.kind))
-            .collect();
-        let all = named.len();
-        named.sort_by_key(|(seq, kind)| (*seq, *kind as u8));
-        named.dedup();
-        assert_eq!(named.len(), all, "each alert raised once");
-        // What each fold returned are the alerts it raised or changed, and every alert was
-        // pushed when it was raised.
-        for alert in self.alerts.alerts() {
-            let index = self
-                .alerts
-                .alerts()
-                .iter()
-                .position(|a| a == alert)
-                .expect("listed");
-            assert!(self.pushed_at(alert.raised_at).contains(&index));
-        }
-    }
-
-    #[allow(dead_code)]
-    fn dump(&self) {
-        for e in &self.events {
-            if !matches!(e.kind, Some(Kind::ObservationRecorded(_))) {
-                eprintln!("{} {:?}", e.game_seq, e.kind);
-            }
-        }
-        for a in self.alerts.alerts() {
-            eprintln!("{a:?}");
-        }
-    }
-}
-
-/// The alerts of a game folded from its records alone, as the arbiter service does on start.
-fn refold(records: &[GameEventRecord]) -> GameAlerts {
-    fold_records(records).1
-}
-
-/// The game and its alerts folded from `records` (at least the first).
-fn fold_records(records: &[GameEventRecord]) -> (Game, GameAlerts) {
-    let mut alerts = GameAlerts::new();
-    let mut game = Game::from_first_record(&records[0]).expect("folds");
-    alerts.fold(&Game::open_record(&records[0]).expect("opens"), &game);
-    for record in &records[1..] {
-        game.apply(record).expect("applies");
-        alerts.fold(&Game::open_record(record).expect("opens"), &game);
-    }
-    (game, alerts)
-}
-
-fn recorded_at(game_seq: u64) -> i64 {
-    1_700_000_000_000 + game_seq as i64 * 1000
-}
-
-fn device_time(device_seq: u64) -> i64 {
-    1_600_000_000_000 + device_seq as i64 * 1000
 }
 
 fn is_new(alert: &Alert) -> bool {

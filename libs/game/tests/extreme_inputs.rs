@@ -7,37 +7,24 @@ use boardcast_game::device::{
     BoardPlacement, ClockReading, DeviceStatus, Observation, PieceLifted, PiecePlaced, SourceKind,
     observation::Kind,
 };
-use boardcast_game::events::{GameStarted, Player, TimeControl, TimePeriod};
+use boardcast_game::events::TimePeriod;
 use boardcast_game::{Game, ObservationOutcome};
 use proptest::prelude::*;
 
-fn started(periods: Vec<TimePeriod>) -> GameStarted {
-    GameStarted {
-        tournament_id: "t".into(),
-        round: 1,
-        board_number: 1,
-        board_id: "b".into(),
-        white: Some(Player {
-            name: "W".into(),
-            ..Default::default()
-        }),
-        black: Some(Player {
-            name: "B".into(),
-            ..Default::default()
-        }),
-        time_control: Some(TimeControl { periods }),
-        edition: "fide-2023".into(),
-        ..Default::default()
-    }
-}
+mod common;
+use common::started;
 
 fn new_game() -> Game {
-    let info = started(vec![TimePeriod {
-        moves: 40,
-        base_ms: 5_400_000,
-        increment_ms: 30_000,
-        delay_ms: 0,
-    }]);
+    let info = started(
+        "fide-2023",
+        "",
+        vec![TimePeriod {
+            moves: 40,
+            base_ms: 5_400_000,
+            increment_ms: 30_000,
+            delay_ms: 0,
+        }],
+    );
     let (id, start) = Game::decide_start(&info, "operator", "").expect("a valid game");
     let first = Game::record(None, &id, vec![start], 0);
     Game::from_first_record(&first[0]).expect("folds")
@@ -156,7 +143,7 @@ proptest! {
         increment_ms in prop_oneof![Just(u64::MAX), any::<u64>(), 0..100_000u64],
         delay_ms in prop_oneof![Just(u64::MAX), any::<u64>(), 0..100_000u64],
     ) {
-        let info = started(vec![TimePeriod { moves, base_ms, increment_ms, delay_ms }]);
+        let info = started("fide-2023", "", vec![TimePeriod { moves, base_ms, increment_ms, delay_ms }]);
         let sane = base_ms <= 24 * 3_600_000
             && increment_ms <= 3_600_000
             && delay_ms <= 3_600_000

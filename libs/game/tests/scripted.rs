@@ -1,28 +1,21 @@
 //! The aggregate on scripted observation sequences: claims resting on reconstructed moves,
 //! illegal moves by edition, takebacks before the clock press.
 
-use boardcast_game::device::{
-    BoardPlacement, ClockReading, ClockRun, Observation, observation::Kind as Obs,
-};
-use boardcast_game::events::{
-    GameStarted, Player, Source, TimeControl, TimePeriod, game_event::Kind,
-};
-use boardcast_game::{Game, ObservationOutcome};
+use boardcast_game::Game;
+use boardcast_game::device::{BoardPlacement, ClockReading, ClockRun, observation::Kind as Obs};
+use boardcast_game::events::{Source, TimePeriod, game_event::Kind};
 use boardcast_rules::claims::{ClaimKind, ClaimVerdict, DrawClaim};
-use shakmaty::{Chess, Position, san::San};
+use shakmaty::{Chess, Position};
 
-struct Board {
-    game: Game,
-    seq: u64,
-    /// Every event kind appended, in order.
-    log: Vec<Kind>,
-}
+mod common;
+use common::{Board, GAME, play_san, started};
 
 impl Board {
     fn new(edition: &str) -> Board {
         Board::from_fen(edition, "")
     }
 
+    /// 40 moves in 90 minutes, then 30 minutes, 30 s a move from the first; the clock started.
     fn from_fen(edition: &str, start_fen: &str) -> Board {
         let periods = vec![
             TimePeriod {
@@ -41,33 +34,9 @@ impl Board {
         Board::with(edition, start_fen, periods)
     }
 
+    /// The clock started; observation `n` at `n` seconds unless a test says when.
     fn with(edition: &str, start_fen: &str, periods: Vec<TimePeriod>) -> Board {
-        let info = GameStarted {
-            tournament_id: "t".into(),
-            round: 1,
-            board_number: 1,
-            board_id: "b".into(),
-            white: Some(Player {
-                name: "W".into(),
-                ..Default::default()
-            }),
-            black: Some(Player {
-                name: "B".into(),
-                ..Default::default()
-            }),
-            time_control: Some(TimeControl { periods }),
-            edition: edition.into(),
-            start_fen: start_fen.into(),
-            ..Default::default()
-        };
-        let (id, start) = Game::decide_start(&info, "operator", "").expect("valid game");
-        let records = Game::record(None, &id, vec![start], 0);
-        let game = Game::from_first_record(&records[0]).expect("folds");
-        let mut board = Board {
-            game,
-            seq: 0,
-            log: Vec::new(),
-        };
+        let mut board = Board::start(&started(edition, start_fen, periods), 0);
         board.clock(ClockRun::White);
         board
     }
@@ -77,110 +46,16 @@ impl Board {
     fn read_with(interpretation: u32) -> Board {
         let mut started = Board::new("fide-2023").game.info().clone();
         started.interpretation = interpretation;
-        let records = Game::record(
+        let mut records = Game::record(
             None,
-            "t-r1-b1",
+            GAME,
             vec![boardcast_game::NewEvent {
                 kind: Kind::Started(started),
                 provenance: Default::default(),
             }],
             0,
         );
-        Board {
-            game: Game::from_first_record(&records[0]).expect("folds"),
-            seq: 0,
-            log: Vec::new(),
-        }
-    }
-
-    fn observe(&mut self, kind: Obs) {
-        self.observe_at(kind, self.seq as i64 * 1000 + 1000);
-    }
-
-    fn observe_at(&mut self, kind: Obs, device_time_unix_ms: i64) {
-        self.seq += 1;
-        let obs = Observation {
-            board_id: "b".into(),
-            device_seq: self.seq,
-            device_time_unix_ms,
-            kind: Some(kind),
-            ..Default::default()
-        };
-        if let ObservationOutcome::Events(events) =
-            self.game.decide_observation(&obs).expect("valid")
-        {
-            let records = Game::record(Some(&self.game), "t-r1-b1", events.clone(), 0);
-            for (record, event) in records.iter().zip(events) {
-                self.game.apply(record).expect("applies");
-                self.log.push(event.kind);
-            }
-        }
-    }
-
-    fn placement(&mut self, pos: &Chess) {
-        self.observe(Obs::Placement(BoardPlacement {
-            placement: pos.board().board_fen().to_string(),
-        }));
-    }
-
-    fn clock(&mut self, running: ClockRun) {
-        self.observe(Obs::Clock(ClockReading {
-            white_remaining_ms: 5_000_000,
-            black_remaining_ms: 5_000_000,
-            running: running as i32,
-            ..Default::default()
-        }));
-    }
-
-    /// A move seen on the board and completed by the mover's press.
-    fn play(&mut self, pos: &mut Chess, san: &str) {
-        play_san(pos, san);
-        self.placement(pos);
-        self.clock(running_side(pos));
-    }
-
-    /// A move seen on the board just before the mover's press at `at_ms`, the clock then
-    /// reading `clocks` (White, Black).
-    fn play_timed(&mut self, pos: &mut Chess, san: &str, at_ms: i64, clocks: (u64, u64)) {
-        play_san(pos, san);
-        self.observe_at(
-            Obs::Placement(BoardPlacement {
-                placement: pos.board().board_fen().to_string(),
-            }),
-            at_ms - 100,
-        );
-        self.observe_at(
-            Obs::Clock(ClockReading {
-                white_remaining_ms: clocks.0,
-                black_remaining_ms: clocks.1,
-                running: running_side(pos) as i32,
-                ..Default::default()
-            }),
-            at_ms,
-        );
-    }
-
-    fn count(&self, f: impl Fn(&Kind) -> bool) -> usize {
-        self.log.iter().filter(|k| f(k)).count()
-    }
-}
-
-/// Plays `san` on `pos`.
-fn play_san(pos: &mut Chess, san: &str) {
-    let mv = san
-        .parse::<San>()
-        .expect("san")
-        .to_move(pos)
-        .expect("legal");
-    pos.play_unchecked(mv);
-}
-
-/// The clock side running after the last move: the side to move.
-fn running_side(pos: &Chess) -> ClockRun {
-    if pos.turn().is_white() {
-        ClockRun::White
-    } else {
-        ClockRun::Black
+        Board::from_first_record(records.remove(0), 0)
     }
 }
 
@@ -193,13 +68,13 @@ fn a_threefold_claim_resting_on_reconstructed_moves_cannot_be_upheld_on_the_reco
     for san in ["e4", "e5", "Bc4"] {
         play_san(&mut pos, san);
     }
-    board.placement(&pos);
+    board.placement(pos.board());
     board.clock(ClockRun::Black);
     assert_eq!(
         board.count(|k| matches!(k, Kind::Reconstructed(_))),
         1,
         "{:?}",
-        board.log
+        board.kinds()
     );
     // Then the knights shuffle, every move seen and pressed.
     for san in ["Nc6", "Nf3", "Nb8", "Ng1", "Nc6", "Nf3", "Nb8", "Ng1"] {
@@ -269,7 +144,7 @@ fn illegal_attempt(board: &mut Board, pos: &Chess) {
         placement: wrong.board_fen().to_string(),
     }));
     board.clock(ClockRun::Black);
-    board.placement(pos);
+    board.placement(pos.board());
     // The arbiter gives the move back to White's clock.
     board.clock(ClockRun::White);
 }
@@ -283,8 +158,8 @@ fn white_plays_on(board: &mut Board, pos: &Chess) {
 
 fn illegal_moves(board: &Board) -> Vec<(String, u32, String)> {
     board
-        .log
-        .iter()
+        .kinds()
+        .into_iter()
         .filter_map(|k| match k {
             Kind::IllegalMove(i) => Some((
                 i.offender.clone(),
@@ -309,7 +184,7 @@ fn illegal_moves_under_2009_cost_time_twice_and_lose_the_third_time() {
     white_plays_on(&mut board, &pos);
     assert!(board.game.to_state().presses_in_doubt.is_empty());
     let illegal = illegal_moves(&board);
-    assert_eq!(illegal.len(), 3, "{:?}", board.log);
+    assert_eq!(illegal.len(), 3, "{:?}", board.kinds());
     assert_eq!(
         illegal[0],
         (
@@ -336,7 +211,7 @@ fn illegal_moves_under_2023_lose_the_second_time() {
     illegal_attempt(&mut board, &pos);
     white_plays_on(&mut board, &pos);
     let illegal = illegal_moves(&board);
-    assert_eq!(illegal.len(), 2, "{:?}", board.log);
+    assert_eq!(illegal.len(), 2, "{:?}", board.kinds());
     assert_eq!(illegal[0].2, "120 s added to the opponent's clock");
     assert_eq!(illegal[1].2, "the game is lost");
     assert!(
@@ -351,8 +226,8 @@ fn a_move_taken_back_before_the_clock_press_leaves_no_trace_but_its_record() {
     let mut pos = Chess::default();
     let mut e4 = pos.clone();
     play_san(&mut e4, "e4");
-    board.placement(&e4);
-    board.placement(&pos);
+    board.placement(e4.board());
+    board.placement(pos.board());
     board.play(&mut pos, "d4");
     let moves = board.game.moves();
     assert_eq!(moves.len(), 1);
@@ -376,7 +251,7 @@ fn pressing_the_clock_without_a_move_is_illegal_from_2018_only() {
         board.clock(ClockRun::White);
         white_plays_on(&mut board, &Chess::default());
         let illegal = illegal_moves(&board);
-        assert_eq!(illegal.len(), 1, "{edition}: {:?}", board.log);
+        assert_eq!(illegal.len(), 1, "{edition}: {:?}", board.kinds());
         assert_eq!(
             illegal[0].2.starts_with("none"),
             !counts,
@@ -391,20 +266,7 @@ fn act(
     action: boardcast_game::events::arbiter_action::Action,
     actor: &str,
 ) -> Result<(), boardcast_game::ActionRejected> {
-    let events = board.game.decide_arbiter(
-        &boardcast_game::events::ArbiterAction {
-            action: Some(action),
-            ..Default::default()
-        },
-        actor,
-        "",
-    )?;
-    let records = Game::record(Some(&board.game), "t-r1-b1", events.clone(), 0);
-    for (record, event) in records.iter().zip(events) {
-        board.game.apply(record).expect("applies");
-        board.log.push(event.kind);
-    }
-    Ok(())
+    board.try_act(action, actor, Vec::new())
 }
 
 #[test]
@@ -510,7 +372,7 @@ fn restoring_a_position_entering_moves_and_ending_the_game() {
     for san in ["e4", "e5"] {
         play_san(&mut restored, san);
     }
-    board.placement(&restored);
+    board.placement(restored.board());
     board.clock(ClockRun::White);
     board.play(&mut restored, "Nc3");
     let sans: Vec<String> = board.game.moves().iter().map(|m| m.san.clone()).collect();
@@ -614,16 +476,16 @@ fn a_flag_fall_loses_unless_the_opponent_cannot_mate() {
     let mut board = Board::from_fen("fide-2023", "8/8/4k3/8/8/8/4KQ2/8 w - - 0 1");
     flag(&mut board, true, false);
     assert_eq!(board.game.result_token(), "1/2-1/2");
-    let detail = board.log.iter().find_map(|k| match k {
+    let detail = board.kinds().into_iter().find_map(|k| match k {
         Kind::Ended(e) => Some(e.detail.clone()),
         _ => None,
     });
     assert!(detail.is_some_and(|d| d.contains("cannot checkmate") && d.contains("6.9")));
     // The clock ticking without news is not recorded.
     let mut board = Board::new("fide-2023");
-    let before = board.log.len();
+    let before = board.kinds().len();
     board.clock(ClockRun::White);
-    assert_eq!(board.log.len(), before);
+    assert_eq!(board.kinds().len(), before);
 }
 
 #[test]
@@ -668,14 +530,14 @@ fn touching_a_piece_and_moving_another_is_reported_as_a_possible_breach() {
     }));
     board.play(&mut pos, "e4");
     let breaches: Vec<_> = board
-        .log
-        .iter()
+        .kinds()
+        .into_iter()
         .filter_map(|k| match k {
             Kind::TouchMove(b) => Some(b.clone()),
             _ => None,
         })
         .collect();
-    assert_eq!(breaches.len(), 1, "{:?}", board.log);
+    assert_eq!(breaches.len(), 1, "{:?}", board.kinds());
     assert_eq!(breaches[0].breach, "own_piece_not_moved");
     assert!(
         breaches[0].article.starts_with("4.3"),
@@ -717,8 +579,8 @@ fn forty_moves(adds_period: bool) -> Board {
 
 fn clock_alerts(board: &Board) -> Vec<boardcast_game::events::ClockAlert> {
     board
-        .log
-        .iter()
+        .kinds()
+        .into_iter()
         .filter_map(|k| match k {
             Kind::ClockAlert(a) => Some(a.clone()),
             _ => None,
@@ -770,8 +632,8 @@ fn the_board_going_away_and_coming_back_is_told_to_the_arbiter_once() {
     };
     let changes = |board: &Board| -> Vec<(i32, bool)> {
         board
-            .log
-            .iter()
+            .kinds()
+            .into_iter()
             .filter_map(|k| match k {
                 Kind::BoardStatus(s) => Some((s.state, s.battery_low)),
                 _ => None,
@@ -836,14 +698,14 @@ fn a_move_pressed_before_the_piece_landed_is_completed_with_the_next_press() {
     }));
     board.clock(ClockRun::Black);
     play_san(&mut pos, "Nf3");
-    board.placement(&pos);
+    board.placement(pos.board());
     assert_eq!(board.game.completed_moves().len(), 2);
     assert_eq!(
         board.game.provisional().map(|p| p.san.as_str()),
         Some("Nf3")
     );
     play_san(&mut pos, "Nc6");
-    board.placement(&pos);
+    board.placement(pos.board());
     let line: Vec<&str> = board
         .game
         .provisional_line()
@@ -909,8 +771,8 @@ fn a_claim_ruled_on_by_the_arbiter_is_recorded_with_the_log_verdict() {
     };
     let judged = |board: &Board| {
         board
-            .log
-            .iter()
+            .kinds()
+            .into_iter()
             .filter_map(|k| match k {
                 Kind::ClaimJudged(j) => Some(j.clone()),
                 _ => None,
@@ -1004,7 +866,7 @@ fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
     for san in ["e4", "e5"] {
         play_san(&mut pos, san);
     }
-    board.placement(&pos);
+    board.placement(pos.board());
     play(&mut board, &mut pos, "Nf3", 397_000, 290_000);
     play(&mut board, &mut pos, "Nc6", 397_000, 287_000);
     play(&mut board, &mut pos, "Bb5", 394_000, 287_000);
@@ -1158,19 +1020,19 @@ fn clock_sides_from_the_evidence_and_older_logs_as_they_were() {
         board.clock(ClockRun::Black);
         let mut pos = Chess::default();
         play_san(&mut pos, "e4");
-        board.placement(&pos);
+        board.placement(pos.board());
         // White presses: the display read as White's runs now.
         board.clock(ClockRun::White);
     }
     // New: the sides the other way round, White's e4 completed by White's press.
-    assert_eq!(clock_sides(&new), 2, "{:?}", new.log);
+    assert_eq!(clock_sides(&new), 2, "{:?}", new.kinds());
     assert_eq!(new.game.moves().len(), 1);
     assert!(illegal_moves(&new).is_empty());
     assert_eq!(new.game.setup_mismatches().len(), 1);
     // Old: the readings taken as the gateway labelled them, presses without a move at once.
     assert_eq!(clock_sides(&old), 0);
     assert!(old.game.moves().is_empty());
-    assert_eq!(illegal_moves(&old).len(), 2, "{:?}", old.log);
+    assert_eq!(illegal_moves(&old).len(), 2, "{:?}", old.kinds());
     // An older game whose clock stands as its gateway says: moves completed with their clocks.
     let mut old = Board::read_with(0);
     old.clock(ClockRun::White);
