@@ -488,25 +488,30 @@ impl Store {
     ) -> Result<bool, AppendError> {
         let mut pending = records.into_iter().peekable();
         let mut conflicts = 0;
+        // The records stored so far, folded together so that a reader sees a decision whole.
+        let mut stored: Vec<(Vec<u8>, u64)> = Vec::new();
+        let mut expected_last = self.read().folded_seq;
         while let Some(record) = pending.peek() {
             let event = Game::open_record(record).map_err(|e| failed(game_id, e))?;
             let expected_prev = record.prev_hash.clone();
             let payload = record.encode_to_vec();
-            let folded_seq = self.read().folded_seq;
-            match self
-                .publish(game_id, event.game_seq, &payload, folded_seq)
-                .await?
-            {
-                PublishOutcome::Stored(seq) => {
-                    self.write().fold(&payload, seq);
+            let outcome = self
+                .publish(game_id, event.game_seq, &payload, expected_last)
+                .await;
+            match outcome {
+                Ok(PublishOutcome::Stored(seq)) => {
+                    stored.push((payload, seq));
+                    expected_last = seq;
                     pending.next();
                 }
-                PublishOutcome::Conflict => {
+                Ok(PublishOutcome::Conflict) => {
+                    self.fold_stored(&mut stored);
                     conflicts += 1;
                     if conflicts > MAX_ATTEMPTS {
                         return Err(AppendError::Conflict(game_id.to_owned()));
                     }
                     self.catch_up().await.map_err(|e| failed(game_id, e))?;
+                    expected_last = self.read().folded_seq;
                     // The rest of the records are still valid if the game's chain still ends
                     // where they continue it (only other games were written meanwhile).
                     let head_unchanged = match self.read().by_id.get(game_id) {
@@ -520,9 +525,25 @@ impl Store {
                         return Ok(false);
                     }
                 }
+                Err(e) => {
+                    self.fold_stored(&mut stored);
+                    return Err(e);
+                }
             }
         }
+        self.fold_stored(&mut stored);
         Ok(true)
+    }
+
+    /// Folds the records an append stored, under one write lock.
+    fn fold_stored(&self, stored: &mut Vec<(Vec<u8>, u64)>) {
+        if stored.is_empty() {
+            return;
+        }
+        let mut games = self.write();
+        for (payload, seq) in stored.drain(..) {
+            games.fold(&payload, seq);
+        }
     }
 
     /// Publishes one record, expecting the whole stream to end at `expected_last`.
@@ -585,17 +606,25 @@ impl Store {
             return Ok(());
         }
         if last - folded_seq <= DIRECT_CATCH_UP {
+            // Read first and folded together: readers see other instances' decisions whole.
+            let mut read = Vec::new();
             for seq in folded_seq + 1..=last {
                 match self.stream.get_raw_message(seq).await {
-                    Ok(message) => self.write().fold(&message.payload, seq),
+                    Ok(message) => read.push((Some(message.payload), seq)),
                     Err(e)
                         if e.kind() == jetstream::stream::RawMessageErrorKind::NoMessageFound =>
                     {
                         // Removed from the stream (by an operator): nothing to fold.
-                        let mut games = self.write();
-                        games.folded_seq = games.folded_seq.max(seq);
+                        read.push((None, seq));
                     }
                     Err(e) => return Err(ReadError::Log(format!("stream sequence {seq}: {e}"))),
+                }
+            }
+            let mut games = self.write();
+            for (payload, seq) in read {
+                match payload {
+                    Some(payload) => games.fold(&payload, seq),
+                    None => games.folded_seq = games.folded_seq.max(seq),
                 }
             }
             return Ok(());
