@@ -24,7 +24,10 @@ pub use game::{
     CompletedMove, Game, GameError, IllegalMoveEntry, NewEvent, RecordedRequest, fen_of as fen,
     game_id_for, rules_of, validate_board_id, validate_tournament_id,
 };
-pub use observation::{Ignored, MAX_DEVICE_SEQ_JUMP, ObservationOutcome, Rejected};
+pub use observation::{
+    Ignored, MAX_DEVICE_SEQ_JUMP, MAX_FIRST_DEVICE_SEQ, ObservationOutcome, Rejected,
+    plausible_device_seq,
+};
 pub use time_control::parse_time_control;
 
 pub use boardcast_schema::device::v1 as device;

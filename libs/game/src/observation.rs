@@ -86,6 +86,18 @@ pub enum Rejected {
 /// The most a board's `device_seq` may jump ahead of its last observation: far more than a board
 /// sends in an event (a running clock reports once a second), far less than a corrupt number.
 pub const MAX_DEVICE_SEQ_JUMP: u64 = 10_000_000;
+/// The highest first `device_seq` of a board nothing is known of (its earlier observations
+/// purged, a counter kept for years): 2^53, far below a corrupt number near 2^64.
+pub const MAX_FIRST_DEVICE_SEQ: u64 = 1 << 53;
+
+/// Whether `device_seq` can follow a board's last accounted observation `accounted` (0: none).
+pub fn plausible_device_seq(accounted: u64, device_seq: u64) -> bool {
+    if accounted == 0 {
+        device_seq <= MAX_FIRST_DEVICE_SEQ
+    } else {
+        device_seq.saturating_sub(accounted) <= MAX_DEVICE_SEQ_JUMP
+    }
+}
 /// The most a clock may show: no time control gives a player a day.
 pub const MAX_CLOCK_MS: u64 = 24 * 3_600_000;
 /// The largest observation used (a placement or a status is well under 1 KB): its record must fit
@@ -228,7 +240,7 @@ impl Game {
         }
         Self::check_payload(obs)?;
         let accounted = self.board_seq_accounted();
-        if obs.device_seq.saturating_sub(accounted) > MAX_DEVICE_SEQ_JUMP {
+        if !plausible_device_seq(accounted, obs.device_seq) {
             return Err(Rejected::ImplausibleSequence {
                 device_seq: obs.device_seq,
                 accounted,
@@ -637,7 +649,7 @@ impl Game {
         reason: &str,
     ) -> Vec<NewEvent> {
         let accounted = self.board_seq_accounted();
-        if device_seq <= accounted || device_seq - accounted > MAX_DEVICE_SEQ_JUMP || self.is_over()
+        if device_seq <= accounted || !plausible_device_seq(accounted, device_seq) || self.is_over()
         {
             return Vec::new();
         }

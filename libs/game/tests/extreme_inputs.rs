@@ -152,3 +152,22 @@ proptest! {
         prop_assert_eq!(Game::decide_start(&info, "operator", "").is_ok(), sane);
     }
 }
+
+#[test]
+fn a_boards_numbering_may_start_high_but_never_near_the_end_of_the_numbers() {
+    use boardcast_game::device::DeviceStatus;
+    let status = |device_seq| Observation {
+        board_id: "b".into(),
+        device_seq,
+        kind: Some(Kind::Status(DeviceStatus::default())),
+        ..Default::default()
+    };
+    let game = new_game();
+    // Nothing known of the board (its earlier observations purged): a counter kept for months.
+    assert!(game.decide_observation(&status(20_000_000)).is_ok());
+    assert!(game.decide_observation(&status(u64::MAX - 1)).is_err());
+    assert!(boardcast_game::plausible_device_seq(20_000_000, 25_000_000));
+    assert!(!boardcast_game::plausible_device_seq(
+        20_000_000, 40_000_000
+    ));
+}

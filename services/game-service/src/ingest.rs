@@ -57,8 +57,8 @@ use async_nats::{
     jetstream::{self, AckKind, consumer::pull, message::Message, stream::Stream},
 };
 use boardcast_game::{
-    Ignored, MAX_DEVICE_SEQ_JUMP, ObservationOutcome, Rejected, device::Observation,
-    events::game_event::Kind,
+    Ignored, ObservationOutcome, Rejected, device::Observation, events::game_event::Kind,
+    plausible_device_seq,
 };
 use boardcast_kit::nats::{
     DEADLETTER_STREAM, INGEST_STREAM, REASON_HEADER, deadletter_subject, next_message,
@@ -176,7 +176,7 @@ async fn handle(
     if let Some(accounted) = game_in_progress(store, &board).await {
         let known = seen_here.map_or(0, |s| s.device_seq).max(accounted);
         // A number implausibly far ahead is no gap: the decision rejects it.
-        let plausible = observation.device_seq.saturating_sub(known) <= MAX_DEVICE_SEQ_JUMP;
+        let plausible = plausible_device_seq(known, observation.device_seq);
         if observation.device_seq > known.saturating_add(1)
             && plausible
             && let Err(e) =
