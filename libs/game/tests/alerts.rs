@@ -438,24 +438,12 @@ fn a_fifty_move_claim_is_raised_once_and_resolved_when_the_game_ends() {
     board.assert_refolds();
 }
 
-/// The clock shows `white`'s and/or `black`'s flag, White's clock running.
-fn flag(board: &mut Board, white: bool, black: bool) {
-    board.observe(Obs::Clock(ClockReading {
-        white_remaining_ms: if white { 0 } else { 1_000 },
-        black_remaining_ms: if black { 0 } else { 1_000 },
-        running: ClockRun::White as i32,
-        white_flag: white,
-        black_flag: black,
-        ..Default::default()
-    }));
-}
-
 #[test]
 fn a_flag_fall_says_whether_the_opponent_can_mate_and_waits_for_the_arbiter() {
     use boardcast_game::events::{AlertAcknowledgement, Annotation};
     // From the start position Black can mate: White loses.
     let mut board = Board::new("fide-2023");
-    flag(&mut board, true, false);
+    board.flag(true, false);
     let ended = board.seqs(|k| matches!(k, Kind::Ended(_)))[0];
     assert_eq!(
         board.raised(),
@@ -471,7 +459,7 @@ fn a_flag_fall_says_whether_the_opponent_can_mate_and_waits_for_the_arbiter() {
 
     // A bare king cannot mate: White's flag fall is a draw, and the summary says why.
     let mut board = Board::from_fen("fide-2023", "8/8/4k3/8/8/8/4KQ2/8 w - - 0 1");
-    flag(&mut board, true, false);
+    board.flag(true, false);
     let ended = board.seqs(|k| matches!(k, Kind::Ended(_)))[0];
     assert_eq!(
         board.raised(),

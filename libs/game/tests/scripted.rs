@@ -456,25 +456,14 @@ fn a_resignation_in_2023_is_a_draw_when_the_opponent_cannot_mate() {
     );
 }
 
-fn flag(board: &mut Board, white: bool, black: bool) {
-    board.observe(Obs::Clock(ClockReading {
-        white_remaining_ms: if white { 0 } else { 1_000 },
-        black_remaining_ms: if black { 0 } else { 1_000 },
-        running: ClockRun::White as i32,
-        white_flag: white,
-        black_flag: black,
-        ..Default::default()
-    }));
-}
-
 #[test]
 fn a_flag_fall_loses_unless_the_opponent_cannot_mate() {
     let mut board = Board::new("fide-2023");
-    flag(&mut board, true, false);
+    board.flag(true, false);
     assert_eq!(board.game.result_token(), "0-1");
     // Black has a bare king: White's flag fall is a draw (Article 6.9).
     let mut board = Board::from_fen("fide-2023", "8/8/4k3/8/8/8/4KQ2/8 w - - 0 1");
-    flag(&mut board, true, false);
+    board.flag(true, false);
     assert_eq!(board.game.result_token(), "1/2-1/2");
     let detail = board.kinds().into_iter().find_map(|k| match k {
         Kind::Ended(e) => Some(e.detail.clone()),

@@ -133,6 +133,18 @@ impl Board {
         }));
     }
 
+    /// The clock shows `white`'s and/or `black`'s flag, White's clock running.
+    pub fn flag(&mut self, white: bool, black: bool) {
+        self.observe(Obs::Clock(ClockReading {
+            white_remaining_ms: if white { 0 } else { 1_000 },
+            black_remaining_ms: if black { 0 } else { 1_000 },
+            running: ClockRun::White as i32,
+            white_flag: white,
+            black_flag: black,
+            ..Default::default()
+        }));
+    }
+
     /// A move seen on the board and completed by the mover's press.
     pub fn play(&mut self, pos: &mut Chess, san: &str) {
         play_san(pos, san);
