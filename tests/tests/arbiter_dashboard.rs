@@ -466,6 +466,10 @@ async fn a_forged_cross_site_post_is_refused_and_changes_nothing() -> anyhow::Re
     // value stop it), and from another site (localhost is not 127.0.0.1: no cookie either).
     let port = serve_page(forging_page(&arbiter, game_id)).await?;
     for host in ["127.0.0.1", "localhost"] {
+        // From a blank page, so that the wait below cannot be met by the previous answer.
+        page.eval("location.href = 'about:blank'; true").await?;
+        page.wait_for("location.href === 'about:blank'", Duration::from_secs(20))
+            .await?;
         page.eval(&format!("location.href = 'http://{host}:{port}/'; true"))
             .await?;
         page.wait_for(
