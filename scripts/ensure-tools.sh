@@ -43,6 +43,14 @@ if ! command -v cc >/dev/null 2>&1; then
   fi
 fi
 
+# A build of everything (services and the test suite) needs about 3 GB under target/; a linker that
+# runs out of disk dies with obscure errors ("Bus error"), so say it plainly first.
+free_kb=$(df -Pk . 2>/dev/null | awk 'NR == 2 { print $4 }')
+if [ -n "$free_kb" ] && [ "$free_kb" -lt 3500000 ]; then
+  say "warning: only $((free_kb / 1024)) MB free on the disk of $(pwd); building needs about 3 GB."
+  say "Free some space (e.g. cargo clean in other checkouts) if the build fails."
+fi
+
 nats_found() {
   command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || [ -x /usr/bin/nats-server ]
 }
