@@ -10,6 +10,7 @@ mod arbiter;
 mod chain;
 mod claims;
 mod clock;
+pub mod display;
 mod game;
 mod observation;
 mod pgn;
@@ -28,7 +29,8 @@ pub use observation::{
     Ignored, MAX_DEVICE_SEQ_JUMP, MAX_FIRST_DEVICE_SEQ, ObservationOutcome, Rejected,
     plausible_device_seq,
 };
-pub use time_control::parse_time_control;
+pub use pgn::pgn_tags;
+pub use time_control::{parse_time_control, time_control_tag};
 
 pub use boardcast_schema::device::v1 as device;
 pub use boardcast_schema::game::v1 as events;

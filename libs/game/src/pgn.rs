@@ -4,10 +4,45 @@
 use boardcast_rules::pgn::{AnnotatedGame, MoveNotes, PgnGame, PgnMove};
 use shakmaty::Position;
 
-use crate::Game;
+use crate::{Game, events::GameStarted, time_control::time_control_tag};
 
 fn player_name(p: &Option<crate::events::Player>) -> String {
     p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
+}
+
+/// The tags of a game's set-up, as downstream sites read them: the Seven Tag Roster but the
+/// result, `Round "r.b"` and `Board`, ratings, titles and FIDE ids where the pairing has them,
+/// the time control, and the start position when it is not the standard one.
+pub fn pgn_tags(info: &GameStarted) -> Vec<(String, String)> {
+    let mut tags = vec![
+        ("Event".to_owned(), info.event_name.clone()),
+        ("Site".to_owned(), info.site.clone()),
+        ("Date".to_owned(), info.date.clone()),
+        (
+            "Round".to_owned(),
+            format!("{}.{}", info.round, info.board_number),
+        ),
+        ("Board".to_owned(), info.board_number.to_string()),
+        ("White".to_owned(), player_name(&info.white)),
+        ("Black".to_owned(), player_name(&info.black)),
+    ];
+    for (side, player) in [("White", &info.white), ("Black", &info.black)] {
+        let Some(p) = player else { continue };
+        if p.rating > 0 {
+            tags.push((format!("{side}Elo"), p.rating.to_string()));
+        }
+        tags.push((format!("{side}Title"), p.title.clone()));
+        tags.push((format!("{side}FideId"), p.fide_id.clone()));
+    }
+    if let Some(tc) = &info.time_control {
+        tags.push(("TimeControl".to_owned(), time_control_tag(tc)));
+    }
+    if !info.start_fen.is_empty() {
+        tags.push(("SetUp".to_owned(), "1".to_owned()));
+        tags.push(("FEN".to_owned(), info.start_fen.clone()));
+    }
+    tags.retain(|(_, v)| !v.is_empty());
+    tags
 }
 
 impl Game {
@@ -16,30 +51,7 @@ impl Game {
     /// followed.
     pub fn to_pgn(&self) -> AnnotatedGame {
         let game = self;
-        let info = game.info();
-        let mut tags = vec![
-            ("Event".to_owned(), info.event_name.clone()),
-            ("Site".to_owned(), info.site.clone()),
-            ("Date".to_owned(), info.date.clone()),
-            (
-                "Round".to_owned(),
-                format!("{}.{}", info.round, info.board_number),
-            ),
-            ("White".to_owned(), player_name(&info.white)),
-            ("Black".to_owned(), player_name(&info.black)),
-        ];
-        for (name, player) in [("WhiteElo", &info.white), ("BlackElo", &info.black)] {
-            if let Some(p) = player
-                && p.rating > 0
-            {
-                tags.push((name.to_owned(), p.rating.to_string()));
-            }
-        }
-        if !info.start_fen.is_empty() {
-            tags.push(("SetUp".to_owned(), "1".to_owned()));
-            tags.push(("FEN".to_owned(), info.start_fen.clone()));
-        }
-        tags.retain(|(_, v)| !v.is_empty());
+        let tags = pgn_tags(game.info());
         let moves = game
             .completed_moves()
             .iter()

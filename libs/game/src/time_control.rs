@@ -52,6 +52,32 @@ pub fn parse_time_control(text: &str) -> Result<TimeControl, String> {
     Ok(TimeControl { periods })
 }
 
+/// A time control as a PGN `TimeControl` value (the inverse of [`parse_time_control`]):
+/// `40/5400+30:1800+30`. A delay ("delay mode") has no place in the PGN standard and is left out.
+pub fn time_control_tag(tc: &TimeControl) -> String {
+    let periods: Vec<String> = tc
+        .periods
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut text = String::new();
+            if p.moves > 0 && i + 1 < tc.periods.len() {
+                text.push_str(&format!("{}/", p.moves));
+            }
+            text.push_str(&(p.base_ms / 1000).to_string());
+            if p.increment_ms > 0 {
+                text.push_str(&format!("+{}", p.increment_ms / 1000));
+            }
+            text
+        })
+        .collect();
+    if periods.is_empty() {
+        "-".to_owned()
+    } else {
+        periods.join(":")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +97,14 @@ mod tests {
         assert!(parse_time_control("?").is_err());
         assert!(parse_time_control("40/abc").is_err());
         assert!(parse_time_control("7200:40/3600").is_err());
+    }
+
+    #[test]
+    fn the_tag_reads_back_as_the_same_time_control() {
+        for text in ["40/5400+30:1800+30", "300+2", "40/7200:3600", "5400"] {
+            let tc = parse_time_control(text).expect("valid");
+            assert_eq!(time_control_tag(&tc), text);
+            assert_eq!(parse_time_control(&time_control_tag(&tc)), Ok(tc));
+        }
     }
 }

@@ -1,0 +1,130 @@
+//! The organiser's delay: per tournament or per round, 0 to 60 minutes.
+
+use std::collections::BTreeMap;
+
+use crate::RoundKey;
+
+/// The longest delay an organiser may set (lichess allows the same hour).
+pub const MAX_DELAY_MS: u64 = 60 * 60 * 1000;
+
+/// Which delay applies to which round: a round's own, else its tournament's, else the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delays {
+    default_ms: u64,
+    tournaments: BTreeMap<String, u64>,
+    rounds: BTreeMap<RoundKey, u64>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DelayError {
+    #[error("a delay of {minutes} minutes is too long: at most 60")]
+    TooLong { minutes: u64 },
+    #[error(
+        "delay {0:?}: write MINUTES for every round, TOURNAMENT=MINUTES or TOURNAMENT/ROUND=MINUTES"
+    )]
+    Unreadable(String),
+}
+
+fn checked_minutes(text: &str, whole: &str) -> Result<u64, DelayError> {
+    let minutes: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| DelayError::Unreadable(whole.to_owned()))?;
+    if minutes > MAX_DELAY_MS / 60_000 {
+        return Err(DelayError::TooLong { minutes });
+    }
+    Ok(minutes * 60_000)
+}
+
+impl Delays {
+    /// No delay anywhere.
+    pub fn none() -> Delays {
+        Delays::default()
+    }
+
+    /// The delay for `key`.
+    pub fn delay_ms(&self, key: &RoundKey) -> u64 {
+        self.rounds
+            .get(key)
+            .or_else(|| self.tournaments.get(&key.tournament_id))
+            .copied()
+            .unwrap_or(self.default_ms)
+    }
+
+    /// Reads settings as written on the command line: `MINUTES` (every round),
+    /// `TOURNAMENT=MINUTES`, `TOURNAMENT/ROUND=MINUTES`; later settings override earlier ones.
+    pub fn parse<'a>(settings: impl IntoIterator<Item = &'a str>) -> Result<Delays, DelayError> {
+        let mut delays = Delays::default();
+        for setting in settings {
+            match setting.split_once('=') {
+                None => delays.default_ms = checked_minutes(setting, setting)?,
+                Some((target, minutes)) => {
+                    let ms = checked_minutes(minutes, setting)?;
+                    let target = target.trim();
+                    match target.rsplit_once('/') {
+                        Some((tournament, round)) => {
+                            let round = round
+                                .parse()
+                                .map_err(|_| DelayError::Unreadable(setting.to_owned()))?;
+                            if tournament.is_empty() {
+                                return Err(DelayError::Unreadable(setting.to_owned()));
+                            }
+                            delays.rounds.insert(
+                                RoundKey {
+                                    tournament_id: tournament.to_owned(),
+                                    round,
+                                },
+                                ms,
+                            );
+                        }
+                        None if !target.is_empty() => {
+                            delays.tournaments.insert(target.to_owned(), ms);
+                        }
+                        None => return Err(DelayError::Unreadable(setting.to_owned())),
+                    }
+                }
+            }
+        }
+        Ok(delays)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(t: &str, round: u32) -> RoundKey {
+        RoundKey {
+            tournament_id: t.into(),
+            round,
+        }
+    }
+
+    #[test]
+    fn a_round_overrides_its_tournament_which_overrides_the_default() {
+        let delays = Delays::parse(["15", "open=30", "open/9=0"]).expect("valid");
+        assert_eq!(delays.delay_ms(&key("open", 9)), 0);
+        assert_eq!(delays.delay_ms(&key("open", 8)), 30 * 60_000);
+        assert_eq!(delays.delay_ms(&key("blitz", 1)), 15 * 60_000);
+    }
+
+    #[test]
+    fn more_than_an_hour_or_nonsense_is_refused() {
+        assert_eq!(
+            Delays::parse(["61"]),
+            Err(DelayError::TooLong { minutes: 61 })
+        );
+        assert!(matches!(
+            Delays::parse(["open/x=5"]),
+            Err(DelayError::Unreadable(_))
+        ));
+        assert!(matches!(
+            Delays::parse(["=5"]),
+            Err(DelayError::Unreadable(_))
+        ));
+        assert!(matches!(
+            Delays::parse(["-1"]),
+            Err(DelayError::Unreadable(_))
+        ));
+    }
+}

@@ -1,0 +1,556 @@
+//! What the broadcast service shows and when: every game's display fold, held back by the
+//! organiser's delay, and the feeds (PGN and JSON) built from what has been released.
+//!
+//! Pure: no I/O and no wall clock; the service passes the time in. The one rule that everything
+//! here serves: **nothing recorded later than `now − delay` is ever visible** — not in a body,
+//! not in its size or `ETag`, not in a list of rounds — and what was released stays released
+//! when the delay is raised (each round's release point only moves forward).
+
+mod delay;
+mod view;
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap, VecDeque},
+    sync::{Arc, Mutex},
+};
+
+use boardcast_game::{
+    Game, GameError,
+    display::{DisplayError, DisplayGame, shows},
+    events::{GameEvent, GameEventRecord},
+};
+use boardcast_rules::pgn::write_annotated_game;
+use prost::Message as _;
+use sha2::{Digest, Sha256};
+
+pub use delay::{DelayError, Delays, MAX_DELAY_MS};
+pub use view::{ClockView, GameView, PlayerView, RoundView, national_moves};
+
+/// A round of a tournament: the unit of a feed and of the delay.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+pub struct RoundKey {
+    pub tournament_id: String,
+    pub round: u32,
+}
+
+/// A response body and what a poller needs to tell whether it changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Body {
+    pub text: String,
+    /// A strong validator: a hash of the text, so equal bodies have equal tags across restarts.
+    pub etag: String,
+    /// When the newest event in the body was recorded (ms since the epoch): never later than
+    /// the release point, so it gives nothing away.
+    pub last_modified_unix_ms: i64,
+}
+
+impl Body {
+    fn new(text: String, last_modified_unix_ms: i64) -> Body {
+        let digest = Sha256::digest(text.as_bytes());
+        let etag = format!(
+            "\"{}\"",
+            digest[..12]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        Body {
+            text,
+            etag,
+            last_modified_unix_ms,
+        }
+    }
+}
+
+/// A game whose view changed when events were released.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub round: RoundKey,
+    pub game_id: String,
+    /// The round's version after the release: live updates carry it as their id.
+    pub version: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FeedError {
+    #[error(transparent)]
+    Record(#[from] GameError),
+    #[error("game {game_id}: expected log entry {expected}, got {got}")]
+    OutOfSequence {
+        game_id: String,
+        expected: u64,
+        got: u64,
+    },
+    #[error("game {game_id}, log entry {game_seq}: previous hash does not match the chain")]
+    BrokenChain { game_id: String, game_seq: u64 },
+    #[error("game {game_id}: {source}")]
+    Display {
+        game_id: String,
+        source: DisplayError,
+    },
+}
+
+/// One game: where its log has been read to, what viewers see and what waits for release.
+struct FeedGame {
+    round: RoundKey,
+    board_number: u32,
+    /// The log's order and hash chain, checked as records arrive.
+    last_game_seq: u64,
+    chain_head: [u8; 32],
+    /// What has been released; `None` until the game's start is.
+    shown: Option<DisplayGame>,
+    /// Events read from the log and not yet released, oldest first.
+    pending: VecDeque<GameEvent>,
+    /// The round's version when the shown view last changed.
+    version: u64,
+    /// The shown game as PGN, built when it changes.
+    pgn: Option<Arc<Body>>,
+    /// The shown game as JSON for live pages, built when it changes.
+    json: Option<Arc<str>>,
+}
+
+/// A round: how far it has been released and the cache of its feed.
+struct RoundFeed {
+    /// Everything recorded up to here is shown; only ever moves forward.
+    released_until_unix_ms: i64,
+    /// Counts the releases that changed something in the round.
+    version: u64,
+    /// The shown games in board order.
+    boards: BTreeSet<(u32, String)>,
+    /// The round's PGN, rebuilt on the first request after a change.
+    pgn: Mutex<Option<Arc<Body>>>,
+}
+
+impl RoundFeed {
+    fn new() -> RoundFeed {
+        RoundFeed {
+            released_until_unix_ms: i64::MIN,
+            version: 0,
+            boards: BTreeSet::new(),
+            pgn: Mutex::new(None),
+        }
+    }
+}
+
+/// Every game of every round, as far as the delay lets it be seen.
+pub struct Feeds {
+    games: HashMap<String, FeedGame>,
+    rounds: BTreeMap<RoundKey, RoundFeed>,
+    delays: Delays,
+    /// Games with pending events: the only ones a release has to look at.
+    waiting: BTreeSet<String>,
+    /// What changed since the last `take_dirty`, for the service to store.
+    dirty_games: BTreeSet<String>,
+    dirty_rounds: BTreeSet<RoundKey>,
+}
+
+/// A game as stored between runs of the service.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GameSnapshot {
+    pub round: RoundKey,
+    pub board_number: u32,
+    pub last_game_seq: u64,
+    pub chain_head: [u8; 32],
+    pub shown: Option<DisplayGame>,
+    /// The pending events, encoded.
+    pub pending: Vec<Vec<u8>>,
+    pub version: u64,
+}
+
+/// A round as stored between runs of the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RoundSnapshot {
+    pub released_until_unix_ms: i64,
+    pub version: u64,
+}
+
+/// What changed since it was last taken: to be stored with the log position it came from.
+#[derive(Debug, Default)]
+pub struct Dirty {
+    pub games: Vec<(String, GameSnapshot)>,
+    pub rounds: Vec<(RoundKey, RoundSnapshot)>,
+}
+
+impl Feeds {
+    pub fn new(delays: Delays) -> Feeds {
+        Feeds {
+            games: HashMap::new(),
+            rounds: BTreeMap::new(),
+            delays,
+            waiting: BTreeSet::new(),
+            dirty_games: BTreeSet::new(),
+            dirty_rounds: BTreeSet::new(),
+        }
+    }
+
+    pub fn delays(&self) -> &Delays {
+        &self.delays
+    }
+
+    /// The delay settings from now on. What was released stays released; a lower delay releases
+    /// what is now due at the next [`Feeds::release`].
+    pub fn set_delays(&mut self, delays: Delays) {
+        self.delays = delays;
+    }
+
+    /// Takes one record of the game log, in the log's order. Checks the record's hash, its
+    /// place in the game's sequence and chain; keeps what viewers may see for release.
+    pub fn accept(&mut self, record: &GameEventRecord) -> Result<(), FeedError> {
+        let event = Game::open_record(record)?;
+        let head: [u8; 32] = record.hash.as_slice().try_into().map_err(|_| {
+            FeedError::BrokenChain {
+                game_id: event.game_id.clone(),
+                game_seq: event.game_seq,
+            }
+        })?;
+        match self.games.get_mut(&event.game_id) {
+            Some(game) => {
+                let expected = game.last_game_seq.saturating_add(1);
+                if event.game_seq != expected {
+                    return Err(FeedError::OutOfSequence {
+                        game_id: event.game_id,
+                        expected,
+                        got: event.game_seq,
+                    });
+                }
+                if record.prev_hash.as_slice() != game.chain_head.as_slice() {
+                    return Err(FeedError::BrokenChain {
+                        game_id: event.game_id,
+                        game_seq: event.game_seq,
+                    });
+                }
+                game.last_game_seq = event.game_seq;
+                game.chain_head = head;
+                let game_id = event.game_id.clone();
+                if shows(&event) {
+                    game.pending.push_back(event);
+                    self.waiting.insert(game_id.clone());
+                }
+                self.dirty_games.insert(game_id);
+            }
+            None => {
+                let Some(boardcast_game::events::game_event::Kind::Started(info)) = &event.kind
+                else {
+                    return Err(FeedError::OutOfSequence {
+                        game_id: event.game_id,
+                        expected: 1,
+                        got: event.game_seq,
+                    });
+                };
+                if event.game_seq != 1 || record.prev_hash.as_slice() != [0u8; 32].as_slice() {
+                    return Err(FeedError::OutOfSequence {
+                        game_id: event.game_id,
+                        expected: 1,
+                        got: event.game_seq,
+                    });
+                }
+                let round = RoundKey {
+                    tournament_id: info.tournament_id.clone(),
+                    round: info.round,
+                };
+                self.rounds.entry(round.clone()).or_insert_with(RoundFeed::new);
+                let game_id = event.game_id.clone();
+                self.games.insert(
+                    game_id.clone(),
+                    FeedGame {
+                        round,
+                        board_number: info.board_number,
+                        last_game_seq: 1,
+                        chain_head: head,
+                        shown: None,
+                        pending: VecDeque::from([event]),
+                        version: 0,
+                        pgn: None,
+                        json: None,
+                    },
+                );
+                self.waiting.insert(game_id.clone());
+                self.dirty_games.insert(game_id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves each round's release point to `now − delay` (never back) and shows every pending
+    /// event recorded up to it. Returns the games whose view changed, with the round's new
+    /// version; a game that cannot be shown is reported and keeps its last good view.
+    pub fn release(&mut self, now_unix_ms: i64) -> (Vec<Change>, Vec<FeedError>) {
+        for (key, round) in &mut self.rounds {
+            let delay = i64::try_from(self.delays.delay_ms(key)).unwrap_or(i64::MAX);
+            let until = now_unix_ms.saturating_sub(delay);
+            if until > round.released_until_unix_ms {
+                round.released_until_unix_ms = until;
+                self.dirty_rounds.insert(key.clone());
+            }
+        }
+        let mut changed: BTreeMap<RoundKey, Vec<String>> = BTreeMap::new();
+        let mut errors = Vec::new();
+        let waiting = std::mem::take(&mut self.waiting);
+        for game_id in waiting {
+            let Some(game) = self.games.get_mut(&game_id) else {
+                continue;
+            };
+            let until = self
+                .rounds
+                .get(&game.round)
+                .map_or(i64::MIN, |r| r.released_until_unix_ms);
+            let mut any = false;
+            while game
+                .pending
+                .front()
+                .is_some_and(|e| e.recorded_unix_ms <= until)
+            {
+                let Some(event) = game.pending.pop_front() else {
+                    break;
+                };
+                let result = if let Some(shown) = game.shown.as_mut() {
+                    shown.evolve(&event)
+                } else {
+                    DisplayGame::start(&event).map(|shown| game.shown = Some(shown))
+                };
+                match result {
+                    Ok(()) => any = true,
+                    Err(source) => errors.push(FeedError::Display {
+                        game_id: game_id.clone(),
+                        source,
+                    }),
+                }
+            }
+            if !game.pending.is_empty() {
+                self.waiting.insert(game_id.clone());
+            }
+            if any {
+                changed
+                    .entry(game.round.clone())
+                    .or_default()
+                    .push(game_id.clone());
+                self.dirty_games.insert(game_id);
+            }
+        }
+        let mut changes = Vec::new();
+        for (key, game_ids) in changed {
+            let Some(round) = self.rounds.get_mut(&key) else {
+                continue;
+            };
+            round.version = round.version.saturating_add(1);
+            if let Ok(mut pgn) = round.pgn.lock() {
+                *pgn = None;
+            }
+            self.dirty_rounds.insert(key.clone());
+            for game_id in game_ids {
+                let Some(game) = self.games.get_mut(&game_id) else {
+                    continue;
+                };
+                game.version = round.version;
+                round.boards.insert((game.board_number, game_id.clone()));
+                rebuild(game);
+                changes.push(Change {
+                    round: key.clone(),
+                    game_id,
+                    version: round.version,
+                });
+            }
+        }
+        (changes, errors)
+    }
+
+    /// When the next pending event falls due with the current delays (ms since the epoch).
+    pub fn next_due(&self) -> Option<i64> {
+        self.waiting
+            .iter()
+            .filter_map(|id| self.games.get(id))
+            .filter_map(|g| {
+                let first = g.pending.front()?;
+                let delay = i64::try_from(self.delays.delay_ms(&g.round)).unwrap_or(i64::MAX);
+                Some(first.recorded_unix_ms.saturating_add(delay))
+            })
+            .min()
+    }
+
+    /// The rounds with at least one game shown, by tournament and number.
+    pub fn rounds(&self) -> Vec<&RoundKey> {
+        self.rounds
+            .iter()
+            .filter(|(_, r)| !r.boards.is_empty())
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    /// The round's version (0 before anything of it was shown).
+    pub fn round_version(&self, key: &RoundKey) -> u64 {
+        self.rounds.get(key).map_or(0, |r| r.version)
+    }
+
+    /// Up to where the round has been released (ms since the epoch).
+    pub fn released_until(&self, key: &RoundKey) -> Option<i64> {
+        self.rounds
+            .get(key)
+            .map(|r| r.released_until_unix_ms)
+            .filter(|t| *t != i64::MIN)
+    }
+
+    /// The shown games of a round in board order.
+    pub fn round_games(&self, key: &RoundKey) -> Vec<&DisplayGame> {
+        self.round_feed_games(key)
+            .filter_map(|g| g.shown.as_ref())
+            .collect()
+    }
+
+    fn round_feed_games(&self, key: &RoundKey) -> impl Iterator<Item = &FeedGame> {
+        self.rounds
+            .get(key)
+            .into_iter()
+            .flat_map(|r| r.boards.iter())
+            .filter_map(|(_, id)| self.games.get(id))
+    }
+
+    /// A shown game.
+    pub fn game(&self, game_id: &str) -> Option<&DisplayGame> {
+        self.games.get(game_id)?.shown.as_ref()
+    }
+
+    /// The shown game's round and version.
+    pub fn game_round(&self, game_id: &str) -> Option<(&RoundKey, u64)> {
+        let game = self.games.get(game_id)?;
+        game.shown.as_ref()?;
+        Some((&game.round, game.version))
+    }
+
+    /// The round's games as JSON for live pages, with the version of each: those changed after
+    /// `since` (all with 0), in board order.
+    pub fn round_json_since(&self, key: &RoundKey, since: u64) -> Vec<(u64, Arc<str>)> {
+        self.round_feed_games(key)
+            .filter(|g| g.version > since)
+            .filter_map(|g| Some((g.version, g.json.clone()?)))
+            .collect()
+    }
+
+    /// A shown game as JSON for live pages, with its version.
+    pub fn game_json(&self, game_id: &str) -> Option<(u64, Arc<str>)> {
+        let game = self.games.get(game_id)?;
+        Some((game.version, game.json.clone()?))
+    }
+
+    /// A shown game as PGN.
+    pub fn game_pgn(&self, game_id: &str) -> Option<Arc<Body>> {
+        self.games.get(game_id)?.pgn.clone()
+    }
+
+    /// The round's shown games as one PGN file in board order; `None` when none is shown.
+    pub fn round_pgn(&self, key: &RoundKey) -> Option<Arc<Body>> {
+        let round = self.rounds.get(key)?;
+        if round.boards.is_empty() {
+            return None;
+        }
+        let mut cache = round.pgn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(body) = cache.as_ref() {
+            return Some(body.clone());
+        }
+        let mut text = String::new();
+        let mut newest = i64::MIN;
+        for game in self.round_feed_games(key) {
+            if let Some(pgn) = &game.pgn {
+                text.push_str(&pgn.text);
+                newest = newest.max(pgn.last_modified_unix_ms);
+            }
+        }
+        let body = Arc::new(Body::new(text, newest));
+        *cache = Some(body.clone());
+        Some(body)
+    }
+
+    /// What changed since the last call, for the service to store.
+    pub fn take_dirty(&mut self) -> Dirty {
+        let games = std::mem::take(&mut self.dirty_games)
+            .into_iter()
+            .filter_map(|id| {
+                let g = self.games.get(&id)?;
+                Some((
+                    id,
+                    GameSnapshot {
+                        round: g.round.clone(),
+                        board_number: g.board_number,
+                        last_game_seq: g.last_game_seq,
+                        chain_head: g.chain_head,
+                        shown: g.shown.clone(),
+                        pending: g.pending.iter().map(|e| e.encode_to_vec()).collect(),
+                        version: g.version,
+                    },
+                ))
+            })
+            .collect();
+        let rounds = std::mem::take(&mut self.dirty_rounds)
+            .into_iter()
+            .filter_map(|key| {
+                let r = self.rounds.get(&key)?;
+                Some((
+                    key,
+                    RoundSnapshot {
+                        released_until_unix_ms: r.released_until_unix_ms,
+                        version: r.version,
+                    },
+                ))
+            })
+            .collect();
+        Dirty { games, rounds }
+    }
+
+    /// Rebuilds the feeds from what a previous run stored.
+    pub fn restore(
+        delays: Delays,
+        games: impl IntoIterator<Item = (String, GameSnapshot)>,
+        rounds: impl IntoIterator<Item = (RoundKey, RoundSnapshot)>,
+    ) -> Result<Feeds, prost::DecodeError> {
+        let mut feeds = Feeds::new(delays);
+        for (key, snapshot) in rounds {
+            let mut round = RoundFeed::new();
+            round.released_until_unix_ms = snapshot.released_until_unix_ms;
+            round.version = snapshot.version;
+            feeds.rounds.insert(key, round);
+        }
+        for (game_id, snapshot) in games {
+            let pending = snapshot
+                .pending
+                .iter()
+                .map(|bytes| GameEvent::decode(bytes.as_slice()))
+                .collect::<Result<VecDeque<_>, _>>()?;
+            if !pending.is_empty() {
+                feeds.waiting.insert(game_id.clone());
+            }
+            let round = feeds
+                .rounds
+                .entry(snapshot.round.clone())
+                .or_insert_with(RoundFeed::new);
+            if snapshot.shown.is_some() {
+                round.boards.insert((snapshot.board_number, game_id.clone()));
+            }
+            let mut game = FeedGame {
+                round: snapshot.round,
+                board_number: snapshot.board_number,
+                last_game_seq: snapshot.last_game_seq,
+                chain_head: snapshot.chain_head,
+                shown: snapshot.shown,
+                pending,
+                version: snapshot.version,
+                pgn: None,
+                json: None,
+            };
+            rebuild(&mut game);
+            feeds.games.insert(game_id, game);
+        }
+        Ok(feeds)
+    }
+}
+
+/// Builds a game's cached PGN and JSON from its shown view.
+fn rebuild(game: &mut FeedGame) {
+    let Some(shown) = &game.shown else {
+        return;
+    };
+    game.pgn = Some(Arc::new(Body::new(
+        write_annotated_game(&shown.to_pgn()),
+        shown.updated_unix_ms,
+    )));
+    let view = GameView::of(shown, game.version);
+    game.json = serde_json::to_string(&view).ok().map(Arc::from);
+}

@@ -1,0 +1,289 @@
+//! The delay and the feeds, on logs written by the game aggregate itself.
+
+use boardcast_feeds::{Delays, Feeds, RoundKey, national_moves};
+use boardcast_game::{
+    Game,
+    events::{
+        AdjustClocks, ArbiterAction, EnterMove, GameEventRecord, GameStarted, Player, TimeControl,
+        TimePeriod, arbiter_action::Action,
+    },
+};
+use boardcast_rules::{notation::Language, pgn::read_games};
+
+const MINUTE: i64 = 60_000;
+const T0: i64 = 1_800_000_000_000;
+
+/// A game played by arbiter entries, with the records as the log holds them.
+struct Played {
+    game: Game,
+    records: Vec<GameEventRecord>,
+}
+
+fn key(round: u32) -> RoundKey {
+    RoundKey {
+        tournament_id: "open".into(),
+        round,
+    }
+}
+
+fn start(round: u32, board: u32, at: i64) -> Played {
+    let info = GameStarted {
+        tournament_id: "open".into(),
+        round,
+        board_number: board,
+        board_id: format!("b{board}"),
+        white: Some(Player {
+            name: format!("White {board}"),
+            title: "GM".into(),
+            fide_id: "1503014".into(),
+            rating: 2830,
+            federation: "NOR".into(),
+        }),
+        black: Some(Player {
+            name: format!("Black {board}"),
+            ..Default::default()
+        }),
+        time_control: Some(TimeControl {
+            periods: vec![TimePeriod {
+                base_ms: 5_400_000,
+                increment_ms: 30_000,
+                ..Default::default()
+            }],
+        }),
+        event_name: "Open".into(),
+        ..Default::default()
+    };
+    let (id, started) = Game::decide_start(&info, "operator", "").expect("valid set-up");
+    let records = Game::record(None, &id, vec![started], at);
+    let game = Game::from_first_record(&records[0]).expect("folds");
+    Played { game, records }
+}
+
+impl Played {
+    fn act(&mut self, action: Action, at: i64) -> Vec<GameEventRecord> {
+        let events = self
+            .game
+            .decide_arbiter(
+                &ArbiterAction {
+                    action: Some(action),
+                    ..Default::default()
+                },
+                "ia-smith",
+                "",
+            )
+            .expect("accepted");
+        let records = Game::record(Some(&self.game), self.game.game_id(), events, at);
+        for r in &records {
+            self.game.apply(r).expect("applies");
+        }
+        self.records.extend(records.iter().cloned());
+        records
+    }
+
+    fn play(&mut self, san: &str, at: i64) -> Vec<GameEventRecord> {
+        self.act(Action::Move(EnterMove { san: san.into() }), at)
+    }
+}
+
+fn feed(feeds: &mut Feeds, records: &[GameEventRecord]) {
+    for r in records {
+        feeds.accept(r).expect("a good record");
+    }
+}
+
+fn shown_moves(feeds: &Feeds, game_id: &str) -> usize {
+    feeds.game(game_id).map_or(0, |g| g.moves.len())
+}
+
+#[test]
+fn nothing_recorded_after_now_minus_the_delay_is_visible_anywhere() {
+    let mut feeds = Feeds::new(Delays::parse(["10"]).expect("valid"));
+    let mut game = start(1, 1, T0);
+    for (i, san) in ["e4", "e5", "Nf3", "Nc6"].iter().enumerate() {
+        game.play(san, T0 + (i as i64 + 1) * MINUTE);
+    }
+    feed(&mut feeds, &game.records);
+    let id = game.game.game_id().to_owned();
+
+    // Before the start is due, the game does not exist for viewers.
+    feeds.release(T0 + 10 * MINUTE - 1);
+    assert!(feeds.rounds().is_empty());
+    assert!(feeds.game(&id).is_none());
+    assert!(feeds.round_pgn(&key(1)).is_none());
+    assert!(feeds.game_json(&id).is_none());
+
+    let mut previous_etag = String::new();
+    for shown in 0..=4 {
+        let now = T0 + 10 * MINUTE + shown as i64 * MINUTE;
+        feeds.release(now);
+        assert_eq!(shown_moves(&feeds, &id), shown, "at +{shown} min");
+        let body = feeds.round_pgn(&key(1)).expect("the round is shown");
+        let games = read_games(&body.text).expect("valid PGN");
+        assert_eq!(games[0].moves.len(), shown);
+        assert!(body.last_modified_unix_ms <= now - 10 * MINUTE);
+        assert_ne!(body.etag, previous_etag, "a new move is a new ETag");
+        previous_etag = body.etag.clone();
+        let (_, json) = feeds.game_json(&id).expect("shown");
+        let view: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+        assert_eq!(view["moves"].as_array().map(Vec::len), Some(shown));
+    }
+}
+
+#[test]
+fn raising_the_delay_takes_nothing_back_and_lowering_it_releases_what_is_due() {
+    let mut feeds = Feeds::new(Delays::none());
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    feed(&mut feeds, &game.records.clone());
+    feed(&mut feeds, &game.play("d4", T0 + MINUTE));
+    feeds.release(T0 + MINUTE);
+    assert_eq!(shown_moves(&feeds, &id), 1);
+    let before = feeds.round_pgn(&key(1)).expect("shown");
+
+    feeds.set_delays(Delays::parse(["30"]).expect("valid"));
+    feed(&mut feeds, &game.play("d5", T0 + 2 * MINUTE));
+    feeds.release(T0 + 3 * MINUTE);
+    assert_eq!(shown_moves(&feeds, &id), 1, "d4 stays, d5 waits");
+    assert_eq!(feeds.round_pgn(&key(1)).expect("shown"), before);
+    feeds.release(T0 + 2 * MINUTE + 30 * MINUTE - 1);
+    assert_eq!(shown_moves(&feeds, &id), 1);
+    assert_eq!(feeds.next_due(), Some(T0 + 32 * MINUTE));
+
+    feeds.set_delays(Delays::parse(["open=5"]).expect("valid"));
+    feeds.release(T0 + 7 * MINUTE);
+    assert_eq!(shown_moves(&feeds, &id), 2, "due under the lower delay");
+}
+
+#[test]
+fn rounds_list_games_in_board_order_whatever_order_they_started_in() {
+    let mut feeds = Feeds::new(Delays::none());
+    for board in [3, 1, 2] {
+        let game = start(4, board, T0);
+        feed(&mut feeds, &game.records);
+    }
+    feeds.release(T0);
+    let boards: Vec<u32> = feeds
+        .round_games(&key(4))
+        .iter()
+        .map(|g| g.info.board_number)
+        .collect();
+    assert_eq!(boards, [1, 2, 3]);
+    let body = feeds.round_pgn(&key(4)).expect("shown");
+    let games = read_games(&body.text).expect("valid PGN");
+    let rounds: Vec<&str> = games.iter().filter_map(|g| g.tag("Round")).collect();
+    assert_eq!(rounds, ["4.1", "4.2", "4.3"]);
+    assert_eq!(games[0].tag("Board"), Some("1"));
+    assert_eq!(games[0].tag("WhiteTitle"), Some("GM"));
+    assert_eq!(games[0].tag("WhiteFideId"), Some("1503014"));
+    assert_eq!(games[0].tag("WhiteElo"), Some("2830"));
+    assert_eq!(games[0].tag("TimeControl"), Some("5400+30"));
+    assert_eq!(games[0].tag("BlackTitle"), None, "no empty tags");
+}
+
+#[test]
+fn time_added_by_the_arbiter_shows_in_the_clock_tags_at_once() {
+    let mut feeds = Feeds::new(Delays::none());
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    game.play("e4", T0 + 1);
+    game.act(
+        Action::Clocks(AdjustClocks {
+            white_remaining_ms: Some(3_600_000),
+            black_remaining_ms: Some(3_000_000),
+            ..Default::default()
+        }),
+        T0 + 2,
+    );
+    game.act(
+        Action::Clocks(AdjustClocks {
+            black_added_ms: 120_000,
+            reason: "penalty".into(),
+            ..Default::default()
+        }),
+        T0 + 3,
+    );
+    feed(&mut feeds, &game.records);
+    feeds.release(T0 + 3);
+    let body = feeds.game_pgn(&id).expect("shown");
+    let pgn = &read_games(&body.text).expect("valid")[0];
+    assert_eq!(pgn.tag("WhiteClock"), Some("1:00:00"));
+    assert_eq!(pgn.tag("BlackClock"), Some("0:52:00"));
+    let (_, json) = feeds.game_json(&id).expect("shown");
+    let view: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(view["clocks"]["running"], "black");
+    assert_eq!(view["clocks"]["as_of_unix_ms"], T0 + 3);
+}
+
+#[test]
+fn a_record_out_of_order_altered_or_from_nowhere_is_refused_and_changes_nothing() {
+    let mut feeds = Feeds::new(Delays::none());
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    feed(&mut feeds, &game.records.clone());
+    let e4 = game.play("e4", T0 + 1);
+    let e5 = game.play("e5", T0 + 2);
+
+    assert!(feeds.accept(&e5[0]).is_err(), "skips e4's records");
+    let mut altered = e4[0].clone();
+    altered.event[4] ^= 1;
+    assert!(feeds.accept(&altered).is_err(), "altered bytes");
+    let mut unchained = e4[0].clone();
+    unchained.prev_hash = vec![7; 32];
+    assert!(feeds.accept(&unchained).is_err(), "another chain");
+    let stranger = start(1, 2, T0);
+    assert!(feeds.accept(&stranger.records[0]).is_ok());
+    let mut not_a_start = e4[0].clone();
+    not_a_start.event = Vec::new();
+    assert!(feeds.accept(&not_a_start).is_err());
+
+    feed(&mut feeds, &e4);
+    feed(&mut feeds, &e5);
+    feeds.release(T0 + 2);
+    assert_eq!(shown_moves(&feeds, &id), 2);
+}
+
+#[test]
+fn a_restart_from_the_stored_snapshots_serves_the_same_bytes() {
+    let mut feeds = Feeds::new(Delays::parse(["1"]).expect("valid"));
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    for (i, san) in ["c4", "e5", "Nc3", "Nf6"].iter().enumerate() {
+        game.play(san, T0 + (i as i64 + 1) * 20_000);
+    }
+    feed(&mut feeds, &game.records);
+    feeds.release(T0 + MINUTE + 45_000);
+    let dirty = feeds.take_dirty();
+    assert_eq!(shown_moves(&feeds, &id), 2);
+
+    let mut restored =
+        Feeds::restore(feeds.delays().clone(), dirty.games, dirty.rounds).expect("decodes");
+    assert_eq!(restored.round_pgn(&key(1)), feeds.round_pgn(&key(1)));
+    assert_eq!(restored.game_json(&id), feeds.game_json(&id));
+    assert_eq!(restored.round_version(&key(1)), feeds.round_version(&key(1)));
+
+    // Raised delay after the restart: still never fewer moves than before.
+    restored.set_delays(Delays::parse(["30"]).expect("valid"));
+    restored.release(T0 + 2 * MINUTE);
+    assert_eq!(shown_moves(&restored, &id), 2);
+    // And the pending moves kept across the restart come out when due.
+    restored.set_delays(Delays::none());
+    restored.release(T0 + 2 * MINUTE);
+    assert_eq!(shown_moves(&restored, &id), 4);
+}
+
+#[test]
+fn moves_in_national_piece_letters() {
+    let mut feeds = Feeds::new(Delays::none());
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    for san in ["Nf3", "d5", "g3", "Bg4", "Bg2", "Nd7", "O-O"] {
+        game.play(san, T0 + 1);
+    }
+    feed(&mut feeds, &game.records);
+    feeds.release(T0 + 1);
+    let shown = feeds.game(&id).expect("shown");
+    assert_eq!(
+        national_moves(shown, Language::German),
+        ["Sf3", "d5", "g3", "Lg4", "Lg2", "Sd7", "0-0"]
+    );
+}
