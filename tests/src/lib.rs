@@ -273,24 +273,79 @@ impl GameService {
     }
 }
 
-/// A running broadcast service with its HTTP address.
+/// A running broadcast service with its HTTP address and its own state file.
 pub struct BroadcastService {
     pub process: ManagedProcess,
     pub http: SocketAddr,
+    /// Holds the projection's redb file; kept across `restart`.
+    pub dir: TempDir,
+    nats_url: String,
+    extra: Vec<String>,
 }
 
 impl BroadcastService {
     pub fn start(nats_url: &str) -> anyhow::Result<BroadcastService> {
+        Self::start_with(nats_url, &[])
+    }
+
+    /// With more options, e.g. `["--delay", "5"]`.
+    pub fn start_with(nats_url: &str, extra: &[&str]) -> anyhow::Result<BroadcastService> {
+        let dir = tempfile::Builder::new()
+            .prefix("boardcast-broadcast-")
+            .tempdir()?;
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let process = Self::spawn(nats_url, http, &dir, &extra)?;
+        Ok(BroadcastService {
+            process,
+            http,
+            dir,
+            nats_url: nats_url.to_owned(),
+            extra,
+        })
+    }
+
+    fn spawn(
+        nats_url: &str,
+        http: SocketAddr,
+        dir: &TempDir,
+        extra: &[String],
+    ) -> anyhow::Result<ManagedProcess> {
         let mut process = ManagedProcess::spawn(
             "boardcast-broadcast-service",
             Command::new(program("boardcast-broadcast-service")?)
                 .args(["--nats", nats_url, "--http-listen", &http.to_string()])
+                .arg("--state")
+                .arg(dir.path().join("broadcast.redb"))
+                .args(extra)
                 .env("RUST_LOG", "warn")
                 .stdin(Stdio::null()),
         )?;
         wait_for_port(&mut process, http, Duration::from_secs(30))?;
-        Ok(BroadcastService { process, http })
+        Ok(process)
+    }
+
+    /// Stops the service (SIGTERM) and starts it again on the same address and state file.
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        self.process.stop(Duration::from_secs(30))?;
+        self.process = Self::spawn(&self.nats_url, self.http, &self.dir, &self.extra)?;
+        Ok(())
+    }
+
+    /// Waits until the service has caught up with the game log (`/readyz`).
+    pub async fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Ok(r) = reqwest::get(self.url("/readyz")).await
+                && r.status().is_success()
+            {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                anyhow::bail!("the broadcast service did not catch up within {timeout:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -27,7 +27,9 @@ pub use delay::{DelayError, Delays, MAX_DELAY_MS};
 pub use view::{ClockView, GameView, PlayerView, RoundView, national_moves};
 
 /// A round of a tournament: the unit of a feed and of the delay.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct RoundKey {
     pub tournament_id: String,
     pub round: u32,
@@ -45,7 +47,7 @@ pub struct Body {
 }
 
 impl Body {
-    fn new(text: String, last_modified_unix_ms: i64) -> Body {
+    pub fn new(text: String, last_modified_unix_ms: i64) -> Body {
         let digest = Sha256::digest(text.as_bytes());
         let etag = format!(
             "\"{}\"",
@@ -197,12 +199,15 @@ impl Feeds {
     /// place in the game's sequence and chain; keeps what viewers may see for release.
     pub fn accept(&mut self, record: &GameEventRecord) -> Result<(), FeedError> {
         let event = Game::open_record(record)?;
-        let head: [u8; 32] = record.hash.as_slice().try_into().map_err(|_| {
-            FeedError::BrokenChain {
-                game_id: event.game_id.clone(),
-                game_seq: event.game_seq,
-            }
-        })?;
+        let head: [u8; 32] =
+            record
+                .hash
+                .as_slice()
+                .try_into()
+                .map_err(|_| FeedError::BrokenChain {
+                    game_id: event.game_id.clone(),
+                    game_seq: event.game_seq,
+                })?;
         match self.games.get_mut(&event.game_id) {
             Some(game) => {
                 let expected = game.last_game_seq.saturating_add(1);
@@ -248,7 +253,9 @@ impl Feeds {
                     tournament_id: info.tournament_id.clone(),
                     round: info.round,
                 };
-                self.rounds.entry(round.clone()).or_insert_with(RoundFeed::new);
+                self.rounds
+                    .entry(round.clone())
+                    .or_insert_with(RoundFeed::new);
                 let game_id = event.game_id.clone();
                 self.games.insert(
                     game_id.clone(),
@@ -418,10 +425,14 @@ impl Feeds {
 
     /// The round's games as JSON for live pages, with the version of each: those changed after
     /// `since` (all with 0), in board order.
-    pub fn round_json_since(&self, key: &RoundKey, since: u64) -> Vec<(u64, Arc<str>)> {
-        self.round_feed_games(key)
-            .filter(|g| g.version > since)
-            .filter_map(|g| Some((g.version, g.json.clone()?)))
+    pub fn round_json_since(&self, key: &RoundKey, since: u64) -> Vec<(&str, u64, Arc<str>)> {
+        self.rounds
+            .get(key)
+            .into_iter()
+            .flat_map(|r| r.boards.iter())
+            .filter_map(|(_, id)| Some((id.as_str(), self.games.get(id)?)))
+            .filter(|(_, g)| g.version > since)
+            .filter_map(|(id, g)| Some((id, g.version, g.json.clone()?)))
             .collect()
     }
 
@@ -522,7 +533,9 @@ impl Feeds {
                 .entry(snapshot.round.clone())
                 .or_insert_with(RoundFeed::new);
             if snapshot.shown.is_some() {
-                round.boards.insert((snapshot.board_number, game_id.clone()));
+                round
+                    .boards
+                    .insert((snapshot.board_number, game_id.clone()));
             }
             let mut game = FeedGame {
                 round: snapshot.round,

@@ -100,8 +100,13 @@ impl GameView {
                 black_ms: c.black_ms,
                 as_of_unix_ms: c.as_of_unix_ms,
                 // A clock runs once the first move is made, until the game ends.
-                running: (!over && !game.moves.is_empty())
-                    .then(|| if game.white_to_move() { "white" } else { "black" }),
+                running: (!over && !game.moves.is_empty()).then(|| {
+                    if game.white_to_move() {
+                        "white"
+                    } else {
+                        "black"
+                    }
+                }),
             }),
             result: game.result_token().to_owned(),
             termination: game.result.as_ref().map(|e| e.termination.clone()),

@@ -259,7 +259,10 @@ fn a_restart_from_the_stored_snapshots_serves_the_same_bytes() {
         Feeds::restore(feeds.delays().clone(), dirty.games, dirty.rounds).expect("decodes");
     assert_eq!(restored.round_pgn(&key(1)), feeds.round_pgn(&key(1)));
     assert_eq!(restored.game_json(&id), feeds.game_json(&id));
-    assert_eq!(restored.round_version(&key(1)), feeds.round_version(&key(1)));
+    assert_eq!(
+        restored.round_version(&key(1)),
+        feeds.round_version(&key(1))
+    );
 
     // Raised delay after the restart: still never fewer moves than before.
     restored.set_delays(Delays::parse(["30"]).expect("valid"));

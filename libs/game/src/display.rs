@@ -216,7 +216,8 @@ impl DisplayGame {
                 } else {
                     self.provisional.clear();
                 }
-                if let (Some(white_ms), Some(black_ms)) = (m.white_remaining_ms, m.black_remaining_ms)
+                if let (Some(white_ms), Some(black_ms)) =
+                    (m.white_remaining_ms, m.black_remaining_ms)
                 {
                     self.clocks = Some(Clocks {
                         white_ms,
@@ -249,7 +250,8 @@ impl DisplayGame {
                     Some(Action::DrawOffer(_)) => self.draw_offers.push(completed),
                     _ => {
                         if let Some(text) = crate::arbiter::describe(action) {
-                            self.arbiter_notes.push((completed, format!("{text} ({actor})")));
+                            self.arbiter_notes
+                                .push((completed, format!("{text} ({actor})")));
                         }
                     }
                 }
@@ -414,12 +416,18 @@ impl DisplayGame {
         }));
         let mut notes = vec![MoveNotes::default(); self.moves.len()];
         for ply in &self.draw_offers {
-            if let Some(n) = (*ply as usize).checked_sub(1).and_then(|i| notes.get_mut(i)) {
+            if let Some(n) = (*ply as usize)
+                .checked_sub(1)
+                .and_then(|i| notes.get_mut(i))
+            {
                 n.draw_offer = true;
             }
         }
         for (ply, text) in &self.arbiter_notes {
-            if let Some(n) = (*ply as usize).checked_sub(1).and_then(|i| notes.get_mut(i)) {
+            if let Some(n) = (*ply as usize)
+                .checked_sub(1)
+                .and_then(|i| notes.get_mut(i))
+            {
                 n.arbiter_notes.push(text.clone());
             }
         }

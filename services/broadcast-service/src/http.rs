@@ -1,165 +1,569 @@
-//! HTTP routes: PGN feeds, the live page and its update stream.
+//! HTTP routes: PGN and JSON feeds (conditional and compressed), the hall's monitor pages, and
+//! live updates over server-sent events and WebSocket.
+//!
+//! Every route reads the released feeds only; nothing here can see what the delay holds back.
 
-use std::{convert::Infallible, sync::Arc};
+use std::{
+    collections::VecDeque,
+    convert::Infallible,
+    sync::Arc,
+    time::{Duration, UNIX_EPOCH},
+};
 
 use axum::{
     Json, Router,
-    extract::{Path, State},
-    http::{StatusCode, header},
+    extract::{
+        Path, Query, State,
+        ws::{Message, WebSocket, WebSocketUpgrade},
+    },
+    http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{Html, IntoResponse, Response, sse},
     routing::get,
 };
-use futures::{Stream, StreamExt, stream};
-use tokio_stream::wrappers::BroadcastStream;
+use boardcast_feeds::{Body, RoundKey, national_moves};
+use boardcast_rules::notation::Language;
+use futures::{Stream, StreamExt as _, stream};
+use tokio::sync::broadcast::{self, error::RecvError};
+use tower_http::compression::CompressionLayer;
 
-use crate::projection::Projection;
+use crate::{
+    projection::{Projection, Update, now_unix_ms},
+    push::PushStatuses,
+};
 
-type Shared = State<Arc<Projection>>;
+#[derive(Clone)]
+pub struct App {
+    pub projection: Arc<Projection>,
+    pub pushes: PushStatuses,
+}
 
-pub fn router(projection: Arc<Projection>) -> Router {
-    Router::new()
+type Shared = State<App>;
+
+pub fn router(app: App) -> Router {
+    // Bodies that are fetched whole are compressed; live streams are not (a compressor holds
+    // events back until its buffer fills).
+    let documents = Router::new()
         .route("/", get(index))
-        .route("/healthz", get(|| async { "ok" }))
         .route("/api/games", get(all_games))
-        .route("/games/{file}", get(game_pgn))
-        .route("/tournaments/{tournament}/rounds/{file}", get(round_pgn))
+        .route("/api/push", get(push_status))
+        .route("/games/{file}", get(game_file))
+        .route("/tournaments/{tournament}/rounds/{file}", get(round_file))
         .route(
             "/tournaments/{tournament}/rounds/{round}/live",
-            get(live_page),
+            get(grid_page),
         )
+        .route(
+            "/tournaments/{tournament}/rounds/{round}/boards/{board}",
+            get(board_page),
+        )
+        .route(
+            "/tournaments/{tournament}/rounds/{round}/hall",
+            get(hall_page),
+        )
+        .layer(CompressionLayer::new());
+    Router::new()
+        .merge(documents)
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/static/monitor.js", get(monitor_script))
+        .route("/readyz", get(ready))
         .route(
             "/tournaments/{tournament}/rounds/{round}/updates",
             get(round_updates),
         )
-        .with_state(projection)
+        .route(
+            "/tournaments/{tournament}/rounds/{round}/ws",
+            get(round_socket),
+        )
+        .route("/games/{game_id}/updates", get(game_updates))
+        .with_state(app)
 }
 
 fn not_found(what: String) -> Response {
     (StatusCode::NOT_FOUND, format!("{what}\n")).into_response()
 }
 
-fn pgn_response(body: String) -> Response {
-    (
-        [
-            (
-                header::CONTENT_TYPE,
-                "application/x-chess-pgn; charset=utf-8",
-            ),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        body,
-    )
-        .into_response()
-}
-
-/// `{name}.pgn` → `name`.
-fn strip_pgn(file: &str) -> Option<&str> {
-    file.strip_suffix(".pgn").filter(|s| !s.is_empty())
-}
-
-async fn round_pgn(State(p): Shared, Path((tournament, file)): Path<(String, String)>) -> Response {
-    let Some(round) = strip_pgn(&file).and_then(|r| r.parse::<u32>().ok()) else {
-        return not_found(format!(
-            "no such feed {file:?}: rounds are served as <round number>.pgn"
-        ));
-    };
-    match p
-        .pgn(|g| g.info().tournament_id == tournament && g.info().round == round)
-        .await
-    {
-        Some(body) => pgn_response(body),
-        None => not_found(format!("no games in round {round} of {tournament:?}")),
+async fn ready(State(app): Shared) -> Response {
+    if app.projection.is_ready() {
+        "ready\n".into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "catching up with the game log\n",
+        )
+            .into_response()
     }
 }
 
-async fn game_pgn(State(p): Shared, Path(file): Path<String>) -> Response {
-    let Some(game_id) = strip_pgn(&file) else {
+/// A body with its validators; `304 Not Modified` when the poller already has it.
+fn conditional(body: &Body, request: &HeaderMap, content_type: &'static str) -> Response {
+    let etag = HeaderValue::from_str(&body.etag).ok();
+    let last_modified = u64::try_from(body.last_modified_unix_ms)
+        .ok()
+        .map(|ms| httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_millis(ms)))
+        .and_then(|d| HeaderValue::from_str(&d).ok());
+    let matches = request
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|tag| {
+            let tag = tag.trim();
+            tag == "*" || tag.trim_start_matches("W/") == body.etag
+        });
+    let mut response = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+            body.text.clone(),
+        )
+            .into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Some(etag) = etag {
+        headers.insert(header::ETAG, etag);
+    }
+    if let Some(date) = last_modified {
+        headers.insert(header::LAST_MODIFIED, date);
+    }
+    response
+}
+
+const PGN: &str = "application/x-chess-pgn; charset=utf-8";
+const JSON: &str = "application/json";
+
+/// `/tournaments/{t}/rounds/{n}.pgn` (the round's games, for broadcast sites) or `{n}.json`.
+async fn round_file(
+    State(app): Shared,
+    Path((tournament, file)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let parsed = file
+        .rsplit_once('.')
+        .and_then(|(n, ext)| Some((n.parse::<u32>().ok()?, ext)));
+    let Some((round, ext)) = parsed.filter(|(_, ext)| matches!(*ext, "pgn" | "json")) else {
         return not_found(format!(
-            "no such game file {file:?}: games are served as <game id>.pgn"
+            "no such feed {file:?}: rounds are served as <round number>.pgn or .json"
         ));
     };
-    match p.pgn(|g| g.game_id() == game_id).await {
-        Some(body) => pgn_response(body),
+    let key = RoundKey {
+        tournament_id: tournament,
+        round,
+    };
+    let feeds = app.projection.read();
+    let body = match ext {
+        "pgn" => feeds.round_pgn(&key),
+        _ => round_json(&feeds, &key),
+    };
+    drop(feeds);
+    match body {
+        Some(body) => conditional(&body, &headers, if ext == "pgn" { PGN } else { JSON }),
+        None => not_found(format!(
+            "no games in round {round} of {:?}",
+            key.tournament_id
+        )),
+    }
+}
+
+/// The round's shown games as one JSON document, in board order.
+fn round_json(feeds: &boardcast_feeds::Feeds, key: &RoundKey) -> Option<Arc<Body>> {
+    let games = feeds.round_json_since(key, 0);
+    if games.is_empty() {
+        return None;
+    }
+    let list: Vec<&str> = games.iter().map(|(_, _, json)| json.as_ref()).collect();
+    let text = format!(
+        "{{\"tournament_id\":{},\"round\":{},\"version\":{},\"delay_ms\":{},\"games\":[{}]}}",
+        serde_json::Value::from(key.tournament_id.as_str()),
+        key.round,
+        feeds.round_version(key),
+        feeds.delays().delay_ms(key),
+        list.join(",")
+    );
+    let newest = feeds
+        .round_games(key)
+        .iter()
+        .map(|g| g.updated_unix_ms)
+        .max()
+        .unwrap_or(0);
+    Some(Arc::new(Body::new(text, newest)))
+}
+
+/// `/games/{id}.pgn` or `/games/{id}.json`.
+async fn game_file(State(app): Shared, Path(file): Path<String>, headers: HeaderMap) -> Response {
+    let Some((game_id, ext)) = file
+        .rsplit_once('.')
+        .filter(|(id, ext)| !id.is_empty() && matches!(*ext, "pgn" | "json"))
+    else {
+        return not_found(format!(
+            "no such game file {file:?}: games are served as <game id>.pgn or .json"
+        ));
+    };
+    let feeds = app.projection.read();
+    let body = if ext == "pgn" {
+        feeds.game_pgn(game_id)
+    } else {
+        feeds.game_json(game_id).map(|(_, json)| {
+            let at = feeds.game(game_id).map_or(0, |g| g.updated_unix_ms);
+            Arc::new(Body::new(json.to_string(), at))
+        })
+    };
+    drop(feeds);
+    match body {
+        Some(body) => conditional(&body, &headers, if ext == "pgn" { PGN } else { JSON }),
         None => not_found(format!("no game {game_id:?}")),
     }
 }
 
-async fn all_games(State(p): Shared) -> Response {
-    Json(p.views(|_| true).await).into_response()
+async fn all_games(State(app): Shared) -> Response {
+    let feeds = app.projection.read();
+    let mut games = Vec::new();
+    for key in feeds.rounds() {
+        for (_, _, json) in feeds.round_json_since(key, 0) {
+            games.push(json);
+        }
+    }
+    drop(feeds);
+    let text = format!(
+        "[{}]",
+        games
+            .iter()
+            .map(|j| j.as_ref())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    ([(header::CONTENT_TYPE, JSON)], text).into_response()
 }
 
-fn escape(text: &str) -> String {
+async fn push_status(State(app): Shared) -> Response {
+    let statuses = app.pushes.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Json(statuses).into_response()
+}
+
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
-async fn index(State(p): Shared) -> Html<String> {
+async fn index(State(app): Shared) -> Html<String> {
     let mut body = String::from(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>boardcast</title>\
          <style>body{font-family:system-ui,sans-serif;margin:2rem;}li{margin:.3rem 0}</style>\
          </head><body><h1>boardcast</h1>",
     );
-    let rounds = p.rounds().await;
+    let rounds: Vec<RoundKey> = app
+        .projection
+        .read()
+        .rounds()
+        .into_iter()
+        .cloned()
+        .collect();
     if rounds.is_empty() {
         body.push_str("<p>No games yet.</p>");
     }
-    for (tournament, list) in rounds {
-        let t = escape(&tournament);
-        body.push_str(&format!("<h2>{t}</h2><ul>"));
-        for round in list {
-            body.push_str(&format!(
-                "<li>Round {round}: <a href=\"/tournaments/{t}/rounds/{round}/live\">live</a> · \
-                 <a href=\"/tournaments/{t}/rounds/{round}.pgn\">PGN</a></li>"
-            ));
+    let mut tournament = None;
+    for key in rounds {
+        let t = escape(&key.tournament_id);
+        if tournament.as_ref() != Some(&key.tournament_id) {
+            if tournament.is_some() {
+                body.push_str("</ul>");
+            }
+            body.push_str(&format!("<h2>{t}</h2><ul>"));
+            tournament = Some(key.tournament_id.clone());
         }
+        let r = key.round;
+        body.push_str(&format!(
+            "<li>Round {r}: <a href=\"/tournaments/{t}/rounds/{r}/live\">all boards</a> · \
+             <a href=\"/tournaments/{t}/rounds/{r}/hall?every=15\">hall (one board at a time)</a> · \
+             <a href=\"/tournaments/{t}/rounds/{r}.pgn\">PGN</a> · \
+             <a href=\"/tournaments/{t}/rounds/{r}.json\">JSON</a></li>"
+        ));
+    }
+    if tournament.is_some() {
         body.push_str("</ul>");
     }
     body.push_str("</body></html>");
     Html(body)
 }
 
-async fn live_page(Path((tournament, round)): Path<(String, u32)>) -> Html<String> {
+const GRID_PAGE: &str = include_str!("live.html");
+const MONITOR_SCRIPT: &str = include_str!("monitor.js");
+
+async fn monitor_script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        MONITOR_SCRIPT,
+    )
+        .into_response()
+}
+const BOARD_PAGE: &str = include_str!("board.html");
+
+fn page(template: &str, tournament: &str, round: u32, board: Option<u32>) -> Html<String> {
     Html(
-        LIVE_PAGE
-            .replace("{{TOURNAMENT}}", &escape(&tournament))
-            .replace("{{ROUND}}", &round.to_string()),
+        template
+            .replace("{{TOURNAMENT}}", &escape(tournament))
+            .replace("{{ROUND}}", &round.to_string())
+            .replace(
+                "{{BOARD}}",
+                &board.map_or_else(|| "null".to_owned(), |b| b.to_string()),
+            ),
     )
 }
 
-/// Server-sent events: every game of the round once, then each game again whenever it changes.
-async fn round_updates(
-    State(p): Shared,
-    Path((tournament, round)): Path<(String, u32)>,
-) -> sse::Sse<impl Stream<Item = Result<sse::Event, Infallible>>> {
-    let changes = BroadcastStream::new(p.subscribe());
-    let in_round = {
-        let tournament = tournament.clone();
-        move |g: &boardcast_game::Game| {
-            g.info().tournament_id == tournament && g.info().round == round
+async fn grid_page(Path((tournament, round)): Path<(String, u32)>) -> Html<String> {
+    page(GRID_PAGE, &tournament, round, None)
+}
+
+async fn board_page(Path((tournament, round, board)): Path<(String, u32, u32)>) -> Html<String> {
+    page(BOARD_PAGE, &tournament, round, Some(board))
+}
+
+async fn hall_page(Path((tournament, round)): Path<(String, u32)>) -> Html<String> {
+    page(BOARD_PAGE, &tournament, round, None)
+}
+
+/// Options of a live connection.
+#[derive(Debug, serde::Deserialize, Default)]
+pub struct LiveQuery {
+    /// Resume after this version (as `Last-Event-ID`).
+    since: Option<u64>,
+    /// Moves in these piece letters (ISO 639-1 code, e.g. `de`).
+    lang: Option<String>,
+}
+
+/// One item of a live connection.
+enum LiveItem {
+    /// The round's settings, first on every connection.
+    Round(String),
+    /// A game's view at a version.
+    Game { version: u64, json: String },
+}
+
+fn language(code: Option<&str>) -> Option<Language> {
+    let code = code?;
+    Language::ALL
+        .into_iter()
+        .find(|l| l.code() == code)
+        .filter(|l| *l != Language::English)
+}
+
+/// The live items of a round (or one game of it) after version `since`: what changed meanwhile
+/// first, then every update as it is released. A connection that falls behind is sent the
+/// games that changed since the last it got, so it never misses a game's latest state.
+fn live_items(
+    app: App,
+    key: RoundKey,
+    only_game: Option<String>,
+    since: u64,
+    lang: Option<Language>,
+) -> impl Stream<Item = LiveItem> + Send + 'static {
+    struct Cursor {
+        app: App,
+        key: RoundKey,
+        only_game: Option<String>,
+        lang: Option<Language>,
+        /// Everything up to this version has been sent.
+        sent: u64,
+        /// The newest version of an update passed on: after a lag, the catch-up starts from
+        /// the version before it (a release gives several games the same version).
+        delivered: u64,
+        queue: VecDeque<LiveItem>,
+        updates: broadcast::Receiver<Update>,
+        started: bool,
+    }
+    impl Cursor {
+        /// Queues the games changed after `self.sent`, as they are now.
+        fn catch_up(&mut self) {
+            let feeds = self.app.projection.read();
+            let version = feeds.round_version(&self.key);
+            for (game_id, game_version, json) in feeds.round_json_since(&self.key, self.sent) {
+                let item = self.game_item(&feeds, game_id, game_version, &json);
+                if let Some(item) = item {
+                    self.queue.push_back(item);
+                }
+            }
+            self.sent = self.sent.max(version);
         }
+
+        fn game_item(
+            &self,
+            feeds: &boardcast_feeds::Feeds,
+            game_id: &str,
+            version: u64,
+            json: &str,
+        ) -> Option<LiveItem> {
+            if self.only_game.as_deref().is_some_and(|g| g != game_id) {
+                return None;
+            }
+            let json = match self.lang {
+                Some(lang) => {
+                    let mut value: serde_json::Value = serde_json::from_str(json).ok()?;
+                    value["moves"] = serde_json::json!(national_moves(feeds.game(game_id)?, lang));
+                    value.to_string()
+                }
+                None => json.to_owned(),
+            };
+            Some(LiveItem::Game { version, json })
+        }
+    }
+    let updates = app.projection.subscribe(&key);
+    let cursor = Cursor {
+        app,
+        key,
+        only_game,
+        lang,
+        sent: since,
+        delivered: since,
+        queue: VecDeque::new(),
+        updates,
+        started: false,
     };
-    let initial = p.views(in_round.clone()).await;
-    let first = stream::iter(initial).map(|v| Ok(game_event(&v)));
-    let updates = changes.filter_map(move |change| {
-        let p = p.clone();
-        let in_round = in_round.clone();
-        async move {
-            // A lagging receiver skipped some ids; the next change of each game catches up.
-            let game_id = change.ok()?;
-            let mut views = p.views(|g| g.game_id() == game_id && in_round(g)).await;
-            views.pop().map(|v| Ok(game_event(&v)))
+    stream::unfold(cursor, |mut cursor| async move {
+        if !cursor.started {
+            cursor.started = true;
+            let round = {
+                let feeds = cursor.app.projection.read();
+                serde_json::json!({
+                    "tournament_id": cursor.key.tournament_id,
+                    "round": cursor.key.round,
+                    "delay_ms": feeds.delays().delay_ms(&cursor.key),
+                    "server_now_unix_ms": now_unix_ms(),
+                })
+                .to_string()
+            };
+            cursor.catch_up();
+            return Some((LiveItem::Round(round), cursor));
         }
+        loop {
+            if let Some(item) = cursor.queue.pop_front() {
+                return Some((item, cursor));
+            }
+            match cursor.updates.recv().await {
+                Ok(update) if update.version > cursor.sent => {
+                    let item = {
+                        let feeds = cursor.app.projection.read();
+                        cursor.game_item(&feeds, &update.game_id, update.version, &update.json)
+                    };
+                    if let Some(item) = item {
+                        cursor.queue.push_back(item);
+                    }
+                    cursor.delivered = cursor.delivered.max(update.version);
+                }
+                // Already sent with the catch-up.
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => {
+                    cursor.sent = cursor.sent.max(cursor.delivered.saturating_sub(1));
+                    cursor.catch_up();
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    })
+}
+
+fn since_of(query: &LiveQuery, headers: &HeaderMap) -> u64 {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+        .or(query.since)
+        .unwrap_or(0)
+}
+
+fn sse_of(
+    items: impl Stream<Item = LiveItem> + Send + 'static,
+) -> sse::Sse<impl Stream<Item = Result<sse::Event, Infallible>>> {
+    let events = items.map(|item| {
+        Ok(match item {
+            LiveItem::Round(json) => sse::Event::default().event("round").data(json),
+            LiveItem::Game { version, json } => sse::Event::default()
+                .event("game")
+                .id(version.to_string())
+                .data(json),
+        })
     });
-    sse::Sse::new(first.chain(updates)).keep_alive(sse::KeepAlive::default())
+    sse::Sse::new(events).keep_alive(sse::KeepAlive::default())
 }
 
-fn game_event(view: &crate::projection::GameView) -> sse::Event {
-    sse::Event::default()
-        .event("game")
-        .json_data(view)
-        .unwrap_or_else(|_| sse::Event::default().comment("unserialisable game view"))
+/// Server-sent events of a round: its settings, the games changed since the client's last
+/// event (`Last-Event-ID` or `?since=`; all of them on a first connection), then each update.
+async fn round_updates(
+    State(app): Shared,
+    Path((tournament, round)): Path<(String, u32)>,
+    Query(query): Query<LiveQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let since = since_of(&query, &headers);
+    let key = RoundKey {
+        tournament_id: tournament,
+        round,
+    };
+    let lang = language(query.lang.as_deref());
+    sse_of(live_items(app, key, None, since, lang)).into_response()
 }
 
-const LIVE_PAGE: &str = include_str!("live.html");
+/// Server-sent events of one game.
+async fn game_updates(
+    State(app): Shared,
+    Path(game_id): Path<String>,
+    Query(query): Query<LiveQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(key) = app
+        .projection
+        .read()
+        .game_round(&game_id)
+        .map(|(key, _)| key.clone())
+    else {
+        return not_found(format!("no game {game_id:?}"));
+    };
+    let since = since_of(&query, &headers);
+    let lang = language(query.lang.as_deref());
+    sse_of(live_items(app, key, Some(game_id), since, lang)).into_response()
+}
+
+/// The same live items over WebSocket, one JSON text message each:
+/// `{"type":"round",...}` first, then `{"type":"game","version":N,"game":{...}}`.
+async fn round_socket(
+    State(app): Shared,
+    Path((tournament, round)): Path<(String, u32)>,
+    Query(query): Query<LiveQuery>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let key = RoundKey {
+        tournament_id: tournament,
+        round,
+    };
+    let since = query.since.unwrap_or(0);
+    let lang = language(query.lang.as_deref());
+    upgrade.on_upgrade(move |socket| serve_socket(socket, live_items(app, key, None, since, lang)))
+}
+
+async fn serve_socket(mut socket: WebSocket, items: impl Stream<Item = LiveItem> + Send) {
+    let mut items = std::pin::pin!(items);
+    loop {
+        tokio::select! {
+            item = items.next() => {
+                let Some(item) = item else { break };
+                let text = match item {
+                    LiveItem::Round(json) => format!("{{\"type\":\"round\",\"round\":{json}}}"),
+                    LiveItem::Game { version, json } => {
+                        format!("{{\"type\":\"game\",\"version\":{version},\"game\":{json}}}")
+                    }
+                };
+                if socket.send(Message::Text(text.into())).await.is_err() {
+                    break;
+                }
+            }
+            incoming = socket.recv() => match incoming {
+                // Nothing is taken from viewers; pings are answered by the library.
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+}

@@ -1,14 +1,18 @@
 //! boardcast-broadcast-service: what viewers see.
 //!
-//! Follows the game log and serves each round as a PGN feed (with `[%clk]`), each game as PGN,
-//! and a live page for monitors in the hall and on the web.
+//! Follows the game log and serves each round as PGN and JSON feeds, live updates (server-sent
+//! events, WebSocket, NATS subjects) and the hall's monitor pages, all held back by the
+//! organiser's delay; optionally pushes each round to a lichess broadcast.
 
 mod http;
 mod projection;
+mod push;
+mod state;
 
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
+use boardcast_feeds::Delays;
 use boardcast_kit::nats;
 use clap::Parser;
 
@@ -16,13 +20,23 @@ use clap::Parser;
 #[command(
     name = "boardcast-broadcast-service",
     version,
-    about = "The boardcast broadcast service: PGN feeds and live pages built from the game log",
-    long_about = "The boardcast broadcast service: PGN feeds and live pages built from the game log.\n\n\
-Routes:\n  /                                        index of tournaments, rounds and games\n  \
-/tournaments/{tournament}/rounds/{round}.pgn  the round's games as PGN (poll this from broadcast sites)\n  \
-/games/{game_id}.pgn                     one game as PGN\n  \
-/tournaments/{tournament}/rounds/{round}/live  live page of the round\n  \
-/api/games                               all games as JSON\n  /healthz                                 liveness"
+    about = "The boardcast broadcast service: PGN feeds, live updates and hall monitors from the game log",
+    long_about = "The boardcast broadcast service: PGN feeds, live updates and hall monitors built from the \
+game log, held back by the organiser's delay.\n\n\
+Routes (T = tournament id, N = round number, B = board number):\n  \
+/                                  index of tournaments and rounds\n  \
+/tournaments/T/rounds/N.pgn        the round's games as PGN, board order (poll this from broadcast sites)\n  \
+/tournaments/T/rounds/N.json       the same as JSON\n  \
+/games/ID.pgn, /games/ID.json      one game\n  \
+/tournaments/T/rounds/N/live       monitor page: every board of the round\n  \
+/tournaments/T/rounds/N/boards/B   monitor page: one board, big (?lang=de for German piece letters)\n  \
+/tournaments/T/rounds/N/hall       monitor page: the boards one after another (?every=SECONDS)\n  \
+/tournaments/T/rounds/N/updates    live updates, server-sent events (Last-Event-ID or ?since=VERSION)\n  \
+/tournaments/T/rounds/N/ws         the same over WebSocket\n  \
+/games/ID/updates                  live updates of one game\n  \
+/api/push                          the lichess push's status per round\n  \
+/healthz, /readyz                  alive; caught up with the game log\n\n\
+Live updates are also published as JSON on NATS, subject boardcast.feed.T.N.B."
 )]
 struct Args {
     /// NATS server to use.
@@ -35,34 +49,141 @@ struct Args {
     /// Address to serve HTTP on.
     #[arg(long, env = "BOARDCAST_HTTP_LISTEN", default_value = "127.0.0.1:8080")]
     http_listen: SocketAddr,
+    /// Where the projection is kept between runs (a redb file).
+    #[arg(
+        long,
+        env = "BOARDCAST_BROADCAST_STATE",
+        default_value = "var/broadcast.redb"
+    )]
+    state: PathBuf,
+    /// The organiser's delay in minutes (0-60): MINUTES for every round, TOURNAMENT=MINUTES or
+    /// TOURNAMENT/ROUND=MINUTES; repeat the option for several. Moves, clocks, results and
+    /// board status are shown that long after they were recorded, on every route.
+    #[arg(long = "delay", env = "BOARDCAST_DELAY", value_delimiter = ',')]
+    delays: Vec<String>,
+    /// A file with more delay settings, one per line (as --delay, `#` starts a comment), read
+    /// again whenever it changes: the way to change a delay during a round.
+    #[arg(long, env = "BOARDCAST_DELAY_FILE")]
+    delay_file: Option<PathBuf>,
+    /// Push a round to a lichess broadcast round on every change:
+    /// TOURNAMENT/ROUND=LICHESS_ROUND_ID; repeat for several rounds.
+    #[arg(long = "push-lichess")]
+    push_lichess: Vec<push::PushTarget>,
+    /// The lichess server to push to.
+    #[arg(
+        long,
+        env = "BOARDCAST_LICHESS_URL",
+        default_value = "https://lichess.org"
+    )]
+    lichess_url: String,
+    /// The lichess API token (with study:write) for the push.
+    #[arg(long, env = "BOARDCAST_LICHESS_TOKEN", hide_env_values = true)]
+    lichess_token: Option<String>,
 }
 
 /// How long open live pages may keep the service from stopping after Ctrl-C or SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
+/// The delays from the command line, then the file's (later ones win).
+fn read_delays(args: &Args) -> anyhow::Result<Delays> {
+    let mut settings: Vec<String> = args.delays.clone();
+    if let Some(path) = &args.delay_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the delay file {}", path.display()))?;
+        settings.extend(
+            text.lines()
+                .map(|l| l.split('#').next().unwrap_or_default().trim().to_owned())
+                .filter(|l| !l.is_empty()),
+        );
+    }
+    Delays::parse(settings.iter().map(String::as_str)).context("reading the delays")
+}
+
+/// Reads the delay file again whenever it changes. A file that cannot be read or has a bad
+/// line leaves the delays as they were, and says so.
+async fn watch_delays(args: Arc<Args>, projection: Arc<projection::Projection>) {
+    let Some(path) = args.delay_file.clone() else {
+        return;
+    };
+    let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let mut seen = modified(&path);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = modified(&path);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        match read_delays(&args) {
+            Ok(delays) => {
+                tracing::info!(file = %path.display(), "delays changed: {delays:?}");
+                if let Err(e) = projection.set_delays(delays) {
+                    tracing::error!("applying the new delays: {e:#}");
+                }
+            }
+            Err(e) => tracing::error!("the delay file was not applied: {e:#}"),
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let args = Arc::new(Args::parse());
     let _telemetry = boardcast_kit::telemetry::init("boardcast-broadcast-service")?;
+    let delays = read_delays(&args)?;
+    if !args.push_lichess.is_empty() && args.lichess_token.is_none() {
+        anyhow::bail!(
+            "--push-lichess needs a lichess API token with study:write: \
+             set BOARDCAST_LICHESS_TOKEN or --lichess-token"
+        );
+    }
 
     let client = nats::connect(&args.nats, "boardcast-broadcast-service").await?;
-    let js = async_nats::jetstream::new(client);
+    let js = async_nats::jetstream::new(client.clone());
     // The game service creates the streams; this service may only read the game log.
     nats::require_streams(&js, &[nats::GAMES_STREAM]).await?;
 
-    let projection = Arc::new(projection::Projection::new());
+    let log_created = js
+        .get_stream(nats::GAMES_STREAM)
+        .await
+        .context("opening the game log")?
+        .info()
+        .await
+        .context("reading the game log's details")?
+        .created
+        .unix_timestamp_nanos()
+        .to_string();
+    let state = state::State::open(&args.state, &log_created)?;
+    let projection = Arc::new(projection::Projection::open(state, delays, Some(client))?);
     let follow = tokio::spawn(projection::follow(js, projection.clone()));
+    let release = tokio::spawn(projection::release_when_due(projection.clone()));
+    tokio::spawn(watch_delays(args.clone(), projection.clone()));
+    let pushes: push::PushStatuses = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+    for target in &args.push_lichess {
+        tokio::spawn(push::push_round(
+            projection.clone(),
+            target.clone(),
+            args.lichess_url.clone(),
+            args.lichess_token.clone().unwrap_or_default(),
+            pushes.clone(),
+        ));
+    }
 
     let listener = tokio::net::TcpListener::bind(args.http_listen)
         .await
         .with_context(|| format!("binding the HTTP address {}", args.http_listen))?;
     tracing::info!(addr = %args.http_listen, "serving HTTP");
     let (shutdown, grace_over) = boardcast_kit::shutdown::with_grace(SHUTDOWN_GRACE);
-    let serve = axum::serve(listener, http::router(projection)).with_graceful_shutdown(shutdown);
+    let app = http::App { projection, pushes };
+    let serve = axum::serve(listener, http::router(app)).with_graceful_shutdown(shutdown);
     tokio::select! {
         result = serve => result.context("HTTP server failed")?,
         result = follow => {
             result.context("game log follower panicked")?.context("game log follower stopped")?;
+        }
+        result = release => {
+            result.context("the release of delayed moves panicked")?
+                .context("the release of delayed moves stopped")?;
         }
         _ = grace_over => {}
     }

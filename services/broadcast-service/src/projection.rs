@@ -1,162 +1,250 @@
-//! The display projection: every game folded from the log, for viewers.
+//! The display projection as the service runs it: follows the game log into the feeds, releases
+//! what the delay allows, stores it with the log position, and tells live connections, the NATS
+//! feed subjects and the lichess push what changed.
 //!
 //! Display data only. Nothing on an arbiter's path reads it (Article 6.14: no claim may rest on
 //! what monitors show).
 
-use std::collections::BTreeMap;
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex, RwLock, RwLockReadGuard,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
 use anyhow::Context as _;
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
-use boardcast_game::{Game, events::GameEventRecord};
+use boardcast_feeds::{Change, Delays, Feeds, RoundKey};
+use boardcast_game::events::GameEventRecord;
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
-use boardcast_rules::pgn::write_annotated_game;
-use futures::StreamExt;
+use futures::StreamExt as _;
 use prost::Message as _;
-use serde::Serialize;
-use tokio::sync::{RwLock, broadcast};
+use tokio::sync::{Notify, broadcast};
 
-pub struct Projection {
-    games: RwLock<BTreeMap<String, Game>>,
-    /// Ids of games that changed, for live pages.
-    changes: broadcast::Sender<String>,
+use crate::state::State;
+
+/// A change for live connections: the game's JSON at the round's new version.
+#[derive(Debug, Clone)]
+pub struct Update {
+    pub game_id: String,
+    pub version: u64,
+    pub json: Arc<str>,
 }
 
-/// A game as the live page shows it.
-#[derive(Debug, Serialize)]
-pub struct GameView {
-    pub game_id: String,
-    pub tournament_id: String,
-    /// The event's name, as in the PGN `Event` tag.
-    pub event: String,
-    pub round: u32,
-    pub board_number: u32,
-    pub white: String,
-    pub black: String,
-    pub fen: String,
-    pub moves: Vec<String>,
-    /// A move seen on the board but not confirmed by the clock yet.
-    pub provisional: Option<String>,
-    pub white_clock_ms: Option<u64>,
-    pub black_clock_ms: Option<u64>,
-    pub result: String,
+/// How many updates a slow live connection may fall behind before it is sent the round afresh.
+const LIVE_BACKLOG: usize = 4096;
+
+pub struct Projection {
+    feeds: RwLock<Feeds>,
+    state: State,
+    /// The last game log record folded (stream sequence).
+    stream_seq: AtomicU64,
+    /// Caught up with the log as it was when the service started.
+    ready: AtomicBool,
+    /// Live connections per round.
+    live: Mutex<HashMap<RoundKey, broadcast::Sender<Update>>>,
+    /// Woken whenever a round's feed changes (the lichess push waits on it).
+    pub changed: Notify,
+    /// Where the changes are published for other venue systems (core NATS, JSON).
+    nats: Option<async_nats::Client>,
+}
+
+pub fn now_unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The NATS subject of a game's live updates.
+pub fn feed_subject(round: &RoundKey, board_number: u32) -> String {
+    format!(
+        "boardcast.feed.{}.{}.{board_number}",
+        round.tournament_id, round.round
+    )
 }
 
 impl Projection {
-    pub fn new() -> Self {
-        Projection {
-            games: RwLock::new(BTreeMap::new()),
-            changes: broadcast::channel(1024).0,
-        }
+    /// Resumes from the stored state.
+    pub fn open(
+        state: State,
+        delays: Delays,
+        nats: Option<async_nats::Client>,
+    ) -> anyhow::Result<Projection> {
+        let stored = state.read()?;
+        let feeds = Feeds::restore(delays, stored.games, stored.rounds)
+            .context("reading the stored feed state")?;
+        Ok(Projection {
+            feeds: RwLock::new(feeds),
+            state,
+            stream_seq: AtomicU64::new(stored.stream_seq),
+            ready: AtomicBool::new(false),
+            live: Mutex::new(HashMap::new()),
+            changed: Notify::new(),
+            nats,
+        })
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<String> {
-        self.changes.subscribe()
+    pub fn read(&self) -> RwLockReadGuard<'_, Feeds> {
+        self.feeds.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    async fn fold(&self, record: &GameEventRecord) -> anyhow::Result<()> {
-        let event = Game::open_record(record)?;
-        let mut games = self.games.write().await;
-        match games.get_mut(&event.game_id) {
-            Some(game) => game.apply(record)?,
-            None => {
-                let game = Game::from_first_record(record)?;
-                games.insert(event.game_id.clone(), game);
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Live updates of a round from now on.
+    pub fn subscribe(&self, round: &RoundKey) -> broadcast::Receiver<Update> {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.entry(round.clone())
+            .or_insert_with(|| broadcast::channel(LIVE_BACKLOG).0)
+            .subscribe()
+    }
+
+    /// Sets the delays from now on; a lower delay releases what is due at once.
+    pub fn set_delays(&self, delays: Delays) -> anyhow::Result<()> {
+        self.feeds
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_delays(delays);
+        self.release()
+    }
+
+    /// Folds a batch of game log messages (stream sequence, payload), then releases.
+    fn fold(&self, messages: &[(u64, bytes::Bytes)]) -> anyhow::Result<()> {
+        let Some((last, _)) = messages.last() else {
+            return Ok(());
+        };
+        {
+            let mut feeds = self.feeds.write().unwrap_or_else(|e| e.into_inner());
+            for (seq, payload) in messages {
+                let result = GameEventRecord::decode(payload.as_ref())
+                    .map_err(anyhow::Error::from)
+                    .and_then(|record| Ok(feeds.accept(&record)?));
+                if let Err(e) = result {
+                    // The display can be wrong; the log is the authority. Keep serving the rest.
+                    tracing::error!(stream_seq = seq, "cannot show a game log record: {e:#}");
+                }
             }
         }
-        drop(games);
-        // No receivers is fine: nobody is watching.
-        let _ = self.changes.send(event.game_id);
+        self.stream_seq.store(*last, Ordering::Release);
+        self.release()
+    }
+
+    /// Releases what is due, stores it with the log position, then tells everyone who follows.
+    /// Stored before it is announced: a restart never shows less than a live page saw.
+    pub fn release(&self) -> anyhow::Result<()> {
+        let (changes, updates) = tokio::task::block_in_place(|| -> anyhow::Result<_> {
+            let mut feeds = self.feeds.write().unwrap_or_else(|e| e.into_inner());
+            let (changes, errors) = feeds.release(now_unix_ms());
+            for e in errors {
+                tracing::error!("cannot show a game log record: {e}");
+            }
+            let dirty = feeds.take_dirty();
+            if !dirty.games.is_empty() || !dirty.rounds.is_empty() {
+                self.state
+                    .write(self.stream_seq.load(Ordering::Acquire), &dirty)?;
+            }
+            let updates: Vec<(Change, u32, Update)> = changes
+                .iter()
+                .filter_map(|c| {
+                    let (version, json) = feeds.game_json(&c.game_id)?;
+                    let board = feeds.game(&c.game_id)?.info.board_number;
+                    Some((
+                        c.clone(),
+                        board,
+                        Update {
+                            game_id: c.game_id.clone(),
+                            version,
+                            json,
+                        },
+                    ))
+                })
+                .collect();
+            Ok((changes, updates))
+        })?;
+        if changes.is_empty() {
+            return Ok(());
+        }
+        {
+            let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            for (change, _, update) in &updates {
+                if let Some(sender) = live.get(&change.round) {
+                    // No receivers is fine: nobody is watching.
+                    let _ = sender.send(update.clone());
+                }
+            }
+        }
+        if let Some(nats) = &self.nats {
+            for (change, board, update) in updates {
+                let subject = feed_subject(&change.round, board);
+                let nats = nats.clone();
+                let payload = bytes::Bytes::from(update.json.as_bytes().to_vec());
+                tokio::spawn(async move {
+                    if let Err(e) = nats.publish(subject.clone(), payload).await {
+                        tracing::warn!(%subject, "publishing a feed update: {e}");
+                    }
+                });
+            }
+        }
+        self.changed.notify_waiters();
         Ok(())
     }
+}
 
-    /// Tournaments and their rounds, for the index.
-    pub async fn rounds(&self) -> BTreeMap<String, Vec<u32>> {
-        let games = self.games.read().await;
-        let mut rounds: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        for game in games.values() {
-            let info = game.info();
-            let list = rounds.entry(info.tournament_id.clone()).or_default();
-            if !list.contains(&info.round) {
-                list.push(info.round);
-            }
-        }
-        for list in rounds.values_mut() {
-            list.sort_unstable();
-        }
-        rounds
-    }
-
-    pub async fn views(&self, filter: impl Fn(&Game) -> bool) -> Vec<GameView> {
-        let games = self.games.read().await;
-        let mut views: Vec<GameView> = games.values().filter(|g| filter(g)).map(view).collect();
-        views.sort_by(|a, b| {
-            (&a.tournament_id, a.round, a.board_number).cmp(&(
-                &b.tournament_id,
-                b.round,
-                b.board_number,
-            ))
-        });
-        views
-    }
-
-    /// The PGN of the games that `filter` selects, ordered by round and board.
-    pub async fn pgn(&self, filter: impl Fn(&Game) -> bool) -> Option<String> {
-        let games = self.games.read().await;
-        let mut selected: Vec<&Game> = games.values().filter(|g| filter(g)).collect();
-        if selected.is_empty() {
-            return None;
-        }
-        selected.sort_by_key(|g| (g.info().round, g.info().board_number));
-        Some(
-            selected
-                .into_iter()
-                .map(|g| write_annotated_game(&g.to_pgn()))
-                .collect(),
-        )
+/// Releases what falls due while nothing arrives from the log: at the next due time, and at
+/// least every second so that each round's release point keeps up with the clock.
+pub async fn release_when_due(projection: Arc<Projection>) -> anyhow::Result<()> {
+    loop {
+        let due = projection.read().next_due();
+        let wait = due.map_or(1000, |due| due.saturating_sub(now_unix_ms()).clamp(0, 1000));
+        tokio::time::sleep(Duration::from_millis(wait as u64 + 1)).await;
+        projection.release()?;
     }
 }
 
-fn player_name(p: &Option<boardcast_game::events::Player>) -> String {
-    p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
-}
-
-fn view(game: &Game) -> GameView {
-    let info = game.info();
-    let last = game.completed_moves().last().map(|m| &m.event);
-    GameView {
-        game_id: game.game_id().to_owned(),
-        tournament_id: info.tournament_id.clone(),
-        event: info.event_name.clone(),
-        round: info.round,
-        board_number: info.board_number,
-        white: player_name(&info.white),
-        black: player_name(&info.black),
-        fen: boardcast_game::fen(game.position()),
-        moves: game
-            .completed_moves()
-            .iter()
-            .map(|m| m.event.san.clone())
-            .collect(),
-        provisional: game.provisional().map(|p| p.san.clone()),
-        white_clock_ms: last.and_then(|m| m.white_remaining_ms),
-        black_clock_ms: last.and_then(|m| m.black_remaining_ms),
-        result: game.result_token().to_owned(),
+/// Follows the game log for as long as the service runs, resuming after the last folded record
+/// whenever the consumer has to be made again.
+pub async fn follow(js: jetstream::Context, projection: Arc<Projection>) -> anyhow::Result<()> {
+    loop {
+        if let Err(e) = follow_stream(&js, &projection).await {
+            tracing::warn!("following the game log: {e:#}; resuming in a second");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
-/// Follows the game log from its start, for as long as the service runs.
-pub async fn follow(
-    js: jetstream::Context,
-    projection: std::sync::Arc<Projection>,
-) -> anyhow::Result<()> {
-    let stream = js
+/// The most messages folded before one release: bounds a release's latency while catching up.
+const BATCH: usize = 512;
+
+async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyhow::Result<()> {
+    let mut stream = js
         .get_stream(GAMES_STREAM)
         .await
         .context("opening the game log")?;
+    let start = projection.stream_seq.load(Ordering::Acquire) + 1;
+    let last_in_log = stream
+        .info()
+        .await
+        .context("reading the game log's position")?
+        .state
+        .last_sequence;
+    if last_in_log < start && !projection.is_ready() {
+        projection.ready.store(true, Ordering::Release);
+        tracing::info!(stream_seq = start - 1, "the feeds are up to date");
+    }
+    let deliver_policy = if start <= 1 {
+        DeliverPolicy::All
+    } else {
+        DeliverPolicy::ByStartSequence {
+            start_sequence: start,
+        }
+    };
     let consumer = stream
         .create_consumer(OrderedConfig {
             filter_subject: GAMES_SUBJECTS.to_owned(),
-            deliver_policy: DeliverPolicy::All,
+            deliver_policy,
             ..Default::default()
         })
         .await
@@ -165,107 +253,28 @@ pub async fn follow(
         .messages()
         .await
         .context("following the game log")?;
-    while let Some(message) = messages.next().await {
-        let message = match message {
-            Ok(m) => m,
-            Err(e) => {
+    let mut batch = Vec::new();
+    loop {
+        let message = match messages.next().await {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => {
                 tracing::warn!("game log: {e}");
                 continue;
             }
+            None => anyhow::bail!("the game log consumer ended"),
         };
-        let result = match GameEventRecord::decode(message.payload.as_ref()) {
-            Ok(record) => projection.fold(&record).await,
-            Err(e) => Err(e.into()),
-        };
-        if let Err(e) = result {
-            // The display can be wrong; the log is the authority. Keep serving the rest.
-            tracing::error!(subject = %message.subject, "cannot show a game log record: {e:#}");
+        let info = message
+            .info()
+            .map_err(|e| anyhow::anyhow!("a game log message without its position: {e}"))?;
+        let (seq, pending) = (info.stream_sequence, info.pending);
+        batch.push((seq, message.payload.clone()));
+        if pending == 0 || batch.len() >= BATCH {
+            projection.fold(&batch)?;
+            batch.clear();
+            if !projection.is_ready() && (pending == 0 || seq >= last_in_log) {
+                projection.ready.store(true, Ordering::Release);
+                tracing::info!(stream_seq = seq, "caught up with the game log");
+            }
         }
-    }
-    anyhow::bail!("the game log follower ended")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use boardcast_game::events::{
-        Annotation, ArbiterAction, GameStarted, Player, SideAction, TimeControl, TimePeriod,
-        arbiter_action::Action,
-    };
-    use boardcast_rules::pgn::read_annotated_games;
-
-    fn act(game: &mut Game, action: Action) {
-        let events = game
-            .decide_arbiter(
-                &ArbiterAction {
-                    action: Some(action),
-                    ..Default::default()
-                },
-                "IA Smith",
-                "",
-            )
-            .expect("accepted");
-        for record in Game::record(Some(game), game.game_id(), events, 0) {
-            game.apply(&record).expect("applies");
-        }
-    }
-
-    #[test]
-    fn draw_offers_and_arbiter_decisions_appear_in_the_pgn() {
-        let info = GameStarted {
-            tournament_id: "t".into(),
-            round: 1,
-            board_number: 1,
-            board_id: "b".into(),
-            white: Some(Player {
-                name: "W".into(),
-                ..Default::default()
-            }),
-            black: Some(Player {
-                name: "B".into(),
-                ..Default::default()
-            }),
-            time_control: Some(TimeControl {
-                periods: vec![TimePeriod {
-                    base_ms: 60_000,
-                    ..Default::default()
-                }],
-            }),
-            ..Default::default()
-        };
-        let (id, start) = Game::decide_start(&info, "operator", "").expect("valid");
-        let mut game =
-            Game::from_first_record(&Game::record(None, &id, vec![start], 0)[0]).expect("folds");
-        act(
-            &mut game,
-            Action::Move(boardcast_game::events::EnterMove { san: "e4".into() }),
-        );
-        act(
-            &mut game,
-            Action::DrawOffer(SideAction {
-                side: "white".into(),
-            }),
-        );
-        act(
-            &mut game,
-            Action::Move(boardcast_game::events::EnterMove { san: "e5".into() }),
-        );
-        act(
-            &mut game,
-            Action::Annotation(Annotation {
-                text: "phone rang in the hall".into(),
-            }),
-        );
-        let text = write_annotated_game(&game.to_pgn());
-        let back = read_annotated_games(&text).expect("reads back");
-        assert_eq!(back[0].game.moves.len(), 2);
-        assert!(back[0].notes[0].draw_offer, "{text}");
-        assert!(
-            back[0].notes[1]
-                .arbiter_notes
-                .iter()
-                .any(|n| n.contains("phone rang") && n.contains("IA Smith")),
-            "{text}"
-        );
     }
 }

@@ -106,7 +106,10 @@ impl Role {
             Role::GameService => {
                 "the only writer of the game logs, dead letters and assignments; creates the streams"
             }
-            Role::BroadcastService | Role::ArbiterService => "reads the game logs only",
+            Role::BroadcastService => {
+                "reads the game logs; publishes the released live updates (boardcast.feed.>)"
+            }
+            Role::ArbiterService => "reads the game logs only",
             Role::Simulator => "publishes observations of any board",
             Role::Gateway(_) => "publishes the observations of its own boards only",
         }
@@ -508,6 +511,12 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             let mut allow = vec![api("INFO")];
             allow.extend(read_stream(GAMES_STREAM));
             allow.extend(follow_stream(GAMES_STREAM));
+            if *role == Role::BroadcastService {
+                // The released live updates, for other venue systems.
+                allow.push("boardcast.feed.>".to_owned());
+            } else {
+                deny.push("boardcast.feed.>".to_owned());
+            }
             deny.extend(
                 [
                     "boardcast.game.>",

@@ -1,0 +1,122 @@
+// The monitor pages' shared part: the live connection, boards, clocks that tick between
+// readings on the delayed time line, names with titles and flags.
+"use strict";
+
+const PIECES = { K: "♔", Q: "♕", R: "♖", B: "♗", N: "♘", P: "♙", k: "♚", q: "♛", r: "♜", b: "♝", n: "♞", p: "♟" };
+// FIDE federations to ISO 3166 codes, for flag emoji; others are shown as their three letters.
+const FLAGS = {
+  ARG: "AR", ARM: "AM", AUS: "AU", AUT: "AT", AZE: "AZ", BEL: "BE", BRA: "BR", BUL: "BG", CAN: "CA",
+  CHI: "CL", CHN: "CN", CRO: "HR", CUB: "CU", CZE: "CZ", DEN: "DK", EGY: "EG", ESP: "ES", EST: "EE",
+  FIN: "FI", FRA: "FR", GEO: "GE", GER: "DE", GRE: "GR", HUN: "HU", IND: "IN", IRI: "IR", IRL: "IE",
+  ISL: "IS", ISR: "IL", ITA: "IT", JPN: "JP", KAZ: "KZ", LAT: "LV", LTU: "LT", MEX: "MX", MGL: "MN",
+  NED: "NL", NOR: "NO", NZL: "NZ", PER: "PE", PHI: "PH", POL: "PL", POR: "PT", ROU: "RO", RSA: "ZA",
+  SRB: "RS", SUI: "CH", SVK: "SK", SLO: "SI", SWE: "SE", TUR: "TR", UAE: "AE", UKR: "UA", USA: "US",
+  UZB: "UZ", VIE: "VN",
+};
+
+const params = new URLSearchParams(location.search);
+const games = new Map();
+// The round's delay and the service's clock, from the connection's first event.
+let delayMs = 0;
+let clockOffsetMs = 0;
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+}
+
+function flag(federation) {
+  const iso = FLAGS[federation];
+  if (!iso) return federation ? `<span class="fed">${escapeHtml(federation)}</span>` : "";
+  const emoji = String.fromCodePoint(...[...iso].map(c => 0x1f1e6 + c.charCodeAt(0) - 65));
+  return `<span class="flag" title="${escapeHtml(federation)}">${emoji}</span>`;
+}
+
+function playerHtml(p) {
+  const title = p.title ? `<span class="title">${escapeHtml(p.title)}</span> ` : "";
+  const rating = p.rating ? ` <span class="rating">${p.rating}</span>` : "";
+  return `${flag(p.federation)} ${title}<span class="name">${escapeHtml(p.name)}</span>${rating}`;
+}
+
+function clockText(ms) {
+  if (ms === null || ms === undefined) return "";
+  const s = Math.max(0, Math.floor(ms / 1000));
+  return `${Math.floor(s / 3600)}:${String(Math.floor(s / 60) % 60).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
+}
+
+// What a side's clock shows now: the running one counts down from its last reading, on the
+// time line viewers are on (the service's clock minus the delay).
+function clockNow(g, side) {
+  const c = g.clocks;
+  if (!c) return null;
+  const base = side === "white" ? c.white_ms : c.black_ms;
+  if (c.running !== side) return base;
+  const shownNow = Date.now() + clockOffsetMs - delayMs;
+  return base - Math.max(0, shownNow - c.as_of_unix_ms);
+}
+
+function boardHtml(g) {
+  const rows = g.fen.split(" ")[0].split("/");
+  const last = g.uci.length ? g.uci[g.uci.length - 1] : "";
+  const marked = [last.slice(0, 2), last.slice(2, 4)];
+  let html = "";
+  rows.forEach((row, r) => {
+    let f = 0;
+    const cell = piece => {
+      const square = "abcdefgh"[f] + (8 - r);
+      const colour = (r + f) % 2 ? "dark" : "light";
+      const lastMove = marked.includes(square) ? " last" : "";
+      f++;
+      return `<div class="sq ${colour}${lastMove}" data-sq="${square}">${piece}</div>`;
+    };
+    for (const ch of row) {
+      if (/[1-8]/.test(ch)) for (let i = Number(ch); i > 0; i--) html += cell("");
+      else html += cell(PIECES[ch] || "?");
+    }
+  });
+  return html;
+}
+
+function movesHtml(g) {
+  const parts = g.moves.map((m, i) => (i % 2 === 0 ? `${i / 2 + 1}. ` : "") + escapeHtml(m));
+  let text = parts.join(" ");
+  if (g.provisional.length) {
+    const n = g.moves.length;
+    const shown = g.provisional.map((m, i) => ((n + i) % 2 === 0 ? `${(n + i) / 2 + 1}. ` : "") + escapeHtml(m));
+    text += ` <span class="provisional" title="seen on the board, not yet confirmed by a clock press">${shown.join(" ")}?</span>`;
+  }
+  if (g.result !== "*") text += ` <span class="result">${escapeHtml(g.result)}</span>`;
+  return text;
+}
+
+function statusHtml(g) {
+  const notes = [];
+  if (!g.board_responding) notes.push("board not responding: moves are not being seen");
+  if (g.battery_low) notes.push("board battery low");
+  if (g.result !== "*" && g.termination) notes.push(`${g.result} — ${g.termination}`);
+  return notes.map(escapeHtml).join(" · ");
+}
+
+// Connects to the round's live updates; `onGame` gets every game as it changes. The browser
+// reconnects by itself, saying the last version it has (Last-Event-ID).
+function connect(onGame) {
+  const lang = params.get("lang");
+  const url = location.pathname.replace(/\/(live|hall|boards\/\d+)$/, "/updates") + (lang ? `?lang=${encodeURIComponent(lang)}` : "");
+  const source = new EventSource(url);
+  const status = document.getElementById("status");
+  source.addEventListener("round", e => {
+    const round = JSON.parse(e.data);
+    delayMs = round.delay_ms;
+    clockOffsetMs = round.server_now_unix_ms - Date.now();
+    status.textContent = delayMs ? `live, ${Math.round(delayMs / 60000)} min delay` : "live";
+    status.dataset.state = "live";
+  });
+  source.addEventListener("game", e => {
+    const g = JSON.parse(e.data);
+    games.set(g.game_id, g);
+    onGame(g);
+  });
+  source.onerror = () => {
+    status.textContent = "connection lost, reconnecting…";
+    status.dataset.state = "reconnecting";
+  };
+}
