@@ -20,20 +20,29 @@ pub enum DelayError {
     #[error("a delay of {minutes} minutes is too long: at most 60")]
     TooLong { minutes: u64 },
     #[error(
-        "delay {0:?}: write MINUTES for every round, TOURNAMENT=MINUTES or TOURNAMENT/ROUND=MINUTES"
+        "delay {0:?}: write MINUTES for every round, TOURNAMENT=MINUTES or TOURNAMENT/ROUND=MINUTES \
+         (SECONDS followed by s instead of MINUTES, e.g. 90s)"
     )]
     Unreadable(String),
 }
 
-fn checked_minutes(text: &str, whole: &str) -> Result<u64, DelayError> {
-    let minutes: u64 = text
-        .trim()
+/// `MINUTES`, or `SECONDS` followed by `s` (e.g. `90s`), as milliseconds.
+fn checked_duration(text: &str, whole: &str) -> Result<u64, DelayError> {
+    let text = text.trim();
+    let (number, unit_ms) = match text.strip_suffix('s') {
+        Some(seconds) => (seconds, 1000),
+        None => (text, 60_000),
+    };
+    let value: u64 = number
         .parse()
         .map_err(|_| DelayError::Unreadable(whole.to_owned()))?;
-    if minutes > MAX_DELAY_MS / 60_000 {
-        return Err(DelayError::TooLong { minutes });
-    }
-    Ok(minutes * 60_000)
+    let ms = value
+        .checked_mul(unit_ms)
+        .filter(|ms| *ms <= MAX_DELAY_MS)
+        .ok_or(DelayError::TooLong {
+            minutes: value.saturating_mul(unit_ms) / 60_000,
+        })?;
+    Ok(ms)
 }
 
 impl Delays {
@@ -52,14 +61,15 @@ impl Delays {
     }
 
     /// Reads settings as written on the command line: `MINUTES` (every round),
-    /// `TOURNAMENT=MINUTES`, `TOURNAMENT/ROUND=MINUTES`; later settings override earlier ones.
+    /// `TOURNAMENT=MINUTES`, `TOURNAMENT/ROUND=MINUTES`, with `SECONDS` followed by `s` in place
+    /// of minutes where wanted (`open/9=90s`); later settings override earlier ones.
     pub fn parse<'a>(settings: impl IntoIterator<Item = &'a str>) -> Result<Delays, DelayError> {
         let mut delays = Delays::default();
         for setting in settings {
             match setting.split_once('=') {
-                None => delays.default_ms = checked_minutes(setting, setting)?,
+                None => delays.default_ms = checked_duration(setting, setting)?,
                 Some((target, minutes)) => {
-                    let ms = checked_minutes(minutes, setting)?;
+                    let ms = checked_duration(minutes, setting)?;
                     let target = target.trim();
                     match target.rsplit_once('/') {
                         Some((tournament, round)) => {
@@ -102,8 +112,9 @@ mod tests {
 
     #[test]
     fn a_round_overrides_its_tournament_which_overrides_the_default() {
-        let delays = Delays::parse(["15", "open=30", "open/9=0"]).expect("valid");
+        let delays = Delays::parse(["15", "open=30", "open/9=0", "open/7=90s"]).expect("valid");
         assert_eq!(delays.delay_ms(&key("open", 9)), 0);
+        assert_eq!(delays.delay_ms(&key("open", 7)), 90_000);
         assert_eq!(delays.delay_ms(&key("open", 8)), 30 * 60_000);
         assert_eq!(delays.delay_ms(&key("blitz", 1)), 15 * 60_000);
     }
@@ -114,6 +125,11 @@ mod tests {
             Delays::parse(["61"]),
             Err(DelayError::TooLong { minutes: 61 })
         );
+        assert_eq!(
+            Delays::parse(["3601s"]),
+            Err(DelayError::TooLong { minutes: 60 })
+        );
+        assert!(Delays::parse([&format!("{}", u64::MAX)][..].iter().map(|s| s.as_str())).is_err());
         assert!(matches!(
             Delays::parse(["open/x=5"]),
             Err(DelayError::Unreadable(_))

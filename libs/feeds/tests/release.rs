@@ -290,3 +290,93 @@ fn moves_in_national_piece_letters() {
         ["Sf3", "d5", "g3", "Lg4", "Lg2", "Sd7", "0-0"]
     );
 }
+
+#[test]
+fn a_revised_provisional_move_is_shown_corrected_then_completed() {
+    use boardcast_game::{
+        NewEvent,
+        events::{MoveCompleted, MoveProvisional, Provenance, Source, game_event::Kind},
+    };
+    let mut feeds = Feeds::new(Delays::none());
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    for san in ["e4", "e5", "Nf3", "Nc6"] {
+        game.play(san, T0);
+    }
+    let board = |kind: Kind| NewEvent {
+        kind,
+        provenance: Provenance {
+            source: Source::BoardSensor as i32,
+            ..Default::default()
+        },
+    };
+    // The bishop is seen on c4 on its way to b5, then the press completes Bb5.
+    let seen = vec![
+        board(Kind::MoveProvisional(MoveProvisional {
+            ply: 5,
+            uci: "f1c4".into(),
+            san: "Bc4".into(),
+            replaces_uci: String::new(),
+        })),
+        board(Kind::MoveProvisional(MoveProvisional {
+            ply: 5,
+            uci: "f1b5".into(),
+            san: "Bb5".into(),
+            replaces_uci: "f1c4".into(),
+        })),
+    ];
+    let mut records = game.records.clone();
+    let first = Game::record(Some(&game.game), &id, seen, T0 + 1);
+    for r in &first {
+        game.game.apply(r).expect("applies");
+    }
+    records.extend(first.iter().cloned());
+    feed(&mut feeds, &records);
+    feeds.release(T0 + 1);
+    let shown = |feeds: &Feeds| {
+        let body = feeds.round_pgn(&key(1)).expect("shown");
+        let games = read_games(&body.text).expect("valid PGN");
+        games[0]
+            .moves
+            .iter()
+            .map(|m| m.san.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(shown(&feeds), ["e4", "e5", "Nf3", "Nc6", "Bb5"]);
+    let (_, json) = feeds.game_json(&id).expect("shown");
+    let view: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(view["provisional"], serde_json::json!(["Bb5"]));
+    assert!(
+        feeds
+            .round_pgn(&key(1))
+            .expect("shown")
+            .text
+            .contains("provisional")
+    );
+
+    let completed = Game::record(
+        Some(&game.game),
+        &id,
+        vec![NewEvent {
+            kind: Kind::MoveCompleted(MoveCompleted {
+                ply: 5,
+                uci: "f1b5".into(),
+                san: "Bb5".into(),
+                white_remaining_ms: Some(5_000_000),
+                black_remaining_ms: Some(5_100_000),
+                ..Default::default()
+            }),
+            provenance: Provenance {
+                source: Source::Clock as i32,
+                ..Default::default()
+            },
+        }],
+        T0 + 2,
+    );
+    feed(&mut feeds, &completed);
+    feeds.release(T0 + 2);
+    assert_eq!(shown(&feeds), ["e4", "e5", "Nf3", "Nc6", "Bb5"]);
+    let text = feeds.round_pgn(&key(1)).expect("shown").text.clone();
+    assert!(!text.contains("provisional"), "{text}");
+    assert!(text.contains("Bb5 {[%clk 1:23:20]}"), "{text}");
+}

@@ -56,9 +56,10 @@ struct Args {
         default_value = "var/broadcast.redb"
     )]
     state: PathBuf,
-    /// The organiser's delay in minutes (0-60): MINUTES for every round, TOURNAMENT=MINUTES or
-    /// TOURNAMENT/ROUND=MINUTES; repeat the option for several. Moves, clocks, results and
-    /// board status are shown that long after they were recorded, on every route.
+    /// The organiser's delay, 0 to 60 minutes: MINUTES for every round, TOURNAMENT=MINUTES or
+    /// TOURNAMENT/ROUND=MINUTES (or SECONDS followed by s, e.g. 90s); repeat the option for
+    /// several. Moves, clocks, results and board status are shown that long after they were
+    /// recorded, on every route.
     #[arg(long = "delay", env = "BOARDCAST_DELAY", value_delimiter = ',')]
     delays: Vec<String>,
     /// A file with more delay settings, one per line (as --delay, `#` starts a comment), read

@@ -394,10 +394,17 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
             };
             let (round, board_number) =
                 round_and_board(game.tag("Round")).unwrap_or((1, i as u32 + 1));
-            let player = |name: &str, elo: &str| Player {
-                name: game.tag(name).unwrap_or("?").to_owned(),
-                rating: game.tag(elo).and_then(|e| e.parse().ok()).unwrap_or(0),
-                ..Default::default()
+            // The pairing as the score's tags give it: `White`, `WhiteElo`, `WhiteTitle`,
+            // `WhiteFideId`, `WhiteFed` (and Black's).
+            let player = |side: &str| {
+                let tag = |suffix: &str| game.tag(&format!("{side}{suffix}")).unwrap_or("");
+                Player {
+                    name: game.tag(side).unwrap_or("?").to_owned(),
+                    rating: tag("Elo").parse().unwrap_or(0),
+                    title: tag("Title").to_owned(),
+                    fide_id: tag("FideId").to_owned(),
+                    federation: tag("Fed").to_owned(),
+                }
             };
             let first = time_control.periods.first().cloned().unwrap_or_default();
             let started = GameStarted {
@@ -408,8 +415,8 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
                 round,
                 board_number,
                 board_id: board_id.clone(),
-                white: Some(player("White", "WhiteElo")),
-                black: Some(player("Black", "BlackElo")),
+                white: Some(player("White")),
+                black: Some(player("Black")),
                 time_control: Some(time_control),
                 edition: args.edition.clone(),
                 start_fen: game.tag("FEN").unwrap_or("").to_owned(),

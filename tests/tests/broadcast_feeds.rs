@@ -1,0 +1,544 @@
+//! The broadcast service's feeds with every part a real process: simulated boards, NATS, the game
+//! service and the broadcast service. The feeds equal the source games; the organiser's delay
+//! holds back every endpoint (PGN, JSON, server-sent events, WebSocket, NATS feed subjects),
+//! raising it takes nothing back and lowering it releases what is due; a restart changes no
+//! output; the lichess push delivers the round to a local HTTP server standing in for lichess.
+
+mod support;
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{Context as _, bail};
+use boardcast_rules::pgn::{PgnGame, read_games};
+use boardcast_schema::game::v1::game_event::Kind;
+use boardcast_testkit::{BroadcastService, GameService, TestNats, program, repo_root};
+use futures::StreamExt as _;
+
+const TOURNAMENT: &str = "london-chess-classic-2016";
+
+/// Round 9's first games with the tags a pairing gives: titles, FIDE ids, federations.
+fn round_nine(boards: usize) -> anyhow::Result<Vec<PgnGame>> {
+    let text = std::fs::read_to_string(repo_root().join("data/london-classic-2016.pgn"))?;
+    let pairings: BTreeMap<&str, (&str, &str)> = [
+        ("So, Wesley", ("5202213", "USA")),
+        ("Vachier-Lagrave, Maxime", ("623539", "FRA")),
+        ("Caruana, Fabiano", ("2020009", "USA")),
+        ("Giri, Anish", ("24116068", "NED")),
+        ("Aronian, Levon", ("13300474", "ARM")),
+        ("Nakamura, Hikaru", ("2016192", "USA")),
+        ("Kramnik, Vladimir", ("4101588", "RUS")),
+        ("Anand, Viswanathan", ("5000017", "IND")),
+    ]
+    .into_iter()
+    .collect();
+    let mut games: Vec<PgnGame> = read_games(&text)?.into_iter().take(boards).collect();
+    for game in &mut games {
+        for side in ["White", "Black"] {
+            let name = game.tag(side).unwrap_or_default().to_owned();
+            let (fide_id, federation) = pairings.get(name.as_str()).copied().unwrap_or(("", ""));
+            game.tags.push((format!("{side}Title"), "GM".into()));
+            game.tags.push((format!("{side}FideId"), fide_id.into()));
+            game.tags.push((format!("{side}Fed"), federation.into()));
+        }
+    }
+    Ok(games)
+}
+
+fn write(games: &[PgnGame]) -> anyhow::Result<tempfile::NamedTempFile> {
+    let file = tempfile::NamedTempFile::new()?;
+    let text: String = games
+        .iter()
+        .map(|g| boardcast_rules::pgn::write_game(g))
+        .collect();
+    std::fs::write(file.path(), text)?;
+    Ok(file)
+}
+
+fn simulate(
+    pgn: &std::path::Path,
+    boards: usize,
+    speed: &str,
+    nats: &str,
+    game_service: &str,
+) -> anyhow::Result<std::process::Command> {
+    let mut command = std::process::Command::new(program("boardcast")?);
+    command
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
+        .arg("simulate")
+        .arg("--pgn")
+        .arg(pgn)
+        .args(["--boards", &boards.to_string(), "--speed", speed])
+        .args(["--nats", nats, "--game-service", game_service])
+        .stdout(std::process::Stdio::null());
+    Ok(command)
+}
+
+async fn get(url: &str, headers: &[(&str, &str)]) -> anyhow::Result<reqwest::Response> {
+    let mut request = reqwest::Client::new().get(url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    Ok(request.send().await?)
+}
+
+async fn round_pgn(broadcast: &BroadcastService, round: u32) -> anyhow::Result<Vec<PgnGame>> {
+    let response = get(
+        &broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/{round}.pgn")),
+        &[],
+    )
+    .await?;
+    if !response.status().is_success() {
+        bail!("round {round}: {}", response.status());
+    }
+    Ok(read_games(&response.text().await?)?)
+}
+
+/// Waits until the round's feed has `count` finished games.
+async fn finished_feed(broadcast: &BroadcastService, count: usize) -> anyhow::Result<Vec<PgnGame>> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok(games) = round_pgn(broadcast, 9).await
+            && games.iter().filter(|g| g.result != "*").count() == count
+        {
+            return Ok(games);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("the feed did not show {count} finished games");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_round_feed_is_the_source_round_and_survives_a_restart() -> anyhow::Result<()> {
+    const BOARDS: usize = 4;
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let mut broadcast = BroadcastService::start(&nats.url())?;
+    let source = round_nine(BOARDS)?;
+    let file = write(&source)?;
+    let status =
+        simulate(file.path(), BOARDS, "max", &nats.url(), &game_service.url())?.status()?;
+    assert!(status.success(), "boardcast simulate failed: {status}");
+
+    let served = finished_feed(&broadcast, BOARDS).await?;
+    // Board order, tags as lichess reads them, moves with their clocks, results.
+    for (board, (game, source)) in served.iter().zip(&source).enumerate() {
+        let board = board + 1;
+        assert_eq!(game.tag("Round"), Some(format!("9.{board}").as_str()));
+        assert_eq!(game.tag("Board"), Some(board.to_string().as_str()));
+        for tag in [
+            "White",
+            "Black",
+            "WhiteElo",
+            "BlackElo",
+            "WhiteTitle",
+            "BlackTitle",
+            "WhiteFideId",
+            "BlackFideId",
+            "Event",
+            "Site",
+            "Date",
+        ] {
+            assert_eq!(
+                game.tag(tag),
+                source.tag(tag).filter(|v| !v.is_empty()),
+                "{tag} of board {board}"
+            );
+        }
+        assert_eq!(game.tag("TimeControl"), Some("40/7200:3600+30"));
+        assert_eq!(
+            support::uci_moves(game)?,
+            support::uci_moves(source)?,
+            "board {board}"
+        );
+        let clocks: Vec<Option<u64>> = game.moves.iter().map(|m| m.clock_ms).collect();
+        let source_clocks: Vec<Option<u64>> = source.moves.iter().map(|m| m.clock_ms).collect();
+        assert_eq!(clocks, source_clocks, "[%clk] of board {board}");
+        assert_eq!(game.result, source.result, "board {board}");
+        assert!(game.tag("WhiteClock").is_some() && game.tag("BlackClock").is_some());
+    }
+
+    // Cheap to poll: the same body has the same ETag, and a poller that has it gets 304.
+    let url = broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9.pgn"));
+    let first = get(&url, &[]).await?;
+    let etag = first
+        .headers()
+        .get("etag")
+        .context("an ETag")?
+        .to_str()?
+        .to_owned();
+    assert!(first.headers().contains_key("last-modified"));
+    let body = first.text().await?;
+    let again = get(&url, &[("if-none-match", &etag)]).await?;
+    assert_eq!(again.status(), reqwest::StatusCode::NOT_MODIFIED);
+    assert!(again.text().await?.is_empty());
+    let compressed = get(&url, &[("accept-encoding", "gzip")]).await?;
+    assert_eq!(
+        compressed
+            .headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().unwrap_or_default()),
+        Some("gzip")
+    );
+    let compressed_len = compressed.bytes().await?.len();
+    assert!(
+        compressed_len * 3 < body.len(),
+        "{compressed_len} bytes of {}",
+        body.len()
+    );
+
+    // A restart resumes from its stored state: ready only once caught up, the same bytes.
+    broadcast.restart()?;
+    broadcast.wait_ready(Duration::from_secs(30)).await?;
+    let after = get(&url, &[]).await?;
+    assert_eq!(
+        after
+            .headers()
+            .get("etag")
+            .map(|v| v.to_str().unwrap_or_default()),
+        Some(etag.as_str())
+    );
+    assert_eq!(after.text().await?, body);
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// What one endpoint showed of one game, and when the test had it.
+#[derive(Debug, Clone)]
+struct Sight {
+    endpoint: &'static str,
+    game_id: String,
+    moves: usize,
+    finished: bool,
+    /// The test's clock once the answer was in: nothing recorded after `at − delay` may be in it.
+    at: i64,
+    /// The test's clock when it asked (for what must already be shown).
+    asked: i64,
+}
+
+type Sights = Arc<Mutex<Vec<Sight>>>;
+
+fn note(sights: &Sights, endpoint: &'static str, game: &serde_json::Value, asked: i64) {
+    let sight = Sight {
+        endpoint,
+        game_id: game["game_id"].as_str().unwrap_or_default().to_owned(),
+        moves: game["moves"].as_array().map_or(0, Vec::len),
+        finished: game["result"].as_str().is_some_and(|r| r != "*"),
+        at: now_ms(),
+        asked,
+    };
+    sights.lock().unwrap_or_else(|e| e.into_inner()).push(sight);
+}
+
+/// Reads the round's server-sent events for as long as the test runs.
+async fn watch_sse(url: String, sights: Sights) -> anyhow::Result<()> {
+    let mut response = get(&url, &[]).await?;
+    let mut buffer = String::new();
+    while let Some(chunk) = response.chunk().await? {
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            if event.lines().any(|l| l == "event: game") {
+                let data: String = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data: "))
+                    .collect();
+                let game: serde_json::Value = serde_json::from_str(&data)?;
+                note(&sights, "sse", &game, now_ms());
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn watch_websocket(url: String, sights: Sights) -> anyhow::Result<()> {
+    let (mut socket, _) = tokio_tungstenite::connect_async(url).await?;
+    while let Some(message) = socket.next().await {
+        if let tokio_tungstenite::tungstenite::Message::Text(text) = message? {
+            let value: serde_json::Value = serde_json::from_str(&text)?;
+            if value["type"] == "game" {
+                note(&sights, "websocket", &value["game"], now_ms());
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn watch_nats(nats: String, sights: Sights) -> anyhow::Result<()> {
+    let client = async_nats::connect(nats).await?;
+    let mut feed = client
+        .subscribe(format!("boardcast.feed.{TOURNAMENT}.9.*"))
+        .await?;
+    while let Some(message) = feed.next().await {
+        let game: serde_json::Value = serde_json::from_slice(&message.payload)?;
+        note(&sights, "nats", &game, now_ms());
+    }
+    Ok(())
+}
+
+/// The completed moves of a feed's game: not those the board shows unconfirmed yet.
+fn completed(game: &PgnGame) -> Vec<String> {
+    game.moves
+        .iter()
+        .filter(|m| {
+            !m.comment
+                .as_deref()
+                .is_some_and(|c| c.starts_with("provisional"))
+        })
+        .map(|m| m.san.clone())
+        .collect()
+}
+
+/// Polls every document endpoint once.
+async fn poll(
+    broadcast: &BroadcastService,
+    game_ids: &[String],
+    sights: &Sights,
+) -> anyhow::Result<()> {
+    let asked = now_ms();
+    let pgn = get(
+        &broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9.pgn")),
+        &[],
+    )
+    .await?;
+    if pgn.status().is_success() {
+        let games = read_games(&pgn.text().await?)?;
+        for game in games {
+            let board: usize = game.tag("Board").and_then(|b| b.parse().ok()).unwrap_or(0);
+            let value = serde_json::json!({
+                "game_id": game_ids.get(board.wrapping_sub(1)).cloned().unwrap_or_default(),
+                "moves": completed(&game),
+                "result": game.result,
+            });
+            note(sights, "round pgn", &value, asked);
+        }
+    } else {
+        assert_eq!(pgn.status(), reqwest::StatusCode::NOT_FOUND);
+    }
+    let json = get(
+        &broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9.json")),
+        &[],
+    )
+    .await?;
+    if json.status().is_success() {
+        let round: serde_json::Value = json.json().await?;
+        for game in round["games"].as_array().into_iter().flatten() {
+            note(sights, "round json", game, asked);
+        }
+    }
+    for game_id in game_ids {
+        let asked = now_ms();
+        let response = get(&broadcast.url(&format!("/games/{game_id}.json")), &[]).await?;
+        if response.status().is_success() {
+            note(sights, "game json", &response.json().await?, asked);
+        }
+        let response = get(&broadcast.url(&format!("/games/{game_id}.pgn")), &[]).await?;
+        if response.status().is_success() {
+            let game = read_games(&response.text().await?)?.remove(0);
+            let value = serde_json::json!({
+                "game_id": game_id,
+                "moves": completed(&game),
+                "result": game.result,
+            });
+            note(sights, "game pgn", &value, asked);
+        }
+    }
+    Ok(())
+}
+
+/// When each move and the result of a game were recorded, from the game service's log.
+async fn recorded_times(
+    game_service: &GameService,
+    game_id: &str,
+) -> anyhow::Result<(Vec<i64>, Option<i64>)> {
+    let mut client = boardcast_testkit::admin_client(&game_service.url()).await?;
+    let events = support::game_events(&mut client, game_id).await?;
+    let mut moves = Vec::new();
+    let mut ended = None;
+    for event in events {
+        match event.kind {
+            Some(Kind::MoveCompleted(_)) => moves.push(event.recorded_unix_ms),
+            Some(Kind::Ended(_)) => ended = Some(event.recorded_unix_ms),
+            _ => {}
+        }
+    }
+    Ok((moves, ended))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_delay_holds_back_every_endpoint_and_only_ever_moves_forward() -> anyhow::Result<()> {
+    const BOARDS: usize = 2;
+    const DELAY_MS: i64 = 6000;
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let dir = tempfile::tempdir()?;
+    let delays = dir.path().join("delays");
+    std::fs::write(&delays, "6s\n")?;
+    let broadcast =
+        BroadcastService::start_with(&nats.url(), &["--delay-file", &delays.to_string_lossy()])?;
+    let game_ids: Vec<String> = (1..=BOARDS)
+        .map(|b| format!("{TOURNAMENT}-r9-b{b}"))
+        .collect();
+
+    let sights: Sights = Arc::default();
+    let live = [
+        tokio::spawn(watch_sse(
+            broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates")),
+            sights.clone(),
+        )),
+        tokio::spawn(watch_websocket(
+            format!(
+                "ws://{}/tournaments/{TOURNAMENT}/rounds/9/ws",
+                broadcast.http
+            ),
+            sights.clone(),
+        )),
+        tokio::spawn(watch_nats(nats.url(), sights.clone())),
+    ];
+    let source = round_nine(BOARDS)?;
+    let file = write(&source)?;
+    let mut play =
+        simulate(file.path(), BOARDS, "400", &nats.url(), &game_service.url())?.spawn()?;
+    // Nothing of the round can be seen before its start is due; the answer is the one for a
+    // round that does not exist.
+    let unknown = get(
+        &broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/99.pgn")),
+        &[],
+    )
+    .await?
+    .status();
+    assert_eq!(unknown, reqwest::StatusCode::NOT_FOUND);
+    while play.try_wait()?.is_none() {
+        poll(&broadcast, &game_ids, &sights).await?;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    // Until the last moves are due under the delay.
+    let until = tokio::time::Instant::now() + Duration::from_millis(DELAY_MS as u64 + 1000);
+    while tokio::time::Instant::now() < until {
+        poll(&broadcast, &game_ids, &sights).await?;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let played = sights.lock().unwrap_or_else(|e| e.into_inner()).clone();
+
+    let mut times = BTreeMap::new();
+    for game_id in &game_ids {
+        times.insert(
+            game_id.clone(),
+            recorded_times(&game_service, game_id).await?,
+        );
+    }
+    let mut endpoints = BTreeMap::new();
+    for sight in &played {
+        let (moves, ended) = &times[&sight.game_id];
+        let due = |at: i64| moves.iter().filter(|t| **t <= at - DELAY_MS).count();
+        assert!(
+            sight.moves <= due(sight.at),
+            "{} showed {} moves of {} when only {} were due: {sight:?}",
+            sight.endpoint,
+            sight.moves,
+            sight.game_id,
+            due(sight.at)
+        );
+        if sight.finished {
+            assert!(
+                ended.is_some_and(|t| t <= sight.at - DELAY_MS),
+                "{} showed the result early: {sight:?}",
+                sight.endpoint
+            );
+        }
+        // Released on time: what was due (with a second's grace) is there.
+        if sight.endpoint.contains("json") || sight.endpoint.contains("pgn") {
+            assert!(
+                sight.moves >= due(sight.asked - 1000),
+                "{} is late: {sight:?}",
+                sight.endpoint
+            );
+        }
+        *endpoints.entry(sight.endpoint).or_insert(0) += 1;
+    }
+    for endpoint in [
+        "round pgn",
+        "round json",
+        "game json",
+        "game pgn",
+        "sse",
+        "websocket",
+        "nats",
+    ] {
+        assert!(
+            endpoints.get(endpoint).is_some_and(|n| *n > 3),
+            "{endpoint} seen {:?} times",
+            endpoints.get(endpoint)
+        );
+    }
+    // Every game was shown move by move, not all at once.
+    for game_id in &game_ids {
+        let mut counts: Vec<usize> = played
+            .iter()
+            .filter(|s| s.endpoint == "sse" && s.game_id == *game_id)
+            .map(|s| s.moves)
+            .collect();
+        counts.dedup();
+        assert!(counts.len() > 5, "{game_id}: {counts:?}");
+    }
+
+    // Raising the delay takes back nothing that was shown and shows nothing new for a while.
+    let shown = round_pgn(&broadcast, 9).await?;
+    let before: Vec<usize> = shown.iter().map(|g| g.moves.len()).collect();
+    std::fs::write(&delays, "60\n")?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // A new game starts meanwhile (round 9, board 3): under an hour's delay, it stays hidden.
+    let more = round_nine(3)?;
+    let third = write(&more[2..])?;
+    let status = std::process::Command::new(program("boardcast")?)
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
+        .args(["simulate", "--pgn"])
+        .arg(third.path())
+        .args([
+            "--boards",
+            "1",
+            "--speed",
+            "max",
+            "--board-prefix",
+            "extra",
+            "--nats",
+            &nats.url(),
+            "--game-service",
+            &game_service.url(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    assert!(status.success());
+    // Long enough that the old delay would have shown it.
+    for _ in 0..32 {
+        let now: Vec<usize> = round_pgn(&broadcast, 9)
+            .await?
+            .iter()
+            .map(|g| g.moves.len())
+            .collect();
+        assert_eq!(now, before, "the raised delay changed what is shown");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // Lowering it releases what is now due: everything, with the third game.
+    std::fs::write(&delays, "0\n")?;
+    let served = finished_feed(&broadcast, 3).await?;
+    for (game, source) in served.iter().zip(&more) {
+        assert_eq!(support::uci_moves(game)?, support::uci_moves(source)?);
+        assert_eq!(game.result, source.result);
+    }
+    for task in live {
+        task.abort();
+    }
+    Ok(())
+}
