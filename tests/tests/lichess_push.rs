@@ -1,0 +1,203 @@
+//! The broadcast service pushes a round to lichess (`POST /api/broadcast/round/{id}/push`) on
+//! every change: tested against a local HTTP server that answers as lichess does and checks
+//! what it receives.
+
+mod support;
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use anyhow::bail;
+use axum::{
+    Json, Router,
+    extract::{Path, State},
+    http::{HeaderMap, StatusCode},
+    routing::post,
+};
+use boardcast_rules::pgn::read_games;
+use boardcast_testkit::{BroadcastService, GameService, TestNats};
+
+const TOKEN: &str = "lip_test_token";
+
+/// What the stand-in received: the round id, whether the bearer token was right, the body.
+#[derive(Default)]
+struct Received {
+    pushes: Vec<(String, bool, String)>,
+}
+
+type Shared = Arc<Mutex<Received>>;
+
+/// Answers as lichess does: per game, the tags it matched and the moves it took. The first
+/// push is answered 503, as a busy server would, to exercise the retry.
+async fn push(
+    State(received): State<Shared>,
+    Path(round): Path<String>,
+    headers: HeaderMap,
+    body: String,
+) -> (StatusCode, Json<serde_json::Value>) {
+    let authorised = headers.get("authorization").and_then(|v| v.to_str().ok())
+        == Some(&format!("Bearer {TOKEN}"));
+    let first = {
+        let mut received = received.lock().unwrap_or_else(|e| e.into_inner());
+        received.pushes.push((round, authorised, body.clone()));
+        received.pushes.len() == 1
+    };
+    if !authorised {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(serde_json::json!({"error": "No such token"})),
+        );
+    }
+    if first {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({"error": "busy"})),
+        );
+    }
+    let games = match read_games(&body) {
+        Ok(games) => games,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(serde_json::json!({"error": e.to_string()})),
+            );
+        }
+    };
+    let answers: Vec<serde_json::Value> = games
+        .iter()
+        .map(|g| {
+            let tags: serde_json::Map<String, serde_json::Value> = g
+                .tags
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone().into()))
+                .collect();
+            serde_json::json!({"tags": tags, "moves": g.moves.len()})
+        })
+        .collect();
+    (
+        StatusCode::OK,
+        Json(serde_json::json!({ "games": answers })),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_change_of_the_round_reaches_lichess_with_the_token_and_is_retried_after_a_failure()
+-> anyhow::Result<()> {
+    let received: Shared = Arc::default();
+    let app = Router::new()
+        .route("/api/broadcast/round/{id}/push", post(push))
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let lichess = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    // The token as an option here; in real use it comes from the environment.
+    let broadcast = BroadcastService::start_with(
+        &nats.url(),
+        &[
+            "--push-lichess",
+            "london-chess-classic-2016/9=AbCd1234",
+            "--lichess-url",
+            &lichess,
+            "--lichess-token",
+            TOKEN,
+        ],
+    )?;
+    let pgn = std::fs::read_to_string(
+        boardcast_testkit::repo_root().join("data/london-classic-2016.pgn"),
+    )?;
+    let source: Vec<_> = read_games(&pgn)?.into_iter().take(2).collect();
+    support::play(&pgn, 2, &[], &nats.url(), &game_service.url())?;
+
+    // The last push is the round as the feed serves it, with both games finished.
+    let feed_url = broadcast.url("/tournaments/london-chess-classic-2016/rounds/9.pgn");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let feed = reqwest::get(&feed_url).await?.text().await?;
+        let last = received
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pushes
+            .last()
+            .map(|(_, _, body)| body.clone());
+        let finished = read_games(&feed)?
+            .iter()
+            .filter(|g| g.result != "*")
+            .count()
+            == 2;
+        if finished && last.as_deref() == Some(feed.as_str()) {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("lichess never got the finished round");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let pushes = std::mem::take(&mut received.lock().unwrap_or_else(|e| e.into_inner()).pushes);
+    assert!(pushes.len() >= 2, "{} pushes", pushes.len());
+    assert!(
+        pushes
+            .iter()
+            .all(|(round, authorised, _)| round == "AbCd1234" && *authorised)
+    );
+    // The failed first push was sent again (the round had not changed meanwhile, or changed
+    // and was sent newer).
+    let last = read_games(&pushes[pushes.len() - 1].2)?;
+    for (game, source) in last.iter().zip(&source) {
+        assert_eq!(support::uci_moves(game)?, support::uci_moves(source)?);
+        assert_eq!(game.result, source.result);
+    }
+    // A game never goes backwards between pushes.
+    for pair in pushes.windows(2) {
+        let (before, after) = (read_games(&pair[0].2)?, read_games(&pair[1].2)?);
+        for (a, b) in before.iter().zip(&after) {
+            let completed = |g: &boardcast_rules::pgn::PgnGame| {
+                g.moves
+                    .iter()
+                    .filter(|m| {
+                        !m.comment
+                            .as_deref()
+                            .is_some_and(|c| c.starts_with("provisional"))
+                    })
+                    .count()
+            };
+            assert!(completed(a) <= completed(b));
+        }
+    }
+
+    // The operator sees lichess's answer per game.
+    let status: serde_json::Value = reqwest::get(broadcast.url("/api/push"))
+        .await?
+        .json()
+        .await?;
+    let round = &status["london-chess-classic-2016/9"];
+    assert_eq!(round["lichess_round_id"], "AbCd1234");
+    assert_eq!(round["error"], "");
+    let games = round["games"].as_array().cloned().unwrap_or_default();
+    assert_eq!(games.len(), 2);
+    for (game, source) in games.iter().zip(&source) {
+        assert_eq!(game["white"], source.tag("White").unwrap_or_default());
+        assert_eq!(game["moves"], source.moves.len());
+        assert!(game["error"].is_null());
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_refuses_to_push_without_a_token() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let _game_service = GameService::start(&nats.url())?;
+    let out =
+        std::process::Command::new(boardcast_testkit::program("boardcast-broadcast-service")?)
+            .args(["--nats", &nats.url(), "--push-lichess", "t/1=AbCd"])
+            .env_remove("BOARDCAST_LICHESS_TOKEN")
+            .output()?;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("BOARDCAST_LICHESS_TOKEN"), "{stderr}");
+    Ok(())
+}
