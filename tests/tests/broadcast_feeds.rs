@@ -52,7 +52,7 @@ fn write(games: &[PgnGame]) -> anyhow::Result<tempfile::NamedTempFile> {
     let file = tempfile::NamedTempFile::new()?;
     let text: String = games
         .iter()
-        .map(|g| boardcast_rules::pgn::write_game(g))
+        .map(boardcast_rules::pgn::write_game)
         .collect();
     std::fs::write(file.path(), text)?;
     Ok(file)
