@@ -184,6 +184,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         Command::new(&broadcast_bin)
             .env("BOARDCAST_NATS_URL", url_for(NatsRole::BroadcastService)?)
             .args(["--http-listen", &http_addr.to_string()])
+            .arg("--state")
+            .arg(args.data_dir.join("broadcast-service/state.redb"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&logs, "broadcast-service.log")?),
@@ -222,8 +224,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .collect();
     rounds.dedup();
     for (tournament, round) in &rounds {
-        println!("  live, round {round:<3}  {base}/tournaments/{tournament}/rounds/{round}/live");
-        println!("  PGN,  round {round:<3}  {base}/tournaments/{tournament}/rounds/{round}.pgn");
+        let r = format!("{base}/tournaments/{tournament}/rounds/{round}");
+        println!("  live, round {round:<3}  {r}/live");
+        println!("  board 1 (big)    {r}/boards/1   hall mode {r}/hall?every=15");
+        println!("  PGN,  round {round:<3}  {r}.pgn");
     }
     println!("  arbiters         http://{arbiter_addr}/");
     println!(
