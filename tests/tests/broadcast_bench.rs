@@ -1,0 +1,265 @@
+//! The broadcast service at the scale of a large event: `BENCH_BOARDS` boards (1000) playing in
+//! one round while `BENCH_SUBSCRIBERS` (2000) live subscribers follow the round's server-sent
+//! events. Measures, from a press observation's publication to NATS to a subscriber receiving
+//! the update that shows its move: p50, p99 and max; and the broadcast service's CPU seconds and
+//! peak resident memory.
+//!
+//! Ignored in the normal suite; build the release programs and run it explicitly:
+//! `cargo build --release --bins && cargo test -p boardcast-testkit --release --test
+//! broadcast_bench -- --ignored --nocapture`. Settings: `BENCH_BOARDS`, `BENCH_SUBSCRIBERS`,
+//! `BENCH_MOVE_EVERY` (seconds between a board's moves, 60), `BENCH_SECONDS` (how long the boards
+//! play, 120), `BENCH_TICKS` (clock readings after each press, 0), `BENCH_MEASURED` (subscribers
+//! whose every update is timed, 100; the others read and discard).
+
+mod support;
+
+use std::{
+    collections::BinaryHeap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicI64, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::Context as _;
+use async_nats::jetstream;
+use boardcast_schema::{device::v1::Observation, game::v1::CreateGameRequest};
+use boardcast_testkit::{BroadcastService, GameService, TestNats};
+use prost::Message as _;
+use support::*;
+
+fn setting(name: &str, default: u64) -> anyhow::Result<u64> {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .with_context(|| format!("{name}={value:?} is not a whole number")),
+        Err(_) => Ok(default),
+    }
+}
+
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// The service's CPU seconds (user + system) and peak resident memory (MB), from /proc.
+fn usage(pid: u32) -> anyhow::Result<(f64, f64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // Fields 14 and 15 of stat (utime, stime), counted after the command name.
+    let ticks: f64 = fields
+        .get(11..13)
+        .context("short /proc stat")?
+        .iter()
+        .map(|f| f.parse::<f64>().unwrap_or(0.0))
+        .sum();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let peak_kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    Ok((ticks / 100.0, peak_kb / 1024.0))
+}
+
+#[derive(serde::Deserialize)]
+struct Probe<'a> {
+    #[serde(borrow)]
+    game_id: &'a str,
+    moves: Vec<&'a str>,
+}
+
+fn percentile(sorted: &[i64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index] as f64 / 1000.0
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: run explicitly"]
+async fn latency_to_live_subscribers() -> anyhow::Result<()> {
+    let boards = setting("BENCH_BOARDS", 1000)? as usize;
+    let subscribers = setting("BENCH_SUBSCRIBERS", 2000)? as usize;
+    let move_every = Duration::from_secs(setting("BENCH_MOVE_EVERY", 60)?);
+    let play_for = Duration::from_secs(setting("BENCH_SECONDS", 120)?);
+    let ticks = setting("BENCH_TICKS", 0)? as usize;
+    let measured = (setting("BENCH_MEASURED", 100)? as usize).min(subscribers);
+
+    let base = baseline().await?;
+    let by_board = with_clock_ticks(&base.observations, ticks)?;
+    let nats = TestNats::start()?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let game_service = GameService::start(&nats.url())?;
+    let broadcast = BroadcastService::start(&nats.url())?;
+    let pid = broadcast.process.pid().context("the service's pid")?;
+    let mut client = boardcast_testkit::admin_client(&game_service.url()).await?;
+
+    // The boards' games, all in one round, each board playing one of the reference games.
+    let mut segments: Vec<Vec<Vec<(String, Vec<u8>)>>> = Vec::new();
+    let mut game_index = std::collections::HashMap::new();
+    for i in 0..boards {
+        let mut info = base.infos[i % base.infos.len()].clone();
+        let original_board = info.board_id.clone();
+        info.tournament_id = "bench".into();
+        info.round = 1;
+        info.board_id = format!("load-{i}");
+        info.board_number = i as u32 + 1;
+        let created = client
+            .create_game(CreateGameRequest {
+                game: Some(info.clone()),
+                request_id: boardcast_kit::client::new_request_id(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        game_index.insert(created.game_id, i);
+        let mut board_segments = Vec::new();
+        for segment in &by_board[&original_board] {
+            let mut renamed = Vec::new();
+            for (_, payload) in segment {
+                let mut observation = Observation::decode(payload.as_slice())?;
+                observation.board_id = info.board_id.clone();
+                renamed.push((
+                    format!("boardcast.board.{}.obs", info.board_id),
+                    observation.encode_to_vec(),
+                ));
+            }
+            board_segments.push(renamed);
+        }
+        segments.push(board_segments);
+    }
+    let game_index = Arc::new(game_index);
+    eprintln!("{boards} games set up");
+
+    // The subscribers: SSE connections on the round.
+    let last_sent: Arc<Vec<AtomicI64>> = Arc::new((0..boards).map(|_| AtomicI64::new(0)).collect());
+    let latencies: Arc<Mutex<Vec<i64>>> = Arc::default();
+    let received = Arc::new(AtomicU64::new(0));
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build()?;
+    let url = broadcast.url("/tournaments/bench/rounds/1/updates");
+    let mut readers = Vec::new();
+    for n in 0..subscribers {
+        let mut response = http.get(&url).send().await?;
+        anyhow::ensure!(response.status().is_success(), "subscriber {n}: {}", response.status());
+        let (last_sent, latencies, received, game_index) = (
+            last_sent.clone(),
+            latencies.clone(),
+            received.clone(),
+            game_index.clone(),
+        );
+        readers.push(tokio::spawn(async move {
+            let timed = n < measured;
+            let mut seen = vec![0usize; last_sent.len()];
+            let mut buffer = String::new();
+            let mut mine = Vec::new();
+            while let Ok(Some(chunk)) = response.chunk().await {
+                received.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                if !timed {
+                    continue;
+                }
+                let at = now_us();
+                buffer.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = buffer.find("\n\n") {
+                    let event: String = buffer.drain(..end + 2).collect();
+                    let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                        continue;
+                    };
+                    let Ok(probe) = serde_json::from_str::<Probe>(data) else {
+                        continue;
+                    };
+                    let Some(&board) = game_index.get(probe.game_id) else {
+                        continue;
+                    };
+                    if probe.moves.len() > seen[board] {
+                        seen[board] = probe.moves.len();
+                        let sent = last_sent[board].load(Ordering::Acquire);
+                        if sent > 0 {
+                            mine.push(at - sent);
+                        }
+                    }
+                }
+                if !mine.is_empty() {
+                    latencies.lock().unwrap_or_else(|e| e.into_inner()).append(&mut mine);
+                }
+            }
+        }));
+    }
+    eprintln!("{subscribers} subscribers connected ({measured} timed)");
+    let (cpu_before, _) = usage(pid)?;
+
+    // The boards: each sends its next move's observations every `move_every`, boards spread
+    // evenly over the interval.
+    let started = Instant::now();
+    let mut queue = BinaryHeap::new();
+    for board in 0..boards {
+        let offset = move_every.mul_f64(board as f64 / boards as f64);
+        queue.push(std::cmp::Reverse((offset, board, 0usize)));
+    }
+    let mut moves_sent = 0u64;
+    let mut behind = Duration::ZERO;
+    while let Some(std::cmp::Reverse((due, board, index))) = queue.pop() {
+        if due > play_for {
+            break;
+        }
+        let now = started.elapsed();
+        if due > now {
+            tokio::time::sleep(due - now).await;
+        } else {
+            behind = behind.max(now - due);
+        }
+        let Some(segment) = segments[board].get(index) else {
+            continue;
+        };
+        let mut acks = Vec::new();
+        for (i, (subject, payload)) in segment.iter().enumerate() {
+            if i + 1 == segment.len() {
+                last_sent[board].store(now_us(), Ordering::Release);
+            }
+            acks.push(js.publish(subject.clone(), payload.clone().into()).await?);
+        }
+        tokio::spawn(async move {
+            for ack in acks {
+                let _ = ack.await;
+            }
+        });
+        moves_sent += 1;
+        queue.push(std::cmp::Reverse((due + move_every, board, index + 1)));
+    }
+    let played = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let (cpu_after, peak_mb) = usage(pid)?;
+    for reader in &readers {
+        reader.abort();
+    }
+    let mut all = std::mem::take(&mut *latencies.lock().unwrap_or_else(|e| e.into_inner()));
+    all.sort_unstable();
+    let megabytes = received.load(Ordering::Relaxed) as f64 / 1e6;
+    eprintln!(
+        "boards {boards}, subscribers {subscribers}, a move per board every {move_every:?}, \
+         {moves_sent} moves sent in {played:.1?} ({:.1}/s; sender at most {behind:?} behind)",
+        moves_sent as f64 / played.as_secs_f64()
+    );
+    eprintln!(
+        "latency press → subscriber (ms), {} samples from {measured} subscribers: \
+         p50 {:.1}  p99 {:.1}  max {:.1}",
+        all.len(),
+        percentile(&all, 0.5),
+        percentile(&all, 0.99),
+        all.last().map_or(f64::NAN, |v| *v as f64 / 1000.0)
+    );
+    eprintln!(
+        "broadcast service: {:.1} CPU seconds while playing ({:.0}% of a core), peak resident \
+         memory {peak_mb:.0} MB; subscribers received {megabytes:.0} MB",
+        cpu_after - cpu_before,
+        100.0 * (cpu_after - cpu_before) / (played.as_secs_f64() + 10.0)
+    );
+    anyhow::ensure!(!all.is_empty(), "no update reached a subscriber");
+    Ok(())
+}
