@@ -142,12 +142,18 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
     let last_sent: Arc<Vec<AtomicI64>> = Arc::new((0..boards).map(|_| AtomicI64::new(0)).collect());
     let latencies: Arc<Mutex<Vec<i64>>> = Arc::default();
     let received = Arc::new(AtomicU64::new(0));
-    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build()?;
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()?;
     let url = broadcast.url("/tournaments/bench/rounds/1/updates");
     let mut readers = Vec::new();
     for n in 0..subscribers {
         let mut response = http.get(&url).send().await?;
-        anyhow::ensure!(response.status().is_success(), "subscriber {n}: {}", response.status());
+        anyhow::ensure!(
+            response.status().is_success(),
+            "subscriber {n}: {}",
+            response.status()
+        );
         let (last_sent, latencies, received, game_index) = (
             last_sent.clone(),
             latencies.clone(),
@@ -186,7 +192,10 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
                     }
                 }
                 if !mine.is_empty() {
-                    latencies.lock().unwrap_or_else(|e| e.into_inner()).append(&mut mine);
+                    latencies
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .append(&mut mine);
                 }
             }
         }));

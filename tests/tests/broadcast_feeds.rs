@@ -50,10 +50,7 @@ fn round_nine(boards: usize) -> anyhow::Result<Vec<PgnGame>> {
 
 fn write(games: &[PgnGame]) -> anyhow::Result<tempfile::NamedTempFile> {
     let file = tempfile::NamedTempFile::new()?;
-    let text: String = games
-        .iter()
-        .map(boardcast_rules::pgn::write_game)
-        .collect();
+    let text: String = games.iter().map(boardcast_rules::pgn::write_game).collect();
     std::fs::write(file.path(), text)?;
     Ok(file)
 }

@@ -21,9 +21,9 @@ use async_nats::jetstream::{
 };
 use boardcast_kit::{
     nats::{
-        self, ASSIGNMENTS_STREAM, DEADLETTER_STREAM, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM,
-        assignment_subject, deadletter_subject, game_subject, observation_message_id,
-        observation_subject,
+        self, ASSIGNMENTS_STREAM, DEADLETTER_STREAM, DELAYS_STREAM, GAMES_STREAM, GAMES_SUBJECTS,
+        INGEST_STREAM, assignment_subject, deadletter_subject, delay_subject, game_subject,
+        observation_message_id, observation_subject,
     },
     nats_access::{GAME_SERVICE_CONSUMER, NatsAccess, Role},
 };
@@ -239,17 +239,29 @@ async fn only_the_game_service_writes_game_logs() -> anyhow::Result<()> {
             Ok(ack) => ack.await.map(|_| ()).map_err(anyhow::Error::from),
             Err(e) => Err(e.into()),
         };
-        (role, appended, dead_letter, assignment)
+        let delay = client
+            .js
+            .publish(delay_subject("open"), "forged".into())
+            .await;
+        let delay = match delay {
+            Ok(ack) => ack.await.map(|_| ()).map_err(anyhow::Error::from),
+            Err(e) => Err(e.into()),
+        };
+        (role, appended, dead_letter, assignment, delay)
     });
-    for (role, appended, dead_letter, assignment) in futures::future::join_all(attempts).await {
+    for (role, appended, dead_letter, assignment, delay) in
+        futures::future::join_all(attempts).await
+    {
         assert!(appended.is_err(), "{role} appended to a game log");
         assert!(dead_letter.is_err(), "{role} wrote a dead letter");
         assert!(assignment.is_err(), "{role} assigned an arbiter");
+        assert!(delay.is_err(), "{role} set a broadcast delay");
     }
     for (_, client) in &clients {
         client.refused("boardcast.game.g1.events").await?;
         client.refused("boardcast.deadletter.a1").await?;
         client.refused("boardcast.assignments.open").await?;
+        client.refused("boardcast.delays.open").await?;
     }
 
     // The log is as the game service left it.
@@ -262,6 +274,7 @@ async fn only_the_game_service_writes_game_logs() -> anyhow::Result<()> {
     assert_eq!(last.payload.as_ref(), b"record 1");
     assert_eq!(messages_in(&admin.js, DEADLETTER_STREAM).await?, 0);
     assert_eq!(messages_in(&admin.js, ASSIGNMENTS_STREAM).await?, 0);
+    assert_eq!(messages_in(&admin.js, DELAYS_STREAM).await?, 0);
 
     // The game service goes on appending where it was.
     assert_eq!(game.append("g1", "record 2", 1).await?, 2);

@@ -60,6 +60,32 @@ impl Delays {
             .unwrap_or(self.default_ms)
     }
 
+    /// Sets the delay of a tournament (`round` 0: every round without its own) or of one round.
+    pub fn set(
+        &mut self,
+        tournament_id: &str,
+        round: u32,
+        delay_ms: u64,
+    ) -> Result<(), DelayError> {
+        if delay_ms > MAX_DELAY_MS {
+            return Err(DelayError::TooLong {
+                minutes: delay_ms / 60_000,
+            });
+        }
+        if round == 0 {
+            self.tournaments.insert(tournament_id.to_owned(), delay_ms);
+        } else {
+            self.rounds.insert(
+                RoundKey {
+                    tournament_id: tournament_id.to_owned(),
+                    round,
+                },
+                delay_ms,
+            );
+        }
+        Ok(())
+    }
+
     /// Reads settings as written on the command line: `MINUTES` (every round),
     /// `TOURNAMENT=MINUTES`, `TOURNAMENT/ROUND=MINUTES`, with `SECONDS` followed by `s` in place
     /// of minutes where wanted (`open/9=90s`); later settings override earlier ones.

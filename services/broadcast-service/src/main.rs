@@ -4,6 +4,7 @@
 //! events, WebSocket, NATS subjects) and the hall's monitor pages, all held back by the
 //! organiser's delay; optionally pushes each round to a lichess broadcast.
 
+mod delays;
 mod http;
 mod projection;
 mod push;
@@ -102,7 +103,11 @@ fn read_delays(args: &Args) -> anyhow::Result<Delays> {
 
 /// Reads the delay file again whenever it changes. A file that cannot be read or has a bad
 /// line leaves the delays as they were, and says so.
-async fn watch_delays(args: Arc<Args>, projection: Arc<projection::Projection>) {
+async fn watch_delays(
+    args: Arc<Args>,
+    projection: Arc<projection::Projection>,
+    sources: Arc<std::sync::Mutex<delays::DelaySources>>,
+) {
     let Some(path) = args.delay_file.clone() else {
         return;
     };
@@ -116,9 +121,14 @@ async fn watch_delays(args: Arc<Args>, projection: Arc<projection::Projection>) 
         }
         seen = now;
         match read_delays(&args) {
-            Ok(delays) => {
-                tracing::info!(file = %path.display(), "delays changed: {delays:?}");
-                if let Err(e) = projection.set_delays(delays) {
+            Ok(configured) => {
+                tracing::info!(file = %path.display(), "delays changed: {configured:?}");
+                let effective = {
+                    let mut sources = sources.lock().unwrap_or_else(|e| e.into_inner());
+                    sources.configured = configured;
+                    sources.effective()
+                };
+                if let Err(e) = projection.set_delays(effective) {
                     tracing::error!("applying the new delays: {e:#}");
                 }
             }
@@ -142,7 +152,7 @@ async fn main() -> anyhow::Result<()> {
     let client = nats::connect(&args.nats, "boardcast-broadcast-service").await?;
     let js = async_nats::jetstream::new(client.clone());
     // The game service creates the streams; this service may only read the game log.
-    nats::require_streams(&js, &[nats::GAMES_STREAM]).await?;
+    nats::require_streams(&js, &[nats::GAMES_STREAM, nats::DELAYS_STREAM]).await?;
 
     let log_created = js
         .get_stream(nats::GAMES_STREAM)
@@ -155,10 +165,30 @@ async fn main() -> anyhow::Result<()> {
         .unix_timestamp_nanos()
         .to_string();
     let state = state::State::open(&args.state, &log_created)?;
-    let projection = Arc::new(projection::Projection::open(state, delays, Some(client))?);
+    // Every recorded delay is known before anything is released.
+    let (recorded, next_delay_seq) = delays::read_all(&js).await?;
+    let sources = Arc::new(std::sync::Mutex::new(delays::DelaySources {
+        configured: delays,
+        recorded,
+    }));
+    let effective = sources
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .effective();
+    let projection = Arc::new(projection::Projection::open(
+        state,
+        effective,
+        Some(client),
+    )?);
+    tokio::spawn(delays::follow(
+        js.clone(),
+        projection.clone(),
+        sources.clone(),
+        next_delay_seq,
+    ));
     let follow = tokio::spawn(projection::follow(js, projection.clone()));
     let release = tokio::spawn(projection::release_when_due(projection.clone()));
-    tokio::spawn(watch_delays(args.clone(), projection.clone()));
+    tokio::spawn(watch_delays(args.clone(), projection.clone(), sources));
     let pushes: push::PushStatuses = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
     for target in &args.push_lichess {
         tokio::spawn(push::push_round(

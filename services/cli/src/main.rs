@@ -1,6 +1,7 @@
 //! `boardcast`, the operator's command-line tool.
 
 mod analyze;
+mod delay;
 mod demo;
 mod gateway;
 mod nats_config;
@@ -45,6 +46,9 @@ enum Command {
     /// own boards, only the game service writes game logs, readers only read, only the admin
     /// deletes streams), or print a role's connection URL.
     NatsConfig(nats_config::NatsConfigArgs),
+    /// Set the broadcast delay of a tournament or round (an operator's or chief arbiter's
+    /// token): every broadcast service holds moves, clocks and results back that long.
+    Delay(delay::DelayArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -66,6 +70,7 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(gateway::run(args))
         }
         Command::NatsConfig(args) => runtime.block_on(nats_config::run(args)),
+        Command::Delay(args) => runtime.block_on(delay::run(args)),
         Command::Analyze(_) | Command::Users(_) => unreachable!("handled without a runtime above"),
     }
 }

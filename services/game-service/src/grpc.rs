@@ -4,7 +4,7 @@ use std::{pin::Pin, sync::Arc};
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_game::{ActionRejected, ClaimStatement, Game, GameError, NewEvent, events::*};
-use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, game_subject};
+use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, delay_subject, game_subject};
 use boardcast_rules::claims::ClaimVerdict as RulesClaimVerdict;
 use futures::{Stream, StreamExt};
 use prost::Message as _;
@@ -584,7 +584,62 @@ impl game_service_server::GameService for GameApi {
             .collect();
         Ok(Response::new(ListAssignmentsResponse { assignments }))
     }
+
+    async fn set_broadcast_delay(
+        &self,
+        request: Request<SetBroadcastDelayRequest>,
+    ) -> Result<Response<BroadcastDelay>, Status> {
+        let who = self.auth.identify(request.metadata()).await?;
+        let request = request.into_inner();
+        let request_id = required_request_id(&request.request_id)?.to_owned();
+        boardcast_game::validate_tournament_id(&request.tournament_id)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // The delay is the organiser's: whoever may set up the tournament's games sets it.
+        who.may(Operation::SetUp {
+            tournament: &request.tournament_id,
+        })
+        .map_err(denied)?;
+        if request.delay_ms > MAX_BROADCAST_DELAY_MS {
+            return Err(Status::invalid_argument(format!(
+                "a broadcast delay of {} s is too long: at most 60 minutes",
+                request.delay_ms / 1000
+            )));
+        }
+        let delay = BroadcastDelay {
+            tournament_id: request.tournament_id.clone(),
+            round: request.round,
+            delay_ms: request.delay_ms,
+            set_by: who.user.clone(),
+            set_unix_ms: boardcast_kit::now_unix_ms(),
+            request_id: request_id.clone(),
+        };
+        // The request id is the message id: a retry within the stream's duplicate window is
+        // stored once.
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", request_id.as_str());
+        self.js
+            .publish_with_headers(
+                delay_subject(&request.tournament_id),
+                headers,
+                delay.encode_to_vec().into(),
+            )
+            .await
+            .map_err(|e| Status::unavailable(format!("recording the delay on NATS: {e}")))?
+            .await
+            .map_err(|e| Status::unavailable(format!("recording the delay on NATS: {e}")))?;
+        tracing::info!(
+            tournament = %delay.tournament_id,
+            round = delay.round,
+            delay_ms = delay.delay_ms,
+            by = %who.user,
+            "broadcast delay set"
+        );
+        Ok(Response::new(delay))
+    }
 }
+
+/// The longest broadcast delay (as lichess allows).
+const MAX_BROADCAST_DELAY_MS: u64 = 60 * 60 * 1000;
 
 /// The game's id and first event, or INVALID_ARGUMENT saying what is wrong with the pairing.
 fn decide_start(

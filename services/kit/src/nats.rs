@@ -18,11 +18,14 @@ pub const GAMES_STREAM: &str = "BOARDCAST_GAMES";
 pub const DEADLETTER_STREAM: &str = "BOARDCAST_DEADLETTER";
 /// The chief arbiters' assignments of arbiters to boards, and their audit trail.
 pub const ASSIGNMENTS_STREAM: &str = "BOARDCAST_ASSIGNMENTS";
+/// The broadcast delays set by operators and chief arbiters, and who set them when.
+pub const DELAYS_STREAM: &str = "BOARDCAST_DELAYS";
 
 pub const INGEST_SUBJECTS: &str = "boardcast.board.*.obs";
 pub const GAMES_SUBJECTS: &str = "boardcast.game.*.events";
 pub const DEADLETTER_SUBJECTS: &str = "boardcast.deadletter.>";
 pub const ASSIGNMENTS_SUBJECTS: &str = "boardcast.assignments.*";
+pub const DELAYS_SUBJECTS: &str = "boardcast.delays.*";
 
 /// Header carrying the reason an observation went to the dead-letter stream.
 pub const REASON_HEADER: &str = "Boardcast-Reason";
@@ -45,6 +48,10 @@ pub fn game_message_id(game_id: &str, game_seq: u64) -> String {
 
 pub fn assignment_subject(tournament_id: &str) -> String {
     format!("boardcast.assignments.{tournament_id}")
+}
+
+pub fn delay_subject(tournament_id: &str) -> String {
+    format!("boardcast.delays.{tournament_id}")
 }
 
 pub fn deadletter_subject(board_id: Option<&str>) -> String {
@@ -261,6 +268,11 @@ pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow:
             ASSIGNMENTS_STREAM,
             ASSIGNMENTS_SUBJECTS,
             "Arbiters assigned to boards by the chief arbiters",
+        ),
+        (
+            DELAYS_STREAM,
+            DELAYS_SUBJECTS,
+            "Broadcast delays set by operators and chief arbiters",
         ),
     ] {
         js.get_or_create_stream(stream::Config {

@@ -46,8 +46,9 @@ use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::nats::{
-    ASSIGNMENTS_STREAM, ASSIGNMENTS_SUBJECTS, DEADLETTER_STREAM, DEADLETTER_SUBJECTS, GAMES_STREAM,
-    GAMES_SUBJECTS, INGEST_STREAM, INGEST_SUBJECTS, observation_subject,
+    ASSIGNMENTS_STREAM, ASSIGNMENTS_SUBJECTS, DEADLETTER_STREAM, DEADLETTER_SUBJECTS,
+    DELAYS_STREAM, DELAYS_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, INGEST_SUBJECTS,
+    observation_subject,
 };
 
 /// The nats-server configuration with the users, in the credentials directory.
@@ -104,7 +105,7 @@ impl Role {
         match self {
             Role::Admin => "everything, the only user that may delete/purge/reconfigure streams",
             Role::GameService => {
-                "the only writer of the game logs, dead letters and assignments; creates the streams"
+                "the only writer of the game logs, dead letters, assignments and delays; creates the streams"
             }
             Role::BroadcastService => {
                 "reads the game logs; publishes the released live updates (boardcast.feed.>)"
@@ -478,6 +479,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 GAMES_SUBJECTS.to_owned(),
                 DEADLETTER_SUBJECTS.to_owned(),
                 ASSIGNMENTS_SUBJECTS.to_owned(),
+                DELAYS_SUBJECTS.to_owned(),
                 api("INFO"),
             ];
             for s in [
@@ -485,6 +487,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 GAMES_STREAM,
                 DEADLETTER_STREAM,
                 ASSIGNMENTS_STREAM,
+                DELAYS_STREAM,
             ] {
                 allow.push(api(&format!("STREAM.CREATE.{s}")));
                 allow.extend(read_stream(s));
@@ -512,8 +515,10 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             allow.extend(read_stream(GAMES_STREAM));
             allow.extend(follow_stream(GAMES_STREAM));
             if *role == Role::BroadcastService {
-                // The released live updates, for other venue systems.
+                // The released live updates, for other venue systems; the delays in force.
                 allow.push("boardcast.feed.>".to_owned());
+                allow.extend(read_stream(DELAYS_STREAM));
+                allow.extend(follow_stream(DELAYS_STREAM));
             } else {
                 deny.push("boardcast.feed.>".to_owned());
             }
@@ -523,6 +528,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                     "boardcast.board.>",
                     "boardcast.deadletter.>",
                     "boardcast.assignments.>",
+                    "boardcast.delays.>",
                     "$JS.API.STREAM.CREATE.>",
                 ]
                 .map(str::to_owned),

@@ -1,0 +1,68 @@
+//! `boardcast delay`: sets the broadcast delay of a tournament or round through the game
+//! service, as an operator or chief arbiter; every broadcast service applies it within moments.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use boardcast_schema::game::v1::SetBroadcastDelayRequest;
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct DelayArgs {
+    /// The tournament.
+    #[arg(long)]
+    tournament: String,
+    /// One round only; without it, every round of the tournament that has no delay of its own.
+    #[arg(long)]
+    round: Option<u32>,
+    /// The delay: MINUTES (0 to 60), or SECONDS followed by s (e.g. 90s).
+    delay: String,
+    /// Game service to record it on.
+    #[arg(
+        long,
+        env = "BOARDCAST_GAME_SERVICE",
+        default_value = "http://127.0.0.1:50051"
+    )]
+    game_service: String,
+    /// File holding the API token of an operator or chief arbiter of the tournament; without
+    /// it, the token in BOARDCAST_TOKEN.
+    #[arg(long, env = "BOARDCAST_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+}
+
+pub async fn run(args: DelayArgs) -> anyhow::Result<()> {
+    let setting = match args.round {
+        Some(round) => format!("{}/{round}={}", args.tournament, args.delay),
+        None => format!("{}={}", args.tournament, args.delay),
+    };
+    // The same reading of the delay as the broadcast service's `--delay`.
+    let parsed = boardcast_feeds::Delays::parse([setting.as_str()])?;
+    let delay_ms = parsed.delay_ms(&boardcast_feeds::RoundKey {
+        tournament_id: args.tournament.clone(),
+        round: args.round.unwrap_or(0),
+    });
+    let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
+    let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
+        .await
+        .with_context(|| format!("connecting to the game service at {}", args.game_service))?;
+    let recorded = client
+        .set_broadcast_delay(SetBroadcastDelayRequest {
+            tournament_id: args.tournament.clone(),
+            round: args.round.unwrap_or(0),
+            delay_ms,
+            request_id: boardcast_kit::client::new_request_id(),
+        })
+        .await
+        .map_err(|status| anyhow::anyhow!("the game service refused: {}", status.message()))?
+        .into_inner();
+    let what = match recorded.round {
+        0 => format!("every round of {}", recorded.tournament_id),
+        round => format!("round {round} of {}", recorded.tournament_id),
+    };
+    println!(
+        "broadcast delay for {what}: {} s (set by {})",
+        recorded.delay_ms / 1000,
+        recorded.set_by
+    );
+    Ok(())
+}
