@@ -102,7 +102,8 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
     let mut client = boardcast_testkit::admin_client(&game_service.url()).await?;
 
     // The boards' games, all in one round, each board playing one of the reference games.
-    let mut segments: Vec<Vec<Vec<(String, Vec<u8>)>>> = Vec::new();
+    // Per board, the observations of each move (subject, payload), ending with its press.
+    let mut segments: Vec<Vec<Published>> = Vec::new();
     let mut game_index = std::collections::HashMap::new();
     for i in 0..boards {
         let mut info = base.infos[i % base.infos.len()].clone();
