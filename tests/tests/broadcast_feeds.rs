@@ -201,7 +201,47 @@ async fn the_round_feed_is_the_source_round_and_survives_a_restart() -> anyhow::
         Some(etag.as_str())
     );
     assert_eq!(after.text().await?, body);
+
+    // Live updates resume: a client that says the last version it has gets only what changed
+    // since (after the restart too).
+    let round: serde_json::Value = get(
+        &broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9.json")),
+        &[],
+    )
+    .await?
+    .json()
+    .await?;
+    let version = round["version"].as_u64().context("the round's version")?;
+    let versions: Vec<u64> = round["games"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g["version"].as_u64())
+        .collect();
+    let updates = broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates"));
+    for since in [0, version - 1, version] {
+        let events = sse_games(&updates, since).await?;
+        let expected = versions.iter().filter(|v| **v > since).count();
+        assert_eq!(events.len(), expected, "resuming after version {since}");
+        assert!(events.iter().all(|v| *v > since));
+    }
     Ok(())
+}
+
+/// The versions of the game events a new connection gets at once, resuming after `since`.
+async fn sse_games(url: &str, since: u64) -> anyhow::Result<Vec<u64>> {
+    let mut response = get(url, &[("last-event-id", &since.to_string())]).await?;
+    let mut text = String::new();
+    let until = tokio::time::Instant::now() + Duration::from_millis(1500);
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(until, response.chunk()).await {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    anyhow::ensure!(text.contains("event: round"), "{text}");
+    Ok(text
+        .split("\n\n")
+        .filter(|e| e.lines().any(|l| l == "event: game"))
+        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("id: "))?.parse().ok())
+        .collect())
 }
 
 fn now_ms() -> i64 {

@@ -196,7 +196,8 @@ impl Feeds {
     }
 
     /// Takes one record of the game log, in the log's order. Checks the record's hash, its
-    /// place in the game's sequence and chain; keeps what viewers may see for release.
+    /// place in the game's sequence and chain; keeps what viewers may see for release. A record
+    /// already taken (delivered again) changes nothing.
     pub fn accept(&mut self, record: &GameEventRecord) -> Result<(), FeedError> {
         let event = Game::open_record(record)?;
         let head: [u8; 32] =
@@ -210,6 +211,10 @@ impl Feeds {
                 })?;
         match self.games.get_mut(&event.game_id) {
             Some(game) => {
+                // Delivered again (the log re-read from an older position): already taken.
+                if event.game_seq <= game.last_game_seq {
+                    return Ok(());
+                }
                 let expected = game.last_game_seq.saturating_add(1);
                 if event.game_seq != expected {
                     return Err(FeedError::OutOfSequence {

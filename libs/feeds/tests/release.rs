@@ -240,6 +240,10 @@ fn a_record_out_of_order_altered_or_from_nowhere_is_refused_and_changes_nothing(
     feed(&mut feeds, &e5);
     feeds.release(T0 + 2);
     assert_eq!(shown_moves(&feeds, &id), 2);
+    // Delivered again after a restart from an older position: nothing changes.
+    feed(&mut feeds, &e4);
+    feeds.release(T0 + 3);
+    assert_eq!(shown_moves(&feeds, &id), 2);
 }
 
 #[test]

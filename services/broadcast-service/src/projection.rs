@@ -127,8 +127,9 @@ impl Projection {
                     tracing::error!(stream_seq = seq, "cannot show a game log record: {e:#}");
                 }
             }
+            // Under the same lock as the records it covers: a release stores both together.
+            self.stream_seq.store(*last, Ordering::Release);
         }
-        self.stream_seq.store(*last, Ordering::Release);
         self.release()
     }
 
