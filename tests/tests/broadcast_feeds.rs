@@ -277,8 +277,16 @@ fn note(sights: &Sights, endpoint: &'static str, game: &serde_json::Value, asked
     sights.lock().unwrap_or_else(|e| e.into_inner()).push(sight);
 }
 
+/// Where a live watcher hands each game view it receives (with the endpoint's name).
+type Seen = Arc<dyn Fn(&'static str, &serde_json::Value) + Send + Sync>;
+
+fn noting(sights: &Sights) -> Seen {
+    let sights = sights.clone();
+    Arc::new(move |endpoint, game| note(&sights, endpoint, game, now_ms()))
+}
+
 /// Reads the round's server-sent events for as long as the test runs.
-async fn watch_sse(url: String, sights: Sights) -> anyhow::Result<()> {
+async fn watch_sse(url: String, seen: Seen) -> anyhow::Result<()> {
     let mut response = get(&url, &[]).await?;
     let mut buffer = String::new();
     while let Some(chunk) = response.chunk().await? {
@@ -291,34 +299,32 @@ async fn watch_sse(url: String, sights: Sights) -> anyhow::Result<()> {
                     .filter_map(|l| l.strip_prefix("data: "))
                     .collect();
                 let game: serde_json::Value = serde_json::from_str(&data)?;
-                note(&sights, "sse", &game, now_ms());
+                seen("sse", &game);
             }
         }
     }
     Ok(())
 }
 
-async fn watch_websocket(url: String, sights: Sights) -> anyhow::Result<()> {
+async fn watch_websocket(url: String, seen: Seen) -> anyhow::Result<()> {
     let (mut socket, _) = tokio_tungstenite::connect_async(url).await?;
     while let Some(message) = socket.next().await {
         if let tokio_tungstenite::tungstenite::Message::Text(text) = message? {
             let value: serde_json::Value = serde_json::from_str(&text)?;
             if value["type"] == "game" {
-                note(&sights, "websocket", &value["game"], now_ms());
+                seen("websocket", &value["game"]);
             }
         }
     }
     Ok(())
 }
 
-async fn watch_nats(nats: String, sights: Sights) -> anyhow::Result<()> {
+async fn watch_nats(nats: String, subject: String, seen: Seen) -> anyhow::Result<()> {
     let client = async_nats::connect(nats).await?;
-    let mut feed = client
-        .subscribe(format!("boardcast.feed.{TOURNAMENT}.9.*"))
-        .await?;
+    let mut feed = client.subscribe(subject).await?;
     while let Some(message) = feed.next().await {
         let game: serde_json::Value = serde_json::from_slice(&message.payload)?;
-        note(&sights, "nats", &game, now_ms());
+        seen("nats", &game);
     }
     Ok(())
 }
@@ -431,16 +437,20 @@ async fn the_delay_holds_back_every_endpoint_and_only_ever_moves_forward() -> an
     let live = [
         tokio::spawn(watch_sse(
             broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates")),
-            sights.clone(),
+            noting(&sights),
         )),
         tokio::spawn(watch_websocket(
             format!(
                 "ws://{}/tournaments/{TOURNAMENT}/rounds/9/ws",
                 broadcast.http
             ),
-            sights.clone(),
+            noting(&sights),
         )),
-        tokio::spawn(watch_nats(nats.url(), sights.clone())),
+        tokio::spawn(watch_nats(
+            nats.url(),
+            format!("boardcast.feed.{TOURNAMENT}.9.*"),
+            noting(&sights),
+        )),
     ];
     let source = round_nine(BOARDS)?;
     let file = write(&source)?;
@@ -576,6 +586,250 @@ async fn the_delay_holds_back_every_endpoint_and_only_ever_moves_forward() -> an
     }
     for task in live {
         task.abort();
+    }
+    Ok(())
+}
+
+/// A board's observations as DGT LiveChess reports them (whole placements, clock readings),
+/// published straight to NATS.
+struct Board {
+    js: async_nats::jetstream::Context,
+    id: String,
+    seq: u64,
+    time: i64,
+}
+
+impl Board {
+    async fn observe(
+        &mut self,
+        kind: boardcast_schema::device::v1::observation::Kind,
+    ) -> anyhow::Result<()> {
+        use boardcast_schema::device::v1::{Observation, SourceKind};
+        use prost::Message as _;
+        self.seq += 1;
+        self.time += 1500;
+        let observation = Observation {
+            board_id: self.id.clone(),
+            device_seq: self.seq,
+            device_time_unix_ms: self.time,
+            receive_time_unix_ms: self.time,
+            source: SourceKind::Livechess as i32,
+            kind: Some(kind),
+        };
+        self.js
+            .publish(
+                format!("boardcast.board.{}.obs", self.id),
+                observation.encode_to_vec().into(),
+            )
+            .await?
+            .await?;
+        Ok(())
+    }
+
+    async fn shows(&mut self, placement: &str) -> anyhow::Result<()> {
+        use boardcast_schema::device::v1::{BoardPlacement, observation::Kind};
+        self.observe(Kind::Placement(BoardPlacement {
+            placement: placement.into(),
+        }))
+        .await
+    }
+
+    async fn clock(
+        &mut self,
+        white_runs: bool,
+        white_ms: u64,
+        black_ms: u64,
+    ) -> anyhow::Result<()> {
+        use boardcast_schema::device::v1::{ClockReading, ClockRun, observation::Kind};
+        self.observe(Kind::Clock(ClockReading {
+            white_remaining_ms: white_ms,
+            black_remaining_ms: black_ms,
+            running: if white_runs {
+                ClockRun::White
+            } else {
+                ClockRun::Black
+            } as i32,
+            ..Default::default()
+        }))
+        .await
+    }
+}
+
+/// What every feed shows of the game as its provisional moves, once they agree on `expected`.
+async fn every_feed_shows(
+    broadcast: &BroadcastService,
+    latest: &Arc<Mutex<BTreeMap<&'static str, serde_json::Value>>>,
+    game_id: &str,
+    expected: &[&str],
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut shown: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        let provisional = |game: &serde_json::Value| -> Vec<String> {
+            game["provisional"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m.as_str().map(str::to_owned))
+                .collect()
+        };
+        for (endpoint, game) in latest.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            shown.insert(endpoint, provisional(game));
+        }
+        let game: serde_json::Value = get(&broadcast.url(&format!("/games/{game_id}.json")), &[])
+            .await?
+            .json()
+            .await?;
+        shown.insert("game json", provisional(&game));
+        let round: serde_json::Value =
+            get(&broadcast.url("/tournaments/slide-open/rounds/1.json"), &[])
+                .await?
+                .json()
+                .await?;
+        shown.insert("round json", provisional(&round["games"][0]));
+        for (endpoint, url) in [
+            ("game pgn", format!("/games/{game_id}.pgn")),
+            (
+                "round pgn",
+                "/tournaments/slide-open/rounds/1.pgn".to_owned(),
+            ),
+        ] {
+            let text = get(&broadcast.url(&url), &[]).await?.text().await?;
+            let game = read_games(&text)?.remove(0);
+            let marked: Vec<String> = game
+                .moves
+                .iter()
+                .filter(|m| {
+                    m.comment
+                        .as_deref()
+                        .is_some_and(|c| c.starts_with("provisional"))
+                })
+                .map(|m| m.san.clone())
+                .collect();
+            shown.insert(endpoint, marked);
+        }
+        if shown.len() == 7 && shown.values().all(|s| s == expected) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("the feeds do not all show {expected:?}: {shown:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revised_provisional_move_appears_corrected_in_every_feed() -> anyhow::Result<()> {
+    use boardcast_schema::game::v1::{
+        CreateGameRequest, GameStarted, Player, TimeControl, TimePeriod,
+    };
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let broadcast = BroadcastService::start(&nats.url())?;
+    let mut client = boardcast_testkit::admin_client(&game_service.url()).await?;
+    let game_id = client
+        .create_game(CreateGameRequest {
+            game: Some(GameStarted {
+                tournament_id: "slide-open".into(),
+                round: 1,
+                board_number: 1,
+                board_id: "slide-1".into(),
+                white: Some(Player {
+                    name: "White".into(),
+                    ..Default::default()
+                }),
+                black: Some(Player {
+                    name: "Black".into(),
+                    ..Default::default()
+                }),
+                time_control: Some(TimeControl {
+                    periods: vec![TimePeriod {
+                        base_ms: 5_400_000,
+                        ..Default::default()
+                    }],
+                }),
+                ..Default::default()
+            }),
+            request_id: boardcast_kit::client::new_request_id(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner()
+        .game_id;
+
+    // Every live feed, its latest word on the game.
+    let latest: Arc<Mutex<BTreeMap<&'static str, serde_json::Value>>> = Arc::default();
+    let keep = latest.clone();
+    let seen: Seen = Arc::new(move |endpoint, game| {
+        keep.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(endpoint, game.clone());
+    });
+    let watchers = [
+        tokio::spawn(watch_sse(
+            broadcast.url("/tournaments/slide-open/rounds/1/updates"),
+            seen.clone(),
+        )),
+        tokio::spawn(watch_websocket(
+            format!("ws://{}/tournaments/slide-open/rounds/1/ws", broadcast.http),
+            seen.clone(),
+        )),
+        tokio::spawn(watch_nats(
+            nats.url(),
+            "boardcast.feed.slide-open.1.1".into(),
+            seen,
+        )),
+    ];
+    let nats_client = async_nats::connect(nats.url()).await?;
+    let js = async_nats::jetstream::new(nats_client.clone());
+    let mut board = Board {
+        js,
+        id: "slide-1".into(),
+        seq: 0,
+        time: now_ms(),
+    };
+    board
+        .shows("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR")
+        .await?;
+    board.clock(true, 5_400_000, 5_400_000).await?;
+    board
+        .shows("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR")
+        .await?;
+    board.clock(false, 5_390_000, 5_400_000).await?;
+    board
+        .shows("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR")
+        .await?;
+    board.clock(true, 5_390_000, 5_385_000).await?;
+    board
+        .shows("rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R")
+        .await?;
+    board.clock(false, 5_380_000, 5_385_000).await?;
+    board
+        .shows("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R")
+        .await?;
+    board.clock(true, 5_380_000, 5_370_000).await?;
+    // The bishop is seen on c4 on its way …
+    board
+        .shows("r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R")
+        .await?;
+    every_feed_shows(&broadcast, &latest, &game_id, &["Bc4"]).await?;
+    // … and lands on b5: every feed shows the corrected move.
+    board
+        .shows("r1bqkbnr/pppp1ppp/2n5/1B2p3/4P3/5N2/PPPP1PPP/RNBQK2R")
+        .await?;
+    every_feed_shows(&broadcast, &latest, &game_id, &["Bb5"]).await?;
+    // The press completes it.
+    board.clock(false, 5_360_000, 5_370_000).await?;
+    every_feed_shows(&broadcast, &latest, &game_id, &[]).await?;
+    let text = get(&broadcast.url(&format!("/games/{game_id}.pgn")), &[])
+        .await?
+        .text()
+        .await?;
+    let game = read_games(&text)?.remove(0);
+    let moves: Vec<&str> = game.moves.iter().map(|m| m.san.as_str()).collect();
+    assert_eq!(moves, ["e4", "e5", "Nf3", "Nc6", "Bb5"]);
+    for watcher in watchers {
+        watcher.abort();
     }
     Ok(())
 }
