@@ -319,9 +319,24 @@ async fn watch_websocket(url: String, seen: Seen) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn watch_nats(nats: String, subject: String, seen: Seen) -> anyhow::Result<()> {
+/// Subscribes to the NATS feed subject at once (updates published before a subscription are
+/// not kept), then reads it for as long as the test runs.
+async fn watch_nats(
+    nats: String,
+    subject: String,
+    seen: Seen,
+) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
     let client = async_nats::connect(nats).await?;
-    let mut feed = client.subscribe(subject).await?;
+    let feed = client.subscribe(subject).await?;
+    client.flush().await?;
+    Ok(tokio::spawn(read_nats(client, feed, seen)))
+}
+
+async fn read_nats(
+    _client: async_nats::Client,
+    mut feed: async_nats::Subscriber,
+    seen: Seen,
+) -> anyhow::Result<()> {
     while let Some(message) = feed.next().await {
         let game: serde_json::Value = serde_json::from_slice(&message.payload)?;
         seen("nats", &game);
@@ -446,11 +461,12 @@ async fn the_delay_holds_back_every_endpoint_and_only_ever_moves_forward() -> an
             ),
             noting(&sights),
         )),
-        tokio::spawn(watch_nats(
+        watch_nats(
             nats.url(),
             format!("boardcast.feed.{TOURNAMENT}.9.*"),
             noting(&sights),
-        )),
+        )
+        .await?,
     ];
     let source = round_nine(BOARDS)?;
     let file = write(&source)?;
@@ -774,11 +790,7 @@ async fn a_revised_provisional_move_appears_corrected_in_every_feed() -> anyhow:
             format!("ws://{}/tournaments/slide-open/rounds/1/ws", broadcast.http),
             seen.clone(),
         )),
-        tokio::spawn(watch_nats(
-            nats.url(),
-            "boardcast.feed.slide-open.1.1".into(),
-            seen,
-        )),
+        watch_nats(nats.url(), "boardcast.feed.slide-open.1.1".into(), seen).await?,
     ];
     let nats_client = async_nats::connect(nats.url()).await?;
     let js = async_nats::jetstream::new(nats_client.clone());
