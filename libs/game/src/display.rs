@@ -7,11 +7,11 @@
 //!
 //! [`Game`]: crate::Game
 
-use boardcast_rules::pgn::{AnnotatedGame, MoveNotes, PgnGame, PgnMove};
+use boardcast_rules::pgn::{AnnotatedGame, PgnGame, PgnMove};
 
 use crate::events::{
-    GameEvent, GameResult, GameStarted, MoveProvisional, Source, Termination,
-    arbiter_action::Action, game_event::Kind,
+    GameEvent, GameStarted, MoveProvisional, Source, Termination, arbiter_action::Action,
+    game_event::Kind,
 };
 
 /// One game as viewers see it.
@@ -228,7 +228,7 @@ impl DisplayGame {
             }
             Some(Kind::Ended(end)) => {
                 self.result = Some(Ending {
-                    result: result_token(end.result()).to_owned(),
+                    result: crate::pgn::result_token(Some(end.result())).to_owned(),
                     termination: termination_words(end.termination(), &end.detail),
                 });
                 self.provisional.clear();
@@ -414,23 +414,8 @@ impl DisplayGame {
             elapsed_ms: None,
             comment: Some(PROVISIONAL.to_owned()),
         }));
-        let mut notes = vec![MoveNotes::default(); self.moves.len()];
-        for ply in &self.draw_offers {
-            if let Some(n) = (*ply as usize)
-                .checked_sub(1)
-                .and_then(|i| notes.get_mut(i))
-            {
-                n.draw_offer = true;
-            }
-        }
-        for (ply, text) in &self.arbiter_notes {
-            if let Some(n) = (*ply as usize)
-                .checked_sub(1)
-                .and_then(|i| notes.get_mut(i))
-            {
-                n.arbiter_notes.push(text.clone());
-            }
-        }
+        let notes =
+            crate::pgn::move_notes(self.moves.len(), &self.draw_offers, &self.arbiter_notes);
         AnnotatedGame {
             game: PgnGame {
                 tags,
@@ -466,15 +451,6 @@ fn format_clock_tag(ms: u64) -> String {
         (seconds / 60) % 60,
         seconds % 60
     )
-}
-
-fn result_token(result: GameResult) -> &'static str {
-    match result {
-        GameResult::WhiteWins => "1-0",
-        GameResult::BlackWins => "0-1",
-        GameResult::Draw => "1/2-1/2",
-        GameResult::Unspecified => "*",
-    }
 }
 
 fn termination_words(termination: Termination, detail: &str) -> String {

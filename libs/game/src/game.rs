@@ -1045,11 +1045,6 @@ impl Game {
 
     /// The PGN result token.
     pub fn result_token(&self) -> &'static str {
-        match self.result.map(|r| r.0) {
-            Some(GameResult::WhiteWins) => "1-0",
-            Some(GameResult::BlackWins) => "0-1",
-            Some(GameResult::Draw) => "1/2-1/2",
-            _ => "*",
-        }
+        crate::pgn::result_token(self.result.map(|r| r.0))
     }
 }

@@ -4,10 +4,47 @@
 use boardcast_rules::pgn::{AnnotatedGame, MoveNotes, PgnGame, PgnMove};
 use shakmaty::Position;
 
-use crate::{Game, events::GameStarted, time_control::time_control_tag};
+use crate::{
+    Game,
+    events::{GameResult, GameStarted},
+    time_control::time_control_tag,
+};
 
 fn player_name(p: &Option<crate::events::Player>) -> String {
     p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
+}
+
+/// The notes of each of `moves` completed moves: draw offers and the arbiter's rulings at the
+/// number of moves they followed. Those before the first move have no move to follow; they stay
+/// in the log.
+pub(crate) fn move_notes(
+    moves: usize,
+    draw_offers: &[u32],
+    arbiter_notes: &[(u32, String)],
+) -> Vec<MoveNotes> {
+    let mut notes = vec![MoveNotes::default(); moves];
+    let at = |ply: u32| (ply as usize).checked_sub(1);
+    for ply in draw_offers {
+        if let Some(n) = at(*ply).and_then(|i| notes.get_mut(i)) {
+            n.draw_offer = true;
+        }
+    }
+    for (ply, text) in arbiter_notes {
+        if let Some(n) = at(*ply).and_then(|i| notes.get_mut(i)) {
+            n.arbiter_notes.push(text.clone());
+        }
+    }
+    notes
+}
+
+/// The PGN result token of a result.
+pub(crate) fn result_token(result: Option<GameResult>) -> &'static str {
+    match result {
+        Some(GameResult::WhiteWins) => "1-0",
+        Some(GameResult::BlackWins) => "0-1",
+        Some(GameResult::Draw) => "1/2-1/2",
+        _ => "*",
+    }
 }
 
 /// The tags of a game's set-up, as downstream sites read them: the Seven Tag Roster but the
@@ -68,24 +105,11 @@ impl Game {
                 comment: None,
             })
             .collect();
-        let mut notes = vec![MoveNotes::default(); game.completed_moves().len()];
-        for ply in game.draw_offers() {
-            if let Some(n) = (*ply as usize)
-                .checked_sub(1)
-                .and_then(|i| notes.get_mut(i))
-            {
-                n.draw_offer = true;
-            }
-        }
-        for (ply, text) in game.arbiter_notes() {
-            // Notes before the first move have no move to follow; they stay in the log.
-            if let Some(n) = (*ply as usize)
-                .checked_sub(1)
-                .and_then(|i| notes.get_mut(i))
-            {
-                n.arbiter_notes.push(text.clone());
-            }
-        }
+        let notes = move_notes(
+            game.completed_moves().len(),
+            game.draw_offers(),
+            game.arbiter_notes(),
+        );
         AnnotatedGame {
             game: PgnGame {
                 tags,
