@@ -27,6 +27,8 @@ impl ArbiterService {
             Command::new(program("boardcast-arbiter-service")?)
                 .args(["--nats", nats_url, "--game-service", game_service_url])
                 .args(["--http-listen", &http.to_string()])
+                .arg("--trusted-keys")
+                .arg(crate::TestUsers::shared()?.trusted_keys())
                 .env("RUST_LOG", "warn")
                 .stdin(Stdio::null()),
         )?;

@@ -100,6 +100,10 @@ impl TestUsers {
         let admin_token = directory.new_token("admin", "tests", &mut rng, 0)?;
         boardcast_kit::secrets::write_users(&dir.path().join("users.json"), &directory)?;
         boardcast_kit::secrets::session_key(&dir.path().join("session.key"))?;
+        boardcast_kit::signing::create_signing_key(
+            &dir.path().join("signing.key"),
+            &dir.path().join("trusted-keys"),
+        )?;
         Ok(TestUsers {
             dir,
             directory: std::sync::Mutex::new(directory),
@@ -123,6 +127,21 @@ impl TestUsers {
 
     pub fn session_key(&self) -> PathBuf {
         self.dir.path().join("session.key")
+    }
+
+    /// The game services' signing key.
+    pub fn signing_key(&self) -> PathBuf {
+        self.dir.path().join("signing.key")
+    }
+
+    /// The trusted-keys file listing the signing key's public key, for every log reader.
+    pub fn trusted_keys(&self) -> PathBuf {
+        self.dir.path().join("trusted-keys")
+    }
+
+    /// The signing key itself, to sign records as the game service would.
+    pub fn signer(&self) -> anyhow::Result<boardcast_game::signing::RecordSigner> {
+        boardcast_kit::signing::read_signing_key(&self.signing_key())
     }
 
     /// The API token of `admin`, chief arbiter of every tournament.
@@ -222,6 +241,8 @@ impl GameService {
                 .arg(TestUsers::shared()?.users_file())
                 .arg("--session-key")
                 .arg(TestUsers::shared()?.session_key())
+                .arg("--signing-key")
+                .arg(TestUsers::shared()?.signing_key())
                 .args(&options.args)
                 .env("RUST_LOG", options.rust_log.as_deref().unwrap_or("warn"))
                 .stdin(Stdio::null())
@@ -317,6 +338,8 @@ impl BroadcastService {
                 .args(["--nats", nats_url, "--http-listen", &http.to_string()])
                 .arg("--state")
                 .arg(dir.path().join("broadcast.redb"))
+                .arg("--trusted-keys")
+                .arg(TestUsers::shared()?.trusted_keys())
                 .args(extra)
                 .env("RUST_LOG", "warn")
                 .stdin(Stdio::null()),

@@ -194,6 +194,8 @@ async fn the_service_refuses_to_push_without_a_token() -> anyhow::Result<()> {
     let out =
         std::process::Command::new(boardcast_testkit::program("boardcast-broadcast-service")?)
             .args(["--nats", &nats.url(), "--push-lichess", "t/1=AbCd"])
+            .arg("--trusted-keys")
+            .arg(boardcast_testkit::TestUsers::shared()?.trusted_keys())
             .env_remove("BOARDCAST_LICHESS_TOKEN")
             .output()?;
     assert!(!out.status.success());

@@ -14,6 +14,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use boardcast_game::signing::TrustedKeys;
 use boardcast_game::{
     Game, GameError,
     display::{DisplayError, DisplayGame, shows},
@@ -99,6 +100,8 @@ struct FeedGame {
     /// The log's order and hash chain, checked as records arrive.
     last_game_seq: u64,
     chain_head: [u8; 32],
+    /// Whether a signed record has been taken: from then on every record must be signed.
+    signed: bool,
     /// What has been released; `None` until the game's start is.
     shown: Option<DisplayGame>,
     /// Events read from the log and not yet released, oldest first.
@@ -139,6 +142,8 @@ pub struct Feeds {
     games: HashMap<String, FeedGame>,
     rounds: BTreeMap<RoundKey, RoundFeed>,
     delays: Delays,
+    /// The keys whose signatures are accepted on the log's records.
+    trusted: TrustedKeys,
     /// Games with pending events: the only ones a release has to look at.
     waiting: BTreeSet<String>,
     /// What changed since the last `take_dirty`, for the service to store.
@@ -153,6 +158,9 @@ pub struct GameSnapshot {
     pub board_number: u32,
     pub last_game_seq: u64,
     pub chain_head: [u8; 32],
+    /// Absent in state written before records were signed.
+    #[serde(default)]
+    pub signed: bool,
     pub shown: Option<DisplayGame>,
     /// The pending events, encoded.
     pub pending: Vec<Vec<u8>>,
@@ -174,11 +182,12 @@ pub struct Dirty {
 }
 
 impl Feeds {
-    pub fn new(delays: Delays) -> Feeds {
+    pub fn new(delays: Delays, trusted: TrustedKeys) -> Feeds {
         Feeds {
             games: HashMap::new(),
             rounds: BTreeMap::new(),
             delays,
+            trusted,
             waiting: BTreeSet::new(),
             dirty_games: BTreeSet::new(),
             dirty_rounds: BTreeSet::new(),
@@ -196,8 +205,8 @@ impl Feeds {
     }
 
     /// Takes one record of the game log, in the log's order. Checks the record's hash, its
-    /// place in the game's sequence and chain; keeps what viewers may see for release. A record
-    /// already taken (delivered again) changes nothing.
+    /// place in the game's sequence and chain, and its signature; keeps what viewers may see for
+    /// release. A record already taken (delivered again) changes nothing.
     pub fn accept(&mut self, record: &GameEventRecord) -> Result<(), FeedError> {
         let event = Game::open_record(record)?;
         let head: [u8; 32] =
@@ -229,6 +238,10 @@ impl Feeds {
                         game_seq: event.game_seq,
                     });
                 }
+                self.trusted
+                    .check(record, event.game_seq, game.signed)
+                    .map_err(GameError::from)?;
+                game.signed |= !record.signature.is_empty();
                 game.last_game_seq = event.game_seq;
                 game.chain_head = head;
                 let game_id = event.game_id.clone();
@@ -254,6 +267,9 @@ impl Feeds {
                         got: event.game_seq,
                     });
                 }
+                self.trusted
+                    .check(record, 1, false)
+                    .map_err(GameError::from)?;
                 let round = RoundKey {
                     tournament_id: info.tournament_id.clone(),
                     round: info.round,
@@ -269,6 +285,7 @@ impl Feeds {
                         board_number: info.board_number,
                         last_game_seq: 1,
                         chain_head: head,
+                        signed: !record.signature.is_empty(),
                         shown: None,
                         pending: VecDeque::from([event]),
                         version: 0,
@@ -488,6 +505,7 @@ impl Feeds {
                         board_number: g.board_number,
                         last_game_seq: g.last_game_seq,
                         chain_head: g.chain_head,
+                        signed: g.signed,
                         shown: g.shown.clone(),
                         pending: g.pending.iter().map(|e| e.encode_to_vec()).collect(),
                         version: g.version,
@@ -514,10 +532,11 @@ impl Feeds {
     /// Rebuilds the feeds from what a previous run stored.
     pub fn restore(
         delays: Delays,
+        trusted: TrustedKeys,
         games: impl IntoIterator<Item = (String, GameSnapshot)>,
         rounds: impl IntoIterator<Item = (RoundKey, RoundSnapshot)>,
     ) -> Result<Feeds, prost::DecodeError> {
-        let mut feeds = Feeds::new(delays);
+        let mut feeds = Feeds::new(delays, trusted);
         for (key, snapshot) in rounds {
             let mut round = RoundFeed::new();
             round.released_until_unix_ms = snapshot.released_until_unix_ms;
@@ -547,6 +566,7 @@ impl Feeds {
                 board_number: snapshot.board_number,
                 last_game_seq: snapshot.last_game_seq,
                 chain_head: snapshot.chain_head,
+                signed: snapshot.signed,
                 shown: snapshot.shown,
                 pending,
                 version: snapshot.version,

@@ -7,6 +7,7 @@ use boardcast_game::{
         AdjustClocks, ArbiterAction, EnterMove, GameEventRecord, GameStarted, Player, TimeControl,
         TimePeriod, arbiter_action::Action,
     },
+    signing::{RecordSigner, TrustedKeys},
 };
 use boardcast_rules::{notation::Language, pgn::read_games};
 
@@ -17,6 +18,12 @@ const T0: i64 = 1_800_000_000_000;
 struct Played {
     game: Game,
     records: Vec<GameEventRecord>,
+}
+
+/// The records here are written by `Game::record`, which does not sign: accepted as a log
+/// written before signing (the signatures have their own test below).
+fn unsigned_logs() -> TrustedKeys {
+    TrustedKeys::default().accepting_unsigned(true)
 }
 
 fn key(round: u32) -> RoundKey {
@@ -97,7 +104,7 @@ fn shown_moves(feeds: &Feeds, game_id: &str) -> usize {
 
 #[test]
 fn nothing_recorded_after_now_minus_the_delay_is_visible_anywhere() {
-    let mut feeds = Feeds::new(Delays::parse(["10"]).expect("valid"));
+    let mut feeds = Feeds::new(Delays::parse(["10"]).expect("valid"), unsigned_logs());
     let mut game = start(1, 1, T0);
     for (i, san) in ["e4", "e5", "Nf3", "Nc6"].iter().enumerate() {
         game.play(san, T0 + (i as i64 + 1) * MINUTE);
@@ -131,7 +138,7 @@ fn nothing_recorded_after_now_minus_the_delay_is_visible_anywhere() {
 
 #[test]
 fn raising_the_delay_takes_nothing_back_and_lowering_it_releases_what_is_due() {
-    let mut feeds = Feeds::new(Delays::none());
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     let mut game = start(1, 1, T0);
     let id = game.game.game_id().to_owned();
     feed(&mut feeds, &game.records.clone());
@@ -156,7 +163,7 @@ fn raising_the_delay_takes_nothing_back_and_lowering_it_releases_what_is_due() {
 
 #[test]
 fn rounds_list_games_in_board_order_whatever_order_they_started_in() {
-    let mut feeds = Feeds::new(Delays::none());
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     for board in [3, 1, 2] {
         let game = start(4, board, T0);
         feed(&mut feeds, &game.records);
@@ -182,7 +189,7 @@ fn rounds_list_games_in_board_order_whatever_order_they_started_in() {
 
 #[test]
 fn time_added_by_the_arbiter_shows_in_the_clock_tags_at_once() {
-    let mut feeds = Feeds::new(Delays::none());
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     let mut game = start(1, 1, T0);
     let id = game.game.game_id().to_owned();
     game.play("e4", T0 + 1);
@@ -216,7 +223,7 @@ fn time_added_by_the_arbiter_shows_in_the_clock_tags_at_once() {
 
 #[test]
 fn a_record_out_of_order_altered_or_from_nowhere_is_refused_and_changes_nothing() {
-    let mut feeds = Feeds::new(Delays::none());
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     let mut game = start(1, 1, T0);
     let id = game.game.game_id().to_owned();
     feed(&mut feeds, &game.records.clone());
@@ -247,8 +254,40 @@ fn a_record_out_of_order_altered_or_from_nowhere_is_refused_and_changes_nothing(
 }
 
 #[test]
+fn a_record_without_a_trusted_signature_is_refused_and_changes_nothing() {
+    let hall = RecordSigner::from_seed([1; 32]);
+    let intruder = RecordSigner::from_seed([2; 32]);
+    let mut feeds = Feeds::new(
+        Delays::none(),
+        TrustedKeys::new([hall.public_key().clone()]),
+    );
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    let unsigned_start = game.records[0].clone();
+    assert!(feeds.accept(&unsigned_start).is_err(), "unsigned");
+    let mut first = unsigned_start.clone();
+    hall.sign(&mut first);
+    feed(&mut feeds, &[first]);
+    let e4 = game.play("e4", T0 + 1);
+    // Continues the chain, but signed by a key nobody trusts, then not at all.
+    let mut forged = e4[0].clone();
+    intruder.sign(&mut forged);
+    assert!(feeds.accept(&forged).is_err(), "unknown key");
+    assert!(feeds.accept(&e4[0]).is_err(), "unsigned after signed");
+    feeds.release(T0 + 2);
+    assert_eq!(shown_moves(&feeds, &id), 0);
+    for record in &e4 {
+        let mut signed = record.clone();
+        hall.sign(&mut signed);
+        feed(&mut feeds, &[signed]);
+    }
+    feeds.release(T0 + 3);
+    assert_eq!(shown_moves(&feeds, &id), 1);
+}
+
+#[test]
 fn a_restart_from_the_stored_snapshots_serves_the_same_bytes() {
-    let mut feeds = Feeds::new(Delays::parse(["1"]).expect("valid"));
+    let mut feeds = Feeds::new(Delays::parse(["1"]).expect("valid"), unsigned_logs());
     let mut game = start(1, 1, T0);
     let id = game.game.game_id().to_owned();
     for (i, san) in ["c4", "e5", "Nc3", "Nf6"].iter().enumerate() {
@@ -259,8 +298,13 @@ fn a_restart_from_the_stored_snapshots_serves_the_same_bytes() {
     let dirty = feeds.take_dirty();
     assert_eq!(shown_moves(&feeds, &id), 2);
 
-    let mut restored =
-        Feeds::restore(feeds.delays().clone(), dirty.games, dirty.rounds).expect("decodes");
+    let mut restored = Feeds::restore(
+        feeds.delays().clone(),
+        unsigned_logs(),
+        dirty.games,
+        dirty.rounds,
+    )
+    .expect("decodes");
     assert_eq!(restored.round_pgn(&key(1)), feeds.round_pgn(&key(1)));
     assert_eq!(restored.game_json(&id), feeds.game_json(&id));
     assert_eq!(
@@ -280,7 +324,7 @@ fn a_restart_from_the_stored_snapshots_serves_the_same_bytes() {
 
 #[test]
 fn moves_in_national_piece_letters() {
-    let mut feeds = Feeds::new(Delays::none());
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     let mut game = start(1, 1, T0);
     let id = game.game.game_id().to_owned();
     for san in ["Nf3", "d5", "g3", "Bg4", "Bg2", "Nd7", "O-O"] {
@@ -301,7 +345,7 @@ fn a_revised_provisional_move_is_shown_corrected_then_completed() {
         NewEvent,
         events::{MoveCompleted, MoveProvisional, Provenance, Source, game_event::Kind},
     };
-    let mut feeds = Feeds::new(Delays::none());
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     let mut game = start(1, 1, T0);
     let id = game.game.game_id().to_owned();
     for san in ["e4", "e5", "Nf3", "Nc6"] {

@@ -17,6 +17,7 @@ use crate::events::{
     self, GameEvent, GameEventRecord, GameResult, GameStarted, MoveCompleted, MoveProvisional,
     Provenance, Source, Termination, game_event::Kind,
 };
+use crate::signing::{RecordSigner, SignatureError, TrustedKeys};
 
 /// An event decided but not yet recorded: what happened and what it rests on.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +46,8 @@ pub enum GameError {
     Inconsistent { game_seq: u64, reason: String },
     #[error(transparent)]
     Chain(#[from] ChainError),
+    #[error(transparent)]
+    Signature(#[from] SignatureError),
 }
 
 /// A move on the board that the clock has not confirmed yet.
@@ -145,6 +148,10 @@ pub struct Game {
     /// Arbiter actions by the client-chosen id of the request that recorded them, so that a retry
     /// records nothing twice.
     pub(crate) requests: std::collections::BTreeMap<String, RecordedRequest>,
+    /// Records folded with and without a signature: a log written before signing is marked
+    /// unsigned, and once a game has a signed record an unsigned one is refused.
+    pub(crate) signed_records: u64,
+    pub(crate) unsigned_records: u64,
 }
 
 /// A change to the clocks made by the arbiter, which the next readings reflect.
@@ -393,11 +400,27 @@ impl Game {
                     prev_hash: prev.to_vec(),
                     hash: hash.to_vec(),
                     chain_version: HASH_CHAIN_VERSION,
+                    ..Default::default()
                 };
                 prev = hash;
                 record
             })
             .collect()
+    }
+
+    /// `record`, each record signed by `signer`: what the game service appends.
+    pub fn record_signed(
+        game: Option<&Game>,
+        game_id: &str,
+        new_events: Vec<NewEvent>,
+        recorded_unix_ms: i64,
+        signer: &RecordSigner,
+    ) -> Vec<GameEventRecord> {
+        let mut records = Self::record(game, game_id, new_events, recorded_unix_ms);
+        for record in &mut records {
+            signer.sign(record);
+        }
+        records
     }
 
     /// Checks a record's hash and decodes its event, without applying it.
@@ -487,7 +510,38 @@ impl Game {
             board_seq_floor,
             started_by_request,
             requests: Default::default(),
+            signed_records: u64::from(!record.signature.is_empty()),
+            unsigned_records: u64::from(record.signature.is_empty()),
         })
+    }
+
+    /// Folds the first record of a game after checking its signature with `keys`.
+    pub fn from_first_trusted(
+        record: &GameEventRecord,
+        keys: &TrustedKeys,
+    ) -> Result<Game, GameError> {
+        keys.check(record, 1, false)?;
+        Self::from_first_record(record)
+    }
+
+    /// Folds the next record after checking its signature with `keys` (see `apply`).
+    pub fn apply_trusted(
+        &mut self,
+        record: &GameEventRecord,
+        keys: &TrustedKeys,
+    ) -> Result<(), GameError> {
+        keys.check(record, self.last_game_seq + 1, self.is_signed())?;
+        self.apply(record)
+    }
+
+    /// Whether the log holds a signed record (from then on every record must be signed).
+    pub fn is_signed(&self) -> bool {
+        self.signed_records > 0
+    }
+
+    /// Records folded without a signature: those of a log written before records were signed.
+    pub fn unsigned_records(&self) -> u64 {
+        self.unsigned_records
     }
 
     /// The client's id of the request that set the game up (empty for older logs).
@@ -520,6 +574,11 @@ impl Game {
         self.evolve(&event)?;
         self.last_game_seq = event.game_seq;
         self.chain_head.copy_from_slice(&record.hash);
+        if record.signature.is_empty() {
+            self.unsigned_records += 1;
+        } else {
+            self.signed_records += 1;
+        }
         Ok(())
     }
 

@@ -14,6 +14,7 @@ pub mod display;
 mod game;
 mod observation;
 mod pgn;
+pub mod signing;
 mod time_control;
 pub mod wording;
 

@@ -15,6 +15,7 @@ use std::{
 };
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use boardcast_game::signing::TrustedKeys;
 use boardcast_game::{
     Game, GameError,
     alerts::{Alert, AlertStatus, GameAlerts},
@@ -291,9 +292,13 @@ struct Folded {
 }
 
 impl Folded {
-    fn start(record: &GameEventRecord, event: &GameEvent) -> Result<(Folded, bool), GameError> {
+    fn start(
+        record: &GameEventRecord,
+        event: &GameEvent,
+        trusted: &TrustedKeys,
+    ) -> Result<(Folded, bool), GameError> {
         let mut folded = Folded {
-            game: Game::from_first_record(record)?,
+            game: Game::from_first_trusted(record, trusted)?,
             clocks: ClockView::default(),
             sides: Sides::default(),
         };
@@ -303,8 +308,13 @@ impl Folded {
 
     /// Applies the next record (its event already opened); returns whether a clock reading in it
     /// is read the other way round.
-    fn apply(&mut self, record: &GameEventRecord, event: &GameEvent) -> Result<bool, GameError> {
-        self.game.apply(record)?;
+    fn apply(
+        &mut self,
+        record: &GameEventRecord,
+        event: &GameEvent,
+        trusted: &TrustedKeys,
+    ) -> Result<bool, GameError> {
+        self.game.apply_trusted(record, trusted)?;
         Ok(self.track(event))
     }
 
@@ -528,14 +538,15 @@ impl GameEntry {
         record: GameEventRecord,
         event: GameEvent,
         stream_seq: u64,
+        trusted: &TrustedKeys,
     ) -> Result<Vec<AlertView>, GameError> {
         let swapped = match &mut self.folded {
             None => {
-                let (folded, swapped) = Folded::start(&record, &event)?;
+                let (folded, swapped) = Folded::start(&record, &event, trusted)?;
                 self.folded = Some(folded);
                 swapped
             }
-            Some(folded) => folded.apply(&record, &event)?,
+            Some(folded) => folded.apply(&record, &event, trusted)?,
         };
         let Some(folded) = &self.folded else {
             return Ok(Vec::new());
@@ -659,6 +670,9 @@ struct State {
     games: BTreeMap<String, GameEntry>,
     last_stream_seq: u64,
     status: FollowStatus,
+    /// The keys whose signatures are accepted: a record signed by none of them damages its
+    /// game's log from there on.
+    trusted: TrustedKeys,
 }
 
 /// Every game of the log as the arbiters see it.
@@ -666,12 +680,6 @@ pub struct Games {
     state: RwLock<State>,
     changes: broadcast::Sender<Change>,
     folded: watch::Sender<u64>,
-}
-
-impl Default for Games {
-    fn default() -> Self {
-        Games::new()
-    }
 }
 
 /// The game id in a subject `boardcast.game.<game>.events`.
@@ -692,12 +700,13 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl Games {
-    pub fn new() -> Games {
+    pub fn new(trusted: TrustedKeys) -> Games {
         Games {
             state: RwLock::new(State {
                 games: BTreeMap::new(),
                 last_stream_seq: 0,
                 status: FollowStatus::Connecting,
+                trusted,
             }),
             changes: broadcast::channel(4096).0,
             folded: watch::channel(0).0,
@@ -908,7 +917,7 @@ impl Games {
 
     /// The game as it stood after log entry `game_seq`: its records folded up to it.
     pub fn position_at(&self, game_id: &str, game_seq: u64) -> Result<PositionView, AtError> {
-        let (records, words) = {
+        let (records, words, trusted) = {
             let state = self.read();
             let entry = state
                 .games
@@ -927,7 +936,11 @@ impl Games {
                 .get(game_seq as usize - 1)
                 .map(|e| e.words.clone())
                 .unwrap_or_default();
-            (entry.records[..game_seq as usize].to_vec(), words)
+            (
+                entry.records[..game_seq as usize].to_vec(),
+                words,
+                state.trusted.clone(),
+            )
         };
         // Folded outside the lock: a long game takes a moment.
         let fold_error = |reason: String| AtError::Fold {
@@ -941,13 +954,13 @@ impl Games {
             match &mut folded {
                 None => {
                     folded = Some(
-                        Folded::start(record, &event)
+                        Folded::start(record, &event, &trusted)
                             .map_err(|e| fold_error(e.to_string()))?
                             .0,
                     )
                 }
                 Some(f) => {
-                    f.apply(record, &event)
+                    f.apply(record, &event, &trusted)
                         .map_err(|e| fold_error(e.to_string()))?;
                 }
             }
@@ -1034,6 +1047,7 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
                 ))
             }
         });
+    let trusted = &state.trusted;
     let entry = state
         .games
         .entry(subject_game.clone())
@@ -1051,9 +1065,11 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
         Err(_) => entry.last_game_seq() + 1,
     };
     let result = opened.and_then(|(record, event)| {
-        std::panic::catch_unwind(AssertUnwindSafe(|| entry.fold(record, event, stream_seq)))
-            .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))?
-            .map_err(|e| e.to_string())
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            entry.fold(record, event, stream_seq, trusted)
+        }))
+        .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))?
+        .map_err(|e| e.to_string())
     });
     match result {
         Ok(alerts) => {
@@ -1258,7 +1274,7 @@ mod tests {
             }),
             "r2",
         );
-        let games = Games::new();
+        let games = Games::new(TrustedKeys::default().accepting_unsigned(true));
         for (i, record) in script.records.iter().enumerate() {
             games.fold_message(i as u64 + 1, &script.subject(), &record.encode_to_vec());
         }
@@ -1310,7 +1326,7 @@ mod tests {
         let mut script = Script::start("open", 1, 1);
         script.act(Action::Move(EnterMove { san: "d4".into() }), "r1");
         script.act(Action::Move(EnterMove { san: "d5".into() }), "r2");
-        let games = Games::new();
+        let games = Games::new(TrustedKeys::default().accepting_unsigned(true));
         let subject = script.subject();
         games.fold_message(1, &subject, &script.records[0].encode_to_vec());
         // Entry 2 is altered after it was stored.
@@ -1340,7 +1356,7 @@ mod tests {
     #[test]
     fn records_delivered_again_are_folded_once() {
         let script = Script::start("open", 1, 1);
-        let games = Games::new();
+        let games = Games::new(TrustedKeys::default().accepting_unsigned(true));
         let payload = script.records[0].encode_to_vec();
         games.fold_message(7, &script.subject(), &payload);
         games.fold_message(7, &script.subject(), &payload);

@@ -86,6 +86,9 @@ struct Args {
         value_delimiter = ','
     )]
     allowed_origins: Vec<String>,
+    /// Which signatures are accepted on the game log's records.
+    #[command(flatten)]
+    trust: boardcast_kit::signing::TrustArgs,
 }
 
 /// How long open live queues may keep the service from stopping after Ctrl-C or SIGTERM.
@@ -99,9 +102,10 @@ async fn main() -> anyhow::Result<()> {
     // fails only if a provider is installed already, which is as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
 
+    let trusted = args.trust.load()?;
     let api = upstream::GameApi::new(&args.game_service, args.game_service_ca.as_deref())
         .context("setting up the game service client")?;
-    let games = Arc::new(follow::Games::new());
+    let games = Arc::new(follow::Games::new(trusted));
 
     // The dashboard is served at once; the log follower waits for NATS and the stream meanwhile
     // (its state shows on /healthz).

@@ -81,6 +81,9 @@ struct Args {
     /// The lichess API token (with study:write) for the push.
     #[arg(long, env = "BOARDCAST_LICHESS_TOKEN", hide_env_values = true)]
     lichess_token: Option<String>,
+    /// Which signatures are accepted on the game log's records.
+    #[command(flatten)]
+    trust: boardcast_kit::signing::TrustArgs,
 }
 
 /// How long open live pages may keep the service from stopping after Ctrl-C or SIGTERM.
@@ -178,6 +181,7 @@ async fn main() -> anyhow::Result<()> {
     let projection = Arc::new(projection::Projection::open(
         state,
         effective,
+        args.trust.load()?,
         Some(client),
     )?);
     tokio::spawn(delays::follow(

@@ -18,6 +18,7 @@ use anyhow::Context as _;
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_feeds::{Change, Delays, Feeds, RoundKey};
 use boardcast_game::events::GameEventRecord;
+use boardcast_game::signing::TrustedKeys;
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use futures::StreamExt as _;
 use prost::Message as _;
@@ -70,10 +71,11 @@ impl Projection {
     pub fn open(
         state: State,
         delays: Delays,
+        trusted: TrustedKeys,
         nats: Option<async_nats::Client>,
     ) -> anyhow::Result<Projection> {
         let stored = state.read()?;
-        let feeds = Feeds::restore(delays, stored.games, stored.rounds)
+        let feeds = Feeds::restore(delays, trusted, stored.games, stored.rounds)
             .context("reading the stored feed state")?;
         Ok(Projection {
             feeds: RwLock::new(feeds),

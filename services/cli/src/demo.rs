@@ -143,6 +143,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
 
     let access = demo_users(&args.data_dir)?;
+    // The game service signs every record; the readers trust its public key only.
+    let signing_key = args.data_dir.join("signing.key");
+    let trusted_keys = args.data_dir.join("trusted-keys");
+    let signer = boardcast_kit::signing::create_signing_key(&signing_key, &trusted_keys)?;
     // NATS with users and permissions, as at an event: each program connects as its own user.
     let nats_access = NatsAccess::generate(&args.data_dir.join("nats-access"), &[])?;
 
@@ -173,6 +177,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             .arg(&access.users_file)
             .arg("--session-key")
             .arg(&access.session_key)
+            .arg("--signing-key")
+            .arg(&signing_key)
             .arg("--snapshot")
             .arg(args.data_dir.join("game-service/snapshot.redb"))
             .stdin(Stdio::null())
@@ -186,6 +192,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             .args(["--http-listen", &http_addr.to_string()])
             .arg("--state")
             .arg(args.data_dir.join("broadcast-service/state.redb"))
+            .arg("--trusted-keys")
+            .arg(&trusted_keys)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&logs, "broadcast-service.log")?),
@@ -196,6 +204,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             .env("BOARDCAST_NATS_URL", url_for(NatsRole::ArbiterService)?)
             .args(["--http-listen", &arbiter_addr.to_string()])
             .args(["--game-service", &format!("http://{grpc_addr}")])
+            .arg("--trusted-keys")
+            .arg(&trusted_keys)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&logs, "arbiter-service.log")?),
@@ -239,6 +249,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         DEMO_CHIEF,
         access.chief_password,
         access.users_file.display()
+    );
+    println!(
+        "  records signed   key {} fingerprint {} (trusted keys: {})",
+        signer.public_key().key_id(),
+        signer.public_key().fingerprint(),
+        trusted_keys.display()
     );
     println!("  logs             {}", logs.display());
     println!();

@@ -4,6 +4,7 @@ mod analyze;
 mod delay;
 mod demo;
 mod gateway;
+mod keys;
 mod nats_config;
 mod simulate;
 mod users;
@@ -49,6 +50,9 @@ enum Command {
     /// Set the broadcast delay of a tournament or round (an operator's or chief arbiter's
     /// token): every broadcast service holds moves, clocks and results back that long.
     Delay(delay::DelayArgs),
+    /// The game service's signing key: create one, show its public key and fingerprint, or
+    /// ask a running game service for its keys.
+    Keys(keys::KeysArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -56,6 +60,7 @@ fn main() -> anyhow::Result<()> {
     let cli = match cli.command {
         Command::Analyze(args) => return analyze::run(args),
         Command::Users(args) => return users::run(args),
+        Command::Keys(args) => return keys::run(args),
         command => Cli { command },
     };
     let runtime = tokio::runtime::Runtime::new()?;
@@ -71,7 +76,9 @@ fn main() -> anyhow::Result<()> {
         }
         Command::NatsConfig(args) => runtime.block_on(nats_config::run(args)),
         Command::Delay(args) => runtime.block_on(delay::run(args)),
-        Command::Analyze(_) | Command::Users(_) => unreachable!("handled without a runtime above"),
+        Command::Analyze(_) | Command::Users(_) | Command::Keys(_) => {
+            unreachable!("handled without a runtime above")
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use std::{pin::Pin, sync::Arc};
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use boardcast_game::signing::{PublicKey, TrustedKeys};
 use boardcast_game::{ActionRejected, ClaimStatement, Game, GameError, NewEvent, events::*};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, delay_subject, game_subject};
 use boardcast_rules::claims::ClaimVerdict as RulesClaimVerdict;
@@ -148,7 +149,12 @@ impl game_service_server::GameService for GameApi {
         self.require_readable_game(&reader, &request.game_id)
             .await?;
         let from = request.from_game_seq;
-        let records = log_records(&self.js, game_subject(&request.game_id)).await?;
+        let records = log_records(
+            &self.js,
+            game_subject(&request.game_id),
+            self.store.trusted_keys(),
+        )
+        .await?;
         let events = records.filter_map(move |item| async move {
             match item {
                 Ok((event, _)) if event.game_seq >= from => Some(Ok(event)),
@@ -174,13 +180,15 @@ impl game_service_server::GameService for GameApi {
                 request.game_id, request.game_seq
             )));
         }
-        let mut records = log_records(&self.js, game_subject(&request.game_id)).await?;
+        let trusted = self.store.trusted_keys();
+        let mut records =
+            log_records(&self.js, game_subject(&request.game_id), trusted.clone()).await?;
         let mut game: Option<Game> = None;
         while let Some(item) = records.next().await {
             let (event, record) = item?;
             let folded = match game.as_mut() {
-                None => Game::from_first_record(&record).map(|g| game = Some(g)),
-                Some(g) => g.apply(&record),
+                None => Game::from_first_trusted(&record, &trusted).map(|g| game = Some(g)),
+                Some(g) => g.apply_trusted(&record, &trusted),
             };
             folded.map_err(|e| Status::data_loss(format!("game {}: {e}", request.game_id)))?;
             if event.game_seq >= request.game_seq {
@@ -217,6 +225,7 @@ impl game_service_server::GameService for GameApi {
         // what it has not folded yet.
         let start = self.store.round_start_seq(&tournament_id, round).await;
         let messages = log_messages(&self.js, GAMES_SUBJECTS.to_owned(), start).await?;
+        let trusted = self.store.trusted_keys();
         let mut round_games = std::collections::HashSet::new();
         let events = messages
             .map(move |item| {
@@ -224,7 +233,7 @@ impl game_service_server::GameService for GameApi {
                     Ok(message) => message,
                     Err(e) => return Some(Err(e)),
                 };
-                match open_record(&payload) {
+                match open_record(&payload, &trusted) {
                     Ok((event, _)) => {
                         if let Some(game_event::Kind::Started(started)) = &event.kind
                             && started.tournament_id == tournament_id
@@ -522,6 +531,21 @@ impl game_service_server::GameService for GameApi {
             .map(Response::new)
     }
 
+    async fn get_signing_keys(
+        &self,
+        _request: Request<GetSigningKeysRequest>,
+    ) -> Result<Response<SigningKeys>, Status> {
+        let info = |key: &PublicKey| SigningKeyInfo {
+            key_id: key.key_id().to_owned(),
+            public_key: key.to_text(),
+            fingerprint: key.fingerprint(),
+        };
+        Ok(Response::new(SigningKeys {
+            signing: Some(info(self.store.public_key())),
+            trusted: self.store.trusted_keys().keys().map(info).collect(),
+        }))
+    }
+
     async fn who_am_i(
         &self,
         request: Request<WhoAmIRequest>,
@@ -790,14 +814,16 @@ fn created_by_another(game_id: &str, board_id: &str) -> Status {
     ))
 }
 
-/// The game log's records on `subject` from the start, then live, each checked and opened.
+/// The game log's records on `subject` from the start, then live, each checked (hash and
+/// signature) and opened.
 async fn log_records(
     js: &jetstream::Context,
     subject: String,
+    trusted: TrustedKeys,
 ) -> Result<impl Stream<Item = Result<(GameEvent, GameEventRecord), Status>> + Send + use<>, Status>
 {
     let messages = log_messages(js, subject, 1).await?;
-    Ok(messages.map(|item| item.and_then(|(_, payload)| open_record(&payload))))
+    Ok(messages.map(move |item| item.and_then(|(_, payload)| open_record(&payload, &trusted))))
 }
 
 /// The game log's messages on `subject` (subject and payload) from stream sequence `start`, then
@@ -831,10 +857,18 @@ async fn log_messages(
     }))
 }
 
-/// A stored record, checked and opened.
-fn open_record(payload: &[u8]) -> Result<(GameEvent, GameEventRecord), Status> {
+/// A stored record, checked (hash and signature) and opened. Read one at a time, a record is
+/// not known to follow signed ones; folds (`GetGameAt`, the store) refuse an unsigned record
+/// after a signed one, which only matters where unsigned logs are accepted at all.
+fn open_record(
+    payload: &[u8],
+    trusted: &TrustedKeys,
+) -> Result<(GameEvent, GameEventRecord), Status> {
     let record = GameEventRecord::decode(payload)
         .map_err(|e| Status::data_loss(format!("a game log record is undecodable: {e}")))?;
     let event = Game::open_record(&record).map_err(|e| Status::data_loss(e.to_string()))?;
+    trusted
+        .check(&record, event.game_seq, false)
+        .map_err(|e| Status::data_loss(format!("game {}: {e}", event.game_id)))?;
     Ok((event, record))
 }

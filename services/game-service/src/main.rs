@@ -75,6 +75,15 @@ struct Args {
     /// PEM private key of --tls-cert.
     #[arg(long, env = "BOARDCAST_TLS_KEY", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// The Ed25519 key every record is signed with (`boardcast keys new` creates one; never
+    /// created here, so that a wrong path cannot start signing with a key nobody trusts). Every
+    /// instance uses the same key; its public key is printed at start and served (GetSigningKeys).
+    #[arg(long, env = "BOARDCAST_SIGNING_KEY", default_value = boardcast_kit::signing::DEFAULT_SIGNING_KEY_FILE)]
+    signing_key: PathBuf,
+    /// Which signatures are accepted on records read from the log: this instance's own key,
+    /// and those in the trusted-keys file when it exists (earlier keys after a rotation).
+    #[command(flatten)]
+    trust: boardcast_kit::signing::TrustArgs,
 }
 
 /// How long open event streams may keep the service from stopping after Ctrl-C or SIGTERM.
@@ -90,6 +99,14 @@ const REFRESH_WITHIN: Duration = Duration::from_secs(15);
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let _telemetry = boardcast_kit::telemetry::init("boardcast-game-service")?;
+    let signer = boardcast_kit::signing::read_signing_key(&args.signing_key)?;
+    let trusted = args.trust.load_with(signer.public_key())?;
+    tracing::info!(
+        key_id = signer.public_key().key_id(),
+        fingerprint = %signer.public_key().fingerprint(),
+        public_key = %signer.public_key().to_text(),
+        "signing game log records"
+    );
 
     let auth = Arc::new(
         auth::Authenticator::load(
@@ -142,7 +159,7 @@ async fn main() -> anyhow::Result<()> {
     let (store, used_snapshot) = retrying("rebuilding the games", || {
         let saved = read_snapshot();
         had_snapshot = saved.is_some();
-        store::Store::load(js.clone(), saved)
+        store::Store::load(js.clone(), saved, signer.clone(), trusted.clone())
     })
     .await?;
     let store = Arc::new(store);

@@ -35,6 +35,7 @@ use async_nats::jetstream::{
     message::PublishMessage,
     stream::Stream,
 };
+use boardcast_game::signing::{PublicKey, RecordSigner, TrustedKeys};
 use boardcast_game::{Game, NewEvent, events::GameEvent, events::GameEventRecord};
 use boardcast_kit::nats::{
     GAMES_STREAM, GAMES_SUBJECTS, game_message_id, game_subject, next_message,
@@ -71,6 +72,8 @@ pub(crate) struct Games {
     pub(crate) last_game: Option<String>,
     /// Games changed since the last snapshot.
     dirty: HashSet<String>,
+    /// The keys whose signatures are accepted on records read from the log.
+    trusted: TrustedKeys,
 }
 
 impl Games {
@@ -95,11 +98,15 @@ impl Games {
                 let event = Game::open_record(&record).map_err(|e| e.to_string())?;
                 match self.by_id.get_mut(&event.game_id) {
                     Some(entry) => {
-                        entry.game.apply(&record).map_err(|e| e.to_string())?;
+                        entry
+                            .game
+                            .apply_trusted(&record, &self.trusted)
+                            .map_err(|e| e.to_string())?;
                         entry.records.push(payload.to_vec());
                     }
                     None => {
-                        let game = Game::from_first_record(&record).map_err(|e| e.to_string())?;
+                        let game = Game::from_first_trusted(&record, &self.trusted)
+                            .map_err(|e| e.to_string())?;
                         self.insert(Entry {
                             game,
                             first_stream_seq: stream_seq,
@@ -157,6 +164,8 @@ pub struct Store {
     writer: tokio::sync::Mutex<()>,
     /// Since when the writer has been busy: a write that takes long means the service is stuck.
     busy_since: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Signs every record this instance appends.
+    signer: RecordSigner,
 }
 
 /// The writer's turn; notes how long it is held.
@@ -218,15 +227,20 @@ impl Store {
     pub async fn load(
         js: jetstream::Context,
         snapshot: Option<SnapshotData>,
+        signer: RecordSigner,
+        trusted: TrustedKeys,
     ) -> anyhow::Result<(Store, bool)> {
         let stream = js
             .get_stream(GAMES_STREAM)
             .await
             .map_err(|e| anyhow::anyhow!("opening the game log stream: {e}"))?;
-        let mut games = Games::default();
+        let mut games = Games {
+            trusted: trusted.clone(),
+            ..Games::default()
+        };
         let mut used = false;
         if let Some(snapshot) = snapshot {
-            match restore(&stream, snapshot).await {
+            match restore(&stream, snapshot, trusted).await {
                 Ok(restored) => {
                     games = restored;
                     used = true;
@@ -240,9 +254,20 @@ impl Store {
             games: std::sync::RwLock::new(games),
             writer: tokio::sync::Mutex::new(()),
             busy_since: std::sync::Mutex::new(None),
+            signer,
         };
         store.catch_up().await?;
         Ok((store, used))
+    }
+
+    /// The key this instance signs with.
+    pub fn public_key(&self) -> &PublicKey {
+        self.signer.public_key()
+    }
+
+    /// The keys whose signatures are accepted on the log's records.
+    pub fn trusted_keys(&self) -> TrustedKeys {
+        self.read().trusted.clone()
     }
 
     pub async fn game_count(&self) -> usize {
@@ -329,7 +354,13 @@ impl Store {
                         let decision = decide(&entry.game);
                         let new_events = events_of(&decision);
                         let records = (!new_events.is_empty()).then(|| {
-                            Game::record(Some(&entry.game), &game_id, new_events, recorded_unix_ms)
+                            Game::record_signed(
+                                Some(&entry.game),
+                                &game_id,
+                                new_events,
+                                recorded_unix_ms,
+                                &self.signer,
+                            )
                         });
                         (game_id, decision, records)
                     })
@@ -409,7 +440,13 @@ impl Store {
                 }
                 let missing: Vec<NewEvent> = expected[written.len()..].to_vec();
                 let count = missing.len();
-                let records = Game::record(Some(&entry.game), &game_id, missing, recorded_unix_ms);
+                let records = Game::record_signed(
+                    Some(&entry.game),
+                    &game_id,
+                    missing,
+                    recorded_unix_ms,
+                    &self.signer,
+                );
                 (game_id, records, count)
             };
             let (game_id, records, count) = completion;
@@ -446,7 +483,13 @@ impl Store {
                 if new_events.is_empty() {
                     return Ok(Some(Ok(())));
                 }
-                Game::record(Some(&entry.game), game_id, new_events, recorded_unix_ms)
+                Game::record_signed(
+                    Some(&entry.game),
+                    game_id,
+                    new_events,
+                    recorded_unix_ms,
+                    &self.signer,
+                )
             };
             if self.append(game_id, records).await? {
                 return Ok(Some(Ok(())));
@@ -463,7 +506,8 @@ impl Store {
         recorded_unix_ms: i64,
     ) -> Result<bool, AppendError> {
         let _turn = self.turn().await;
-        let records = Game::record(None, game_id, vec![first], recorded_unix_ms);
+        let records =
+            Game::record_signed(None, game_id, vec![first], recorded_unix_ms, &self.signer);
         for attempt in 0..MAX_ATTEMPTS {
             if attempt > 0 {
                 self.catch_up().await.map_err(|e| failed(game_id, e))?;
@@ -707,8 +751,19 @@ fn refold(records: &[Vec<u8>]) -> Result<Game, String> {
 
 /// Rebuilds the games of a snapshot, after checking that the log still holds, at the snapshot's
 /// sequence, the record the snapshot ends with (the stream was not recreated or purged).
-async fn restore(stream: &Stream, snapshot: SnapshotData) -> Result<Games, String> {
-    let mut games = Games::default();
+///
+/// The snapshot's records are not checked against their signatures again: the file is this
+/// service's own, written from records that were checked when they were folded, and whoever can
+/// change it can read the signing key beside it. The log after it is checked as it is read.
+async fn restore(
+    stream: &Stream,
+    snapshot: SnapshotData,
+    trusted: TrustedKeys,
+) -> Result<Games, String> {
+    let mut games = Games {
+        trusted,
+        ..Games::default()
+    };
     if snapshot.folded_seq == 0 {
         return Ok(games);
     }

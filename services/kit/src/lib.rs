@@ -7,6 +7,7 @@ pub mod nats;
 pub mod nats_access;
 pub mod secrets;
 pub mod shutdown;
+pub mod signing;
 pub mod telemetry;
 
 /// Milliseconds since the Unix epoch, for receive and record times. Services read the wall
