@@ -16,6 +16,7 @@ mod observation;
 mod pgn;
 pub mod signing;
 mod time_control;
+pub mod timeline;
 pub mod wording;
 
 pub use arbiter::ActionRejected;

@@ -16,19 +16,18 @@ use std::{
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_game::signing::TrustedKeys;
+use boardcast_game::timeline::{self, ClockView, FoldedGame, TimelineEntry};
 use boardcast_game::{
     Game, GameError,
     alerts::{Alert, AlertStatus, GameAlerts},
-    device::{ClockDisplay, ClockReading, ClockRun, DeviceState, observation},
-    events::{GameEvent, GameEventRecord, arbiter_action::Action, game_event::Kind},
+    device::DeviceState,
+    events::{GameEvent, GameEventRecord},
 };
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use futures::StreamExt as _;
 use prost::Message as _;
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
-
-use crate::timeline;
 
 /// Orders alert changes across all games: the JetStream sequence of the log entry that made the
 /// change, then the game and the alert (one entry can change several alerts of its game).
@@ -78,42 +77,6 @@ impl AlertView {
     pub fn is_open(&self) -> bool {
         self.status != "resolved"
     }
-}
-
-/// The clocks as last known from the log: the last completed move's times, a clock reading, or
-/// what an arbiter set.
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
-pub struct ClockView {
-    pub white_ms: Option<u64>,
-    pub black_ms: Option<u64>,
-    /// `white`, `black`, `stopped`, or empty when unknown.
-    pub running: &'static str,
-    /// `move`, `reading`, `arbiter`, or empty when no clock is known yet.
-    pub from: &'static str,
-    /// The log entry the values come from.
-    pub at_game_seq: u64,
-}
-
-/// One entry of a game's timeline.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct TimelineEntry {
-    pub game_seq: u64,
-    pub recorded_unix_ms: i64,
-    /// Device time of the observations it rests on (0: none, e.g. an arbiter's action).
-    pub device_time_unix_ms: i64,
-    pub source: &'static str,
-    /// The authenticated user who issued it (arbiter actions, set-up).
-    pub actor: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub request_id: String,
-    pub kind: &'static str,
-    /// `move`, `observation`, `clock`, `alert`, `ruling` or `game`: the page's filters.
-    pub category: &'static str,
-    pub words: String,
-    /// The entry raised an alert.
-    pub raises_alert: bool,
-    #[serde(skip)]
-    pub stream_seq: u64,
 }
 
 /// A game's log failed its checks: entries from `at_game_seq` on are not folded.
@@ -263,157 +226,6 @@ pub enum Change {
     Game { game_id: Arc<str>, stream_seq: u64 },
 }
 
-/// Which clock readings have White and Black the other way round (the game's own rule,
-/// `ClockSides::swaps`, kept here because the game keeps it private).
-#[derive(Clone, Copy, Debug, Default)]
-struct Sides {
-    reversed: bool,
-    white_display: ClockDisplay,
-}
-
-impl Sides {
-    fn swaps(&self, reading: &ClockReading) -> bool {
-        match (self.white_display, reading.white_display()) {
-            (
-                white @ (ClockDisplay::Left | ClockDisplay::Right),
-                labelled @ (ClockDisplay::Left | ClockDisplay::Right),
-            ) => white != labelled,
-            _ => self.reversed,
-        }
-    }
-}
-
-/// A game folded with the aggregate, and its clocks as last known.
-#[derive(Clone)]
-struct Folded {
-    game: Game,
-    clocks: ClockView,
-    sides: Sides,
-}
-
-impl Folded {
-    fn start(
-        record: &GameEventRecord,
-        event: &GameEvent,
-        trusted: &TrustedKeys,
-    ) -> Result<(Folded, bool), GameError> {
-        let mut folded = Folded {
-            game: Game::from_first_trusted(record, trusted)?,
-            clocks: ClockView::default(),
-            sides: Sides::default(),
-        };
-        let swapped = folded.track(event);
-        Ok((folded, swapped))
-    }
-
-    /// Applies the next record (its event already opened); returns whether a clock reading in it
-    /// is read the other way round.
-    fn apply(
-        &mut self,
-        record: &GameEventRecord,
-        event: &GameEvent,
-        trusted: &TrustedKeys,
-    ) -> Result<bool, GameError> {
-        self.game.apply_trusted(record, trusted)?;
-        Ok(self.track(event))
-    }
-
-    fn track(&mut self, event: &GameEvent) -> bool {
-        let seq = event.game_seq;
-        let mut swapped = false;
-        match event.kind.as_ref() {
-            Some(Kind::ClockSides(c)) => {
-                self.sides = Sides {
-                    reversed: c.reversed,
-                    white_display: c.white_display(),
-                };
-            }
-            Some(Kind::ObservationRecorded(o)) => {
-                if let Some(observation::Kind::Clock(reading)) =
-                    o.observation.as_ref().and_then(|o| o.kind.as_ref())
-                {
-                    swapped = self.sides.swaps(reading);
-                    let (white, black) = if swapped {
-                        (reading.black_remaining_ms, reading.white_remaining_ms)
-                    } else {
-                        (reading.white_remaining_ms, reading.black_remaining_ms)
-                    };
-                    self.clocks = ClockView {
-                        white_ms: Some(white),
-                        black_ms: Some(black),
-                        running: match (reading.running(), swapped) {
-                            (ClockRun::White, false) | (ClockRun::Black, true) => "white",
-                            (ClockRun::Black, false) | (ClockRun::White, true) => "black",
-                            (ClockRun::Stopped, _) => "stopped",
-                            (ClockRun::Unspecified, _) => "",
-                        },
-                        from: "reading",
-                        at_game_seq: seq,
-                    };
-                }
-            }
-            Some(Kind::MoveCompleted(m))
-                if m.white_remaining_ms.is_some() || m.black_remaining_ms.is_some() =>
-            {
-                self.clocks = ClockView {
-                    white_ms: m.white_remaining_ms.or(self.clocks.white_ms),
-                    black_ms: m.black_remaining_ms.or(self.clocks.black_ms),
-                    // The mover pressed: the opponent's clock runs.
-                    running: if m.ply % 2 == 1 { "black" } else { "white" },
-                    from: "move",
-                    at_game_seq: seq,
-                };
-            }
-            Some(Kind::PositionRestored(r)) => {
-                self.clocks.white_ms = r.white_remaining_ms.or(self.clocks.white_ms);
-                self.clocks.black_ms = r.black_remaining_ms.or(self.clocks.black_ms);
-                self.clocks.from = "arbiter";
-                self.clocks.at_game_seq = seq;
-            }
-            Some(Kind::Arbiter(a)) => {
-                if let Some(Action::Clocks(c)) = a.action.as_ref() {
-                    let adjust = |current: Option<u64>, set: Option<u64>, added: i64| {
-                        set.or(current)
-                            .map(|ms| (ms as i64).saturating_add(added).max(0) as u64)
-                    };
-                    self.clocks.white_ms =
-                        adjust(self.clocks.white_ms, c.white_remaining_ms, c.white_added_ms);
-                    self.clocks.black_ms =
-                        adjust(self.clocks.black_ms, c.black_remaining_ms, c.black_added_ms);
-                    self.clocks.from = "arbiter";
-                    self.clocks.at_game_seq = seq;
-                }
-                // A confirmed penalty gives the opponent the edition's time (Article 7.5.5).
-                if let Some(Action::Penalty(decision)) = a.action.as_ref()
-                    && decision.confirmed
-                    && let Some(entry) = self
-                        .game
-                        .illegal_moves()
-                        .iter()
-                        .find(|e| e.game_seq == decision.illegal_move_game_seq)
-                    && entry.event.opponent_bonus_ms > 0
-                    // As the game has it: after a restore to before the illegal move, the clocks
-                    // set with the restore govern.
-                    && entry.completed_moves <= self.game.completed_moves().len()
-                {
-                    let bonus = entry.event.opponent_bonus_ms;
-                    let opponent = if entry.event.offender == "white" {
-                        &mut self.clocks.black_ms
-                    } else {
-                        &mut self.clocks.white_ms
-                    };
-                    *opponent = opponent.map(|ms| ms.saturating_add(bonus));
-                    self.clocks.from = "arbiter";
-                    self.clocks.at_game_seq = seq;
-                }
-            }
-            Some(Kind::Ended(_)) => self.clocks.running = "stopped",
-            _ => {}
-        }
-        swapped
-    }
-}
-
 /// `BoardResultSignal` → `board result signal`.
 fn words_of(camel: &str) -> String {
     let mut words = String::new();
@@ -501,7 +313,7 @@ fn alert_view(game: &Game, alert: &Alert, version: u64, stream_seq: u64) -> Aler
 /// One game as the service keeps it.
 struct GameEntry {
     game_id: String,
-    folded: Option<Folded>,
+    folded: Option<FoldedGame>,
     alerts: GameAlerts,
     /// Each alert (by `raised_at`) as it stands, with the log entry that last changed it.
     alerts_shown: BTreeMap<u64, AlertView>,
@@ -542,7 +354,7 @@ impl GameEntry {
     ) -> Result<Vec<AlertView>, GameError> {
         let swapped = match &mut self.folded {
             None => {
-                let (folded, swapped) = Folded::start(&record, &event, trusted)?;
+                let (folded, swapped) = FoldedGame::start(&record, &event, trusted)?;
                 self.folded = Some(folded);
                 swapped
             }
@@ -565,20 +377,8 @@ impl GameEntry {
         }
         views.sort_by_key(|v| v.raised_at);
         views.dedup_by_key(|v| v.raised_at);
-        let provenance = event.provenance.clone().unwrap_or_default();
-        self.timeline.push(TimelineEntry {
-            game_seq: event.game_seq,
-            recorded_unix_ms: event.recorded_unix_ms,
-            device_time_unix_ms: provenance.device_time_unix_ms,
-            source: timeline::source_name(provenance.source()),
-            actor: provenance.actor,
-            request_id: provenance.request_id,
-            kind: timeline::kind_name(&event),
-            category: timeline::category(&event),
-            words: timeline::words(&event, swapped),
-            raises_alert,
-            stream_seq,
-        });
+        self.timeline
+            .push(TimelineEntry::of(&event, swapped, raises_alert, stream_seq));
         self.records.push(record);
         Ok(views)
     }
@@ -948,13 +748,13 @@ impl Games {
             asked: game_seq,
             reason,
         };
-        let mut folded: Option<Folded> = None;
+        let mut folded: Option<FoldedGame> = None;
         for record in &records {
             let event = Game::open_record(record).map_err(|e| fold_error(e.to_string()))?;
             match &mut folded {
                 None => {
                     folded = Some(
-                        Folded::start(record, &event, &trusted)
+                        FoldedGame::start(record, &event, &trusted)
                             .map_err(|e| fold_error(e.to_string()))?
                             .0,
                     )
@@ -1201,7 +1001,7 @@ mod tests {
     use super::*;
     use boardcast_game::events::{
         AlertAcknowledgement, ArbiterAction, EnterMove, GameStarted, Player, TimeControl,
-        TimePeriod,
+        TimePeriod, arbiter_action::Action,
     };
 
     /// A scripted game's records, decided by the aggregate as the game service would.

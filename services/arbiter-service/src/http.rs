@@ -21,6 +21,7 @@ use boardcast_game::events::{
     ClaimRuling, DeclareResult, DrawAgreed, EnterMove, EvaluateClaimRequest, GameResult,
     PenaltyDecision, RestorePosition, SideAction, arbiter_action::Action,
 };
+use boardcast_game::timeline::TimelineEntry;
 use boardcast_kit::now_unix_ms;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
@@ -30,7 +31,7 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use crate::{
     auth::{self, LoginThrottle, Refused, SessionError, Sessions},
-    follow::{AlertFilter, AlertKey, AlertView, BoardView, Change, Games, TimelineEntry},
+    follow::{AlertFilter, AlertKey, AlertView, BoardView, Change, Games},
     upstream::{GameApi, UpstreamError},
 };
 
@@ -1628,7 +1629,7 @@ async fn api_claim(
                 "ply": u.ply,
                 "san": u.san,
                 "game_seq": u.game_seq,
-                "source": crate::timeline::source_name(u.source()),
+                "source": boardcast_game::timeline::source_name(u.source()),
             })).collect::<Vec<_>>(),
             "detail": serde_json::from_str::<serde_json::Value>(&verdict.detail_json)
                 .unwrap_or(serde_json::Value::String(verdict.detail_json.clone())),

@@ -10,7 +10,6 @@
 mod auth;
 mod follow;
 mod http;
-mod timeline;
 mod upstream;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};

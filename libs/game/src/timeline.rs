@@ -1,13 +1,228 @@
-//! A game's log entries as a timeline an arbiter reads: what each entry is, its category for the
-//! page's filters, and its words. The game library's `wording::describe` says the non-routine
-//! entries; the routine ones it leaves out (lifts, placements, clock readings, moves) are said
-//! here, because an arbiter reviewing a dispute needs every touch.
+//! A game's log entries as a timeline people read — the arbiters' dashboard and an appeals
+//! committee's replay alike: what each entry is, its category for filters, its words, and the
+//! clocks as last known. The game library's `wording::describe` says the non-routine entries;
+//! the routine ones it leaves out (lifts, placements, clock readings, moves) are said here,
+//! because whoever reviews a dispute needs every touch.
 
-use boardcast_game::alerts::{AlertKind, AlertStatus};
-use boardcast_game::device::{self, ClockRun, DeviceState, Piece, observation};
-use boardcast_game::events::{
-    self, ArbiterAction, GameEvent, GameStarted, Source, arbiter_action::Action, game_event::Kind,
+use serde::Serialize;
+
+use crate::alerts::{AlertKind, AlertStatus};
+use crate::device::{self, ClockDisplay, ClockReading, ClockRun, DeviceState, Piece, observation};
+use crate::events::{
+    self, ArbiterAction, GameEvent, GameEventRecord, GameStarted, Source, arbiter_action::Action,
+    game_event::Kind,
 };
+use crate::signing::TrustedKeys;
+use crate::{Game, GameError};
+
+/// The clocks as last known from the log: the last completed move's times, a clock reading, or
+/// what an arbiter set.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct ClockView {
+    pub white_ms: Option<u64>,
+    pub black_ms: Option<u64>,
+    /// `white`, `black`, `stopped`, or empty when unknown.
+    pub running: &'static str,
+    /// `move`, `reading`, `arbiter`, or empty when no clock is known yet.
+    pub from: &'static str,
+    /// The log entry the values come from.
+    pub at_game_seq: u64,
+}
+
+/// One entry of a game's timeline.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TimelineEntry {
+    pub game_seq: u64,
+    pub recorded_unix_ms: i64,
+    /// Device time of the observations it rests on (0: none, e.g. an arbiter's action).
+    pub device_time_unix_ms: i64,
+    pub source: &'static str,
+    /// The authenticated user who issued it (arbiter actions, set-up).
+    pub actor: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub request_id: String,
+    pub kind: &'static str,
+    /// `move`, `observation`, `clock`, `alert`, `ruling` or `game`: the page's filters.
+    pub category: &'static str,
+    pub words: String,
+    /// The entry raised an alert.
+    pub raises_alert: bool,
+    #[serde(skip)]
+    pub stream_seq: u64,
+}
+
+/// Which clock readings have White and Black the other way round (the game's own rule,
+/// `ClockSides::swaps`, kept here because the game keeps it private).
+#[derive(Clone, Copy, Debug, Default)]
+struct Sides {
+    reversed: bool,
+    white_display: ClockDisplay,
+}
+
+impl Sides {
+    fn swaps(&self, reading: &ClockReading) -> bool {
+        match (self.white_display, reading.white_display()) {
+            (
+                white @ (ClockDisplay::Left | ClockDisplay::Right),
+                labelled @ (ClockDisplay::Left | ClockDisplay::Right),
+            ) => white != labelled,
+            _ => self.reversed,
+        }
+    }
+}
+
+/// A game folded with the aggregate, and its clocks as last known, entry by entry.
+#[derive(Clone)]
+pub struct FoldedGame {
+    pub game: Game,
+    pub clocks: ClockView,
+    sides: Sides,
+}
+
+impl FoldedGame {
+    /// Folds the game's first record (its event already opened); also returns whether a clock
+    /// reading in it is read the other way round.
+    pub fn start(
+        record: &GameEventRecord,
+        event: &GameEvent,
+        trusted: &TrustedKeys,
+    ) -> Result<(FoldedGame, bool), GameError> {
+        let mut folded = FoldedGame {
+            game: Game::from_first_trusted(record, trusted)?,
+            clocks: ClockView::default(),
+            sides: Sides::default(),
+        };
+        let swapped = folded.track(event);
+        Ok((folded, swapped))
+    }
+
+    /// Applies the next record (its event already opened); returns whether a clock reading in it
+    /// is read the other way round.
+    pub fn apply(
+        &mut self,
+        record: &GameEventRecord,
+        event: &GameEvent,
+        trusted: &TrustedKeys,
+    ) -> Result<bool, GameError> {
+        self.game.apply_trusted(record, trusted)?;
+        Ok(self.track(event))
+    }
+
+    fn track(&mut self, event: &GameEvent) -> bool {
+        let seq = event.game_seq;
+        let mut swapped = false;
+        match event.kind.as_ref() {
+            Some(Kind::ClockSides(c)) => {
+                self.sides = Sides {
+                    reversed: c.reversed,
+                    white_display: c.white_display(),
+                };
+            }
+            Some(Kind::ObservationRecorded(o)) => {
+                if let Some(observation::Kind::Clock(reading)) =
+                    o.observation.as_ref().and_then(|o| o.kind.as_ref())
+                {
+                    swapped = self.sides.swaps(reading);
+                    let (white, black) = if swapped {
+                        (reading.black_remaining_ms, reading.white_remaining_ms)
+                    } else {
+                        (reading.white_remaining_ms, reading.black_remaining_ms)
+                    };
+                    self.clocks = ClockView {
+                        white_ms: Some(white),
+                        black_ms: Some(black),
+                        running: match (reading.running(), swapped) {
+                            (ClockRun::White, false) | (ClockRun::Black, true) => "white",
+                            (ClockRun::Black, false) | (ClockRun::White, true) => "black",
+                            (ClockRun::Stopped, _) => "stopped",
+                            (ClockRun::Unspecified, _) => "",
+                        },
+                        from: "reading",
+                        at_game_seq: seq,
+                    };
+                }
+            }
+            Some(Kind::MoveCompleted(m))
+                if m.white_remaining_ms.is_some() || m.black_remaining_ms.is_some() =>
+            {
+                self.clocks = ClockView {
+                    white_ms: m.white_remaining_ms.or(self.clocks.white_ms),
+                    black_ms: m.black_remaining_ms.or(self.clocks.black_ms),
+                    // The mover pressed: the opponent's clock runs.
+                    running: if m.ply % 2 == 1 { "black" } else { "white" },
+                    from: "move",
+                    at_game_seq: seq,
+                };
+            }
+            Some(Kind::PositionRestored(r)) => {
+                self.clocks.white_ms = r.white_remaining_ms.or(self.clocks.white_ms);
+                self.clocks.black_ms = r.black_remaining_ms.or(self.clocks.black_ms);
+                self.clocks.from = "arbiter";
+                self.clocks.at_game_seq = seq;
+            }
+            Some(Kind::Arbiter(a)) => {
+                if let Some(Action::Clocks(c)) = a.action.as_ref() {
+                    let adjust = |current: Option<u64>, set: Option<u64>, added: i64| {
+                        set.or(current)
+                            .map(|ms| (ms as i64).saturating_add(added).max(0) as u64)
+                    };
+                    self.clocks.white_ms =
+                        adjust(self.clocks.white_ms, c.white_remaining_ms, c.white_added_ms);
+                    self.clocks.black_ms =
+                        adjust(self.clocks.black_ms, c.black_remaining_ms, c.black_added_ms);
+                    self.clocks.from = "arbiter";
+                    self.clocks.at_game_seq = seq;
+                }
+                // A confirmed penalty gives the opponent the edition's time (Article 7.5.5).
+                if let Some(Action::Penalty(decision)) = a.action.as_ref()
+                    && decision.confirmed
+                    && let Some(entry) = self
+                        .game
+                        .illegal_moves()
+                        .iter()
+                        .find(|e| e.game_seq == decision.illegal_move_game_seq)
+                    && entry.event.opponent_bonus_ms > 0
+                    // As the game has it: after a restore to before the illegal move, the clocks
+                    // set with the restore govern.
+                    && entry.completed_moves <= self.game.completed_moves().len()
+                {
+                    let bonus = entry.event.opponent_bonus_ms;
+                    let opponent = if entry.event.offender == "white" {
+                        &mut self.clocks.black_ms
+                    } else {
+                        &mut self.clocks.white_ms
+                    };
+                    *opponent = opponent.map(|ms| ms.saturating_add(bonus));
+                    self.clocks.from = "arbiter";
+                    self.clocks.at_game_seq = seq;
+                }
+            }
+            Some(Kind::Ended(_)) => self.clocks.running = "stopped",
+            _ => {}
+        }
+        swapped
+    }
+}
+
+impl TimelineEntry {
+    /// The timeline entry of `event`; `swapped` as `FoldedGame::apply` returned it.
+    pub fn of(event: &GameEvent, swapped: bool, raises_alert: bool, stream_seq: u64) -> Self {
+        let provenance = event.provenance.clone().unwrap_or_default();
+        TimelineEntry {
+            game_seq: event.game_seq,
+            recorded_unix_ms: event.recorded_unix_ms,
+            device_time_unix_ms: provenance.device_time_unix_ms,
+            source: source_name(provenance.source()),
+            actor: provenance.actor,
+            request_id: provenance.request_id,
+            kind: kind_name(event),
+            category: category(event),
+            words: words(event, swapped),
+            raises_alert,
+            stream_seq,
+        }
+    }
+}
 
 /// `h:mm:ss`, as clocks show it.
 pub fn format_clock(ms: u64) -> String {
@@ -325,7 +540,7 @@ fn arbiter_words(a: &ArbiterAction) -> Option<String> {
 pub fn words(event: &GameEvent, clock_swapped: bool) -> String {
     let mut text = match event.kind.as_ref() {
         None => "an entry of a kind this service does not know".to_owned(),
-        Some(kind) => boardcast_game::wording::describe(event).unwrap_or_else(|| match kind {
+        Some(kind) => crate::wording::describe(event).unwrap_or_else(|| match kind {
             Kind::Started(s) => started_words(s),
             Kind::ObservationRecorded(o) => match &o.observation {
                 Some(o) => observation_words(o, clock_swapped),
@@ -381,8 +596,8 @@ pub fn words(event: &GameEvent, clock_swapped: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use boardcast_game::device::{BoardPlacement, ClockReading, Observation, PieceLifted};
-    use boardcast_game::events::{
+    use crate::device::{BoardPlacement, ClockReading, Observation, PieceLifted};
+    use crate::events::{
         AlertAcknowledgement, MoveCompleted, ObservationRecorded, PenaltyDecision, Provenance,
     };
 
