@@ -5,6 +5,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "boardcast/device/v1/observation.proto",
         "boardcast/game/v1/events.proto",
         "boardcast/game/v1/game_service.proto",
+        "boardcast/appeal/v1/record_file.proto",
     ];
     let fds = protox::compile(files, [proto_root])?;
     tonic_prost_build::configure()

@@ -19,3 +19,9 @@ pub mod game {
         tonic::include_proto!("boardcast.game.v1");
     }
 }
+
+pub mod appeal {
+    pub mod v1 {
+        tonic::include_proto!("boardcast.appeal.v1");
+    }
+}
