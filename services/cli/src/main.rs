@@ -1,6 +1,7 @@
 //! `boardcast`, the operator's command-line tool.
 
 mod analyze;
+mod appeal;
 mod delay;
 mod demo;
 mod gateway;
@@ -53,6 +54,12 @@ enum Command {
     /// The game service's signing key: create one, show its public key and fingerprint, or
     /// ask a running game service for its keys.
     Keys(keys::KeysArgs),
+    /// Write games of the live log — a game, a round or a tournament — to one file for an
+    /// appeal: the records exactly as stored, the boards' observations, the signing keys.
+    Export(appeal::ExportArgs),
+    /// Replay games from an exported file (or the live log): the timeline, the moment at a
+    /// record or time, claims judged then, verification, PGN, JSON or one HTML page.
+    Replay(appeal::ReplayArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -76,6 +83,15 @@ fn main() -> anyhow::Result<()> {
         }
         Command::NatsConfig(args) => runtime.block_on(nats_config::run(args)),
         Command::Delay(args) => runtime.block_on(delay::run(args)),
+        Command::Export(args) => runtime.block_on(appeal::export(args)),
+        Command::Replay(args) => {
+            let code = runtime.block_on(appeal::replay_command(args))?;
+            std::process::exit(if code == std::process::ExitCode::SUCCESS {
+                0
+            } else {
+                1
+            });
+        }
         Command::Analyze(_) | Command::Users(_) | Command::Keys(_) => {
             unreachable!("handled without a runtime above")
         }
