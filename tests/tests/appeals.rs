@@ -264,6 +264,17 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
     drop(game_service);
     drop(nats);
 
+    // `BOARDCAST_WRITE_APPEAL_FIXTURES=1` keeps this export as the appeal library's fixture
+    // (then bless its expected replay: see libs/appeal/tests/fixtures.rs).
+    if std::env::var_os("BOARDCAST_WRITE_APPEAL_FIXTURES").is_some() {
+        let fixtures = repo_root().join("libs/appeal/tests/fixtures");
+        std::fs::create_dir_all(&fixtures)?;
+        std::fs::copy(&path, fixtures.join("hall-round-1.bcrec"))?;
+        std::fs::write(
+            fixtures.join("hall-round-1.trusted-keys"),
+            std::fs::read_to_string(TestUsers::shared()?.trusted_keys())?,
+        )?;
+    }
     let file = RecordFile::read(std::fs::File::open(&path)?)?;
     assert_eq!(file.games.len(), 3);
     assert!(
@@ -294,7 +305,7 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
         let replayed_timeline: Vec<serde_json::Value> = replayed
             .steps
             .iter()
-            .map(|s| serde_json::to_value(&s.entry))
+            .map(|s| serde_json::to_value(s.entry()))
             .collect::<Result<_, _>>()?;
         assert_eq!(
             words(replayed_timeline),
@@ -322,8 +333,8 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
     let judged = replay(claim_game, &trusted, None)?
         .steps
         .iter()
-        .find(|s| s.entry.kind == "claim_judged" || s.entry.words.contains("upheld"))
-        .map(|s| s.entry.words.clone())
+        .find(|s| s.entry().kind == "claim_judged" || s.entry().words.contains("upheld"))
+        .map(|s| s.entry().words.clone())
         .context("the claim's ruling is on the timeline")?;
     let (ok, out) = boardcast(&[
         "replay",
@@ -443,7 +454,7 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
     let chosen = replayed
         .steps
         .iter()
-        .filter(|s| s.entry.kind == "move_completed")
+        .filter(|s| s.entry().kind == "move_completed")
         .nth(4)
         .context("a fifth move")?
         .clone();
@@ -456,13 +467,13 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
     .await?;
     page.eval(&format!(
         "(() => {{ const s = document.getElementById('slider'); const i = {}; s.value = i; s.dispatchEvent(new Event('input')); }})()",
-        replayed.steps.iter().position(|s| s.entry.game_seq == chosen.entry.game_seq).unwrap_or(0)
+        replayed.steps.iter().position(|s| s.entry().game_seq == chosen.entry().game_seq).unwrap_or(0)
     ))
     .await?;
     let shown = page
         .eval("document.getElementById('board').dataset.fen")
         .await?;
-    assert_eq!(shown.as_str(), Some(chosen.fen.as_str()));
+    assert_eq!(shown.as_str(), Some(&*chosen.fen));
     let records = page
         .eval("document.querySelectorAll('#records li').length")
         .await?;

@@ -2,11 +2,13 @@
 //! timeline people read (every touch, clock reading, move, alert, claim and ruling with who made
 //! it), the position after every record, and the game as it stood at any moment.
 
+use std::sync::Arc;
+
 use boardcast_game::alerts::{Alert, GameAlerts};
-use boardcast_game::events::{GameEvent, GameEventRecord, GameStarted};
+use boardcast_game::events::{GameEvent, GameEventRecord, GameStarted, game_event::Kind};
 use boardcast_game::signing::TrustedKeys;
 use boardcast_game::timeline::{ClockView, FoldedGame, TimelineEntry};
-use boardcast_game::{Game, GameError};
+use boardcast_game::{Game, GameError, OpenedRecord};
 use boardcast_rules::claims::{AvailableClaim, available_claims};
 use prost::Message as _;
 
@@ -24,18 +26,60 @@ pub enum ReplayError {
     },
 }
 
-/// One step of the replay: a record, its timeline entry and the game right after it.
-#[derive(Clone, Debug, serde::Serialize)]
+/// One step of the replay: a record's event and the game right after it. Its timeline entry
+/// (the record in words) is made when it is read: a round holds hundreds of thousands of steps.
+#[derive(Clone, Debug)]
 pub struct Step {
-    #[serde(flatten)]
-    pub entry: TimelineEntry,
-    /// The position after it, as FEN.
-    pub fen: String,
+    pub event: GameEvent,
+    /// A clock reading in it is read the other way round (the clock was turned).
+    pub swapped: bool,
+    /// It raised an alert.
+    pub raises_alert: bool,
+    /// Its sequence in the stream it was exported from.
+    pub stream_seq: u64,
+    /// The position after it, as FEN (shared by the records that leave it as it was).
+    pub fen: Arc<str>,
     /// The last completed move (UCI), to mark on a board.
-    pub last_move: String,
+    pub last_move: Arc<str>,
     pub clocks: ClockView,
     /// Whether the record carries no signature (written before records were signed).
     pub unsigned: bool,
+}
+
+impl Step {
+    /// The record as a timeline entry: what it is, who, and its words.
+    pub fn entry(&self) -> TimelineEntry {
+        TimelineEntry::of(
+            &self.event,
+            self.swapped,
+            self.raises_alert,
+            self.stream_seq,
+        )
+    }
+}
+
+/// What a step looks like in JSON and to the HTML page: its entry's fields, then the rest.
+#[derive(serde::Serialize)]
+struct StepView<'a> {
+    #[serde(flatten)]
+    entry: TimelineEntry,
+    fen: &'a str,
+    last_move: &'a str,
+    clocks: &'a ClockView,
+    unsigned: bool,
+}
+
+impl serde::Serialize for Step {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        StepView {
+            entry: self.entry(),
+            fen: &self.fen,
+            last_move: &self.last_move,
+            clocks: &self.clocks,
+            unsigned: self.unsigned,
+        }
+        .serialize(serializer)
+    }
 }
 
 /// A game replayed from its records.
@@ -46,6 +90,10 @@ pub struct ReplayedGame {
     pub clocks: ClockView,
     pub steps: Vec<Step>,
     pub alerts: Vec<Alert>,
+    /// Records refused because no trusted key signed them, in words (the file's place, the
+    /// reason). Every reader refuses them; the game goes on with the record that continues the
+    /// chain before them.
+    pub refused: Vec<String>,
 }
 
 impl ReplayedGame {
@@ -99,11 +147,25 @@ pub fn replay(
     let mut folded: Option<FoldedGame> = None;
     let mut alerts = GameAlerts::new();
     let mut steps = Vec::with_capacity(exported.records.len());
-    for (index, exported_record) in exported.records.iter().enumerate() {
+    let mut refusals = Vec::new();
+    // Checking every signature costs ~35 µs a record; when the chain is whole and its last
+    // record verifies, that signature covers every record before it (each hash commits to the
+    // previous one), so no other needs checking. Otherwise each is checked and refused alone.
+    let opened: Vec<Result<OpenedRecord, String>> = exported
+        .records
+        .iter()
+        .map(|r| {
+            let record = GameEventRecord::decode(r.payload.as_slice())
+                .map_err(|e| format!("undecodable: {e}"))?;
+            Game::open(record).map_err(|e| e.to_string())
+        })
+        .collect();
+    let anchored = chain_anchored(&exported.game_id, &opened, trusted);
+    let mut last_position: Option<(usize, Arc<str>, Arc<str>)> = None;
+    for (index, (exported_record, opened)) in exported.records.iter().zip(opened).enumerate() {
         let position = index + 1;
-        let record = GameEventRecord::decode(exported_record.payload.as_slice())
-            .map_err(|e| refused(position, format!("undecodable: {e}")))?;
-        let event = Game::open_record(&record).map_err(|e| refused(position, e.to_string()))?;
+        let opened = opened.map_err(|e| refused(position, e))?;
+        let (record, event) = (opened.record(), opened.event());
         let stop = match until {
             Some(At::Seq(seq)) => event.game_seq > seq,
             Some(At::Time(t)) => event.recorded_unix_ms > t && folded.is_some(),
@@ -112,31 +174,61 @@ pub fn replay(
         if stop {
             break;
         }
-        let swapped = fold_one(&mut folded, &record, &event, trusted)
-            .map_err(|e| refused(position, e.to_string()))?;
+        let signed_before = folded.as_ref().is_some_and(|f| f.game.is_signed());
+        if !anchored && let Err(e) = trusted.check(record, event.game_seq, signed_before) {
+            refusals.push(format!("the file's record #{position}: {e}"));
+            continue;
+        }
+        let swapped =
+            fold_one(&mut folded, &opened).map_err(|e| refused(position, e.to_string()))?;
         let Some(current) = &folded else {
             continue;
         };
-        let changed = alerts.fold(&event, &current.game);
+        let changed = alerts.fold(event, &current.game);
         let raises_alert = changed
             .iter()
             .filter_map(|&i| alerts.alerts().get(i))
             .any(|a| a.raised_at == event.game_seq);
+        // Most records (touches, clock readings) leave the position as it was: its FEN is
+        // written again only when the completed moves changed.
+        let plies = current.game.completed_moves().len();
+        let (fen, last_move) = match &last_position {
+            Some((at, fen, last_move)) if *at == plies && !restores(event) => {
+                (fen.clone(), last_move.clone())
+            }
+            _ => {
+                let fen: Arc<str> = boardcast_game::fen(current.game.position()).into();
+                let last_move: Arc<str> = current
+                    .game
+                    .completed_moves()
+                    .last()
+                    .map_or("", |m| m.event.uci.as_str())
+                    .into();
+                last_position = Some((plies, fen.clone(), last_move.clone()));
+                (fen, last_move)
+            }
+        };
+        let (clocks, unsigned) = (current.clocks, record.signature.is_empty());
         steps.push(Step {
-            entry: TimelineEntry::of(&event, swapped, raises_alert, exported_record.stream_seq),
-            fen: boardcast_game::fen(current.game.position()),
-            last_move: current
-                .game
-                .completed_moves()
-                .last()
-                .map(|m| m.event.uci.clone())
-                .unwrap_or_default(),
-            clocks: current.clocks,
-            unsigned: record.signature.is_empty(),
+            event: opened.into_event(),
+            swapped,
+            raises_alert,
+            stream_seq: exported_record.stream_seq,
+            fen,
+            last_move,
+            clocks,
+            unsigned,
         });
     }
-    let folded = folded.ok_or_else(|| ReplayError::Empty {
-        game_id: game_id.clone(),
+    let folded = folded.ok_or_else(|| match refusals.first() {
+        Some(first) => ReplayError::Refused {
+            game_id: game_id.clone(),
+            position: 1,
+            reason: format!("no record could be folded; the first was refused ({first})"),
+        },
+        None => ReplayError::Empty {
+            game_id: game_id.clone(),
+        },
     })?;
     Ok(ReplayedGame {
         game_id,
@@ -144,23 +236,58 @@ pub fn replay(
         game: folded.game,
         steps,
         alerts: alerts.alerts().to_vec(),
+        refused: refusals,
     })
 }
 
-fn fold_one(
-    folded: &mut Option<FoldedGame>,
-    record: &GameEventRecord,
-    event: &GameEvent,
-    trusted: &TrustedKeys,
-) -> Result<bool, GameError> {
+fn fold_one(folded: &mut Option<FoldedGame>, opened: &OpenedRecord) -> Result<bool, GameError> {
     match folded {
         None => {
-            let (game, swapped) = FoldedGame::start(record, event, trusted)?;
+            let (game, swapped) = FoldedGame::start(opened)?;
             *folded = Some(game);
             Ok(swapped)
         }
-        Some(game) => game.apply(record, event, trusted),
+        Some(game) => game.apply(opened),
     }
+}
+
+/// Whether an event can change the position without changing the number of completed moves.
+fn restores(event: &GameEvent) -> bool {
+    matches!(
+        event.kind,
+        Some(Kind::PositionRestored(_) | Kind::Arbiter(_))
+    )
+}
+
+/// Whether a game's records form one whole chain (each opened, following the one before in
+/// sequence and hash) whose last record is signed by a trusted key.
+fn chain_anchored(
+    game_id: &str,
+    opened: &[Result<OpenedRecord, String>],
+    trusted: &TrustedKeys,
+) -> bool {
+    let mut head = boardcast_game::GENESIS_HASH;
+    for (index, opened) in opened.iter().enumerate() {
+        let Ok(opened) = opened else {
+            return false;
+        };
+        let (record, event) = (opened.record(), opened.event());
+        if event.game_seq != index as u64 + 1
+            || event.game_id != game_id
+            || record.prev_hash.as_slice() != head.as_slice()
+        {
+            return false;
+        }
+        head.copy_from_slice(&record.hash);
+    }
+    opened.last().is_some_and(|last| {
+        last.as_ref().is_ok_and(|last| {
+            !last.record().signature.is_empty()
+                && trusted
+                    .check(last.record(), opened.len() as u64, true)
+                    .is_ok()
+        })
+    })
 }
 
 impl ReplayedGame {
@@ -171,7 +298,7 @@ impl ReplayedGame {
         Moment {
             game_id: self.game_id.clone(),
             game_seq: game.last_game_seq(),
-            recorded_unix_ms: last.map_or(0, |s| s.entry.recorded_unix_ms),
+            recorded_unix_ms: last.map_or(0, |s| s.event.recorded_unix_ms),
             fen: boardcast_game::fen(game.position()),
             to_move: match game.turn() {
                 shakmaty::Color::White => "white",
@@ -189,4 +316,43 @@ impl ReplayedGame {
             result: game.result_token().to_owned(),
         }
     }
+}
+
+/// `replay` of several games, spread over the machine's cores; the results in the same order.
+pub fn replay_many(
+    games: &[(&ExportedGame, Option<At>)],
+    trusted: &TrustedKeys,
+) -> Vec<Result<ReplayedGame, ReplayError>> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let chunk = games.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = games
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(game, until)| replay(game, trusted, *until))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .zip(games.chunks(chunk))
+            .flat_map(|(handle, part)| {
+                handle.join().unwrap_or_else(|_| {
+                    part.iter()
+                        .map(|(game, _)| {
+                            Err(ReplayError::Refused {
+                                game_id: game.game_id.clone(),
+                                position: 0,
+                                reason: "replaying it failed unexpectedly (a bug in this version)"
+                                    .into(),
+                            })
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    })
 }

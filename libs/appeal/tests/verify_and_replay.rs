@@ -43,25 +43,21 @@ fn a_round_replays_to_the_live_states_and_verifies() {
         assert_eq!(replayed.game.to_state(), live.game.to_state());
         assert_eq!(replayed.steps.len(), live.stored.len());
         // The press without a move, its penalty and the arbiter's actions are on the timeline.
-        let words: Vec<&str> = replayed
-            .steps
-            .iter()
-            .map(|s| s.entry.words.as_str())
-            .collect();
+        let words: Vec<String> = replayed.steps.iter().map(|s| s.entry().words).collect();
         assert!(
             replayed
                 .steps
                 .iter()
-                .any(|s| s.entry.kind == "illegal_move" || s.entry.words.contains("llegal")),
+                .any(|s| s.entry().kind == "illegal_move" || s.entry().words.contains("llegal")),
             "{words:?}"
         );
         assert!(
             replayed
                 .steps
                 .iter()
-                .any(|s| s.entry.actor == "IA Jane Arbiter")
+                .any(|s| s.entry().actor == "IA Jane Arbiter")
         );
-        assert!(replayed.steps.iter().any(|s| s.entry.raises_alert));
+        assert!(replayed.steps.iter().any(|s| s.entry().raises_alert));
     }
 }
 
@@ -86,10 +82,10 @@ fn a_moment_gives_the_position_clocks_and_claims_then() {
     assert_eq!(moment.completed_plies, by_hand.completed_moves().len());
     assert!(moment.repetition_count >= 1);
     // By time: after the last record at or before the 40th's time.
-    let at40 = ten.steps.last().unwrap().entry.recorded_unix_ms;
+    let at40 = ten.steps.last().unwrap().event.recorded_unix_ms;
     let by_time = replay(exported, &trusted(), Some(At::Time(at40))).expect("replays");
     assert!(by_time.game.last_game_seq() >= 40);
-    assert_eq!(by_time.steps.last().unwrap().entry.recorded_unix_ms, at40);
+    assert_eq!(by_time.steps.last().unwrap().event.recorded_unix_ms, at40);
 }
 
 /// Decodes the records of game 0, lets `change` alter them, and writes them back.
@@ -271,4 +267,34 @@ fn a_recorded_meaning_that_the_rules_do_not_give_is_not_reproduced() {
     let first = report.problems.first().expect("a problem");
     assert_eq!(first.kind, ProblemKind::NotReproduced, "{first}");
     assert!(first.game_seq.unwrap() <= target as u64 + 1);
+}
+
+#[test]
+fn a_log_written_before_signing_replays_marked_unsigned_and_does_not_verify() {
+    let (_, file) = round(1);
+    let mut legacy = file.clone();
+    for r in &mut legacy.games[0].records {
+        let mut record = GameEventRecord::decode(r.payload.as_slice()).unwrap();
+        record.signature.clear();
+        record.key_id.clear();
+        r.payload = record.encode_to_vec();
+    }
+    let replayed =
+        replay(&legacy.games[0], &trusted().accepting_unsigned(true), None).expect("replays");
+    assert!(replayed.steps.iter().all(|s| s.unsigned));
+    assert_eq!(
+        replayed.game.unsigned_records(),
+        legacy.games[0].records.len() as u64
+    );
+    // A reader that does not accept logs from before signing refuses it, and says so.
+    let refused = replay(&legacy.games[0], &trusted(), None)
+        .err()
+        .expect("refused");
+    assert!(refused.to_string().contains("not signed"), "{refused}");
+    let found = kinds(&legacy, &trusted());
+    assert_eq!(
+        found.first().map(|k| k.0),
+        Some(ProblemKind::Unsigned),
+        "{found:?}"
+    );
 }

@@ -50,6 +50,28 @@ pub enum GameError {
     Signature(#[from] SignatureError),
 }
 
+/// A record whose hash has been checked and whose event is decoded (`Game::open`); only `open`
+/// makes one, so the event is always the record's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenedRecord {
+    record: GameEventRecord,
+    event: GameEvent,
+}
+
+impl OpenedRecord {
+    pub fn record(&self) -> &GameEventRecord {
+        &self.record
+    }
+
+    pub fn event(&self) -> &GameEvent {
+        &self.event
+    }
+
+    pub fn into_event(self) -> GameEvent {
+        self.event
+    }
+}
+
 /// A move on the board that the clock has not confirmed yet.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Provisional {
@@ -454,6 +476,27 @@ impl Game {
     /// Folds the first record of a game into a new game.
     pub fn from_first_record(record: &GameEventRecord) -> Result<Game, GameError> {
         let event = Self::open_record(record)?;
+        Self::from_first_checked(record, event)
+    }
+
+    /// Checks a record's hash and decodes its event once, for folding without doing either again
+    /// (`from_first_opened`, `apply_opened`).
+    pub fn open(record: GameEventRecord) -> Result<OpenedRecord, GameError> {
+        let event = Self::open_record(&record)?;
+        Ok(OpenedRecord { record, event })
+    }
+
+    /// `from_first_record` on an opened record.
+    pub fn from_first_opened(opened: &OpenedRecord) -> Result<Game, GameError> {
+        Self::from_first_checked(&opened.record, opened.event.clone())
+    }
+
+    /// `apply` on an opened record.
+    pub fn apply_opened(&mut self, opened: &OpenedRecord) -> Result<(), GameError> {
+        self.apply_checked(&opened.record, &opened.event)
+    }
+
+    fn from_first_checked(record: &GameEventRecord, event: GameEvent) -> Result<Game, GameError> {
         if record.prev_hash.as_slice() != GENESIS_HASH.as_slice() || event.game_seq != 1 {
             return Err(ChainError::BrokenLink {
                 game_seq: event.game_seq,
@@ -552,10 +595,19 @@ impl Game {
     /// Folds the next record of this game into its state, checking sequence and hash chain.
     pub fn apply(&mut self, record: &GameEventRecord) -> Result<(), GameError> {
         let event = Self::open_record(record)?;
+        self.apply_checked(record, &event)
+    }
+
+    /// `apply` after `open_record`: `event` is `record`'s, its hash checked.
+    fn apply_checked(
+        &mut self,
+        record: &GameEventRecord,
+        event: &GameEvent,
+    ) -> Result<(), GameError> {
         if event.game_id != self.game_id {
             return Err(GameError::WrongGame {
                 expected: self.game_id.clone(),
-                got: event.game_id,
+                got: event.game_id.clone(),
             });
         }
         if event.game_seq != self.last_game_seq + 1 {
@@ -571,7 +623,7 @@ impl Game {
             }
             .into());
         }
-        self.evolve(&event)?;
+        self.evolve(event)?;
         self.last_game_seq = event.game_seq;
         self.chain_head.copy_from_slice(&record.hash);
         if record.signature.is_empty() {

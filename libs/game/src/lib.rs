@@ -24,8 +24,8 @@ pub use chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
 pub use claims::{ClaimAssessment, ClaimStatement, UnconfirmedMove};
 pub use clock::CURRENT_INTERPRETATION;
 pub use game::{
-    CompletedMove, Game, GameError, IllegalMoveEntry, NewEvent, RecordedRequest, fen_of as fen,
-    game_id_for, rules_of, validate_board_id, validate_tournament_id,
+    CompletedMove, Game, GameError, IllegalMoveEntry, NewEvent, OpenedRecord, RecordedRequest,
+    fen_of as fen, game_id_for, rules_of, validate_board_id, validate_tournament_id,
 };
 pub use observation::{
     Ignored, MAX_DEVICE_SEQ_JUMP, MAX_FIRST_DEVICE_SEQ, ObservationOutcome, Rejected,

@@ -9,11 +9,9 @@ use serde::Serialize;
 use crate::alerts::{AlertKind, AlertStatus};
 use crate::device::{self, ClockDisplay, ClockReading, ClockRun, DeviceState, Piece, observation};
 use crate::events::{
-    self, ArbiterAction, GameEvent, GameEventRecord, GameStarted, Source, arbiter_action::Action,
-    game_event::Kind,
+    self, ArbiterAction, GameEvent, GameStarted, Source, arbiter_action::Action, game_event::Kind,
 };
-use crate::signing::TrustedKeys;
-use crate::{Game, GameError};
+use crate::{Game, GameError, OpenedRecord};
 
 /// The clocks as last known from the log: the last completed move's times, a clock reading, or
 /// what an arbiter set.
@@ -82,13 +80,11 @@ pub struct FoldedGame {
 impl FoldedGame {
     /// Folds the game's first record (its event already opened); also returns whether a clock
     /// reading in it is read the other way round.
-    pub fn start(
-        record: &GameEventRecord,
-        event: &GameEvent,
-        trusted: &TrustedKeys,
-    ) -> Result<(FoldedGame, bool), GameError> {
+    /// The caller has checked the record's signature (this folds what it is given).
+    pub fn start(opened: &OpenedRecord) -> Result<(FoldedGame, bool), GameError> {
+        let event = opened.event();
         let mut folded = FoldedGame {
-            game: Game::from_first_trusted(record, trusted)?,
+            game: Game::from_first_opened(opened)?,
             clocks: ClockView::default(),
             sides: Sides::default(),
         };
@@ -98,14 +94,10 @@ impl FoldedGame {
 
     /// Applies the next record (its event already opened); returns whether a clock reading in it
     /// is read the other way round.
-    pub fn apply(
-        &mut self,
-        record: &GameEventRecord,
-        event: &GameEvent,
-        trusted: &TrustedKeys,
-    ) -> Result<bool, GameError> {
-        self.game.apply_trusted(record, trusted)?;
-        Ok(self.track(event))
+    /// The caller has checked the record's signature.
+    pub fn apply(&mut self, opened: &OpenedRecord) -> Result<bool, GameError> {
+        self.game.apply_opened(opened)?;
+        Ok(self.track(opened.event()))
     }
 
     fn track(&mut self, event: &GameEvent) -> bool {

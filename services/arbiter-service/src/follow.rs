@@ -18,10 +18,10 @@ use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::Order
 use boardcast_game::signing::TrustedKeys;
 use boardcast_game::timeline::{self, ClockView, FoldedGame, TimelineEntry};
 use boardcast_game::{
-    Game, GameError,
+    Game, GameError, OpenedRecord,
     alerts::{Alert, AlertStatus, GameAlerts},
     device::DeviceState,
-    events::{GameEvent, GameEventRecord},
+    events::GameEventRecord,
 };
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use futures::StreamExt as _;
@@ -171,6 +171,9 @@ pub struct GameDetail {
     pub pending_penalties: Vec<PendingPenalty>,
     pub missing_observations: Vec<String>,
     pub setup_mismatches: Vec<String>,
+    /// Records on the game's subject that no trusted key signed, refused (each in words): someone
+    /// other than the game service wrote to the log.
+    pub refused_records: Vec<String>,
 }
 
 /// The game as it stood after one log entry.
@@ -321,6 +324,9 @@ struct GameEntry {
     /// The records as stored, to fold the game to any entry (`position_at`).
     records: Vec<GameEventRecord>,
     damage: Option<Damage>,
+    /// Records refused for their signature, in words; the log goes on with the next record that
+    /// continues the chain.
+    refused: Vec<String>,
 }
 
 impl GameEntry {
@@ -333,6 +339,7 @@ impl GameEntry {
             timeline: Vec::new(),
             records: Vec::new(),
             damage: None,
+            refused: Vec::new(),
         }
     }
 
@@ -345,25 +352,20 @@ impl GameEntry {
     }
 
     /// Folds the next record; returns the alerts it raised or changed.
-    fn fold(
-        &mut self,
-        record: GameEventRecord,
-        event: GameEvent,
-        stream_seq: u64,
-        trusted: &TrustedKeys,
-    ) -> Result<Vec<AlertView>, GameError> {
+    fn fold(&mut self, opened: OpenedRecord, stream_seq: u64) -> Result<Vec<AlertView>, GameError> {
         let swapped = match &mut self.folded {
             None => {
-                let (folded, swapped) = FoldedGame::start(&record, &event, trusted)?;
+                let (folded, swapped) = FoldedGame::start(&opened)?;
                 self.folded = Some(folded);
                 swapped
             }
-            Some(folded) => folded.apply(&record, &event, trusted)?,
+            Some(folded) => folded.apply(&opened)?,
         };
+        let event = opened.event();
         let Some(folded) = &self.folded else {
             return Ok(Vec::new());
         };
-        let changed = self.alerts.fold(&event, &folded.game);
+        let changed = self.alerts.fold(event, &folded.game);
         let mut views = Vec::new();
         let mut raises_alert = false;
         for index in changed {
@@ -378,8 +380,8 @@ impl GameEntry {
         views.sort_by_key(|v| v.raised_at);
         views.dedup_by_key(|v| v.raised_at);
         self.timeline
-            .push(TimelineEntry::of(&event, swapped, raises_alert, stream_seq));
-        self.records.push(record);
+            .push(TimelineEntry::of(event, swapped, raises_alert, stream_seq));
+        self.records.push(opened.record().clone());
         Ok(views)
     }
 
@@ -634,6 +636,7 @@ impl Games {
             moves: move_views(game),
             alerts: entry.alert_views().cloned().collect(),
             timeline: entry.timeline.clone(),
+            refused_records: entry.refused.clone(),
             pending_penalties: game
                 .illegal_moves()
                 .iter()
@@ -717,7 +720,8 @@ impl Games {
 
     /// The game as it stood after log entry `game_seq`: its records folded up to it.
     pub fn position_at(&self, game_id: &str, game_seq: u64) -> Result<PositionView, AtError> {
-        let (records, words, trusted) = {
+        // Folded again without checking signatures: each was checked when it was first folded.
+        let (records, words) = {
             let state = self.read();
             let entry = state
                 .games
@@ -736,11 +740,7 @@ impl Games {
                 .get(game_seq as usize - 1)
                 .map(|e| e.words.clone())
                 .unwrap_or_default();
-            (
-                entry.records[..game_seq as usize].to_vec(),
-                words,
-                state.trusted.clone(),
-            )
+            (entry.records[..game_seq as usize].to_vec(), words)
         };
         // Folded outside the lock: a long game takes a moment.
         let fold_error = |reason: String| AtError::Fold {
@@ -749,19 +749,18 @@ impl Games {
             reason,
         };
         let mut folded: Option<FoldedGame> = None;
-        for record in &records {
-            let event = Game::open_record(record).map_err(|e| fold_error(e.to_string()))?;
+        for record in records {
+            let opened = Game::open(record).map_err(|e| fold_error(e.to_string()))?;
             match &mut folded {
                 None => {
                     folded = Some(
-                        FoldedGame::start(record, &event, &trusted)
+                        FoldedGame::start(&opened)
                             .map_err(|e| fold_error(e.to_string()))?
                             .0,
                     )
                 }
                 Some(f) => {
-                    f.apply(record, &event, &trusted)
-                        .map_err(|e| fold_error(e.to_string()))?;
+                    f.apply(&opened).map_err(|e| fold_error(e.to_string()))?;
                 }
             }
         }
@@ -832,14 +831,11 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
     let subject_game = game_of_subject(subject);
     let opened = GameEventRecord::decode(payload)
         .map_err(|e| format!("the record is undecodable: {e}"))
-        .and_then(|record| {
-            Game::open_record(&record)
-                .map(|event| (record, event))
-                .map_err(|e| e.to_string())
-        })
-        .and_then(|(record, event)| {
+        .and_then(|record| Game::open(record).map_err(|e| e.to_string()))
+        .and_then(|opened| {
+            let event = opened.event();
             if event.game_id == subject_game {
-                Ok((record, event))
+                Ok(opened)
             } else {
                 Err(format!(
                     "entry {} on the log of game {subject_game:?} names game {:?}",
@@ -860,16 +856,31 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
         damage.entries_not_shown += 1;
         return vec![game_change];
     }
+    // A record no trusted key signed is refused and reported, and the log goes on: the next
+    // record the game service writes continues the chain before it.
+    if let Ok(opened) = &opened {
+        let signed_before = entry.folded.as_ref().is_some_and(|f| f.game.is_signed());
+        if let Err(refusal) = trusted.check(opened.record(), opened.event().game_seq, signed_before)
+        {
+            tracing::error!(
+                game = %subject_game,
+                stream_seq,
+                "refused a game log record: {refusal}"
+            );
+            entry
+                .refused
+                .push(format!("stream sequence {stream_seq}: {refusal}"));
+            return vec![game_change];
+        }
+    }
     let at_game_seq = match &opened {
-        Ok((_, event)) => event.game_seq,
+        Ok(opened) => opened.event().game_seq,
         Err(_) => entry.last_game_seq() + 1,
     };
-    let result = opened.and_then(|(record, event)| {
-        std::panic::catch_unwind(AssertUnwindSafe(|| {
-            entry.fold(record, event, stream_seq, trusted)
-        }))
-        .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))?
-        .map_err(|e| e.to_string())
+    let result = opened.and_then(|opened| {
+        std::panic::catch_unwind(AssertUnwindSafe(|| entry.fold(opened, stream_seq)))
+            .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))?
+            .map_err(|e| e.to_string())
     });
     match result {
         Ok(alerts) => {
@@ -1000,8 +1011,8 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
 mod tests {
     use super::*;
     use boardcast_game::events::{
-        AlertAcknowledgement, ArbiterAction, EnterMove, GameStarted, Player, TimeControl,
-        TimePeriod, arbiter_action::Action,
+        AlertAcknowledgement, ArbiterAction, EnterMove, GameEvent, GameStarted, Player,
+        TimeControl, TimePeriod, arbiter_action::Action,
     };
 
     /// A scripted game's records, decided by the aggregate as the game service would.

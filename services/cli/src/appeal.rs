@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
-use boardcast_appeal::{At, RecordFile, RecordFileWriter, ReplayedGame, replay, verify};
+use boardcast_appeal::{At, RecordFile, RecordFileWriter, ReplayedGame, replay_many, verify};
 use boardcast_game::Game;
 use boardcast_game::device::Observation;
 use boardcast_game::events::GameEventRecord;
@@ -495,14 +495,37 @@ pub async fn replay_command(args: ReplayArgs) -> anyhow::Result<std::process::Ex
     }
 
     let accepting = trusted.clone().accepting_unsigned(true);
-    let mut replayed = Vec::new();
+    let mut jobs = Vec::new();
     for game in &wanted {
         let until = match &args.at {
             Some(text) => Some(parse_at(text, game)?),
             None => None,
         };
-        replayed.push(replay(game, &accepting, until)?);
+        jobs.push((*game, until));
     }
+    let timeline_only =
+        args.claim.is_none() && args.at.is_none() && !args.pgn && !args.json && args.html.is_none();
+    if timeline_only {
+        // A round's timelines are printed a few games at a time: replays are large and only
+        // needed until they are printed.
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "{} — exported {}",
+            file.header.scope,
+            format_time(file.header.exported_unix_ms)
+        )?;
+        writeln!(out, "{key_note}")?;
+        for chunk in jobs.chunks(32) {
+            for game in replay_many(chunk, &accepting) {
+                print_timeline(&mut out, &game?)?;
+            }
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    let replayed = replay_many(&jobs, &accepting)
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
 
     if let Some(kind) = &args.claim {
         for game in &replayed {
@@ -543,31 +566,21 @@ pub async fn replay_command(args: ReplayArgs) -> anyhow::Result<std::process::Ex
         );
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    if let Some(path) = &args.html {
-        let check = format!(
-            "{} · {key_note} · not verified here: run `boardcast replay FILE --verify --trust FINGERPRINT`",
-            file.header.scope
-        );
-        let page = boardcast_appeal::html::replay_page(&replayed, &check);
-        std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!(
-            "wrote {} ({} games): open it in a browser",
-            path.display(),
-            replayed.len()
-        );
-        return Ok(std::process::ExitCode::SUCCESS);
-    }
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{} — exported {}",
-        file.header.scope,
-        format_time(file.header.exported_unix_ms)
-    )?;
-    writeln!(out, "{key_note}")?;
-    for game in &replayed {
-        print_timeline(&mut out, game)?;
-    }
+    // What is left: the HTML page.
+    let Some(path) = &args.html else {
+        bail!("nothing to write");
+    };
+    let check = format!(
+        "{} · {key_note} · not verified here: run `boardcast replay FILE --verify --trust FINGERPRINT`",
+        file.header.scope
+    );
+    let page = boardcast_appeal::html::replay_page(&replayed, &check);
+    std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "wrote {} ({} games): open it in a browser",
+        path.display(),
+        replayed.len()
+    );
     Ok(std::process::ExitCode::SUCCESS)
 }
 
@@ -785,6 +798,7 @@ fn game_json(game: &ReplayedGame) -> serde_json::Value {
             "ply": m.event.ply, "san": m.event.san, "uci": m.event.uci,
         })).collect::<Vec<_>>(),
         "unsigned_records": game.game.unsigned_records(),
+        "refused_records": game.refused,
         "timeline": game.steps,
         "alerts": game.alerts.iter().map(|a| serde_json::json!({
             "raised_at": a.raised_at,
@@ -815,7 +829,7 @@ fn print_timeline(out: &mut impl std::io::Write, game: &ReplayedGame) -> anyhow:
         info.edition
     )?;
     for step in &game.steps {
-        let e = &step.entry;
+        let e = step.entry();
         let who = if e.actor.is_empty() {
             String::new()
         } else {
@@ -835,6 +849,12 @@ fn print_timeline(out: &mut impl std::io::Write, game: &ReplayedGame) -> anyhow:
             e.words,
             who,
             flags
+        )?;
+    }
+    for refusal in &game.refused {
+        writeln!(
+            out,
+            "REFUSED {refusal} (not folded: no trusted key signed it)"
         )?;
     }
     writeln!(out, "-- alerts --")?;
