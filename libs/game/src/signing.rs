@@ -300,10 +300,12 @@ impl TrustedKeys {
                 game_seq,
                 key_id: record.key_id.clone(),
             })?;
-        verify_signature(key, record).map_err(|()| SignatureError::BadSignature {
-            game_seq,
-            key_id: record.key_id.clone(),
-        })?;
+        if !signature_verifies(key, record) {
+            return Err(SignatureError::BadSignature {
+                game_seq,
+                key_id: record.key_id.clone(),
+            });
+        }
         Ok(Authenticity::Signed {
             key_id: record.key_id.clone(),
         })
@@ -311,11 +313,12 @@ impl TrustedKeys {
 }
 
 /// Whether `record`'s signature is `key`'s over its hash.
-pub fn verify_signature(key: &PublicKey, record: &GameEventRecord) -> Result<(), ()> {
-    let signature = Signature::from_slice(&record.signature).map_err(|_| ())?;
-    key.key
-        .verify(&signed_message(&record.hash), &signature)
-        .map_err(|_| ())
+pub fn signature_verifies(key: &PublicKey, record: &GameEventRecord) -> bool {
+    Signature::from_slice(&record.signature).is_ok_and(|signature| {
+        key.key
+            .verify(&signed_message(&record.hash), &signature)
+            .is_ok()
+    })
 }
 
 #[cfg(test)]
