@@ -371,11 +371,13 @@ async fn a_decision_interrupted_between_two_appends_is_completed() -> anyhow::Re
     let mut game = fold_log(&js, &game_id).await?;
     let log_subject = format!("boardcast.game.{game_id}.events");
     let mut interrupted = None;
+    // Signed as the game service signs: the restarted service must take them as its own.
+    let signer = boardcast_testkit::TestUsers::shared()?.signer()?;
     for (i, observation) in observations.iter().enumerate() {
         let Ok(ObservationOutcome::Events(events)) = game.decide_observation(observation) else {
             continue;
         };
-        let records = Game::record(Some(&game), &game_id, events, 0);
+        let records = Game::record_signed(Some(&game), &game_id, events, 0, &signer);
         let write = if records.len() > 1 { 1 } else { records.len() };
         for record in &records[..write] {
             js.publish(log_subject.clone(), record.encode_to_vec().into())

@@ -54,13 +54,15 @@ async fn restart_time_with_and_without_snapshot() -> anyhow::Result<()> {
     let started = Instant::now();
     let mut acks = Vec::new();
     let mut records_total = 0usize;
+    // Signed as the game service signs: the service must take them as its own.
+    let signer = boardcast_testkit::TestUsers::shared()?.signer()?;
     for i in 0..games {
         let mut info = base.infos[i % base.infos.len()].clone();
         info.round = 100 + (i / base.infos.len()) as u32;
         let original_board = info.board_id.clone();
         info.board_id = format!("bench-{i}");
         let (game_id, first) = Game::decide_start(&info, "bench", "")?;
-        let mut records = Game::record(None, &game_id, vec![first], 0);
+        let mut records = Game::record_signed(None, &game_id, vec![first], 0, &signer);
         let mut game = Game::from_first_record(&records[0])?;
         for (subject, payload) in &base.observations {
             if !subject.contains(&format!(".{original_board}.")) {
@@ -69,7 +71,7 @@ async fn restart_time_with_and_without_snapshot() -> anyhow::Result<()> {
             let mut observation = Observation::decode(payload.as_slice())?;
             observation.board_id = info.board_id.clone();
             if let Ok(ObservationOutcome::Events(events)) = game.decide_observation(&observation) {
-                let new = Game::record(Some(&game), &game_id, events, 0);
+                let new = Game::record_signed(Some(&game), &game_id, events, 0, &signer);
                 for record in &new {
                     game.apply(record)?;
                 }

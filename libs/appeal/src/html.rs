@@ -54,9 +54,10 @@ pub fn replay_page(games: &[ReplayedGame], check: &str) -> String {
             })
             .collect(),
     };
-    // Inside a <script> element: no `</` may appear in the JSON.
+    // Inside a <script> element no `<` may appear (`</script>`, `<!--`): JSON may write it as
+    // \u003c, which reads back the same.
     let json = serde_json::to_string(&data)
         .unwrap_or_else(|_| "{\"check\":\"\",\"games\":[]}".to_owned())
-        .replace("</", "<\\/");
+        .replace('<', "\\u003c");
     TEMPLATE.replacen("/*DATA*/", &json, 1)
 }

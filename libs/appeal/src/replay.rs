@@ -131,8 +131,10 @@ pub enum At {
     Time(i64),
 }
 
-/// Replays `exported` up to `until` (the whole game when `None`), checking every record's
-/// chain and signature with `trusted`.
+/// Replays `exported` up to `until` (the whole game when `None`). Records are authenticated
+/// with `trusted`: when the chain is whole, by its last record's signature (which covers every
+/// record before it) and each record naming a trusted key; otherwise record by record. A record
+/// that is not authenticated is refused (listed in `refused`) and the game goes on without it.
 pub fn replay(
     exported: &ExportedGame,
     trusted: &TrustedKeys,
@@ -164,7 +166,13 @@ pub fn replay(
     let mut last_position: Option<(usize, Arc<str>, Arc<str>)> = None;
     for (index, (exported_record, opened)) in exported.records.iter().zip(opened).enumerate() {
         let position = index + 1;
-        let opened = opened.map_err(|e| refused(position, e))?;
+        let opened = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                refusals.push(format!("the file's record #{position}: {e}"));
+                continue;
+            }
+        };
         let (record, event) = (opened.record(), opened.event());
         let stop = match until {
             Some(At::Seq(seq)) => event.game_seq > seq,
@@ -175,7 +183,12 @@ pub fn replay(
             break;
         }
         let signed_before = folded.as_ref().is_some_and(|f| f.game.is_signed());
-        if !anchored && let Err(e) = trusted.check(record, event.game_seq, signed_before) {
+        let authenticated = if anchored {
+            trusted.check_named(record, event.game_seq, signed_before)
+        } else {
+            trusted.check(record, event.game_seq, signed_before)
+        };
+        if let Err(e) = authenticated {
             refusals.push(format!("the file's record #{position}: {e}"));
             continue;
         }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use boardcast_game::events::{GameEvent, GameEventRecord, game_event::Kind};
 use boardcast_game::signing::{Authenticity, SignatureError, TrustedKeys};
-use boardcast_game::{GENESIS_HASH, Game, NewEvent, ObservationOutcome, chain_hash};
+use boardcast_game::{GENESIS_HASH, Game, NewEvent, ObservationOutcome};
 use prost::Message as _;
 
 use crate::file::{ExportedGame, RecordFile};
@@ -183,11 +183,17 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
     let mut head = GENESIS_HASH;
     let mut unsigned = Vec::new();
     // The records folded (a refused one is not), with their events and stream sequences.
-    let mut opened: Vec<(GameEvent, u64)> = Vec::new();
+    let mut opened_events: Vec<(GameEvent, u64)> = Vec::new();
     let mut accepted: Vec<GameEventRecord> = Vec::new();
+    // Records refused (altered, or not signed by a trusted key), by the sequence number they
+    // claim: when the chain then misses that number, the cause is already named.
+    let mut refused: BTreeSet<u64> = BTreeSet::new();
     for (index, exported_record) in exported.records.iter().enumerate() {
         let position = index + 1;
         let stream_seq = exported_record.stream_seq;
+        let claimed = seqs[index];
+        // Each check refuses the record as every reader would, and the rest of the game is
+        // still checked: the game service's next record continues the chain before it.
         let Ok(record) = GameEventRecord::decode(exported_record.payload.as_slice()) else {
             report.problems.push(problem(
                 position,
@@ -196,39 +202,57 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
                 ProblemKind::Altered,
                 "the record cannot be decoded".into(),
             ));
-            return;
+            continue;
         };
-        let Ok(event) = GameEvent::decode(record.event.as_slice()) else {
-            report.problems.push(problem(
-                position,
-                None,
-                stream_seq,
-                ProblemKind::Altered,
-                "its event cannot be decoded".into(),
-            ));
-            return;
+        let opened = match Game::open(record) {
+            Ok(opened) => opened,
+            Err(e) => {
+                refused.extend(claimed);
+                report.problems.push(problem(
+                    position,
+                    claimed,
+                    stream_seq,
+                    ProblemKind::Altered,
+                    format!("its content does not match its hash ({e})"),
+                ));
+                continue;
+            }
         };
+        let (record, event) = (opened.record(), opened.event());
         let seq = event.game_seq;
         let here = |kind, detail: String| problem(position, Some(seq), stream_seq, kind, detail);
-        let prev: Option<[u8; 32]> = record.prev_hash.as_slice().try_into().ok();
-        if prev.is_none_or(|prev| {
-            chain_hash(&prev, &record.event).as_slice() != record.hash.as_slice()
-        }) {
-            report.problems.push(here(
-                ProblemKind::Altered,
-                "its content does not match its hash".into(),
-            ));
-            return;
-        }
         if event.game_id != game_id {
             report.problems.push(here(
                 ProblemKind::Inserted,
                 format!("it belongs to game {:?}", event.game_id),
             ));
-            return;
+            continue;
         }
-        let expected = opened.len() as u64 + 1;
+        let signed_before = game.as_ref().is_some_and(Game::is_signed);
+        match legacy.check(record, seq, signed_before) {
+            Ok(Authenticity::Signed { key_id }) => {
+                report.signed_by.insert(key_id);
+            }
+            Ok(Authenticity::Unsigned) => unsigned.push(seq),
+            Err(e) => {
+                let kind = match e {
+                    SignatureError::Unsigned { .. } => ProblemKind::Unsigned,
+                    SignatureError::UnsignedAfterSigned { .. } => ProblemKind::Inserted,
+                    SignatureError::UnknownKey { .. } => ProblemKind::UnknownKey,
+                    SignatureError::BadSignature { .. } => ProblemKind::BadSignature,
+                };
+                refused.insert(seq);
+                report.problems.push(here(kind, e.to_string()));
+                continue;
+            }
+        }
+        // From here on the record is the game service's: what is wrong is where it stands.
+        let expected = opened_events.len() as u64 + 1;
         if seq != expected {
+            if refused.contains(&expected) {
+                // The record that belongs here was refused above: already named.
+                return;
+            }
             let later = seqs[index + 1..].contains(&Some(expected));
             let (kind, detail) = if later {
                 (
@@ -251,31 +275,17 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
             return;
         }
         if record.prev_hash.as_slice() != head.as_slice() {
-            report.problems.push(here(ProblemKind::Inserted, "it does not continue the chain of the records before it (a record was inserted or replaced)".into()));
+            report.problems.push(here(
+                ProblemKind::Inserted,
+                "it does not continue the chain of the records before it (a record was \
+                 inserted or replaced)"
+                    .into(),
+            ));
             return;
         }
-        let signed_before = game.as_ref().is_some_and(Game::is_signed);
-        match legacy.check(&record, seq, signed_before) {
-            Ok(Authenticity::Signed { key_id }) => {
-                report.signed_by.insert(key_id);
-            }
-            Ok(Authenticity::Unsigned) => unsigned.push(seq),
-            Err(e) => {
-                let kind = match e {
-                    SignatureError::Unsigned { .. } => ProblemKind::Unsigned,
-                    SignatureError::UnsignedAfterSigned { .. } => ProblemKind::Inserted,
-                    SignatureError::UnknownKey { .. } => ProblemKind::UnknownKey,
-                    SignatureError::BadSignature { .. } => ProblemKind::BadSignature,
-                };
-                report.problems.push(here(kind, e.to_string()));
-                // Refused as every reader refuses it; the game service's next record continues
-                // the chain before it, so what follows is still checked.
-                continue;
-            }
-        }
         let folded = match game.as_mut() {
-            None => Game::from_first_record(&record).map(|g| game = Some(g)),
-            Some(g) => g.apply(&record),
+            None => Game::from_first_opened(&opened).map(|g| game = Some(g)),
+            Some(g) => g.apply_opened(&opened),
         };
         if let Err(e) = folded {
             report
@@ -284,7 +294,8 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
             return;
         }
         head.copy_from_slice(&record.hash);
-        opened.push((event, stream_seq));
+        let record = record.clone();
+        opened_events.push((opened.into_event(), stream_seq));
         accepted.push(record);
     }
     if let (Some(&first), Some(&last)) = (unsigned.first(), unsigned.last()) {
@@ -299,7 +310,7 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
             ),
         ));
     }
-    redecide(&exported.game_id, &accepted, &opened, report);
+    redecide(&exported.game_id, &accepted, &opened_events, report);
 }
 
 /// How many records a decision may write before the observation or action it rests on (the

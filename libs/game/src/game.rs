@@ -486,6 +486,21 @@ impl Game {
         Ok(OpenedRecord { record, event })
     }
 
+    /// What every reader does with a stored message of a game's log before folding it: decode
+    /// it, check its hash, and check its signature with `trusted` (`game_signed`: the game's log
+    /// already holds a signed record). Any error means the message is refused: not folded.
+    pub fn read_stored(
+        payload: &[u8],
+        trusted: &TrustedKeys,
+        game_signed: bool,
+    ) -> Result<OpenedRecord, GameError> {
+        let record = GameEventRecord::decode(payload)
+            .map_err(|e| GameError::Undecodable(format!("the stored record: {e}")))?;
+        let opened = Self::open(record)?;
+        trusted.check(&opened.record, opened.event.game_seq, game_signed)?;
+        Ok(opened)
+    }
+
     /// `from_first_record` on an opened record.
     pub fn from_first_opened(opened: &OpenedRecord) -> Result<Game, GameError> {
         Self::from_first_checked(&opened.record, opened.event.clone())

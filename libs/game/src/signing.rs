@@ -122,15 +122,15 @@ impl PublicKey {
             .join(":")
     }
 
-    /// Whether `pin` names this key: its fingerprint (with or without the colons, any case) or
-    /// at least its key id.
+    /// Whether `pin` is this key's whole fingerprint (with or without the colons, any case):
+    /// a shortened one would let a key made to match it pass.
     pub fn matches(&self, pin: &str) -> bool {
         let pin: String = pin
             .chars()
             .filter(|c| *c != ':' && !c.is_whitespace())
             .collect::<String>()
             .to_ascii_lowercase();
-        pin.len() >= 16 && self.fingerprint().replace(':', "").starts_with(&pin)
+        pin == self.fingerprint().replace(':', "")
     }
 }
 
@@ -284,22 +284,10 @@ impl TrustedKeys {
         game_seq: u64,
         game_signed: bool,
     ) -> Result<Authenticity, SignatureError> {
-        if record.signature.is_empty() && record.key_id.is_empty() {
-            return if game_signed {
-                Err(SignatureError::UnsignedAfterSigned { game_seq })
-            } else if self.accept_unsigned {
-                Ok(Authenticity::Unsigned)
-            } else {
-                Err(SignatureError::Unsigned { game_seq })
-            };
-        }
-        let key = self
-            .keys
-            .get(&record.key_id)
-            .ok_or_else(|| SignatureError::UnknownKey {
-                game_seq,
-                key_id: record.key_id.clone(),
-            })?;
+        let key = self.named_key(record, game_seq, game_signed)?;
+        let Some(key) = key else {
+            return Ok(Authenticity::Unsigned);
+        };
         if !signature_verifies(key, record) {
             return Err(SignatureError::BadSignature {
                 game_seq,
@@ -309,6 +297,48 @@ impl TrustedKeys {
         Ok(Authenticity::Signed {
             key_id: record.key_id.clone(),
         })
+    }
+
+    /// Everything `check` checks but the signature itself: an unsigned record where one is
+    /// allowed, or one naming a trusted key. For records whose content a later signature already
+    /// proves (through the hash chain): the key they name must still be trusted.
+    pub fn check_named(
+        &self,
+        record: &GameEventRecord,
+        game_seq: u64,
+        game_signed: bool,
+    ) -> Result<Authenticity, SignatureError> {
+        Ok(match self.named_key(record, game_seq, game_signed)? {
+            Some(_) => Authenticity::Signed {
+                key_id: record.key_id.clone(),
+            },
+            None => Authenticity::Unsigned,
+        })
+    }
+
+    /// The trusted key `record` names (`None`: an unsigned record that is allowed).
+    fn named_key(
+        &self,
+        record: &GameEventRecord,
+        game_seq: u64,
+        game_signed: bool,
+    ) -> Result<Option<&PublicKey>, SignatureError> {
+        if record.signature.is_empty() && record.key_id.is_empty() {
+            return if game_signed {
+                Err(SignatureError::UnsignedAfterSigned { game_seq })
+            } else if self.accept_unsigned {
+                Ok(None)
+            } else {
+                Err(SignatureError::Unsigned { game_seq })
+            };
+        }
+        self.keys
+            .get(&record.key_id)
+            .map(Some)
+            .ok_or_else(|| SignatureError::UnknownKey {
+                game_seq,
+                key_id: record.key_id.clone(),
+            })
     }
 }
 
@@ -394,7 +424,11 @@ mod tests {
         let public = PublicKey::parse(&signer.public_key().to_text()).expect("reads");
         assert_eq!(&public, signer.public_key());
         assert!(public.matches(&public.fingerprint()));
-        assert!(public.matches(public.key_id()));
+        assert!(public.matches(&public.fingerprint().replace(':', "").to_uppercase()));
+        assert!(
+            !public.matches(public.key_id()),
+            "a key id is too short to pin a key"
+        );
         assert!(!public.matches("abcd"));
         let file = format!(
             "# the hall's game service\n\n{} since 2026-11\n",

@@ -25,7 +25,6 @@ use boardcast_game::{
 };
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use futures::StreamExt as _;
-use prost::Message as _;
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 
@@ -324,12 +323,24 @@ struct GameEntry {
     /// The records as stored, to fold the game to any entry (`position_at`).
     records: Vec<GameEventRecord>,
     damage: Option<Damage>,
-    /// Records refused for their signature, in words; the log goes on with the next record that
-    /// continues the chain.
+    /// Records refused (not signed by a trusted key, or not records at all), in words, the
+    /// first `MAX_REFUSED_SHOWN`; the log goes on with the next record that continues the chain.
     refused: Vec<String>,
+    /// How many were refused in all.
+    refused_count: u64,
 }
 
+/// Refused records listed by name; more are only counted (a flood must not grow memory).
+const MAX_REFUSED_SHOWN: usize = 100;
+
 impl GameEntry {
+    fn refuse(&mut self, reason: String) {
+        self.refused_count += 1;
+        if self.refused.len() < MAX_REFUSED_SHOWN {
+            self.refused.push(reason);
+        }
+    }
+
     fn new(game_id: &str) -> GameEntry {
         GameEntry {
             game_id: game_id.to_owned(),
@@ -340,6 +351,7 @@ impl GameEntry {
             records: Vec::new(),
             damage: None,
             refused: Vec::new(),
+            refused_count: 0,
         }
     }
 
@@ -636,7 +648,14 @@ impl Games {
             moves: move_views(game),
             alerts: entry.alert_views().cloned().collect(),
             timeline: entry.timeline.clone(),
-            refused_records: entry.refused.clone(),
+            refused_records: {
+                let mut listed = entry.refused.clone();
+                let more = entry.refused_count.saturating_sub(listed.len() as u64);
+                if more > 0 {
+                    listed.push(format!("… and {more} more"));
+                }
+                listed
+            },
             pending_penalties: game
                 .illegal_moves()
                 .iter()
@@ -829,20 +848,6 @@ impl Games {
 
 fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) -> Vec<Change> {
     let subject_game = game_of_subject(subject);
-    let opened = GameEventRecord::decode(payload)
-        .map_err(|e| format!("the record is undecodable: {e}"))
-        .and_then(|record| Game::open(record).map_err(|e| e.to_string()))
-        .and_then(|opened| {
-            let event = opened.event();
-            if event.game_id == subject_game {
-                Ok(opened)
-            } else {
-                Err(format!(
-                    "entry {} on the log of game {subject_game:?} names game {:?}",
-                    event.game_seq, event.game_id
-                ))
-            }
-        });
     let trusted = &state.trusted;
     let entry = state
         .games
@@ -856,32 +861,48 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
         damage.entries_not_shown += 1;
         return vec![game_change];
     }
-    // A record no trusted key signed is refused and reported, and the log goes on: the next
-    // record the game service writes continues the chain before it.
-    if let Ok(opened) = &opened {
-        let signed_before = entry.folded.as_ref().is_some_and(|f| f.game.is_signed());
-        if let Err(refusal) = trusted.check(opened.record(), opened.event().game_seq, signed_before)
-        {
+    // A message that is not a record the game service signed (garbage, an altered record, one
+    // signed by another key or not at all) is refused and reported, and the log goes on: the
+    // next record the game service writes continues the chain before it.
+    let signed_before = entry.folded.as_ref().is_some_and(|f| f.game.is_signed());
+    let opened = Game::read_stored(payload, trusted, signed_before)
+        .map_err(|e| e.to_string())
+        .and_then(|opened| {
+            let event = opened.event();
+            if event.game_id == subject_game {
+                Ok(opened)
+            } else {
+                Err(format!(
+                    "entry {} on the log of game {subject_game:?} names game {:?}",
+                    event.game_seq, event.game_id
+                ))
+            }
+        });
+    let opened = match opened {
+        Ok(opened) => opened,
+        Err(refusal) => {
             tracing::error!(
                 game = %subject_game,
                 stream_seq,
                 "refused a game log record: {refusal}"
             );
-            entry
-                .refused
-                .push(format!("stream sequence {stream_seq}: {refusal}"));
+            entry.refuse(format!("stream sequence {stream_seq}: {refusal}"));
             return vec![game_change];
         }
-    }
-    let at_game_seq = match &opened {
-        Ok(opened) => opened.event().game_seq,
-        Err(_) => entry.last_game_seq() + 1,
     };
-    let result = opened.and_then(|opened| {
-        std::panic::catch_unwind(AssertUnwindSafe(|| entry.fold(opened, stream_seq)))
-            .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))?
-            .map_err(|e| e.to_string())
-    });
+    // A signed record already folded, published again: nothing new.
+    let at_game_seq = opened.event().game_seq;
+    if at_game_seq <= entry.last_game_seq()
+        && usize::try_from(at_game_seq)
+            .ok()
+            .and_then(|seq| entry.records.get(seq.checked_sub(1)?))
+            .is_some_and(|folded| folded.hash == opened.record().hash)
+    {
+        return Vec::new();
+    }
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| entry.fold(opened, stream_seq)))
+        .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))
+        .and_then(|folded| folded.map_err(|e| e.to_string()));
     match result {
         Ok(alerts) => {
             let mut changes: Vec<Change> = alerts
@@ -1014,6 +1035,7 @@ mod tests {
         AlertAcknowledgement, ArbiterAction, EnterMove, GameEvent, GameStarted, Player,
         TimeControl, TimePeriod, arbiter_action::Action,
     };
+    use prost::Message as _;
 
     /// A scripted game's records, decided by the aggregate as the game service would.
     struct Script {
@@ -1148,16 +1170,25 @@ mod tests {
         games.fold_message(2, &subject, &altered.encode_to_vec());
         games.fold_message(3, &subject, &script.records[2].encode_to_vec());
         games.fold_message(4, &subject, b"not a record at all");
+        // Entry 2 altered is refused (its hash does not match); entry 3 then does not follow
+        // entry 1: the log is damaged there; what comes after is not shown.
         let board = games.board(script.game.game_id()).expect("shown");
         assert_eq!(board.state, "damaged");
         let damage = board.damage.expect("damage");
-        assert_eq!(damage.at_game_seq, 2);
+        assert_eq!(damage.at_game_seq, 3);
         assert!(
-            damage.message.starts_with("log damaged at entry 2"),
+            damage.message.starts_with("log damaged at entry 3"),
             "{}",
             damage.message
         );
-        assert_eq!(damage.entries_not_shown, 2);
+        assert_eq!(damage.entries_not_shown, 1);
+        let detail = games.game_detail(script.game.game_id()).expect("shown");
+        assert_eq!(
+            detail.refused_records.len(),
+            1,
+            "{:?}",
+            detail.refused_records
+        );
         // Garbage on another game's subject damages that game only.
         games.fold_message(5, "boardcast.game.other.events", b"\x01\x02");
         assert_eq!(games.game_count(), 2);

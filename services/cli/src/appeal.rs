@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
-use boardcast_appeal::{At, RecordFile, RecordFileWriter, ReplayedGame, replay_many, verify};
+use boardcast_appeal::{
+    At, RecordFile, RecordFileWriter, ReplayedGame, replay, replay_many, verify,
+};
 use boardcast_game::Game;
 use boardcast_game::device::Observation;
 use boardcast_game::events::GameEventRecord;
@@ -112,6 +114,11 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
     args.selection.check()?;
     let client = boardcast_kit::nats::connect(&args.nats, "boardcast-export").await?;
     let js = jetstream::new(client);
+    // Written as it is read (a tournament's records need not fit in memory), under a temporary
+    // name until it is complete.
+    let temporary = args.out.with_extension("partial");
+    let file = std::fs::File::create(&temporary)
+        .with_context(|| format!("creating {}", temporary.display()))?;
     let out = read_game_log(
         &js,
         &args.selection,
@@ -119,10 +126,20 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
         &args.nats,
         !args.no_observations,
         true,
+        std::io::BufWriter::new(file),
     )
-    .await?;
-    let temporary = args.out.with_extension("partial");
-    std::fs::write(&temporary, &out.bytes)
+    .await;
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(e);
+        }
+    };
+    out.written
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|file| file.sync_all())
         .with_context(|| format!("writing {}", temporary.display()))?;
     std::fs::rename(&temporary, &args.out)
         .with_context(|| format!("renaming {} to {}", temporary.display(), args.out.display()))?;
@@ -136,8 +153,8 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-struct Exported {
-    bytes: Vec<u8>,
+struct Exported<W> {
+    written: W,
     games: usize,
     records: u64,
     observations: u64,
@@ -157,15 +174,16 @@ fn progress(total: u64, what: &str, shown: bool) -> ProgressBar {
 }
 
 /// Reads the selected games' records (and their boards' observations) from JetStream into a
-/// record file held in memory.
-async fn read_game_log(
+/// record file written to `out`.
+async fn read_game_log<W: std::io::Write>(
     js: &jetstream::Context,
     selection: &Selection,
     trusted_keys: &Path,
     nats_url: &str,
     with_observations: bool,
     show_progress: bool,
-) -> anyhow::Result<Exported> {
+    out: W,
+) -> anyhow::Result<Exported<W>> {
     let mut stream = js.get_stream(GAMES_STREAM).await.with_context(|| {
         format!("opening the game log {GAMES_STREAM} (is this the hall's NATS?)")
     })?;
@@ -196,11 +214,22 @@ async fn read_game_log(
         keys: keys.keys().map(key_info).collect(),
         ..Default::default()
     };
-    let mut writer = RecordFileWriter::new(Vec::new(), header)?;
+    let mut writer = RecordFileWriter::new(out, header)?;
     // Each game folded (to find its observations) and when it was set up.
     let mut games: BTreeMap<String, (Game, i64)> = BTreeMap::new();
     let mut skipped: BTreeSet<String> = BTreeSet::new();
     let mut records = 0u64;
+    // Messages before a game's signed start that are not one (refused by every reader).
+    let mut ignored = 0u64;
+    // What the game service signed, logs from before signing included; with no keys at hand,
+    // every record that opens is taken as it is.
+    let fold_keys = (!keys.is_empty()).then(|| keys.clone().accepting_unsigned(true));
+    let read = |payload: &[u8], signed: bool| match &fold_keys {
+        Some(keys) => Game::read_stored(payload, keys, signed).ok(),
+        None => GameEventRecord::decode(payload)
+            .ok()
+            .and_then(|r| Game::open(r).ok()),
+    };
     if last > 0 {
         let bar = progress(last, "game log records", show_progress);
         let consumer = stream
@@ -224,33 +253,38 @@ async fn read_game_log(
                 .unwrap_or_default()
                 .to_owned();
             if !skipped.contains(&game_id) {
-                let record = GameEventRecord::decode(message.payload.as_ref()).ok();
                 match games.get_mut(&game_id) {
                     Some((game, _)) => {
-                        // Folded only to find the game's observations; the file holds the bytes
-                        // as stored, whatever they are, for the verifier to judge.
-                        if let Some(r) = &record {
-                            let _ = game.apply(r);
+                        // Folded only to find the game's observations, with the records the
+                        // game service signed; the file holds every message as stored, for the
+                        // verifier to judge.
+                        let signed = game.is_signed();
+                        if let Some(opened) = read(&message.payload, signed) {
+                            let _ = game.apply_opened(&opened);
                         }
                         writer.record(&game_id, seq, message.payload.to_vec())?;
                         records += 1;
                     }
-                    None => {
-                        let started = record.as_ref().and_then(|r| {
-                            let at = Game::open_record(r).ok()?.recorded_unix_ms;
-                            Some((Game::from_first_record(r).ok()?, at))
-                        });
-                        match started {
-                            Some((game, at)) if selection.wants(game.info(), &game_id) => {
-                                games.insert(game_id.clone(), (game, at));
-                                writer.record(&game_id, seq, message.payload.to_vec())?;
-                                records += 1;
-                            }
-                            _ => {
-                                skipped.insert(game_id);
+                    None => match read(&message.payload, false) {
+                        Some(opened) => {
+                            let at = opened.event().recorded_unix_ms;
+                            match Game::from_first_opened(&opened) {
+                                Ok(game) if selection.wants(game.info(), &game_id) => {
+                                    games.insert(game_id.clone(), (game, at));
+                                    writer.record(&game_id, seq, message.payload.to_vec())?;
+                                    records += 1;
+                                }
+                                // Another game's start: none of its records are wanted.
+                                Ok(_) => {
+                                    skipped.insert(game_id);
+                                }
+                                Err(_) => ignored += 1,
                             }
                         }
-                    }
+                        // Not a start the game service signed: whatever it is, the game's
+                        // real start may follow.
+                        None => ignored += 1,
+                    },
                 }
             }
             if seq >= last || pending == 0 {
@@ -258,6 +292,12 @@ async fn read_game_log(
             }
         }
         bar.finish_and_clear();
+    }
+    if ignored > 0 {
+        eprintln!(
+            "note: {ignored} messages on game subjects were not a game's start signed by a known \
+             key and are not in the file"
+        );
     }
     if games.is_empty() {
         bail!("no game of {} in the game log", selection.describe());
@@ -287,7 +327,7 @@ async fn read_game_log(
     }
     let count = games.len();
     Ok(Exported {
-        bytes: writer.finish()?,
+        written: writer.finish()?,
         games: count,
         records,
         observations,
@@ -299,7 +339,7 @@ async fn board_observations(
     js: &jetstream::Context,
     game_id: &str,
     range: &BoardRange,
-    writer: &mut RecordFileWriter<Vec<u8>>,
+    writer: &mut RecordFileWriter<impl std::io::Write>,
 ) -> anyhow::Result<u64> {
     let mut stream = js
         .get_stream(INGEST_STREAM)
@@ -337,7 +377,13 @@ async fn board_observations(
     loop {
         let next = tokio::time::timeout(std::time::Duration::from_secs(5), messages.next()).await;
         let Ok(Some(message)) = next else {
-            // Nothing (more) for this board.
+            eprintln!(
+                "note: board {}'s observations {}..={} of game {game_id}: {copied} found, the \
+                 ingest stream has no more (the records hold every observation that mattered)",
+                range.board_id,
+                range.after + 1,
+                range.through
+            );
             break;
         };
         let message = message.context("reading observations")?;
@@ -435,8 +481,17 @@ pub async fn replay_command(args: ReplayArgs) -> anyhow::Result<std::process::Ex
                 .trusted_keys
                 .clone()
                 .unwrap_or_else(|| boardcast_kit::signing::DEFAULT_TRUSTED_KEYS_FILE.into());
-            let out = read_game_log(&js, selection, &keys_file, url, true, atty_stderr()).await?;
-            RecordFile::read(out.bytes.as_slice())?
+            let out = read_game_log(
+                &js,
+                selection,
+                &keys_file,
+                url,
+                true,
+                atty_stderr(),
+                Vec::new(),
+            )
+            .await?;
+            RecordFile::read(out.written.as_slice())?
         }
         (None, None) => bail!("give a record file, or --nats with the games to read"),
     };
@@ -472,8 +527,15 @@ pub async fn replay_command(args: ReplayArgs) -> anyhow::Result<std::process::Ex
                 file.header.scope, report.games, report.records, report.decisions_reproduced
             );
             println!("{key_note}");
-            for problem in &report.problems {
+            const SHOWN: usize = 50;
+            for problem in report.problems.iter().take(SHOWN) {
                 println!("FAIL {problem}");
+            }
+            if report.problems.len() > SHOWN {
+                println!(
+                    "FAIL … and {} more (--json lists them all)",
+                    report.problems.len() - SHOWN
+                );
             }
         }
         if !pinned {
@@ -488,8 +550,21 @@ pub async fn replay_command(args: ReplayArgs) -> anyhow::Result<std::process::Ex
         }
         if !args.json {
             println!(
-                "verified: complete, unaltered, signed by the trusted key, and every decision reproduced"
+                "verified: every record of every game is unaltered, in order, signed by the \
+                 trusted key, and means what the rules decide; the file ends as written"
             );
+            // The file's end is not signed: a game cut short and its end rewritten would pass.
+            // A game without a result is worth a look.
+            for game in &file.games {
+                let finished = replay(game, &trusted, None).is_ok_and(|r| r.game.is_over());
+                if !finished {
+                    println!(
+                        "note: game {} has no result in the file (unfinished when exported, or \
+                         its last records are not here)",
+                        game.game_id
+                    );
+                }
+            }
         }
         return Ok(std::process::ExitCode::SUCCESS);
     }
@@ -516,10 +591,21 @@ pub async fn replay_command(args: ReplayArgs) -> anyhow::Result<std::process::Ex
             format_time(file.header.exported_unix_ms)
         )?;
         writeln!(out, "{key_note}")?;
+        let mut failed = 0;
         for chunk in jobs.chunks(32) {
             for game in replay_many(chunk, &accepting) {
-                print_timeline(&mut out, &game?)?;
+                match game {
+                    Ok(game) => print_timeline(&mut out, &game)?,
+                    Err(e) => {
+                        failed += 1;
+                        writeln!(out, "\n== cannot replay: {e}")?;
+                    }
+                }
             }
+        }
+        if failed > 0 {
+            eprintln!("{failed} games could not be replayed");
+            return Ok(std::process::ExitCode::FAILURE);
         }
         return Ok(std::process::ExitCode::SUCCESS);
     }
@@ -648,39 +734,61 @@ fn describe_keys(keys: &TrustedKeys, pinned: bool) -> String {
 
 fn parse_at(text: &str, game: &boardcast_appeal::ExportedGame) -> anyhow::Result<At> {
     let text = text.trim();
+    let times: Vec<(u64, i64)> = game
+        .records
+        .iter()
+        .filter_map(|r| GameEventRecord::decode(r.payload.as_slice()).ok())
+        .filter_map(|r| Game::open_record(&r).ok())
+        .map(|e| (e.game_seq, e.recorded_unix_ms))
+        .collect();
+    let last_seq = times.iter().map(|(seq, _)| *seq).max().unwrap_or(0);
+    let started = times.first().map_or(0, |(_, at)| *at);
     if let Ok(seq) = text.parse::<u64>() {
+        if seq == 0 || seq > last_seq {
+            bail!(
+                "--at {seq}: game {} has records 1 to {last_seq}",
+                game.game_id
+            );
+        }
         return Ok(At::Seq(seq));
     }
-    if let Ok(time) = humantime::parse_rfc3339_weak(text) {
-        let ms = time
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
-        return Ok(At::Time(ms));
-    }
-    let parts: Vec<&str> = text.split(':').collect();
-    if (2..=3).contains(&parts.len()) {
-        let numbers: Result<Vec<i64>, _> = parts.iter().map(|p| p.parse::<i64>()).collect();
-        if let Ok(n) = numbers
-            && n[0] < 24
-            && n[1] < 60
-            && n.get(2).is_none_or(|s| *s < 60)
-        {
-            let started = game
-                .records
-                .first()
-                .and_then(|r| GameEventRecord::decode(r.payload.as_slice()).ok())
-                .and_then(|r| Game::open_record(&r).ok())
-                .map(|e| e.recorded_unix_ms)
-                .unwrap_or(0);
-            let day = started - started.rem_euclid(86_400_000);
-            let ms = day + ((n[0] * 60 + n[1]) * 60 + n.get(2).copied().unwrap_or(0)) * 1000;
-            return Ok(At::Time(ms));
+    let at_ms = if let Ok(time) = humantime::parse_rfc3339_weak(text) {
+        time.duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .and_then(|d| i64::try_from(d.as_millis()).ok())
+    } else {
+        // HH:MM[:SS], UTC, on the day the game was set up.
+        let parts: Option<Vec<u8>> = text.split(':').map(|p| p.parse::<u8>().ok()).collect();
+        match parts.as_deref() {
+            Some([h, m]) | Some([h, m, _]) if *h < 24 && *m < 60 => {
+                let s = parts
+                    .as_deref()
+                    .and_then(|p| p.get(2))
+                    .copied()
+                    .unwrap_or(0);
+                (s < 60).then(|| {
+                    let day = started - started.rem_euclid(86_400_000);
+                    day + ((i64::from(*h) * 60 + i64::from(*m)) * 60 + i64::from(s)) * 1000
+                })
+            }
+            _ => None,
         }
+    };
+    let Some(at_ms) = at_ms else {
+        bail!(
+            "--at {text:?}: give a record number, an RFC 3339 time (2026-11-24T14:32:05Z) or \
+             HH:MM[:SS] (UTC, on the day the game was set up; use RFC 3339 for a game that went \
+             past midnight UTC)"
+        );
+    };
+    if at_ms < started {
+        bail!(
+            "--at {text:?} is before game {} was set up (record 1, {} UTC)",
+            game.game_id,
+            format_time(started)
+        );
     }
-    bail!(
-        "--at {text:?}: give a record number, an RFC 3339 time (2026-11-24T14:32:05Z) or HH:MM[:SS] (UTC)"
-    )
+    Ok(At::Time(at_ms))
 }
 
 fn print_claim(game: &ReplayedGame, kind: &str, intended: &str) -> anyhow::Result<()> {

@@ -4,7 +4,9 @@ use std::{pin::Pin, sync::Arc};
 
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_game::signing::{PublicKey, TrustedKeys};
-use boardcast_game::{ActionRejected, ClaimStatement, Game, GameError, NewEvent, events::*};
+use boardcast_game::{
+    ActionRejected, ClaimStatement, Game, GameError, NewEvent, OpenedRecord, events::*,
+};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, delay_subject, game_subject};
 use boardcast_rules::claims::ClaimVerdict as RulesClaimVerdict;
 use futures::{Stream, StreamExt};
@@ -157,7 +159,7 @@ impl game_service_server::GameService for GameApi {
         .await?;
         let events = records.filter_map(move |item| async move {
             match item {
-                Ok((event, _)) if event.game_seq >= from => Some(Ok(event)),
+                Ok(opened) if opened.event().game_seq >= from => Some(Ok(opened.into_event())),
                 Ok(_) => None,
                 Err(e) => Some(Err(e)),
             }
@@ -180,18 +182,25 @@ impl game_service_server::GameService for GameApi {
                 request.game_id, request.game_seq
             )));
         }
-        let trusted = self.store.trusted_keys();
-        let mut records =
-            log_records(&self.js, game_subject(&request.game_id), trusted.clone()).await?;
+        let mut records = log_records(
+            &self.js,
+            game_subject(&request.game_id),
+            self.store.trusted_keys(),
+        )
+        .await?;
         let mut game: Option<Game> = None;
         while let Some(item) = records.next().await {
-            let (event, record) = item?;
+            let opened = item?;
+            if game.as_ref().is_some_and(Game::is_signed) && opened.record().signature.is_empty() {
+                // Unsigned after signed: refused, as the store refuses it.
+                continue;
+            }
             let folded = match game.as_mut() {
-                None => Game::from_first_trusted(&record, &trusted).map(|g| game = Some(g)),
-                Some(g) => g.apply_trusted(&record, &trusted),
+                None => Game::from_first_opened(&opened).map(|g| game = Some(g)),
+                Some(g) => g.apply_opened(&opened),
             };
             folded.map_err(|e| Status::data_loss(format!("game {}: {e}", request.game_id)))?;
-            if event.game_seq >= request.game_seq {
+            if opened.event().game_seq >= request.game_seq {
                 break;
             }
         }
@@ -233,8 +242,9 @@ impl game_service_server::GameService for GameApi {
                     Ok(message) => message,
                     Err(e) => return Some(Err(e)),
                 };
-                match open_record(&payload, &trusted) {
-                    Ok((event, _)) => {
+                match Game::read_stored(&payload, &trusted, false) {
+                    Ok(opened) => {
+                        let event = opened.into_event();
                         if let Some(game_event::Kind::Started(started)) = &event.kind
                             && started.tournament_id == tournament_id
                             && started.round == round
@@ -248,16 +258,10 @@ impl game_service_server::GameService for GameApi {
                         wanted.then_some(Ok(event))
                     }
                     Err(e) => {
-                        let game = subject
-                            .strip_prefix("boardcast.game.")
-                            .and_then(|s| s.strip_suffix(".events"));
-                        if game.is_some_and(|g| round_games.contains(g)) {
-                            Some(Err(e))
-                        } else {
-                            // Another round's problem: its own stream reports it.
-                            tracing::warn!(%subject, "skipping an unreadable game log record: {}", e.message());
-                            None
-                        }
+                        // Not a record the game service signed: refused, as every reader
+                        // refuses it; the game's log goes on with the next one.
+                        tracing::warn!(%subject, "refused a game log record: {e}");
+                        None
                     }
                 }
             })
@@ -815,15 +819,27 @@ fn created_by_another(game_id: &str, board_id: &str) -> Status {
 }
 
 /// The game log's records on `subject` from the start, then live, each checked (hash and
-/// signature) and opened.
+/// signature) and opened. A message that is not a record the game service signed is refused
+/// (logged and skipped), as every reader refuses it.
 async fn log_records(
     js: &jetstream::Context,
     subject: String,
     trusted: TrustedKeys,
-) -> Result<impl Stream<Item = Result<(GameEvent, GameEventRecord), Status>> + Send + use<>, Status>
-{
+) -> Result<impl Stream<Item = Result<OpenedRecord, Status>> + Send + use<>, Status> {
     let messages = log_messages(js, subject, 1).await?;
-    Ok(messages.map(move |item| item.and_then(|(_, payload)| open_record(&payload, &trusted))))
+    Ok(messages.filter_map(move |item| {
+        let read = match item {
+            Err(e) => Some(Err(e)),
+            Ok((subject, payload)) => match Game::read_stored(&payload, &trusted, false) {
+                Ok(opened) => Some(Ok(opened)),
+                Err(e) => {
+                    tracing::warn!(%subject, "refused a game log record: {e}");
+                    None
+                }
+            },
+        };
+        futures::future::ready(read)
+    }))
 }
 
 /// The game log's messages on `subject` (subject and payload) from stream sequence `start`, then
@@ -855,20 +871,4 @@ async fn log_messages(
         let message = message.map_err(|e| Status::unavailable(e.to_string()))?;
         Ok((message.subject.to_string(), message.payload.to_vec()))
     }))
-}
-
-/// A stored record, checked (hash and signature) and opened. Read one at a time, a record is
-/// not known to follow signed ones; folds (`GetGameAt`, the store) refuse an unsigned record
-/// after a signed one, which only matters where unsigned logs are accepted at all.
-fn open_record(
-    payload: &[u8],
-    trusted: &TrustedKeys,
-) -> Result<(GameEvent, GameEventRecord), Status> {
-    let record = GameEventRecord::decode(payload)
-        .map_err(|e| Status::data_loss(format!("a game log record is undecodable: {e}")))?;
-    let event = Game::open_record(&record).map_err(|e| Status::data_loss(e.to_string()))?;
-    trusted
-        .check(&record, event.game_seq, false)
-        .map_err(|e| Status::data_loss(format!("game {}: {e}", event.game_id)))?;
-    Ok((event, record))
 }

@@ -540,7 +540,13 @@ impl Store {
             let expected_prev = record.prev_hash.clone();
             let payload = record.encode_to_vec();
             let outcome = self
-                .publish(game_id, event.game_seq, &payload, expected_last)
+                .publish(
+                    game_id,
+                    event.game_seq,
+                    &record.hash,
+                    &payload,
+                    expected_last,
+                )
                 .await;
             match outcome {
                 Ok(PublishOutcome::Stored(seq)) => {
@@ -595,12 +601,13 @@ impl Store {
         &self,
         game_id: &str,
         game_seq: u64,
+        hash: &[u8],
         payload: &[u8],
         expected_last: u64,
     ) -> Result<PublishOutcome, AppendError> {
         let message = PublishMessage::build()
             .payload(payload.to_vec().into())
-            .message_id(game_message_id(game_id, game_seq))
+            .message_id(game_message_id(game_id, game_seq, hash))
             .expected_last_sequence(expected_last);
         let ack = self
             .js

@@ -42,8 +42,12 @@ pub fn game_subject(game_id: &str) -> String {
     format!("boardcast.game.{game_id}.events")
 }
 
-pub fn game_message_id(game_id: &str, game_seq: u64) -> String {
-    format!("{game_id}:{game_seq}")
+/// The message id of a game log record: a resend of the same record is deduplicated, and
+/// nobody who has not seen the record (its hash) can claim its id first and so make the game
+/// service's append look like a duplicate.
+pub fn game_message_id(game_id: &str, game_seq: u64, hash: &[u8]) -> String {
+    let hash: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("{game_id}:{game_seq}:{hash}")
 }
 
 pub fn assignment_subject(tournament_id: &str) -> String {

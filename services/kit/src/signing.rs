@@ -25,7 +25,8 @@ pub struct TrustArgs {
     pub trusted_keys: PathBuf,
     /// Also accept game logs written before records were signed (unsigned records at the start
     /// of a game's log only; they are marked unsigned). Off by default: in a signed deployment
-    /// an unsigned record is a forgery.
+    /// an unsigned record is a forgery, and with this on, whoever can write to the game log can
+    /// start an unsigned game. Use it only while such old logs must be read.
     #[arg(long, env = "BOARDCAST_ACCEPT_UNSIGNED_LOGS")]
     pub accept_unsigned_logs: bool,
 }
