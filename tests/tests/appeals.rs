@@ -260,6 +260,18 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
         &TestUsers::shared()?.trusted_keys().to_string_lossy(),
     ])?;
     anyhow::ensure!(ok, "export failed: {out}");
+    // The live log can be replayed directly too.
+    let (ok, out) = boardcast(&[
+        "replay",
+        "--nats",
+        &nats.url(),
+        "--game",
+        &game_id(3),
+        "--pgn",
+        "--trusted-keys",
+        &TestUsers::shared()?.trusted_keys().to_string_lossy(),
+    ])?;
+    assert!(ok && out.contains("4. Ng1"), "{out}");
     drop(arbiter);
     drop(game_service);
     drop(nats);

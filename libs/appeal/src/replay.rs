@@ -192,8 +192,15 @@ pub fn replay(
             refusals.push(format!("the file's record #{position}: {e}"));
             continue;
         }
-        let swapped =
-            fold_one(&mut folded, &opened).map_err(|e| refused(position, e.to_string()))?;
+        let swapped = match fold_one(&mut folded, &opened) {
+            Ok(swapped) => swapped,
+            // The game's start was refused: nothing after it can be folded either.
+            Err(e) if folded.is_none() && !refusals.is_empty() => {
+                refusals.push(format!("the file's record #{position}: {e}"));
+                continue;
+            }
+            Err(e) => return Err(refused(position, e.to_string())),
+        };
         let Some(current) = &folded else {
             continue;
         };

@@ -298,3 +298,34 @@ fn a_log_written_before_signing_replays_marked_unsigned_and_does_not_verify() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_key_rotated_mid_game_verifies_while_both_keys_are_trusted() {
+    let (_, file) = round(1);
+    let old = common::hall_signer();
+    let new = RecordSigner::from_seed([43; 32]);
+    // The records from the 100th on signed with the new key, as after a rotation.
+    let mut rotated = file.clone();
+    for r in rotated.games[0].records.iter_mut().skip(99) {
+        let mut record = GameEventRecord::decode(r.payload.as_slice()).unwrap();
+        new.sign(&mut record);
+        r.payload = record.encode_to_vec();
+    }
+    let both = TrustedKeys::new([old.public_key().clone(), new.public_key().clone()]);
+    let report = verify(&rotated, &both);
+    assert!(report.passed(), "{:?}", report.problems.first());
+    assert_eq!(report.signed_by.len(), 2);
+    // The old key dropped from the trusted keys: its records are no longer accepted.
+    let only_new = TrustedKeys::new([new.public_key().clone()]);
+    assert_eq!(
+        kinds(&rotated, &only_new).first(),
+        Some(&(ProblemKind::UnknownKey, Some(1)))
+    );
+    let refused = replay(&rotated.games[0], &only_new, None)
+        .err()
+        .expect("without its start the game cannot be replayed");
+    assert!(
+        refused.to_string().contains("not among the trusted keys"),
+        "{refused}"
+    );
+}

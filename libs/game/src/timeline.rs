@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::alerts::{AlertKind, AlertStatus};
-use crate::device::{self, ClockDisplay, ClockReading, ClockRun, DeviceState, Piece, observation};
+use crate::device::{self, ClockRun, DeviceState, Piece, observation};
 use crate::events::{
     self, ArbiterAction, GameEvent, GameStarted, Source, arbiter_action::Action, game_event::Kind,
 };
@@ -49,32 +49,11 @@ pub struct TimelineEntry {
     pub stream_seq: u64,
 }
 
-/// Which clock readings have White and Black the other way round (the game's own rule,
-/// `ClockSides::swaps`, kept here because the game keeps it private).
-#[derive(Clone, Copy, Debug, Default)]
-struct Sides {
-    reversed: bool,
-    white_display: ClockDisplay,
-}
-
-impl Sides {
-    fn swaps(&self, reading: &ClockReading) -> bool {
-        match (self.white_display, reading.white_display()) {
-            (
-                white @ (ClockDisplay::Left | ClockDisplay::Right),
-                labelled @ (ClockDisplay::Left | ClockDisplay::Right),
-            ) => white != labelled,
-            _ => self.reversed,
-        }
-    }
-}
-
 /// A game folded with the aggregate, and its clocks as last known, entry by entry.
 #[derive(Clone)]
 pub struct FoldedGame {
     pub game: Game,
     pub clocks: ClockView,
-    sides: Sides,
 }
 
 impl FoldedGame {
@@ -86,7 +65,6 @@ impl FoldedGame {
         let mut folded = FoldedGame {
             game: Game::from_first_opened(opened)?,
             clocks: ClockView::default(),
-            sides: Sides::default(),
         };
         let swapped = folded.track(event);
         Ok((folded, swapped))
@@ -104,17 +82,12 @@ impl FoldedGame {
         let seq = event.game_seq;
         let mut swapped = false;
         match event.kind.as_ref() {
-            Some(Kind::ClockSides(c)) => {
-                self.sides = Sides {
-                    reversed: c.reversed,
-                    white_display: c.white_display(),
-                };
-            }
             Some(Kind::ObservationRecorded(o)) => {
                 if let Some(observation::Kind::Clock(reading)) =
                     o.observation.as_ref().and_then(|o| o.kind.as_ref())
                 {
-                    swapped = self.sides.swaps(reading);
+                    // Read with the sides the game has established (this event changes none).
+                    swapped = self.game.clock_sides.swaps(reading);
                     let (white, black) = if swapped {
                         (reading.black_remaining_ms, reading.white_remaining_ms)
                     } else {
