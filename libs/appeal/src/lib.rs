@@ -10,6 +10,7 @@
 
 pub mod file;
 pub mod html;
+mod parallel;
 pub mod replay;
 pub mod verify;
 

@@ -343,36 +343,15 @@ pub fn replay_many(
     games: &[(&ExportedGame, Option<At>)],
     trusted: &TrustedKeys,
 ) -> Vec<Result<ReplayedGame, ReplayError>> {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let chunk = games.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = games
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|(game, until)| replay(game, trusted, *until))
-                        .collect::<Vec<_>>()
-                })
+    crate::parallel::map_on_every_core(
+        games,
+        |(game, until)| replay(game, trusted, *until),
+        |(game, _)| {
+            Err(ReplayError::Refused {
+                game_id: game.game_id.clone(),
+                position: 0,
+                reason: "replaying it failed unexpectedly (a bug in this version)".into(),
             })
-            .collect();
-        handles
-            .into_iter()
-            .zip(games.chunks(chunk))
-            .flat_map(|(handle, part)| {
-                handle.join().unwrap_or_else(|_| {
-                    part.iter()
-                        .map(|(game, _)| {
-                            Err(ReplayError::Refused {
-                                game_id: game.game_id.clone(),
-                                position: 0,
-                                reason: "replaying it failed unexpectedly (a bug in this version)"
-                                    .into(),
-                            })
-                        })
-                        .collect()
-                })
-            })
-            .collect()
-    })
+        },
+    )
 }

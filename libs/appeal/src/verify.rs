@@ -12,6 +12,7 @@ use boardcast_game::{GENESIS_HASH, Game, NewEvent, ObservationOutcome};
 use prost::Message as _;
 
 use crate::file::{ExportedGame, RecordFile};
+use crate::parallel::map_on_every_core;
 
 /// What is wrong with a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -106,42 +107,30 @@ impl Verification {
 /// Checks every game of `file` against `trusted`, the games spread over the machine's cores
 /// (each game is checked on its own; the problems come in the file's order of games).
 pub fn verify(file: &RecordFile, trusted: &TrustedKeys) -> Verification {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let chunk = file.games.len().div_ceil(threads).max(1);
-    let parts: Vec<Verification> = std::thread::scope(|scope| {
-        let handles: Vec<_> = file
-            .games
-            .chunks(chunk)
-            .map(|games| {
-                scope.spawn(move || {
-                    let mut part = Verification::default();
-                    for game in games {
-                        part.records += game.records.len() as u64;
-                        verify_game(game, trusted, &mut part);
-                    }
-                    part
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| Verification {
-                    problems: vec![Problem {
-                        game_id: "(file)".into(),
-                        position: 0,
-                        game_seq: None,
-                        stream_seq: 0,
-                        kind: ProblemKind::Inconsistent,
-                        detail: "checking some games failed unexpectedly (a bug in this \
-                                 version): they are not verified"
-                            .into(),
-                    }],
-                    ..Default::default()
-                })
-            })
-            .collect()
-    });
+    let parts = map_on_every_core(
+        &file.games,
+        |game| {
+            let mut part = Verification {
+                records: game.records.len() as u64,
+                ..Default::default()
+            };
+            verify_game(game, trusted, &mut part);
+            part
+        },
+        |game| Verification {
+            problems: vec![Problem {
+                game_id: game.game_id.clone(),
+                position: 0,
+                game_seq: None,
+                stream_seq: 0,
+                kind: ProblemKind::Inconsistent,
+                detail: "checking it failed unexpectedly (a bug in this version): it is not \
+                         verified"
+                    .into(),
+            }],
+            ..Default::default()
+        },
+    );
     let mut report = Verification {
         games: file.games.len(),
         ..Default::default()

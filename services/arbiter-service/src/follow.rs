@@ -498,9 +498,7 @@ pub struct Games {
 
 /// The game id in a subject `boardcast.game.<game>.events`.
 fn game_of_subject(subject: &str) -> String {
-    subject
-        .strip_prefix("boardcast.game.")
-        .and_then(|s| s.strip_suffix(".events"))
+    boardcast_kit::nats::game_of_subject(subject)
         .unwrap_or(subject)
         .to_owned()
 }

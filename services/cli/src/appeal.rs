@@ -246,10 +246,7 @@ async fn read_game_log<W: std::io::Write>(
             let info = message.info().map_err(|e| anyhow::anyhow!("{e}"))?;
             let (seq, pending) = (info.stream_sequence, info.pending);
             bar.set_position(seq);
-            let game_id = message
-                .subject
-                .strip_prefix("boardcast.game.")
-                .and_then(|s| s.strip_suffix(".events"))
+            let game_id = boardcast_kit::nats::game_of_subject(&message.subject)
                 .unwrap_or_default()
                 .to_owned();
             if !skipped.contains(&game_id) {

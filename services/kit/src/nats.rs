@@ -42,6 +42,13 @@ pub fn game_subject(game_id: &str) -> String {
     format!("boardcast.game.{game_id}.events")
 }
 
+/// The game whose log `subject` is (`boardcast.game.<game>.events`).
+pub fn game_of_subject(subject: &str) -> Option<&str> {
+    subject
+        .strip_prefix("boardcast.game.")
+        .and_then(|s| s.strip_suffix(".events"))
+}
+
 /// The message id of a game log record: a resend of the same record is deduplicated, and
 /// nobody who has not seen the record (its hash) can claim its id first and so make the game
 /// service's append look like a duplicate.
