@@ -148,7 +148,15 @@ impl Page {
                 return Ok(());
             }
             if tokio::time::Instant::now() > deadline {
-                bail!("the page never satisfied `{condition}`");
+                // What the page showed then, so that a failure on a busy machine can be told.
+                let shown = self
+                    .eval("document.body ? document.body.innerText.slice(0, 600) : ''")
+                    .await
+                    .map(|v| v.as_str().unwrap_or_default().to_owned())
+                    .unwrap_or_else(|e| format!("(cannot read the page: {e:#})"));
+                bail!(
+                    "the page never satisfied `{condition}` within {timeout:?}; it showed:\n{shown}"
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -145,7 +145,7 @@ async fn the_big_board_shows_moves_as_released_with_ticking_clocks_through_a_res
                 "document.getElementById('status').dataset.state === 'live' && \
                  [...games.values()].find(g => g.board_number === 1).moves.length > {moves_then}"
             ),
-            Duration::from_secs(60),
+            Duration::from_secs(120),
         )
         .await?;
 

@@ -184,18 +184,21 @@ async fn main() -> anyhow::Result<()> {
         args.trust.load()?,
         Some(client),
     )?);
-    tokio::spawn(delays::follow(
+    // Every background task lives in this set and is stopped before the runtime shuts down:
+    // a task still running then (the release uses `block_in_place`) would panic on its timer.
+    let mut background = tokio::task::JoinSet::new();
+    background.spawn(delays::follow(
         js.clone(),
         projection.clone(),
         sources.clone(),
         next_delay_seq,
     ));
-    let follow = tokio::spawn(projection::follow(js, projection.clone()));
-    let release = tokio::spawn(projection::release_when_due(projection.clone()));
-    tokio::spawn(watch_delays(args.clone(), projection.clone(), sources));
+    let mut follow = tokio::spawn(projection::follow(js, projection.clone()));
+    let mut release = tokio::spawn(projection::release_when_due(projection.clone()));
+    background.spawn(watch_delays(args.clone(), projection.clone(), sources));
     let pushes: push::PushStatuses = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
     for target in &args.push_lichess {
-        tokio::spawn(push::push_round(
+        background.spawn(push::push_round(
             projection.clone(),
             target.clone(),
             args.lichess_url.clone(),
@@ -211,17 +214,23 @@ async fn main() -> anyhow::Result<()> {
     let (shutdown, grace_over) = boardcast_kit::shutdown::with_grace(SHUTDOWN_GRACE);
     let app = http::App { projection, pushes };
     let serve = axum::serve(listener, http::router(app)).with_graceful_shutdown(shutdown);
-    tokio::select! {
-        result = serve => result.context("HTTP server failed")?,
-        result = follow => {
-            result.context("game log follower panicked")?.context("game log follower stopped")?;
-        }
-        result = release => {
-            result.context("the release of delayed moves panicked")?
-                .context("the release of delayed moves stopped")?;
-        }
-        _ = grace_over => {}
+    let outcome: anyhow::Result<()> = tokio::select! {
+        result = serve => result.context("HTTP server failed"),
+        result = &mut follow => result
+            .context("game log follower panicked")
+            .and_then(|r| r.context("game log follower stopped")),
+        result = &mut release => result
+            .context("the release of delayed moves panicked")
+            .and_then(|r| r.context("the release of delayed moves stopped")),
+        _ = grace_over => Ok(()),
+    };
+    for task in [follow, release] {
+        task.abort();
+        // Cancelled, or already ended with the outcome above.
+        let _ = task.await;
     }
+    background.shutdown().await;
+    outcome?;
     tracing::info!("stopped");
     Ok(())
 }
