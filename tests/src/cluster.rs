@@ -96,13 +96,15 @@ impl TestCluster {
             let config = format!(
                 "server_name: {name}\nlisten: \"127.0.0.1:{port}\"\nhttp: \"127.0.0.1:{monitor}\"\n\
                  jetstream {{\n  store_dir: \"{store}\"\n}}\n\
-                 cluster {{\n  name: boardcast-test\n  listen: \"127.0.0.1:{cluster}\"\n  routes: [{routes}]\n}}\n",
+                 cluster {{\n  name: boardcast-test\n  listen: \"127.0.0.1:{cluster}\"\n  routes: [{routes}]\n}}\n{mapping}",
                 name = node.name,
                 port = node.port,
                 monitor = node.monitor_port,
                 store = store.display(),
                 cluster = node.cluster_port,
                 routes = routes.join(", "),
+                mapping =
+                    boardcast_kit::nats::partition_mapping(boardcast_kit::nats::DEFAULT_PARTITIONS),
             );
             std::fs::write(&node.config, config)
                 .with_context(|| format!("writing {}", node.config.display()))?;

@@ -49,6 +49,45 @@ impl TestNats {
     }
 }
 
+/// Observations the game service has not decided yet, over all its partitions' consumers:
+/// (waiting, in flight). `None` while its consumers are not all created yet (just started).
+pub async fn undecided_observations(
+    js: &async_nats::jetstream::Context,
+) -> anyhow::Result<Option<(u64, usize)>> {
+    use futures::StreamExt as _;
+    let stream = js
+        .get_stream(boardcast_kit::nats::INGEST_STREAM)
+        .await
+        .context("opening the observation stream")?;
+    let names: Vec<String> = stream
+        .consumer_names()
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .context("listing the observation consumers")?;
+    let partitions: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("game-service-"))
+        .collect();
+    if partitions.len() < 1 + boardcast_kit::nats::DEFAULT_PARTITIONS as usize {
+        return Ok(None);
+    }
+    let (mut waiting, mut in_flight) = (0, 0);
+    for name in partitions {
+        let info = stream
+            .consumer_info(name)
+            .await
+            .with_context(|| format!("reading consumer {name}"))?;
+        waiting += info.num_pending;
+        // One handed back to wait a moment (a recent gap) is neither pending nor in flight
+        // while it waits: it shows as delivered beyond the acknowledged.
+        let handed_back = info.delivered.consumer_sequence > info.ack_floor.consumer_sequence;
+        in_flight += info.num_ack_pending.max(usize::from(handed_back));
+    }
+    Ok(Some((waiting, in_flight)))
+}
+
 /// The path of one of the workspace's programs, built next to the running test.
 pub fn program(name: &str) -> anyhow::Result<PathBuf> {
     let test_exe = std::env::current_exe().context("locating the test binary")?;

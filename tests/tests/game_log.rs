@@ -448,7 +448,7 @@ async fn clock_ticks_passed_over_by_another_instance_are_not_gaps() -> anyhow::R
     };
     let looked_back = |name: &str| {
         std::fs::read_to_string(dir.path().join(name))
-            .is_ok_and(|log| log.contains("observations passed over"))
+            .is_ok_and(|log| log.contains("observations handled before"))
     };
 
     // Two instances share the observations: each passes over ticks the other one handled.

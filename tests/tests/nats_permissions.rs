@@ -25,7 +25,7 @@ use boardcast_kit::{
         INGEST_STREAM, assignment_subject, deadletter_subject, delay_subject, game_subject,
         observation_message_id, observation_subject,
     },
-    nats_access::{GAME_SERVICE_CONSUMER, NatsAccess, Role},
+    nats_access::{NatsAccess, Role, ingest_consumer},
 };
 use boardcast_testkit::{TestNats, secure_nats::SecureNats};
 use futures::StreamExt as _;
@@ -162,14 +162,22 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
     // Another gateway's board: refused, with the server's reason, and not stored.
     let refused = hall_a.publish_observation("b1", 1).await;
     assert!(refused.is_err(), "publishing for board b1 must fail");
-    hall_a.refused("boardcast.board.b1.obs").await?;
+    // nats-server checks the subject its partition mapping gives (which also shows that
+    // `partition_of_board` computes the server's partition).
+    let mapped = |board: &str| {
+        format!(
+            "boardcast.board.{board}.obs.{}",
+            nats::partition_of_board(board, nats::DEFAULT_PARTITIONS)
+        )
+    };
+    hall_a.refused(&mapped("b1")).await?;
     // A board nobody has: the same.
     assert!(hall_a.publish_observation("z9", 1).await.is_err());
-    hall_a.refused("boardcast.board.z9.obs").await?;
+    hall_a.refused(&mapped("z9")).await?;
     let ingest = admin.js.get_stream(INGEST_STREAM).await?;
     for board in ["b1", "z9"] {
         let last = ingest
-            .get_last_raw_message_by_subject(&observation_subject(board))
+            .get_last_raw_message_by_subject(&nats::board_observations(board))
             .await;
         assert!(
             matches!(&last, Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound),
@@ -185,7 +193,7 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
     assert_eq!(nats::last_board_seq(&hall_a.js, "a2").await?, 1);
 
     // Nor may a gateway create consumers (it could read every board's observations).
-    let created = ingest_consumer(&hall_a.js, "sneaky").await;
+    let created = create_ingest_consumer(&hall_a.js, "sneaky").await;
     assert!(created.is_err(), "a gateway may not create consumers");
     hall_a
         .refused("$JS.API.CONSUMER.CREATE.BOARDCAST_INGEST.sneaky")
@@ -193,7 +201,7 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn ingest_consumer(js: &jetstream::Context, name: &str) -> anyhow::Result<()> {
+async fn create_ingest_consumer(js: &jetstream::Context, name: &str) -> anyhow::Result<()> {
     js.get_stream(INGEST_STREAM)
         .await?
         .create_consumer(pull::Config {
@@ -289,9 +297,13 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
     let broadcast = As::connect(&nats, Role::BroadcastService).await?;
     game.append("g1", "record 1", 0).await?;
     game.append("g2", "record 2", 1).await?;
-    ingest_consumer(&game.js, GAME_SERVICE_CONSUMER).await?;
+    let consumer_name = ingest_consumer(Some(0));
+    create_ingest_consumer(&game.js, &consumer_name).await?;
 
-    async fn attempts(client: &As) -> anyhow::Result<Vec<(&'static str, bool)>> {
+    async fn attempts(
+        client: &As,
+        consumer_name: &str,
+    ) -> anyhow::Result<Vec<(&'static str, bool)>> {
         let js = &client.js;
         // Both may read BOARDCAST_GAMES.
         let games = js.get_stream(GAMES_STREAM).await?;
@@ -301,7 +313,7 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
         let (delete, update, delete_consumer, delete_ingest) = tokio::join!(
             js.delete_stream(GAMES_STREAM),
             js.update_stream(config),
-            js.delete_consumer_from_stream(GAME_SERVICE_CONSUMER, INGEST_STREAM),
+            js.delete_consumer_from_stream(consumer_name, INGEST_STREAM),
             js.delete_stream(INGEST_STREAM),
         );
         Ok(vec![
@@ -309,7 +321,7 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
             ("$JS.API.STREAM.DELETE.BOARDCAST_GAMES", delete.is_err()),
             ("$JS.API.STREAM.UPDATE.BOARDCAST_GAMES", update.is_err()),
             (
-                "$JS.API.CONSUMER.DELETE.BOARDCAST_INGEST.game-service",
+                "$JS.API.CONSUMER.DELETE.BOARDCAST_INGEST.game-service-p0",
                 delete_consumer.is_err(),
             ),
             (
@@ -318,7 +330,10 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
             ),
         ])
     }
-    let (from_game, from_broadcast) = tokio::join!(attempts(&game), attempts(&broadcast));
+    let (from_game, from_broadcast) = tokio::join!(
+        attempts(&game, &consumer_name),
+        attempts(&broadcast, &consumer_name)
+    );
     for (who, client, results) in [
         ("game-service", &game, from_game?),
         ("broadcast-service", &broadcast, from_broadcast?),
@@ -336,7 +351,7 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
     assert_eq!(info.config.max_messages, -1, "configuration unchanged");
     let ingest = admin.js.get_stream(INGEST_STREAM).await?;
     ingest
-        .consumer_info(GAME_SERVICE_CONSUMER)
+        .consumer_info(&consumer_name)
         .await
         .context("the game service's consumer is still there")?;
 
@@ -367,38 +382,56 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     assert_eq!(nats::last_board_seq(&simulator.js, "sim-1").await?, 1);
     assert_eq!(nats::last_board_seq(&gateway.js, "a1").await?, 1);
 
-    // The game service: its durable pull consumer (as ingest.rs creates it), fetch and ack.
+    // The game service: its durable pull consumers, one per partition (as ingest.rs creates
+    // them), fetch and ack.
     let ingest = game.js.get_stream(INGEST_STREAM).await?;
-    let consumer = ingest
-        .create_consumer(pull::Config {
-            durable_name: Some(GAME_SERVICE_CONSUMER.to_owned()),
-            ack_policy: AckPolicy::Explicit,
-            ack_wait: Duration::from_secs(30),
-            max_ack_pending: 1,
-            ..Default::default()
-        })
-        .await?;
-    let mut messages = consumer.messages().await?;
-    for _ in 0..3 {
-        let message = tokio::time::timeout(Duration::from_secs(5), messages.next())
-            .await
-            .context("no observation delivered")?
-            .context("the consumer ended")??;
-        // A confirmed acknowledgement: the server answers only if the ack was allowed.
-        message
-            .double_ack()
-            .await
-            .map_err(|e| anyhow::anyhow!("ack: {e}"))?;
+    let partitions: std::collections::BTreeSet<u32> = ["sim-1", "sim-2", "a1"]
+        .iter()
+        .map(|board| nats::partition_of_board(board, nats::DEFAULT_PARTITIONS))
+        .collect();
+    let mut delivered = 0;
+    for partition in partitions {
+        let consumer = ingest
+            .create_consumer(pull::Config {
+                durable_name: Some(ingest_consumer(Some(partition))),
+                filter_subject: nats::partition_subjects(partition),
+                ack_policy: AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(30),
+                max_ack_pending: 1,
+                ..Default::default()
+            })
+            .await?;
+        let mut messages = consumer.messages().await?;
+        loop {
+            let message = tokio::time::timeout(Duration::from_secs(5), messages.next())
+                .await
+                .context("no observation delivered")?
+                .context("the consumer ended")??;
+            let pending = message.info().map_err(|e| anyhow::anyhow!("{e}"))?.pending;
+            // A confirmed acknowledgement: the server answers only if the ack was allowed.
+            message
+                .double_ack()
+                .await
+                .map_err(|e| anyhow::anyhow!("ack: {e}"))?;
+            delivered += 1;
+            if pending == 0 {
+                break;
+            }
+        }
+        drop(messages);
+        let mut consumer = consumer;
+        let info = consumer.info().await?;
+        assert_eq!((info.num_ack_pending, info.num_pending), (0, 0));
     }
-    drop(messages);
-    let mut consumer = consumer;
-    let info = consumer.info().await?;
-    assert_eq!((info.num_ack_pending, info.num_pending), (0, 0));
+    assert_eq!(
+        delivered, 3,
+        "every observation, each in its board's partition"
+    );
     // The game service reads a board's last number when it sets up a game, and messages by
     // sequence when it looks for gaps.
     assert_eq!(nats::last_board_seq(&game.js, "sim-2").await?, 1);
     assert!(
-        nats::next_message(&ingest, 1, "boardcast.board.sim-2.obs")
+        nats::next_message(&ingest, 1, &nats::board_observations("sim-2"))
             .await?
             .is_some()
     );

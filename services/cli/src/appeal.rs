@@ -15,7 +15,7 @@ use boardcast_game::Game;
 use boardcast_game::device::Observation;
 use boardcast_game::events::GameEventRecord;
 use boardcast_game::signing::{PublicKey, TrustedKeys};
-use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, observation_subject};
+use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM};
 use boardcast_schema::appeal::v1::RecordFileHeader;
 use boardcast_schema::game::v1::SigningKeyInfo;
 use clap::Args;
@@ -363,7 +363,7 @@ async fn board_observations(
     };
     let consumer = stream
         .create_consumer(OrderedConfig {
-            filter_subject: observation_subject(&range.board_id),
+            filter_subject: boardcast_kit::nats::board_observations(&range.board_id),
             deliver_policy,
             ..Default::default()
         })

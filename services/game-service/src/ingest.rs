@@ -16,87 +16,225 @@
 //! board's next observations are decided as usual. A failure that passes (NATS briefly away) is
 //! retried first, so nothing is given up for a hiccup.
 //!
-//! # Order across instances
+//! # Partitions, and order across instances
 //!
-//! All instances share one durable consumer with `max_ack_pending = 1`: JetStream hands out the
-//! next observation only when the previous one is acknowledged, so observations are decided one
-//! at a time in stream order whichever instance gets them, and a board's observations can never
-//! be decided out of order by two instances at once. (nats-server 2.9 has no per-subject limit on
-//! pending acks nor pinned consumers; one observation in flight is fast enough for a tournament
-//! hall, since deciding one takes one append round trip.) When an instance stalls past `ack_wait`
-//! its observation goes to another instance; if the stalled one wakes up, its append conflicts
-//! with the log (see `store`), it catches up and finds the observation applied.
+//! The NATS server's subject mapping stores each board's observations in one partition
+//! (`boardcast.board.<board>.obs.<partition>`; see `boardcast_kit::nats::partition_mapping`).
+//! Each partition has one durable consumer with `max_ack_pending = 1`, shared by every
+//! instance: JetStream hands out a partition's next observation only when the previous one is
+//! acknowledged, so a board's observations are decided one at a time, in stream order, whichever
+//! instance gets them, while the partitions are decided concurrently (each instance consumes
+//! every partition). Observations stored unpartitioned (a server without the mapping) are one
+//! more partition. (nats-server 2.9 has no per-subject limit on pending acks nor pinned
+//! consumers.) When an instance stalls past `ack_wait` its observation goes to another instance;
+//! if the stalled one wakes up, its append conflicts with the log (see `store`), it catches up
+//! and finds the observation applied. A lost acknowledgement holds up its partition only.
 //!
 //! # Gaps and reordering
 //!
 //! A board may publish out of order (a gateway re-sending from its outbox) and the log may hold
 //! duplicates stored under different message ids. Duplicates are ignored by the aggregate
 //! (`device_seq` at or below the last applied). When an observation skips `device_seq`s, the
-//! board's messages in the stream are read around it. Those before it were passed over (clock
-//! ticks and rejected observations leave no event, and may have been handled by another
-//! instance or before a restart): they are read from the last message of the board this
-//! instance handled, or from a point found by bisection, since a board's messages are in
+//! board's messages in the stream are read around it. Those before it were handled already, by
+//! this instance or another, or before a restart (clock ticks and rejected observations leave no
+//! event; an observation that came while no game was live on the board, between a game's set-up
+//! and its creation, was dead-lettered): they are decided again, in order, which changes nothing
+//! for the first kind and applies the second. They are read from the last message of the board
+//! this instance handled, or from a point found by bisection, since a board's messages are in
 //! `device_seq` order but for re-sent ones (when something seems missing, the search is made
 //! again from the stream's start). Those after it were published out of order: they are decided
 //! first, in order (their own delivery later is then a duplicate). The rest were not found
-//! within `LOOKAHEAD` later messages of the board: they are recorded in the game's log as
-//! missing (`ObservationsMissing`), where the arbiter sees them; one that arrives after that is
-//! not applied (the game went on without it) and goes to the dead-letter stream. A gap is only
+//! within `LOOKAHEAD` later messages of the board. While the gap is recent (`GAP_PATIENCE`
+//! after the observation that revealed it was stored) the observation is handed back to
+//! JetStream to be delivered again shortly: a gateway whose connection dropped mid-batch re-sends
+//! the missing ones within seconds. After that they are recorded in the game's log as missing
+//! (`ObservationsMissing`), where the arbiter sees them; one that arrives after that is not
+//! applied (the game went on without it) and goes to the dead-letter stream. A gap is only
 //! logged, not recorded, when no game is in progress on the board, or when more than
 //! `MAX_LOOKBACK` earlier messages of the board would have to be read to tell it from
 //! passed-over ones.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
+    sync::Arc,
     time::Duration,
 };
 
 use anyhow::Context as _;
 use async_nats::{
     HeaderMap,
-    jetstream::{self, AckKind, consumer::pull, message::Message, stream::Stream},
+    jetstream::{
+        self, AckKind,
+        consumer::{DeliverPolicy, pull},
+        context::ConsumerInfoErrorKind,
+        message::Message,
+        stream::Stream,
+    },
 };
 use boardcast_game::{
     Ignored, ObservationOutcome, Rejected, device::Observation, events::game_event::Kind,
     plausible_device_seq,
 };
 use boardcast_kit::nats::{
-    DEADLETTER_STREAM, INGEST_STREAM, REASON_HEADER, deadletter_subject, next_message,
-    observation_subject,
+    DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS, REASON_HEADER,
+    board_observations, board_of_subject, deadletter_subject, next_message, partition_of_subject,
+    partition_subjects,
 };
+use boardcast_kit::nats_access::{GAME_SERVICE_CONSUMER, ingest_consumer};
 use futures::StreamExt;
 use prost::Message as _;
 
 use crate::store::{AppendError, Store};
 
-const CONSUMER: &str = "game-service";
+/// How the observations are consumed.
+#[derive(Debug, Clone, Copy)]
+pub struct IngestSettings {
+    /// The partitions consumed whatever the stream holds (0..partitions), besides any other
+    /// partition found in the stream.
+    pub partitions: u32,
+    /// How long an observation handed to an instance waits for its acknowledgement before
+    /// JetStream gives it to another.
+    pub ack_wait: Duration,
+}
 
-pub async fn run(js: jetstream::Context, store: std::sync::Arc<Store>) -> anyhow::Result<()> {
-    let stream = js
+/// How often the stream is looked at for partitions not consumed yet (the server's mapping
+/// changed to more partitions than `--partitions`).
+const PARTITION_CHECK: Duration = Duration::from_secs(30);
+
+/// Consumes every partition, each in its own task, for as long as the service runs.
+pub async fn run(
+    js: jetstream::Context,
+    store: Arc<Store>,
+    settings: IngestSettings,
+) -> anyhow::Result<()> {
+    let mut stream = js
         .get_stream(INGEST_STREAM)
         .await
         .context("opening the observation stream")?;
-    // Created, or brought to this configuration if an earlier version created it otherwise (the
-    // server keeps its position).
-    let consumer = stream
+    let start = start_after_earlier_version(&mut stream).await?;
+    let mut consumed = BTreeSet::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut check = tokio::time::interval(PARTITION_CHECK);
+    loop {
+        tokio::select! {
+            _ = check.tick() => {
+                let mut wanted: BTreeSet<Option<u32>> =
+                    std::iter::once(None).chain((0..settings.partitions).map(Some)).collect();
+                match stored_partitions(&stream).await {
+                    Ok(stored) => {
+                        for partition in stored.difference(&wanted.iter().flatten().copied().collect()) {
+                            tracing::warn!(partition, partitions = settings.partitions, "observations are stored in a partition beyond --partitions: consuming it too (the NATS server's mapping has more partitions)");
+                        }
+                        wanted.extend(stored.into_iter().map(Some));
+                    }
+                    Err(e) => tracing::warn!("looking for partitions in the observation stream: {e:#}"),
+                }
+                for partition in wanted.difference(&consumed.clone()) {
+                    let consumer = partition_consumer(&stream, *partition, start, settings.ack_wait).await?;
+                    consumed.insert(*partition);
+                    let (js, stream, store) = (js.clone(), stream.clone(), store.clone());
+                    let partition = *partition;
+                    tasks.spawn(async move {
+                        consume(js, stream, store, consumer).await
+                            .with_context(|| format!("partition {}", partition_name(partition)))
+                    });
+                }
+                if consumed.len() == wanted.len() && !consumed.is_empty() {
+                    tracing::debug!(partitions = consumed.len(), "consuming observations");
+                }
+            }
+            Some(ended) = tasks.join_next() => {
+                ended.context("a partition's consumer panicked")??;
+                anyhow::bail!("a partition's consumer ended");
+            }
+        }
+    }
+}
+
+fn partition_name(partition: Option<u32>) -> String {
+    partition.map_or_else(|| "unpartitioned".to_owned(), |p| p.to_string())
+}
+
+/// The partitions that observations are stored in.
+async fn stored_partitions(stream: &Stream) -> anyhow::Result<BTreeSet<u32>> {
+    let mut subjects = stream
+        .info_with_subjects(PARTITIONED_INGEST_SUBJECTS)
+        .await
+        .context("reading the stream's subjects")?;
+    let mut partitions = BTreeSet::new();
+    while let Some(subject) = subjects.next().await {
+        let (subject, _) = subject.context("reading the stream's subjects")?;
+        partitions.extend(partition_of_subject(&subject));
+    }
+    Ok(partitions)
+}
+
+/// Where new partition consumers start: after what the earlier version's single consumer
+/// acknowledged, if there is one (its observations were decided), otherwise at the start.
+async fn start_after_earlier_version(stream: &mut Stream) -> anyhow::Result<DeliverPolicy> {
+    match stream.consumer_info(GAME_SERVICE_CONSUMER).await {
+        Ok(info) => {
+            let after = info.ack_floor.stream_sequence;
+            tracing::info!(
+                after,
+                "the observations up to the earlier version's consumer position were decided; partitions start after it"
+            );
+            Ok(DeliverPolicy::ByStartSequence {
+                start_sequence: after + 1,
+            })
+        }
+        Err(e) if e.kind() == ConsumerInfoErrorKind::NotFound => Ok(DeliverPolicy::All),
+        Err(e) => Err(e).context("reading the earlier version's consumer"),
+    }
+}
+
+/// The partition's durable consumer: created, or brought to these settings if it exists (its
+/// position and start stay as they are).
+async fn partition_consumer(
+    stream: &Stream,
+    partition: Option<u32>,
+    start: DeliverPolicy,
+    ack_wait: Duration,
+) -> anyhow::Result<PullConsumer> {
+    let name = ingest_consumer(partition);
+    let existing = stream.get_consumer::<pull::Config>(&name).await;
+    let deliver_policy = match &existing {
+        Ok(consumer) => consumer.cached_info().config.deliver_policy,
+        Err(_) => start,
+    };
+    let filter_subject = match partition {
+        Some(p) => partition_subjects(p),
+        None => INGEST_SUBJECTS.to_owned(),
+    };
+    stream
         .create_consumer(pull::Config {
-            durable_name: Some(CONSUMER.to_owned()),
-            // No filter: the stream holds observations only, and nats-server 2.9 counts a
-            // wildcard-filtered consumer's pending messages at a cost that grows with the number
-            // of boards.
+            durable_name: Some(name.clone()),
+            filter_subject,
+            deliver_policy,
             ack_policy: jetstream::consumer::AckPolicy::Explicit,
-            ack_wait: Duration::from_secs(30),
-            // One observation in flight across all instances: see the module comment.
+            ack_wait,
+            // One observation of the partition in flight across all instances: see the module
+            // comment.
             max_ack_pending: 1,
             ..Default::default()
         })
         .await
-        .context("creating the observation consumer")?;
+        .with_context(|| format!("creating the observation consumer {name}"))
+}
+
+type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
+
+/// Decides one partition's observations, one at a time.
+async fn consume(
+    js: jetstream::Context,
+    stream: Stream,
+    store: Arc<Store>,
+    consumer: PullConsumer,
+) -> anyhow::Result<()> {
     let mut messages = consumer
         .messages()
         .await
         .context("subscribing to observations")?;
-    tracing::info!("consuming observations");
     let mut seen = Seen::default();
     while let Some(message) = messages.next().await {
         let message = match message {
@@ -111,10 +249,10 @@ pub async fn run(js: jetstream::Context, store: std::sync::Arc<Store>) -> anyhow
     anyhow::bail!("the observation consumer ended")
 }
 
-/// What this instance has handled of each board: the highest `device_seq`, and the stream
-/// sequence of the last message. Every message of the stream before the one being handled has
-/// been handled, by this instance or another (one observation in flight: see the module
-/// comment), so the board's messages in between were passed over by another instance.
+/// What this instance has handled of each board of a partition: the highest `device_seq`, and
+/// the stream sequence of the last message. Every message of the partition before the one being
+/// handled has been handled, by this instance or another (one observation in flight: see the
+/// module comment), so the board's messages in between were passed over by another instance.
 #[derive(Default)]
 struct Seen(HashMap<String, SeenBoard>);
 
@@ -149,7 +287,7 @@ async fn handle(
     seen: &mut Seen,
     message: Message,
 ) {
-    let subject_board = message.subject.split('.').nth(2).map(str::to_owned);
+    let subject_board = board_of_subject(&message.subject).map(str::to_owned);
     let observation = match Observation::decode(message.payload.as_ref()) {
         Ok(o) => o,
         Err(e) => {
@@ -177,19 +315,41 @@ async fn handle(
         let known = seen_here.map_or(0, |s| s.device_seq).max(accounted);
         // A number implausibly far ahead is no gap: the decision rejects it.
         let plausible = plausible_device_seq(known, observation.device_seq);
-        if observation.device_seq > known.saturating_add(1)
-            && plausible
-            && let Err(e) =
-                close_gap(stream, store, seen_here, &observation, known, stream_seq).await
-        {
-            // Not acknowledged: decided again later, once the earlier ones can be read.
-            tracing::warn!(%board, seq = observation.device_seq, "{e}");
-            return nak(message).await;
+        if observation.device_seq > known.saturating_add(1) && plausible {
+            let stored_unix_ms = message
+                .info()
+                .ok()
+                .and_then(|i| i64::try_from(i.published.unix_timestamp_nanos() / 1_000_000).ok());
+            let closed = close_gap(
+                stream,
+                store,
+                seen_here,
+                &observation,
+                known,
+                stream_seq,
+                stored_unix_ms,
+            )
+            .await;
+            match closed {
+                Ok(()) => {}
+                Err(GapOpen::Waiting { missing }) => {
+                    // Not acknowledged: the partition waits a moment for the board to re-send.
+                    tracing::info!(%board, seq = observation.device_seq, missing, "waiting for observations the board may still re-send");
+                    return nak_after(message, GAP_RECHECK).await;
+                }
+                Err(GapOpen::Failed(e)) => {
+                    // Not acknowledged: decided again later, once the earlier ones can be read.
+                    tracing::warn!(%board, seq = observation.device_seq, "{e}");
+                    return nak(message).await;
+                }
+            }
         }
     }
     match decide(store, &observation).await {
         Ok(None) => {
-            seen.note(&board, observation.device_seq, stream_seq);
+            // Not noted as seen: should a game be set up on the board a moment later (its set-up
+            // checked the board before this arrived), the gap before its next observation
+            // brings this one back (see the module comment).
             let reason = format!("no game is live on board {}", observation.board_id);
             dead_letter(js, message, Some(&observation.board_id), &reason).await
         }
@@ -387,10 +547,31 @@ async fn complete(store: &Store, observation: &Observation) -> Result<usize, App
         .await
 }
 
+/// How long after the observation that revealed a gap was stored the board is given to re-send
+/// the missing ones before they are recorded as missing (a gateway re-sends within seconds).
+const GAP_PATIENCE: Duration = Duration::from_secs(10);
+
+/// How soon an observation waiting for a gap to close is delivered again.
+const GAP_RECHECK: Duration = Duration::from_millis(500);
+
+/// Why a gap was left open for now.
+enum GapOpen {
+    /// Observations are missing, but recently: wait for the board to re-send them.
+    Waiting { missing: u64 },
+    /// The board's observations could not be read or decided.
+    Failed(String),
+}
+
+impl From<String> for GapOpen {
+    fn from(e: String) -> Self {
+        GapOpen::Failed(e)
+    }
+}
+
 /// Accounts for the board's `device_seq`s between `known` and `observation`: those in the stream
-/// before it were passed over by another instance (clock ticks, rejected observations); those
-/// published after it are decided now, in order; the rest were not found and are recorded as
-/// missing in the game's log.
+/// before it were handled already and are decided again, in order (see the module comment);
+/// those published after it are decided now, in order; the rest were not found and, once the
+/// gap is no longer recent, are recorded as missing in the game's log.
 async fn close_gap(
     stream: &Stream,
     store: &Store,
@@ -398,7 +579,8 @@ async fn close_gap(
     observation: &Observation,
     known: u64,
     stream_seq: u64,
-) -> Result<(), String> {
+    stored_unix_ms: Option<i64>,
+) -> Result<(), GapOpen> {
     let board = &observation.board_id;
     if stream_seq == 0 {
         tracing::warn!(%board, before = observation.device_seq, "gap in the board's observations: cannot look for them (no stream sequence)");
@@ -407,7 +589,7 @@ async fn close_gap(
     let gap = Gap {
         messages: BoardMessages {
             stream,
-            subject: observation_subject(board),
+            subject: board_observations(board),
         },
         wanted: known + 1..observation.device_seq,
         observation,
@@ -433,19 +615,31 @@ async fn close_gap(
             .search(gap.messages.start_after(known, 1, stream_seq).await?)
             .await?;
     }
+    let missing = found.unaccounted(&gap.wanted);
+    let patience_ms = i64::try_from(GAP_PATIENCE.as_millis()).unwrap_or(i64::MAX);
+    let recent = stored_unix_ms
+        .is_some_and(|at| boardcast_kit::now_unix_ms().saturating_sub(at) < patience_ms);
+    if missing > 0 && found.complete && recent {
+        return Err(GapOpen::Waiting { missing });
+    }
     if !found.passed_over.is_empty() {
-        tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations passed over by another instance (or before a restart)");
+        tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations handled before (by another instance, before a restart, or before the game was set up): deciding them again in order");
     }
     // In device_seq order: a late observation is decided before the gap after it is recorded;
     // the holes between the ones accounted for are missing.
-    let mut accounted: BTreeMap<u64, Option<Observation>> = found
+    let mut accounted: BTreeMap<u64, (Option<Observation>, bool)> = found
         .passed_over
         .into_iter()
-        .map(|seq| (seq, None))
+        .map(|(seq, o)| (seq, (o, false)))
         .collect();
-    accounted.extend(found.later.into_iter().map(|(seq, o)| (seq, Some(o))));
+    accounted.extend(
+        found
+            .later
+            .into_iter()
+            .map(|(seq, o)| (seq, (Some(o), true))),
+    );
     let mut first_unaccounted = gap.wanted.start;
-    for (device_seq, earlier) in accounted {
+    for (device_seq, (earlier, published_after)) in accounted {
         if device_seq > first_unaccounted {
             record_missing(
                 store,
@@ -456,7 +650,9 @@ async fn close_gap(
             .await?;
         }
         if let Some(earlier) = earlier {
-            tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
+            if published_after {
+                tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
+            }
             decide(store, &earlier).await.map_err(|e| e.to_string())?;
         }
         first_unaccounted = device_seq + 1;
@@ -483,8 +679,8 @@ struct Gap<'a> {
 
 /// What a search of the stream found of a gap's observations.
 struct Found {
-    /// In the stream before the observation: handled already.
-    passed_over: BTreeSet<u64>,
+    /// In the stream before the observation: handled already (decoded, when they can be).
+    passed_over: BTreeMap<u64, Option<Observation>>,
     /// In the stream after it: to be decided before it.
     later: BTreeMap<u64, Observation>,
     /// Every earlier message of the board from the start point was read.
@@ -503,7 +699,7 @@ impl Gap<'_> {
     async fn search(&self, mut next: u64) -> Result<Found, String> {
         let board = &self.observation.board_id;
         let mut found = Found {
-            passed_over: BTreeSet::new(),
+            passed_over: BTreeMap::new(),
             later: BTreeMap::new(),
             complete: true,
         };
@@ -523,7 +719,7 @@ impl Gap<'_> {
                 } else if let Some(read) = read
                     && self.wanted.contains(&read.device_seq)
                 {
-                    found.passed_over.insert(read.device_seq);
+                    found.passed_over.insert(read.device_seq, Some(read));
                 }
             } else if seq > self.stream_seq {
                 read_after += 1;
@@ -532,7 +728,7 @@ impl Gap<'_> {
                 }
                 if let Some(read) = read
                     && self.wanted.contains(&read.device_seq)
-                    && !found.passed_over.contains(&read.device_seq)
+                    && !found.passed_over.contains_key(&read.device_seq)
                 {
                     found.later.insert(read.device_seq, read);
                 }

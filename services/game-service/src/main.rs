@@ -84,6 +84,17 @@ struct Args {
     /// and those in the trusted-keys file when it exists (earlier keys after a rotation).
     #[command(flatten)]
     trust: boardcast_kit::signing::TrustArgs,
+    /// How many partitions of observations to decide concurrently: the number in the NATS
+    /// server's subject mapping (`mappings` in its configuration; 16 in the configurations
+    /// boardcast writes). A partition found in the stream beyond it is consumed as well.
+    #[arg(long, env = "BOARDCAST_PARTITIONS", default_value_t = boardcast_kit::nats::DEFAULT_PARTITIONS,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(boardcast_kit::nats::MAX_PARTITIONS)))]
+    partitions: u32,
+    /// Seconds an observation handed to an instance may stay unacknowledged before JetStream
+    /// gives it to another instance (a stalled or lost instance holds up its partition that long).
+    #[arg(long, env = "BOARDCAST_ACK_WAIT", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    ack_wait: u64,
 }
 
 /// How long open event streams may keep the service from stopping after Ctrl-C or SIGTERM.
@@ -206,7 +217,14 @@ async fn main() -> anyhow::Result<()> {
         .set_serving::<GameServiceServer<grpc::GameApi>>()
         .await;
 
-    let ingest = tokio::spawn(ingest::run(js.clone(), store.clone()));
+    let ingest = tokio::spawn(ingest::run(
+        js.clone(),
+        store.clone(),
+        ingest::IngestSettings {
+            partitions: args.partitions,
+            ack_wait: Duration::from_secs(args.ack_wait),
+        },
+    ));
     // Other instances may append too: follow the log so reads here are at most this far behind.
     let follow = {
         let store = store.clone();

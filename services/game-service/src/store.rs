@@ -330,8 +330,11 @@ impl Store {
 
     /// Runs `decide` on the game live on `board_id` and appends what it returns, on the current
     /// state of the log: a decision that produced nothing (or found no game) is made again after
-    /// catching up if the log had moved on, and an append that conflicts is decided again after
-    /// catching up. `decide` may therefore run more than once.
+    /// catching up if the log had moved on since the state it was made on, and an append that
+    /// conflicts is decided again after catching up. `decide` may therefore run more than once.
+    ///
+    /// Decisions on different boards run concurrently: only the append takes the writer's turn,
+    /// and it first checks that the game still ends where the decision continues it.
     pub async fn decide_on_board<T>(
         &self,
         board_id: &str,
@@ -339,13 +342,12 @@ impl Store {
         decide: impl Fn(&Game) -> T,
         events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
-        let _turn = self.turn().await;
         let mut caught_up = false;
         for _ in 0..MAX_ATTEMPTS {
-            // Decided on what is folded (only this turn's holder changes it).
-            let decided = {
+            // Decided on what is folded, and where the log stood for it.
+            let (decided, decided_on_seq) = {
                 let games = self.read();
-                games
+                let decided = games
                     .live_on_board
                     .get(board_id)
                     .and_then(|id| games.by_id.get(id))
@@ -363,22 +365,34 @@ impl Store {
                             )
                         });
                         (game_id, decision, records)
-                    })
+                    });
+                (decided, games.folded_seq)
             };
             let Some((game_id, decision, records)) = decided else {
-                if caught_up || !self.fold_news().await.map_err(|e| failed(board_id, e))? {
+                if caught_up
+                    || !self
+                        .fold_news_after(decided_on_seq)
+                        .await
+                        .map_err(|e| failed(board_id, e))?
+                {
                     return Ok(None);
                 }
                 caught_up = true;
                 continue;
             };
             let Some(records) = records else {
-                if !caught_up && self.fold_news().await.map_err(|e| failed(&game_id, e))? {
+                if !caught_up
+                    && self
+                        .fold_news_after(decided_on_seq)
+                        .await
+                        .map_err(|e| failed(&game_id, e))?
+                {
                     caught_up = true;
                     continue;
                 }
                 return Ok(Some(decision));
             };
+            let _turn = self.turn().await;
             if self.append(&game_id, records).await? {
                 return Ok(Some(decision));
             }
@@ -530,6 +544,14 @@ impl Store {
         game_id: &str,
         records: Vec<GameEventRecord>,
     ) -> Result<bool, AppendError> {
+        // Decided outside the turn (see `decide_on_board`): still valid only if the game has not
+        // changed since, here or elsewhere (then the publish below conflicts).
+        if let Some(first) = records.first() {
+            let event = Game::open_record(first).map_err(|e| failed(game_id, e))?;
+            if !self.continues(game_id, &first.prev_hash, event.game_seq) {
+                return Ok(false);
+            }
+        }
         let mut pending = records.into_iter().peekable();
         let mut conflicts = 0;
         // The records stored so far, folded together so that a reader sees a decision whole.
@@ -564,14 +586,7 @@ impl Store {
                     expected_last = self.read().folded_seq;
                     // The rest of the records are still valid if the game's chain still ends
                     // where they continue it (only other games were written meanwhile).
-                    let head_unchanged = match self.read().by_id.get(game_id) {
-                        Some(entry) => {
-                            entry.game.chain_head().as_slice() == expected_prev.as_slice()
-                                && entry.game.last_game_seq() + 1 == event.game_seq
-                        }
-                        None => event.game_seq == 1,
-                    };
-                    if !head_unchanged {
+                    if !self.continues(game_id, &expected_prev, event.game_seq) {
                         return Ok(false);
                     }
                 }
@@ -583,6 +598,17 @@ impl Store {
         }
         self.fold_stored(&mut stored);
         Ok(true)
+    }
+
+    /// Whether a record with `prev_hash` and `game_seq` continues game `game_id` as folded.
+    fn continues(&self, game_id: &str, prev_hash: &[u8], game_seq: u64) -> bool {
+        match self.read().by_id.get(game_id) {
+            Some(entry) => {
+                entry.game.chain_head().as_slice() == prev_hash
+                    && entry.game.last_game_seq().checked_add(1) == Some(game_seq)
+            }
+            None => game_seq == 1,
+        }
     }
 
     /// Folds the records an append stored, under one write lock.
@@ -625,6 +651,20 @@ impl Store {
             // observation; the next attempt catches up first and so sees it if it was stored.
             Err(e) => Err(failed(game_id, e)),
         }
+    }
+
+    /// Whether the log holds anything after `seq`; if so, catches up (in the writer's turn).
+    /// Taken outside the turn, so that decisions that produce nothing do not wait for appends.
+    async fn fold_news_after(&self, seq: u64) -> Result<bool, ReadError> {
+        let news = next_message(&self.stream, seq + 1, GAMES_SUBJECTS)
+            .await
+            .map_err(|e| ReadError::Log(e.to_string()))?
+            .is_some();
+        if news {
+            let _turn = self.turn().await;
+            self.catch_up().await?;
+        }
+        Ok(news)
     }
 
     /// Folds the records after `folded_seq`, if there are any; says whether there were. Most

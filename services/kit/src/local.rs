@@ -151,8 +151,29 @@ pub struct LocalNats {
 impl LocalNats {
     /// Starts nats-server with JetStream on `port` (0 = a free one), keeping its data under
     /// `store_dir`, and waits until it reports healthy. Anyone may connect and do anything.
+    /// Boards are spread over [`crate::nats::DEFAULT_PARTITIONS`] partitions.
     pub fn start(store_dir: &Path, port: u16, log: Stdio) -> anyhow::Result<LocalNats> {
-        Self::start_with_config(store_dir, port, log, None)
+        Self::start_partitioned(store_dir, port, log, crate::nats::DEFAULT_PARTITIONS)
+    }
+
+    /// [`LocalNats::start`] with `partitions` partitions (0: none, observations are stored as
+    /// boards publish them). The mapping goes in `partitions.conf` beside `store_dir`.
+    pub fn start_partitioned(
+        store_dir: &Path,
+        port: u16,
+        log: Stdio,
+        partitions: u32,
+    ) -> anyhow::Result<LocalNats> {
+        if partitions == 0 {
+            return Self::start_with_config(store_dir, port, log, None);
+        }
+        let config = store_dir.with_file_name("partitions.conf");
+        if let Some(dir) = config.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::write(&config, crate::nats::partition_mapping(partitions))
+            .with_context(|| format!("writing {}", config.display()))?;
+        Self::start_with_config(store_dir, port, log, Some(&config))
     }
 
     /// [`LocalNats::start`] with a configuration file, typically the users and permissions

@@ -1,8 +1,12 @@
 //! NATS subjects, JetStream streams and connection set-up.
 //!
 //! Streams:
-//! - `BOARDCAST_INGEST` — device observations on `boardcast.board.<board_id>.obs`, deduplicated
-//!   by `Nats-Msg-Id` = `<board_id>:<device_seq>`.
+//! - `BOARDCAST_INGEST` — device observations, deduplicated by `Nats-Msg-Id` =
+//!   `<board_id>:<device_seq>`. Boards publish on `boardcast.board.<board_id>.obs`; the NATS
+//!   server's subject mapping ([`partition_mapping`]) stores each on
+//!   `boardcast.board.<board_id>.obs.<partition>`, so that the game service decides partitions
+//!   concurrently while each board stays in one of them. Without the mapping they are stored as
+//!   published and decided as one partition.
 //! - `BOARDCAST_GAMES` — game event records on `boardcast.game.<game_id>.events`, one subject per
 //!   game so a game's log is read in order on its own.
 //! - `BOARDCAST_DEADLETTER` — observations that could not be used, on
@@ -21,7 +25,14 @@ pub const ASSIGNMENTS_STREAM: &str = "BOARDCAST_ASSIGNMENTS";
 /// The broadcast delays set by operators and chief arbiters, and who set them when.
 pub const DELAYS_STREAM: &str = "BOARDCAST_DELAYS";
 
+/// Observations as boards publish them (and as stored when the server has no partition mapping).
 pub const INGEST_SUBJECTS: &str = "boardcast.board.*.obs";
+/// Observations as stored by a server with the partition mapping.
+pub const PARTITIONED_INGEST_SUBJECTS: &str = "boardcast.board.*.obs.*";
+/// How many partitions the configurations written here use unless told otherwise.
+pub const DEFAULT_PARTITIONS: u32 = 16;
+/// The most partitions the game service's NATS permissions cover.
+pub const MAX_PARTITIONS: u32 = 64;
 pub const GAMES_SUBJECTS: &str = "boardcast.game.*.events";
 pub const DEADLETTER_SUBJECTS: &str = "boardcast.deadletter.>";
 pub const ASSIGNMENTS_SUBJECTS: &str = "boardcast.assignments.*";
@@ -32,6 +43,49 @@ pub const REASON_HEADER: &str = "Boardcast-Reason";
 
 pub fn observation_subject(board_id: &str) -> String {
     format!("boardcast.board.{board_id}.obs")
+}
+
+/// Every stored observation of a board, partitioned or not.
+pub fn board_observations(board_id: &str) -> String {
+    format!("boardcast.board.{board_id}.>")
+}
+
+/// The stored observations of one partition.
+pub fn partition_subjects(partition: u32) -> String {
+    format!("boardcast.board.*.obs.{partition}")
+}
+
+/// The board of a stored observation's subject (partitioned or not).
+pub fn board_of_subject(subject: &str) -> Option<&str> {
+    let mut tokens = subject.strip_prefix("boardcast.board.")?.split('.');
+    let board = tokens.next()?;
+    (tokens.next() == Some("obs")).then_some(board)
+}
+
+/// The partition a stored observation's subject names; `None` when it was stored unpartitioned.
+pub fn partition_of_subject(subject: &str) -> Option<u32> {
+    let rest = subject.strip_prefix("boardcast.board.")?;
+    let (_, partition) = rest.split_once(".obs.")?;
+    partition.parse().ok()
+}
+
+/// The partition nats-server's `{{partition(n,1)}}` gives a board: FNV-1a (32 bits) of the board
+/// id, modulo `partitions`. For tools and tests; the server decides.
+pub fn partition_of_board(board_id: &str, partitions: u32) -> u32 {
+    let hash = board_id.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    });
+    hash % partitions.max(1)
+}
+
+/// The nats-server configuration that spreads boards over `partitions` partitions (in the
+/// server's configuration at top level for the global account, or inside an account).
+pub fn partition_mapping(partitions: u32) -> String {
+    format!(
+        "# Boards spread over {partitions} partitions: the game service decides partitions\n\
+         # concurrently, a board's observations in order (see deploy/README.md, Partitions).\n\
+         mappings {{\n  \"boardcast.board.*.obs\": \"boardcast.board.{{{{wildcard(1)}}}}.obs.{{{{partition({partitions},1)}}}}\"\n}}\n"
+    )
 }
 
 pub fn observation_message_id(board_id: &str, device_seq: u64) -> String {
@@ -286,17 +340,31 @@ pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow:
             "Broadcast delays set by operators and chief arbiters",
         ),
     ] {
-        js.get_or_create_stream(stream::Config {
-            name: name.to_owned(),
-            subjects: vec![subjects.to_owned()],
-            description: Some(description.to_owned()),
-            storage: stream::StorageType::File,
-            num_replicas: replicas,
-            duplicate_window: Duration::from_secs(120),
-            ..Default::default()
-        })
-        .await
-        .with_context(|| format!("creating JetStream stream {name}"))?;
+        let subjects = if name == INGEST_STREAM {
+            vec![subjects.to_owned(), PARTITIONED_INGEST_SUBJECTS.to_owned()]
+        } else {
+            vec![subjects.to_owned()]
+        };
+        let stream = js
+            .get_or_create_stream(stream::Config {
+                name: name.to_owned(),
+                subjects: subjects.clone(),
+                description: Some(description.to_owned()),
+                storage: stream::StorageType::File,
+                num_replicas: replicas,
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            })
+            .await
+            .with_context(|| format!("creating JetStream stream {name}"))?;
+        // A stream created by an earlier version lacks the partitioned subjects.
+        let mut config = stream.cached_info().config.clone();
+        if config.subjects != subjects {
+            config.subjects = subjects;
+            js.update_stream(config)
+                .await
+                .with_context(|| format!("adding the partitioned subjects to {name}"))?;
+        }
     }
     Ok(())
 }
@@ -390,7 +458,7 @@ pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::
         .await
         .context("opening the observation stream")?;
     match stream
-        .get_last_raw_message_by_subject(&observation_subject(board_id))
+        .get_last_raw_message_by_subject(&board_observations(board_id))
         .await
     {
         Ok(message) => {
@@ -423,6 +491,17 @@ mod tests {
         assert!(parse_servers("nats://a:x@h:1,nats://b:y@h:2").is_err());
         assert!(parse_servers(" , ").is_err());
         Ok(())
+    }
+
+    #[test]
+    fn stored_observation_subjects_name_their_board_and_partition() {
+        assert_eq!(board_of_subject("boardcast.board.b1.obs"), Some("b1"));
+        assert_eq!(board_of_subject("boardcast.board.b1.obs.7"), Some("b1"));
+        assert_eq!(board_of_subject("boardcast.game.g.events"), None);
+        assert_eq!(partition_of_subject("boardcast.board.b1.obs.7"), Some(7));
+        assert_eq!(partition_of_subject("boardcast.board.b1.obs"), None);
+        assert!(partition_mapping(16).contains("{{partition(16,1)}}"));
+        assert!(partition_mapping(16).contains("boardcast.board.{{wildcard(1)}}.obs."));
     }
 
     #[test]

@@ -48,15 +48,25 @@ use serde::{Deserialize, Serialize};
 use crate::nats::{
     ASSIGNMENTS_STREAM, ASSIGNMENTS_SUBJECTS, DEADLETTER_STREAM, DEADLETTER_SUBJECTS,
     DELAYS_STREAM, DELAYS_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, INGEST_SUBJECTS,
-    observation_subject,
+    MAX_PARTITIONS, PARTITIONED_INGEST_SUBJECTS, observation_subject,
 };
 
 /// The nats-server configuration with the users, in the credentials directory.
 pub const AUTH_CONFIG_FILE: &str = "nats-auth.conf";
 /// The users' plain-text passwords, in the credentials directory.
 pub const CREDENTIALS_FILE: &str = "credentials.json";
-/// The durable pull consumer through which the game service reads observations.
+/// The durable pull consumer through which an earlier version of the game service read every
+/// observation; now only read, for where the partitions' consumers start.
 pub const GAME_SERVICE_CONSUMER: &str = "game-service";
+
+/// The game service's durable consumer of one partition of the observations (`None`: those
+/// stored unpartitioned, by a server without the partition mapping).
+pub fn ingest_consumer(partition: Option<u32>) -> String {
+    match partition {
+        Some(p) => format!("{GAME_SERVICE_CONSUMER}-p{p}"),
+        None => format!("{GAME_SERVICE_CONSUMER}-unpartitioned"),
+    }
+}
 
 /// Length of a generated password: 32 of 62 letters and digits, about 190 bits; letters and
 /// digits only, so a password needs no escaping in a URL or in the server's configuration.
@@ -339,8 +349,9 @@ impl NatsAccess {
              # in {CREDENTIALS_FILE} next to this file; here they are bcrypt hashes.\n\
              # Run alone (nats-server -c {AUTH_CONFIG_FILE} -js -sd DIR) or include it from the\n\
              # server's configuration (include \"{AUTH_CONFIG_FILE}\", a path relative to that file).\n\
-             authorization {{\n  users = [\n{}  ]\n}}\n",
-            entries.concat()
+             authorization {{\n  users = [\n{}  ]\n}}\n\n{}",
+            entries.concat(),
+            crate::nats::partition_mapping(crate::nats::DEFAULT_PARTITIONS)
         );
         let credentials = serde_json::to_string_pretty(&CredentialsFile {
             version: 1,
@@ -492,18 +503,22 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 allow.push(api(&format!("STREAM.CREATE.{s}")));
                 allow.extend(read_stream(s));
             }
-            // Observations: its own durable consumer only, so it cannot take over another
-            // consumer's position.
+            // Observations: its own durable consumers only (one per partition), so it cannot
+            // take over another consumer's position; the earlier version's is only read.
             let i = INGEST_STREAM;
-            allow.extend([
-                api(&format!("CONSUMER.CREATE.{i}.{durable}")),
-                api(&format!("CONSUMER.CREATE.{i}.{durable}.>")),
-                api(&format!("CONSUMER.DURABLE.CREATE.{i}.{durable}")),
-                api(&format!("CONSUMER.INFO.{i}.{durable}")),
-                api(&format!("CONSUMER.MSG.NEXT.{i}.{durable}")),
-                format!("$JS.ACK.{i}.{durable}.>"),
-                format!("$JS.ACK.*.*.{i}.{durable}.>"),
-            ]);
+            allow.push(api(&format!("CONSUMER.INFO.{i}.{durable}")));
+            let partitions = std::iter::once(None).chain((0..MAX_PARTITIONS).map(Some));
+            for consumer in partitions.map(ingest_consumer) {
+                allow.extend([
+                    api(&format!("CONSUMER.CREATE.{i}.{consumer}")),
+                    api(&format!("CONSUMER.CREATE.{i}.{consumer}.>")),
+                    api(&format!("CONSUMER.DURABLE.CREATE.{i}.{consumer}")),
+                    api(&format!("CONSUMER.INFO.{i}.{consumer}")),
+                    api(&format!("CONSUMER.MSG.NEXT.{i}.{consumer}")),
+                    format!("$JS.ACK.{i}.{consumer}.>"),
+                    format!("$JS.ACK.*.*.{i}.{consumer}.>"),
+                ]);
+            }
             // The game logs: ordered consumers for catching up and for the gRPC log streams.
             // (The assignments are read by message gets.)
             allow.extend(follow_stream(GAMES_STREAM));
@@ -549,12 +564,16 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                     for board in boards {
                         let subject = observation_subject(board);
                         allow.push(api(&format!("DIRECT.GET.{i}.{subject}")));
+                        // The server checks a publish again on the subject its partition
+                        // mapping gives it.
+                        allow.push(format!("{subject}.*"));
                         allow.push(subject);
                     }
                 }
                 _ => {
                     allow.push(api(&format!("DIRECT.GET.{i}.>")));
                     allow.push(INGEST_SUBJECTS.to_owned());
+                    allow.push(PARTITIONED_INGEST_SUBJECTS.to_owned());
                 }
             }
             deny.extend(

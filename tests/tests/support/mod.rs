@@ -120,20 +120,13 @@ pub async fn drained(js: &jetstream::Context) -> anyhow::Result<()> {
 pub async fn drained_within(js: &jetstream::Context, limit: Duration) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
-        let stream = js.get_stream("BOARDCAST_INGEST").await?;
-        let mut consumer: jetstream::consumer::PullConsumer = stream
-            .get_consumer("game-service")
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let info = consumer.info().await?;
-        if info.num_pending == 0 && info.num_ack_pending == 0 {
+        let undecided = boardcast_testkit::undecided_observations(js).await?;
+        if undecided == Some((0, 0)) {
             return Ok(());
         }
         anyhow::ensure!(
             tokio::time::Instant::now() < deadline,
-            "observations still pending: {} + {} in flight",
-            info.num_pending,
-            info.num_ack_pending
+            "observations still undecided (waiting, in flight): {undecided:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -300,7 +293,11 @@ async fn clean_run() -> anyhow::Result<Baseline> {
     let mut observations = Vec::new();
     while let Some(message) = messages.next().await {
         let message = message?;
-        observations.push((message.subject.to_string(), message.payload.to_vec()));
+        // As the board published it (the server stored it in the board's partition).
+        let subject = boardcast_kit::nats::board_of_subject(&message.subject)
+            .map(boardcast_kit::nats::observation_subject)
+            .unwrap_or_else(|| message.subject.to_string());
+        observations.push((subject, message.payload.to_vec()));
     }
     Ok(Baseline {
         states,
