@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 use crate::nats::{
     ASSIGNMENTS_STREAM, ASSIGNMENTS_SUBJECTS, DEADLETTER_STREAM, DEADLETTER_SUBJECTS,
     DELAYS_STREAM, DELAYS_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, INGEST_SUBJECTS,
-    MAX_PARTITIONS, PARTITIONED_INGEST_SUBJECTS, observation_subject,
+    PARTITIONED_INGEST_SUBJECTS, observation_subject,
 };
 
 /// The nats-server configuration with the users, in the credentials directory.
@@ -485,7 +485,6 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
     let publish_allow: Vec<String> = match role {
         Role::Admin => return None,
         Role::GameService => {
-            let durable = GAME_SERVICE_CONSUMER;
             let mut allow = vec![
                 GAMES_SUBJECTS.to_owned(),
                 DEADLETTER_SUBJECTS.to_owned(),
@@ -503,22 +502,19 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 allow.push(api(&format!("STREAM.CREATE.{s}")));
                 allow.extend(read_stream(s));
             }
-            // Observations: its own durable consumers only (one per partition), so it cannot
-            // take over another consumer's position; the earlier version's is only read.
+            // Observations: its durable consumers, one per partition (named by
+            // `ingest_consumer`; it is the only durable consumer of that stream), and the
+            // earlier version's single one, only read.
             let i = INGEST_STREAM;
-            allow.push(api(&format!("CONSUMER.INFO.{i}.{durable}")));
-            let partitions = std::iter::once(None).chain((0..MAX_PARTITIONS).map(Some));
-            for consumer in partitions.map(ingest_consumer) {
-                allow.extend([
-                    api(&format!("CONSUMER.CREATE.{i}.{consumer}")),
-                    api(&format!("CONSUMER.CREATE.{i}.{consumer}.>")),
-                    api(&format!("CONSUMER.DURABLE.CREATE.{i}.{consumer}")),
-                    api(&format!("CONSUMER.INFO.{i}.{consumer}")),
-                    api(&format!("CONSUMER.MSG.NEXT.{i}.{consumer}")),
-                    format!("$JS.ACK.{i}.{consumer}.>"),
-                    format!("$JS.ACK.*.*.{i}.{consumer}.>"),
-                ]);
-            }
+            allow.extend([
+                api(&format!("CONSUMER.CREATE.{i}.*")),
+                api(&format!("CONSUMER.CREATE.{i}.*.>")),
+                api(&format!("CONSUMER.DURABLE.CREATE.{i}.*")),
+                api(&format!("CONSUMER.INFO.{i}.*")),
+                api(&format!("CONSUMER.MSG.NEXT.{i}.*")),
+                format!("$JS.ACK.{i}.>"),
+                format!("$JS.ACK.*.*.{i}.>"),
+            ]);
             // The game logs: ordered consumers for catching up and for the gRPC log streams.
             // (The assignments are read by message gets.)
             allow.extend(follow_stream(GAMES_STREAM));
@@ -789,10 +785,15 @@ mod tests {
             p.publish_allow
                 .contains(&"boardcast.board.a2.obs".to_owned())
         );
-        assert!(
-            !p.publish_allow
-                .iter()
-                .any(|s| s.contains('*') || s.ends_with('>'))
+        // Wildcards only for the partition the server's mapping gives each of its boards.
+        let wildcards: Vec<&String> = p
+            .publish_allow
+            .iter()
+            .filter(|s| s.contains('*') || s.ends_with('>'))
+            .collect();
+        assert_eq!(
+            wildcards,
+            ["boardcast.board.a1.obs.*", "boardcast.board.a2.obs.*"]
         );
         assert!(p.publish_deny.contains(&"boardcast.game.>".to_owned()));
         assert!(permissions(&Role::Admin, &[]).is_none());
