@@ -32,11 +32,17 @@ pub struct TestNats {
 
 impl TestNats {
     pub fn start() -> anyhow::Result<TestNats> {
+        Self::start_partitioned(boardcast_kit::nats::DEFAULT_PARTITIONS)
+    }
+
+    /// A server whose mapping spreads boards over `partitions` partitions (0: no mapping).
+    pub fn start_partitioned(partitions: u32) -> anyhow::Result<TestNats> {
         let dir = tempfile::Builder::new()
             .prefix("boardcast-nats-")
             .tempdir()
             .context("creating a store directory for NATS")?;
-        let server = LocalNats::start(&dir.path().join("store"), 0, Stdio::null())?;
+        let server =
+            LocalNats::start_partitioned(&dir.path().join("store"), 0, Stdio::null(), partitions)?;
         Ok(TestNats { server, dir })
     }
 

@@ -5,7 +5,10 @@
 //! `cargo build --release --bins && cargo test -p boardcast-testkit --release --test
 //! game_log_bench -- --ignored --nocapture` (`BENCH_GAMES` sets the number of games and
 //! `BENCH_BOARDS` the number of boards, 1000 each by default; `BENCH_TICKS` clock readings after
-//! each press).
+//! each press; `BENCH_PARTITIONS` the partitions of the NATS server's mapping, 16 by default, 0
+//! for none; `BENCH_INSTANCES` the game service instances, 1 by default). `live_hall_latency`
+//! plays a hall live: `BENCH_MOVE_SECONDS` between moves (8, blitz; 60, classical) with every
+//! clock reporting each second, for `BENCH_SECONDS` (60).
 
 mod support;
 
@@ -105,12 +108,14 @@ async fn restart_time_with_and_without_snapshot() -> anyhow::Result<()> {
     let measure = |label: &str| -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&log);
         let started = Instant::now();
-        let mut service = GameService::start_with(&nats.url(), options.clone())?;
+        let service = GameService::start_with(&nats.url(), options.clone())?;
         let ready = started.elapsed();
+        let memory = peak_memory(std::slice::from_ref(&service));
+        let mut service = service;
         service.process.stop(Duration::from_secs(30))?;
         let text = std::fs::read_to_string(&log)?;
         eprintln!(
-            "{label}: serving after {ready:?}; games rebuilt in {} ms",
+            "{label}: serving after {ready:?}; games rebuilt in {} ms; peak resident memory {memory}",
             rebuilt_ms(&text).map_or("?".into(), |ms| ms.to_string())
         );
         Ok(())
@@ -134,9 +139,11 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     use boardcast_schema::game::v1::{CreateGameRequest, GetGameRequest};
     let boards = setting("BENCH_BOARDS", 1000)?;
     let ticks = setting("BENCH_TICKS", 0)?;
+    let partitions = u32::try_from(setting("BENCH_PARTITIONS", 16)?)?;
+    let instances = setting("BENCH_INSTANCES", 1)?.max(1);
     let base = baseline().await?;
     let by_board = with_clock_ticks(&base.observations, ticks)?;
-    let nats = TestNats::start()?;
+    let nats = TestNats::start_partitioned(partitions)?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let service = GameService::start(&nats.url())?;
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
@@ -191,13 +198,18 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     }
 
     let started = Instant::now();
-    let service = GameService::start(&nats.url())?;
+    let services = (0..instances)
+        .map(|_| GameService::start(&nats.url()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     drained_within(&js, Duration::from_secs(3600)).await?;
     let elapsed = started.elapsed();
     eprintln!(
-        "{boards} boards, {ticks} ticks after each press, {total} observations decided in {elapsed:?}: {:.0} per second",
-        total as f64 / elapsed.as_secs_f64()
+        "{boards} boards, {ticks} ticks after each press, {partitions} partitions, {instances} instance(s): \
+         {total} observations decided in {elapsed:?}: {:.0} per second; peak resident memory {}",
+        total as f64 / elapsed.as_secs_f64(),
+        peak_memory(&services)
     );
+    let service = &services[0];
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let mut moves = 0;
     for game_id in game_ids {
@@ -211,6 +223,214 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         .map(|i| base.states[i % base.states.len()].moves.len())
         .sum();
     assert_eq!(moves, expected, "every game has its moves");
+    Ok(())
+}
+
+/// Each service's peak resident memory, as the kernel counts it (`VmHWM`).
+fn peak_memory(services: &[GameService]) -> String {
+    services
+        .iter()
+        .map(|s| {
+            s.process
+                .pid()
+                .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+                .and_then(|status| {
+                    status
+                        .lines()
+                        .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_owned()))
+                })
+                .unwrap_or_else(|| "?".into())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// CPU seconds a service has used so far (user and system, from `/proc/<pid>/stat`).
+fn cpu_seconds(service: &GameService) -> Option<f64> {
+    let pid = service.process.pid()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which is in parentheses and may hold spaces).
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
+/// The stored time of every message of `stream` (by stream sequence), with its subject and
+/// payload, read with an ordered consumer.
+async fn read_stream(
+    js: &jetstream::Context,
+    name: &str,
+) -> anyhow::Result<Vec<(i128, String, Vec<u8>)>> {
+    use futures::StreamExt as _;
+    let stream = js.get_stream(name).await?;
+    let total = stream.get_info().await?.state.messages;
+    let consumer = stream
+        .create_consumer(jetstream::consumer::pull::OrderedConfig::default())
+        .await?;
+    let mut messages = consumer.messages().await?.take(total as usize);
+    let mut read = Vec::new();
+    while let Some(message) = messages.next().await {
+        let message = message?;
+        let info = message.info().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let at = info.published.unix_timestamp_nanos();
+        read.push((at, message.subject.to_string(), message.payload.to_vec()));
+    }
+    Ok(read)
+}
+
+/// Latency in a live hall: `BENCH_BOARDS` boards (1000) each playing one of the reference games,
+/// a move every `BENCH_MOVE_SECONDS` (8 for blitz, 60 for classical) with the clock reporting
+/// every second in between, for `BENCH_SECONDS` (60). Reports how long each observation that
+/// produced events took from its arrival in NATS to its first record in the game log (both
+/// stamped by the NATS server), the observations per second, and the game service's CPU and peak
+/// resident memory.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: run explicitly"]
+async fn live_hall_latency() -> anyhow::Result<()> {
+    use boardcast_game::events::{CreateGameRequest, game_event::Kind};
+    let boards = setting("BENCH_BOARDS", 1000)?;
+    let move_seconds = setting("BENCH_MOVE_SECONDS", 8)?.max(1);
+    let seconds = setting("BENCH_SECONDS", 60)?;
+    let partitions = u32::try_from(setting("BENCH_PARTITIONS", 16)?)?;
+    let instances = setting("BENCH_INSTANCES", 1)?.max(1);
+    let base = baseline().await?;
+    let by_board = with_clock_ticks(&base.observations, move_seconds - 1)?;
+    let nats = TestNats::start_partitioned(partitions)?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let services = (0..instances)
+        .map(|_| GameService::start(&nats.url()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut client = boardcast_testkit::admin_client(&services[0].url()).await?;
+    let mut plans = Vec::new();
+    for i in 0..boards {
+        let mut info = base.infos[i % base.infos.len()].clone();
+        let original_board = info.board_id.clone();
+        info.board_id = format!("live-{i}");
+        info.board_number = u32::try_from(i + 1)?;
+        client
+            .create_game(CreateGameRequest {
+                game: Some(info.clone()),
+                request_id: boardcast_kit::client::new_request_id(),
+                ..Default::default()
+            })
+            .await?;
+        let mut segments = Vec::new();
+        for segment in &by_board[&original_board] {
+            let mut renamed = Vec::new();
+            for (_, payload) in segment {
+                let mut observation = Observation::decode(payload.as_slice())?;
+                observation.board_id = info.board_id.clone();
+                renamed.push(observation);
+            }
+            segments.push(renamed);
+        }
+        plans.push(segments);
+    }
+    let cpu_before: Vec<Option<f64>> = services.iter().map(cpu_seconds).collect();
+
+    // Each board on its own: a move's observations a tenth of a second apart, then the clock
+    // every second until the next move; boards start spread over the first move's time.
+    let started = tokio::time::Instant::now();
+    let end = started + Duration::from_secs(u64::try_from(seconds)?);
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, segments) in plans.into_iter().enumerate() {
+        let js = js.clone();
+        let offset = Duration::from_millis(
+            u64::try_from(i)? * 1000 * u64::try_from(move_seconds)? / u64::try_from(boards)?,
+        );
+        let ticks = move_seconds - 1;
+        tasks.spawn(async move {
+            let mut at = started + offset;
+            let mut published = 0usize;
+            for segment in segments {
+                let moving = segment.len().saturating_sub(ticks);
+                for (k, mut observation) in segment.into_iter().enumerate() {
+                    at += if k < moving {
+                        Duration::from_millis(100)
+                    } else {
+                        Duration::from_secs(1)
+                    };
+                    if at > end {
+                        return anyhow::Ok(published);
+                    }
+                    tokio::time::sleep_until(at).await;
+                    let now = boardcast_kit::now_unix_ms();
+                    observation.device_time_unix_ms = now;
+                    observation.receive_time_unix_ms = now;
+                    js.publish(
+                        boardcast_kit::nats::observation_subject(&observation.board_id),
+                        observation.encode_to_vec().into(),
+                    )
+                    .await?
+                    .await?;
+                    published += 1;
+                }
+            }
+            anyhow::Ok(published)
+        });
+    }
+    let mut published = 0;
+    while let Some(done) = tasks.join_next().await {
+        published += done??;
+    }
+    let publishing = started.elapsed();
+    drained_within(&js, Duration::from_secs(600)).await?;
+    let behind = started.elapsed().saturating_sub(publishing);
+    let cpu: Vec<String> = services
+        .iter()
+        .zip(cpu_before)
+        .map(|(s, before)| match (cpu_seconds(s), before) {
+            (Some(after), Some(before)) => format!(
+                "{:.0}%",
+                100.0 * (after - before) / started.elapsed().as_secs_f64()
+            ),
+            _ => "?".into(),
+        })
+        .collect();
+
+    // Arrival of each observation, and the first record of the game log that names it.
+    let mut arrived = std::collections::HashMap::new();
+    for (at, _, payload) in read_stream(&js, boardcast_kit::nats::INGEST_STREAM).await? {
+        let observation = Observation::decode(payload.as_ref())?;
+        arrived
+            .entry((observation.board_id, observation.device_seq))
+            .or_insert(at);
+    }
+    let mut latencies_us = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (at, _, payload) in read_stream(&js, boardcast_kit::nats::GAMES_STREAM).await? {
+        let record = boardcast_game::events::GameEventRecord::decode(payload.as_ref())?;
+        let event = Game::open_record(&record)?;
+        if let Some(Kind::ObservationRecorded(recorded)) = &event.kind
+            && let Some(observation) = &recorded.observation
+        {
+            let key = (observation.board_id.clone(), observation.device_seq);
+            if let Some(arrival) = arrived.get(&key)
+                && seen.insert(key)
+            {
+                latencies_us.push(i64::try_from((at - arrival) / 1000)?);
+            }
+        }
+    }
+    latencies_us.sort_unstable();
+    let quantile = |q: f64| -> f64 {
+        let index = ((latencies_us.len() as f64 - 1.0) * q).round() as usize;
+        latencies_us.get(index).copied().unwrap_or(0) as f64 / 1000.0
+    };
+    eprintln!(
+        "live hall: {boards} boards, a move every {move_seconds} s, clocks every second, {partitions} partitions, \
+         {instances} instance(s), {seconds} s: {published} observations ({:.0} per second); \
+         {} observations with events: arrival to log p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; \
+         all decided {:.1} s after the last was published; CPU {}; peak resident memory {}",
+        published as f64 / publishing.as_secs_f64(),
+        latencies_us.len(),
+        quantile(0.5),
+        quantile(0.99),
+        quantile(1.0),
+        behind.as_secs_f64(),
+        cpu.join(", "),
+        peak_memory(&services)
+    );
     Ok(())
 }
 
