@@ -361,42 +361,62 @@ async fn board_observations(
     } else {
         DeliverPolicy::All
     };
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            filter_subject: boardcast_kit::nats::board_observations(&range.board_id),
-            deliver_policy,
-            ..Default::default()
-        })
-        .await
-        .with_context(|| format!("reading board {}'s observations", range.board_id))?;
-    let mut messages = consumer.messages().await.context("reading observations")?;
-    let mut copied = 0;
-    loop {
-        let next = tokio::time::timeout(std::time::Duration::from_secs(5), messages.next()).await;
-        let Ok(Some(message)) = next else {
-            eprintln!(
-                "note: board {}'s observations {}..={} of game {game_id}: {copied} found, the \
-                 ingest stream has no more (the records hold every observation that mattered)",
-                range.board_id,
-                range.after + 1,
-                range.through
-            );
-            break;
-        };
-        let message = message.context("reading observations")?;
-        let info = message.info().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (seq, pending) = (info.stream_sequence, info.pending);
-        let stored_ms = (info.published.unix_timestamp_nanos() / 1_000_000) as i64;
-        if let Ok(obs) = Observation::decode(message.payload.as_ref())
-            && obs.device_seq > range.after
-            && obs.device_seq <= range.through
-        {
-            writer.observation(game_id, seq, message.payload.to_vec(), stored_ms)?;
-            copied += 1;
+    // Stored as published (a server without the partition mapping) and in the board's
+    // partition: read both, in stream order.
+    let published = boardcast_kit::nats::observation_subject(&range.board_id);
+    let mut found = Vec::new();
+    let mut complete = true;
+    for filter_subject in [published.clone(), format!("{published}.*")] {
+        let any = boardcast_kit::nats::next_message(&stream, 1, &filter_subject)
+            .await
+            .with_context(|| format!("reading board {}'s observations", range.board_id))?;
+        if any.is_none() {
+            continue;
         }
-        if pending == 0 || seq >= last {
-            break;
+        let consumer = stream
+            .create_consumer(OrderedConfig {
+                filter_subject,
+                deliver_policy,
+                ..Default::default()
+            })
+            .await
+            .with_context(|| format!("reading board {}'s observations", range.board_id))?;
+        let mut messages = consumer.messages().await.context("reading observations")?;
+        loop {
+            let next =
+                tokio::time::timeout(std::time::Duration::from_secs(5), messages.next()).await;
+            let Ok(Some(message)) = next else {
+                complete = false;
+                break;
+            };
+            let message = message.context("reading observations")?;
+            let info = message.info().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let (seq, pending) = (info.stream_sequence, info.pending);
+            let stored_ms = (info.published.unix_timestamp_nanos() / 1_000_000) as i64;
+            if let Ok(obs) = Observation::decode(message.payload.as_ref())
+                && obs.device_seq > range.after
+                && obs.device_seq <= range.through
+            {
+                found.push((seq, message.payload.to_vec(), stored_ms));
+            }
+            if pending == 0 || seq >= last {
+                break;
+            }
         }
+    }
+    found.sort_by_key(|(seq, _, _)| *seq);
+    let copied = u64::try_from(found.len()).unwrap_or(u64::MAX);
+    if !complete {
+        eprintln!(
+            "note: board {}'s observations {}..={} of game {game_id}: {copied} found, the \
+             ingest stream has no more (the records hold every observation that mattered)",
+            range.board_id,
+            range.after + 1,
+            range.through
+        );
+    }
+    for (seq, payload, stored_ms) in found {
+        writer.observation(game_id, seq, payload, stored_ms)?;
     }
     Ok(copied)
 }

@@ -249,12 +249,14 @@ async fn consume(
     anyhow::bail!("the observation consumer ended")
 }
 
-/// What this instance has handled of each board of a partition: the highest `device_seq`, and
-/// the stream sequence of the last message. Every message of the partition before the one being
-/// handled has been handled, by this instance or another (one observation in flight: see the
-/// module comment), so the board's messages in between were passed over by another instance.
+/// What this instance has handled of each board of a partition for the game live on it then:
+/// the highest `device_seq`, and the stream sequence of the last message. Every message of the
+/// partition before the one being handled has been handled, by this instance or another (one
+/// observation in flight: see the module comment), so the board's messages in between were
+/// passed over by another instance. Kept per game: what was handled for a game the board no
+/// longer carries tells nothing about the new one.
 #[derive(Default)]
-struct Seen(HashMap<String, SeenBoard>);
+struct Seen(HashMap<String, (Option<String>, SeenBoard)>);
 
 #[derive(Default, Clone, Copy)]
 struct SeenBoard {
@@ -309,9 +311,11 @@ async fn handle(
     }
     let board = observation.board_id.clone();
     let stream_seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
-    let seen_here = seen.0.get(&board).copied();
+    let in_progress = game_in_progress(store, &board).await;
+    let live_game = in_progress.as_ref().map(|(game, _)| game.clone());
+    let seen_here = seen.of(&board, live_game.as_deref());
     // Gaps matter only to a game in progress on the board (and looking for them costs reads).
-    if let Some(accounted) = game_in_progress(store, &board).await {
+    if let Some((_, accounted)) = in_progress {
         let known = seen_here.map_or(0, |s| s.device_seq).max(accounted);
         // A number implausibly far ahead is no gap: the decision rejects it.
         let plausible = plausible_device_seq(known, observation.device_seq);
@@ -354,18 +358,33 @@ async fn handle(
             dead_letter(js, message, Some(&observation.board_id), &reason).await
         }
         Ok(Some(Err(Undecided::Rejected(rejected)))) => {
-            seen.note(&board, observation.device_seq, stream_seq);
+            seen.note(
+                &board,
+                live_game.as_deref(),
+                observation.device_seq,
+                stream_seq,
+            );
             give_up(js, store, message, &observation, &rejected.to_string()).await
         }
         Ok(Some(Err(Undecided::Panicked(panic)))) => {
             tracing::error!(%board, seq = observation.device_seq, "deciding an observation panicked (a bug): {panic}");
-            seen.note(&board, observation.device_seq, stream_seq);
+            seen.note(
+                &board,
+                live_game.as_deref(),
+                observation.device_seq,
+                stream_seq,
+            );
             let reason = format!("deciding it failed unexpectedly (a bug): {panic}");
             give_up(js, store, message, &observation, &reason).await
         }
         Ok(Some(Ok(ObservationOutcome::Events(events)))) => {
             tracing::debug!(%board, seq = observation.device_seq, events = events.len(), "applied");
-            seen.note(&board, observation.device_seq, stream_seq);
+            seen.note(
+                &board,
+                live_game.as_deref(),
+                observation.device_seq,
+                stream_seq,
+            );
             ack(message).await
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
@@ -384,7 +403,12 @@ async fn handle(
             } else {
                 tracing::debug!(%board, device_seq, last_applied, "duplicate observation");
             }
-            seen.note(&board, observation.device_seq, stream_seq);
+            seen.note(
+                &board,
+                live_game.as_deref(),
+                observation.device_seq,
+                stream_seq,
+            );
             ack(message).await
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::EarlierGame {
@@ -392,11 +416,16 @@ async fn handle(
             earlier_game_last,
         })))) => {
             tracing::info!(%board, device_seq, earlier_game_last, "observation of the board's previous game, delivered after the next game was set up: ignored");
-            seen.note(&board, observation.device_seq, stream_seq);
+            seen.note(
+                &board,
+                live_game.as_deref(),
+                observation.device_seq,
+                stream_seq,
+            );
             ack(message).await
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::AfterItsGap { device_seq })))) => {
-            seen.note(&board, device_seq, stream_seq);
+            seen.note(&board, live_game.as_deref(), device_seq, stream_seq);
             let reason = format!(
                 "observation {device_seq} of board {board} arrived after it was recorded as missing: the game went on without it"
             );
@@ -404,11 +433,21 @@ async fn handle(
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(why)))) => {
             tracing::debug!(%board, seq = observation.device_seq, ?why, "no change");
-            seen.note(&board, observation.device_seq, stream_seq);
+            seen.note(
+                &board,
+                live_game.as_deref(),
+                observation.device_seq,
+                stream_seq,
+            );
             ack(message).await
         }
         Err(e @ AppendError::Failed { .. }) if delivered(&message) >= MAX_DELIVERIES => {
-            seen.note(&board, observation.device_seq, stream_seq);
+            seen.note(
+                &board,
+                live_game.as_deref(),
+                observation.device_seq,
+                stream_seq,
+            );
             let reason =
                 format!("its decision could not be stored in {MAX_DELIVERIES} attempts: {e}");
             give_up(js, store, message, &observation, &reason).await
@@ -463,10 +502,22 @@ async fn give_up(
 }
 
 impl Seen {
-    /// Keeps the board's highest `device_seq` and where it is in the stream (a copy re-sent
-    /// later, with a lower `device_seq`, does not move that point).
-    fn note(&mut self, board: &str, device_seq: u64, stream_seq: u64) {
-        let entry = self.0.entry(board.to_owned()).or_default();
+    /// What was handled of `board` for `game`.
+    fn of(&self, board: &str, game: Option<&str>) -> Option<SeenBoard> {
+        self.0
+            .get(board)
+            .filter(|(seen_for, _)| seen_for.as_deref() == game)
+            .map(|(_, seen)| *seen)
+    }
+
+    /// Keeps the board's highest `device_seq` for `game` and where it is in the stream (a copy
+    /// re-sent later, with a lower `device_seq`, does not move that point).
+    fn note(&mut self, board: &str, game: Option<&str>, device_seq: u64, stream_seq: u64) {
+        let (seen_for, entry) = self.0.entry(board.to_owned()).or_default();
+        if seen_for.as_deref() != game {
+            *seen_for = game.map(str::to_owned);
+            *entry = SeenBoard::default();
+        }
         if device_seq >= entry.device_seq {
             entry.device_seq = device_seq;
             entry.stream_seq = entry.stream_seq.max(stream_seq);
@@ -474,10 +525,12 @@ impl Seen {
     }
 }
 
-/// The board's last observation accounted for by its game, when a game is in progress on it
+/// The game in progress on the board and its last observation accounted for, if there is one
 /// (looking at the log once more when this instance knows of none).
-async fn game_in_progress(store: &Store, board: &str) -> Option<u64> {
-    let accounted = |g: &boardcast_game::Game| (!g.is_over()).then(|| g.board_seq_accounted());
+async fn game_in_progress(store: &Store, board: &str) -> Option<(String, u64)> {
+    let accounted = |g: &boardcast_game::Game| {
+        (!g.is_over()).then(|| (g.game_id().to_owned(), g.board_seq_accounted()))
+    };
     match store.with_board(board, accounted).await {
         Some(known) => known,
         None => {

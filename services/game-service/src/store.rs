@@ -158,9 +158,10 @@ pub struct Store {
     /// The games as folded so far. Locked only for moments and never across a NATS call, so a
     /// read (GetGame, a claim, a list) never waits for an append in progress.
     games: std::sync::RwLock<Games>,
-    /// One decision, append or catch-up at a time on this instance; held across NATS calls.
-    /// Only its holder changes `games`, so a decision made on what it read stays current until
-    /// the holder folds the records it appended.
+    /// One append or catch-up at a time on this instance (and the gRPC decisions, made in it
+    /// whole); held across NATS calls. Only its holder changes `games`. Decisions on
+    /// observations are made outside it, and their appends check in it that the game still
+    /// ends where they continue it (`Store::append`).
     writer: tokio::sync::Mutex<()>,
     /// Since when the writer has been busy: a write that takes long means the service is stuck.
     busy_since: std::sync::Mutex<Option<std::time::Instant>>,
@@ -371,7 +372,7 @@ impl Store {
             let Some((game_id, decision, records)) = decided else {
                 if caught_up
                     || !self
-                        .fold_news_after(decided_on_seq)
+                        .fold_news_after(decided_on_seq, GAMES_SUBJECTS)
                         .await
                         .map_err(|e| failed(board_id, e))?
                 {
@@ -381,9 +382,13 @@ impl Store {
                 continue;
             };
             let Some(records) = records else {
+                // Nothing to append: the decision stands unless the game itself moved on; what
+                // other games did cannot change it. (A game set up on the board in its place
+                // does not end this one: the observation is then decided again for the new
+                // game with the next one of the board, see `ingest`.)
                 if !caught_up
                     && self
-                        .fold_news_after(decided_on_seq)
+                        .fold_news_after(decided_on_seq, &game_subject(&game_id))
                         .await
                         .map_err(|e| failed(&game_id, e))?
                 {
@@ -653,18 +658,22 @@ impl Store {
         }
     }
 
-    /// Whether the log holds anything after `seq`; if so, catches up (in the writer's turn).
-    /// Taken outside the turn, so that decisions that produce nothing do not wait for appends.
-    async fn fold_news_after(&self, seq: u64) -> Result<bool, ReadError> {
-        let news = next_message(&self.stream, seq + 1, GAMES_SUBJECTS)
+    /// Whether the log holds anything on `subject` after `seq`; if so, catches up (in the
+    /// writer's turn). Taken outside the turn, so that decisions that produce nothing do not
+    /// wait for appends; a catch-up another decision made meanwhile is not made again.
+    async fn fold_news_after(&self, seq: u64, subject: &str) -> Result<bool, ReadError> {
+        let news = next_message(&self.stream, seq + 1, subject)
             .await
             .map_err(|e| ReadError::Log(e.to_string()))?
-            .is_some();
-        if news {
-            let _turn = self.turn().await;
+            .map(|m| m.sequence);
+        let Some(news) = news else {
+            return Ok(false);
+        };
+        let _turn = self.turn().await;
+        if self.read().folded_seq < news {
             self.catch_up().await?;
         }
-        Ok(news)
+        Ok(true)
     }
 
     /// Folds the records after `folded_seq`, if there are any; says whether there were. Most

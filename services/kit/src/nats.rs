@@ -361,9 +361,13 @@ pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow:
         let mut config = stream.cached_info().config.clone();
         if config.subjects != subjects {
             config.subjects = subjects;
-            js.update_stream(config)
-                .await
-                .with_context(|| format!("adding the partitioned subjects to {name}"))?;
+            js.update_stream(config).await.with_context(|| {
+                format!(
+                    "adding the partitioned subjects ({PARTITIONED_INGEST_SUBJECTS}) to {name}, \
+                     created by an earlier version (only the NATS admin user may change a \
+                     stream: start the game service once with the admin's URL)"
+                )
+            })?;
         }
     }
     Ok(())
