@@ -121,26 +121,29 @@ pub async fn run(
                 let mut wanted: BTreeSet<Option<u32>> =
                     std::iter::once(None).chain((0..settings.partitions).map(Some)).collect();
                 match stored_partitions(&stream).await {
-                    Ok(stored) => {
-                        for partition in stored.difference(&wanted.iter().flatten().copied().collect()) {
-                            tracing::warn!(partition, partitions = settings.partitions, "observations are stored in a partition beyond --partitions: consuming it too (the NATS server's mapping has more partitions)");
-                        }
-                        wanted.extend(stored.into_iter().map(Some));
-                    }
+                    Ok(stored) => wanted.extend(stored.into_iter().map(Some)),
                     Err(e) => tracing::warn!("looking for partitions in the observation stream: {e:#}"),
                 }
-                for partition in wanted.difference(&consumed.clone()) {
-                    let consumer = partition_consumer(&stream, *partition, start, settings.ack_wait).await?;
-                    consumed.insert(*partition);
+                let new: Vec<Option<u32>> = wanted.difference(&consumed).copied().collect();
+                for partition in new {
+                    if partition.is_some_and(|p| p >= settings.partitions) {
+                        tracing::warn!(partition, partitions = settings.partitions, "observations are stored in a partition beyond --partitions: consuming it too (the NATS server's mapping has more partitions)");
+                    }
+                    let consumer = match partition_consumer(&stream, partition, start, settings.ack_wait).await {
+                        Ok(consumer) => consumer,
+                        // Only at start-up is it fatal; later it is tried again at the next check.
+                        Err(e) if !consumed.is_empty() => {
+                            tracing::warn!("{e:#}; trying again in {PARTITION_CHECK:?}");
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    consumed.insert(partition);
                     let (js, stream, store) = (js.clone(), stream.clone(), store.clone());
-                    let partition = *partition;
                     tasks.spawn(async move {
                         consume(js, stream, store, consumer).await
                             .with_context(|| format!("partition {}", partition_name(partition)))
                     });
-                }
-                if consumed.len() == wanted.len() && !consumed.is_empty() {
-                    tracing::debug!(partitions = consumed.len(), "consuming observations");
                 }
             }
             Some(ended) = tasks.join_next() => {
@@ -338,7 +341,9 @@ async fn handle(
                 Ok(()) => {}
                 Err(GapOpen::Waiting { missing }) => {
                     // Not acknowledged: the partition waits a moment for the board to re-send.
-                    tracing::info!(%board, seq = observation.device_seq, missing, "waiting for observations the board may still re-send");
+                    if delivered(&message) == 1 {
+                        tracing::info!(%board, seq = observation.device_seq, missing, "waiting for observations the board may still re-send");
+                    }
                     return nak_after(message, GAP_RECHECK).await;
                 }
                 Err(GapOpen::Failed(e)) => {
