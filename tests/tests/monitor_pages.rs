@@ -123,7 +123,10 @@ async fn the_big_board_shows_moves_as_released_with_ticking_clocks_through_a_res
     let mut seen = std::collections::BTreeSet::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while seen.len() < 3 {
-        let shown = hall.eval("document.body.dataset.board || ''").await?;
+        // The page may not have a body yet right after it was opened.
+        let shown = hall
+            .eval("(document.body && document.body.dataset.board) || ''")
+            .await?;
         seen.insert(shown.as_str().unwrap_or_default().to_owned());
         seen.remove("");
         if tokio::time::Instant::now() > deadline {

@@ -11,7 +11,7 @@
 //! # One bad observation never stops the hall
 //!
 //! An observation is rejected (impossible values: see `Rejected`), or its decision panics (a bug,
-//! caught here: retrying would panic again), or its decision cannot be stored `MAX_DELIVERIES`
+//! caught here: retrying would panic again), or its decision cannot be stored `MAX_FAILURES`
 //! times in a row (each time after a longer pause): it is dead-lettered with the reason and the
 //! board's next observations are decided as usual. A failure that passes (NATS briefly away) is
 //! retried first, so nothing is given up for a hiccup.
@@ -45,7 +45,7 @@
 //! again from the stream's start). Those after it were published out of order: they are decided
 //! first, in order (their own delivery later is then a duplicate). The rest were not found
 //! within `LOOKAHEAD` later messages of the board. While the gap is recent (`GAP_PATIENCE`
-//! after the observation that revealed it was stored) the observation is handed back to
+//! after this instance got the observation that revealed it) the observation is handed back to
 //! JetStream to be delivered again shortly: a gateway whose connection dropped mid-batch re-sends
 //! the missing ones within seconds. After that they are recorded in the game's log as missing
 //! (`ObservationsMissing`), where the arbiter sees them; one that arrives after that is not
@@ -141,14 +141,19 @@ pub async fn run(
                     consumed.insert(partition);
                     let (js, stream, store) = (js.clone(), stream.clone(), store.clone());
                     tasks.spawn(async move {
-                        consume(js, stream, store, consumer).await
-                            .with_context(|| format!("partition {}", partition_name(partition)))
+                        let ended = consume(js, stream, store, consumer).await;
+                        (partition, ended)
                     });
                 }
             }
             Some(ended) = tasks.join_next() => {
-                ended.context("a partition's consumer panicked")??;
-                anyhow::bail!("a partition's consumer ended");
+                // A partition whose consumer ended (NATS away for long) is consumed again from
+                // the next check; the others go on meanwhile.
+                let (partition, ended) = ended.context("a partition's consumer panicked")?;
+                let why = ended.err().map_or_else(|| "ended".to_owned(), |e| format!("{e:#}"));
+                tracing::warn!(partition = partition_name(partition), "consuming the partition stopped: {why}; resuming shortly");
+                consumed.remove(&partition);
+                check.reset_after(Duration::from_secs(1));
             }
         }
     }
@@ -238,7 +243,7 @@ async fn consume(
         .messages()
         .await
         .context("subscribing to observations")?;
-    let mut seen = Seen::default();
+    let mut state = PartitionState::default();
     while let Some(message) = messages.next().await {
         let message = match message {
             Ok(m) => m,
@@ -247,7 +252,7 @@ async fn consume(
                 continue;
             }
         };
-        handle(&js, &stream, &store, &mut seen, message).await;
+        handle(&js, &stream, &store, &mut state, message).await;
     }
     anyhow::bail!("the observation consumer ended")
 }
@@ -280,16 +285,52 @@ const MAX_LOOKBACK: usize = 20_000;
 /// after a restart, for boards whose messages are out of order where a gateway re-sent them.
 const RESEND_MARGIN: u64 = 256;
 
-/// After this many deliveries of an observation whose decision cannot be stored, it is given up
+/// After this many failed attempts to store an observation's decision, it is given up
 /// (dead-lettered, a hole recorded). The pauses between them grow from `FIRST_RETRY_PAUSE`.
-const MAX_DELIVERIES: u64 = 5;
+/// Counted here rather than from JetStream's deliveries, which also count the waits for a gap.
+const MAX_FAILURES: u32 = 5;
+
+/// What a partition's task keeps between observations.
+#[derive(Default)]
+struct PartitionState {
+    seen: Seen,
+    /// The observation being handled (one in flight per partition): since when this instance
+    /// has it, and how often storing its decision failed.
+    current: Attempts,
+}
+
+#[derive(Default)]
+struct Attempts {
+    stream_seq: u64,
+    since: Option<std::time::Instant>,
+    failures: u32,
+}
+
+impl Attempts {
+    /// The attempts at the observation at `stream_seq`, starting afresh for a new one.
+    fn of(&mut self, stream_seq: u64) -> &mut Attempts {
+        if self.stream_seq != stream_seq || self.since.is_none() {
+            *self = Attempts {
+                stream_seq,
+                since: Some(std::time::Instant::now()),
+                failures: 0,
+            };
+        }
+        self
+    }
+
+    /// How long this instance has been handling the observation.
+    fn elapsed(&self) -> Duration {
+        self.since.map_or(Duration::ZERO, |at| at.elapsed())
+    }
+}
 const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(250);
 
 async fn handle(
     js: &jetstream::Context,
     stream: &Stream,
     store: &Store,
-    seen: &mut Seen,
+    state: &mut PartitionState,
     message: Message,
 ) {
     let subject_board = board_of_subject(&message.subject).map(str::to_owned);
@@ -314,6 +355,8 @@ async fn handle(
     }
     let board = observation.board_id.clone();
     let stream_seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
+    let seen = &mut state.seen;
+    let attempts = state.current.of(stream_seq);
     let in_progress = game_in_progress(store, &board).await;
     let live_game = in_progress.as_ref().map(|(game, _)| game.clone());
     let seen_here = seen.of(&board, live_game.as_deref());
@@ -323,10 +366,11 @@ async fn handle(
         // A number implausibly far ahead is no gap: the decision rejects it.
         let plausible = plausible_device_seq(known, observation.device_seq);
         if observation.device_seq > known.saturating_add(1) && plausible {
-            let stored_unix_ms = message
-                .info()
-                .ok()
-                .and_then(|i| i64::try_from(i.published.unix_timestamp_nanos() / 1_000_000).ok());
+            // Reading the board's messages may take a while: the observation stays this
+            // instance's meanwhile (JetStream would otherwise give it to another after ack_wait).
+            if let Err(e) = message.ack_with(AckKind::Progress).await {
+                tracing::debug!("telling JetStream the observation is in hand: {e}");
+            }
             let closed = close_gap(
                 stream,
                 store,
@@ -334,14 +378,14 @@ async fn handle(
                 &observation,
                 known,
                 stream_seq,
-                stored_unix_ms,
+                attempts.elapsed(),
             )
             .await;
             match closed {
                 Ok(()) => {}
                 Err(GapOpen::Waiting { missing }) => {
                     // Not acknowledged: the partition waits a moment for the board to re-send.
-                    if delivered(&message) == 1 {
+                    if attempts.elapsed() < GAP_RECHECK {
                         tracing::info!(%board, seq = observation.device_seq, missing, "waiting for observations the board may still re-send");
                     }
                     return nak_after(message, GAP_RECHECK).await;
@@ -446,7 +490,7 @@ async fn handle(
             );
             ack(message).await
         }
-        Err(e @ AppendError::Failed { .. }) if delivered(&message) >= MAX_DELIVERIES => {
+        Err(e @ AppendError::Failed { .. }) if attempts.failures + 1 >= MAX_FAILURES => {
             seen.note(
                 &board,
                 live_game.as_deref(),
@@ -454,25 +498,18 @@ async fn handle(
                 stream_seq,
             );
             let reason =
-                format!("its decision could not be stored in {MAX_DELIVERIES} attempts: {e}");
+                format!("its decision could not be stored in {MAX_FAILURES} attempts: {e}");
             give_up(js, store, message, &observation, &reason).await
         }
         Err(e @ (AppendError::Conflict(_) | AppendError::Failed { .. })) => {
             // Not acknowledged: JetStream delivers it again, after a pause that grows with each
             // attempt, and the fold is retried.
-            tracing::warn!(%board, seq = observation.device_seq, attempt = delivered(&message), "{e}");
-            let pause = FIRST_RETRY_PAUSE.saturating_mul(1 << delivered(&message).clamp(1, 6));
+            attempts.failures = attempts.failures.saturating_add(1);
+            tracing::warn!(%board, seq = observation.device_seq, attempt = attempts.failures, "{e}");
+            let pause = FIRST_RETRY_PAUSE.saturating_mul(1 << attempts.failures.clamp(1, 6));
             nak_after(message, pause).await
         }
     }
-}
-
-/// How many times JetStream has delivered the message (1 the first time).
-fn delivered(message: &Message) -> u64 {
-    message
-        .info()
-        .map(|i| u64::try_from(i.delivered).unwrap_or(0))
-        .unwrap_or(1)
 }
 
 /// Gives an observation up: the hole in its board's record first (when a game is in progress and
@@ -605,8 +642,9 @@ async fn complete(store: &Store, observation: &Observation) -> Result<usize, App
         .await
 }
 
-/// How long after the observation that revealed a gap was stored the board is given to re-send
-/// the missing ones before they are recorded as missing (a gateway re-sends within seconds).
+/// How long after this instance got the observation that revealed a gap the board is given to
+/// re-send the missing ones before they are recorded as missing (a gateway re-sends within
+/// seconds). Measured on this instance's own clock, so no clock skew lengthens it.
 const GAP_PATIENCE: Duration = Duration::from_secs(10);
 
 /// How soon an observation waiting for a gap to close is delivered again.
@@ -637,7 +675,7 @@ async fn close_gap(
     observation: &Observation,
     known: u64,
     stream_seq: u64,
-    stored_unix_ms: Option<i64>,
+    waited: Duration,
 ) -> Result<(), GapOpen> {
     let board = &observation.board_id;
     if stream_seq == 0 {
@@ -674,10 +712,7 @@ async fn close_gap(
             .await?;
     }
     let missing = found.unaccounted(&gap.wanted);
-    let patience_ms = i64::try_from(GAP_PATIENCE.as_millis()).unwrap_or(i64::MAX);
-    let recent = stored_unix_ms
-        .is_some_and(|at| boardcast_kit::now_unix_ms().saturating_sub(at) < patience_ms);
-    if missing > 0 && found.complete && recent {
+    if missing > 0 && found.complete && waited < GAP_PATIENCE {
         return Err(GapOpen::Waiting { missing });
     }
     if !found.passed_over.is_empty() {

@@ -93,7 +93,7 @@ struct Args {
     /// Seconds an observation handed to an instance may stay unacknowledged before JetStream
     /// gives it to another instance (a stalled or lost instance holds up its partition that long).
     #[arg(long, env = "BOARDCAST_ACK_WAIT", default_value_t = 30,
-          value_parser = clap::value_parser!(u64).range(1..=3600))]
+          value_parser = clap::value_parser!(u64).range(5..=3600))]
     ack_wait: u64,
 }
 

@@ -330,9 +330,10 @@ impl Store {
     }
 
     /// Runs `decide` on the game live on `board_id` and appends what it returns, on the current
-    /// state of the log: a decision that produced nothing (or found no game) is made again after
-    /// catching up if the log had moved on since the state it was made on, and an append that
-    /// conflicts is decided again after catching up. `decide` may therefore run more than once.
+    /// state of the log: a decision that produced nothing is made again after catching up if the
+    /// game's log had moved on since the state it was made on (one that found no game, if the
+    /// log had), and an append that conflicts is decided again after catching up. `decide` may
+    /// therefore run more than once.
     ///
     /// Decisions on different boards run concurrently: only the append takes the writer's turn,
     /// and it first checks that the game still ends where the decision continues it.
@@ -398,9 +399,13 @@ impl Store {
                 return Ok(Some(decision));
             };
             let _turn = self.turn().await;
-            if self.append(&game_id, records).await? {
+            // Decided outside the turn: the game may have been replaced on the board meanwhile.
+            let still_live = self.read().live_on_board.get(board_id) == Some(&game_id);
+            if still_live && self.append(&game_id, records).await? {
                 return Ok(Some(decision));
             }
+            // Decided again on the log as it is now.
+            self.catch_up().await.map_err(|e| failed(&game_id, e))?;
             caught_up = true;
         }
         Err(AppendError::Conflict(board_id.to_owned()))
@@ -676,10 +681,9 @@ impl Store {
         Ok(true)
     }
 
-    /// Folds the records after `folded_seq`, if there are any; says whether there were. Most
-    /// decisions on observations produce nothing (clock ticks) and only need to know that the
-    /// log has not moved on, which one message lookup tells more cheaply than the stream's
-    /// info that `catch_up` reads.
+    /// Folds the records after `folded_seq`, if there are any; says whether there were (one
+    /// message lookup when there are none, cheaper than the stream's info that `catch_up`
+    /// reads). For the periodic refresh and a board's game not known yet.
     async fn fold_news(&self) -> Result<bool, ReadError> {
         let folded_seq = self.read().folded_seq;
         let news = next_message(&self.stream, folded_seq + 1, GAMES_SUBJECTS)

@@ -31,7 +31,7 @@ pub const INGEST_SUBJECTS: &str = "boardcast.board.*.obs";
 pub const PARTITIONED_INGEST_SUBJECTS: &str = "boardcast.board.*.obs.*";
 /// How many partitions the configurations written here use unless told otherwise.
 pub const DEFAULT_PARTITIONS: u32 = 16;
-/// The most partitions the game service's NATS permissions cover.
+/// The most partitions the game service consumes.
 pub const MAX_PARTITIONS: u32 = 64;
 pub const GAMES_SUBJECTS: &str = "boardcast.game.*.events";
 pub const DEADLETTER_SUBJECTS: &str = "boardcast.deadletter.>";
@@ -62,11 +62,14 @@ pub fn board_of_subject(subject: &str) -> Option<&str> {
     (tokens.next() == Some("obs")).then_some(board)
 }
 
-/// The partition a stored observation's subject names; `None` when it was stored unpartitioned.
+/// The partition a stored observation's subject names, as the server's mapping writes it
+/// (`0`..`MAX_PARTITIONS - 1`, no leading zeros); `None` when it was stored unpartitioned or
+/// names no such partition.
 pub fn partition_of_subject(subject: &str) -> Option<u32> {
     let rest = subject.strip_prefix("boardcast.board.")?;
     let (_, partition) = rest.split_once(".obs.")?;
-    partition.parse().ok()
+    let number: u32 = partition.parse().ok()?;
+    (number < MAX_PARTITIONS && number.to_string() == partition).then_some(number)
 }
 
 /// The partition nats-server's `{{partition(n,1)}}` gives a board: FNV-1a (32 bits) of the board
@@ -504,6 +507,8 @@ mod tests {
         assert_eq!(board_of_subject("boardcast.game.g.events"), None);
         assert_eq!(partition_of_subject("boardcast.board.b1.obs.7"), Some(7));
         assert_eq!(partition_of_subject("boardcast.board.b1.obs"), None);
+        assert_eq!(partition_of_subject("boardcast.board.b1.obs.007"), None);
+        assert_eq!(partition_of_subject("boardcast.board.b1.obs.64"), None);
         assert!(partition_mapping(16).contains("{{partition(16,1)}}"));
         assert!(partition_mapping(16).contains("boardcast.board.{{wildcard(1)}}.obs."));
     }

@@ -47,8 +47,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::nats::{
     ASSIGNMENTS_STREAM, ASSIGNMENTS_SUBJECTS, DEADLETTER_STREAM, DEADLETTER_SUBJECTS,
-    DELAYS_STREAM, DELAYS_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, INGEST_SUBJECTS,
-    PARTITIONED_INGEST_SUBJECTS, observation_subject,
+    DEFAULT_PARTITIONS, DELAYS_STREAM, DELAYS_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS,
+    INGEST_STREAM, INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS, observation_subject,
+    partition_of_board,
 };
 
 /// The nats-server configuration with the users, in the credentials directory.
@@ -442,7 +443,7 @@ pub const ADMIN_ONLY_API: &[&str] = &[
 ///   calls: `$JS.API.DIRECT.GET.<stream>` and `$JS.API.DIRECT.GET.<stream>.<subject>`;
 /// - `create_consumer`: `$JS.API.CONSUMER.CREATE.<stream>` without a name (an ordered
 ///   consumer's first, named by the server), `$JS.API.CONSUMER.CREATE.<stream>.<name>[.<filter>]`
-///   with one (the durable `game-service`; an ordered consumer recreated after a gap or a server
+///   with one (the game service's partition consumers; an ordered consumer recreated after a gap or a server
 ///   restart, named `<first name>_<n>`); older clients used
 ///   `$JS.API.CONSUMER.DURABLE.CREATE.<stream>.<durable>`;
 /// - pulling (`messages`, `fetch`): `$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`, messages
@@ -560,9 +561,13 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                     for board in boards {
                         let subject = observation_subject(board);
                         allow.push(api(&format!("DIRECT.GET.{i}.{subject}")));
-                        // The server checks a publish again on the subject its partition
-                        // mapping gives it.
-                        allow.push(format!("{subject}.*"));
+                        // The server checks a publish on the subject its partition mapping
+                        // gives it: the board's own partition only, so that a gateway cannot
+                        // put its board in a second partition by publishing there directly.
+                        allow.push(format!(
+                            "{subject}.{}",
+                            partition_of_board(board, DEFAULT_PARTITIONS)
+                        ));
                         allow.push(subject);
                     }
                 }
@@ -785,15 +790,18 @@ mod tests {
             p.publish_allow
                 .contains(&"boardcast.board.a2.obs".to_owned())
         );
-        // Wildcards only for the partition the server's mapping gives each of its boards.
-        let wildcards: Vec<&String> = p
-            .publish_allow
-            .iter()
-            .filter(|s| s.contains('*') || s.ends_with('>'))
-            .collect();
-        assert_eq!(
-            wildcards,
-            ["boardcast.board.a1.obs.*", "boardcast.board.a2.obs.*"]
+        // And the partition the server's mapping gives each of its boards, nothing wider.
+        for board in ["a1", "a2"] {
+            let partition = partition_of_board(board, DEFAULT_PARTITIONS);
+            assert!(
+                p.publish_allow
+                    .contains(&format!("boardcast.board.{board}.obs.{partition}"))
+            );
+        }
+        assert!(
+            !p.publish_allow
+                .iter()
+                .any(|s| s.contains('*') || s.ends_with('>'))
         );
         assert!(p.publish_deny.contains(&"boardcast.game.>".to_owned()));
         assert!(permissions(&Role::Admin, &[]).is_none());
