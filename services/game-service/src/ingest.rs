@@ -299,31 +299,43 @@ struct PartitionState {
     current: Attempts,
 }
 
-#[derive(Default)]
 struct Attempts {
     stream_seq: u64,
-    since: Option<std::time::Instant>,
+    since: std::time::Instant,
     failures: u32,
 }
 
+impl Default for Attempts {
+    /// Attempts at no observation (stream sequences start at 1).
+    fn default() -> Self {
+        Attempts::at(0)
+    }
+}
+
 impl Attempts {
+    fn at(stream_seq: u64) -> Attempts {
+        Attempts {
+            stream_seq,
+            since: std::time::Instant::now(),
+            failures: 0,
+        }
+    }
+
     /// The attempts at the observation at `stream_seq`, starting afresh for a new one.
     fn of(&mut self, stream_seq: u64) -> &mut Attempts {
-        if self.stream_seq != stream_seq || self.since.is_none() {
-            *self = Attempts {
-                stream_seq,
-                since: Some(std::time::Instant::now()),
-                failures: 0,
-            };
+        if self.stream_seq != stream_seq {
+            *self = Attempts::at(stream_seq);
         }
         self
     }
 
     /// How long this instance has been handling the observation.
     fn elapsed(&self) -> Duration {
-        self.since.map_or(Duration::ZERO, |at| at.elapsed())
+        self.since.elapsed()
     }
 }
+
+/// The first pause before an observation whose decision could not be stored is tried again.
 const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(250);
 
 async fn handle(

@@ -242,7 +242,7 @@ async fn main() -> anyhow::Result<()> {
                         STUCK_AFTER.as_secs()
                     ))
                 } else {
-                    // Behind a decision in progress the refresh waits its turn, then reads.
+                    // With news to fold the refresh waits for an append in progress, then reads.
                     match tokio::time::timeout(REFRESH_WITHIN, store.refresh()).await {
                         Ok(result) => result.map_err(|e| e.to_string()),
                         Err(_) => Err(format!(

@@ -325,8 +325,10 @@ impl Store {
     /// Folds what other instances have appended since this one last looked (asked often, and
     /// usually nothing: that is found with one message lookup).
     pub async fn refresh(&self) -> Result<(), ReadError> {
-        let _turn = self.turn().await;
-        self.fold_news().await.map(|_| ())
+        let folded_seq = self.read().folded_seq;
+        self.fold_news_after(folded_seq, GAMES_SUBJECTS)
+            .await
+            .map(|_| ())
     }
 
     /// Runs `decide` on the game live on `board_id` and appends what it returns, on the current
@@ -679,21 +681,6 @@ impl Store {
             self.catch_up().await?;
         }
         Ok(true)
-    }
-
-    /// Folds the records after `folded_seq`, if there are any; says whether there were (one
-    /// message lookup when there are none, cheaper than the stream's info that `catch_up`
-    /// reads). For the periodic refresh and a board's game not known yet.
-    async fn fold_news(&self) -> Result<bool, ReadError> {
-        let folded_seq = self.read().folded_seq;
-        let news = next_message(&self.stream, folded_seq + 1, GAMES_SUBJECTS)
-            .await
-            .map_err(|e| ReadError::Log(e.to_string()))?
-            .is_some();
-        if news {
-            self.catch_up().await?;
-        }
-        Ok(news)
     }
 
     /// Folds every record after `folded_seq` up to the stream's current last sequence.
