@@ -1,59 +1,36 @@
-//! Times `dead::is_dead` over the test positions and positions sampled from the London Chess
-//! Classic 2016 (every 10th ply of every game). Run with
+//! Times the dead-position analysis on tournament positions (every 10th ply of the London Chess
+//! Classic 2016) and on the published unwinnability test positions (most of them locked pawn
+//! structures), and counts its answers against the expected ones. Run with
 //! `cargo bench -p boardcast-rules --bench dead_position`.
 
 use std::time::{Duration, Instant};
 
-use boardcast_rules::{dead, pgn};
-use shakmaty::{CastlingMode, Chess, Position, fen::Fen};
+use boardcast_rules::{
+    dead::{self, Unwinnability},
+    pgn,
+};
+use shakmaty::{CastlingMode, Chess, Color, Position, fen::Fen};
 
-const FIXED: &[&str] = &[
-    "8/8/4k3/8/8/4K3/8/8 w - - 0 1",
-    "8/8/4k3/8/8/4KB2/8/8 w - - 0 1",
-    "8/8/4k3/8/8/4KN2/8/8 b - - 0 1",
-    "5b2/8/4k3/8/8/4K3/8/2B5 w - - 0 1",
-    "5b2/8/4k2b/8/8/4K3/8/2B1B3 w - - 0 1",
-    "8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/8 w - - 0 1",
-    "8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/2B5 w - - 0 1",
-    "7k/6Q1/8/8/8/8/8/K7 b - - 0 1",
-    "7k/6R1/8/8/8/8/B7/K7 b - - 0 1",
-    "8/8/4k3/8/8/4KQ2/8/8 w - - 0 1",
-    "8/8/4k3/8/3n4/4KN2/8/8 w - - 0 1",
-    "8/8/4k3/8/3n4/4KB2/8/8 w - - 0 1",
-    "2b5/8/4k3/8/8/4K3/8/2B5 w - - 0 1",
-    "8/8/4k3/4p3/8/4KN2/8/8 w - - 0 1",
-    "8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/5B2 w - - 0 1",
-    "8/8/4k3/1p1p1p2/1P1P1P2/8/4K3/8 w - - 0 1",
-];
+/// The analyzer's published average time per position (its "full" version), the goal.
+const GOAL_MS_PER_POSITION: f64 = 0.34;
 
 fn main() {
-    let mut positions: Vec<Chess> = FIXED
-        .iter()
-        .map(|fen| {
-            let parsed: Fen = fen.parse().expect("FEN");
-            parsed.into_position(CastlingMode::Standard).expect("legal")
-        })
-        .collect();
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../data/london-classic-2016.pgn"
-    );
-    let text = std::fs::read_to_string(path).expect("the London file is in data/");
-    for game in pgn::read_games(&text).expect("the London file reads") {
-        let mut pos = game.start_position().expect("start position");
-        for (ply, mv) in game.moves.iter().enumerate() {
-            if ply % 10 == 0 {
-                positions.push(pos.clone());
-            }
-            let m = pgn::parse_san(&pos, &mv.san).expect("legal move");
-            pos.play_unchecked(m);
-        }
-    }
+    let tournament = tournament_positions();
+    let vectors = test_vectors();
+    println!("dead-position analysis, one side at a time (Article 6.9) and both (Article 5.2.2)");
+    println!("goal: at most {GOAL_MS_PER_POSITION} ms per position on average");
+    let locked: Vec<_> = vectors.iter().map(|(pos, _)| pos.clone()).collect();
+    report("tournament positions", &tournament);
+    report("unwinnability test positions", &locked);
+    answers(&vectors);
+}
 
+/// Times `is_dead` and the analysis of each side over `positions`.
+fn report(name: &str, positions: &[Chess]) {
     let mut times: Vec<Duration> = Vec::with_capacity(positions.len());
     let mut dead_count = 0;
     let started = Instant::now();
-    for pos in &positions {
+    for pos in positions {
         let t = Instant::now();
         if dead::is_dead(pos) {
             dead_count += 1;
@@ -65,12 +42,88 @@ fn main() {
     let p99 = times[(times.len() * 99).div_ceil(100).saturating_sub(1)];
     let max = times.last().copied().unwrap_or_default();
     println!(
-        "is_dead: {} positions ({} dead), total {:.1} ms, mean {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        "{name}: {} positions ({dead_count} proven dead); is_dead mean {:.3} ms, p99 {:.3} ms, \
+         max {:.1} ms, total {:.0} ms",
         positions.len(),
-        dead_count,
+        total.as_secs_f64() * 1e3 / positions.len() as f64,
+        p99.as_secs_f64() * 1e3,
+        max.as_secs_f64() * 1e3,
         total.as_secs_f64() * 1e3,
-        total.as_secs_f64() * 1e6 / positions.len() as f64,
-        p99.as_secs_f64() * 1e6,
-        max.as_secs_f64() * 1e6,
     );
+}
+
+/// Counts the analysis' answers per side against the expected ones.
+fn answers(vectors: &[(Chess, [bool; 2])]) {
+    let (mut right, mut wrong, mut undetermined) = (0, 0, 0);
+    let started = Instant::now();
+    for (pos, expected) in vectors {
+        for (side, can_mate) in [Color::White, Color::Black].into_iter().zip(expected) {
+            match dead::analyze(pos, side, &dead::Budget::default()) {
+                Unwinnability::Undetermined => {
+                    undetermined += 1;
+                    if std::env::var_os("SHOW_UNDETERMINED").is_some() {
+                        println!(
+                            "  undetermined: {} for {side:?} (can mate: {can_mate})",
+                            fen(pos)
+                        );
+                    }
+                }
+                answer if answer.is_unwinnable() != *can_mate => right += 1,
+                answer => {
+                    wrong += 1;
+                    println!("  wrong: {} for {side:?}: {answer:?}", fen(pos));
+                }
+            }
+        }
+    }
+    let questions = vectors.len() * 2;
+    println!(
+        "per side on the test positions: {questions} questions, {right} right, {wrong} wrong, \
+         {undetermined} undetermined; mean {:.3} ms per question",
+        started.elapsed().as_secs_f64() * 1e3 / questions as f64
+    );
+}
+
+fn fen(pos: &Chess) -> String {
+    Fen::from_position(pos, shakmaty::EnPassantMode::Legal).to_string()
+}
+
+fn tournament_positions() -> Vec<Chess> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/london-classic-2016.pgn"
+    );
+    let text = std::fs::read_to_string(path).expect("the London file is in data/");
+    let mut positions = Vec::new();
+    for game in pgn::read_games(&text).expect("the London file reads") {
+        let mut pos = game.start_position().expect("start position");
+        for (ply, mv) in game.moves.iter().enumerate() {
+            if ply % 10 == 0 {
+                positions.push(pos.clone());
+            }
+            let m = pgn::parse_san(&pos, &mv.san).expect("legal move");
+            pos.play_unchecked(m);
+        }
+    }
+    positions
+}
+
+/// The test positions the rules library accepts as positions of a game, with whether White and
+/// Black can mate.
+fn test_vectors() -> Vec<(Chess, [bool; 2])> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/unwinnability-vectors.txt"
+    );
+    let text = std::fs::read_to_string(path).expect("the test vectors are in tests/data/");
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .filter_map(|line| {
+            let (expected, fen) = line.split_once(' ')?;
+            let parsed: Fen = fen.parse().ok()?;
+            let pos: Chess = parsed.into_position(CastlingMode::Standard).ok()?;
+            let bytes = expected.as_bytes();
+            Some((pos, [bytes[0] == b'W', bytes[1] == b'B']))
+        })
+        .collect()
 }

@@ -20,9 +20,11 @@
 //!    the walk ends without a mate, no mate exists.
 //!
 //! Every stage is bounded by a [`Budget`]. When the budget runs out the answer is
-//! [`Unwinnability::Undecided`], which [`is_dead`] and [`can_checkmate`] treat as "a mate may
+//! [`Unwinnability::Undetermined`], which [`is_dead`] and [`can_checkmate`] treat as "a mate may
 //! exist": declaring a live game drawn is the worse error, so a position is called dead only when
 //! unwinnability is proven for both sides.
+
+mod blocked;
 
 use std::collections::{HashMap, HashSet};
 
@@ -31,7 +33,7 @@ use shakmaty::{
     Square, attacks, zobrist::Zobrist64,
 };
 
-/// How much work an analysis may do before answering [`Unwinnability::Undecided`].
+/// How much work an analysis may do before answering [`Unwinnability::Undetermined`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     /// Positions the helpmate search may visit, over all its iterations.
@@ -73,7 +75,7 @@ pub enum Unwinnability {
     /// Proven: no sequence of legal moves ends with the side delivering mate.
     Unwinnable(UnwinnableReason),
     /// The budget ran out before a helpmate or a proof was found.
-    Undecided,
+    Undetermined,
 }
 
 impl Unwinnability {
@@ -120,7 +122,7 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if pos.legal_moves().is_empty() {
         return Unwinnability::Unwinnable(UnwinnableReason::GameOver);
     }
-    if let Some(reason) = static_proof(pos, side) {
+    if let Some(reason) = static_proof(pos, side, true) {
         return Unwinnability::Unwinnable(reason);
     }
     // The shortest evidence first: an arbiter reads the line, and a mate within two plies is
@@ -149,25 +151,31 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
         return Unwinnability::Winnable(line);
     }
     if budget.proof_nodes <= quick_walk {
-        return Unwinnability::Undecided;
+        return Unwinnability::Undetermined;
     }
     match exhaustive_proof(pos, side, budget.proof_nodes) {
         Exploration::Mate(line) => Unwinnability::Winnable(line),
         Exploration::NoMate { positions } => {
             Unwinnability::Unwinnable(UnwinnableReason::Exhausted { positions })
         }
-        Exploration::OutOfBudget => Unwinnability::Undecided,
+        Exploration::OutOfBudget => Unwinnability::Undetermined,
     }
 }
 
 /// Positions the first, cheap walk may visit before the helpmate search takes over.
 const QUICK_WALK_NODES: u64 = 500;
 
-/// Proofs that need no search. Sound: `Some` only when `side` can never mate.
-fn static_proof(pos: &Chess, side: Color) -> Option<UnwinnableReason> {
+/// Proofs that need no search. Sound: `Some` only when `side` can never mate. The proof of a
+/// blocked structure is the costly one: `structure_changed` says whether it is worth trying
+/// (at the start, and after a capture or a pawn move; other moves only shrink the regions it
+/// reasons about, so it rarely succeeds where it failed one move earlier).
+fn static_proof(pos: &Chess, side: Color, structure_changed: bool) -> Option<UnwinnableReason> {
     if pos.has_insufficient_material(side) {
         Some(UnwinnableReason::InsufficientMaterial)
-    } else if locked_structure_proof(pos, side) {
+    } else if structure_changed
+        && pos.ep_square(EnPassantMode::Legal).is_none()
+        && blocked::cannot_mate(pos.board(), side)
+    {
         Some(UnwinnableReason::LockedStructure)
     } else {
         None
@@ -199,113 +207,6 @@ fn is_mate_by(pos: &Chess, side: Color) -> bool {
 
 fn uci(m: Move) -> String {
     m.to_uci(CastlingMode::from_chess960(false)).to_string()
-}
-
-/// The locked-structure proof.
-///
-/// Premises, each checked: there is at least one pawn; every pawn has a pawn directly in front of
-/// it; no pawn has an enemy pawn on a square it captures on; no en passant capture is possible.
-/// Then a pawn can only ever move again if some enemy piece reaches a square it captures on, or
-/// if an enemy piece captures it. The reachable squares of every piece are over-approximated
-/// (pawns are the only obstacles; kings avoid squares enemy pawns attack); if no piece can reach
-/// an enemy pawn or, kings apart, a square attacked by an enemy pawn, the pawns are frozen for
-/// ever. The opposing king can then be checked only by the side's pieces (the pawns' attacks are
-/// already avoided), so if none of them can ever attack a square that king can reach, the side
-/// can never mate.
-fn locked_structure_proof(pos: &Chess, side: Color) -> bool {
-    let board = pos.board();
-    let pawns = board.pawns();
-    if pawns.is_empty() || pos.is_check() || pos.ep_square(EnPassantMode::Legal).is_some() {
-        return false;
-    }
-    for color in Color::ALL {
-        for sq in board.by_color(color) & pawns {
-            let Some(front) = sq.offset(if color.is_white() { 8 } else { -8 }) else {
-                return false;
-            };
-            if !pawns.contains(front) {
-                return false;
-            }
-            if (attacks::pawn_attacks(color, sq) & board.by_color(!color) & pawns).any() {
-                return false;
-            }
-        }
-    }
-    let pawn_attacks = |color: Color| -> Bitboard {
-        (board.by_color(color) & pawns)
-            .into_iter()
-            .fold(Bitboard::EMPTY, |acc, sq| {
-                acc | attacks::pawn_attacks(color, sq)
-            })
-    };
-    let (white_pawn_attacks, black_pawn_attacks) =
-        (pawn_attacks(Color::White), pawn_attacks(Color::Black));
-    let attacked_by = |color: Color| match color {
-        Color::White => white_pawn_attacks,
-        Color::Black => black_pawn_attacks,
-    };
-
-    let mut side_attack_reach = Bitboard::EMPTY;
-    let mut loser_king_region = Bitboard::EMPTY;
-    for color in Color::ALL {
-        let own_pawns = board.by_color(color) & pawns;
-        let enemy_pawns = board.by_color(!color) & pawns;
-        for sq in board.by_color(color) & !pawns {
-            let Some(role) = board.role_at(sq) else {
-                continue;
-            };
-            let region = reachable(role, sq, pawns, own_pawns, attacked_by(!color));
-            if (region & enemy_pawns).any() {
-                return false;
-            }
-            if role != Role::King && (region & attacked_by(!color)).any() {
-                return false;
-            }
-            if role == Role::King {
-                if color != side {
-                    loser_king_region |= region;
-                }
-            } else if color == side {
-                side_attack_reach |= region.into_iter().fold(Bitboard::EMPTY, |acc, from| {
-                    acc | attacks::attacks(from, role.of(color), pawns)
-                });
-            }
-        }
-    }
-    (loser_king_region & side_attack_reach).is_empty()
-}
-
-/// Squares a piece can ever stand on while the pawns stay where they are. Other pieces are
-/// ignored (they can move out of the way), which only enlarges the region. The region includes
-/// enemy pawn squares the piece could capture on, so that callers can detect them.
-fn reachable(
-    role: Role,
-    from: Square,
-    pawns: Bitboard,
-    own_pawns: Bitboard,
-    attacked_by_enemy_pawns: Bitboard,
-) -> Bitboard {
-    let mut region = Bitboard::from_square(from);
-    let mut frontier = vec![from];
-    while let Some(sq) = frontier.pop() {
-        let steps = match role {
-            Role::King => attacks::king_attacks(sq) & !attacked_by_enemy_pawns,
-            Role::Knight => attacks::knight_attacks(sq),
-            Role::Bishop => attacks::bishop_attacks(sq, pawns),
-            Role::Rook => attacks::rook_attacks(sq, pawns),
-            Role::Queen => attacks::queen_attacks(sq, pawns),
-            Role::Pawn => Bitboard::EMPTY,
-        };
-        for next in steps & !own_pawns & !region {
-            region.add(next);
-            // An enemy pawn square is a capture: the structure would change there, so the
-            // walk does not continue through it (callers reject such regions anyway).
-            if !pawns.contains(next) {
-                frontier.push(next);
-            }
-        }
-    }
-    region
 }
 
 /// Depth-first helpmate search with iterative deepening.
@@ -553,7 +454,8 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64) -> Exploration {
         if seen.len() as u64 > limit {
             return Exploration::OutOfBudget;
         }
-        if static_proof(&child, side).is_some() {
+        let structure_changed = m.is_capture() || m.role() == Role::Pawn;
+        if static_proof(&child, side, structure_changed).is_some() {
             continue;
         }
         let moves = ordered(&child);

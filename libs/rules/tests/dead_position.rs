@@ -236,6 +236,9 @@ fn exhausted_budget_is_undecided_and_counts_as_winnable() {
     };
     let fen = "2b5/8/4k3/8/8/4K3/8/2B5 w - - 0 1";
     let pos = position(fen);
-    assert_eq!(analyze(&pos, Color::White, &tiny), Unwinnability::Undecided);
+    assert_eq!(
+        analyze(&pos, Color::White, &tiny),
+        Unwinnability::Undetermined
+    );
     assert!(!dead::is_dead_within(&pos, &tiny));
 }

@@ -1,0 +1,431 @@
+//! The semi-static proof that a side can never mate: pawns frozen for good, the squares every
+//! other piece can ever reach behind them, and whether a mating pattern fits in those squares.
+//!
+//! After the "full" analysis of A. Ambrona, "A Practical Algorithm for Chess Unwinnability"
+//! (FUN 2022). Every region here over-approximates what legal play can do, so each "cannot" is
+//! sound; what cannot be proven this way is left to the search.
+
+use shakmaty::{Bitboard, Board, ByColor, Color, Role, Square, attacks};
+
+/// One piece's possible future.
+#[derive(Debug, Clone, Copy)]
+struct Unit {
+    square: Square,
+    color: Color,
+    /// The piece's role now; a pawn that can promote keeps `Pawn` with `promotes` set.
+    role: Role,
+    promotes: bool,
+    /// Every square the piece can ever stand on (its own square included).
+    reach: Bitboard,
+    /// The squares of `reach` it stands on as a pawn (empty for pieces).
+    as_pawn: Bitboard,
+}
+
+impl Unit {
+    /// Every square the piece can ever attack, with `stuck` pieces blocking lines.
+    fn attacks(&self, stuck: Bitboard) -> Bitboard {
+        let from_pawn = self.as_pawn.into_iter().fold(Bitboard::EMPTY, |acc, sq| {
+            acc | attacks::pawn_attacks(self.color, sq)
+        });
+        let as_piece = self.reach & !self.as_pawn;
+        let roles: &[Role] = match self.role {
+            Role::Pawn => &[Role::Queen, Role::Knight],
+            role => &[role][..],
+        };
+        roles.iter().fold(from_pawn, |acc, role| {
+            as_piece.into_iter().fold(acc, |acc, sq| {
+                acc | attacks::attacks(sq, role.of(self.color), stuck)
+            })
+        })
+    }
+}
+
+/// Every piece's future, as the least solution of "a piece can be somewhere only if some legal
+/// move can bring it there": a move needs its target (and a line's squares) empty at the time,
+/// so each such square must be empty now or its piece able to leave or be captured; a pawn
+/// captures only where an enemy piece can be; a king never enters a square that a pawn or king
+/// that never moves attacks; a pawn never passes an enemy pawn on its file while neither can
+/// leave the file and the enemy one cannot be captured on it. Starting from every piece on its
+/// own square and adding only what these conditions allow, the result contains everything legal
+/// play can do.
+struct Futures {
+    units: Vec<Unit>,
+    /// Occupied squares whose piece never leaves and is never captured.
+    stuck: Bitboard,
+}
+
+impl Futures {
+    /// The futures of the pieces on `board`, or `None` as soon as `hopeless` says that what is
+    /// known so far already rules out the caller's proof (regions only grow).
+    fn of(board: &Board, hopeless: impl Fn(&[Unit]) -> bool) -> Option<Futures> {
+        let mut units: Vec<Unit> = board
+            .occupied()
+            .into_iter()
+            .filter_map(|square| {
+                let piece = board.piece_at(square)?;
+                Some(Unit {
+                    square,
+                    color: piece.color,
+                    role: piece.role,
+                    promotes: false,
+                    reach: Bitboard::from_square(square),
+                    as_pawn: if piece.role == Role::Pawn {
+                        Bitboard::from_square(square)
+                    } else {
+                        Bitboard::EMPTY
+                    },
+                })
+            })
+            .collect();
+        loop {
+            let reach_of = |color: Color| {
+                units
+                    .iter()
+                    .filter(|u| u.color == color)
+                    .fold(Bitboard::EMPTY, |acc, u| acc | u.reach)
+            };
+            let enemy_reach = ByColor::new_with(|color| reach_of(!color));
+            let stuck: Bitboard = units
+                .iter()
+                .filter(|u| u.reach.count() == 1 && !enemy_reach.get(u.color).contains(u.square))
+                .map(|u| u.square)
+                .collect();
+            let world = World {
+                board,
+                stuck,
+                enemy_reach,
+                units: &units,
+            };
+            let grown: Vec<Unit> = units.iter().map(|u| world.grow(u)).collect();
+            if grown
+                .iter()
+                .zip(&units)
+                .all(|(new, old)| new.reach == old.reach)
+            {
+                return Some(Futures { units, stuck });
+            }
+            if hopeless(&grown) {
+                return None;
+            }
+            units = grown;
+        }
+    }
+
+    fn king(&self, color: Color) -> Option<&Unit> {
+        self.units
+            .iter()
+            .find(|u| u.color == color && u.role == Role::King)
+    }
+}
+
+/// What one round of growing the regions reads: the previous round's facts.
+struct World<'a> {
+    board: &'a Board,
+    stuck: Bitboard,
+    /// For each colour, the squares the other colour's pieces can reach.
+    enemy_reach: ByColor<Bitboard>,
+    units: &'a [Unit],
+}
+
+impl World<'_> {
+    fn grow(&self, unit: &Unit) -> Unit {
+        let mut grown = *unit;
+        let own_stuck = self.stuck & self.board.by_color(unit.color);
+        if unit.role == Role::Pawn {
+            grown.as_pawn = self.pawn_walk(unit, own_stuck);
+            let promotions = grown.as_pawn & Bitboard::from_rank((!unit.color).backrank());
+            grown.promotes = promotions.any();
+            grown.reach = grown.as_pawn;
+            if grown.promotes {
+                // A promoted piece may be anything: a queen's and a knight's ways cover all.
+                let start = promotions | (unit.reach & !unit.as_pawn);
+                for role in [Role::Queen, Role::Knight] {
+                    grown.reach |= self.piece_walk(role, unit.color, start, own_stuck);
+                }
+            }
+        } else {
+            grown.reach = self.piece_walk(unit.role, unit.color, unit.reach, own_stuck);
+        }
+        grown
+    }
+
+    /// The squares a piece of `role` reaches from `start`: lines are blocked only by stuck
+    /// pieces, it never lands on a stuck piece of its own, and a king avoids the squares that a
+    /// stuck enemy pawn or king attacks.
+    fn piece_walk(
+        &self,
+        role: Role,
+        color: Color,
+        start: Bitboard,
+        own_stuck: Bitboard,
+    ) -> Bitboard {
+        let forbidden = if role == Role::King {
+            let enemy_stuck = self.stuck & self.board.by_color(!color);
+            let pawns = enemy_stuck & self.board.pawns();
+            let kings = enemy_stuck & self.board.kings();
+            pawns.into_iter().fold(Bitboard::EMPTY, |acc, sq| {
+                acc | attacks::pawn_attacks(!color, sq)
+            }) | kings
+                .into_iter()
+                .fold(Bitboard::EMPTY, |acc, sq| acc | attacks::king_attacks(sq))
+        } else {
+            Bitboard::EMPTY
+        };
+        let mut region = start;
+        let mut frontier: Vec<Square> = start.into_iter().collect();
+        while let Some(sq) = frontier.pop() {
+            let steps = attacks::attacks(sq, role.of(color), self.stuck);
+            for next in steps & !own_stuck & !forbidden & !region {
+                region.add(next);
+                frontier.push(next);
+            }
+        }
+        region
+    }
+
+    /// The squares a pawn stands on before it promotes: pushes onto squares that can be empty,
+    /// short of an enemy pawn it can never pass, and captures where an enemy piece can be.
+    fn pawn_walk(&self, pawn: &Unit, own_stuck: Bitboard) -> Bitboard {
+        let color = pawn.color;
+        let last_rank = Bitboard::from_rank((!color).backrank());
+        let barrier = self.confronting(pawn);
+        let victims = *self.enemy_reach.get(color);
+        let mut walk = pawn.as_pawn;
+        let mut frontier: Vec<Square> = walk.into_iter().collect();
+        while let Some(sq) = frontier.pop() {
+            if last_rank.contains(sq) {
+                continue;
+            }
+            let push = forward(color, sq)
+                .filter(|front| !self.stuck.contains(*front) && !barrier.contains(*front))
+                .map(Bitboard::from_square)
+                .unwrap_or_default();
+            let captures = attacks::pawn_attacks(color, sq) & victims & !own_stuck;
+            for next in (push | captures) & !walk {
+                walk.add(next);
+                frontier.push(next);
+            }
+        }
+        walk
+    }
+
+    /// The squares of its file a pawn can never push onto: from the first enemy pawn ahead on
+    /// the file that it can never get past, on. It gets past only if one of them leaves the
+    /// file or the enemy pawn is captured on it.
+    fn confronting(&self, pawn: &Unit) -> Bitboard {
+        let file = Bitboard::from_file(pawn.square.file());
+        let left_file = |u: &Unit| (u.reach & !file).any();
+        if left_file(pawn) {
+            return Bitboard::EMPTY;
+        }
+        let ahead = |sq: Square| ahead_of(pawn.color, pawn.square, sq);
+        let captors = self
+            .units
+            .iter()
+            .filter(|u| u.color == pawn.color && u.square != pawn.square)
+            .fold(Bitboard::EMPTY, |acc, u| acc | u.reach);
+        let blocker = self
+            .units
+            .iter()
+            .filter(|u| u.color != pawn.color && u.role == Role::Pawn)
+            .filter(|u| file.contains(u.square) && ahead(u.square))
+            .filter(|u| !left_file(u) && (u.reach & captors).is_empty())
+            .min_by_key(|u| u.square.rank().distance(pawn.square.rank()));
+        blocker.map_or(Bitboard::EMPTY, |q| {
+            file.into_iter()
+                .filter(|&sq| sq == q.square || ahead_of(pawn.color, q.square, sq))
+                .collect()
+        })
+    }
+}
+
+/// `sq` lies beyond `of` in the direction `color`'s pawns move.
+fn ahead_of(color: Color, of: Square, sq: Square) -> bool {
+    if color.is_white() {
+        sq.rank() > of.rank()
+    } else {
+        sq.rank() < of.rank()
+    }
+}
+
+fn forward(color: Color, sq: Square) -> Option<Square> {
+    sq.offset(if color.is_white() { 8 } else { -8 })
+}
+
+/// Proves that `winner` can never checkmate on this board, or returns `false` (not proven).
+///
+/// The loser's king lives in its region for good. If no piece of the winner can ever attack a
+/// square of it, there is no check, so no mate. If the only pieces that can are bishops on one
+/// colour of squares, a mate on square `s` needs every flight square of the other colour (and,
+/// with one bishop, the flight squares on the diagonal it does not check along) taken by a piece
+/// of the loser, one piece per square, or guarded by the winner's king; when neither is possible
+/// on any square of the region, the side can never mate.
+///
+/// The caller makes sure that no en passant capture is possible (the analysis does not model it
+/// for the move at hand).
+pub(super) fn cannot_mate(board: &Board, winner: Color) -> bool {
+    // Without two pawns locked head-on nothing stays in place for good: not provable here, and
+    // the common case, so it is answered before any work.
+    let white_pawns = board.pawns() & board.white();
+    let black_pawns = board.pawns() & board.black();
+    if (white_pawns.shift(8) & black_pawns).is_empty() {
+        return false;
+    }
+    // A piece other than a bishop that can enter the loser king's region defeats the proof.
+    let hopeless = |units: &[Unit]| {
+        let king_region = units
+            .iter()
+            .filter(|u| u.color != winner && u.role == Role::King)
+            .fold(Bitboard::EMPTY, |acc, u| acc | u.reach);
+        units.iter().any(|u| {
+            u.color == winner
+                && !matches!(u.role, Role::King | Role::Bishop)
+                && (u.reach & king_region).any()
+        })
+    };
+    let Some(futures) = Futures::of(board, hopeless) else {
+        return false;
+    };
+    let (Some(loser_king), Some(winner_king)) = (futures.king(!winner), futures.king(winner))
+    else {
+        return false;
+    };
+    let region = loser_king.reach;
+    let visitors: Vec<(&Unit, Bitboard)> = futures
+        .units
+        .iter()
+        .filter(|u| u.color == winner && u.role != Role::King)
+        .map(|u| (u, u.attacks(futures.stuck)))
+        .filter(|(u, attacks)| ((*attacks | u.reach) & region).any())
+        .collect();
+    let checks = visitors
+        .iter()
+        .fold(Bitboard::EMPTY, |acc, (_, attacks)| acc | *attacks)
+        & region;
+    if checks.is_empty() {
+        return true;
+    }
+    if visitors
+        .iter()
+        .any(|(u, _)| u.role != Role::Bishop || u.promotes)
+    {
+        return false;
+    }
+    let squares_of = |(u, _): &(&Unit, Bitboard)| {
+        if (u.reach & Bitboard::DARK_SQUARES).any() {
+            Bitboard::DARK_SQUARES
+        } else {
+            Bitboard::LIGHT_SQUARES
+        }
+    };
+    let colour = squares_of(&visitors[0]);
+    if visitors.iter().any(|u| squares_of(u) != colour) {
+        return false;
+    }
+    let blockers: Vec<Bitboard> = futures
+        .units
+        .iter()
+        .filter(|u| u.color != winner && u.role != Role::King)
+        .map(|u| u.reach)
+        .collect();
+    for s in checks & colour {
+        let flights = attacks::king_attacks(s) & region;
+        let other_colour = flights & !colour;
+        let options: Vec<Bitboard> = if visitors.len() >= 2 {
+            vec![other_colour]
+        } else {
+            // One bishop checks along one diagonal; the other diagonal's flights stay open.
+            let rising = |t: Square| (t.file() > s.file()) == (t.rank() > s.rank());
+            let (up, down): (Bitboard, Bitboard) = (
+                (flights & colour)
+                    .into_iter()
+                    .filter(|&t| rising(t))
+                    .collect(),
+                (flights & colour)
+                    .into_iter()
+                    .filter(|&t| !rising(t))
+                    .collect(),
+            );
+            vec![other_colour | down, other_colour | up]
+        };
+        // The winner's king, where it can be and not next to `s`, guards the flights next to
+        // it; `None` stands for a king too far away to guard any.
+        let king_posts = winner_king.reach & !attacks::king_attacks(s).with(s);
+        let guards = king_posts
+            .into_iter()
+            .map(attacks::king_attacks)
+            .filter(|guarded| (*guarded & flights).any())
+            .chain([Bitboard::EMPTY]);
+        let mut guards = guards;
+        if guards.any(|guarded| {
+            options
+                .iter()
+                .any(|needed| can_fill(*needed & !guarded, &blockers))
+        }) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether distinct pieces, each able to reach its square, can stand on every square of
+/// `needed` at once (a bipartite matching of squares to pieces).
+fn can_fill(needed: Bitboard, reaches: &[Bitboard]) -> bool {
+    /// Kuhn's augmenting path: gives `sq` a piece, moving earlier assignments where needed.
+    fn assign(
+        sq: Square,
+        reaches: &[Bitboard],
+        holds: &mut [Option<Square>],
+        tried: &mut [bool],
+    ) -> bool {
+        for (piece, reach) in reaches.iter().enumerate() {
+            if reach.contains(sq) && !tried[piece] {
+                tried[piece] = true;
+                if holds[piece].is_none_or(|other| assign(other, reaches, holds, tried)) {
+                    holds[piece] = Some(sq);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+    if needed.count() > reaches.len() {
+        return false;
+    }
+    let mut holds = vec![None; reaches.len()];
+    needed.into_iter().all(|sq| {
+        let mut tried = vec![false; reaches.len()];
+        assign(sq, reaches, &mut holds, &mut tried)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use shakmaty::{CastlingMode, Chess, Position, fen::Fen};
+
+    use super::*;
+
+    fn board(fen: &str) -> Board {
+        let fen: Fen = fen.parse().expect("FEN");
+        let pos: Chess = fen.into_position(CastlingMode::Standard).expect("legal");
+        pos.board().clone()
+    }
+
+    #[test]
+    fn debug_print() {
+        let Ok(fen) = std::env::var("FEN") else {
+            return;
+        };
+        let b = board(&fen);
+        let f = Futures::of(&b, |_| false).expect("no early end");
+        println!("stuck: {:?}", f.stuck);
+        for u in &f.units {
+            println!(
+                "{:?} {:?} {:?} reach {:?}",
+                u.square, u.color, u.role, u.reach
+            );
+        }
+        println!("white cannot mate: {}", cannot_mate(&b, Color::White));
+        println!("black cannot mate: {}", cannot_mate(&b, Color::Black));
+    }
+}
