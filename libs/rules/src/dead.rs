@@ -28,6 +28,8 @@ mod blocked;
 
 use std::collections::{HashMap, HashSet};
 
+use nohash_hasher::BuildNoHashHasher;
+
 use shakmaty::{
     Bitboard, Board, CastlingMode, Chess, Color, EnPassantMode, Move, MoveList, Position, Role,
     Square, attacks, zobrist::Zobrist64,
@@ -130,6 +132,11 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if let Some(line) = mate_within_two_plies(pos, side) {
         return Unwinnability::Winnable(line);
     }
+    // A blocked structure is often provable only one move on: a king in check from a pawn
+    // that never moves has to step away and can never come back.
+    if blocked_after_every_move(pos, side) {
+        return Unwinnability::Unwinnable(UnwinnableReason::LockedStructure);
+    }
     // A short ordered walk next: with much material on the board it runs into a mate within a
     // few hundred positions, and small forced sequences are settled outright.
     let quick_walk = budget.proof_nodes.min(QUICK_WALK_NODES);
@@ -144,7 +151,7 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
         side,
         nodes: 0,
         limit: budget.helpmate_nodes,
-        table: HashMap::new(),
+        table: HashMap::default(),
         line: Vec::new(),
     };
     if let Some(line) = search.run(pos, budget.max_plies) {
@@ -182,6 +189,19 @@ fn static_proof(pos: &Chess, side: Color, structure_changed: bool) -> Option<Unw
     }
 }
 
+/// Whether every legal move leads to a position that the static proofs settle (no mate within
+/// two plies was found before this is asked, so no move mates).
+fn blocked_after_every_move(pos: &Chess, side: Color) -> bool {
+    if !blocked::may_be_blocked(pos.board()) {
+        return false;
+    }
+    pos.legal_moves().iter().all(|m| {
+        let mut child = pos.clone();
+        child.play_unchecked(*m);
+        child.legal_moves().is_empty() || static_proof(&child, side, true).is_some()
+    })
+}
+
 /// A mate by `side` on its next move: at once when it is to move, else after any reply.
 fn mate_within_two_plies(pos: &Chess, side: Color) -> Option<Vec<String>> {
     let mate_now = |p: &Chess| {
@@ -215,7 +235,7 @@ struct HelpmateSearch {
     nodes: u64,
     limit: u64,
     /// Position hash → remaining depth already searched without finding a mate.
-    table: HashMap<u64, u32>,
+    table: HashMap<u64, u32, BuildNoHashHasher<u64>>,
     line: Vec<Move>,
 }
 
@@ -399,9 +419,12 @@ enum Exploration {
     OutOfBudget,
 }
 
-/// Exact position identity for the exhaustive walk (the move counters do not matter).
-#[derive(PartialEq, Eq, Hash)]
+/// Exact position identity for the exhaustive walk (the move counters do not matter). Hashed
+/// by its Zobrist key alone, which is cheap; equality still compares the whole position, so a
+/// collision costs a comparison and never merges two positions.
+#[derive(PartialEq, Eq)]
 struct PositionKey {
+    zobrist: u64,
     board: Board,
     turn: Color,
     castling: Bitboard,
@@ -410,7 +433,9 @@ struct PositionKey {
 
 impl PositionKey {
     fn of(pos: &Chess) -> Self {
+        let zobrist: Zobrist64 = pos.zobrist_hash(EnPassantMode::Legal);
         PositionKey {
+            zobrist: zobrist.0,
             board: pos.board().clone(),
             turn: pos.turn(),
             castling: pos.castles().castling_rights(),
@@ -419,6 +444,14 @@ impl PositionKey {
     }
 }
 
+impl std::hash::Hash for PositionKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.zobrist);
+    }
+}
+
+impl nohash_hasher::IsEnabled for PositionKey {}
+
 /// Visits every position reachable from `start`, stopping at positions the static proofs settle.
 fn exhaustive_proof(start: &Chess, side: Color, limit: u64) -> Exploration {
     struct Frame {
@@ -426,7 +459,7 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64) -> Exploration {
         moves: Vec<Move>,
         next: usize,
     }
-    let mut seen: HashSet<PositionKey> = HashSet::new();
+    let mut seen: HashSet<PositionKey, BuildNoHashHasher<PositionKey>> = HashSet::default();
     seen.insert(PositionKey::of(start));
     // The walk tries the helpmate ordering first: when a mate exists it tends to be met early.
     let ordered = |pos: &Chess| -> Vec<Move> { order_moves(pos, &pos.legal_moves(), side) };

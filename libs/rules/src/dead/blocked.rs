@@ -41,13 +41,16 @@ impl Unit {
 }
 
 /// Every piece's future, as the least solution of "a piece can be somewhere only if some legal
-/// move can bring it there": a move needs its target (and a line's squares) empty at the time,
-/// so each such square must be empty now or its piece able to leave or be captured; a pawn
-/// captures only where an enemy piece can be; a king never enters a square that a pawn or king
-/// that never moves attacks; a pawn never passes an enemy pawn on its file while neither can
-/// leave the file and the enemy one cannot be captured on it. Starting from every piece on its
-/// own square and adding only what these conditions allow, the result contains everything legal
-/// play can do.
+/// move can bring it there":
+/// - a move needs its target (and a line's squares) empty at the time, so each such square must
+///   be empty now or its piece able to leave or be captured;
+/// - a pawn captures only where an enemy piece other than the king can be;
+/// - a king never enters a square that an enemy piece that never moves attacks;
+/// - a pawn never passes an enemy pawn on its file while neither can leave the file and the
+///   enemy one cannot be captured on it.
+///
+/// Starting from every piece on its own square and adding only what these conditions allow, the
+/// result contains everything legal play can do (by induction over any sequence of moves).
 struct Futures {
     units: Vec<Unit>,
     /// Occupied squares whose piece never leaves and is never captured.
@@ -78,25 +81,26 @@ impl Futures {
             })
             .collect();
         loop {
-            let reach_of = |color: Color| {
+            let reach_of = |color: Color, kings: bool| {
                 units
                     .iter()
-                    .filter(|u| u.color == color)
+                    .filter(|u| u.color == color && (kings || u.role != Role::King))
                     .fold(Bitboard::EMPTY, |acc, u| acc | u.reach)
             };
-            let enemy_reach = ByColor::new_with(|color| reach_of(!color));
+            let captors = ByColor::new_with(|color| reach_of(!color, true));
             let stuck: Bitboard = units
                 .iter()
-                .filter(|u| u.reach.count() == 1 && !enemy_reach.get(u.color).contains(u.square))
+                .filter(|u| u.reach.count() == 1 && !captors.get(u.color).contains(u.square))
                 .map(|u| u.square)
                 .collect();
             let world = World {
                 board,
                 stuck,
-                enemy_reach,
+                victims: ByColor::new_with(|color| reach_of(!color, false)),
                 units: &units,
             };
             let grown: Vec<Unit> = units.iter().map(|u| world.grow(u)).collect();
+
             if grown
                 .iter()
                 .zip(&units)
@@ -122,8 +126,9 @@ impl Futures {
 struct World<'a> {
     board: &'a Board,
     stuck: Bitboard,
-    /// For each colour, the squares the other colour's pieces can reach.
-    enemy_reach: ByColor<Bitboard>,
+    /// For each colour, the squares where a piece of the other colour that a pawn can capture
+    /// (any but the king) can be.
+    victims: ByColor<Bitboard>,
     units: &'a [Unit],
 }
 
@@ -151,7 +156,7 @@ impl World<'_> {
 
     /// The squares a piece of `role` reaches from `start`: lines are blocked only by stuck
     /// pieces, it never lands on a stuck piece of its own, and a king avoids the squares that a
-    /// stuck enemy pawn or king attacks.
+    /// stuck enemy piece attacks.
     fn piece_walk(
         &self,
         role: Role,
@@ -160,14 +165,14 @@ impl World<'_> {
         own_stuck: Bitboard,
     ) -> Bitboard {
         let forbidden = if role == Role::King {
-            let enemy_stuck = self.stuck & self.board.by_color(!color);
-            let pawns = enemy_stuck & self.board.pawns();
-            let kings = enemy_stuck & self.board.kings();
-            pawns.into_iter().fold(Bitboard::EMPTY, |acc, sq| {
-                acc | attacks::pawn_attacks(!color, sq)
-            }) | kings
+            // What a piece that never moves attacks, it attacks for good (a slider at least
+            // the squares next to it along its lines).
+            (self.stuck & self.board.by_color(!color))
                 .into_iter()
-                .fold(Bitboard::EMPTY, |acc, sq| acc | attacks::king_attacks(sq))
+                .filter_map(|sq| self.board.piece_at(sq).map(|piece| (sq, piece)))
+                .fold(Bitboard::EMPTY, |acc, (sq, piece)| {
+                    acc | attacks::attacks(sq, piece, Bitboard::FULL)
+                })
         } else {
             Bitboard::EMPTY
         };
@@ -189,7 +194,7 @@ impl World<'_> {
         let color = pawn.color;
         let last_rank = Bitboard::from_rank((!color).backrank());
         let barrier = self.confronting(pawn);
-        let victims = *self.enemy_reach.get(color);
+        let victims = *self.victims.get(color);
         let mut walk = pawn.as_pawn;
         let mut frontier: Vec<Square> = walk.into_iter().collect();
         while let Some(sq) = frontier.pop() {
@@ -252,6 +257,14 @@ fn forward(color: Color, sq: Square) -> Option<Square> {
     sq.offset(if color.is_white() { 8 } else { -8 })
 }
 
+/// Without two pawns locked head-on nothing stays in place for good, and [`cannot_mate`] cannot
+/// succeed: the common case, answered before any work.
+pub(super) fn may_be_blocked(board: &Board) -> bool {
+    let white_pawns = board.pawns() & board.white();
+    let black_pawns = board.pawns() & board.black();
+    (white_pawns.shift(8) & black_pawns).any()
+}
+
 /// Proves that `winner` can never checkmate on this board, or returns `false` (not proven).
 ///
 /// The loser's king lives in its region for good. If no piece of the winner can ever attack a
@@ -264,11 +277,7 @@ fn forward(color: Color, sq: Square) -> Option<Square> {
 /// The caller makes sure that no en passant capture is possible (the analysis does not model it
 /// for the move at hand).
 pub(super) fn cannot_mate(board: &Board, winner: Color) -> bool {
-    // Without two pawns locked head-on nothing stays in place for good: not provable here, and
-    // the common case, so it is answered before any work.
-    let white_pawns = board.pawns() & board.white();
-    let black_pawns = board.pawns() & board.black();
-    if (white_pawns.shift(8) & black_pawns).is_empty() {
+    if !may_be_blocked(board) {
         return false;
     }
     // A piece other than a bishop that can enter the loser king's region defeats the proof.
@@ -351,12 +360,11 @@ pub(super) fn cannot_mate(board: &Board, winner: Color) -> bool {
         // The winner's king, where it can be and not next to `s`, guards the flights next to
         // it; `None` stands for a king too far away to guard any.
         let king_posts = winner_king.reach & !attacks::king_attacks(s).with(s);
-        let guards = king_posts
+        let mut guards = king_posts
             .into_iter()
             .map(attacks::king_attacks)
             .filter(|guarded| (*guarded & flights).any())
             .chain([Bitboard::EMPTY]);
-        let mut guards = guards;
         if guards.any(|guarded| {
             options
                 .iter()
@@ -411,21 +419,54 @@ mod tests {
         pos.board().clone()
     }
 
+    fn futures(fen: &str) -> Futures {
+        Futures::of(&board(fen), |_| false).expect("computed to the end")
+    }
+
+    fn reach(futures: &Futures, sq: Square) -> Bitboard {
+        futures
+            .units
+            .iter()
+            .find(|u| u.square == sq)
+            .map(|u| u.reach)
+            .expect("a piece there")
+    }
+
     #[test]
-    fn debug_print() {
-        let Ok(fen) = std::env::var("FEN") else {
-            return;
-        };
-        let b = board(&fen);
-        let f = Futures::of(&b, |_| false).expect("no early end");
-        println!("stuck: {:?}", f.stuck);
-        for u in &f.units {
-            println!(
-                "{:?} {:?} {:?} reach {:?}",
-                u.square, u.color, u.role, u.reach
-            );
-        }
-        println!("white cannot mate: {}", cannot_mate(&b, Color::White));
-        println!("black cannot mate: {}", cannot_mate(&b, Color::Black));
+    fn a_locked_chain_is_stuck_and_the_kings_stay_on_their_side() {
+        let f = futures("8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/8 w - - 0 1");
+        assert_eq!(
+            f.stuck,
+            board("8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/8 w - - 0 1").pawns()
+        );
+        let white_king = reach(&f, Square::E2);
+        assert!(white_king.contains(Square::A3) && !white_king.contains(Square::A5));
+        assert!((white_king & Bitboard::from_rank(shakmaty::Rank::Sixth)).is_empty());
+    }
+
+    #[test]
+    fn a_pawn_captures_only_where_a_victim_can_be_and_never_a_king() {
+        // The b5 pawn attacks a6, next to the black king, and c6, where no black piece but the
+        // king can ever stand (the bishop keeps to dark squares): it never moves.
+        let f = futures("8/k1b5/1p1p1p2/1PpP1Pp1/K1P3P1/3B4/8/8 w - - 0 1");
+        assert_eq!(reach(&f, Square::B5), Bitboard::from_square(Square::B5));
+        assert!(f.stuck.contains(Square::B5));
+    }
+
+    #[test]
+    fn a_piece_that_never_moves_guards_its_squares_for_good() {
+        // The knight on a8 is shut in but guards b6: the black king can never take that pawn.
+        let f = futures("N1b1N1N1/1pPpPpPp/1P1P1P1P/4B3/8/8/8/K1k5 w - - 0 1");
+        assert!(!reach(&f, Square::C1).contains(Square::B6));
+        assert!(f.stuck.contains(Square::A8));
+    }
+
+    #[test]
+    fn filling_squares_needs_one_piece_per_square() {
+        let a = Bitboard::from_square(Square::A1);
+        let b = Bitboard::from_square(Square::B1);
+        assert!(can_fill(a | b, &[a | b, a]));
+        assert!(!can_fill(a | b, &[a, a]));
+        assert!(can_fill(Bitboard::EMPTY, &[]));
     }
 }
