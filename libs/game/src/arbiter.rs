@@ -42,10 +42,20 @@ pub(crate) fn ending_of(
             Termination::FlagFall,
             "flag fall, but the opponent cannot checkmate",
         ),
+        R::FlagFallUndetermined => (
+            Termination::FlagFall,
+            "flag fall; whether the opponent can checkmate was not determined, so the arbiter \
+             decides the result",
+        ),
         R::Resignation => (Termination::Resignation, "resignation"),
         R::ResignationOpponentCannotMate => (
             Termination::Resignation,
             "resignation, but the opponent cannot checkmate",
+        ),
+        R::ResignationUndetermined => (
+            Termination::Resignation,
+            "resignation; whether the opponent can checkmate was not determined, so the \
+             arbiter decides the result",
         ),
         R::Agreement => (Termination::Agreement, "draw agreed"),
         R::BothFlagsFallen => (Termination::BothFlags, "both flags fallen"),
@@ -59,13 +69,14 @@ pub(crate) fn ending_of(
     )
 }
 
-/// The rules' result, in the schema's terms.
-fn result_of(result: boardcast_rules::outcome::GameResult) -> GameResult {
+/// The rules' result, in the schema's terms (none yet: the arbiter decides).
+fn result_of(result: Option<boardcast_rules::outcome::GameResult>) -> GameResult {
     use boardcast_rules::outcome::GameResult as R;
     match result {
-        R::WhiteWins => GameResult::WhiteWins,
-        R::BlackWins => GameResult::BlackWins,
-        R::Draw => GameResult::Draw,
+        Some(R::WhiteWins) => GameResult::WhiteWins,
+        Some(R::BlackWins) => GameResult::BlackWins,
+        Some(R::Draw) => GameResult::Draw,
+        None => GameResult::Unspecified,
     }
 }
 

@@ -1270,6 +1270,10 @@ impl Game {
                 IllegalPenalty::Draw => {
                     "the game is drawn (the opponent cannot checkmate)".to_owned()
                 }
+                IllegalPenalty::LossOrDraw => "the game is lost, or drawn if the opponent \
+                                               cannot checkmate: that was not determined, the \
+                                               arbiter decides"
+                    .to_owned(),
                 IllegalPenalty::NoPenalty => "none".to_owned(),
             }
         };

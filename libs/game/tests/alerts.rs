@@ -1023,3 +1023,48 @@ fn simulated_games_raise_only_what_happened_and_refold_to_the_same_alerts() {
         board.assert_refolds();
     }
 }
+
+/// A flag falls where the analysis cannot tell whether the opponent can mate: the game is over
+/// but has no result, the alert says so, and the result is the arbiter's to declare.
+#[test]
+fn a_flag_fall_with_an_undetermined_answer_waits_for_the_arbiters_result() {
+    use boardcast_game::events::{DeclareResult, GameResult, Termination};
+    // Pawn races behind a half-locked chain: whether Black can still mate is undetermined
+    // within the analysis' bounds (see the rules library's dead-position tests).
+    let mut board = Board::from_fen(
+        "fide-2023",
+        "1k6/p1p1p1p1/P1P1P1P1/p1p1p1p1/8/8/P1P1P1P1/4K3 w - - 0 1",
+    );
+    board.flag(true, false);
+    let ended = board.seqs(|k| matches!(k, Kind::Ended(_)))[0];
+    assert!(board.game.is_over());
+    assert_eq!(
+        board.game.result(),
+        Some((GameResult::Unspecified, Termination::FlagFall))
+    );
+    assert_eq!(board.game.result_token(), "*");
+    let alert = board.alert(ended);
+    assert_eq!(alert.kind, AlertKind::FlagFall);
+    assert!(
+        alert.summary.starts_with("White's flag fell: *")
+            && alert.summary.contains("was not determined")
+            && alert.summary.contains("the arbiter decides the result"),
+        "{}",
+        alert.summary
+    );
+    // The arbiter rules (here: Black cannot mate, a draw) and that is the result.
+    board.act_resolving(
+        Action::Result(DeclareResult {
+            result: GameResult::Draw as i32,
+            reason: "Black cannot checkmate by any series of legal moves".into(),
+            article: "6.9".into(),
+        }),
+        "ia-smith",
+        vec![ended],
+    );
+    assert_eq!(
+        board.game.result(),
+        Some((GameResult::Draw, Termination::Arbiter))
+    );
+    board.assert_refolds();
+}

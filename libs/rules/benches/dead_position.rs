@@ -25,15 +25,17 @@ fn main() {
     answers(&vectors);
 }
 
-/// Times `is_dead` and the analysis of each side over `positions`.
+/// Times `dead_position` (both sides' analyses as needed) over `positions`.
 fn report(name: &str, positions: &[Chess]) {
     let mut times: Vec<Duration> = Vec::with_capacity(positions.len());
-    let mut dead_count = 0;
+    let (mut dead_count, mut undetermined) = (0, 0);
     let started = Instant::now();
     for pos in positions {
         let t = Instant::now();
-        if dead::is_dead(pos) {
-            dead_count += 1;
+        match dead::dead_position(pos) {
+            dead::Answer::Yes => dead_count += 1,
+            dead::Answer::Undetermined => undetermined += 1,
+            dead::Answer::No => {}
         }
         times.push(t.elapsed());
     }
@@ -42,8 +44,8 @@ fn report(name: &str, positions: &[Chess]) {
     let p99 = times[(times.len() * 99).div_ceil(100).saturating_sub(1)];
     let max = times.last().copied().unwrap_or_default();
     println!(
-        "{name}: {} positions ({dead_count} proven dead); is_dead mean {:.3} ms, p99 {:.3} ms, \
-         max {:.1} ms, total {:.0} ms",
+        "{name}: {} positions ({dead_count} proven dead, {undetermined} undetermined); \
+         dead_position mean {:.3} ms, p99 {:.3} ms, max {:.1} ms, total {:.0} ms",
         positions.len(),
         total.as_secs_f64() * 1e3 / positions.len() as f64,
         p99.as_secs_f64() * 1e3,

@@ -19,7 +19,8 @@ use shakmaty::{CastlingMode, Chess, Color, Move, Position, fen::Fen};
 
 use crate::{
     claims::{self, ClaimBasis, ClaimKind},
-    dead, moverules,
+    dead::{self, Answer, Unwinnability},
+    moverules,
     outcome::EndReason,
     pgn::{self, PgnError, PgnGame},
     repetition::RepetitionTracker,
@@ -67,8 +68,12 @@ pub struct GameAnalysis {
     pub plies: u32,
     pub claims: Vec<ClaimPoint>,
     pub automatic: Vec<AutomaticPoint>,
-    /// The first ply at which the position is dead, if any.
+    /// The first ply at which the position is proven dead, if any.
     pub first_dead_ply: Option<u32>,
+    /// Plies the analysis examined without determining whether the position is dead; when not
+    /// empty, the first dead ply may lie among them (or, if none is given, anywhere up to them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dead_undetermined_plies: Vec<u32>,
     /// `checkmate`, `stalemate`, `dead_position`, `fivefold`, `seventyfive`: the first end the
     /// position imposed (at `ended_at_ply`); otherwise the score's result tag (`1-0`, `0-1`,
     /// `1/2-1/2`: ended by resignation, agreement, time or a claim) or `ongoing` for `*`.
@@ -79,12 +84,18 @@ pub struct GameAnalysis {
     pub result: String,
 }
 
-/// What is known about a single position.
+/// What is known about a single position: each answer `yes`, `no` or `undetermined`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FenAnalysis {
-    pub dead: bool,
-    pub white_can_mate: bool,
-    pub black_can_mate: bool,
+    pub dead: Answer,
+    pub white_can_mate: Answer,
+    pub black_can_mate: Answer,
+    /// When White can mate: a sequence of legal moves (UCI) that ends with White mating.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub white_helpmate: Vec<String>,
+    /// When Black can mate: the same for Black.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub black_helpmate: Vec<String>,
 }
 
 /// Input that cannot be analysed.
@@ -104,6 +115,8 @@ pub struct MovesAnalysis {
     pub claims: Vec<ClaimPoint>,
     pub automatic: Vec<AutomaticPoint>,
     pub first_dead_ply: Option<u32>,
+    /// See [`GameAnalysis::dead_undetermined_plies`].
+    pub dead_undetermined_plies: Vec<u32>,
     /// The first end imposed by the position, and its ply.
     pub end: Option<(u32, EndReason)>,
 }
@@ -111,7 +124,7 @@ pub struct MovesAnalysis {
 /// What the analysis looks for besides claims and repetition/move-rule draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AnalysisOptions {
-    /// Look for dead positions (the exact search of [`dead::is_dead`]; the costly part).
+    /// Look for dead positions (the search of [`dead::dead_position`]; the costly part).
     pub dead_positions: bool,
 }
 
@@ -132,24 +145,42 @@ pub fn analyze_moves(
     analyze_moves_with(rules, start, moves, AnalysisOptions::default())
 }
 
-/// The first ply whose position is dead. A position reachable from a dead position is dead too
-/// (no continuation of it can reach a mate), so deadness only ever starts and lasts: one search
-/// on the final position settles whether any ply is dead, and a binary search finds the first.
-fn first_dead_ply(positions: &[Chess]) -> Option<u32> {
-    let last = positions.last()?;
-    if !dead::is_dead(last) {
-        return None;
+/// The first ply whose position is proven dead, and the plies examined whose deadness was
+/// undetermined. A position reachable from a dead position is dead too (no continuation of it
+/// can reach a mate), so deadness only ever starts and lasts: one search on the final position
+/// settles whether any ply is dead, and a binary search finds the first. An undetermined answer
+/// breaks that reasoning, so from there every ply is examined in turn (rare, and slower).
+fn dead_plies(positions: &[Chess]) -> (Option<u32>, Vec<u32>) {
+    let ply = |index: usize| u32::try_from(index).unwrap_or(u32::MAX);
+    let scan = |from: usize, to: usize| {
+        let mut undetermined = Vec::new();
+        for (index, pos) in positions.iter().enumerate().take(to + 1).skip(from) {
+            match dead::dead_position(pos) {
+                Answer::Yes => return (Some(ply(index)), undetermined),
+                Answer::Undetermined => undetermined.push(ply(index)),
+                Answer::No => {}
+            }
+        }
+        (None, undetermined)
+    };
+    let Some(last) = positions.len().checked_sub(1) else {
+        return (None, Vec::new());
+    };
+    match dead::dead_position(&positions[last]) {
+        Answer::No => return (None, Vec::new()),
+        Answer::Undetermined => return scan(0, last),
+        Answer::Yes => {}
     }
-    let (mut lo, mut hi) = (0usize, positions.len() - 1);
+    let (mut lo, mut hi) = (0usize, last);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if dead::is_dead(&positions[mid]) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
+        match dead::dead_position(&positions[mid]) {
+            Answer::Yes => hi = mid,
+            Answer::No => lo = mid + 1,
+            Answer::Undetermined => return scan(lo, hi),
         }
     }
-    u32::try_from(lo).ok()
+    (Some(ply(lo)), Vec::new())
 }
 
 /// [`analyze_moves`] with a choice of checks.
@@ -207,10 +238,10 @@ pub fn analyze_moves_with(
             .map_err(|e| AnalysisError::IllegalMove { ply, text: e.uci })?;
         inspect(&history);
     }
-    let first_dead = if options.dead_positions {
-        first_dead_ply(&positions)
+    let (first_dead, dead_undetermined_plies) = if options.dead_positions {
+        dead_plies(&positions)
     } else {
-        None
+        (None, Vec::new())
     };
 
     // The first end the position imposes; at the same ply, checkmate before stalemate before a
@@ -252,6 +283,7 @@ pub fn analyze_moves_with(
         claims: claim_points,
         automatic,
         first_dead_ply: first_dead,
+        dead_undetermined_plies,
         end,
     })
 }
@@ -284,6 +316,7 @@ pub fn analyze_game(rules: &RuleSet, game: &PgnGame) -> Result<GameAnalysis, Ana
         claims,
         automatic,
         first_dead_ply,
+        dead_undetermined_plies,
         end,
     } = analyze_moves(rules, &start, &moves)?;
     let status = match end {
@@ -301,6 +334,7 @@ pub fn analyze_game(rules: &RuleSet, game: &PgnGame) -> Result<GameAnalysis, Ana
         claims,
         automatic,
         first_dead_ply,
+        dead_undetermined_plies,
         status,
         ended_at_ply: end.map(|(ply, _)| ply),
         result: game.result.clone(),
@@ -324,12 +358,27 @@ pub fn parse_fen(fen: &str) -> Result<Chess, AnalysisError> {
         })
 }
 
-/// Whether the position is dead and which sides can still checkmate.
+/// Whether the position is dead and which sides can still checkmate, with a helpmate where one
+/// can.
 pub fn analyze_position(pos: &Chess) -> FenAnalysis {
+    let answer = |side| dead::analyze(pos, side, &dead::Budget::default());
+    let (white, black) = (answer(Color::White), answer(Color::Black));
+    // Dead when neither side can mate.
+    let dead = match (white.can_mate(), black.can_mate()) {
+        (Answer::No, Answer::No) => Answer::Yes,
+        (Answer::Yes, _) | (_, Answer::Yes) => Answer::No,
+        _ => Answer::Undetermined,
+    };
+    let line = |answer: &Unwinnability| match answer {
+        Unwinnability::Winnable(line) => line.clone(),
+        _ => Vec::new(),
+    };
     FenAnalysis {
-        dead: dead::is_dead(pos),
-        white_can_mate: dead::can_checkmate(pos, Color::White),
-        black_can_mate: dead::can_checkmate(pos, Color::Black),
+        dead,
+        white_can_mate: white.can_mate(),
+        black_can_mate: black.can_mate(),
+        white_helpmate: line(&white),
+        black_helpmate: line(&black),
     }
 }
 

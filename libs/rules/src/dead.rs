@@ -1,34 +1,38 @@
-//! Dead positions (Article 5.2.b / 9.6) and "can this side still checkmate" (Article 6.9).
+//! Dead positions (Article 5.2.2; 5.2.b and 9.6 in earlier editions) and "can this side still
+//! checkmate" (Article 6.9).
 //!
 //! The question is decided by search, after A. Ambrona, "A Practical Algorithm for Chess
 //! Unwinnability" (FUN 2022): a position is winnable for a side when some sequence of legal moves
 //! — both players cooperating — ends with that side delivering mate (a helpmate). The analysis
-//! runs in four stages:
+//! runs in stages:
 //!
-//! 1. **Static proofs.** Insufficient material for the side ([`Position::has_insufficient_material`])
-//!    and a *locked structure* proof: every pawn is blocked by a pawn, no pawn can ever capture,
-//!    no piece can ever reach an enemy pawn or a square an enemy pawn attacks, so the pawns never
-//!    move again; the side's pieces can never attack a square the opponent's king can reach.
-//! 2. **Quick walk.** The exhaustive walk of stage 4 with a small budget: its move ordering runs
-//!    into a mate within a few hundred positions when there is much material, and it settles
-//!    short forced sequences (a forced capture into insufficient material) outright.
+//! 1. **Static proofs.** Insufficient material for the side
+//!    ([`Position::has_insufficient_material`]) and the proof of a *blocked structure*
+//!    ([`blocked`]): the squares every piece can ever reach, given the pawns and pieces that can
+//!    never move again, leave the side no check on the opposing king, or only checks by bishops
+//!    of one colour for which the loser lacks the pieces to block the flight squares. It is also
+//!    tried one move on (a king in check from a pawn that never moves must step away for good).
+//! 2. **Mate within two plies**, then a **quick walk**: the exhaustive walk of stage 4 with a
+//!    small budget. Its move ordering runs into a mate within a few hundred positions when there
+//!    is much material, and it settles short forced sequences outright.
 //! 3. **Helpmate search.** Iterative deepening over legal moves with a transposition table and
 //!    move ordering that brings the side's pieces towards the opposing king and that king towards
 //!    a corner. A helpmate found is the evidence, returned as UCI moves.
-//! 4. **Exhaustive proof.** A depth-first walk over every position reachable from the start (exact
-//!    position identity, no hashing shortcuts), cut off at positions the static proofs settle. If
-//!    the walk ends without a mate, no mate exists.
+//! 4. **Exhaustive proof.** A depth-first walk over every position reachable from the start
+//!    (exact position identity), cut off at positions the static proofs settle. If the walk ends
+//!    without a mate, no mate exists.
 //!
-//! Every stage is bounded by a [`Budget`]. When the budget runs out the answer is
-//! [`Unwinnability::Undetermined`], which [`is_dead`] and [`can_checkmate`] treat as "a mate may
-//! exist": declaring a live game drawn is the worse error, so a position is called dead only when
-//! unwinnability is proven for both sides.
+//! Every stage is bounded by a [`Budget`]. When it runs out the answer is
+//! [`Unwinnability::Undetermined`], and [`dead_position`] and [`can_checkmate`] answer
+//! [`Answer::Undetermined`]: never a verdict, always shown as such. "Cannot mate" comes only with
+//! a proof, "can mate" only with a line.
 
 mod blocked;
 
 use std::collections::{HashMap, HashSet};
 
 use nohash_hasher::BuildNoHashHasher;
+use serde::Serialize;
 
 use shakmaty::{
     Bitboard, Board, CastlingMode, Chess, Color, EnPassantMode, Move, MoveList, Position, Role,
@@ -84,16 +88,46 @@ impl Unwinnability {
     pub fn is_unwinnable(&self) -> bool {
         matches!(self, Unwinnability::Unwinnable(_))
     }
+
+    /// "Can the side mate?" as a three-way answer.
+    pub fn can_mate(&self) -> Answer {
+        match self {
+            Unwinnability::Winnable(_) => Answer::Yes,
+            Unwinnability::Unwinnable(_) => Answer::No,
+            Unwinnability::Undetermined => Answer::Undetermined,
+        }
+    }
 }
 
-/// True when no sequence of legal moves can lead to checkmate by either side, as proven within
-/// the default [`Budget`]. Undecided positions are not dead.
-pub fn is_dead(pos: &Chess) -> bool {
-    is_dead_within(pos, &Budget::default())
+/// The answer to a question the analysis may not settle within its bounds. An `Undetermined`
+/// answer is never a verdict: whoever asked shows it as such (the arbiter decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    Yes,
+    No,
+    Undetermined,
 }
 
-/// [`is_dead`] with an explicit budget.
-pub fn is_dead_within(pos: &Chess, budget: &Budget) -> bool {
+impl Answer {
+    /// The answer as shown to people and in JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Answer::Yes => "yes",
+            Answer::No => "no",
+            Answer::Undetermined => "undetermined",
+        }
+    }
+}
+
+/// Whether the position is dead (Article 5.2.2): no sequence of legal moves leads to mate by
+/// either side. `Yes` only with a proof for both sides, `No` with a helpmate for one.
+pub fn dead_position(pos: &Chess) -> Answer {
+    dead_position_within(pos, &Budget::default())
+}
+
+/// [`dead_position`] with an explicit budget.
+pub fn dead_position_within(pos: &Chess, budget: &Budget) -> Answer {
     // The side to move is usually the cheaper one to refute; try the side that is not stuck
     // with insufficient material first so that the common "not dead" answer comes quickly.
     let order = if pos.has_insufficient_material(pos.turn()) {
@@ -101,15 +135,21 @@ pub fn is_dead_within(pos: &Chess, budget: &Budget) -> bool {
     } else {
         [pos.turn(), !pos.turn()]
     };
-    order
-        .into_iter()
-        .all(|side| analyze(pos, side, budget).is_unwinnable())
+    let mut answer = Answer::Yes;
+    for side in order {
+        match analyze(pos, side, budget).can_mate() {
+            Answer::Yes => return Answer::No,
+            Answer::Undetermined => answer = Answer::Undetermined,
+            Answer::No => {}
+        }
+    }
+    answer
 }
 
-/// True when `side` can checkmate by some series of legal moves (any play by the opponent),
-/// i.e. unless that is proven impossible within the default [`Budget`].
-pub fn can_checkmate(pos: &Chess, side: Color) -> bool {
-    !analyze(pos, side, &Budget::default()).is_unwinnable()
+/// Whether `side` can checkmate by some series of legal moves, any play of the opponent
+/// (Article 6.9), within the default [`Budget`].
+pub fn can_checkmate(pos: &Chess, side: Color) -> Answer {
+    analyze(pos, side, &Budget::default()).can_mate()
 }
 
 /// Decides whether `side` can ever deliver mate from `pos`, within `budget`.

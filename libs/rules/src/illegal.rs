@@ -72,6 +72,9 @@ pub enum IllegalPenalty {
     Loss,
     /// The game is drawn: the offender would lose but the opponent cannot checkmate.
     Draw,
+    /// The offender loses, or the game is drawn if the opponent cannot checkmate, and whether
+    /// the opponent can was not determined: the arbiter decides.
+    LossOrDraw,
     /// No penalty (the move stands, or the act is not an illegal move under this edition).
     NoPenalty,
 }
@@ -189,11 +192,7 @@ pub fn judge_illegal_move(
             && rules.category == Category::Blitz
         {
             report.correction = Correction::RestorePosition;
-            report.penalty = if dead::can_checkmate(case.position_before, opponent) {
-                IllegalPenalty::Loss
-            } else {
-                IllegalPenalty::Draw
-            };
+            report.penalty = loss_unless_opponent_cannot_mate(case.position_before, opponent);
             report.offender_count = tally.of(offender) + 1;
             report.tally = tally.incremented(offender);
             return report;
@@ -211,10 +210,10 @@ pub fn judge_illegal_move(
     report.tally = tally.incremented(offender);
     report.penalty = if count >= losing_count(edition) {
         // 2005 has no exception; from 2009 a draw when the opponent cannot checkmate.
-        if edition != Edition::Fide2005 && !dead::can_checkmate(case.position_before, opponent) {
-            IllegalPenalty::Draw
-        } else {
+        if edition == Edition::Fide2005 {
             IllegalPenalty::Loss
+        } else {
+            loss_unless_opponent_cannot_mate(case.position_before, opponent)
         }
     } else {
         IllegalPenalty::OpponentTime {
@@ -222,4 +221,14 @@ pub fn judge_illegal_move(
         }
     };
     report
+}
+
+/// A loss, or a draw when the opponent cannot checkmate by any series of legal moves; an
+/// undetermined answer is left to the arbiter.
+fn loss_unless_opponent_cannot_mate(position: &Chess, opponent: Color) -> IllegalPenalty {
+    match dead::can_checkmate(position, opponent) {
+        dead::Answer::Yes => IllegalPenalty::Loss,
+        dead::Answer::No => IllegalPenalty::Draw,
+        dead::Answer::Undetermined => IllegalPenalty::LossOrDraw,
+    }
 }

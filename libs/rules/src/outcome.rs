@@ -51,9 +51,15 @@ pub enum EndReason {
     FlagFall,
     /// A flag fell but the opponent could not checkmate by any series of legal moves.
     FlagFallOpponentCannotMate,
+    /// A flag fell and whether the opponent could checkmate was not determined: no result
+    /// until the arbiter decides.
+    FlagFallUndetermined,
     Resignation,
     /// A resignation when the opponent could not checkmate (2023: a draw).
     ResignationOpponentCannotMate,
+    /// A resignation (2023) when whether the opponent could checkmate was not determined: no
+    /// result until the arbiter decides.
+    ResignationUndetermined,
     Agreement,
     BothFlagsFallen,
     DrawClaim,
@@ -63,7 +69,9 @@ pub enum EndReason {
 /// A game end: result, reason and the article it rests on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GameEnd {
-    pub result: GameResult,
+    /// `None` when the result rests on a question the analysis could not settle (whether a side
+    /// can still checkmate): the game is over and the arbiter decides its result.
+    pub result: Option<GameResult>,
     pub reason: EndReason,
     pub article: &'static str,
 }
@@ -84,35 +92,35 @@ pub fn end_on_board(rules: &RuleSet, history: &RepetitionTracker) -> Option<Game
     let n = numbered(rules.edition);
     if pos.is_checkmate() {
         return Some(GameEnd {
-            result: GameResult::win_for(!pos.turn()),
+            result: Some(GameResult::win_for(!pos.turn())),
             reason: EndReason::Checkmate,
             article: if n { "5.1.1" } else { "5.1.a" },
         });
     }
     if pos.is_stalemate() {
         return Some(GameEnd {
-            result: GameResult::Draw,
+            result: Some(GameResult::Draw),
             reason: EndReason::Stalemate,
             article: if n { "5.2.1" } else { "5.2.a" },
         });
     }
-    if dead::is_dead(pos) {
+    if dead::dead_position(pos) == dead::Answer::Yes {
         return Some(GameEnd {
-            result: GameResult::Draw,
+            result: Some(GameResult::Draw),
             reason: EndReason::DeadPosition,
             article: if n { "5.2.2" } else { "5.2.b" },
         });
     }
     if history.fivefold().is_some() {
         return Some(GameEnd {
-            result: GameResult::Draw,
+            result: Some(GameResult::Draw),
             reason: EndReason::FivefoldRepetition,
             article: if n { "9.6.1" } else { "9.6.a" },
         });
     }
     if moverules::seventy_five_moves(pos, rules) {
         return Some(GameEnd {
-            result: GameResult::Draw,
+            result: Some(GameResult::Draw),
             reason: EndReason::SeventyFiveMoves,
             article: if n { "9.6.2" } else { "9.6.b" },
         });
@@ -128,39 +136,49 @@ fn flag_article(edition: Edition) -> &'static str {
 }
 
 /// `flagged`'s flag fell before completing the prescribed moves, in `pos`: a loss, unless the
-/// opponent cannot checkmate by any series of legal moves — then a draw.
+/// opponent cannot checkmate by any series of legal moves — then a draw. When that was not
+/// determined, the game is over without a result: the arbiter decides.
 pub fn flag_fall(rules: &RuleSet, pos: &Chess, flagged: Color) -> GameEnd {
     let article = flag_article(rules.edition);
-    if dead::can_checkmate(pos, !flagged) {
-        GameEnd {
-            result: GameResult::win_for(!flagged),
-            reason: EndReason::FlagFall,
-            article,
-        }
-    } else {
-        GameEnd {
-            result: GameResult::Draw,
-            reason: EndReason::FlagFallOpponentCannotMate,
-            article,
-        }
+    let (result, reason) = match dead::can_checkmate(pos, !flagged) {
+        dead::Answer::Yes => (Some(GameResult::win_for(!flagged)), EndReason::FlagFall),
+        dead::Answer::No => (
+            Some(GameResult::Draw),
+            EndReason::FlagFallOpponentCannotMate,
+        ),
+        dead::Answer::Undetermined => (None, EndReason::FlagFallUndetermined),
+    };
+    GameEnd {
+        result,
+        reason,
+        article,
     }
 }
 
 /// `resigning` resigns in `pos`. From 2023 a resignation is a draw when the opponent cannot
-/// checkmate by any series of legal moves.
+/// checkmate by any series of legal moves (undetermined: no result, the arbiter decides).
 pub fn resignation(rules: &RuleSet, pos: &Chess, resigning: Color) -> GameEnd {
     let n = numbered(rules.edition);
     let article = if n { "5.1.2" } else { "5.1.b" };
-    if rules.edition == Edition::Fide2023 && !dead::can_checkmate(pos, !resigning) {
-        return GameEnd {
-            result: GameResult::Draw,
-            reason: EndReason::ResignationOpponentCannotMate,
-            article,
-        };
-    }
+    let win = (
+        Some(GameResult::win_for(!resigning)),
+        EndReason::Resignation,
+    );
+    let (result, reason) = if rules.edition == Edition::Fide2023 {
+        match dead::can_checkmate(pos, !resigning) {
+            dead::Answer::Yes => win,
+            dead::Answer::No => (
+                Some(GameResult::Draw),
+                EndReason::ResignationOpponentCannotMate,
+            ),
+            dead::Answer::Undetermined => (None, EndReason::ResignationUndetermined),
+        }
+    } else {
+        win
+    };
     GameEnd {
-        result: GameResult::win_for(!resigning),
-        reason: EndReason::Resignation,
+        result,
+        reason,
         article,
     }
 }
@@ -168,7 +186,7 @@ pub fn resignation(rules: &RuleSet, pos: &Chess, resigning: Color) -> GameEnd {
 /// Both players agree to a draw.
 pub fn agreement(rules: &RuleSet) -> GameEnd {
     GameEnd {
-        result: GameResult::Draw,
+        result: Some(GameResult::Draw),
         reason: EndReason::Agreement,
         article: if numbered(rules.edition) {
             "5.2.3"
@@ -181,7 +199,7 @@ pub fn agreement(rules: &RuleSet) -> GameEnd {
 /// An upheld draw claim ends the game.
 pub fn draw_claim_upheld(article: &'static str) -> GameEnd {
     GameEnd {
-        result: GameResult::Draw,
+        result: Some(GameResult::Draw),
         reason: EndReason::DrawClaim,
         article,
     }
@@ -200,7 +218,7 @@ pub fn both_flags_fallen(rules: &RuleSet, in_last_period: bool) -> Option<GameEn
         (_, _) => "A.4.4",
     };
     (rules.category != Category::Standard || in_last_period).then_some(GameEnd {
-        result: GameResult::Draw,
+        result: Some(GameResult::Draw),
         reason: EndReason::BothFlagsFallen,
         article,
     })
@@ -209,7 +227,7 @@ pub fn both_flags_fallen(rules: &RuleSet, in_last_period: bool) -> Option<GameEn
 /// A result the arbiter decides (forfeits, double forfeit, default time), with its article.
 pub fn arbiter_decision(result: GameResult, article: &'static str) -> GameEnd {
     GameEnd {
-        result,
+        result: Some(result),
         reason: EndReason::ArbiterDecision,
         article,
     }

@@ -190,14 +190,24 @@ fn london_classic_analyses() {
 #[test]
 fn fen_analysis() {
     let bare = analysis::analyze_fen("4k3/8/8/8/8/8/8/4K3 w - - 0 1").expect("valid");
-    assert!(bare.dead && !bare.white_can_mate && !bare.black_can_mate);
     let json = serde_json::to_value(&bare).expect("serialises");
     assert_eq!(
         json,
-        serde_json::json!({"dead": true, "white_can_mate": false, "black_can_mate": false})
+        serde_json::json!({"dead": "yes", "white_can_mate": "no", "black_can_mate": "no"})
     );
     let queen = analysis::analyze_fen("4k3/8/8/8/8/8/8/3QK3 b - - 0 1").expect("valid");
-    assert!(!queen.dead && queen.white_can_mate && !queen.black_can_mate);
+    let json = serde_json::to_value(&queen).expect("serialises");
+    assert_eq!(json["dead"], "no");
+    assert_eq!(json["white_can_mate"], "yes");
+    assert_eq!(json["black_can_mate"], "no");
+    // The helpmate is the evidence: played out, it ends with White mating.
+    let mut pos = position_from_fen("4k3/8/8/8/8/8/8/3QK3 b - - 0 1");
+    for uci in &queen.white_helpmate {
+        let m = parse_uci(&pos, uci);
+        pos.play_unchecked(m);
+    }
+    assert!(pos.is_checkmate() && pos.turn() == shakmaty::Color::Black);
+    assert!(queen.black_helpmate.is_empty());
     let err = analysis::analyze_fen("not a fen").expect_err("invalid");
     assert!(err.to_string().contains("not a fen"));
 }

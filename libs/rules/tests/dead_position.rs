@@ -1,6 +1,6 @@
 //! Dead positions and "can this side still checkmate", decided by proof or helpmate.
 
-use boardcast_rules::dead::{self, Budget, Unwinnability, UnwinnableReason, analyze};
+use boardcast_rules::dead::{self, Answer, Budget, Unwinnability, UnwinnableReason, analyze};
 use shakmaty::{CastlingMode, Chess, Color, Position, fen::Fen, uci::UciMove};
 
 fn position(fen: &str) -> Chess {
@@ -85,14 +85,22 @@ const ALIVE: &[(&str, &str)] = &[
 #[test]
 fn dead_positions_are_dead() {
     for (name, fen) in DEAD {
-        assert!(dead::is_dead(&position(fen)), "{name}: {fen} is dead");
+        assert_eq!(
+            dead::dead_position(&position(fen)),
+            Answer::Yes,
+            "{name}: {fen} is dead"
+        );
     }
 }
 
 #[test]
 fn live_positions_are_not_dead() {
     for (name, fen) in ALIVE {
-        assert!(!dead::is_dead(&position(fen)), "{name}: {fen} is not dead");
+        assert_eq!(
+            dead::dead_position(&position(fen)),
+            Answer::No,
+            "{name}: {fen} is not dead"
+        );
     }
 }
 
@@ -161,8 +169,8 @@ fn mate_already_on_the_board() {
         analyze(&pos, Color::Black, &Budget::default()),
         Unwinnability::Winnable(Vec::new())
     );
-    assert!(!dead::can_checkmate(&pos, Color::White));
-    assert!(!dead::is_dead(&pos));
+    assert_eq!(dead::can_checkmate(&pos, Color::White), Answer::No);
+    assert_eq!(dead::dead_position(&pos), Answer::No);
 }
 
 #[test]
@@ -221,14 +229,14 @@ fn flag_fall_checks_whether_the_opponent_can_mate() {
     for (name, fen, side, expected) in cases {
         assert_eq!(
             dead::can_checkmate(&position(fen), side),
-            expected,
+            if expected { Answer::Yes } else { Answer::No },
             "{name}: {fen}, {side:?}"
         );
     }
 }
 
 #[test]
-fn exhausted_budget_is_undecided_and_counts_as_winnable() {
+fn an_exhausted_budget_is_undetermined_never_a_verdict() {
     let tiny = Budget {
         helpmate_nodes: 10,
         max_plies: 4,
@@ -240,7 +248,10 @@ fn exhausted_budget_is_undecided_and_counts_as_winnable() {
         analyze(&pos, Color::White, &tiny),
         Unwinnability::Undetermined
     );
-    assert!(!dead::is_dead_within(&pos, &tiny));
+    assert_eq!(
+        dead::dead_position_within(&pos, &tiny),
+        Answer::Undetermined
+    );
 }
 
 /// The published unwinnability test positions (`tests/data/unwinnability-vectors.txt`) that the
@@ -293,4 +304,126 @@ fn published_test_positions_are_never_answered_wrongly() {
         undetermined <= 140,
         "{undetermined} of 3440 answers undetermined"
     );
+}
+
+/// Hand-made blocked positions, each with who can mate and why. A "yes" must come with a line
+/// that mates, a "no" with a proof; nothing here may be left undetermined.
+#[test]
+fn blocked_positions_are_decided_exactly() {
+    #[rustfmt::skip]
+    let cases: &[(&str, &str, bool, bool)] = &[
+        // Bishops of one colour behind a wall: the b4-h4 / b5-h5 chain never moves (every pawn
+        // is blocked head-on and nothing can ever stand where it captures). White's bishop is
+        // dark and shut in below the chain; Black's are light and never meet a white pawn. The
+        // white king lives below the chain, where only the b3 bishop can check it, and a light
+        // bishop mates only if White's pieces block two dark flight squares: White has one.
+        ("one-colour bishops, one behind each line",
+         "8/4kb2/8/1p1p1p1p/1P1P1P1P/1b6/3B1K2/8 b - -", false, false),
+        // Black is in check with one legal move, Rxa7, which checks the white king along the
+        // a-file; White's one answer is Bxa7. Then the wall stands: White's dark bishop is
+        // alone above it, where Black has one piece (the light bishop) to block the two light
+        // flight squares every dark mating square has; below it, the white king can never be
+        // reached by that bishop, its way blocked by Black's own b5 pawn.
+        ("a forced capture, then a wall",
+         "k7/Q6r/2b5/1pBp1p1p/1P1P1P1P/KP6/1P6/8 b - -", false, false),
+        // The chain and the c3 pawn never move; the a1 knight is shut in by its own pawns.
+        // Above the wall, White's light bishop would need Black's pieces on the dark flight
+        // squares, and Black has one dark bishop there. Below it, Black's e1 bishop checks on
+        // dark squares only and would need White's pieces on the light flights: White has none
+        // that can get there.
+        ("bishops and a knight shut in around a wall",
+         "8/1k5B/7b/8/1p1p1p1p/1PpP1P1P/2P3K1/N3b3 b - -", false, false),
+        // Knights shut in behind their own pawns never move and guard those pawns for good, so
+        // the black king can never take them; the c8 bishop never moves. White's dark bishop
+        // alone cannot mate a king that has no piece to block its flight squares.
+        ("knights shut in by their own wall",
+         "N1b1N1N1/1pPpPpPp/1P1P1P1P/4B3/8/8/8/K1k5 w - -", false, false),
+        // A knight jumps the wall: it can take a pawn, the chain breaks, pawns promote.
+        ("a knight that gets through a wall",
+         "8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/1N6 w - - 0 1", true, true),
+        // Each king behind its own chain: neither can ever reach a pawn, nothing can check.
+        ("kings on their own sides of a wall",
+         "8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/8 w - - 0 1", false, false),
+        // The white king already stands behind Black's chain: it takes a pawn from behind and
+        // the wall breaks for both sides.
+        ("a king behind the enemy's wall",
+         "4K3/8/4k3/1p1p1p1p/1P1P1P1P/8/8/8 w - - 0 1", true, true),
+        // g4 stands where h5 captures: the wall has a breakable point.
+        ("a wall with a capture available",
+         "8/8/4k3/1p1p1p1p/1P1P1PP1/8/4K3/8 b - - 0 1", true, true),
+        // One pawn move from a wall: c4 can still advance to c5, and then nothing moves but the
+        // kings, each shut on its own side (the black king on the eighth rank, the seventh's
+        // free squares all attacked by the c6, e6 and g6 pawns).
+        ("one pawn move away from a wall",
+         "2k5/2p1p1p1/p1P1P1P1/P6K/2P5/8/8/8 w - -", false, false),
+        // One pawn move from a wall, Black to move: g7 can still go to g6, where it is blocked
+        // like the rest; the kings never get through.
+        ("one pawn move away, the other side",
+         "8/4k1p1/8/6p1/p2p1pP1/P2P1P2/8/2K5 b - -", false, false),
+    ];
+    let budget = Budget::default();
+    for (name, fen, white, black) in cases {
+        for (side, can_mate) in [(Color::White, white), (Color::Black, black)] {
+            match analyze(&position(fen), side, &budget) {
+                Unwinnability::Winnable(line) if *can_mate => assert_mates(fen, side, &line),
+                Unwinnability::Unwinnable(_) if !*can_mate => {}
+                other => panic!("{name}: {fen} for {side:?}: expected {can_mate}, got {other:?}"),
+            }
+        }
+    }
+}
+
+/// Where a verdict rests on whether a side can still mate and the analysis cannot tell, the
+/// rules give no result: a flag fall, a resignation (2023) and a second illegal move leave it to
+/// the arbiter, by name.
+#[test]
+fn verdicts_on_an_undetermined_answer_are_left_to_the_arbiter() {
+    use boardcast_rules::{
+        illegal::{
+            IllegalKind, IllegalMoveCase, IllegalMoveTally, IllegalPenalty, judge_illegal_move,
+        },
+        outcome::{self, EndReason},
+        ruleset::{Edition, RuleSet},
+    };
+    // White can never mate here (proven); whether Black can is undetermined within the bounds.
+    let pos = position("1k6/p1p1p1p1/P1P1P1P1/p1p1p1p1/8/8/P1P1P1P1/4K3 w - - 0 1");
+    assert_eq!(
+        dead::can_checkmate(&pos, Color::Black),
+        Answer::Undetermined
+    );
+    assert_eq!(dead::can_checkmate(&pos, Color::White), Answer::No);
+    assert_eq!(dead::dead_position(&pos), Answer::Undetermined);
+    let rules = RuleSet::standard(Edition::Fide2023);
+
+    let white_flag = outcome::flag_fall(&rules, &pos, Color::White);
+    assert_eq!(
+        (white_flag.result, white_flag.reason),
+        (None, EndReason::FlagFallUndetermined)
+    );
+    // Black's flag: White cannot mate, proven: a draw.
+    let black_flag = outcome::flag_fall(&rules, &pos, Color::Black);
+    assert_eq!(black_flag.reason, EndReason::FlagFallOpponentCannotMate);
+
+    let resigned = outcome::resignation(&rules, &pos, Color::White);
+    assert_eq!(
+        (resigned.result, resigned.reason),
+        (None, EndReason::ResignationUndetermined)
+    );
+
+    // White's second illegal move: a loss, or a draw if Black cannot mate — undetermined.
+    let report = judge_illegal_move(
+        &rules,
+        IllegalMoveTally { white: 1, black: 0 },
+        &IllegalMoveCase {
+            offender: Color::White,
+            kind: IllegalKind::IllegalMove,
+            position_before: &pos,
+            opponent_claimed: false,
+        },
+    );
+    assert_eq!(report.penalty, IllegalPenalty::LossOrDraw);
+
+    // The position is never called dead on the board either: play goes on.
+    let history = boardcast_rules::RepetitionTracker::new(Edition::Fide2023, &pos, 0);
+    assert_eq!(outcome::end_on_board(&rules, &history), None);
 }

@@ -7,7 +7,9 @@
 //! which the player to move could claim: `{"ply", "kind": "threefold"|"fifty", "basis":
 //! "position"|"intended_move", "occurrences": [plies], "moves": [uci]}`), `automatic`
 //! (`{"ply", "kind": "fivefold"|"seventyfive"|"dead_position", "occurrences"}`, the first ply of
-//! each kind), `first_dead_ply`, `status`, `ended_at_ply` and `result`.
+//! each kind), `first_dead_ply`, `dead_undetermined_plies` (only when not empty: plies whose
+//! position the analysis examined without determining whether it is dead; the first dead ply may
+//! be among them), `status`, `ended_at_ply` and `result`.
 //!
 //! `status` is `checkmate`, `stalemate`, `dead_position`, `fivefold` or `seventyfive` when the
 //! position ended the game (at `ended_at_ply`, even if the score goes on), otherwise the result
@@ -18,7 +20,10 @@
 //! produce, then the would-be ply N + 1; for fifty moves, the ply right after the last capture
 //! or pawn move when it is within the score, else empty.
 //!
-//! With `--fen` (and `--json`): `{"dead": bool, "white_can_mate": bool, "black_can_mate": bool}`.
+//! With `--fen` (and `--json`): `{"dead", "white_can_mate", "black_can_mate"}`, each `"yes"`,
+//! `"no"` or `"undetermined"` (the analysis reached its bounds without a proof either way: never
+//! a verdict, the arbiter decides), and `white_helpmate` / `black_helpmate` (UCI moves ending in
+//! that side's mate) when the side can mate.
 
 use std::{
     io::{self, BufWriter, Read, Write},
@@ -29,6 +34,7 @@ use anyhow::Context;
 use boardcast_rules::{
     analysis::{self, AutomaticKind, GameAnalysis},
     claims::{ClaimBasis, ClaimKind},
+    dead::Answer,
     pgn,
     ruleset::{Edition, RuleSet},
 };
@@ -77,17 +83,22 @@ fn analyze(args: &AnalyzeArgs) -> anyhow::Result<()> {
             writeln!(out, "{}", serde_json::to_string(&report)?)?;
         } else {
             writeln!(out, "position: {fen}")?;
-            writeln!(out, "dead: {}", if report.dead { "yes" } else { "no" })?;
-            writeln!(
-                out,
-                "white can checkmate: {}",
-                yes_no(report.white_can_mate)
-            )?;
-            writeln!(
-                out,
-                "black can checkmate: {}",
-                yes_no(report.black_can_mate)
-            )?;
+            writeln!(out, "dead: {}", report.dead.as_str())?;
+            for (side, answer, line) in [
+                ("white", report.white_can_mate, &report.white_helpmate),
+                ("black", report.black_can_mate, &report.black_helpmate),
+            ] {
+                write!(out, "{side} can checkmate: {}", answer.as_str())?;
+                match answer {
+                    Answer::Yes => writeln!(out, " (for example {})", line.join(" "))?,
+                    Answer::Undetermined => writeln!(
+                        out,
+                        " (the analysis found neither a mate nor a proof within its bounds; \
+                         the arbiter decides)"
+                    )?,
+                    Answer::No => writeln!(out)?,
+                }
+            }
         }
         out.flush()?;
         return Ok(());
@@ -119,10 +130,6 @@ fn analyze(args: &AnalyzeArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     Ok(())
-}
-
-fn yes_no(value: bool) -> &'static str {
-    if value { "yes" } else { "no" }
 }
 
 fn plies_list(plies: &[u32]) -> String {
@@ -177,7 +184,15 @@ fn print_game(out: &mut impl Write, number: usize, report: &GameAnalysis) -> io:
     }
     match report.first_dead_ply {
         Some(ply) => writeln!(out, "  first dead position: ply {ply}")?,
-        None => writeln!(out, "  no dead position")?,
+        None if report.dead_undetermined_plies.is_empty() => writeln!(out, "  no dead position")?,
+        None => writeln!(out, "  no dead position proven")?,
+    }
+    if !report.dead_undetermined_plies.is_empty() {
+        writeln!(
+            out,
+            "  whether the position is dead was not determined at plies {} (the arbiter decides)",
+            plies_list(&report.dead_undetermined_plies)
+        )?;
     }
     match report.ended_at_ply {
         Some(ply) => writeln!(out, "  status: {} at ply {ply}", report.status)?,

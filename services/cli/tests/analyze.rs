@@ -66,8 +66,36 @@ fn fen_json_says_whether_the_position_is_dead() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(
         v,
-        serde_json::json!({"dead": true, "white_can_mate": false, "black_can_mate": false})
+        serde_json::json!({"dead": "yes", "white_can_mate": "no", "black_can_mate": "no"})
     );
+}
+
+/// A position the analysis cannot settle within its bounds is shown as undetermined, never as
+/// a verdict. (Pawn races behind a half-locked chain: the analysis proves that White can never
+/// mate, and finds neither a mate nor a proof for Black. Should it one day decide the position,
+/// pick another from the undetermined ones the dead-position benchmark lists.)
+#[test]
+fn an_undetermined_position_is_shown_as_such() {
+    let fen = "1k6/p1p1p1p1/P1P1P1P1/p1p1p1p1/8/8/P1P1P1P1/4K3 w - - 0 1";
+    let out = boardcast(&["analyze", "--fen", fen, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        v,
+        serde_json::json!({"dead": "undetermined", "white_can_mate": "no", "black_can_mate": "undetermined"})
+    );
+    let out = boardcast(&["analyze", "--fen", fen]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("dead: undetermined"), "{text}");
+    assert!(
+        text.contains("black can checkmate: undetermined") && text.contains("the arbiter decides"),
+        "{text}"
+    );
+    assert!(text.contains("white can checkmate: no"), "{text}");
 }
 
 #[test]
