@@ -351,6 +351,17 @@ impl GameAlerts {
                     }
                 ),
             ),
+            Kind::DeadPositionUndetermined(d) => Raised::new(
+                AlertKind::DeadPosition,
+                d.ply,
+                d.article.clone(),
+                format!(
+                    "ply {}: whether the position is dead was not determined: the analysis found \
+                     neither a mate for either side nor a proof that none exists. Play goes on; \
+                     the arbiter decides whether the game has ended.",
+                    d.ply
+                ),
+            ),
             Kind::ClockAlert(a) => Raised::new(
                 AlertKind::ClockMismatch,
                 a.ply,

@@ -227,9 +227,15 @@ impl Game {
                     }),
                     provenance: provenance.clone(),
                 });
-                if let Some((result, termination, detail)) = self.end_after(mv) {
-                    events.push(ended(result, termination, detail));
-                }
+                let ply = self.moves.len() as u32 + 1;
+                events.extend(
+                    self.verdict_after(mv, ply)
+                        .into_iter()
+                        .map(|kind| NewEvent {
+                            kind,
+                            provenance: provenance.clone(),
+                        }),
+                );
             }
             Action::Resignation(who) => {
                 let end = resignation(&self.rules, &self.position, side(&who.side)?);

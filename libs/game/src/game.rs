@@ -137,6 +137,9 @@ pub struct Game {
     pub(crate) start_seen: bool,
     /// Presses in doubt that no later press has settled, in order.
     pub(crate) doubts: Vec<PressDoubt>,
+    /// The ply after which the log records that whether the position is dead was not
+    /// determined: recorded once per game, so that the arbiter is told once.
+    pub(crate) dead_undetermined_at: Option<u32>,
     /// What of the board's set-up differs from what the game expects, one per aspect.
     pub(crate) setup_mismatches: Vec<events::SetupMismatch>,
     pub(crate) repetition: RepetitionTracker,
@@ -554,6 +557,7 @@ impl Game {
             clock_stood: false,
             start_seen: false,
             doubts: Vec::new(),
+            dead_undetermined_at: None,
             setup_mismatches: Vec::new(),
             illegal_tally: IllegalMoveTally::default(),
             reconstructed: Default::default(),
@@ -781,6 +785,9 @@ impl Game {
             Some(Kind::PressSettled(settled)) => {
                 self.doubts.retain(|d| d.game_seq != settled.doubt_game_seq)
             }
+            Some(Kind::DeadPositionUndetermined(noted)) => {
+                self.dead_undetermined_at.get_or_insert(noted.ply);
+            }
             Some(Kind::Touch(_))
             | Some(Kind::TouchMove(_))
             | Some(Kind::ClockAlert(_))
@@ -964,13 +971,40 @@ impl Game {
         Ok(())
     }
 
-    /// How the game ends if `mv` is completed now: the position's own verdict (mate, stalemate,
-    /// dead position, and from 2014 fivefold repetition and seventy-five moves).
-    pub(crate) fn end_after(&self, mv: Move) -> Option<(GameResult, Termination, String)> {
+    /// What the position says if `mv` is completed now (mate, stalemate, dead position, and
+    /// from 2014 fivefold repetition and seventy-five moves), as events: the end, or the note
+    /// for the arbiter that whether the position is dead was not determined.
+    pub(crate) fn verdict_after(&self, mv: Move, ply: u32) -> Vec<Kind> {
         let mut history = self.repetition.clone();
-        history.play(mv, 0).ok()?;
-        let end = boardcast_rules::outcome::end_on_board(&self.rules, &history)?;
-        Some(crate::arbiter::ending_of(&end))
+        if history.play(mv, 0).is_err() {
+            return Vec::new();
+        }
+        self.board_verdict_events(&history, ply)
+    }
+
+    /// The events [`boardcast_rules::outcome::judge_board`]'s verdict on `history` after `ply`
+    /// completed moves calls for.
+    pub(crate) fn board_verdict_events(&self, history: &RepetitionTracker, ply: u32) -> Vec<Kind> {
+        use boardcast_rules::outcome::{BoardVerdict, judge_board};
+        match judge_board(&self.rules, history) {
+            BoardVerdict::Ends(end) => {
+                let (result, termination, detail) = crate::arbiter::ending_of(&end);
+                vec![Kind::Ended(events::GameEnded {
+                    result: result as i32,
+                    termination: termination as i32,
+                    detail,
+                })]
+            }
+            BoardVerdict::DeadUndetermined { article } if self.dead_undetermined_at.is_none() => {
+                vec![Kind::DeadPositionUndetermined(
+                    events::DeadPositionUndetermined {
+                        ply,
+                        article: article.to_owned(),
+                    },
+                )]
+            }
+            BoardVerdict::DeadUndetermined { .. } | BoardVerdict::Continues => Vec::new(),
+        }
     }
 
     /// The clock's running side and flags from the last recorded reading, read with the sides.

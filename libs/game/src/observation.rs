@@ -849,9 +849,20 @@ impl Game {
                     {
                         events.push(alert);
                     }
-                    if let Some(end) = self.end_after_moves(&position, completed) {
-                        events.push(game_ended(end, provenance));
-                        ended = true;
+                    for kind in self.verdict_after_moves(&position, completed) {
+                        ended |= matches!(kind, Kind::Ended(_));
+                        // Whether a position is dead is noted for the arbiter once.
+                        let noted =
+                            |e: &NewEvent| matches!(e.kind, Kind::DeadPositionUndetermined(_));
+                        if matches!(kind, Kind::DeadPositionUndetermined(_))
+                            && events.iter().any(noted)
+                        {
+                            continue;
+                        }
+                        events.push(NewEvent {
+                            kind,
+                            provenance: provenance.clone(),
+                        });
                     }
                 }
                 Output::Takeback {
@@ -1079,10 +1090,12 @@ impl Game {
         let provenance = self.provenance(obs, Source::BoardSensor, basis);
         // Only mate and stalemate end a game without the press: a provisional move may still
         // change, and automatic draws wait for the completed move.
-        let Some(end) = (after.is_checkmate() || after.is_stalemate())
-            .then(|| self.end_after_moves(&after, provisional.ply))
+        let end = (after.is_checkmate() || after.is_stalemate())
+            .then(|| self.verdict_after_moves(&after, provisional.ply))
+            .into_iter()
             .flatten()
-        else {
+            .find(|kind| matches!(kind, Kind::Ended(_)));
+        let Some(end) = end else {
             line.push((mv.mv, provisional.clone()));
             return vec![NewEvent {
                 kind: Kind::MoveProvisional(provisional),
@@ -1106,7 +1119,10 @@ impl Game {
                 provenance: provenance.clone(),
             });
         }
-        events.push(game_ended(end, provenance));
+        events.push(NewEvent {
+            kind: end,
+            provenance,
+        });
         events
     }
 
@@ -1299,13 +1315,10 @@ impl Game {
         }
     }
 
-    /// How the game ends when `after` stands on the board after `ply` completed moves (the
-    /// moves between the game's last completed one and `after` are replayed from the engine).
-    fn end_after_moves(
-        &self,
-        after: &Chess,
-        ply: u32,
-    ) -> Option<(GameResult, Termination, String)> {
+    /// What the position says when `after` stands on the board after `ply` completed moves
+    /// (the moves between the game's last completed one and `after` are replayed from the
+    /// engine), as events: an end, or the note that whether it is dead was not determined.
+    fn verdict_after_moves(&self, after: &Chess, ply: u32) -> Vec<Kind> {
         let mut history = self.repetition.clone();
         let mut pos = self.position.clone();
         let pending = self.inference.moves();
@@ -1313,15 +1326,16 @@ impl Game {
             .iter()
             .filter(|m| m.ply > self.moves.len() as u32 && m.ply <= ply)
         {
-            history.play(m.mv, 0).ok()?;
+            if history.play(m.mv, 0).is_err() {
+                return Vec::new();
+            }
             pos.play_unchecked(m.mv);
         }
         if pos.board() != after.board() || pos.turn() != after.turn() {
             // The engine's line differs from what we were told: judge the position alone.
             history.push_position(after, 0);
         }
-        let end = boardcast_rules::outcome::end_on_board(&self.rules, &history)?;
-        Some(crate::arbiter::ending_of(&end))
+        self.board_verdict_events(&history, ply)
     }
 
     /// Possible Article 4 breaches in the touches recorded before `mv` (the current

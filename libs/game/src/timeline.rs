@@ -307,6 +307,7 @@ pub fn category(event: &GameEvent) -> &'static str {
         | Kind::IllegalMove(_)
         | Kind::TouchMove(_)
         | Kind::ClockAlert(_)
+        | Kind::DeadPositionUndetermined(_)
         | Kind::BoardStatus(_)
         | Kind::ObservationsMissing(_)
         | Kind::SetupMismatch(_)
@@ -366,6 +367,7 @@ pub fn kind_name(event: &GameEvent) -> &'static str {
         Kind::PositionRestored(_) => "position_restored",
         Kind::TouchMove(_) => "touch_move",
         Kind::ClockAlert(_) => "clock_alert",
+        Kind::DeadPositionUndetermined(_) => "dead_position_undetermined",
         Kind::BoardStatus(_) => "board_status",
         Kind::ClaimJudged(_) => "claim_judged",
         Kind::ObservationsMissing(_) => "observations_missing",

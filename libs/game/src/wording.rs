@@ -94,6 +94,10 @@ pub fn describe(event: &GameEvent) -> Option<String> {
             format!("set-up ({}): as expected again", aspect(c.aspect()))
         }
         Kind::ClockAlert(a) => format!("ply {}: clock alert for {}: {}", a.ply, a.side, a.reason),
+        Kind::DeadPositionUndetermined(d) => format!(
+            "ply {}: whether the position is dead was not determined (Article {})",
+            d.ply, d.article
+        ),
         Kind::TouchMove(t) => format!(
             "ply {}: possible touch-move breach ({}, {}, Article {})",
             t.ply, t.breach, t.square, t.article

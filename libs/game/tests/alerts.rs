@@ -1068,3 +1068,37 @@ fn a_flag_fall_with_an_undetermined_answer_waits_for_the_arbiters_result() {
     );
     board.assert_refolds();
 }
+
+/// A completed move leaves a position whose deadness the analysis cannot determine: play goes
+/// on, the log notes it once (not again on the next moves), and the arbiter is alerted.
+#[test]
+fn an_undetermined_dead_position_is_noted_once_for_the_arbiter() {
+    // Pawn races behind a half-locked chain (see the rules library's dead-position tests):
+    // after each of these king moves, whether Black can mate stays undetermined.
+    let start = "1k6/p1p1p1p1/P1P1P1P1/p1p1p1p1/8/8/P1P1P1P1/3K4 w - - 0 1";
+    let mut board = Board::from_fen("fide-2023", start);
+    let mut pos: Chess = start
+        .parse::<shakmaty::fen::Fen>()
+        .expect("FEN")
+        .into_position(shakmaty::CastlingMode::Standard)
+        .expect("legal");
+    for san in ["Ke1", "Kc8", "Kd1", "Kb8"] {
+        board.play(&mut pos, san);
+    }
+    assert!(!board.game.is_over(), "play goes on");
+    let noted = board.seqs(|k| matches!(k, Kind::DeadPositionUndetermined(_)));
+    assert_eq!(noted.len(), 1, "noted once: {:?}", board.kinds());
+    let Kind::DeadPositionUndetermined(note) = board.kinds()[noted[0] as usize - 1] else {
+        panic!("the note");
+    };
+    assert_eq!(note.article, "5.2.2");
+    let alert = board.alert(noted[0]);
+    assert_eq!(alert.kind, AlertKind::DeadPosition);
+    assert!(
+        alert.summary.contains("was not determined") && alert.summary.contains("arbiter decides"),
+        "{}",
+        alert.summary
+    );
+    assert!(is_new(alert));
+    board.assert_refolds();
+}

@@ -84,48 +84,76 @@ fn numbered(edition: Edition) -> bool {
     )
 }
 
+/// What the position on the board says, as [`judge_board`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BoardVerdict {
+    /// The position ends the game.
+    Ends(GameEnd),
+    /// Play goes on.
+    Continues,
+    /// Play goes on, but whether the position is dead (`article`) was not determined: never a
+    /// verdict, the arbiter is to be told.
+    DeadUndetermined { article: &'static str },
+}
+
 /// The game end the position itself imposes, in order of precedence: checkmate, stalemate,
 /// dead position, then (from 2014) fivefold repetition and seventy-five moves. `None` while play
-/// goes on.
+/// goes on, also when whether the position is dead was not determined ([`judge_board`] tells).
 pub fn end_on_board(rules: &RuleSet, history: &RepetitionTracker) -> Option<GameEnd> {
+    match judge_board(rules, history) {
+        BoardVerdict::Ends(end) => Some(end),
+        BoardVerdict::Continues | BoardVerdict::DeadUndetermined { .. } => None,
+    }
+}
+
+/// [`end_on_board`], telling apart a position that does not end the game from one whose
+/// deadness the analysis could not determine.
+pub fn judge_board(rules: &RuleSet, history: &RepetitionTracker) -> BoardVerdict {
     let pos = history.position();
     let n = numbered(rules.edition);
+    let dead_article = if n { "5.2.2" } else { "5.2.b" };
     if pos.is_checkmate() {
-        return Some(GameEnd {
+        return BoardVerdict::Ends(GameEnd {
             result: Some(GameResult::win_for(!pos.turn())),
             reason: EndReason::Checkmate,
             article: if n { "5.1.1" } else { "5.1.a" },
         });
     }
     if pos.is_stalemate() {
-        return Some(GameEnd {
+        return BoardVerdict::Ends(GameEnd {
             result: Some(GameResult::Draw),
             reason: EndReason::Stalemate,
             article: if n { "5.2.1" } else { "5.2.a" },
         });
     }
-    if dead::dead_position(pos) == dead::Answer::Yes {
-        return Some(GameEnd {
+    let dead = dead::dead_position(pos);
+    if dead == dead::Answer::Yes {
+        return BoardVerdict::Ends(GameEnd {
             result: Some(GameResult::Draw),
             reason: EndReason::DeadPosition,
-            article: if n { "5.2.2" } else { "5.2.b" },
+            article: dead_article,
         });
     }
     if history.fivefold().is_some() {
-        return Some(GameEnd {
+        return BoardVerdict::Ends(GameEnd {
             result: Some(GameResult::Draw),
             reason: EndReason::FivefoldRepetition,
             article: if n { "9.6.1" } else { "9.6.a" },
         });
     }
     if moverules::seventy_five_moves(pos, rules) {
-        return Some(GameEnd {
+        return BoardVerdict::Ends(GameEnd {
             result: Some(GameResult::Draw),
             reason: EndReason::SeventyFiveMoves,
             article: if n { "9.6.2" } else { "9.6.b" },
         });
     }
-    None
+    if dead == dead::Answer::Undetermined {
+        return BoardVerdict::DeadUndetermined {
+            article: dead_article,
+        };
+    }
+    BoardVerdict::Continues
 }
 
 fn flag_article(edition: Edition) -> &'static str {
