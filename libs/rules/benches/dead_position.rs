@@ -20,24 +20,36 @@ fn main() {
     println!("dead-position analysis, one side at a time (Article 6.9) and both (Article 5.2.2)");
     println!("goal: at most {GOAL_MS_PER_POSITION} ms per position on average");
     let locked: Vec<_> = vectors.iter().map(|(pos, _)| pos.clone()).collect();
-    report("tournament positions", &tournament);
-    report("unwinnability test positions", &locked);
-    answers(&vectors);
+    // DEAD_BENCH_ONLY=tournament (or =vectors) runs one set, e.g. under a profiler.
+    let only = std::env::var("DEAD_BENCH_ONLY").unwrap_or_default();
+    if only != "vectors" {
+        report("tournament positions", &tournament);
+    }
+    if only != "tournament" {
+        report("unwinnability test positions", &locked);
+        answers(&vectors);
+    }
 }
 
 /// Times `dead_position` (both sides' analyses as needed) over `positions`.
 fn report(name: &str, positions: &[Chess]) {
     let mut times: Vec<Duration> = Vec::with_capacity(positions.len());
     let (mut dead_count, mut undetermined) = (0, 0);
+    let mut undetermined_time = Duration::ZERO;
     let started = Instant::now();
     for pos in positions {
         let t = Instant::now();
-        match dead::dead_position(pos) {
+        let answer = dead::dead_position(pos);
+        let took = t.elapsed();
+        match answer {
             dead::Answer::Yes => dead_count += 1,
-            dead::Answer::Undetermined => undetermined += 1,
+            dead::Answer::Undetermined => {
+                undetermined += 1;
+                undetermined_time += took;
+            }
             dead::Answer::No => {}
         }
-        times.push(t.elapsed());
+        times.push(took);
     }
     let total = started.elapsed();
     times.sort();
@@ -52,6 +64,14 @@ fn report(name: &str, positions: &[Chess]) {
         max.as_secs_f64() * 1e3,
         total.as_secs_f64() * 1e3,
     );
+    let decided = positions.len() - undetermined;
+    if undetermined > 0 && decided > 0 {
+        println!(
+            "  decided positions mean {:.3} ms; undetermined ones (the whole budget) mean {:.1} ms",
+            (total - undetermined_time).as_secs_f64() * 1e3 / decided as f64,
+            undetermined_time.as_secs_f64() * 1e3 / undetermined as f64,
+        );
+    }
 }
 
 /// Counts the analysis' answers per side against the expected ones.

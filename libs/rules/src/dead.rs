@@ -164,7 +164,7 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if pos.legal_moves().is_empty() {
         return Unwinnability::Unwinnable(UnwinnableReason::GameOver);
     }
-    if let Some(reason) = static_proof(pos, side, true) {
+    if let Some(reason) = static_proof(pos, side, false) {
         return Unwinnability::Unwinnable(reason);
     }
     // The shortest evidence first: an arbiter reads the line, and a mate within two plies is
@@ -172,20 +172,21 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if let Some(line) = mate_within_two_plies(pos, side) {
         return Unwinnability::Winnable(line);
     }
-    // A blocked structure is often provable only one move on: a king in check from a pawn
-    // that never moves has to step away and can never come back.
-    if blocked_after_every_move(pos, side) {
-        return Unwinnability::Unwinnable(UnwinnableReason::LockedStructure);
-    }
-    // A short ordered walk next: with much material on the board it runs into a mate within a
-    // few hundred positions, and small forced sequences are settled outright.
+    // A short ordered walk next, without the costly proof of a blocked structure: with much
+    // material on the board it runs into a mate within a few hundred positions, and small
+    // forced sequences are settled outright.
     let quick_walk = budget.proof_nodes.min(QUICK_WALK_NODES);
-    match exhaustive_proof(pos, side, quick_walk) {
+    match exhaustive_proof(pos, side, quick_walk, false) {
         Exploration::Mate(line) => return Unwinnability::Winnable(line),
         Exploration::NoMate { positions } => {
             return Unwinnability::Unwinnable(UnwinnableReason::Exhausted { positions });
         }
         Exploration::OutOfBudget => {}
+    }
+    // A blocked structure, here or (a king in check from a pawn that never moves has to step
+    // away for good) one move on.
+    if static_proof(pos, side, true).is_some() || blocked_after_every_move(pos, side) {
+        return Unwinnability::Unwinnable(UnwinnableReason::LockedStructure);
     }
     let mut search = HelpmateSearch {
         side,
@@ -200,7 +201,7 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if budget.proof_nodes <= quick_walk {
         return Unwinnability::Undetermined;
     }
-    match exhaustive_proof(pos, side, budget.proof_nodes) {
+    match exhaustive_proof(pos, side, budget.proof_nodes, true) {
         Exploration::Mate(line) => Unwinnability::Winnable(line),
         Exploration::NoMate { positions } => {
             Unwinnability::Unwinnable(UnwinnableReason::Exhausted { positions })
@@ -493,7 +494,7 @@ impl std::hash::Hash for PositionKey {
 impl nohash_hasher::IsEnabled for PositionKey {}
 
 /// Visits every position reachable from `start`, stopping at positions the static proofs settle.
-fn exhaustive_proof(start: &Chess, side: Color, limit: u64) -> Exploration {
+fn exhaustive_proof(start: &Chess, side: Color, limit: u64, blocked_proofs: bool) -> Exploration {
     struct Frame {
         pos: Chess,
         moves: Vec<Move>,
@@ -527,7 +528,7 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64) -> Exploration {
         if seen.len() as u64 > limit {
             return Exploration::OutOfBudget;
         }
-        let structure_changed = m.is_capture() || m.role() == Role::Pawn;
+        let structure_changed = blocked_proofs && (m.is_capture() || m.role() == Role::Pawn);
         if static_proof(&child, side, structure_changed).is_some() {
             continue;
         }
@@ -569,7 +570,7 @@ mod tests {
     fn exhaustive_line_is_the_path_to_mate() {
         // Forced: the only way on is through the capture; mate follows.
         let p = pos("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1");
-        match exhaustive_proof(&p, Color::White, 100_000) {
+        match exhaustive_proof(&p, Color::White, 100_000, true) {
             Exploration::Mate(line) => {
                 let mut q = p.clone();
                 for u in &line {

@@ -80,6 +80,9 @@ impl Futures {
                 })
             })
             .collect();
+        // A piece's walk depends on nothing but the stuck pieces: while they stay the same, a
+        // piece already walked has nowhere new to go (pawns also depend on their victims).
+        let mut walked_with: Option<Bitboard> = None;
         loop {
             let reach_of = |color: Color, kings: bool| {
                 units
@@ -99,8 +102,17 @@ impl Futures {
                 victims: ByColor::new_with(|color| reach_of(!color, false)),
                 units: &units,
             };
-            let grown: Vec<Unit> = units.iter().map(|u| world.grow(u)).collect();
-
+            let grown: Vec<Unit> = units
+                .iter()
+                .map(|u| {
+                    if u.role != Role::Pawn && walked_with == Some(stuck) {
+                        *u
+                    } else {
+                        world.grow(u)
+                    }
+                })
+                .collect();
+            walked_with = Some(stuck);
             if grown
                 .iter()
                 .zip(&units)
