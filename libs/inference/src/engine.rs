@@ -17,6 +17,13 @@ const MAX_TRACKED: usize = 64;
 type NodeId = usize;
 const ROOT: NodeId = 0;
 
+/// Completed moves more than this many plies back keep only their own node: the other moves
+/// that were possible there are forgotten, so a long game holds about 35 positions per recent
+/// ply and one per older ply instead of 35 for every ply. A board that goes back further than
+/// this and shows another move there is no longer matched by placement (it is reported as an
+/// irregular position like any other unknown placement).
+pub const KEPT_PLIES: u32 = 8;
+
 #[derive(Debug, Clone)]
 struct Node {
     pos: Chess,
@@ -128,7 +135,13 @@ impl Inference {
         self.clear_tracking();
         self.signal = None;
         self.game_over = false;
+        self.prune();
         Ok(())
+    }
+
+    /// Positions the engine holds (for memory accounting and tests).
+    pub fn positions_held(&self) -> usize {
+        self.nodes.len()
     }
 
     /// The position the board is in according to the inferred game.
@@ -223,6 +236,60 @@ impl Inference {
         self.confirmed_plies = 0;
         self.deferred_press = None;
         self.expand(ROOT);
+    }
+
+    /// Forgets what branches off the game more than [`KEPT_PLIES`] completed moves back, keeping
+    /// the line from the start to the current node whole. Node ids are renumbered in order
+    /// (parents always precede their children, so the root stays first).
+    fn prune(&mut self) {
+        let floor = self.confirmed_plies.saturating_sub(KEPT_PLIES);
+        if floor == 0 {
+            return;
+        }
+        let mut on_line = vec![false; self.nodes.len()];
+        on_line[ROOT] = true;
+        for n in self.path_to_root(self.current) {
+            on_line[n] = true;
+        }
+        // The ply at which each node's branch leaves the line (its own ply on the line).
+        let mut branch_ply = vec![0u32; self.nodes.len()];
+        let mut keep = vec![false; self.nodes.len()];
+        for (id, node) in self.nodes.iter().enumerate() {
+            branch_ply[id] = match (on_line[id], node.parent) {
+                (true, _) | (false, None) => node.ply,
+                (false, Some(parent)) => branch_ply[parent],
+            };
+            keep[id] = on_line[id] || branch_ply[id] >= floor;
+        }
+        if keep.iter().all(|&k| k) {
+            return;
+        }
+        let mut new_id = vec![None; self.nodes.len()];
+        let mut next = 0;
+        for (id, &kept) in keep.iter().enumerate() {
+            if kept {
+                new_id[id] = Some(next);
+                next += 1;
+            }
+        }
+        let old = std::mem::take(&mut self.nodes);
+        self.nodes = old
+            .into_iter()
+            .enumerate()
+            .filter(|(id, _)| keep[*id])
+            .map(|(_, mut node)| {
+                node.parent = node.parent.and_then(|p| new_id[p]);
+                node.children = node
+                    .children
+                    .map(|children| children.into_iter().filter_map(|c| new_id[c]).collect());
+                node
+            })
+            .collect();
+        self.index = std::mem::take(&mut self.index)
+            .into_iter()
+            .filter_map(|(board, id)| new_id[id].map(|id| (board, id)))
+            .collect();
+        self.current = new_id[self.current].unwrap_or(ROOT);
     }
 
     fn clear_tracking(&mut self) {
@@ -718,6 +785,7 @@ impl Inference {
             });
         }
         self.confirmed_plies = ply;
+        self.prune();
         out
     }
 

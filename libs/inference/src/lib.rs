@@ -31,7 +31,7 @@ mod engine;
 mod search;
 mod types;
 
-pub use engine::{Inference, kings_signal};
+pub use engine::{Inference, KEPT_PLIES, kings_signal};
 pub use search::{Reconstruction, reconstruct};
 pub use types::{
     Config, Event, InferenceError, Input, IrregularityCause, Orientation, Output, PlyMove,

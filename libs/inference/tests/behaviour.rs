@@ -537,3 +537,40 @@ fn press_grace_expires_into_an_irregularity() {
         "{out:?}"
     );
 }
+
+/// Completed moves more than KEPT_PLIES back keep only the game's own line: the board going
+/// back to such a position is still recognised (a takeback of completed moves), another move
+/// made there is not matched by placement any more (and the engine holds few positions).
+#[test]
+fn old_completed_moves_keep_only_the_line() {
+    let sans = [
+        "e4", "e5", "Nf3", "Nc6", "Bb5", "a6", "Ba4", "Nf6", "O-O", "Be7", "Re1", "b5", "Bb3", "d6",
+    ];
+    let mut s = Script::after(&sans);
+    assert!(sans.len() as u32 > boardcast_inference::KEPT_PLIES + 2);
+    // The line (15 positions) and the possible moves of the last KEPT_PLIES + 1 positions.
+    assert!(
+        s.engine.positions_held() < 15 + (boardcast_inference::KEPT_PLIES as usize + 1) * 45,
+        "{} positions held",
+        s.engine.positions_held()
+    );
+    // Back to the position after 1. e4 e5 2. Nf3: twelve completed moves taken back.
+    let out = s.placement(board_after(&Chess::default(), &sans[..3]));
+    assert!(
+        out.iter()
+            .any(|o| matches!(o, Output::Takeback { confirmed: 11, .. })),
+        "{out:?}"
+    );
+    assert_eq!(s.game(), ["e4", "e5", "Nf3"]);
+
+    // Another black reply there, far back: no longer matched by placement.
+    let mut s = Script::after(&sans);
+    let out = s.placement(board_after(&Chess::default(), &["e4", "e5", "Nf3", "d6"]));
+    assert!(!out.iter().any(is_move_output), "{out:?}");
+    // Two moves back it still is: the reply that was possible there is matched.
+    let mut s = Script::after(&sans);
+    let mut other = sans[..sans.len() - 1].to_vec();
+    other.push("h6");
+    let out = s.placement(board_after(&Chess::default(), &other));
+    assert!(out.iter().any(is_move_output), "{out:?}");
+}

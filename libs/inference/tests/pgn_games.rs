@@ -3,7 +3,7 @@
 
 mod common;
 
-use boardcast_inference::Output;
+use boardcast_inference::{KEPT_PLIES, Output};
 use boardcast_rules::pgn::read_games;
 use common::Script;
 use shakmaty::san::San;
@@ -90,6 +90,26 @@ fn every_london_classic_game_is_inferred_exactly() {
         let game_moves: Vec<Move> = s.engine.moves().into_iter().map(|m| m.mv).collect();
         assert_eq!(game_moves, expected, "game {}", number + 1);
         assert_eq!(s.engine.confirmed_plies() as usize, expected.len());
+        // The graph is pruned as moves are completed: the line itself, plus the possible moves
+        // of only the last KEPT_PLIES + 1 positions.
+        let mut line = vec![Chess::default()];
+        for &m in &expected {
+            let mut next = line[line.len() - 1].clone();
+            next.play_unchecked(m);
+            line.push(next);
+        }
+        let recent = line.len().saturating_sub(KEPT_PLIES as usize + 1);
+        let bound = line.len()
+            + line[recent..]
+                .iter()
+                .map(|p| p.legal_moves().len())
+                .sum::<usize>();
+        assert!(
+            s.engine.positions_held() <= bound,
+            "game {}: {} positions held, at most {bound} expected",
+            number + 1,
+            s.engine.positions_held()
+        );
     }
     assert!(plies > 1000, "{plies} plies");
 }
