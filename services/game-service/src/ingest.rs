@@ -338,6 +338,29 @@ impl Attempts {
 /// The first pause before an observation whose decision could not be stored is tried again.
 const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(250);
 
+/// The observation a message carries, or why it cannot be decided: its payload does not decode,
+/// or it is of another board than its subject names.
+fn read_observation(subject: &str, payload: &[u8]) -> Result<Observation, String> {
+    let observation =
+        Observation::decode(payload).map_err(|e| format!("undecodable observation: {e}"))?;
+    if board_of_subject(subject) != Some(observation.board_id.as_str()) {
+        return Err(format!(
+            "observation of board {:?} published on subject {subject}",
+            observation.board_id
+        ));
+    }
+    Ok(observation)
+}
+
+/// The board's observations missing before `device_seq` when `known` is the last accounted for:
+/// none when it follows on, and none either when it is implausibly far ahead (no gap to look
+/// for: the decision rejects it).
+fn gap_before(known: u64, device_seq: u64) -> Option<std::ops::Range<u64>> {
+    let first_missing = known.checked_add(1)?;
+    (device_seq > first_missing && plausible_device_seq(known, device_seq))
+        .then_some(first_missing..device_seq)
+}
+
 async fn handle(
     js: &jetstream::Context,
     stream: &Stream,
@@ -345,26 +368,13 @@ async fn handle(
     state: &mut PartitionState,
     message: Message,
 ) {
-    let subject_board = board_of_subject(&message.subject).map(str::to_owned);
-    let observation = match Observation::decode(message.payload.as_ref()) {
+    let observation = match read_observation(&message.subject, message.payload.as_ref()) {
         Ok(o) => o,
-        Err(e) => {
-            return dead_letter(
-                js,
-                message,
-                subject_board.as_deref(),
-                &format!("undecodable observation: {e}"),
-            )
-            .await;
+        Err(reason) => {
+            let subject_board = board_of_subject(&message.subject).map(str::to_owned);
+            return dead_letter(js, message, subject_board.as_deref(), &reason).await;
         }
     };
-    if subject_board.as_deref() != Some(observation.board_id.as_str()) {
-        let reason = format!(
-            "observation of board {:?} published on subject {}",
-            observation.board_id, message.subject
-        );
-        return dead_letter(js, message, subject_board.as_deref(), &reason).await;
-    }
     let board = observation.board_id.clone();
     let stream_seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
     let seen = &mut state.seen;
@@ -375,9 +385,7 @@ async fn handle(
     // Gaps matter only to a game in progress on the board (and looking for them costs reads).
     if let Some((_, accounted)) = in_progress {
         let known = seen_here.map_or(0, |s| s.device_seq).max(accounted);
-        // A number implausibly far ahead is no gap: the decision rejects it.
-        let plausible = plausible_device_seq(known, observation.device_seq);
-        if observation.device_seq > known.saturating_add(1) && plausible {
+        if gap_before(known, observation.device_seq).is_some() {
             // Reading the board's messages may take a while: the observation stays this
             // instance's meanwhile (JetStream would otherwise give it to another after ack_wait).
             if let Err(e) = message.ack_with(AckKind::Progress).await {
@@ -699,7 +707,10 @@ async fn close_gap(
             stream,
             subject: board_observations(board),
         },
-        wanted: known + 1..observation.device_seq,
+        wanted: match gap_before(known, observation.device_seq) {
+            Some(wanted) => wanted,
+            None => return Ok(()),
+        },
         observation,
         stream_seq,
     };
@@ -945,5 +956,91 @@ async fn dead_letter(js: &jetstream::Context, message: Message, board: Option<&s
                 .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
                 .await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use boardcast_game::device::{ClockReading, observation::Kind};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn observation(board: String, device_seq: u64, ms: u64) -> Observation {
+        Observation {
+            board_id: board,
+            device_seq,
+            device_time_unix_ms: ms as i64,
+            kind: Some(Kind::Clock(ClockReading {
+                white_remaining_ms: ms,
+                black_remaining_ms: u64::MAX - ms,
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+    }
+
+    proptest! {
+        /// Any bytes on any subject: read, or refused with a reason; never a panic.
+        #[test]
+        fn any_message_is_read_or_refused_with_a_reason(
+            subject in "[a-z0-9.*>]{0,40}",
+            payload in proptest::collection::vec(any::<u8>(), 0..600),
+        ) {
+            match read_observation(&subject, &payload) {
+                Ok(o) => prop_assert_eq!(board_of_subject(&subject), Some(o.board_id.as_str())),
+                Err(reason) => prop_assert!(!reason.is_empty()),
+            }
+        }
+
+        /// A well-formed observation with extreme values is read exactly when its subject names
+        /// its board, partitioned or not.
+        #[test]
+        fn an_observation_is_read_only_on_its_boards_subject(
+            board in "[a-z0-9-]{1,12}",
+            other in "[a-z0-9-]{1,12}",
+            device_seq in any::<u64>(),
+            ms in any::<u64>(),
+            partition in 0u32..64,
+        ) {
+            let payload = observation(board.clone(), device_seq, ms).encode_to_vec();
+            for subject in [
+                format!("boardcast.board.{board}.obs"),
+                format!("boardcast.board.{board}.obs.{partition}"),
+            ] {
+                let read = read_observation(&subject, &payload).expect("its own board");
+                prop_assert_eq!(read.device_seq, device_seq);
+            }
+            let elsewhere = read_observation(&format!("boardcast.board.{other}.obs"), &payload);
+            prop_assert_eq!(elsewhere.is_ok(), other == board);
+        }
+
+        /// The gap arithmetic never overflows: a gap is the numbers strictly between the last
+        /// one accounted for and the new one, and only for a plausible jump.
+        #[test]
+        fn a_gap_lies_strictly_between(known in any::<u64>(), device_seq in any::<u64>()) {
+            match gap_before(known, device_seq) {
+                Some(gap) => {
+                    prop_assert!(known < gap.start && gap.start < gap.end);
+                    prop_assert_eq!(gap.end, device_seq);
+                    prop_assert!(plausible_device_seq(known, device_seq));
+                }
+                None => prop_assert!(
+                    device_seq <= known.saturating_add(1)
+                        || !plausible_device_seq(known, device_seq)
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn gaps_at_the_edges() {
+        assert_eq!(gap_before(0, 1), None);
+        assert_eq!(gap_before(0, 3), Some(1..3));
+        assert_eq!(gap_before(5, 6), None);
+        assert_eq!(gap_before(u64::MAX, 1), None);
+        assert_eq!(gap_before(u64::MAX - 1, u64::MAX), None);
+        // Far beyond any plausible jump: not a gap to look for, the decision rejects it.
+        assert_eq!(gap_before(10, u64::MAX), None);
     }
 }
