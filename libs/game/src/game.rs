@@ -985,23 +985,31 @@ impl Game {
     /// The events [`boardcast_rules::outcome::judge_board`]'s verdict on `history` after `ply`
     /// completed moves calls for.
     pub(crate) fn board_verdict_events(&self, history: &RepetitionTracker, ply: u32) -> Vec<Kind> {
-        use boardcast_rules::outcome::{BoardVerdict, judge_board};
+        use boardcast_rules::dead::{Answer, Budget, dead_position_within};
+        use boardcast_rules::outcome::{BoardVerdict, GameEnd, dead_position_reached, judge_board};
+        let ended = |end: &GameEnd| {
+            let (result, termination, detail) = crate::arbiter::ending_of(end);
+            Kind::Ended(events::GameEnded {
+                result: result as i32,
+                termination: termination as i32,
+                detail,
+            })
+        };
         match judge_board(&self.rules, history) {
-            BoardVerdict::Ends(end) => {
-                let (result, termination, detail) = crate::arbiter::ending_of(&end);
-                vec![Kind::Ended(events::GameEnded {
-                    result: result as i32,
-                    termination: termination as i32,
-                    detail,
-                })]
-            }
+            BoardVerdict::Ends(end) => vec![ended(&end)],
+            // Before the arbiter is told, the thorough analysis gets its chance (once per game:
+            // after the note, play simply goes on).
             BoardVerdict::DeadUndetermined { article } if self.dead_undetermined_at.is_none() => {
-                vec![Kind::DeadPositionUndetermined(
-                    events::DeadPositionUndetermined {
-                        ply,
-                        article: article.to_owned(),
-                    },
-                )]
+                match dead_position_within(history.position(), &Budget::thorough()) {
+                    Answer::Yes => vec![ended(&dead_position_reached(&self.rules))],
+                    Answer::No => Vec::new(),
+                    Answer::Undetermined => vec![Kind::DeadPositionUndetermined(
+                        events::DeadPositionUndetermined {
+                            ply,
+                            article: article.to_owned(),
+                        },
+                    )],
+                }
             }
             BoardVerdict::DeadUndetermined { .. } | BoardVerdict::Continues => Vec::new(),
         }

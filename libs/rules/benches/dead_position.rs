@@ -74,13 +74,23 @@ fn report(name: &str, positions: &[Chess]) {
     }
 }
 
-/// Counts the analysis' answers per side against the expected ones.
+/// Counts the analysis' answers per side against the expected ones, with the default budget
+/// (the check after every move) and the thorough one (for verdicts).
 fn answers(vectors: &[(Chess, [bool; 2])]) {
+    for (name, budget) in [
+        ("default", dead::Budget::default()),
+        ("thorough", dead::Budget::thorough()),
+    ] {
+        answers_within(vectors, name, &budget);
+    }
+}
+
+fn answers_within(vectors: &[(Chess, [bool; 2])], name: &str, budget: &dead::Budget) {
     let (mut right, mut wrong, mut undetermined) = (0, 0, 0);
     let started = Instant::now();
     for (pos, expected) in vectors {
         for (side, can_mate) in [Color::White, Color::Black].into_iter().zip(expected) {
-            match dead::analyze(pos, side, &dead::Budget::default()) {
+            match dead::analyze(pos, side, budget) {
                 Unwinnability::Undetermined => {
                     undetermined += 1;
                     if std::env::var_os("SHOW_UNDETERMINED").is_some() {
@@ -100,8 +110,8 @@ fn answers(vectors: &[(Chess, [bool; 2])]) {
     }
     let questions = vectors.len() * 2;
     println!(
-        "per side on the test positions: {questions} questions, {right} right, {wrong} wrong, \
-         {undetermined} undetermined; mean {:.3} ms per question",
+        "per side on the test positions, {name} budget: {questions} questions, {right} right, \
+         {wrong} wrong, {undetermined} undetermined; mean {:.3} ms per question",
         started.elapsed().as_secs_f64() * 1e3 / questions as f64
     );
 }

@@ -359,9 +359,9 @@ pub fn parse_fen(fen: &str) -> Result<Chess, AnalysisError> {
 }
 
 /// Whether the position is dead and which sides can still checkmate, with a helpmate where one
-/// can.
+/// can (the thorough budget: someone is asking about this one position).
 pub fn analyze_position(pos: &Chess) -> FenAnalysis {
-    let answer = |side| dead::analyze(pos, side, &dead::Budget::default());
+    let answer = |side| dead::analyze(pos, side, &dead::Budget::thorough());
     let (white, black) = (answer(Color::White), answer(Color::Black));
     // Dead when neither side can mate.
     let dead = match (white.can_mate(), black.can_mate()) {

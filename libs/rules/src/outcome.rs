@@ -128,11 +128,7 @@ pub fn judge_board(rules: &RuleSet, history: &RepetitionTracker) -> BoardVerdict
     }
     let dead = dead::dead_position(pos);
     if dead == dead::Answer::Yes {
-        return BoardVerdict::Ends(GameEnd {
-            result: Some(GameResult::Draw),
-            reason: EndReason::DeadPosition,
-            article: dead_article,
-        });
+        return BoardVerdict::Ends(dead_position_reached(rules));
     }
     if history.fivefold().is_some() {
         return BoardVerdict::Ends(GameEnd {
@@ -154,6 +150,19 @@ pub fn judge_board(rules: &RuleSet, history: &RepetitionTracker) -> BoardVerdict
         };
     }
     BoardVerdict::Continues
+}
+
+/// The game ends in a draw: the position is dead.
+pub fn dead_position_reached(rules: &RuleSet) -> GameEnd {
+    GameEnd {
+        result: Some(GameResult::Draw),
+        reason: EndReason::DeadPosition,
+        article: if numbered(rules.edition) {
+            "5.2.2"
+        } else {
+            "5.2.b"
+        },
+    }
 }
 
 fn flag_article(edition: Edition) -> &'static str {

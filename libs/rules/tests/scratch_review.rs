@@ -9,19 +9,30 @@ fn pos(fen: &str, mode: CastlingMode) -> Chess {
 fn check_line(p: &Chess, line: &str, mode: CastlingMode) -> bool {
     let mut q = p.clone();
     for u in line.split_whitespace() {
-        let m = u.parse::<UciMove>().unwrap().to_move(&q).unwrap_or_else(|e| panic!("{u}: {e}"));
+        let m = u
+            .parse::<UciMove>()
+            .unwrap()
+            .to_move(&q)
+            .unwrap_or_else(|e| panic!("{u}: {e}"));
         q.play_unchecked(m);
         let _ = mode;
     }
-    println!("  after line: checkmate={} turn={:?}", q.is_checkmate(), q.turn());
+    println!(
+        "  after line: checkmate={} turn={:?}",
+        q.is_checkmate(),
+        q.turn()
+    );
     q.is_checkmate()
 }
 
 #[test]
 fn scratch() {
-    let cases: &[(&str, CastlingMode, Color, &str)] = &[
-        ("8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/8 w - - 0 1", CastlingMode::Standard, Color::White, ""),
-    ];
+    let cases: &[(&str, CastlingMode, Color, &str)] = &[(
+        "8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/8 w - - 0 1",
+        CastlingMode::Standard,
+        Color::White,
+        "",
+    )];
     for (fen, mode, side, line) in cases {
         let p = pos(fen, *mode);
         let r = dead::analyze(&p, *side, &Budget::default());
