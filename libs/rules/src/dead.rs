@@ -238,6 +238,9 @@ fn static_proof(pos: &Chess, side: Color, structure_changed: bool) -> Option<Unw
         Some(UnwinnableReason::InsufficientMaterial)
     } else if structure_changed
         && pos.ep_square(EnPassantMode::Legal).is_none()
+        // Castling moves a king or rook past or onto squares the proof treats as blocked (in
+        // Chess960 the two may even swap squares): not modelled, so not proven here.
+        && pos.castles().castling_rights().is_empty()
         && blocked::cannot_mate(pos.board(), side)
     {
         Some(UnwinnableReason::LockedStructure)
@@ -269,12 +272,13 @@ fn mate_within_two_plies(pos: &Chess, side: Color) -> Option<Vec<String>> {
         })
     };
     if pos.turn() == side {
-        return mate_now(pos).map(|m| vec![uci(m)]);
+        return mate_now(pos).map(|m| vec![uci(m, pos.castles().mode())]);
     }
     pos.legal_moves().into_iter().find_map(|reply| {
         let mut next = pos.clone();
         next.play_unchecked(reply);
-        mate_now(&next).map(|m| vec![uci(reply), uci(m)])
+        let mode = pos.castles().mode();
+        mate_now(&next).map(|m| vec![uci(reply, mode), uci(m, mode)])
     })
 }
 
@@ -282,8 +286,10 @@ fn is_mate_by(pos: &Chess, side: Color) -> bool {
     pos.turn() != side && pos.is_checkmate()
 }
 
-fn uci(m: Move) -> String {
-    m.to_uci(CastlingMode::from_chess960(false)).to_string()
+/// A move of a line in UCI, castling written as the position's rules (Chess960 or standard)
+/// write it.
+fn uci(m: Move, mode: CastlingMode) -> String {
+    m.to_uci(mode).to_string()
 }
 
 /// Depth-first helpmate search with iterative deepening.
@@ -315,7 +321,10 @@ impl HelpmateSearch {
         while depth <= max_plies {
             self.line.clear();
             match self.probe(pos, depth) {
-                Probe::Mate => return Some(self.line.iter().map(|m| uci(*m)).collect()),
+                Probe::Mate => {
+                    let mode = pos.castles().mode();
+                    return Some(self.line.iter().map(|m| uci(*m, mode)).collect());
+                }
                 Probe::OutOfBudget => return None,
                 Probe::NotFound => {}
             }
@@ -535,7 +544,11 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64, blocked_proofs: bool
         child.play_unchecked(m);
         if is_mate_by(&child, side) {
             // Each frame's last tried move is the path; the top frame's is `m` itself.
-            let line = stack.iter().map(|f| uci(f.moves[f.next - 1])).collect();
+            let mode = start.castles().mode();
+            let line = stack
+                .iter()
+                .map(|f| uci(f.moves[f.next - 1], mode))
+                .collect();
             return Exploration::Mate(line);
         }
         if !seen.insert(PositionKey::of(&child)) {

@@ -427,3 +427,45 @@ fn verdicts_on_an_undetermined_answer_are_left_to_the_arbiter() {
     let history = boardcast_rules::RepetitionTracker::new(Edition::Fide2023, &pos, 0);
     assert_eq!(outcome::end_on_board(&rules, &history), None);
 }
+
+/// Chess960: castling swaps or jumps king and rook in ways the proof of a blocked structure
+/// does not model, so with a castling right left it is not tried; and mating lines are written
+/// in the position's own castling notation, so that they replay.
+#[test]
+fn chess960_castling_is_never_proven_away_and_lines_replay() {
+    let position960 = |fen: &str| -> Chess {
+        let parsed: Fen = fen.parse().expect("FEN syntax");
+        parsed
+            .into_position(CastlingMode::Chess960)
+            .expect("legal Chess960 position")
+    };
+    let replays_to_mate = |fen: &str, side: Color, line: &[String]| {
+        let mut pos = position960(fen);
+        for uci in line {
+            let m = uci
+                .parse::<UciMove>()
+                .expect("UCI syntax")
+                .to_move(&pos)
+                .unwrap_or_else(|_| panic!("{uci} is legal in {fen}"));
+            pos.play_unchecked(m);
+        }
+        assert!(pos.is_checkmate() && pos.turn() == !side, "{fen}: {line:?}");
+    };
+    // White castles (king f1 and rook g1 swap) and mates with a discovered check from the d1
+    // bishop, for example f1g1 a8a7 f1f3 a7a6 f3e3 a6a5 e3c3 a5b4 c3c5 b4a4 c2c3. Everything
+    // else around the two is stuck: the proof must not call it blocked.
+    let fen = "k7/8/8/6p1/6p1/p1p1p1p1/P1PpP1P1/3B1KRB w G - 0 1";
+    for budget in [Budget::default(), Budget::thorough()] {
+        match analyze(&position960(fen), Color::White, &budget) {
+            Unwinnability::Winnable(line) => replays_to_mate(fen, Color::White, &line),
+            Unwinnability::Undetermined => {}
+            Unwinnability::Unwinnable(reason) => panic!("{fen}: White can mate, but {reason:?}"),
+        }
+    }
+    // Mate by castling queenside (king b1 takes the a1 rook's way): written b1a1 in Chess960.
+    let fen = "2rkr3/2p1p3/8/8/8/8/8/RK6 w A - 0 1";
+    match analyze(&position960(fen), Color::White, &Budget::default()) {
+        Unwinnability::Winnable(line) => replays_to_mate(fen, Color::White, &line),
+        other => panic!("{fen}: expected a mate, got {other:?}"),
+    }
+}

@@ -12,28 +12,33 @@ use shakmaty::{Bitboard, Board, ByColor, Color, Role, Square, attacks};
 struct Unit {
     square: Square,
     color: Color,
-    /// The piece's role now; a pawn that can promote keeps `Pawn` with `promotes` set.
+    /// The piece's role now (a pawn stays `Pawn` even when it can promote).
     role: Role,
-    promotes: bool,
     /// Every square the piece can ever stand on (its own square included).
     reach: Bitboard,
     /// The squares of `reach` it stands on as a pawn (empty for pieces).
     as_pawn: Bitboard,
+    /// The squares of `reach` it stands on as a piece: a pawn's only once promoted (any piece:
+    /// a queen's and a knight's ways cover all), empty if it can never promote.
+    as_piece: Bitboard,
 }
 
 impl Unit {
+    fn promotes(&self) -> bool {
+        self.role == Role::Pawn && self.as_piece.any()
+    }
+
     /// Every square the piece can ever attack, with `stuck` pieces blocking lines.
     fn attacks(&self, stuck: Bitboard) -> Bitboard {
         let from_pawn = self.as_pawn.into_iter().fold(Bitboard::EMPTY, |acc, sq| {
             acc | attacks::pawn_attacks(self.color, sq)
         });
-        let as_piece = self.reach & !self.as_pawn;
         let roles: &[Role] = match self.role {
             Role::Pawn => &[Role::Queen, Role::Knight],
             role => &[role][..],
         };
         roles.iter().fold(from_pawn, |acc, role| {
-            as_piece.into_iter().fold(acc, |acc, sq| {
+            self.as_piece.into_iter().fold(acc, |acc, sq| {
                 acc | attacks::attacks(sq, role.of(self.color), stuck)
             })
         })
@@ -66,17 +71,18 @@ impl Futures {
             .into_iter()
             .filter_map(|square| {
                 let piece = board.piece_at(square)?;
+                let (as_pawn, as_piece) = if piece.role == Role::Pawn {
+                    (Bitboard::from_square(square), Bitboard::EMPTY)
+                } else {
+                    (Bitboard::EMPTY, Bitboard::from_square(square))
+                };
                 Some(Unit {
                     square,
                     color: piece.color,
                     role: piece.role,
-                    promotes: false,
                     reach: Bitboard::from_square(square),
-                    as_pawn: if piece.role == Role::Pawn {
-                        Bitboard::from_square(square)
-                    } else {
-                        Bitboard::EMPTY
-                    },
+                    as_pawn,
+                    as_piece,
                 })
             })
             .collect();
@@ -151,18 +157,18 @@ impl World<'_> {
         if unit.role == Role::Pawn {
             grown.as_pawn = self.pawn_walk(unit, own_stuck);
             let promotions = grown.as_pawn & Bitboard::from_rank((!unit.color).backrank());
-            grown.promotes = promotions.any();
-            grown.reach = grown.as_pawn;
-            if grown.promotes {
-                // A promoted piece may be anything: a queen's and a knight's ways cover all.
-                let start = promotions | (unit.reach & !unit.as_pawn);
-                for role in [Role::Queen, Role::Knight] {
-                    grown.reach |= self.piece_walk(role, unit.color, start, own_stuck);
-                }
+            if promotions.any() {
+                let start = promotions | unit.as_piece;
+                grown.as_piece = [Role::Queen, Role::Knight]
+                    .into_iter()
+                    .fold(start, |acc, role| {
+                        acc | self.piece_walk(role, unit.color, start, own_stuck)
+                    });
             }
         } else {
-            grown.reach = self.piece_walk(unit.role, unit.color, unit.reach, own_stuck);
+            grown.as_piece = self.piece_walk(unit.role, unit.color, unit.as_piece, own_stuck);
         }
+        grown.reach = grown.as_pawn | grown.as_piece;
         grown
     }
 
@@ -287,7 +293,8 @@ pub(super) fn may_be_blocked(board: &Board) -> bool {
 /// on any square of the region, the side can never mate.
 ///
 /// The caller makes sure that no en passant capture is possible (the analysis does not model it
-/// for the move at hand).
+/// for the move at hand) and that no castling right is left (castling moves a king and a rook
+/// past each other, in Chess960 even swaps them, which the walks do not model).
 pub(super) fn cannot_mate(board: &Board, winner: Color) -> bool {
     if !may_be_blocked(board) {
         return false;
@@ -328,7 +335,7 @@ pub(super) fn cannot_mate(board: &Board, winner: Color) -> bool {
     }
     if visitors
         .iter()
-        .any(|(u, _)| u.role != Role::Bishop || u.promotes)
+        .any(|(u, _)| u.role != Role::Bishop || u.promotes())
     {
         return false;
     }
