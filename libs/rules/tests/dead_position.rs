@@ -12,7 +12,11 @@ fn position(fen: &str) -> Chess {
 
 /// Plays a helpmate line and checks that it ends with `side` giving mate.
 fn assert_mates(fen: &str, side: Color, line: &[String]) {
-    let mut pos = position(fen);
+    assert_mates_from(position(fen), fen, side, line);
+}
+
+/// [`assert_mates`] from `pos` (the position `fen` read with its castling rules).
+fn assert_mates_from(mut pos: Chess, fen: &str, side: Color, line: &[String]) {
     for uci in line {
         let m = uci
             .parse::<UciMove>()
@@ -440,16 +444,7 @@ fn chess960_castling_is_never_proven_away_and_lines_replay() {
             .expect("legal Chess960 position")
     };
     let replays_to_mate = |fen: &str, side: Color, line: &[String]| {
-        let mut pos = position960(fen);
-        for uci in line {
-            let m = uci
-                .parse::<UciMove>()
-                .expect("UCI syntax")
-                .to_move(&pos)
-                .unwrap_or_else(|_| panic!("{uci} is legal in {fen}"));
-            pos.play_unchecked(m);
-        }
-        assert!(pos.is_checkmate() && pos.turn() == !side, "{fen}: {line:?}");
+        assert_mates_from(position960(fen), fen, side, line)
     };
     // White castles (king f1 and rook g1 swap) and mates with a discovered check from the d1
     // bishop, for example f1g1 a8a7 f1f3 a7a6 f3e3 a6a5 e3c3 a5b4 c3c5 b4a4 c2c3. Everything

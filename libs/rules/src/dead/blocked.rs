@@ -377,7 +377,7 @@ pub(super) fn cannot_mate(board: &Board, winner: Color) -> bool {
             vec![other_colour | down, other_colour | up]
         };
         // The winner's king, where it can be and not next to `s`, guards the flights next to
-        // it; `None` stands for a king too far away to guard any.
+        // it; the empty set stands for a king too far away to guard any.
         let king_posts = winner_king.reach & !attacks::king_attacks(s).with(s);
         let mut guards = king_posts
             .into_iter()
