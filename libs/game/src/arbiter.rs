@@ -69,6 +69,16 @@ pub(crate) fn ending_of(
     )
 }
 
+/// A game end of the rules library as the event that records it.
+pub(crate) fn ended_event(end: &boardcast_rules::outcome::GameEnd) -> Kind {
+    let (result, termination, detail) = ending_of(end);
+    Kind::Ended(GameEnded {
+        result: result as i32,
+        termination: termination as i32,
+        detail,
+    })
+}
+
 /// The rules' result, in the schema's terms (none yet: the arbiter decides).
 fn result_of(result: Option<boardcast_rules::outcome::GameResult>) -> GameResult {
     use boardcast_rules::outcome::GameResult as R;

@@ -985,16 +985,9 @@ impl Game {
     /// The events [`boardcast_rules::outcome::judge_board`]'s verdict on `history` after `ply`
     /// completed moves calls for.
     pub(crate) fn board_verdict_events(&self, history: &RepetitionTracker, ply: u32) -> Vec<Kind> {
+        use crate::arbiter::ended_event as ended;
         use boardcast_rules::dead::{Answer, Budget, dead_position_within};
-        use boardcast_rules::outcome::{BoardVerdict, GameEnd, dead_position_reached, judge_board};
-        let ended = |end: &GameEnd| {
-            let (result, termination, detail) = crate::arbiter::ending_of(end);
-            Kind::Ended(events::GameEnded {
-                result: result as i32,
-                termination: termination as i32,
-                detail,
-            })
-        };
+        use boardcast_rules::outcome::{BoardVerdict, dead_position_reached, judge_board};
         match judge_board(&self.rules, history) {
             BoardVerdict::Ends(end) => vec![ended(&end)],
             // Before the arbiter is told, the thorough analysis gets its chance (once per game:

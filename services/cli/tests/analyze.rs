@@ -50,22 +50,21 @@ fn json_lines_one_game_per_line() {
     assert_eq!(claim["occurrences"], serde_json::json!([40, 44, 48]));
 }
 
-#[test]
-fn fen_json_says_whether_the_position_is_dead() {
-    let out = boardcast(&[
-        "analyze",
-        "--fen",
-        "8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/8 w - - 0 1",
-        "--json",
-    ]);
+/// `boardcast analyze --fen FEN --json`, which must succeed, as JSON.
+fn fen_json(fen: &str) -> serde_json::Value {
+    let out = boardcast(&["analyze", "--fen", fen, "--json"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn fen_json_says_whether_the_position_is_dead() {
     assert_eq!(
-        v,
+        fen_json("8/8/4k3/1p1p1p1p/1P1P1P1P/8/4K3/8 w - - 0 1"),
         serde_json::json!({"dead": "yes", "white_can_mate": "no", "black_can_mate": "no"})
     );
 }
@@ -77,15 +76,8 @@ fn fen_json_says_whether_the_position_is_dead() {
 #[test]
 fn an_undetermined_position_is_shown_as_such() {
     let fen = "1k6/p1p1p1p1/P1P1P1P1/p1p1p1p1/8/8/P1P1P1P1/4K3 w - - 0 1";
-    let out = boardcast(&["analyze", "--fen", fen, "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(
-        v,
+        fen_json(fen),
         serde_json::json!({"dead": "undetermined", "white_can_mate": "no", "black_can_mate": "undetermined"})
     );
     let out = boardcast(&["analyze", "--fen", fen]);
