@@ -56,9 +56,84 @@ fn record(
     }
 }
 
+/// Arbiter actions the plan takes when the game has a number of completed moves, made from the
+/// game as it then stands (e.g. the penalties of the illegal moves recorded so far).
+pub type Rulings = fn(&Game) -> Vec<ArbiterAction>;
+
+/// How a simulated game goes: its laws and time control, the incidents on its board and the
+/// arbiter's rulings.
+pub struct Plan {
+    pub edition: &'static str,
+    pub periods: Vec<TimePeriod>,
+    pub options: ScriptOptions,
+    /// The game's moves after which the board stops (all of them when `None`).
+    pub plies: Option<usize>,
+    /// Each ruling once, after the first observation that leaves at least that many completed
+    /// moves.
+    pub rulings: Vec<(usize, Rulings)>,
+    /// Observations (device_seq) that arrive but cannot be decided: dead-lettered, a hole in the
+    /// board's record.
+    pub unusable: Vec<u64>,
+}
+
+/// An arbiter action with no alerts resolved.
+pub fn action(action: Action) -> ArbiterAction {
+    ArbiterAction {
+        action: Some(action),
+        ..Default::default()
+    }
+}
+
+/// The plan of [`play`]: a press without a move at ply 5 (penalty confirmed by an arbiter), an
+/// arbiter's clock correction and note at ply 11.
+fn appeal_plan() -> Plan {
+    Plan {
+        edition: "fide-2023",
+        periods: vec![TimePeriod {
+            base_ms: 7_200_000,
+            increment_ms: 30_000,
+            ..Default::default()
+        }],
+        options: ScriptOptions {
+            increment_ms: 30_000,
+            incidents: vec![Incident::PressWithoutMove { ply: 5 }],
+            ..Default::default()
+        },
+        plies: None,
+        rulings: vec![(10, |game| {
+            let penalties = game.illegal_moves().iter().map(|e| {
+                action(Action::Penalty(PenaltyDecision {
+                    illegal_move_game_seq: e.game_seq,
+                    confirmed: true,
+                    note: "press without a move".into(),
+                }))
+            });
+            penalties
+                .chain([
+                    action(Action::Clocks(AdjustClocks {
+                        white_added_ms: 60_000,
+                        reason: "clock set wrongly".into(),
+                        ..Default::default()
+                    })),
+                    action(Action::Annotation(Annotation {
+                        text: "players warned about noise".into(),
+                    })),
+                ])
+                .collect()
+        })],
+        unusable: Vec::new(),
+    }
+}
+
 /// Plays `pgn` on board `board` of round 1 with a press without a move at ply 5 (penalty
 /// confirmed by an arbiter), an arbiter's clock correction and note at ply 11.
 pub fn play(pgn: &PgnGame, board: u32, signer: &RecordSigner) -> PlayedGame {
+    play_plan(pgn, board, &appeal_plan(), signer)
+}
+
+/// Plays `pgn` on board `board` of round 1 as `plan` says, every decision recorded as the game
+/// service records it (observations lost on the way recorded as missing when the next arrives).
+pub fn play_plan(pgn: &PgnGame, board: u32, plan: &Plan, signer: &RecordSigner) -> PlayedGame {
     let info = GameStarted {
         tournament_id: "appeal".into(),
         round: 1,
@@ -73,13 +148,9 @@ pub fn play(pgn: &PgnGame, board: u32, signer: &RecordSigner) -> PlayedGame {
             ..Default::default()
         }),
         time_control: Some(TimeControl {
-            periods: vec![TimePeriod {
-                base_ms: 7_200_000,
-                increment_ms: 30_000,
-                ..Default::default()
-            }],
+            periods: plan.periods.clone(),
         }),
-        edition: "fide-2023".into(),
+        edition: plan.edition.into(),
         event_name: "Appeal test".into(),
         ..Default::default()
     };
@@ -87,63 +158,60 @@ pub fn play(pgn: &PgnGame, board: u32, signer: &RecordSigner) -> PlayedGame {
     let mut game = None;
     let mut stored = Vec::new();
     record(&mut game, &id, &mut stored, vec![started], START_MS, signer);
-    let options = ScriptOptions {
-        increment_ms: 30_000,
-        incidents: vec![Incident::PressWithoutMove { ply: 5 }],
-        ..Default::default()
-    };
-    let steps = script(pgn, &options).expect("scripts");
-    let mut acted = false;
+    let mut pgn = pgn.clone();
+    if let Some(plies) = plan.plies {
+        pgn.moves.truncate(plies);
+    }
+    let steps = script(&pgn, &plan.options).expect("scripts");
+    let mut ruled = vec![false; plan.rulings.len()];
+    let mut seen = 0;
     for (i, step) in steps.into_iter().enumerate() {
+        let device_seq = i as u64 + 1;
+        if step.lost {
+            continue;
+        }
         let at = START_MS + step.at_ms as i64;
         let obs = Observation {
             board_id: info.board_id.clone(),
-            device_seq: i as u64 + 1,
+            device_seq,
             device_time_unix_ms: at,
             receive_time_unix_ms: at,
             source: SourceKind::Simulator as i32,
             kind: Some(step.kind),
         };
+        // As the service does: a gap after the last observation seen or accounted for (one that
+        // was seen but changed nothing is no gap).
         let current = game.as_ref().expect("started");
-        if let Ok(ObservationOutcome::Events(events)) = current.decide_observation(&obs) {
+        let known = seen.max(current.board_seq_accounted());
+        if device_seq > known + 1 {
+            let missing = current.decide_missing_observations(known + 1, device_seq - 1, &obs);
+            record(&mut game, &id, &mut stored, missing, at, signer);
+        }
+        seen = device_seq;
+        let current = game.as_ref().expect("started");
+        if plan.unusable.contains(&device_seq) {
+            let hole = current.decide_unusable_observation(
+                device_seq,
+                at,
+                "the record is larger than the server's max_payload",
+            );
+            record(&mut game, &id, &mut stored, hole, at, signer);
+        } else if let Ok(ObservationOutcome::Events(events)) = current.decide_observation(&obs) {
             record(&mut game, &id, &mut stored, events, at, signer);
         }
-        let current = game.as_ref().expect("started");
-        if !acted && current.completed_moves().len() >= 10 {
-            acted = true;
-            let penalties: Vec<Action> = current
-                .illegal_moves()
-                .iter()
-                .map(|e| {
-                    Action::Penalty(PenaltyDecision {
-                        illegal_move_game_seq: e.game_seq,
-                        confirmed: true,
-                        note: "press without a move".into(),
-                    })
-                })
-                .collect();
-            for action in penalties.into_iter().chain([
-                Action::Clocks(AdjustClocks {
-                    white_added_ms: 60_000,
-                    reason: "clock set wrongly".into(),
-                    ..Default::default()
-                }),
-                Action::Annotation(Annotation {
-                    text: "players warned about noise".into(),
-                }),
-            ]) {
+        for (done, (moves, rulings)) in ruled.iter_mut().zip(&plan.rulings) {
+            let current = game.as_ref().expect("started");
+            if *done || current.completed_moves().len() < *moves {
+                continue;
+            }
+            *done = true;
+            for action in rulings(current) {
                 let current = game.as_ref().expect("started");
-                let events = current
-                    .decide_arbiter(
-                        &ArbiterAction {
-                            action: Some(action),
-                            ..Default::default()
-                        },
-                        "IA Jane Arbiter",
-                        &format!("act-{board}-{}", stored.len()),
-                    )
-                    .expect("accepted");
-                record(&mut game, &id, &mut stored, events, at + 1, signer);
+                let request_id = format!("act-{board}-{}", stored.len());
+                if let Ok(events) = current.decide_arbiter(&action, "IA Jane Arbiter", &request_id)
+                {
+                    record(&mut game, &id, &mut stored, events, at + 1, signer);
+                }
             }
         }
     }
@@ -159,8 +227,14 @@ pub fn round_file(boards: u32, signer: &RecordSigner) -> (Vec<PlayedGame>, Vec<u
     let played: Vec<PlayedGame> = (1..=boards)
         .map(|b| play(&games[(b as usize - 1) % games.len()], b, signer))
         .collect();
+    let bytes = write_round(&played, signer, "tournament appeal round 1");
+    (played, bytes)
+}
+
+/// `played` written to a record file, records interleaved as in the stream.
+pub fn write_round(played: &[PlayedGame], signer: &RecordSigner, scope: &str) -> Vec<u8> {
     let header = RecordFileHeader {
-        scope: "tournament appeal round 1".into(),
+        scope: scope.into(),
         source: "test".into(),
         keys: vec![SigningKeyInfo {
             key_id: signer.public_key().key_id().to_owned(),
@@ -173,7 +247,7 @@ pub fn round_file(boards: u32, signer: &RecordSigner) -> (Vec<PlayedGame>, Vec<u
     let longest = played.iter().map(|p| p.stored.len()).max().unwrap_or(0);
     let mut stream_seq = 0;
     for i in 0..longest {
-        for p in &played {
+        for p in played {
             if let Some(payload) = p.stored.get(i) {
                 stream_seq += 1;
                 writer
@@ -182,6 +256,5 @@ pub fn round_file(boards: u32, signer: &RecordSigner) -> (Vec<PlayedGame>, Vec<u
             }
         }
     }
-    let bytes = writer.finish().expect("writes");
-    (played, bytes)
+    writer.finish().expect("writes")
 }
