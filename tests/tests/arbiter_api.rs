@@ -156,6 +156,7 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
     let resign = ArbiterAction {
         action: Some(Action::Resignation(SideAction {
             side: "white".into(),
+            ..Default::default()
         })),
         ..Default::default()
     };

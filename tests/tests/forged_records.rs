@@ -32,6 +32,7 @@ fn forged_result(head: &GameEventRecord, signer: Option<&RecordSigner>) -> GameE
             result: GameResult::WhiteWins as i32,
             termination: Termination::Resignation as i32,
             detail: "forged".into(),
+            ..Default::default()
         })),
         ..last
     };

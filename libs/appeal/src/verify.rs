@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use boardcast_game::events::{GameEvent, GameEventRecord, game_event::Kind};
 use boardcast_game::signing::{Authenticity, SignatureError, TrustedKeys};
-use boardcast_game::{GENESIS_HASH, Game, NewEvent, ObservationOutcome};
+use boardcast_game::{GENESIS_HASH, Game, NewEvent, ObservationOutcome, terms};
 use prost::Message as _;
 
 use crate::file::{ExportedGame, RecordFile};
@@ -375,8 +375,11 @@ fn redecide(
                 .iter()
                 .zip(recorded)
                 .position(|(again, (logged, _))| {
-                    Some(&again.kind) != logged.kind.as_ref()
-                        || Some(&again.provenance) != logged.provenance.as_ref()
+                    // A log written before the typed terms holds their words alone.
+                    let same_kind = logged.kind.as_ref().is_some_and(|logged| {
+                        again.kind == *logged || terms::without_typed_terms(&again.kind) == *logged
+                    });
+                    !same_kind || Some(&again.provenance) != logged.provenance.as_ref()
                 });
             if decided.len() <= input - at || differs.is_some() || at + decided.len() > opened.len()
             {

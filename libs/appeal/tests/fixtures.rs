@@ -15,7 +15,12 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use boardcast_appeal::{RecordFile, replay, verify};
-use boardcast_game::signing::TrustedKeys;
+use boardcast_game::alerts::{AlertStatus, GameAlerts};
+use boardcast_game::display::DisplayGame;
+use boardcast_game::events::{GameEventRecord, arbiter_action::Action, game_event::Kind};
+use boardcast_game::signing::{RecordSigner, TrustedKeys};
+use boardcast_game::timeline::FoldedGame;
+use boardcast_game::{Game, NewEvent};
 use prost::Message as _;
 use serde_json::{Value, json};
 
@@ -255,6 +260,7 @@ mod simulated {
                 vec![
                     action(Action::DrawOffer(SideAction {
                         side: side_to_move(game),
+                        ..Default::default()
                     })),
                     action(Action::Clocks(AdjustClocks {
                         black_added_ms: 30_000,
@@ -272,6 +278,7 @@ mod simulated {
             (44, |game| {
                 vec![action(Action::Resignation(SideAction {
                     side: side_to_move(game),
+                    ..Default::default()
                 }))]
             }),
         ];
@@ -362,10 +369,188 @@ mod simulated {
             (20, |game| {
                 vec![action(Action::Resignation(SideAction {
                     side: side_to_move(game),
+                    ..Default::default()
                 }))]
             }),
         ];
 
         vec![board_1, board_2, board_3, board_4, board_5]
     }
+}
+
+/// Every word a log stores for people — kinds, penalties, causes, sides, verdicts, reasons,
+/// notes, details — replaced by other words: what the game folds to must not change (the fold
+/// reads typed terms only), so rewording a message in a later version cannot change how a log
+/// replays.
+#[test]
+fn rewording_every_message_changes_no_fold() {
+    let signer = common::hall_signer();
+    let games = common::reference_games();
+    for (i, plan) in simulated::plans().iter().enumerate() {
+        let played = common::play_plan(&games[i % games.len()], i as u32 + 1, plan, &signer);
+        let records: Vec<GameEventRecord> = played
+            .stored
+            .iter()
+            .map(|bytes| GameEventRecord::decode(bytes.as_slice()).expect("a record"))
+            .collect();
+        let reworded = reworded(&records, &signer);
+        let (original, reworded) = (folded(&records), folded(&reworded));
+        assert_eq!(original.len(), reworded.len());
+        for (seq, (original, reworded)) in original.iter().zip(&reworded).enumerate() {
+            assert_eq!(
+                original,
+                reworded,
+                "board {}, record {}: the fold changed with the words",
+                i + 1,
+                seq + 1
+            );
+        }
+        assert!(original.len() > 50, "the game has its records");
+    }
+}
+
+/// The game's records with every stored word replaced, chained and signed again.
+fn reworded(records: &[GameEventRecord], signer: &RecordSigner) -> Vec<GameEventRecord> {
+    let mut game: Option<Game> = None;
+    let mut out = Vec::new();
+    for record in records {
+        let event = Game::open_record(record).expect("opens");
+        let mut kind = event.kind.clone().expect("a kind");
+        reword(&mut kind);
+        let new = NewEvent {
+            kind,
+            provenance: event.provenance.clone().unwrap_or_default(),
+        };
+        for r in Game::record_signed(
+            game.as_ref(),
+            &event.game_id,
+            vec![new],
+            event.recorded_unix_ms,
+            signer,
+        ) {
+            match game.as_mut() {
+                Some(g) => g.apply(&r).expect("the reworded record folds"),
+                None => game = Some(Game::from_first_record(&r).expect("folds")),
+            }
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn reword(kind: &mut Kind) {
+    let other = |words: &mut String| {
+        if !words.is_empty() {
+            *words = format!("reworded {}", words.len());
+        }
+    };
+    match kind {
+        Kind::IllegalMove(m) => {
+            other(&mut m.offender);
+            other(&mut m.kind);
+            other(&mut m.proposed_penalty);
+        }
+        Kind::Irregularity(i) => other(&mut i.cause),
+        Kind::TouchMove(t) => other(&mut t.breach),
+        Kind::ClockAlert(a) => {
+            other(&mut a.side);
+            other(&mut a.reason);
+        }
+        Kind::ClaimJudged(j) => {
+            other(&mut j.verdict_from_log);
+            other(&mut j.explanation);
+        }
+        Kind::Ended(e) => other(&mut e.detail),
+        Kind::SetupMismatch(m) => {
+            other(&mut m.expected);
+            other(&mut m.seen);
+            other(&mut m.fix);
+        }
+        Kind::BoardStatus(b) => other(&mut b.detail),
+        Kind::ObservationsMissing(m) => other(&mut m.unusable_reason),
+        Kind::Arbiter(a) => match a.action.as_mut() {
+            Some(Action::DrawOffer(who) | Action::Resignation(who)) => other(&mut who.side),
+            Some(Action::Claim(c)) => {
+                other(&mut c.claimant);
+                other(&mut c.note);
+            }
+            Some(Action::Penalty(p)) => other(&mut p.note),
+            Some(Action::Restore(r)) => other(&mut r.reason),
+            Some(Action::Clocks(c)) => other(&mut c.reason),
+            Some(Action::Result(r)) => other(&mut r.reason),
+            Some(Action::Annotation(a)) => other(&mut a.text),
+            Some(Action::Acknowledgement(a)) => other(&mut a.note),
+            Some(Action::Move(_) | Action::DrawAgreed(_)) | None => {}
+        },
+        _ => {}
+    }
+}
+
+/// What a game folds to after each record, leaving out words: the state the API serves, the
+/// illegal moves with their decisions, the clocks, the alerts with what they rest on and how
+/// they stand, the broadcast's view.
+fn folded(records: &[GameEventRecord]) -> Vec<String> {
+    let mut states = Vec::new();
+    let mut folded: Option<FoldedGame> = None;
+    let mut alerts = GameAlerts::new();
+    let mut display: Option<DisplayGame> = None;
+    for record in records {
+        let opened = Game::open(record.clone()).expect("opens");
+        match folded.as_mut() {
+            Some(f) => {
+                f.apply(&opened).expect("folds");
+            }
+            None => folded = Some(FoldedGame::start(&opened).expect("folds").0),
+        }
+        let f = folded.as_ref().expect("folded");
+        let game = &f.game;
+        alerts.fold(opened.event(), game);
+        match display.as_mut() {
+            Some(d) => d.evolve(opened.event()).expect("shows"),
+            None => display = Some(DisplayGame::start(opened.event()).expect("shows")),
+        }
+        let d = display.as_ref().expect("shown");
+        let alert_states: Vec<String> = alerts
+            .alerts()
+            .iter()
+            .map(|a| {
+                let status = match &a.status {
+                    AlertStatus::New => "new".to_owned(),
+                    AlertStatus::Acknowledged { game_seq, .. } => format!("seen {game_seq}"),
+                    AlertStatus::Resolved { game_seq, .. } => format!("resolved {game_seq}"),
+                };
+                format!(
+                    "{} {:?} {} {} {:?} {status}",
+                    a.raised_at, a.kind, a.ply, a.article, a.rests_on
+                )
+            })
+            .collect();
+        // The state carries some records as they are: their words are not what it folded to.
+        let mut state = game.to_state();
+        state.chain_head.clear();
+        for missing in &mut state.missing_observations {
+            missing.unusable_reason = (!missing.unusable_reason.is_empty()).to_string();
+        }
+        for mismatch in &mut state.setup_mismatches {
+            (mismatch.expected, mismatch.seen, mismatch.fix) = Default::default();
+        }
+        states.push(format!(
+            "{:?} | {:?} | {:?} | {:?} | {:?} | {} {} {} {:?} {:?} | {:?}",
+            state,
+            game.illegal_moves()
+                .iter()
+                .map(|e| (e.game_seq, e.decided, e.completed_moves))
+                .collect::<Vec<_>>(),
+            game.illegal_tally(),
+            f.clocks,
+            alert_states,
+            game.draw_offers().len(),
+            game.arbiter_notes().len(),
+            game.result_token(),
+            game.board_status(),
+            game.repetition().repetition_count(),
+            (d.fen(), d.result_token(), d.white_to_move()),
+        ));
+    }
+    states
 }

@@ -25,6 +25,7 @@ use crate::events::{
     Termination, arbiter_action::Action, game_event::Kind,
 };
 use crate::game::Game;
+use crate::{terms, wording};
 
 /// What an alert is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -255,19 +256,16 @@ impl GameAlerts {
                     .settled_illegal
                     .filter(|(settled, _)| settled.checked_add(1) == Some(entry.game_seq))
                     .map(|(settled, doubt)| [doubt, settled]);
-                Raised::new(
-                    AlertKind::IllegalMove,
-                    m.ply,
-                    m.article.clone(),
+                Raised::new(AlertKind::IllegalMove, m.ply, m.article.clone(), {
+                    let edition = game.rules().edition.to_string();
+                    let (_, kind, penalty) = wording::illegal_move(m, Some(&edition));
                     format!(
-                        "ply {}: illegal move by {}: {}. Proposed penalty: {}; to be confirmed or \
-                         rejected.",
+                        "ply {}: illegal move by {}: {kind}. Proposed penalty: {penalty}; to \
+                             be confirmed or rejected.",
                         m.ply,
-                        side_named(&m.offender),
-                        m.kind,
-                        m.proposed_penalty
-                    ),
-                )
+                        side_named(terms::offender(m), &m.offender),
+                    )
+                })
                 .resting_on(settled.into_iter().flatten())
             }
             Kind::TouchMove(t) => Raised::new(
@@ -277,7 +275,7 @@ impl GameAlerts {
                 format!(
                     "ply {}: possible touch-move breach: {} ({}){}.",
                     t.ply,
-                    t.breach.replace('_', " "),
+                    wording::touch_breach(t).replace('_', " "),
                     t.square,
                     if t.only_on_claim {
                         "; only on a player's claim"
@@ -310,7 +308,7 @@ impl GameAlerts {
                 Raised::new(
                     alert,
                     ply,
-                    article_in(&e.detail).unwrap_or(fallback),
+                    terms::ended_article(e).unwrap_or(fallback),
                     format!(
                         "{what}: {}{}{}. The arbiter confirms the result.",
                         result_token(e.result()),
@@ -326,7 +324,7 @@ impl GameAlerts {
                 format!(
                     "ply {}: the board shows a placement no legal continuation explains ({}{}): {}",
                     i.ply,
-                    i.cause,
+                    wording::irregularity_cause(i),
                     if i.ambiguous { ", ambiguous" } else { "" },
                     i.placement
                 ),
@@ -370,7 +368,7 @@ impl GameAlerts {
                     "ply {}: {}'s clock shows {} where the time control gives {}: {}. The \
                      clock's reading stands.",
                     a.ply,
-                    side_named(&a.side),
+                    side_named(terms::side_or_legacy(a.clock_of(), &a.side), &a.side),
                     minutes_seconds(a.reported_ms),
                     minutes_seconds(a.expected_ms),
                     a.reason
@@ -412,7 +410,7 @@ impl GameAlerts {
                     format!(
                         "the claim ruled on ({} from the log) rests on moves no clock press or \
                          arbiter confirmed: plies {}. Check them against the scoresheets.",
-                        j.verdict_from_log,
+                        wording::claim_verdict(j),
                         plies.join(", ")
                     ),
                 )
@@ -783,15 +781,6 @@ fn display_data_article(edition: Edition) -> &'static str {
     }
 }
 
-/// The article a game end's detail names ("flag fall (Article 6.9)").
-fn article_in(detail: &str) -> Option<&str> {
-    let (_, after) = detail.rsplit_once("Article ")?;
-    let article = after
-        .split(|c: char| c == ')' || c.is_whitespace() || c == ';' || c == ',')
-        .next()?;
-    (!article.is_empty()).then_some(article)
-}
-
 /// Whose flag fell, from the result, or from the clock's flags for a draw.
 fn flag_of(result: GameResult, game: &Game) -> Option<&'static str> {
     match (result, game.flags) {
@@ -835,11 +824,11 @@ fn san_of(game: &Game, uci: &str) -> String {
 }
 
 /// "white" as "White", in a summary.
-fn side_named(side: &str) -> &str {
+/// A side as a name; a log's own words where it named none the log's terms know.
+fn side_named(side: Side, words: &str) -> String {
     match side {
-        "white" => "White",
-        "black" => "Black",
-        other => other,
+        Side::Unspecified => words.to_owned(),
+        side => wording::side_title(side).to_owned(),
     }
 }
 
@@ -861,26 +850,6 @@ fn minutes_seconds(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_article_is_read_from_a_game_end_detail() {
-        assert_eq!(article_in("flag fall (Article 6.9)"), Some("6.9"));
-        assert_eq!(
-            article_in("flag fall, but the opponent cannot checkmate (Article 6.10)"),
-            Some("6.10")
-        );
-        assert_eq!(
-            article_in("white resigned: resignation (Article 5.1.2)"),
-            Some("5.1.2")
-        );
-        assert_eq!(
-            article_in("both flags fallen (Article A.4.4)"),
-            Some("A.4.4")
-        );
-        for nothing in ["", "flag fall", "Article ", "(Article )"] {
-            assert_eq!(article_in(nothing), None, "{nothing:?}");
-        }
-    }
 
     #[test]
     fn clock_times_are_minutes_and_seconds() {

@@ -4,10 +4,11 @@ use boardcast_rules::outcome::{agreement, resignation};
 use shakmaty::{Color, Position, uci::UciMove};
 
 use crate::events::{
-    ArbiterAction, GameEnded, GameResult, MoveCompleted, PositionRestored, Provenance, Source,
-    Termination, arbiter_action::Action, game_event::Kind,
+    ArbiterAction, GameEnded, GameResult, MoveCompleted, PositionRestored, Provenance, Side,
+    Source, Termination, arbiter_action::Action, game_event::Kind,
 };
 use crate::game::{Game, NewEvent, fen_of};
+use crate::{terms, wording};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ActionRejected {
@@ -26,10 +27,9 @@ pub enum ActionRejected {
     RequestIdReused { request_id: String, game_seq: u64 },
 }
 
-/// A game end of the rules library in the schema's terms, with the article in the detail.
-pub(crate) fn ending_of(
-    end: &boardcast_rules::outcome::GameEnd,
-) -> (GameResult, Termination, String) {
+/// A game end of the rules library as the event that records it (the article also in the
+/// detail, for people).
+pub(crate) fn ending_of(end: &boardcast_rules::outcome::GameEnd) -> GameEnded {
     use boardcast_rules::outcome::EndReason as R;
     let (termination, words) = match end.reason {
         R::Checkmate => (Termination::Checkmate, "checkmate"),
@@ -62,21 +62,17 @@ pub(crate) fn ending_of(
         R::DrawClaim => (Termination::DrawClaim, "draw claim upheld"),
         R::ArbiterDecision => (Termination::Arbiter, "arbiter's decision"),
     };
-    (
-        result_of(end.result),
-        termination,
-        format!("{words} (Article {})", end.article),
-    )
+    GameEnded {
+        result: result_of(end.result) as i32,
+        termination: termination as i32,
+        detail: format!("{words} (Article {})", end.article),
+        article: end.article.to_owned(),
+    }
 }
 
-/// A game end of the rules library as the event that records it.
+/// A game end of the rules library as the event kind that records it.
 pub(crate) fn ended_event(end: &boardcast_rules::outcome::GameEnd) -> Kind {
-    let (result, termination, detail) = ending_of(end);
-    Kind::Ended(GameEnded {
-        result: result as i32,
-        termination: termination as i32,
-        detail,
-    })
+    Kind::Ended(ending_of(end))
 }
 
 /// The rules' result, in the schema's terms (none yet: the arbiter decides).
@@ -90,14 +86,58 @@ fn result_of(result: Option<boardcast_rules::outcome::GameResult>) -> GameResult
     }
 }
 
-fn side(text: &str) -> Result<Color, ActionRejected> {
-    match text {
-        "white" => Ok(Color::White),
-        "black" => Ok(Color::Black),
-        other => Err(ActionRejected::Invalid(format!(
-            "side must be \"white\" or \"black\", got {other:?}"
-        ))),
+/// The side an action names (after [`normalized`], its typed field).
+fn side(side: Side) -> Result<Color, ActionRejected> {
+    terms::color_of(side).ok_or_else(|| ActionRejected::Invalid("the side is missing".into()))
+}
+
+/// A side given as its typed value or, from clients older than it, as words: both are
+/// recorded, the typed value for readers and the words for readers older than it. The two must
+/// agree when both are given.
+fn normalized_side(typed: Side, words: &str) -> Result<(Side, String), ActionRejected> {
+    let from_words = terms::legacy_side(words);
+    if !words.is_empty() && from_words == Side::Unspecified {
+        return Err(ActionRejected::Invalid(format!(
+            "side must be \"white\" or \"black\", got {words:?}"
+        )));
     }
+    let side = match (typed, from_words) {
+        (Side::Unspecified, from_words) => from_words,
+        (typed, Side::Unspecified) => typed,
+        (typed, from_words) if typed == from_words => typed,
+        (typed, from_words) => {
+            return Err(ActionRejected::Invalid(format!(
+                "the side is given as {} and as {:?}",
+                wording::side(typed),
+                wording::side(from_words)
+            )));
+        }
+    };
+    let words = if side == Side::Unspecified {
+        String::new()
+    } else {
+        wording::side(side).to_owned()
+    };
+    Ok((side, words))
+}
+
+/// The action as it is recorded: sides both typed and in words.
+fn normalized(action: &ArbiterAction) -> Result<ArbiterAction, ActionRejected> {
+    let mut action = action.clone();
+    match action.action.as_mut() {
+        Some(Action::DrawOffer(who) | Action::Resignation(who)) => {
+            let (side, words) = normalized_side(who.player(), &who.side)?;
+            who.set_player(side);
+            who.side = words;
+        }
+        Some(Action::Claim(ruling)) => {
+            let (side, words) = normalized_side(ruling.claimant_side(), &ruling.claimant)?;
+            ruling.set_claimant_side(side);
+            ruling.claimant = words;
+        }
+        _ => {}
+    }
+    Ok(action)
 }
 
 impl Game {
@@ -116,7 +156,12 @@ impl Game {
             return Err(ActionRejected::NoActor);
         }
         if let Some(earlier) = self.requests.get(request_id) {
-            if earlier.action == *action && earlier.actor == actor {
+            let same_action = earlier.action == *action
+                || matches!(
+                    (normalized(&earlier.action), normalized(action)),
+                    (Ok(recorded), Ok(retried)) if recorded == retried
+                );
+            if same_action && earlier.actor == actor {
                 return Ok(Vec::new());
             }
             return Err(ActionRejected::RequestIdReused {
@@ -124,6 +169,7 @@ impl Game {
                 game_seq: earlier.game_seq,
             });
         }
+        let action = &normalized(action)?;
         let inner = action.action.as_ref().ok_or(ActionRejected::Empty)?;
         let allowed_after_end = matches!(
             inner,
@@ -149,12 +195,8 @@ impl Game {
             request_id: request_id.to_owned(),
             ..Default::default()
         };
-        let ended = |result: GameResult, termination: Termination, detail: String| NewEvent {
-            kind: Kind::Ended(GameEnded {
-                result: result as i32,
-                termination: termination as i32,
-                detail,
-            }),
+        let ended = |end: GameEnded| NewEvent {
+            kind: Kind::Ended(end),
             provenance: provenance.clone(),
         };
         let mut events = vec![NewEvent {
@@ -182,14 +224,16 @@ impl Game {
                 }
                 let result = record.event.result_if_confirmed();
                 if decision.confirmed && result != GameResult::Unspecified && !self.is_over() {
-                    events.push(ended(
-                        result,
-                        Termination::Arbiter,
-                        format!(
+                    events.push(ended(GameEnded {
+                        result: result as i32,
+                        termination: Termination::Arbiter as i32,
+                        detail: format!(
                             "illegal move by {} (Article {})",
-                            record.event.offender, record.event.article
+                            wording::side(terms::offender(&record.event)),
+                            record.event.article
                         ),
-                    ));
+                        article: record.event.article.clone(),
+                    }));
                 }
             }
             Action::Restore(restore) => {
@@ -248,18 +292,12 @@ impl Game {
                 );
             }
             Action::Resignation(who) => {
-                let end = resignation(&self.rules, &self.position, side(&who.side)?);
-                let (result, termination, detail) = ending_of(&end);
-                events.push(ended(
-                    result,
-                    termination,
-                    format!("{} resigned: {detail}", who.side),
-                ));
+                let resigned = side(who.player())?;
+                let mut end = ending_of(&resignation(&self.rules, &self.position, resigned));
+                end.detail = format!("{} resigned: {}", wording::player(who), end.detail);
+                events.push(ended(end));
             }
-            Action::DrawAgreed(_) => {
-                let (result, termination, detail) = ending_of(&agreement(&self.rules));
-                events.push(ended(result, termination, detail));
-            }
+            Action::DrawAgreed(_) => events.push(ended(ending_of(&agreement(&self.rules)))),
             Action::Result(declared) => {
                 let result = declared.result();
                 if result == GameResult::Unspecified {
@@ -267,13 +305,18 @@ impl Game {
                         "a declared result needs a result".into(),
                     ));
                 }
-                events.push(ended(result, Termination::Arbiter, declared.reason.clone()));
+                events.push(ended(GameEnded {
+                    result: result as i32,
+                    termination: Termination::Arbiter as i32,
+                    detail: declared.reason.clone(),
+                    article: declared.article.clone(),
+                }));
             }
             Action::DrawOffer(who) => {
-                side(&who.side)?;
+                side(who.player())?;
             }
             Action::Claim(ruling) => {
-                if side(&ruling.claimant)? != self.position().turn() {
+                if side(ruling.claimant_side())? != self.position().turn() {
                     return Err(ActionRejected::Invalid(
                         "only the player to move can claim a draw (Article 9.2)".into(),
                     ));
@@ -297,11 +340,12 @@ impl Game {
                     provenance: provenance.clone(),
                 });
                 if ruling.upheld {
-                    events.push(ended(
-                        GameResult::Draw,
-                        Termination::DrawClaim,
-                        format!("draw claim upheld (Article {article})"),
-                    ));
+                    events.push(ended(GameEnded {
+                        result: GameResult::Draw as i32,
+                        termination: Termination::DrawClaim as i32,
+                        detail: format!("draw claim upheld (Article {article})"),
+                        article,
+                    }));
                 }
             }
             Action::Acknowledgement(ack) => {
@@ -355,7 +399,7 @@ pub(crate) fn describe(action: &ArbiterAction) -> Option<String> {
         }
         Action::Move(m) => format!("move {} entered", m.san),
         Action::DrawOffer(_) => return None,
-        Action::Resignation(s) => format!("{} resigned", s.side),
+        Action::Resignation(s) => format!("{} resigned", wording::player(s)),
         Action::DrawAgreed(_) => "draw agreed".to_owned(),
         Action::Result(r) => format!("result declared: {}", r.reason),
         Action::Annotation(a) => a.text.clone(),
@@ -363,7 +407,7 @@ pub(crate) fn describe(action: &ArbiterAction) -> Option<String> {
         Action::Acknowledgement(_) => return None,
         Action::Claim(c) => format!(
             "{} claimed a draw by {}{}: {}",
-            c.claimant,
+            wording::claimant(c),
             match c.kind() {
                 crate::events::ClaimKind::FiftyMoves => "the fifty-move rule",
                 _ => "threefold repetition",

@@ -4,7 +4,7 @@ use boardcast_rules::claims::{
     ClaimError, ClaimKind as RulesClaimKind, ClaimReport, ClaimVerdict, DrawClaim, evaluate_claim,
 };
 
-use crate::events::{ClaimJudged, ClaimKind, Source};
+use crate::events::{ClaimJudged, ClaimJudgement, ClaimKind, Source};
 use crate::game::Game;
 
 /// A completed move that a verdict rests on but that no clock press or arbiter confirmed.
@@ -45,27 +45,36 @@ pub struct ClaimStatement<'a> {
 }
 
 impl ClaimAssessment {
+    /// The rules' verdict in the log's terms.
+    pub fn judgement(&self) -> ClaimJudgement {
+        match self.report.verdict {
+            ClaimVerdict::Upheld => ClaimJudgement::Upheld,
+            ClaimVerdict::Rejected { .. } => ClaimJudgement::Rejected,
+            ClaimVerdict::RightLost => ClaimJudgement::RightLost,
+        }
+    }
+
     /// The log's verdict, as recorded beside the arbiter's ruling.
     pub fn judged(&self, upheld: bool) -> ClaimJudged {
         let assessment = self;
         let report = &assessment.report;
-        let (verdict, bonus, deduction, intended) = match &report.verdict {
-            ClaimVerdict::Upheld => ("upheld", 0, 0, None),
+        let verdict = self.judgement();
+        let (bonus, deduction, intended) = match &report.verdict {
             ClaimVerdict::Rejected {
                 penalty,
                 intended_move_must_be_played,
                 ..
             } => (
-                "rejected",
                 penalty.opponent_bonus_ms,
                 penalty.claimant_deduction_ms,
                 intended_move_must_be_played.clone(),
             ),
-            ClaimVerdict::RightLost => ("right_lost", 0, 0, None),
+            ClaimVerdict::Upheld | ClaimVerdict::RightLost => (0, 0, None),
         };
         let rejected = !upheld;
         ClaimJudged {
-            verdict_from_log: verdict.to_owned(),
+            verdict_from_log: crate::wording::verdict_name(verdict).to_owned(),
+            verdict: verdict as i32,
             article: report.article.to_owned(),
             explanation: report.explanation.clone(),
             game_seqs: report.evidence.log_refs.clone(),

@@ -116,13 +116,6 @@ pub(crate) fn running_side(reading: &ClockReading) -> Option<Color> {
     }
 }
 
-pub(crate) fn side_of(color: Color) -> Side {
-    match color {
-        Color::White => Side::White,
-        Color::Black => Side::Black,
-    }
-}
-
 /// What the operator is told when the presses show White's time on the other display than the
 /// board's source was set up with; `None` when they agree.
 pub(crate) fn clock_sides_mismatch(

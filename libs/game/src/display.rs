@@ -235,7 +235,7 @@ impl DisplayGame {
             }
             Some(Kind::IllegalMove(illegal)) => self.illegal_moves.push(IllegalMove {
                 game_seq: event.game_seq,
-                offender_is_white: illegal.offender == "white",
+                offender_is_white: crate::terms::offender(illegal) == crate::events::Side::White,
                 opponent_bonus_ms: illegal.opponent_bonus_ms,
                 completed_moves: self.moves.len(),
             }),

@@ -15,9 +15,10 @@ use crate::clock::{CURRENT_INTERPRETATION, ClockSides, PressDoubt};
 use crate::device::{ClockReading, ClockRun};
 use crate::events::{
     self, GameEvent, GameEventRecord, GameResult, GameStarted, MoveCompleted, MoveProvisional,
-    Provenance, Source, Termination, game_event::Kind,
+    Provenance, Side, Source, Termination, game_event::Kind,
 };
 use crate::signing::{RecordSigner, SignatureError, TrustedKeys};
+use crate::terms;
 
 /// An event decided but not yet recorded: what happened and what it rests on.
 #[derive(Debug, Clone, PartialEq)]
@@ -829,10 +830,15 @@ impl Game {
             Some(Kind::Irregularity(i)) => self.irregular = Some(i.placement.clone()),
             Some(Kind::IrregularityCleared(_)) => self.irregular = None,
             Some(Kind::IllegalMove(illegal)) => {
-                match illegal.offender.as_str() {
-                    "white" => self.illegal_tally.white = illegal.offender_count,
-                    "black" => self.illegal_tally.black = illegal.offender_count,
-                    other => return Err(inconsistent(format!("illegal move by {other:?}"))),
+                match terms::offender(illegal) {
+                    Side::White => self.illegal_tally.white = illegal.offender_count,
+                    Side::Black => self.illegal_tally.black = illegal.offender_count,
+                    Side::Unspecified => {
+                        return Err(inconsistent(format!(
+                            "illegal move by {:?}",
+                            illegal.offender
+                        )));
+                    }
                 }
                 // From interpretation 1 an illegal move can be recorded when a later press settles
                 // it: it was made after the moves before its ply.
@@ -908,8 +914,8 @@ impl Game {
                     let bonus = entry.event.opponent_bonus_ms as i64;
                     if decision.confirmed && bonus > 0 && entry.completed_moves <= self.moves.len()
                     {
-                        let (white_ms, black_ms) = match entry.event.offender.as_str() {
-                            "white" => (0, bonus),
+                        let (white_ms, black_ms) = match terms::offender(&entry.event) {
+                            Side::White => (0, bonus),
                             _ => (bonus, 0),
                         };
                         self.clock_changes.push((
@@ -921,9 +927,11 @@ impl Game {
                             .sort_by_key(|(completed, game_seq, _)| (*completed, *game_seq));
                     }
                     // A rejected penalty does not count towards the next one.
-                    if !decision.confirmed && !entry.event.proposed_penalty.starts_with("none") {
-                        match entry.event.offender.as_str() {
-                            "white" => {
+                    if !decision.confirmed
+                        && terms::rejection_uncounts(terms::penalty(&entry.event))
+                    {
+                        match terms::offender(&entry.event) {
+                            Side::White => {
                                 self.illegal_tally.white =
                                     self.illegal_tally.white.saturating_sub(1)
                             }

@@ -15,6 +15,7 @@ mod game;
 mod observation;
 mod pgn;
 pub mod signing;
+pub mod terms;
 mod time_control;
 pub mod timeline;
 pub mod wording;

@@ -15,16 +15,19 @@ use boardcast_rules::touch::{Touch, TouchAction, check_touches};
 use boardcast_schema::pieces::{board_piece, device_piece};
 use shakmaty::{Board, Chess, Color, Piece, Position, Square, uci::UciMove};
 
-use crate::clock::{ClockSides, clock_sides_mismatch, running_side, settled, side_of};
+use crate::clock::{ClockSides, clock_sides_mismatch, running_side, settled};
 use crate::device::{ClockReading, ClockRun, DeviceState, DeviceStatus, Observation, observation};
 use crate::events::{
     BoardStatusChanged, ClockAlert, ClockPressInDoubt, ClockSidesBasis, GameEnded, GameResult,
     IllegalMoveRecorded, IrregularityCleared, IrregularityObserved, MoveCompleted, MoveProvisional,
     MovesReconstructed, ObservationRecorded, ObservationsMissing, PossibleTouchMoveBreach,
     PressSettlement, Provenance, ProvisionalMoveWithdrawn, SetupAspect, SetupMismatch,
-    SetupMismatchCleared, Source, Termination, TouchObserved, game_event::Kind,
+    SetupMismatchCleared, Side, Source, Termination, TouchObserved, game_event::Kind,
 };
+use crate::events::{IrregularityCause as Cause, PenaltyKind};
 use crate::game::{ClockChange, Game, NewEvent, fen_of};
+use crate::terms::{self, side_of};
+use crate::wording;
 
 /// Where a move of `ply` goes in a provisional line after `completed` moves; `None` for a ply
 /// already completed or beyond the line.
@@ -136,13 +139,6 @@ fn square(index: u32) -> Result<Square, Rejected> {
         Ok(Square::new(index))
     } else {
         Err(Rejected::InvalidSquare(index))
-    }
-}
-
-fn side_name(color: Color) -> &'static str {
-    match color {
-        Color::White => "white",
-        Color::Black => "black",
     }
 }
 
@@ -883,12 +879,13 @@ impl Game {
                     if confirmed > 0 {
                         // Completed moves stand until an arbiter decides otherwise (Article 7).
                         events.push(NewEvent {
-                            kind: Kind::Irregularity(IrregularityObserved {
+                            kind: Kind::Irregularity(irregularity(IrregularityObserved {
                                 ply: completed + 1,
                                 placement: self.placement_of(obs),
-                                cause: format!("the board went back {confirmed} completed move(s)"),
-                                ambiguous: false,
-                            }),
+                                cause_kind: Cause::BoardWentBack as i32,
+                                moves_back: u32::try_from(confirmed).unwrap_or(u32::MAX),
+                                ..Default::default()
+                            })),
                             provenance: self.provenance(obs, Source::BoardSensor, basis),
                         });
                     }
@@ -927,19 +924,21 @@ impl Game {
                     basis,
                 } => {
                     let placement = placement.board_fen().to_string();
-                    let cause_text = match cause {
-                        IrregularityCause::ClockPressed { .. } => "clock pressed".to_owned(),
+                    let (cause_kind, unmatched_for_ms) = match cause {
+                        IrregularityCause::ClockPressed { .. } => (Cause::ClockPressed, 0),
                         IrregularityCause::Quiet { unmatched_for_ms } => {
-                            format!("no legal continuation for {} s", unmatched_for_ms / 1000)
+                            (Cause::Quiet, u64::try_from(unmatched_for_ms).unwrap_or(0))
                         }
                     };
                     events.push(NewEvent {
-                        kind: Kind::Irregularity(IrregularityObserved {
+                        kind: Kind::Irregularity(irregularity(IrregularityObserved {
                             ply: completed + self.line_ahead(&line) + 1,
                             placement: placement.clone(),
-                            cause: cause_text,
                             ambiguous,
-                        }),
+                            cause_kind: cause_kind as i32,
+                            unmatched_for_ms,
+                            ..Default::default()
+                        })),
                         provenance: self.provenance(obs, Source::BoardSensor, basis.clone()),
                     });
                     if completed == 0
@@ -1024,12 +1023,12 @@ impl Game {
                     ));
                 }
                 Output::NewGame { basis, .. } => events.push(NewEvent {
-                    kind: Kind::Irregularity(IrregularityObserved {
+                    kind: Kind::Irregularity(irregularity(IrregularityObserved {
                         ply: completed + 1,
                         placement: self.placement_of(obs),
-                        cause: "the start position was set up during the game".to_owned(),
-                        ambiguous: false,
-                    }),
+                        cause_kind: Cause::StartPositionSetUp as i32,
+                        ..Default::default()
+                    })),
                     provenance: self.provenance(obs, Source::BoardSensor, basis),
                 }),
                 Output::ResultSignalled { result, basis } => {
@@ -1046,6 +1045,7 @@ impl Game {
                                 "kings placed on the centre squares ({})",
                                 self.placement_of(obs)
                             ),
+                            article: String::new(),
                         }),
                         provenance: self.provenance(obs, Source::BoardSensor, basis),
                     });
@@ -1276,40 +1276,36 @@ impl Game {
                 _ => (0, GameResult::Unspecified),
             };
         let penalty = if !report.counts_as_illegal {
-            format!("none: not an illegal move under {}", self.rules.edition)
+            PenaltyKind::NotIllegal
         } else {
             match report.penalty {
-                IllegalPenalty::OpponentTime { bonus_ms } => {
-                    format!("{} s added to the opponent's clock", bonus_ms / 1000)
-                }
-                IllegalPenalty::Loss => "the game is lost".to_owned(),
-                IllegalPenalty::Draw => {
-                    "the game is drawn (the opponent cannot checkmate)".to_owned()
-                }
-                IllegalPenalty::LossOrDraw => "the game is lost, or drawn if the opponent \
-                                               cannot checkmate: that was not determined, the \
-                                               arbiter decides"
-                    .to_owned(),
-                IllegalPenalty::NoPenalty => "none".to_owned(),
+                IllegalPenalty::OpponentTime { .. } => PenaltyKind::OpponentTime,
+                IllegalPenalty::Loss => PenaltyKind::Loss,
+                IllegalPenalty::Draw => PenaltyKind::Draw,
+                IllegalPenalty::LossOrDraw => PenaltyKind::LossOrDraw,
+                IllegalPenalty::NoPenalty => PenaltyKind::None,
             }
         };
+        let offender = terms::side_of(offender);
+        let kind = terms::illegal_kind_of(kind);
         NewEvent {
             kind: Kind::IllegalMove(IllegalMoveRecorded {
                 ply,
-                offender: side_name(offender).to_owned(),
-                kind: match kind {
-                    IllegalKind::IllegalMove => "irregular position at clock press",
-                    IllegalKind::UnpromotedPawn => "pawn on the last rank not promoted",
-                    IllegalKind::ClockWithoutMove => "clock pressed without a move",
-                    IllegalKind::TwoHands => "move made with two hands",
-                }
-                .to_owned(),
+                offender: wording::side(offender).to_owned(),
+                kind: wording::illegal_kind(kind).to_owned(),
                 placement,
                 offender_count: report.offender_count,
-                proposed_penalty: penalty,
+                proposed_penalty: wording::penalty(
+                    penalty,
+                    opponent_bonus_ms,
+                    Some(&self.rules.edition.to_string()),
+                ),
                 article: report.article.to_owned(),
                 opponent_bonus_ms,
                 result_if_confirmed: result_if_confirmed as i32,
+                offender_side: offender as i32,
+                illegal_kind: kind as i32,
+                penalty: penalty as i32,
             }),
             provenance: self.provenance(obs, Source::Clock, basis),
         }
@@ -1358,7 +1354,8 @@ impl Game {
                 NewEvent {
                     kind: Kind::TouchMove(PossibleTouchMoveBreach {
                         ply: mv.ply,
-                        breach: serde_name(&breach.breach),
+                        breach: wording::breach_name(terms::breach_of(breach.breach)).to_owned(),
+                        breach_kind: terms::breach_of(breach.breach) as i32,
                         article: breach.article.to_owned(),
                         square: breach.square.clone(),
                         touch_game_seqs: seqs,
@@ -1376,6 +1373,11 @@ impl Game {
     fn clock_alert(&self, obs: &Observation, ply: u32, clocks: (u64, u64)) -> Option<NewEvent> {
         const TOLERANCE_MS: i64 = 5_000;
         let mover_is_white = ply % 2 == 1;
+        let mover = if mover_is_white {
+            Side::White
+        } else {
+            Side::Black
+        };
         // The mover's previous move, and the opponent's move that started the mover's clock.
         let index = ply as usize - 1;
         let previous = self.moves.get(index.checked_sub(2)?)?;
@@ -1448,12 +1450,8 @@ impl Game {
         Some(NewEvent {
             kind: Kind::ClockAlert(ClockAlert {
                 ply,
-                side: side_name(if mover_is_white {
-                    Color::White
-                } else {
-                    Color::Black
-                })
-                .to_owned(),
+                side: wording::side(mover).to_owned(),
+                clock_of: mover as i32,
                 expected_ms: expected.max(0) as u64,
                 reported_ms: reported.max(0) as u64,
                 reason,
@@ -1463,7 +1461,7 @@ impl Game {
     }
 
     /// What newly fallen flags mean (Article 6.9; both flags: 6.11 / the rapid and blitz rules).
-    fn flag_verdict(&self, white: bool, black: bool) -> Option<(GameResult, Termination, String)> {
+    fn flag_verdict(&self, white: bool, black: bool) -> Option<GameEnded> {
         use boardcast_rules::outcome::{both_flags_fallen, flag_fall};
         let end = match (white, black) {
             (true, true) => both_flags_fallen(&self.rules, self.in_last_period())?,
@@ -1542,22 +1540,6 @@ struct PeriodEffect {
     completes_period: bool,
 }
 
-/// The breach's name as the rules library serialises it (`own_piece_not_moved`, ...).
-fn serde_name(breach: &boardcast_rules::touch::TouchBreach) -> String {
-    format!("{breach:?}")
-        .chars()
-        .enumerate()
-        .flat_map(|(i, c)| {
-            let lower = c.to_ascii_lowercase();
-            if c.is_ascii_uppercase() && i > 0 {
-                vec!['_', lower]
-            } else {
-                vec![lower]
-            }
-        })
-        .collect()
-}
-
 /// A pawn of `side` standing on its last rank.
 pub(crate) fn unpromoted_pawn(placement: &str, side: Color) -> bool {
     let Ok(board) = placement.parse::<Board>() else {
@@ -1570,13 +1552,15 @@ pub(crate) fn unpromoted_pawn(placement: &str, side: Color) -> bool {
     (board.pawns() & board.by_color(side) & last_rank).any()
 }
 
-fn game_ended(end: (GameResult, Termination, String), provenance: Provenance) -> NewEvent {
+fn game_ended(end: GameEnded, provenance: Provenance) -> NewEvent {
     NewEvent {
-        kind: Kind::Ended(GameEnded {
-            result: end.0 as i32,
-            termination: end.1 as i32,
-            detail: end.2,
-        }),
+        kind: Kind::Ended(end),
         provenance,
     }
+}
+
+/// An irregularity with its cause also in words (for people and older readers).
+fn irregularity(mut observed: IrregularityObserved) -> IrregularityObserved {
+    observed.cause = wording::irregularity_cause(&observed);
+    observed
 }

@@ -152,11 +152,12 @@ impl FoldedGame {
                     && entry.completed_moves <= self.game.completed_moves().len()
                 {
                     let bonus = entry.event.opponent_bonus_ms;
-                    let opponent = if entry.event.offender == "white" {
-                        &mut self.clocks.black_ms
-                    } else {
-                        &mut self.clocks.white_ms
-                    };
+                    let opponent =
+                        if crate::terms::offender(&entry.event) == crate::events::Side::White {
+                            &mut self.clocks.black_ms
+                        } else {
+                            &mut self.clocks.white_ms
+                        };
                     *opponent = opponent.map(|ms| ms.saturating_add(bonus));
                     self.clocks.from = "arbiter";
                     self.clocks.at_game_seq = seq;
@@ -497,7 +498,7 @@ fn arbiter_words(a: &ArbiterAction) -> Option<String> {
                 format!(": {}", ack.note)
             }
         ),
-        Action::DrawOffer(s) => format!("{} offered a draw", s.side),
+        Action::DrawOffer(s) => format!("{} offered a draw", crate::wording::player(s)),
         _ => return None,
     })
 }

@@ -1,18 +1,165 @@
-//! Game events in words for people (a capture's replay notes, timelines): one place, so that
-//! every tool says the same thing about the same record.
+//! Game events in words for people (a capture's replay notes, timelines, alerts, pages): one
+//! place, so that every tool says the same thing about the same record. Words are made from the
+//! events' typed terms; nothing reads them back (a log written before a term was typed shows its
+//! own words for it).
 
 use crate::clock::display_name;
 use crate::device::ClockDisplay;
 use crate::events::{
-    ClockSidesBasis, GameEvent, PressSettlement, SetupAspect, Side, game_event::Kind,
+    ClaimJudged, ClaimJudgement, ClaimRuling, ClockAlert, ClockSidesBasis, GameEvent,
+    IllegalMoveKind, IllegalMoveRecorded, IrregularityCause, IrregularityObserved, PenaltyKind,
+    PossibleTouchMoveBreach, PressSettlement, SetupAspect, Side, SideAction, TouchMoveBreach,
+    game_event::Kind,
 };
+use crate::terms;
 
-fn side(side: Side) -> &'static str {
+/// A side in running text: "white", "black".
+pub fn side(side: Side) -> &'static str {
     match side {
         Side::White => "white",
         Side::Black => "black",
         Side::Unspecified => "an unknown player",
     }
+}
+
+/// A side at the start of a phrase or as a name: "White", "Black".
+pub fn side_title(side: Side) -> &'static str {
+    match side {
+        Side::White => "White",
+        Side::Black => "Black",
+        Side::Unspecified => "an unknown player",
+    }
+}
+
+/// A side read from a field that was words before it was typed: the typed value's words, or
+/// the stored words when the log predates it.
+fn side_or_stored(typed: Side, stored: &str) -> String {
+    match terms::side_or_legacy(typed, stored) {
+        Side::Unspecified => stored.to_owned(),
+        known => side(known).to_owned(),
+    }
+}
+
+/// What made a move illegal.
+pub fn illegal_kind(kind: IllegalMoveKind) -> &'static str {
+    match kind {
+        IllegalMoveKind::IrregularPosition => "irregular position at clock press",
+        IllegalMoveKind::PawnNotPromoted => "pawn on the last rank not promoted",
+        IllegalMoveKind::ClockWithoutMove => "clock pressed without a move",
+        IllegalMoveKind::TwoHands => "move made with two hands",
+        IllegalMoveKind::Unspecified => "an illegal move",
+    }
+}
+
+/// A proposed penalty; `edition` names the Laws for a penalty that is none because the act is
+/// not illegal under them.
+pub fn penalty(kind: PenaltyKind, opponent_bonus_ms: u64, edition: Option<&str>) -> String {
+    match kind {
+        PenaltyKind::NotIllegal => format!(
+            "none: not an illegal move under {}",
+            edition.unwrap_or("the game's edition")
+        ),
+        PenaltyKind::None => "none".to_owned(),
+        PenaltyKind::OpponentTime => {
+            format!(
+                "{} s added to the opponent's clock",
+                opponent_bonus_ms / 1000
+            )
+        }
+        PenaltyKind::Loss => "the game is lost".to_owned(),
+        PenaltyKind::Draw => "the game is drawn (the opponent cannot checkmate)".to_owned(),
+        PenaltyKind::LossOrDraw => "the game is lost, or drawn if the opponent cannot checkmate: \
+                                    that was not determined, the arbiter decides"
+            .to_owned(),
+        PenaltyKind::Unspecified => "not stated".to_owned(),
+    }
+}
+
+/// An illegal move's offender, kind and proposed penalty in words (a log written before they
+/// were typed says them in its own words, shown as they are).
+pub fn illegal_move(m: &IllegalMoveRecorded, edition: Option<&str>) -> (String, String, String) {
+    let offender = side_or_stored(m.offender_side(), &m.offender);
+    let kind = match m.illegal_kind() {
+        IllegalMoveKind::Unspecified => m.kind.clone(),
+        kind => illegal_kind(kind).to_owned(),
+    };
+    let penalty = match m.penalty() {
+        PenaltyKind::Unspecified => m.proposed_penalty.clone(),
+        kind => penalty(kind, m.opponent_bonus_ms, edition),
+    };
+    (offender, kind, penalty)
+}
+
+/// Why an irregular placement was reported.
+pub fn irregularity_cause(i: &IrregularityObserved) -> String {
+    match i.cause_kind() {
+        IrregularityCause::ClockPressed => "clock pressed".to_owned(),
+        IrregularityCause::Quiet => {
+            format!("no legal continuation for {} s", i.unmatched_for_ms / 1000)
+        }
+        IrregularityCause::BoardWentBack => {
+            format!("the board went back {} completed move(s)", i.moves_back)
+        }
+        IrregularityCause::StartPositionSetUp => {
+            "the start position was set up during the game".to_owned()
+        }
+        IrregularityCause::Unspecified => i.cause.clone(),
+    }
+}
+
+/// A touch-move breach by name: "own_piece_not_moved", ...
+pub fn breach_name(breach: TouchMoveBreach) -> &'static str {
+    match breach {
+        TouchMoveBreach::OwnPieceNotMoved => "own_piece_not_moved",
+        TouchMoveBreach::OpponentPieceNotCaptured => "opponent_piece_not_captured",
+        TouchMoveBreach::TouchedCaptureNotMade => "touched_capture_not_made",
+        TouchMoveBreach::CastlingNotMade => "castling_not_made",
+        TouchMoveBreach::CastledAfterRookFirst => "castled_after_rook_first",
+        TouchMoveBreach::ReleasedPieceMovedAgain => "released_piece_moved_again",
+        TouchMoveBreach::Unspecified => "unspecified",
+    }
+}
+
+/// A possible touch-move breach's name (a log written before it was typed: its own name).
+pub fn touch_breach(t: &PossibleTouchMoveBreach) -> String {
+    match t.breach_kind() {
+        TouchMoveBreach::Unspecified => t.breach.clone(),
+        breach => breach_name(breach).to_owned(),
+    }
+}
+
+/// A claim's verdict by name: "upheld", "rejected", "right_lost".
+pub fn verdict_name(verdict: ClaimJudgement) -> &'static str {
+    match verdict {
+        ClaimJudgement::Upheld => "upheld",
+        ClaimJudgement::Rejected => "rejected",
+        ClaimJudgement::RightLost => "right_lost",
+        ClaimJudgement::Unspecified => "unspecified",
+    }
+}
+
+/// The verdict a claim was judged with from the log (a log written before it was typed: its
+/// own name).
+pub fn claim_verdict(j: &ClaimJudged) -> String {
+    match j.verdict() {
+        ClaimJudgement::Unspecified => j.verdict_from_log.clone(),
+        verdict => verdict_name(verdict).to_owned(),
+    }
+}
+
+/// Whose clock a clock alert is about.
+pub fn clock_alert_side(a: &ClockAlert) -> String {
+    side_or_stored(a.clock_of(), &a.side)
+}
+
+/// The claimant of a claim ruling.
+pub fn claimant(c: &ClaimRuling) -> String {
+    side_or_stored(c.claimant_side(), &c.claimant)
+}
+
+/// The player of a draw offer or resignation.
+pub fn player(s: &SideAction) -> String {
+    side_or_stored(s.player(), &s.side)
 }
 
 fn aspect(aspect: SetupAspect) -> &'static str {
@@ -37,15 +184,19 @@ pub fn describe(event: &GameEvent) -> Option<String> {
         Kind::Irregularity(i) => format!(
             "ply {}: irregularity ({}){}: {}",
             i.ply,
-            i.cause,
+            irregularity_cause(i),
             if i.ambiguous { ", ambiguous" } else { "" },
             i.placement
         ),
         Kind::IrregularityCleared(c) => format!("ply {}: irregularity cleared", c.ply),
-        Kind::IllegalMove(m) => format!(
-            "ply {}: illegal move by {}: {} (Article {}); proposed penalty: {}",
-            m.ply, m.offender, m.kind, m.article, m.proposed_penalty
-        ),
+        Kind::IllegalMove(m) => {
+            let (offender, kind, penalty) = illegal_move(m, None);
+            format!(
+                "ply {}: illegal move by {offender}: {kind} (Article {}); proposed penalty: \
+                 {penalty}",
+                m.ply, m.article
+            )
+        }
         Kind::PressInDoubt(d) => format!(
             "ply {}: clock press by {} {}, in doubt until the next presses settle it",
             d.ply,
@@ -93,14 +244,22 @@ pub fn describe(event: &GameEvent) -> Option<String> {
         Kind::SetupMismatchCleared(c) => {
             format!("set-up ({}): as expected again", aspect(c.aspect()))
         }
-        Kind::ClockAlert(a) => format!("ply {}: clock alert for {}: {}", a.ply, a.side, a.reason),
+        Kind::ClockAlert(a) => format!(
+            "ply {}: clock alert for {}: {}",
+            a.ply,
+            clock_alert_side(a),
+            a.reason
+        ),
         Kind::DeadPositionUndetermined(d) => format!(
             "ply {}: whether the position is dead was not determined (Article {})",
             d.ply, d.article
         ),
         Kind::TouchMove(t) => format!(
             "ply {}: possible touch-move breach ({}, {}, Article {})",
-            t.ply, t.breach, t.square, t.article
+            t.ply,
+            touch_breach(t),
+            t.square,
+            t.article
         ),
         Kind::BoardStatus(b) => format!(
             "board: {:?}{}",
@@ -131,7 +290,7 @@ pub fn describe(event: &GameEvent) -> Option<String> {
             }
         ),
         Kind::Arbiter(a) => crate::arbiter::describe(a)?,
-        Kind::ClaimJudged(c) => format!("claim judged from the log: {}", c.verdict_from_log),
+        Kind::ClaimJudged(c) => format!("claim judged from the log: {}", claim_verdict(c)),
         Kind::PositionRestored(r) => format!("position after ply {} restored", r.ply),
         Kind::Started(_)
         | Kind::ObservationRecorded(_)

@@ -179,6 +179,7 @@ fn noise(rng: &mut Rng, game: &Game) -> Input {
             })),
             1 => Input::Arbiter(Action::DrawOffer(SideAction {
                 side: "white".into(),
+                ..Default::default()
             })),
             _ => {
                 let legal = game.position().legal_moves();

@@ -401,6 +401,7 @@ fn restoring_a_position_entering_moves_and_ending_the_game() {
         &mut board,
         Action::DrawOffer(SideAction {
             side: "white".into(),
+            ..Default::default()
         }),
         "IA Smith",
     )
@@ -411,7 +412,8 @@ fn restoring_a_position_entering_moves_and_ending_the_game() {
         act(
             &mut board,
             Action::Resignation(SideAction {
-                side: "black".into()
+                side: "black".into(),
+                ..Default::default()
             }),
             "IA Smith"
         ),
@@ -430,6 +432,7 @@ fn a_resignation_in_2023_is_a_draw_when_the_opponent_cannot_mate() {
             &mut board,
             Action::Resignation(SideAction {
                 side: "white".into(),
+                ..Default::default()
             }),
             "IA Smith",
         )
@@ -445,6 +448,7 @@ fn a_resignation_in_2023_is_a_draw_when_the_opponent_cannot_mate() {
         &mut board,
         Action::Resignation(SideAction {
             side: "white".into(),
+            ..Default::default()
         }),
         "IA Smith",
     )

@@ -17,6 +17,7 @@ use std::{
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_game::signing::TrustedKeys;
 use boardcast_game::timeline::{self, ClockView, FoldedGame, TimelineEntry};
+use boardcast_game::wording;
 use boardcast_game::{
     Game, GameError, OpenedRecord,
     alerts::{Alert, AlertStatus, GameAlerts},
@@ -658,13 +659,18 @@ impl Games {
                 .illegal_moves()
                 .iter()
                 .filter(|m| m.decided.is_none())
-                .map(|m| PendingPenalty {
-                    game_seq: m.game_seq,
-                    ply: m.event.ply,
-                    offender: m.event.offender.clone(),
-                    kind: m.event.kind.clone(),
-                    proposed_penalty: m.event.proposed_penalty.clone(),
-                    article: m.event.article.clone(),
+                .map(|m| {
+                    let edition = game.rules().edition.to_string();
+                    let (offender, kind, proposed_penalty) =
+                        wording::illegal_move(&m.event, Some(&edition));
+                    PendingPenalty {
+                        game_seq: m.game_seq,
+                        ply: m.event.ply,
+                        offender,
+                        kind,
+                        proposed_penalty,
+                        article: m.event.article.clone(),
+                    }
                 })
                 .collect(),
             missing_observations: game

@@ -19,7 +19,7 @@ use boardcast_access::{Identity, Operation};
 use boardcast_game::events::{
     ActRequest, AdjustClocks, AlertAcknowledgement, Annotation, ArbiterAction, ClaimKind,
     ClaimRuling, DeclareResult, DrawAgreed, EnterMove, EvaluateClaimRequest, GameResult,
-    PenaltyDecision, RestorePosition, SideAction, arbiter_action::Action,
+    PenaltyDecision, RestorePosition, Side, SideAction, arbiter_action::Action,
 };
 use boardcast_game::timeline::TimelineEntry;
 use boardcast_kit::now_unix_ms;
@@ -1186,9 +1186,10 @@ struct ActBody {
     action: ActionBody,
 }
 
-fn side(text: &str, what: &str) -> Result<String, String> {
+fn side(text: &str, what: &str) -> Result<Side, String> {
     match text.trim().to_ascii_lowercase().as_str() {
-        side @ ("white" | "black") => Ok(side.to_owned()),
+        "white" => Ok(Side::White),
+        "black" => Ok(Side::Black),
         other => Err(format!("{what} must be white or black, not {other:?}")),
     }
 }
@@ -1224,7 +1225,8 @@ fn arbiter_action(body: ActionBody, resolves_alerts: Vec<u64>) -> Result<Arbiter
             upheld,
             note,
         } => Action::Claim(ClaimRuling {
-            claimant: side(&claimant, "the claimant")?,
+            claimant_side: side(&claimant, "the claimant")? as i32,
+            claimant: String::new(),
             kind: ClaimKind::from(kind) as i32,
             intended_move: intended_move.trim().to_owned(),
             claimant_has_moved,
@@ -1300,10 +1302,12 @@ fn arbiter_action(body: ActionBody, resolves_alerts: Vec<u64>) -> Result<Arbiter
             Action::Annotation(Annotation { text })
         }
         ActionBody::DrawOffer { side: s } => Action::DrawOffer(SideAction {
-            side: side(&s, "the side")?,
+            player: side(&s, "the side")? as i32,
+            side: String::new(),
         }),
         ActionBody::Resignation { side: s } => Action::Resignation(SideAction {
-            side: side(&s, "the side")?,
+            player: side(&s, "the side")? as i32,
+            side: String::new(),
         }),
         ActionBody::DrawAgreed {} => Action::DrawAgreed(DrawAgreed {}),
     };

@@ -840,7 +840,7 @@ fn print_claim(game: &ReplayedGame, kind: &str, intended: &str) -> anyhow::Resul
         } else {
             "fifty-move"
         },
-        judged.verdict_from_log,
+        boardcast_game::wording::claim_verdict(&judged),
         judged.article,
         judged.explanation
     );

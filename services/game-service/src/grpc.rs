@@ -8,7 +8,6 @@ use boardcast_game::{
     ActionRejected, ClaimStatement, Game, GameError, NewEvent, OpenedRecord, events::*,
 };
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, delay_subject, game_subject};
-use boardcast_rules::claims::ClaimVerdict as RulesClaimVerdict;
 use futures::{Stream, StreamExt};
 use prost::Message as _;
 use tonic::{Request, Response, Status};
@@ -295,13 +294,10 @@ impl game_service_server::GameService for GameApi {
             .await
             .ok_or_else(|| Status::not_found(format!("no game {:?}", request.game_id)))??;
         let report = &verdict.report;
+        let judgement = verdict.judgement();
         Ok(Response::new(ClaimVerdict {
-            verdict: match report.verdict {
-                RulesClaimVerdict::Upheld => "upheld",
-                RulesClaimVerdict::Rejected { .. } => "rejected",
-                RulesClaimVerdict::RightLost => "right_lost",
-            }
-            .to_owned(),
+            verdict: boardcast_game::wording::verdict_name(judgement).to_owned(),
+            judgement: judgement as i32,
             article: report.article.to_owned(),
             explanation: report.explanation.clone(),
             occurrences: report

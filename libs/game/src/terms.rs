@@ -1,0 +1,295 @@
+//! The typed terms of the log (sides, kinds of illegal move, penalties, claim verdicts,
+//! touch-move breaches, irregularity causes), read from events written with them or, in logs
+//! written before they were typed, from the words those logs carried instead.
+//!
+//! The fallbacks here are the only place where stored words are read for their meaning: each
+//! accepts exactly what earlier versions wrote, so an old log folds as it always did, and
+//! nothing else depends on how a message is worded (invariant 5).
+
+use shakmaty::Color;
+
+use crate::events::{
+    ClaimJudged, ClaimJudgement, GameEnded, IllegalMoveKind, IllegalMoveRecorded,
+    IrregularityCause, IrregularityObserved, PenaltyKind, PossibleTouchMoveBreach, Side,
+    TouchMoveBreach, arbiter_action::Action, game_event::Kind,
+};
+
+/// The colour a side names, if any.
+pub fn color_of(side: Side) -> Option<Color> {
+    match side {
+        Side::White => Some(Color::White),
+        Side::Black => Some(Color::Black),
+        Side::Unspecified => None,
+    }
+}
+
+/// The side of a colour.
+pub fn side_of(color: Color) -> Side {
+    match color {
+        Color::White => Side::White,
+        Color::Black => Side::Black,
+    }
+}
+
+/// A side as earlier versions wrote it: "white" or "black".
+pub fn legacy_side(text: &str) -> Side {
+    match text {
+        "white" => Side::White,
+        "black" => Side::Black,
+        _ => Side::Unspecified,
+    }
+}
+
+/// The side of a field that is typed now and was written as words before: the typed value when
+/// set, else the words.
+pub fn side_or_legacy(typed: Side, legacy: &str) -> Side {
+    if typed == Side::Unspecified {
+        legacy_side(legacy)
+    } else {
+        typed
+    }
+}
+
+/// Who made the illegal move.
+pub fn offender(illegal: &IllegalMoveRecorded) -> Side {
+    side_or_legacy(illegal.offender_side(), &illegal.offender)
+}
+
+/// The penalty proposed for the illegal move. Logs written before it was typed said only
+/// whether there was none ("none", "none: not an illegal move under …") and the rest in words:
+/// those read as `NotIllegal`/`None` or, for any other words, as the time or loss that
+/// `opponent_bonus_ms` and `result_if_confirmed` record.
+pub fn penalty(illegal: &IllegalMoveRecorded) -> PenaltyKind {
+    let typed = illegal.penalty();
+    if typed != PenaltyKind::Unspecified {
+        return typed;
+    }
+    let words = illegal.proposed_penalty.as_str();
+    if words.starts_with("none: not an illegal move") {
+        PenaltyKind::NotIllegal
+    } else if words.starts_with("none") {
+        PenaltyKind::None
+    } else if illegal.opponent_bonus_ms > 0 {
+        PenaltyKind::OpponentTime
+    } else if words.starts_with("the game is lost, or drawn") {
+        PenaltyKind::LossOrDraw
+    } else if words.starts_with("the game is drawn") {
+        PenaltyKind::Draw
+    } else {
+        PenaltyKind::Loss
+    }
+}
+
+/// Whether a penalty that the arbiter rejects is taken off the offender's count of illegal
+/// moves: one that counted towards the next penalty.
+pub fn rejection_uncounts(penalty: PenaltyKind) -> bool {
+    !matches!(penalty, PenaltyKind::NotIllegal | PenaltyKind::None)
+}
+
+/// What made the move illegal (`Unspecified` for words no version wrote).
+pub fn illegal_kind(illegal: &IllegalMoveRecorded) -> IllegalMoveKind {
+    let typed = illegal.illegal_kind();
+    if typed != IllegalMoveKind::Unspecified {
+        return typed;
+    }
+    match illegal.kind.as_str() {
+        "irregular position at clock press" => IllegalMoveKind::IrregularPosition,
+        "pawn on the last rank not promoted" => IllegalMoveKind::PawnNotPromoted,
+        "clock pressed without a move" => IllegalMoveKind::ClockWithoutMove,
+        "move made with two hands" => IllegalMoveKind::TwoHands,
+        _ => IllegalMoveKind::Unspecified,
+    }
+}
+
+/// The claim's verdict as judged from the log.
+pub fn claim_verdict(judged: &ClaimJudged) -> ClaimJudgement {
+    let typed = judged.verdict();
+    if typed != ClaimJudgement::Unspecified {
+        return typed;
+    }
+    match judged.verdict_from_log.as_str() {
+        "upheld" => ClaimJudgement::Upheld,
+        "rejected" => ClaimJudgement::Rejected,
+        "right_lost" => ClaimJudgement::RightLost,
+        _ => ClaimJudgement::Unspecified,
+    }
+}
+
+/// What of Article 4 the touches may have breached.
+pub fn touch_breach(breach: &PossibleTouchMoveBreach) -> TouchMoveBreach {
+    let typed = breach.breach_kind();
+    if typed != TouchMoveBreach::Unspecified {
+        return typed;
+    }
+    TouchMoveBreach::from_str_name(&format!(
+        "TOUCH_MOVE_BREACH_{}",
+        breach.breach.to_ascii_uppercase()
+    ))
+    .unwrap_or(TouchMoveBreach::Unspecified)
+}
+
+/// The rules library's breach as the log records it.
+pub fn breach_of(breach: boardcast_rules::touch::TouchBreach) -> TouchMoveBreach {
+    use boardcast_rules::touch::TouchBreach as B;
+    match breach {
+        B::OwnPieceNotMoved => TouchMoveBreach::OwnPieceNotMoved,
+        B::OpponentPieceNotCaptured => TouchMoveBreach::OpponentPieceNotCaptured,
+        B::TouchedCaptureNotMade => TouchMoveBreach::TouchedCaptureNotMade,
+        B::CastlingNotMade => TouchMoveBreach::CastlingNotMade,
+        B::CastledAfterRookFirst => TouchMoveBreach::CastledAfterRookFirst,
+        B::ReleasedPieceMovedAgain => TouchMoveBreach::ReleasedPieceMovedAgain,
+    }
+}
+
+/// The rules library's kind of illegal move as the log records it.
+pub fn illegal_kind_of(kind: boardcast_rules::illegal::IllegalKind) -> IllegalMoveKind {
+    use boardcast_rules::illegal::IllegalKind as K;
+    match kind {
+        K::IllegalMove => IllegalMoveKind::IrregularPosition,
+        K::UnpromotedPawn => IllegalMoveKind::PawnNotPromoted,
+        K::ClockWithoutMove => IllegalMoveKind::ClockWithoutMove,
+        K::TwoHands => IllegalMoveKind::TwoHands,
+    }
+}
+
+/// Why the irregularity was reported (`Unspecified` in logs written before it was typed: their
+/// words are shown as they are, nothing folds on them).
+pub fn irregularity_cause(irregularity: &IrregularityObserved) -> IrregularityCause {
+    irregularity.cause_kind()
+}
+
+/// The article a game end rests on: its own field, or in logs written before it existed, the
+/// one its detail names ("flag fall (Article 6.9)").
+pub fn ended_article(ended: &GameEnded) -> Option<&str> {
+    if ended.article.is_empty() {
+        article_in(&ended.detail)
+    } else {
+        Some(&ended.article)
+    }
+}
+
+fn article_in(detail: &str) -> Option<&str> {
+    let (_, after) = detail.rsplit_once("Article ")?;
+    let article = after
+        .split(|c: char| c == ')' || c.is_whitespace() || c == ';' || c == ',')
+        .next()?;
+    (!article.is_empty()).then_some(article)
+}
+
+/// The event as versions before the typed terms wrote it: the typed fields cleared, the words
+/// kept. A log written then holds exactly this where this version writes `kind`, so a decision
+/// made again is the logged one when either matches.
+pub fn without_typed_terms(kind: &Kind) -> Kind {
+    let mut kind = kind.clone();
+    match &mut kind {
+        Kind::IllegalMove(m) => {
+            m.offender_side = 0;
+            m.illegal_kind = 0;
+            m.penalty = 0;
+        }
+        Kind::Irregularity(i) => {
+            i.cause_kind = 0;
+            i.unmatched_for_ms = 0;
+            i.moves_back = 0;
+        }
+        Kind::TouchMove(t) => t.breach_kind = 0,
+        Kind::ClockAlert(a) => a.clock_of = 0,
+        Kind::ClaimJudged(j) => j.verdict = 0,
+        Kind::Ended(e) => e.article.clear(),
+        Kind::Arbiter(a) => match a.action.as_mut() {
+            Some(Action::DrawOffer(who) | Action::Resignation(who)) => who.player = 0,
+            Some(Action::Claim(ruling)) => ruling.claimant_side = 0,
+            _ => {}
+        },
+        _ => {}
+    }
+    kind
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_article_is_read_from_a_game_end_detail() {
+        assert_eq!(article_in("flag fall (Article 6.9)"), Some("6.9"));
+        assert_eq!(
+            article_in("flag fall, but the opponent cannot checkmate (Article 6.10)"),
+            Some("6.10")
+        );
+        assert_eq!(
+            article_in("white resigned: resignation (Article 5.1.2)"),
+            Some("5.1.2")
+        );
+        assert_eq!(
+            article_in("both flags fallen (Article A.4.4)"),
+            Some("A.4.4")
+        );
+        for nothing in ["", "flag fall", "Article ", "(Article )"] {
+            assert_eq!(article_in(nothing), None, "{nothing:?}");
+        }
+    }
+
+    #[test]
+    fn legacy_penalty_words_read_as_earlier_versions_folded_them() {
+        let words = |text: &str, bonus: u64| IllegalMoveRecorded {
+            proposed_penalty: text.into(),
+            opponent_bonus_ms: bonus,
+            ..Default::default()
+        };
+        let read = |text: &str, bonus: u64| penalty(&words(text, bonus));
+        assert_eq!(
+            read("none: not an illegal move under fide-2005", 0),
+            PenaltyKind::NotIllegal
+        );
+        assert_eq!(read("none", 0), PenaltyKind::None);
+        assert_eq!(
+            read("120 s added to the opponent's clock", 120_000),
+            PenaltyKind::OpponentTime
+        );
+        assert_eq!(read("the game is lost", 0), PenaltyKind::Loss);
+        assert_eq!(
+            read("the game is drawn (the opponent cannot checkmate)", 0),
+            PenaltyKind::Draw
+        );
+        // Exactly the penalties earlier versions did not take off the count when rejected.
+        for (text, bonus) in [
+            ("none", 0),
+            ("none: not an illegal move under fide-2014", 0),
+        ] {
+            assert!(!rejection_uncounts(read(text, bonus)));
+        }
+        for (text, bonus) in [
+            ("60 s added to the opponent's clock", 60_000),
+            ("the game is lost", 0),
+        ] {
+            assert!(rejection_uncounts(read(text, bonus)));
+        }
+    }
+
+    #[test]
+    fn typed_values_win_over_words() {
+        let illegal = IllegalMoveRecorded {
+            offender: "black".into(),
+            offender_side: Side::White as i32,
+            proposed_penalty: "none".into(),
+            penalty: PenaltyKind::Loss as i32,
+            ..Default::default()
+        };
+        assert_eq!(offender(&illegal), Side::White);
+        assert_eq!(penalty(&illegal), PenaltyKind::Loss);
+    }
+
+    #[test]
+    fn legacy_breach_names_read_back() {
+        let breach = PossibleTouchMoveBreach {
+            breach: "castled_after_rook_first".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            touch_breach(&breach),
+            TouchMoveBreach::CastledAfterRookFirst
+        );
+        assert_eq!(legacy_side("nobody"), Side::Unspecified);
+    }
+}
