@@ -14,6 +14,7 @@ pub mod display;
 mod game;
 mod observation;
 mod pgn;
+pub mod replay;
 pub mod signing;
 pub mod terms;
 mod time_control;

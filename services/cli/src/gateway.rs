@@ -10,8 +10,9 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use anyhow::{Context as _, bail};
 use async_nats::jetstream;
 use boardcast_dgt::Orientation;
+use boardcast_game::replay::{ReplaySetup, replay_observations};
 use boardcast_gateway::{
-    dgt::{ClockSide, DgtSession, DgtSessionConfig, ReplaySetup, read_capture, replay_capture},
+    dgt::{ClockSide, DgtSession, DgtSessionConfig, read_capture},
     livechess,
     outbox::Outbox,
     publisher,
@@ -272,34 +273,37 @@ async fn replay_dgt(args: ReplayDgtArgs) -> anyhow::Result<()> {
             .transpose()
             .map_err(anyhow::Error::msg)?;
         let board_id = args.board_id.as_deref().unwrap_or("capture");
-        let setup = ReplaySetup::for_capture(
-            &capture,
+        let setup = ReplaySetup::for_observations(
+            &capture.observations,
             board_id,
             time_control,
             boardcast_kit::now_unix_ms(),
         );
-        let replay = replay_capture(&capture, &setup)
+        let replay = replay_observations(&capture.observations, &setup)
             .with_context(|| format!("replaying {}", args.file.display()))?;
-        let mut game = replay.game.to_pgn().game;
-        game.tags
-            .retain(|(name, _)| name != "White" && name != "Black" && name != "Round");
+        // The players and round are not in a capture: only what the operator tags.
+        let mut tags: Vec<(String, String)> = replay
+            .game
+            .to_pgn()
+            .game
+            .tags
+            .into_iter()
+            .filter(|(name, _)| name != "White" && name != "Black" && name != "Round")
+            .collect();
         for tag in &args.tags {
             let (name, value) = tag
                 .split_once('=')
                 .with_context(|| format!("--tag {tag:?} is not NAME=VALUE"))?;
-            game.tags.retain(|(existing, _)| existing != name.trim());
-            game.tags.push((name.trim().to_owned(), value.to_owned()));
+            tags.retain(|(existing, _)| existing != name.trim());
+            tags.push((name.trim().to_owned(), value.to_owned()));
         }
-        match game.tags.iter_mut().find(|(name, _)| name == "Result") {
-            Some((_, value)) => *value = game.result.clone(),
-            None => game.tags.push(("Result".to_owned(), game.result.clone())),
-        }
+        let game = replay.pgn_with_tags(&tags);
         print!("{}", write_game(&game));
         for note in &replay.notes {
             eprintln!("{note}");
         }
-        for diagnostic in replay.diagnostics.iter().skip(capture.diagnostics.len()) {
-            eprintln!("capture: {diagnostic}");
+        for refused in &replay.refused {
+            eprintln!("capture: {refused}");
         }
         return Ok(());
     }

@@ -5,16 +5,14 @@
 //! the serial reader, a capture replay and tests drive it the same way.
 //!
 //! [`read_capture`] reads a capture file (the raw bytes as read from the serial port) into
-//! observations; [`replay_capture`] folds them into a game with the game aggregate, exactly as
-//! the game service does; [`replay_capture_to_pgn`] gives that game as PGN.
+//! observations, which `boardcast_game::replay` folds into a game exactly as the game service
+//! does.
 
 use boardcast_dgt::{BoardCodes, Decoder, DgtSquare, Message, Orientation, PieceCode};
-use boardcast_game::events::{GameEvent, GameStarted, Player, TimeControl, TimePeriod};
-use boardcast_game::{Game, ObservationOutcome, wording};
-use boardcast_rules::pgn::PgnGame;
+use boardcast_game::replay::TimedKind;
 use boardcast_schema::device::v1::{
-    BoardPlacement, ClockDisplay, ClockReading, ClockRun, DeviceState, DeviceStatus, Observation,
-    Piece as DevicePiece, PieceLifted, PiecePlaced, SourceKind, observation::Kind,
+    BoardPlacement, ClockDisplay, ClockReading, ClockRun, DeviceState, DeviceStatus,
+    Piece as DevicePiece, PieceLifted, PiecePlaced, observation::Kind,
 };
 use boardcast_schema::pieces::device_piece;
 use shakmaty::Board;
@@ -225,15 +223,6 @@ impl DgtSession {
     }
 }
 
-/// An observation kind read from a capture, at a time reconstructed from the clock.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TimedKind {
-    /// Milliseconds since the capture began, as measured by the running clock (a capture has
-    /// no timestamps; see [`read_capture`]).
-    pub at_ms: i64,
-    pub kind: Kind,
-}
-
 /// What a capture holds: the observations the board gave, in order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Capture {
@@ -248,8 +237,6 @@ pub struct Capture {
 pub enum ReplayError {
     #[error("the capture has no board dump: no board state to start from")]
     NoBoard,
-    #[error("the game cannot be set up: {0}")]
-    Setup(String),
 }
 
 /// Reads a capture file (the raw bytes as read from the serial port) into the observations a
@@ -261,7 +248,7 @@ pub enum ReplayError {
 /// inference's quiet period after one: a dump that matches no position is then looked into by
 /// the next clock reading, which after a disconnection reconstructs the moves played meanwhile.
 pub fn read_capture(bytes: &[u8], config: DgtSessionConfig) -> Result<Capture, ReplayError> {
-    let quiet_ms = boardcast_inference::Config::default().quiet_ms;
+    let quiet_ms = boardcast_game::replay::settle_ms();
     let mut session = DgtSession::new(config);
     let mut decoder = Decoder::new();
     let mut capture = Capture::default();
@@ -306,137 +293,6 @@ pub fn read_capture(bytes: &[u8], config: DgtSessionConfig) -> Result<Capture, R
         return Err(ReplayError::NoBoard);
     }
     Ok(capture)
-}
-
-/// The game a capture is replayed into: what the game service would have been told.
-#[derive(Debug, Clone)]
-pub struct ReplaySetup {
-    pub game: GameStarted,
-    /// Device time of the capture's first observation (ms since the Unix epoch); the others
-    /// follow at their clock-measured offsets.
-    pub start_unix_ms: i64,
-}
-
-impl ReplaySetup {
-    /// A game on `board_id` between unnamed players, with the time control the clock's first
-    /// reading shows (the larger time, in whole minutes, no increment) when `time_control` is
-    /// `None`.
-    pub fn for_capture(
-        capture: &Capture,
-        board_id: &str,
-        time_control: Option<TimeControl>,
-        start_unix_ms: i64,
-    ) -> ReplaySetup {
-        let first_clock = capture.observations.iter().find_map(|o| match &o.kind {
-            Kind::Clock(c) => Some(c.white_remaining_ms.max(c.black_remaining_ms)),
-            _ => None,
-        });
-        let time_control = time_control.unwrap_or_else(|| TimeControl {
-            periods: vec![TimePeriod {
-                moves: 0,
-                base_ms: first_clock
-                    .map(|ms| ms.div_ceil(60_000).max(1) * 60_000)
-                    .unwrap_or(7_200_000),
-                ..Default::default()
-            }],
-        });
-        let player = |name: &str| {
-            Some(Player {
-                name: name.to_owned(),
-                ..Default::default()
-            })
-        };
-        ReplaySetup {
-            game: GameStarted {
-                tournament_id: "capture".to_owned(),
-                round: 1,
-                board_number: 1,
-                board_id: board_id.to_owned(),
-                white: player("?"),
-                black: player("?"),
-                time_control: Some(time_control),
-                ..Default::default()
-            },
-            start_unix_ms,
-        }
-    }
-}
-
-/// A capture folded into a game as the game service folds it.
-#[derive(Debug, Clone)]
-pub struct Replay {
-    /// The game, exactly as the game service records it from the same observations.
-    pub game: Game,
-    /// Its log's events, in order.
-    pub events: Vec<GameEvent>,
-    /// What the log says beyond the routine moves, in words, for the operator.
-    pub notes: Vec<String>,
-    /// Bytes, frames and observations that could not be used.
-    pub diagnostics: Vec<String>,
-}
-
-/// Replays a capture's observations into a game with the game aggregate itself, one at a time
-/// as the game service decides them, so that what a replay shows is what the service records.
-pub fn replay_capture(capture: &Capture, setup: &ReplaySetup) -> Result<Replay, ReplayError> {
-    let (game_id, started) = Game::decide_start(&setup.game, "capture replay", "")
-        .map_err(|e| ReplayError::Setup(e.to_string()))?;
-    let first = Game::record(None, &game_id, vec![started], setup.start_unix_ms);
-    let setup_error = |e: boardcast_game::GameError| ReplayError::Setup(e.to_string());
-    let mut game = Game::from_first_record(&first[0]).map_err(setup_error)?;
-    let mut events = Vec::new();
-    let mut notes = Vec::new();
-    let mut diagnostics = capture.diagnostics.clone();
-    for (index, timed) in capture.observations.iter().enumerate() {
-        let obs = Observation {
-            board_id: setup.game.board_id.clone(),
-            device_seq: index as u64 + 1,
-            device_time_unix_ms: setup.start_unix_ms.saturating_add(timed.at_ms),
-            receive_time_unix_ms: setup.start_unix_ms.saturating_add(timed.at_ms),
-            source: SourceKind::CaptureReplay as i32,
-            kind: Some(timed.kind.clone()),
-        };
-        let new_events = match game.decide_observation(&obs) {
-            Ok(ObservationOutcome::Events(events)) => events,
-            Ok(ObservationOutcome::Ignored(_)) => continue,
-            Err(rejected) => {
-                diagnostics.push(format!("observation {}: {rejected}", obs.device_seq));
-                continue;
-            }
-        };
-        let recorded_at = obs.device_time_unix_ms;
-        for record in Game::record(Some(&game), &game_id, new_events, recorded_at) {
-            game.apply(&record).map_err(setup_error)?;
-            let event = Game::open_record(&record).map_err(setup_error)?;
-            notes.extend(wording::describe(&event));
-            events.push(event);
-        }
-    }
-    Ok(Replay {
-        game,
-        events,
-        notes,
-        diagnostics,
-    })
-}
-
-/// The game a capture shows, as PGN with `tags` (the Result tag is set from the game), and the
-/// notes on revisions, reconstructions, irregularities and the like. The board is taken to lie
-/// normally and the gateway to read White's clock on the left (the game works out from the
-/// presses where it really is).
-pub fn replay_capture_to_pgn(
-    bytes: &[u8],
-    tags: &[(String, String)],
-) -> Result<(PgnGame, Vec<String>), ReplayError> {
-    let capture = read_capture(bytes, DgtSessionConfig::default())?;
-    let setup = ReplaySetup::for_capture(&capture, "capture", None, REPLAY_EPOCH_MS);
-    let replay = replay_capture(&capture, &setup)?;
-    let mut game = replay.game.to_pgn().game;
-    game.tags = tags.to_vec();
-    match game.tags.iter_mut().find(|(name, _)| name == "Result") {
-        Some((_, value)) => *value = game.result.clone(),
-        None => game.tags.push(("Result".to_owned(), game.result.clone())),
-    }
-    Ok((game, replay.notes))
 }
 
 /// A device time for replays that are not published (2026-01-01): only differences of times

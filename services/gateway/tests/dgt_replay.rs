@@ -3,12 +3,13 @@
 //! with the disturbances the simulator recorded, whichever side White's clock stands on.
 
 use boardcast_dgt::{Decoder, Message, encode_message};
+use boardcast_game::Game;
 use boardcast_game::events::{
     ClockSidesBasis, GameEvent, PressSettlement, SetupAspect, Source, game_event::Kind as Event,
 };
+use boardcast_game::replay::{ReplaySetup, replay_observations};
 use boardcast_gateway::dgt::{
-    ClockSide, DgtSession, DgtSessionConfig, REPLAY_EPOCH_MS, Replay, ReplaySetup, read_capture,
-    replay_capture, replay_capture_to_pgn,
+    ClockSide, DgtSession, DgtSessionConfig, REPLAY_EPOCH_MS, read_capture,
 };
 use boardcast_rules::pgn::{PgnGame, parse_san, read_games, write_game};
 use boardcast_schema::device::v1::{ClockRun, observation::Kind};
@@ -33,11 +34,38 @@ fn ucis(game: &PgnGame) -> Vec<String> {
     source_ucis(game)
 }
 
+/// A capture replayed: the game, its log and what could not be used.
+struct Replay {
+    game: Game,
+    events: Vec<GameEvent>,
+    diagnostics: Vec<String>,
+}
+
 /// A capture replayed as the game service folds it, with the gateway set up as `config`.
 fn replay(bytes: &[u8], config: DgtSessionConfig) -> Replay {
     let capture = read_capture(bytes, config).expect("the capture reads");
-    let setup = ReplaySetup::for_capture(&capture, "board-1", None, REPLAY_EPOCH_MS);
-    replay_capture(&capture, &setup).expect("replays")
+    let setup =
+        ReplaySetup::for_observations(&capture.observations, "board-1", None, REPLAY_EPOCH_MS);
+    let replay = replay_observations(&capture.observations, &setup).expect("replays");
+    let mut diagnostics = capture.diagnostics;
+    diagnostics.extend(replay.refused);
+    Replay {
+        game: replay.game,
+        events: replay.events,
+        diagnostics,
+    }
+}
+
+/// A capture as `replay-dgt --pgn` prints it: the game with `tags`, and the notes.
+fn replay_capture_to_pgn(
+    bytes: &[u8],
+    tags: &[(String, String)],
+) -> Result<(PgnGame, Vec<String>), String> {
+    let capture = read_capture(bytes, DgtSessionConfig::default()).map_err(|e| e.to_string())?;
+    let setup =
+        ReplaySetup::for_observations(&capture.observations, "capture", None, REPLAY_EPOCH_MS);
+    let replay = replay_observations(&capture.observations, &setup).map_err(|e| e.to_string())?;
+    Ok((replay.pgn_with_tags(tags), replay.notes))
 }
 
 /// What the log says, in the simulator's terms; anything the simulator never causes is
