@@ -24,7 +24,7 @@ use crate::events::{
     BoardStatusChanged, ClaimKind, GameEvent, GameResult, PressSettlement, SetupAspect, Side,
     Termination, arbiter_action::Action, game_event::Kind,
 };
-use crate::game::Game;
+use crate::state::Game;
 use crate::{terms, wording};
 
 /// What an alert is about.
@@ -311,7 +311,7 @@ impl GameAlerts {
                     terms::ended_article(e).unwrap_or(fallback),
                     format!(
                         "{what}: {}{}{}. The arbiter confirms the result.",
-                        result_token(e.result()),
+                        terms::result_token(e.result()),
                         if e.detail.is_empty() { "" } else { ", " },
                         e.detail
                     ),
@@ -727,9 +727,7 @@ fn claim_available(kind: RulesClaimKind, claims: &[&AvailableClaim], game: &Game
 /// The battery is at the low level: the game service says when it fell there, but not when the
 /// same report also changed the connection (`battery_low` is false then).
 fn battery_low(b: &BoardStatusChanged) -> bool {
-    b.battery_low
-        || b.battery_percent
-            .is_some_and(|p| p <= crate::observation::LOW_BATTERY_PERCENT)
+    b.battery_low || crate::state::BoardStatus::battery_low(b.battery_percent)
 }
 
 /// The claim-available alert kind a claim of `kind` rules on (both for an unspecified kind).
@@ -829,15 +827,6 @@ fn side_named(side: Side, words: &str) -> String {
     match side {
         Side::Unspecified => words.to_owned(),
         side => wording::side_title(side).to_owned(),
-    }
-}
-
-fn result_token(result: GameResult) -> &'static str {
-    match result {
-        GameResult::WhiteWins => "1-0",
-        GameResult::BlackWins => "0-1",
-        GameResult::Draw => "1/2-1/2",
-        GameResult::Unspecified => "*",
     }
 }
 

@@ -7,8 +7,10 @@ use crate::events::{
     ArbiterAction, GameEnded, GameResult, MoveCompleted, PositionRestored, Provenance, Side,
     Source, Termination, arbiter_action::Action, game_event::Kind,
 };
-use crate::game::{Game, NewEvent, fen_of};
-use crate::{terms, wording};
+use crate::record::NewEvent;
+use crate::state::{Game, fen_of};
+use crate::terms::{self, ending_of};
+use crate::wording;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ActionRejected {
@@ -25,65 +27,6 @@ pub enum ActionRejected {
          choose a new id for a new action"
     )]
     RequestIdReused { request_id: String, game_seq: u64 },
-}
-
-/// A game end of the rules library as the event that records it (the article also in the
-/// detail, for people).
-pub(crate) fn ending_of(end: &boardcast_rules::outcome::GameEnd) -> GameEnded {
-    use boardcast_rules::outcome::EndReason as R;
-    let (termination, words) = match end.reason {
-        R::Checkmate => (Termination::Checkmate, "checkmate"),
-        R::Stalemate => (Termination::Stalemate, "stalemate"),
-        R::DeadPosition => (Termination::DeadPosition, "dead position"),
-        R::FivefoldRepetition => (Termination::FivefoldRepetition, "fivefold repetition"),
-        R::SeventyFiveMoves => (Termination::SeventyFiveMoves, "seventy-five moves"),
-        R::FlagFall => (Termination::FlagFall, "flag fall"),
-        R::FlagFallOpponentCannotMate => (
-            Termination::FlagFall,
-            "flag fall, but the opponent cannot checkmate",
-        ),
-        R::FlagFallUndetermined => (
-            Termination::FlagFall,
-            "flag fall; whether the opponent can checkmate was not determined, so the arbiter \
-             decides the result",
-        ),
-        R::Resignation => (Termination::Resignation, "resignation"),
-        R::ResignationOpponentCannotMate => (
-            Termination::Resignation,
-            "resignation, but the opponent cannot checkmate",
-        ),
-        R::ResignationUndetermined => (
-            Termination::Resignation,
-            "resignation; whether the opponent can checkmate was not determined, so the \
-             arbiter decides the result",
-        ),
-        R::Agreement => (Termination::Agreement, "draw agreed"),
-        R::BothFlagsFallen => (Termination::BothFlags, "both flags fallen"),
-        R::DrawClaim => (Termination::DrawClaim, "draw claim upheld"),
-        R::ArbiterDecision => (Termination::Arbiter, "arbiter's decision"),
-    };
-    GameEnded {
-        result: result_of(end.result) as i32,
-        termination: termination as i32,
-        detail: format!("{words} (Article {})", end.article),
-        article: end.article.to_owned(),
-    }
-}
-
-/// A game end of the rules library as the event kind that records it.
-pub(crate) fn ended_event(end: &boardcast_rules::outcome::GameEnd) -> Kind {
-    Kind::Ended(ending_of(end))
-}
-
-/// The rules' result, in the schema's terms (none yet: the arbiter decides).
-fn result_of(result: Option<boardcast_rules::outcome::GameResult>) -> GameResult {
-    use boardcast_rules::outcome::GameResult as R;
-    match result {
-        Some(R::WhiteWins) => GameResult::WhiteWins,
-        Some(R::BlackWins) => GameResult::BlackWins,
-        Some(R::Draw) => GameResult::Draw,
-        None => GameResult::Unspecified,
-    }
 }
 
 /// The side an action names (after [`normalized`], its typed field).
@@ -360,80 +303,4 @@ impl Game {
         }
         Ok(events)
     }
-}
-
-/// An arbiter action in words, for score sheets and PGN comments; `None` for draw offers, which
-/// have their own notation.
-pub(crate) fn describe(action: &ArbiterAction) -> Option<String> {
-    let text = match action.action.as_ref()? {
-        Action::Penalty(d) => format!(
-            "penalty for the illegal move of log entry {} {}{}",
-            d.illegal_move_game_seq,
-            if d.confirmed { "confirmed" } else { "rejected" },
-            if d.note.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", d.note)
-            }
-        ),
-        Action::Restore(r) => {
-            let mut parts = vec![format!("position after ply {} restored", r.ply)];
-            parts.extend(clocks_set(r.white_remaining_ms, r.black_remaining_ms));
-            if !r.reason.is_empty() {
-                parts.push(r.reason.clone());
-            }
-            parts.join("; ")
-        }
-        Action::Clocks(c) => {
-            let mut parts = clocks_set(c.white_remaining_ms, c.black_remaining_ms);
-            if c.white_added_ms != 0 {
-                parts.push(format!("{:+} s for White", c.white_added_ms / 1000));
-            }
-            if c.black_added_ms != 0 {
-                parts.push(format!("{:+} s for Black", c.black_added_ms / 1000));
-            }
-            if !c.reason.is_empty() {
-                parts.push(c.reason.clone());
-            }
-            parts.join("; ")
-        }
-        Action::Move(m) => format!("move {} entered", m.san),
-        Action::DrawOffer(_) => return None,
-        Action::Resignation(s) => format!("{} resigned", wording::player(s)),
-        Action::DrawAgreed(_) => "draw agreed".to_owned(),
-        Action::Result(r) => format!("result declared: {}", r.reason),
-        Action::Annotation(a) => a.text.clone(),
-        // Bookkeeping of the arbiters' alert queue, not part of the score.
-        Action::Acknowledgement(_) => return None,
-        Action::Claim(c) => format!(
-            "{} claimed a draw by {}{}: {}",
-            wording::claimant(c),
-            match c.kind() {
-                crate::events::ClaimKind::FiftyMoves => "the fifty-move rule",
-                _ => "threefold repetition",
-            },
-            if c.intended_move.is_empty() {
-                String::new()
-            } else {
-                format!(" with the intended move {}", c.intended_move)
-            },
-            if c.upheld { "upheld" } else { "rejected" }
-        ),
-    };
-    Some(text)
-}
-
-/// "White's clock set to 1:30:00", for each clock the arbiter set.
-fn clocks_set(white_ms: Option<u64>, black_ms: Option<u64>) -> Vec<String> {
-    [("White", white_ms), ("Black", black_ms)]
-        .into_iter()
-        .filter_map(|(side, ms)| {
-            ms.map(|ms| {
-                format!(
-                    "{side}'s clock set to {}",
-                    boardcast_rules::pgn::format_clock(ms)
-                )
-            })
-        })
-        .collect()
 }

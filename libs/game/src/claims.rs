@@ -5,7 +5,7 @@ use boardcast_rules::claims::{
 };
 
 use crate::events::{ClaimJudged, ClaimJudgement, ClaimKind, Source};
-use crate::game::Game;
+use crate::state::Game;
 
 /// A completed move that a verdict rests on but that no clock press or arbiter confirmed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +105,7 @@ impl Game {
             text => Some(self.parse_move_text(text).ok_or_else(|| {
                 format!(
                     "the intended move {text:?} is not legal in {}",
-                    crate::game::fen_of(self.position())
+                    crate::state::fen_of(self.position())
                 )
             })?),
         };

@@ -228,7 +228,7 @@ impl PressDoubt {
     pub(crate) fn illegal_kind(&self) -> IllegalKind {
         if self.event.without_move {
             IllegalKind::ClockWithoutMove
-        } else if crate::observation::unpromoted_pawn(&self.event.placement, self.position.turn()) {
+        } else if crate::terms::unpromoted_pawn(&self.event.placement, self.position.turn()) {
             IllegalKind::UnpromotedPawn
         } else {
             IllegalKind::IllegalMove

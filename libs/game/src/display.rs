@@ -228,7 +228,7 @@ impl DisplayGame {
             }
             Some(Kind::Ended(end)) => {
                 self.result = Some(Ending {
-                    result: crate::pgn::result_token(Some(end.result())).to_owned(),
+                    result: crate::terms::result_token(end.result()).to_owned(),
                     termination: termination_words(end.termination(), &end.detail),
                 });
                 self.provisional.clear();
@@ -249,7 +249,7 @@ impl DisplayGame {
                 match &action.action {
                     Some(Action::DrawOffer(_)) => self.draw_offers.push(completed),
                     _ => {
-                        if let Some(text) = crate::arbiter::describe(action) {
+                        if let Some(text) = crate::wording::arbiter_action(action) {
                             self.arbiter_notes
                                 .push((completed, format!("{text} ({actor})")));
                         }
@@ -377,7 +377,7 @@ impl DisplayGame {
         match self.moves.last() {
             Some(m) => m.fen_after.clone(),
             None if self.info.start_fen.is_empty() => {
-                crate::game::fen_of(&shakmaty::Chess::default())
+                crate::state::fen_of(&shakmaty::Chess::default())
             }
             None => self.info.start_fen.clone(),
         }

@@ -4,11 +4,7 @@
 use boardcast_rules::pgn::{AnnotatedGame, MoveNotes, PgnGame, PgnMove};
 use shakmaty::Position;
 
-use crate::{
-    Game,
-    events::{GameResult, GameStarted},
-    time_control::time_control_tag,
-};
+use crate::{Game, events::GameStarted, time_control::time_control_tag};
 
 fn player_name(p: &Option<crate::events::Player>) -> String {
     p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
@@ -35,16 +31,6 @@ pub(crate) fn move_notes(
         }
     }
     notes
-}
-
-/// The PGN result token of a result.
-pub(crate) fn result_token(result: Option<GameResult>) -> &'static str {
-    match result {
-        Some(GameResult::WhiteWins) => "1-0",
-        Some(GameResult::BlackWins) => "0-1",
-        Some(GameResult::Draw) => "1/2-1/2",
-        _ => "*",
-    }
 }
 
 /// The tags of a game's set-up, as downstream sites read them: the Seven Tag Roster but the

@@ -4,8 +4,8 @@
 
 use crate::device::{Observation, SourceKind, observation::Kind};
 use crate::events::{GameEvent, GameStarted, Player, TimeControl, TimePeriod};
-use crate::game::{Game, GameError};
 use crate::observation::ObservationOutcome;
+use crate::state::{Game, GameError};
 use crate::wording;
 
 /// How long a placement must stand before the game reads it as settled (the move inference's

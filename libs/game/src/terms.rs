@@ -1,17 +1,23 @@
 //! The typed terms of the log (sides, kinds of illegal move, penalties, claim verdicts,
 //! touch-move breaches, irregularity causes), read from events written with them or, in logs
-//! written before they were typed, from the words those logs carried instead.
+//! written before they were typed, from the words those logs carried instead; and the shared
+//! conversions between the rules library's terms and the log's (sides, endings, results,
+//! touches).
 //!
 //! The fallbacks here are the only place where stored words are read for their meaning: each
 //! accepts exactly what earlier versions wrote, so an old log folds as it always did, and
 //! nothing else depends on how a message is worded (invariant 5).
 
-use shakmaty::Color;
+use boardcast_rules::touch::{Touch, TouchAction};
+use boardcast_schema::pieces::board_piece;
+use shakmaty::{Board, Color, Square};
+
+use crate::device::{Observation, observation::Kind as ObservationKind};
 
 use crate::events::{
-    ClaimJudged, ClaimJudgement, GameEnded, IllegalMoveKind, IllegalMoveRecorded,
+    ClaimJudged, ClaimJudgement, GameEnded, GameResult, IllegalMoveKind, IllegalMoveRecorded,
     IrregularityCause, IrregularityObserved, PenaltyKind, PossibleTouchMoveBreach, Side,
-    TouchMoveBreach, arbiter_action::Action, game_event::Kind,
+    Termination, TouchMoveBreach, arbiter_action::Action, game_event::Kind,
 };
 
 /// The colour a side names, if any.
@@ -204,6 +210,109 @@ pub fn without_typed_terms(kind: &Kind) -> Kind {
         _ => {}
     }
     kind
+}
+
+/// A lift or placement as the touch-move rules read it (`None` for other observations and for
+/// squares or pieces no board has).
+pub fn touch_of(obs: &Observation) -> Option<Touch> {
+    match obs.kind.as_ref()? {
+        ObservationKind::Lifted(l) => Some(Touch {
+            action: TouchAction::Lift,
+            square: square_of(l.square)?,
+            piece: board_piece(l.piece)?,
+        }),
+        ObservationKind::Placed(p) => Some(Touch {
+            action: TouchAction::Place,
+            square: square_of(p.square)?,
+            piece: board_piece(p.piece)?,
+        }),
+        _ => None,
+    }
+}
+
+fn square_of(index: u32) -> Option<Square> {
+    (index < 64).then(|| Square::new(index))
+}
+
+/// A pawn of `side` standing on its last rank.
+pub fn unpromoted_pawn(placement: &str, side: Color) -> bool {
+    let Ok(board) = placement.parse::<Board>() else {
+        return false;
+    };
+    let last_rank = match side {
+        Color::White => shakmaty::Bitboard::from_rank(shakmaty::Rank::Eighth),
+        Color::Black => shakmaty::Bitboard::from_rank(shakmaty::Rank::First),
+    };
+    (board.pawns() & board.by_color(side) & last_rank).any()
+}
+
+/// A game end of the rules library as the event that records it (the article also in the
+/// detail, for people).
+pub fn ending_of(end: &boardcast_rules::outcome::GameEnd) -> GameEnded {
+    use boardcast_rules::outcome::EndReason as R;
+    let (termination, words) = match end.reason {
+        R::Checkmate => (Termination::Checkmate, "checkmate"),
+        R::Stalemate => (Termination::Stalemate, "stalemate"),
+        R::DeadPosition => (Termination::DeadPosition, "dead position"),
+        R::FivefoldRepetition => (Termination::FivefoldRepetition, "fivefold repetition"),
+        R::SeventyFiveMoves => (Termination::SeventyFiveMoves, "seventy-five moves"),
+        R::FlagFall => (Termination::FlagFall, "flag fall"),
+        R::FlagFallOpponentCannotMate => (
+            Termination::FlagFall,
+            "flag fall, but the opponent cannot checkmate",
+        ),
+        R::FlagFallUndetermined => (
+            Termination::FlagFall,
+            "flag fall; whether the opponent can checkmate was not determined, so the arbiter \
+             decides the result",
+        ),
+        R::Resignation => (Termination::Resignation, "resignation"),
+        R::ResignationOpponentCannotMate => (
+            Termination::Resignation,
+            "resignation, but the opponent cannot checkmate",
+        ),
+        R::ResignationUndetermined => (
+            Termination::Resignation,
+            "resignation; whether the opponent can checkmate was not determined, so the \
+             arbiter decides the result",
+        ),
+        R::Agreement => (Termination::Agreement, "draw agreed"),
+        R::BothFlagsFallen => (Termination::BothFlags, "both flags fallen"),
+        R::DrawClaim => (Termination::DrawClaim, "draw claim upheld"),
+        R::ArbiterDecision => (Termination::Arbiter, "arbiter's decision"),
+    };
+    GameEnded {
+        result: result_of(end.result) as i32,
+        termination: termination as i32,
+        detail: format!("{words} (Article {})", end.article),
+        article: end.article.to_owned(),
+    }
+}
+
+/// A game end of the rules library as the event kind that records it.
+pub fn ended_event(end: &boardcast_rules::outcome::GameEnd) -> Kind {
+    Kind::Ended(ending_of(end))
+}
+
+/// The rules' result, in the schema's terms (none yet: the arbiter decides).
+pub fn result_of(result: Option<boardcast_rules::outcome::GameResult>) -> GameResult {
+    use boardcast_rules::outcome::GameResult as R;
+    match result {
+        Some(R::WhiteWins) => GameResult::WhiteWins,
+        Some(R::BlackWins) => GameResult::BlackWins,
+        Some(R::Draw) => GameResult::Draw,
+        None => GameResult::Unspecified,
+    }
+}
+
+/// The result as PGN writes it: "1-0", "0-1", "1/2-1/2", or "*" while there is none.
+pub fn result_token(result: GameResult) -> &'static str {
+    match result {
+        GameResult::WhiteWins => "1-0",
+        GameResult::BlackWins => "0-1",
+        GameResult::Draw => "1/2-1/2",
+        GameResult::Unspecified => "*",
+    }
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 use crate::clock::display_name;
 use crate::device::ClockDisplay;
 use crate::events::{
-    ClaimJudged, ClaimJudgement, ClaimRuling, ClockAlert, ClockSidesBasis, GameEvent,
-    IllegalMoveKind, IllegalMoveRecorded, IrregularityCause, IrregularityObserved, PenaltyKind,
-    PossibleTouchMoveBreach, PressSettlement, SetupAspect, Side, SideAction, TouchMoveBreach,
-    game_event::Kind,
+    ArbiterAction, ClaimJudged, ClaimJudgement, ClaimRuling, ClockAlert, ClockSidesBasis,
+    GameEvent, IllegalMoveKind, IllegalMoveRecorded, IrregularityCause, IrregularityObserved,
+    PenaltyKind, PossibleTouchMoveBreach, PressSettlement, SetupAspect, Side, SideAction,
+    TouchMoveBreach, arbiter_action::Action, game_event::Kind,
 };
 use crate::terms;
 
@@ -276,12 +276,7 @@ pub fn describe(event: &GameEvent) -> Option<String> {
         ),
         Kind::Ended(e) => format!(
             "result {}: {:?}{}",
-            match e.result() {
-                crate::events::GameResult::WhiteWins => "1-0",
-                crate::events::GameResult::BlackWins => "0-1",
-                crate::events::GameResult::Draw => "1/2-1/2",
-                crate::events::GameResult::Unspecified => "*",
-            },
+            terms::result_token(e.result()),
             e.termination(),
             if e.detail.is_empty() {
                 String::new()
@@ -289,7 +284,7 @@ pub fn describe(event: &GameEvent) -> Option<String> {
                 format!(" ({})", e.detail)
             }
         ),
-        Kind::Arbiter(a) => crate::arbiter::describe(a)?,
+        Kind::Arbiter(a) => arbiter_action(a)?,
         Kind::ClaimJudged(c) => format!("claim judged from the log: {}", claim_verdict(c)),
         Kind::PositionRestored(r) => format!("position after ply {} restored", r.ply),
         Kind::Started(_)
@@ -298,4 +293,80 @@ pub fn describe(event: &GameEvent) -> Option<String> {
         | Kind::MoveProvisional(_)
         | Kind::MoveCompleted(_) => return None,
     })
+}
+
+/// An arbiter action in words, for score sheets and PGN comments; `None` for draw offers, which
+/// have their own notation.
+pub fn arbiter_action(action: &ArbiterAction) -> Option<String> {
+    let text = match action.action.as_ref()? {
+        Action::Penalty(d) => format!(
+            "penalty for the illegal move of log entry {} {}{}",
+            d.illegal_move_game_seq,
+            if d.confirmed { "confirmed" } else { "rejected" },
+            if d.note.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", d.note)
+            }
+        ),
+        Action::Restore(r) => {
+            let mut parts = vec![format!("position after ply {} restored", r.ply)];
+            parts.extend(clocks_set(r.white_remaining_ms, r.black_remaining_ms));
+            if !r.reason.is_empty() {
+                parts.push(r.reason.clone());
+            }
+            parts.join("; ")
+        }
+        Action::Clocks(c) => {
+            let mut parts = clocks_set(c.white_remaining_ms, c.black_remaining_ms);
+            if c.white_added_ms != 0 {
+                parts.push(format!("{:+} s for White", c.white_added_ms / 1000));
+            }
+            if c.black_added_ms != 0 {
+                parts.push(format!("{:+} s for Black", c.black_added_ms / 1000));
+            }
+            if !c.reason.is_empty() {
+                parts.push(c.reason.clone());
+            }
+            parts.join("; ")
+        }
+        Action::Move(m) => format!("move {} entered", m.san),
+        Action::DrawOffer(_) => return None,
+        Action::Resignation(s) => format!("{} resigned", player(s)),
+        Action::DrawAgreed(_) => "draw agreed".to_owned(),
+        Action::Result(r) => format!("result declared: {}", r.reason),
+        Action::Annotation(a) => a.text.clone(),
+        // Bookkeeping of the arbiters' alert queue, not part of the score.
+        Action::Acknowledgement(_) => return None,
+        Action::Claim(c) => format!(
+            "{} claimed a draw by {}{}: {}",
+            claimant(c),
+            match c.kind() {
+                crate::events::ClaimKind::FiftyMoves => "the fifty-move rule",
+                _ => "threefold repetition",
+            },
+            if c.intended_move.is_empty() {
+                String::new()
+            } else {
+                format!(" with the intended move {}", c.intended_move)
+            },
+            if c.upheld { "upheld" } else { "rejected" }
+        ),
+    };
+    Some(text)
+}
+
+/// "White's clock set to 1:30:00", for each clock the arbiter set.
+fn clocks_set(white_ms: Option<u64>, black_ms: Option<u64>) -> Vec<String> {
+    [("White", white_ms), ("Black", black_ms)]
+        .into_iter()
+        .filter_map(|(side, ms)| {
+            ms.map(|ms| {
+                format!(
+                    "{side}'s clock set to {}",
+                    boardcast_rules::pgn::format_clock(ms)
+                )
+            })
+        })
+        .collect()
 }

@@ -1,0 +1,449 @@
+//! `evolve`: one event of the log folded into the game's state. The only code that changes a
+//! `Game`; it reads typed terms only (see `terms`), never words.
+
+use shakmaty::{Move, Position, uci::UciMove};
+
+use boardcast_inference::Inference;
+use boardcast_rules::{illegal::IllegalMoveTally, repetition::RepetitionTracker};
+
+use crate::chain::{ChainError, GENESIS_HASH};
+use crate::clock::{ClockSides, PressDoubt};
+use crate::device::ClockRun;
+use crate::events::{GameEvent, GameEventRecord, MoveProvisional, Side, Source, game_event::Kind};
+use crate::provisional::{Provisional, ProvisionalLine};
+use crate::start::{rules_of, start_position};
+use crate::state::{
+    BoardStatus, ClockChange, CompletedMove, Game, GameError, IllegalMoveEntry, RecordedRequest,
+    parse_uci_in,
+};
+use crate::terms;
+
+impl Game {
+    pub(crate) fn from_first_checked(
+        record: &GameEventRecord,
+        event: GameEvent,
+    ) -> Result<Game, GameError> {
+        if record.prev_hash.as_slice() != GENESIS_HASH.as_slice() || event.game_seq != 1 {
+            return Err(ChainError::BrokenLink {
+                game_seq: event.game_seq,
+            }
+            .into());
+        }
+        let started_by_request = event
+            .provenance
+            .as_ref()
+            .map(|p| p.request_id.clone())
+            .unwrap_or_default();
+        let Some(Kind::Started(info)) = event.kind else {
+            return Err(GameError::NotStarted);
+        };
+        let position = start_position(&info)?;
+        let rules = rules_of(&info)?;
+        let board_seq_floor = info.board_seq_before;
+        let interpretation = info.interpretation;
+        let mut head = [0u8; 32];
+        head.copy_from_slice(&record.hash);
+        Ok(Game {
+            game_id: event.game_id,
+            inference: Inference::new(position.clone()),
+            repetition: RepetitionTracker::new(rules.edition, &position, 1),
+            rules,
+            info,
+            start: position.clone(),
+            position,
+            moves: Vec::new(),
+            provisional: ProvisionalLine::default(),
+            result: None,
+            last_game_seq: 1,
+            chain_head: head,
+            last_device_seq: 0,
+            missing: Vec::new(),
+            clock_running: ClockRun::Unspecified,
+            interpretation,
+            clock_sides: ClockSides::default(),
+            last_clock: None,
+            clock_stood: false,
+            start_seen: false,
+            doubts: Vec::new(),
+            dead_undetermined_at: None,
+            setup_mismatches: Vec::new(),
+            illegal_tally: IllegalMoveTally::default(),
+            reconstructed: Default::default(),
+            irregular: None,
+            illegal_moves: Vec::new(),
+            arbiter_notes: Vec::new(),
+            draw_offers: Vec::new(),
+            flags: (false, false),
+            touches: Vec::new(),
+            board: BoardStatus::default(),
+            clock_changes: Vec::new(),
+            board_seq_floor,
+            started_by_request,
+            requests: Default::default(),
+            signed_records: u64::from(!record.signature.is_empty()),
+            unsigned_records: u64::from(record.signature.is_empty()),
+        })
+    }
+
+    pub(crate) fn evolve(&mut self, event: &GameEvent) -> Result<(), GameError> {
+        let inconsistent = |reason: String| GameError::Inconsistent {
+            game_seq: event.game_seq,
+            reason,
+        };
+        match &event.kind {
+            None => return Err(inconsistent("event without content".into())),
+            Some(Kind::Started(_)) => return Err(inconsistent("game started twice".into())),
+            Some(Kind::ObservationRecorded(recorded)) => {
+                let observation = recorded
+                    .observation
+                    .as_ref()
+                    .ok_or_else(|| inconsistent("recorded observation is empty".into()))?;
+                self.last_device_seq = self.last_device_seq.max(observation.device_seq);
+                // Same input, same engine state: the outputs were recorded as their own events.
+                if let Some(input) = self.inference_input(observation) {
+                    self.inference.observe(input);
+                }
+                if let Some(crate::device::observation::Kind::Placement(p)) = &observation.kind
+                    && let Ok(board) = p.placement.parse::<shakmaty::Board>()
+                {
+                    let mut rotated = board.clone();
+                    rotated.rotate_180();
+                    self.start_seen |= [board, rotated].contains(self.start.board());
+                }
+                if let Some(touch) = crate::terms::touch_of(observation) {
+                    self.touches.push((event.game_seq, touch));
+                }
+                if let Some(crate::device::observation::Kind::Clock(c)) = &observation.kind {
+                    self.last_clock = Some(*c);
+                    self.follow_clock();
+                }
+            }
+            Some(Kind::MoveProvisional(p)) => {
+                let completed = self.moves.len();
+                if !self.provisional.withdraw(completed, p.ply) {
+                    return Err(inconsistent(format!("provisional move for ply {}", p.ply)));
+                }
+                let mv = parse_uci_in(&self.line_position(), &p.uci)
+                    .map_err(|e| inconsistent(format!("provisional move: {e}")))?;
+                let device_seqs = event
+                    .provenance
+                    .as_ref()
+                    .map(|p| p.device_seqs.clone())
+                    .unwrap_or_default();
+                self.provisional.place(
+                    completed,
+                    Provisional {
+                        mv,
+                        event: p.clone(),
+                        device_seqs,
+                    },
+                );
+            }
+            Some(Kind::ProvisionalWithdrawn(w)) => {
+                self.provisional.withdraw(self.moves.len(), w.ply);
+            }
+            Some(Kind::MoveCompleted(m)) => {
+                let mv = self
+                    .parse_uci(&m.uci)
+                    .map_err(|e| inconsistent(format!("completed move: {e}")))?;
+                self.position.play_unchecked(mv);
+                self.repetition
+                    .play(mv, event.game_seq)
+                    .map_err(|e| inconsistent(format!("completed move: {e}")))?;
+                let source = event
+                    .provenance
+                    .as_ref()
+                    .map(|p| p.source())
+                    .unwrap_or(Source::Unspecified);
+                self.moves.push(CompletedMove {
+                    event: m.clone(),
+                    source,
+                    game_seq: event.game_seq,
+                    device_time_unix_ms: event
+                        .provenance
+                        .as_ref()
+                        .map(|p| p.device_time_unix_ms)
+                        .unwrap_or(0),
+                });
+                self.provisional.complete(mv);
+                self.irregular = None;
+                self.touches.clear();
+                self.clock_stood = false;
+                // A move completed without the engine's confirmation (a mate needs no press, an
+                // arbiter enters a move): the engine follows the game, not the other way round.
+                if self.inference.confirmed_plies() as usize != self.moves.len() {
+                    self.sync_inference()
+                        .map_err(|e| inconsistent(format!("following the completed moves: {e}")))?;
+                }
+            }
+            Some(Kind::Ended(end)) => {
+                self.result = Some((end.result(), end.termination()));
+                self.provisional.clear();
+            }
+            Some(Kind::ClockSides(sides)) => {
+                self.clock_sides = ClockSides::from_event(sides);
+                // The last reading (the one before the press that showed the sides) reads
+                // differently now.
+                self.follow_clock();
+            }
+            Some(Kind::SetupMismatch(mismatch)) => {
+                self.setup_mismatches
+                    .retain(|m| m.aspect != mismatch.aspect);
+                self.setup_mismatches.push(mismatch.clone());
+            }
+            Some(Kind::SetupMismatchCleared(cleared)) => {
+                self.setup_mismatches.retain(|m| m.aspect != cleared.aspect)
+            }
+            Some(Kind::PressInDoubt(doubt)) => {
+                // Recorded right after the press's observation.
+                let reading = self.last_clock.ok_or_else(|| {
+                    inconsistent("a press in doubt without a clock reading".into())
+                })?;
+                self.doubts.push(PressDoubt {
+                    game_seq: event.game_seq,
+                    event: doubt.clone(),
+                    reading,
+                    device_seq: self.last_device_seq,
+                    // The position the press's ply was to be played in: after the completed
+                    // moves and those the board showed before it.
+                    position: self.line_position(),
+                });
+            }
+            Some(Kind::PressSettled(settled)) => {
+                self.doubts.retain(|d| d.game_seq != settled.doubt_game_seq)
+            }
+            Some(Kind::DeadPositionUndetermined(noted)) => {
+                self.dead_undetermined_at.get_or_insert(noted.ply);
+            }
+            Some(Kind::Touch(_))
+            | Some(Kind::TouchMove(_))
+            | Some(Kind::ClockAlert(_))
+            | Some(Kind::ClaimJudged(_)) => {}
+            Some(Kind::BoardStatus(status)) => {
+                self.board = BoardStatus {
+                    state: status.state(),
+                    battery_percent: status.battery_percent,
+                };
+            }
+            Some(Kind::Reconstructed(r)) => {
+                // The board jumped over these moves: they join the line, unconfirmed, and the
+                // next press completes them with the rest.
+                let completed = self.moves.len();
+                if !self.provisional.withdraw(completed, r.first_ply) {
+                    return Err(inconsistent(format!(
+                        "moves reconstructed from ply {}",
+                        r.first_ply
+                    )));
+                }
+                for (i, (uci, san)) in r.uci.iter().zip(&r.san).enumerate() {
+                    let ply = r.first_ply + i as u32;
+                    let mv = parse_uci_in(&self.line_position(), uci)
+                        .map_err(|e| inconsistent(format!("reconstructed move: {e}")))?;
+                    self.provisional.place(
+                        completed,
+                        Provisional {
+                            mv,
+                            event: MoveProvisional {
+                                ply,
+                                uci: uci.clone(),
+                                san: san.clone(),
+                                replaces_uci: String::new(),
+                            },
+                            device_seqs: Vec::new(),
+                        },
+                    );
+                    self.reconstructed.insert(ply);
+                }
+            }
+            Some(Kind::ObservationsMissing(missing)) => {
+                self.last_device_seq = self.last_device_seq.max(missing.last_device_seq);
+                self.missing.push(missing.clone());
+            }
+            Some(Kind::Irregularity(i)) => self.irregular = Some(i.placement.clone()),
+            Some(Kind::IrregularityCleared(_)) => self.irregular = None,
+            Some(Kind::IllegalMove(illegal)) => {
+                match terms::offender(illegal) {
+                    Side::White => self.illegal_tally.white = illegal.offender_count,
+                    Side::Black => self.illegal_tally.black = illegal.offender_count,
+                    Side::Unspecified => {
+                        return Err(inconsistent(format!(
+                            "illegal move by {:?}",
+                            illegal.offender
+                        )));
+                    }
+                }
+                // From interpretation 1 an illegal move can be recorded when a later press settles
+                // it: it was made after the moves before its ply.
+                let completed_moves = if self.interpretation >= 1 {
+                    (illegal.ply as usize).saturating_sub(1)
+                } else {
+                    self.moves.len()
+                };
+                self.illegal_moves.push(IllegalMoveEntry {
+                    game_seq: event.game_seq,
+                    event: illegal.clone(),
+                    decided: None,
+                    completed_moves,
+                });
+            }
+            Some(Kind::Arbiter(action)) => {
+                let actor = event
+                    .provenance
+                    .as_ref()
+                    .map(|p| p.actor.as_str())
+                    .unwrap_or_default();
+                if let Some(request_id) = event.provenance.as_ref().map(|p| &p.request_id)
+                    && !request_id.is_empty()
+                {
+                    self.requests.insert(
+                        request_id.clone(),
+                        RecordedRequest {
+                            game_seq: event.game_seq,
+                            actor: actor.to_owned(),
+                            action: action.clone(),
+                        },
+                    );
+                }
+                let ply = self.moves.len() as u32;
+                if let Some(crate::events::arbiter_action::Action::DrawOffer(_)) = &action.action {
+                    self.draw_offers.push(ply);
+                } else if let Some(text) = crate::wording::arbiter_action(action) {
+                    self.arbiter_notes.push((ply, format!("{text} ({actor})")));
+                }
+                if let Some(crate::events::arbiter_action::Action::Clocks(c)) = &action.action {
+                    let completed = self.moves.len();
+                    self.clock_changes.push((
+                        completed,
+                        event.game_seq,
+                        ClockChange::Added {
+                            white_ms: c.white_added_ms,
+                            black_ms: c.black_added_ms,
+                        },
+                    ));
+                    if c.white_remaining_ms.is_some() || c.black_remaining_ms.is_some() {
+                        self.clock_changes.push((
+                            completed,
+                            event.game_seq,
+                            ClockChange::Set {
+                                white: c.white_remaining_ms,
+                                black: c.black_remaining_ms,
+                            },
+                        ));
+                    }
+                }
+                if let Some(crate::events::arbiter_action::Action::Penalty(decision)) =
+                    &action.action
+                    && let Some(entry) = self
+                        .illegal_moves
+                        .iter_mut()
+                        .find(|e| e.game_seq == decision.illegal_move_game_seq)
+                {
+                    entry.decided = Some(decision.confirmed);
+                    // A confirmed penalty's time is given to the opponent on the clock, as a rule
+                    // when the illegal move is dealt with at the board: it counts from then,
+                    // before whatever the arbiter did to the clocks later. (After a restore to
+                    // before the illegal move, the clocks set with the restore govern.)
+                    let bonus = entry.event.opponent_bonus_ms as i64;
+                    if decision.confirmed && bonus > 0 && entry.completed_moves <= self.moves.len()
+                    {
+                        let (white_ms, black_ms) = match terms::offender(&entry.event) {
+                            Side::White => (0, bonus),
+                            _ => (bonus, 0),
+                        };
+                        self.clock_changes.push((
+                            entry.completed_moves,
+                            entry.game_seq,
+                            ClockChange::Added { white_ms, black_ms },
+                        ));
+                        self.clock_changes
+                            .sort_by_key(|(completed, game_seq, _)| (*completed, *game_seq));
+                    }
+                    // A rejected penalty does not count towards the next one.
+                    if !decision.confirmed
+                        && terms::rejection_uncounts(terms::penalty(&entry.event))
+                    {
+                        match terms::offender(&entry.event) {
+                            Side::White => {
+                                self.illegal_tally.white =
+                                    self.illegal_tally.white.saturating_sub(1)
+                            }
+                            _ => {
+                                self.illegal_tally.black =
+                                    self.illegal_tally.black.saturating_sub(1)
+                            }
+                        }
+                    }
+                }
+            }
+            Some(Kind::PositionRestored(restored)) => {
+                let ply = restored.ply as usize;
+                if ply > self.moves.len() {
+                    return Err(inconsistent(format!("cannot restore ply {ply}")));
+                }
+                self.moves.truncate(ply);
+                // The rulings made on the plies taken back stay in the score, at the ply the game
+                // goes on from: they are part of what happened.
+                for (note_ply, _) in &mut self.arbiter_notes {
+                    *note_ply = (*note_ply).min(restored.ply);
+                }
+                // Presses in doubt about plies the restore took back are left for the arbiter's
+                // ruling that restored the position: no later press settles them.
+                self.doubts.retain(|d| d.event.ply as usize <= ply);
+                self.clock_changes
+                    .retain(|(completed, _, _)| *completed <= ply);
+                self.clock_changes.push((
+                    ply,
+                    event.game_seq,
+                    ClockChange::Restored {
+                        white: restored.white_remaining_ms,
+                        black: restored.black_remaining_ms,
+                    },
+                ));
+                self.touches.clear();
+                self.repetition.truncate(restored.ply);
+                self.position = self.repetition.position().clone();
+                self.provisional.clear();
+                self.irregular = None;
+                self.sync_inference()
+                    .map_err(|e| inconsistent(format!("restoring ply {ply}: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The clock's running side and flags from the last recorded reading, read with the sides.
+    pub(crate) fn follow_clock(&mut self) {
+        let Some(raw) = self.last_clock else {
+            return;
+        };
+        let reading = self.clock_sides.read(&raw);
+        self.flags = (reading.white_flag, reading.black_flag);
+        match (self.interpretation, reading.running()) {
+            (0, running @ (ClockRun::White | ClockRun::Black)) => self.clock_running = running,
+            // Interpretation 0: a paused clock is not a press when it runs again, so only White
+            // and Black count.
+            (0, _) => {}
+            (_, running) => {
+                self.clock_stood |= running == ClockRun::Stopped;
+                self.clock_running = running;
+            }
+        }
+    }
+
+    /// Makes the move inference follow the game's completed moves.
+    pub(crate) fn sync_inference(&mut self) -> Result<(), String> {
+        let moves: Vec<Move> = self
+            .moves
+            .iter()
+            .filter_map(|m| m.event.uci.parse::<UciMove>().ok())
+            .scan(self.start.clone(), |pos, uci| {
+                let mv = uci.to_move(pos).ok()?;
+                pos.play_unchecked(mv);
+                Some(mv)
+            })
+            .collect();
+        self.inference
+            .sync(self.start.clone(), &moves)
+            .map_err(|e| e.to_string())
+    }
+}

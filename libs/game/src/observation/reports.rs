@@ -1,0 +1,165 @@
+//! Reports for the arbiter that observations give rise to: completed illegal moves with the
+//! edition's penalty proposed, possible touch-move breaches, the board's status.
+
+use boardcast_inference::PlyMove;
+use boardcast_rules::illegal::{IllegalKind, IllegalMoveCase, IllegalPenalty, judge_illegal_move};
+use boardcast_rules::touch::{Touch, check_touches};
+use shakmaty::{Chess, Color};
+
+use crate::device::{DeviceState, DeviceStatus, Observation};
+use crate::events::PenaltyKind;
+use crate::events::{
+    BoardStatusChanged, GameResult, IllegalMoveRecorded, PossibleTouchMoveBreach, Source,
+    game_event::Kind,
+};
+use crate::record::NewEvent;
+use crate::state::Game;
+use crate::terms::{self};
+use crate::wording;
+
+use crate::state::BoardStatus;
+
+impl Game {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn illegal_move(
+        &self,
+        obs: &Observation,
+        ply: u32,
+        position: &Chess,
+        offender: Color,
+        kind: IllegalKind,
+        placement: String,
+        tally: &mut boardcast_rules::illegal::IllegalMoveTally,
+        basis: Vec<u64>,
+    ) -> NewEvent {
+        let report = judge_illegal_move(
+            &self.rules,
+            *tally,
+            &IllegalMoveCase {
+                offender,
+                kind,
+                position_before: position,
+                opponent_claimed: false,
+            },
+        );
+        *tally = report.tally;
+        let (opponent_bonus_ms, result_if_confirmed) =
+            match (report.counts_as_illegal, report.penalty) {
+                (true, IllegalPenalty::OpponentTime { bonus_ms }) => {
+                    (bonus_ms, GameResult::Unspecified)
+                }
+                (true, IllegalPenalty::Loss) => (
+                    0,
+                    if offender == Color::White {
+                        GameResult::BlackWins
+                    } else {
+                        GameResult::WhiteWins
+                    },
+                ),
+                (true, IllegalPenalty::Draw) => (0, GameResult::Draw),
+                _ => (0, GameResult::Unspecified),
+            };
+        let penalty = if !report.counts_as_illegal {
+            PenaltyKind::NotIllegal
+        } else {
+            match report.penalty {
+                IllegalPenalty::OpponentTime { .. } => PenaltyKind::OpponentTime,
+                IllegalPenalty::Loss => PenaltyKind::Loss,
+                IllegalPenalty::Draw => PenaltyKind::Draw,
+                IllegalPenalty::LossOrDraw => PenaltyKind::LossOrDraw,
+                IllegalPenalty::NoPenalty => PenaltyKind::None,
+            }
+        };
+        let offender = terms::side_of(offender);
+        let kind = terms::illegal_kind_of(kind);
+        NewEvent {
+            kind: Kind::IllegalMove(IllegalMoveRecorded {
+                ply,
+                offender: wording::side(offender).to_owned(),
+                kind: wording::illegal_kind(kind).to_owned(),
+                placement,
+                offender_count: report.offender_count,
+                proposed_penalty: wording::penalty(
+                    penalty,
+                    opponent_bonus_ms,
+                    Some(&self.rules.edition.to_string()),
+                ),
+                article: report.article.to_owned(),
+                opponent_bonus_ms,
+                result_if_confirmed: result_if_confirmed as i32,
+                offender_side: offender as i32,
+                illegal_kind: kind as i32,
+                penalty: penalty as i32,
+            }),
+            provenance: self.provenance(obs, Source::Clock, basis),
+        }
+    }
+
+    /// Possible Article 4 breaches in the touches recorded before `mv` (the current
+    /// observation is not among them: a press or a placement is not a touch).
+    pub(super) fn touch_breaches(
+        &self,
+        obs: &Observation,
+        before: &Chess,
+        mv: &PlyMove,
+    ) -> Vec<NewEvent> {
+        if self.touches.is_empty() {
+            return Vec::new();
+        }
+        let touches: Vec<Touch> = self.touches.iter().map(|(_, t)| *t).collect();
+        let report = check_touches(&self.rules, before, &touches, mv.mv);
+        report
+            .possible_breaches
+            .into_iter()
+            .map(|breach| {
+                let seqs: Vec<u64> = breach
+                    .touch_indices
+                    .iter()
+                    .filter_map(|i| self.touches.get(*i).map(|(seq, _)| *seq))
+                    .collect();
+                NewEvent {
+                    kind: Kind::TouchMove(PossibleTouchMoveBreach {
+                        ply: mv.ply,
+                        breach: wording::breach_name(terms::breach_of(breach.breach)).to_owned(),
+                        breach_kind: terms::breach_of(breach.breach) as i32,
+                        article: breach.article.to_owned(),
+                        square: breach.square.clone(),
+                        touch_game_seqs: seqs,
+                        only_on_claim: report.only_on_claim,
+                    }),
+                    provenance: self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]),
+                }
+            })
+            .collect()
+    }
+
+    /// A change the arbiter should know of: the board's connection state, or its battery falling
+    /// to the low level. Repeated reports of the same state are only recorded.
+    pub(super) fn board_status_change(
+        &self,
+        obs: &Observation,
+        status: &DeviceStatus,
+    ) -> Option<NewEvent> {
+        let state = status.state();
+        let battery_low = BoardStatus::battery_low;
+        let connection_changed = state != DeviceState::Unspecified && state != self.board.state;
+        let battery_fell =
+            battery_low(status.battery_percent) && !battery_low(self.board.battery_percent);
+        if !connection_changed && !battery_fell {
+            return None;
+        }
+        Some(NewEvent {
+            kind: Kind::BoardStatus(BoardStatusChanged {
+                state: if state == DeviceState::Unspecified {
+                    self.board.state as i32
+                } else {
+                    state as i32
+                },
+                battery_percent: status.battery_percent.or(self.board.battery_percent),
+                detail: status.detail.clone(),
+                battery_low: battery_fell && !connection_changed,
+            }),
+            provenance: self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]),
+        })
+    }
+}

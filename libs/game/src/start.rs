@@ -1,0 +1,182 @@
+//! Setting a game up: the identifiers, the pairing's checks and the `GameStarted` event.
+
+use shakmaty::{CastlingMode, Chess, fen::Fen};
+
+use boardcast_rules::ruleset::{
+    Edition, Period, RuleSet, Supervision, TimeControl as RulesTimeControl,
+};
+
+use crate::clock::CURRENT_INTERPRETATION;
+use crate::events::{GameStarted, Provenance, Source, game_event::Kind};
+use crate::record::NewEvent;
+use crate::state::{Game, GameError};
+
+/// The id of the game of a pairing: `<tournament>-r<round>-b<board>`.
+pub fn game_id_for(tournament_id: &str, round: u32, board_number: u32) -> String {
+    format!("{tournament_id}-r{round}-b{board_number}")
+}
+
+/// Bounds of a time control: more is a typo or hostile (and keeps clock arithmetic in range).
+const MAX_PERIODS: usize = 10;
+const MAX_PERIOD_MS: u64 = 24 * 3_600_000;
+const MAX_BONUS_MS: u64 = 3_600_000;
+const MAX_PERIOD_MOVES: u32 = 1_000;
+
+/// Ids end up in NATS subjects and URLs: ASCII letters, digits, `-` and `_` only.
+pub(crate) fn validate_id(what: &str, id: &str) -> Result<(), GameError> {
+    if id.is_empty() || id.len() > 64 {
+        return Err(GameError::InvalidGame(format!(
+            "{what} must be 1 to 64 characters long, got {:?}",
+            id
+        )));
+    }
+    if let Some(c) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+    {
+        return Err(GameError::InvalidGame(format!(
+            "{what} {id:?} contains {c:?}; use ASCII letters, digits, '-' and '_'"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a tournament id (it becomes part of game ids and NATS subjects).
+pub fn validate_tournament_id(tournament_id: &str) -> Result<(), GameError> {
+    validate_id("tournament id", tournament_id)
+}
+
+/// Checks a physical board id (it becomes part of NATS subjects).
+pub fn validate_board_id(board_id: &str) -> Result<(), GameError> {
+    validate_id("board id", board_id)
+}
+
+pub(crate) fn start_position(info: &GameStarted) -> Result<Chess, GameError> {
+    if info.start_fen.is_empty() {
+        return Ok(Chess::default());
+    }
+    let fen: Fen = info
+        .start_fen
+        .parse()
+        .map_err(|e| GameError::InvalidGame(format!("start FEN {:?}: {e}", info.start_fen)))?;
+    fen.into_position(CastlingMode::Standard)
+        .map_err(|e| GameError::InvalidGame(format!("start FEN {:?}: {e}", info.start_fen)))
+}
+
+/// The rule set a game is played under: its edition and the category of its time control.
+/// Supervision is taken as adequate until the pairing says otherwise.
+pub fn rules_of(info: &GameStarted) -> Result<RuleSet, GameError> {
+    let edition: Edition = if info.edition.is_empty() {
+        Edition::default()
+    } else {
+        info.edition
+            .parse()
+            .map_err(|e| GameError::InvalidGame(format!("{e}")))?
+    };
+    let periods = info
+        .time_control
+        .as_ref()
+        .map(|tc| {
+            tc.periods
+                .iter()
+                .map(|p| Period {
+                    moves: p.moves,
+                    base_ms: p.base_ms,
+                    increment_ms: p.increment_ms,
+                    delay_ms: p.delay_ms,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(RuleSet::from_time_control(
+        edition,
+        &RulesTimeControl { periods },
+        Supervision::Adequate,
+    ))
+}
+
+impl Game {
+    /// Decides the start of a game: validates the pairing and returns its `GameStarted` event,
+    /// recorded as set up by `actor` with the client's `request_id`.
+    pub fn decide_start(
+        info: &GameStarted,
+        actor: &str,
+        request_id: &str,
+    ) -> Result<(String, NewEvent), GameError> {
+        validate_id("tournament id", &info.tournament_id)?;
+        validate_board_id(&info.board_id)?;
+        if info.round == 0 || info.board_number == 0 {
+            return Err(GameError::InvalidGame(
+                "round and board number start at 1".to_owned(),
+            ));
+        }
+        if info.white.as_ref().is_none_or(|p| p.name.trim().is_empty())
+            || info.black.as_ref().is_none_or(|p| p.name.trim().is_empty())
+        {
+            return Err(GameError::InvalidGame(
+                "both players need a name".to_owned(),
+            ));
+        }
+        let tc = info.time_control.as_ref().ok_or_else(|| {
+            GameError::InvalidGame("a time control with at least one period is required".into())
+        })?;
+        if tc.periods.is_empty() {
+            return Err(GameError::InvalidGame(
+                "a time control with at least one period is required".to_owned(),
+            ));
+        }
+        if let Some((i, _)) = tc
+            .periods
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.base_ms == 0 && p.increment_ms == 0)
+        {
+            return Err(GameError::InvalidGame(format!(
+                "time control period {} has neither time nor increment",
+                i + 1
+            )));
+        }
+        // Numbers no event uses are a typo or hostile, and arithmetic on clocks stays in range.
+        if tc.periods.len() > MAX_PERIODS {
+            return Err(GameError::InvalidGame(format!(
+                "a time control of {} periods; at most {MAX_PERIODS}",
+                tc.periods.len()
+            )));
+        }
+        for (i, p) in tc.periods.iter().enumerate() {
+            let absurd = if p.base_ms > MAX_PERIOD_MS {
+                Some(format!("{} h of base time", p.base_ms / 3_600_000))
+            } else if p.increment_ms > MAX_BONUS_MS || p.delay_ms > MAX_BONUS_MS {
+                Some("an increment or delay of more than an hour".to_owned())
+            } else if p.moves > MAX_PERIOD_MOVES {
+                Some(format!("{} moves", p.moves))
+            } else {
+                None
+            };
+            if let Some(what) = absurd {
+                return Err(GameError::InvalidGame(format!(
+                    "time control period {}: {what} is not a chess time control",
+                    i + 1
+                )));
+            }
+        }
+        start_position(info)?;
+        rules_of(info)?;
+        let game_id = game_id_for(&info.tournament_id, info.round, info.board_number);
+        Ok((
+            game_id,
+            NewEvent {
+                kind: Kind::Started(GameStarted {
+                    interpretation: CURRENT_INTERPRETATION,
+                    ..info.clone()
+                }),
+                provenance: Provenance {
+                    source: Source::Operator as i32,
+                    actor: actor.to_owned(),
+                    request_id: request_id.to_owned(),
+                    ..Default::default()
+                },
+            },
+        ))
+    }
+}

@@ -1,0 +1,406 @@
+//! The state of one game as folded from its log, and the queries on it. Only `evolve`
+//! changes it; the decisions read it.
+
+use shakmaty::{Chess, Color, EnPassantMode, Move, Position, fen::Fen, uci::UciMove};
+
+use boardcast_inference::Inference;
+use boardcast_rules::{illegal::IllegalMoveTally, repetition::RepetitionTracker, ruleset::RuleSet};
+
+use crate::chain::ChainError;
+use crate::clock::{ClockSides, PressDoubt};
+use crate::device::{ClockReading, ClockRun};
+use crate::events::{
+    self, GameResult, GameStarted, MoveCompleted, MoveProvisional, Source, Termination,
+    game_event::Kind,
+};
+use crate::provisional::ProvisionalLine;
+use crate::signing::SignatureError;
+
+/// A completed move with what it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletedMove {
+    pub event: MoveCompleted,
+    pub source: Source,
+    /// The `game_seq` of its event.
+    pub game_seq: u64,
+    /// Device time of the observation that completed it (0 = unknown).
+    pub device_time_unix_ms: i64,
+}
+
+/// The state of one game, as folded from its log.
+/// An arbiter action as its request recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub game_seq: u64,
+    pub actor: String,
+    pub action: crate::events::ArbiterAction,
+}
+
+#[derive(Debug, Clone)]
+pub struct Game {
+    pub(crate) game_id: String,
+    pub(crate) info: GameStarted,
+    pub(crate) rules: RuleSet,
+    pub(crate) start: Chess,
+    pub(crate) position: Chess,
+    pub(crate) moves: Vec<CompletedMove>,
+    /// Moves seen on the board after the completed ones, in order, not yet confirmed by a press:
+    /// usually one, more when a press was missed (pressed before the piece landed) or when moves
+    /// were reconstructed; the next press completes them all.
+    pub(crate) provisional: ProvisionalLine,
+    pub(crate) result: Option<(GameResult, Termination)>,
+    pub(crate) last_game_seq: u64,
+    pub(crate) chain_head: [u8; 32],
+    /// The board's last observation accounted for: applied, or recorded as missing.
+    pub(crate) last_device_seq: u64,
+    /// The board's observations that never arrived, as recorded.
+    pub(crate) missing: Vec<events::ObservationsMissing>,
+    /// Move inference over the board's recorded observations.
+    pub(crate) inference: Inference,
+    /// The clock's running side at the last recorded reading, read with `clock_sides`
+    /// (interpretation 0: the last side that ran; a stopped clock is passed over).
+    pub(crate) clock_running: ClockRun,
+    /// `GameStarted.interpretation`: how this game's observations are read.
+    pub(crate) interpretation: u32,
+    /// Which clock display is White's, as the log established it.
+    pub(crate) clock_sides: ClockSides,
+    /// The last recorded clock reading as its source labelled it.
+    pub(crate) last_clock: Option<ClockReading>,
+    /// The clock has stood (stopped, as for turning it round) since the last completed move.
+    pub(crate) clock_stood: bool,
+    /// The board has shown the game's start placement (either way round) since the game was
+    /// set up: an irregular placement after that is play, not a wrong set-up.
+    pub(crate) start_seen: bool,
+    /// Presses in doubt that no later press has settled, in order.
+    pub(crate) doubts: Vec<PressDoubt>,
+    /// The ply after which the log records that whether the position is dead was not
+    /// determined: recorded once per game, so that the arbiter is told once.
+    pub(crate) dead_undetermined_at: Option<u32>,
+    /// What of the board's set-up differs from what the game expects, one per aspect.
+    pub(crate) setup_mismatches: Vec<events::SetupMismatch>,
+    pub(crate) repetition: RepetitionTracker,
+    pub(crate) illegal_tally: IllegalMoveTally,
+    /// Plies whose moves were reconstructed rather than seen.
+    pub(crate) reconstructed: std::collections::BTreeSet<u32>,
+    /// The board shows a placement that matches no legal continuation.
+    pub(crate) irregular: Option<String>,
+    /// Illegal moves recorded, and the arbiter's decision on each.
+    pub(crate) illegal_moves: Vec<IllegalMoveEntry>,
+    /// Arbiter actions in words, with the number of completed moves when each was entered.
+    pub(crate) arbiter_notes: Vec<(u32, String)>,
+    /// Draw offers, by the number of completed moves when each was made.
+    pub(crate) draw_offers: Vec<u32>,
+    /// Flags shown by the clock at the last recorded reading (White, Black), read with
+    /// `clock_sides`.
+    pub(crate) flags: (bool, bool),
+    /// Lifts and placements recorded since the last completed move, with their `game_seq`.
+    pub(crate) touches: Vec<(u64, boardcast_rules::touch::Touch)>,
+    /// The board as its gateway last reported it.
+    pub(crate) board: BoardStatus,
+    /// Changes to the clocks the time control does not predict, with the number of completed
+    /// moves and the `game_seq` when each was made, in that order.
+    pub(crate) clock_changes: Vec<(usize, u64, ClockChange)>,
+    /// Observations of the board up to this one were sent before the game was set up
+    /// (`GameStarted.board_seq_before`).
+    pub(crate) board_seq_floor: u64,
+    /// The request that set the game up (`CreateGame`/`PairRound`), so that its retry is told
+    /// from another request for the same board.
+    pub(crate) started_by_request: String,
+    /// Arbiter actions by the client-chosen id of the request that recorded them, so that a retry
+    /// records nothing twice.
+    pub(crate) requests: std::collections::BTreeMap<String, RecordedRequest>,
+    /// Records folded with and without a signature: a log written before signing is marked
+    /// unsigned, and once a game has a signed record an unsigned one is refused.
+    pub(crate) signed_records: u64,
+    pub(crate) unsigned_records: u64,
+}
+
+/// A change to the clocks made by the arbiter, which the next readings reflect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClockChange {
+    /// Time added (or taken, when negative), e.g. for the opponent's illegal move.
+    Added { white_ms: i64, black_ms: i64 },
+    /// Clocks set to a new time.
+    Set {
+        white: Option<u64>,
+        black: Option<u64>,
+    },
+    /// The position was restored (Article 7), with the clocks the arbiter set for it.
+    Restored {
+        white: Option<u64>,
+        black: Option<u64>,
+    },
+}
+
+/// A battery at or below this is reported to the arbiter once (a board that dies mid-game loses
+/// its moves until it is back).
+pub const LOW_BATTERY_PERCENT: u32 = 20;
+
+/// The physical board's state as its gateway reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BoardStatus {
+    pub state: crate::device::DeviceState,
+    pub battery_percent: Option<u32>,
+}
+
+impl BoardStatus {
+    /// The battery is at or below [`LOW_BATTERY_PERCENT`].
+    pub fn battery_low(battery_percent: Option<u32>) -> bool {
+        battery_percent.is_some_and(|p| p <= LOW_BATTERY_PERCENT)
+    }
+}
+
+/// An illegal move in the record and what the arbiter decided about its penalty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IllegalMoveEntry {
+    pub game_seq: u64,
+    pub event: crate::events::IllegalMoveRecorded,
+    /// `Some(true)` confirmed, `Some(false)` rejected, `None` not decided yet.
+    pub decided: Option<bool>,
+    /// Completed moves when it was recorded.
+    pub completed_moves: usize,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum GameError {
+    #[error("invalid game: {0}")]
+    InvalidGame(String),
+    #[error("record is not a game event: {0}")]
+    Undecodable(String),
+    #[error("record {got} does not follow record {expected_after} of game {game_id}")]
+    OutOfSequence {
+        game_id: String,
+        expected_after: u64,
+        got: u64,
+    },
+    #[error("record belongs to game {got}, not {expected}")]
+    WrongGame { expected: String, got: String },
+    #[error("the first record of a game must be GameStarted")]
+    NotStarted,
+    #[error("record {game_seq}: {reason}")]
+    Inconsistent { game_seq: u64, reason: String },
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    #[error(transparent)]
+    Signature(#[from] SignatureError),
+}
+
+pub(crate) fn parse_uci_in(position: &Chess, uci: &str) -> Result<Move, String> {
+    let parsed: UciMove = uci.parse().map_err(|e| format!("{uci:?}: {e}"))?;
+    parsed
+        .to_move(position)
+        .map_err(|e| format!("{uci} is not legal in {}: {e}", fen_of(position)))
+}
+
+/// FEN of a position, with en passant only where it is legal.
+pub fn fen_of(pos: &Chess) -> String {
+    Fen::from_position(pos, EnPassantMode::Legal).to_string()
+}
+
+impl Game {
+    /// Whether the log holds a signed record (from then on every record must be signed).
+    pub fn is_signed(&self) -> bool {
+        self.signed_records > 0
+    }
+
+    /// Records folded without a signature: those of a log written before records were signed.
+    pub fn unsigned_records(&self) -> u64 {
+        self.unsigned_records
+    }
+
+    /// The client's id of the request that set the game up (empty for older logs).
+    pub fn started_by_request(&self) -> &str {
+        &self.started_by_request
+    }
+
+    /// What the position says if `mv` is completed now (mate, stalemate, dead position, and
+    /// from 2014 fivefold repetition and seventy-five moves), as events: the end, or the note
+    /// for the arbiter that whether the position is dead was not determined.
+    pub(crate) fn verdict_after(&self, mv: Move, ply: u32) -> Vec<Kind> {
+        let mut history = self.repetition.clone();
+        if history.play(mv, 0).is_err() {
+            return Vec::new();
+        }
+        self.board_verdict_events(&history, ply)
+    }
+
+    /// The events [`boardcast_rules::outcome::judge_board`]'s verdict on `history` after `ply`
+    /// completed moves calls for.
+    pub(crate) fn board_verdict_events(&self, history: &RepetitionTracker, ply: u32) -> Vec<Kind> {
+        use crate::terms::ended_event as ended;
+        use boardcast_rules::dead::{Answer, Budget, dead_position_within};
+        use boardcast_rules::outcome::{BoardVerdict, dead_position_reached, judge_board};
+        match judge_board(&self.rules, history) {
+            BoardVerdict::Ends(end) => vec![ended(&end)],
+            // Before the arbiter is told, the thorough analysis gets its chance (once per game:
+            // after the note, play simply goes on).
+            BoardVerdict::DeadUndetermined { article } if self.dead_undetermined_at.is_none() => {
+                match dead_position_within(history.position(), &Budget::thorough()) {
+                    Answer::Yes => vec![ended(&dead_position_reached(&self.rules))],
+                    Answer::No => Vec::new(),
+                    Answer::Undetermined => vec![Kind::DeadPositionUndetermined(
+                        events::DeadPositionUndetermined {
+                            ply,
+                            article: article.to_owned(),
+                        },
+                    )],
+                }
+            }
+            BoardVerdict::DeadUndetermined { .. } | BoardVerdict::Continues => Vec::new(),
+        }
+    }
+
+    /// Arbiter actions in words, each with the number of completed moves when it was entered.
+    pub fn arbiter_notes(&self) -> &[(u32, String)] {
+        &self.arbiter_notes
+    }
+
+    /// Draw offers, by the number of completed moves when each was made.
+    pub fn draw_offers(&self) -> &[u32] {
+        &self.draw_offers
+    }
+
+    /// Illegal moves in the record with the arbiter's decisions.
+    pub fn illegal_moves(&self) -> &[IllegalMoveEntry] {
+        &self.illegal_moves
+    }
+
+    pub(crate) fn parse_uci(&self, uci: &str) -> Result<Move, String> {
+        parse_uci_in(&self.position, uci)
+    }
+
+    /// The position after the completed moves and the provisional line.
+    pub(crate) fn line_position(&self) -> Chess {
+        self.provisional.position_after(&self.position)
+    }
+
+    pub fn game_id(&self) -> &str {
+        &self.game_id
+    }
+
+    pub fn info(&self) -> &GameStarted {
+        &self.info
+    }
+
+    pub fn board_id(&self) -> &str {
+        &self.info.board_id
+    }
+
+    /// The position after the completed moves.
+    pub fn position(&self) -> &Chess {
+        &self.position
+    }
+
+    /// The completed moves with what each rests on.
+    pub fn completed_moves(&self) -> &[CompletedMove] {
+        &self.moves
+    }
+
+    /// The completed moves.
+    pub fn moves(&self) -> Vec<MoveCompleted> {
+        self.moves.iter().map(|m| m.event.clone()).collect()
+    }
+
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// Penalised illegal moves per player, as proposed so far.
+    pub fn illegal_tally(&self) -> IllegalMoveTally {
+        self.illegal_tally
+    }
+
+    /// The placement the board shows while it matches no legal continuation.
+    pub fn irregular_placement(&self) -> Option<&str> {
+        self.irregular.as_deref()
+    }
+
+    pub fn repetition(&self) -> &RepetitionTracker {
+        &self.repetition
+    }
+
+    /// Every move seen after the completed ones and not confirmed yet, in order.
+    pub fn provisional_line(&self) -> Vec<&MoveProvisional> {
+        self.provisional.moves().iter().map(|p| &p.event).collect()
+    }
+
+    /// The next move to be completed, as the board shows it.
+    pub fn provisional(&self) -> Option<&MoveProvisional> {
+        self.provisional.moves().first().map(|p| &p.event)
+    }
+
+    pub fn result(&self) -> Option<(GameResult, Termination)> {
+        self.result
+    }
+
+    pub fn is_over(&self) -> bool {
+        self.result.is_some()
+    }
+
+    pub fn last_game_seq(&self) -> u64 {
+        self.last_game_seq
+    }
+
+    pub fn chain_head(&self) -> &[u8; 32] {
+        &self.chain_head
+    }
+
+    /// The board as its gateway last reported it.
+    pub fn board_status(&self) -> BoardStatus {
+        self.board
+    }
+
+    /// The board's last observation this game has accounted for: its own last one, or the last
+    /// one sent before the game was set up.
+    pub fn board_seq_accounted(&self) -> u64 {
+        self.last_device_seq.max(self.board_seq_floor)
+    }
+
+    /// The board's last observation applied to this game or recorded as missing.
+    pub fn last_device_seq(&self) -> u64 {
+        self.last_device_seq
+    }
+
+    /// The board's observations that never arrived, as recorded.
+    pub fn missing_observations(&self) -> &[events::ObservationsMissing] {
+        &self.missing
+    }
+
+    /// What of the board's set-up differs from what the game expects.
+    pub fn setup_mismatches(&self) -> &[events::SetupMismatch] {
+        &self.setup_mismatches
+    }
+
+    pub fn turn(&self) -> Color {
+        self.position.turn()
+    }
+
+    /// The state as the API shows it.
+    pub fn to_state(&self) -> events::GameState {
+        let (result, termination) = self
+            .result
+            .unwrap_or((GameResult::Unspecified, Termination::Unspecified));
+        events::GameState {
+            game_id: self.game_id.clone(),
+            info: Some(self.info.clone()),
+            moves: self.moves(),
+            provisional: self.provisional().cloned(),
+            provisional_line: self.provisional_line().into_iter().cloned().collect(),
+            missing_observations: self.missing.clone(),
+            clock_sides: (self.clock_sides.basis != events::ClockSidesBasis::Unspecified)
+                .then(|| self.clock_sides.to_event()),
+            setup_mismatches: self.setup_mismatches.clone(),
+            presses_in_doubt: self.doubts.iter().map(|d| d.game_seq).collect(),
+            fen: fen_of(&self.position),
+            result: result as i32,
+            termination: termination as i32,
+            last_game_seq: self.last_game_seq,
+            chain_head: self.chain_head.to_vec(),
+        }
+    }
+
+    /// The PGN result token.
+    pub fn result_token(&self) -> &'static str {
+        crate::terms::result_token(self.result.map_or(GameResult::Unspecified, |r| r.0))
+    }
+}
