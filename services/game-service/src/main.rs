@@ -5,6 +5,7 @@
 
 mod assignments;
 mod auth;
+mod games;
 mod grpc;
 mod ingest;
 mod snapshot;

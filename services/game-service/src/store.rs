@@ -26,8 +26,6 @@
 //! acknowledgement is treated as a conflict (catch up and look), because the stored record with
 //! that id may be another instance's.
 
-use std::collections::{HashMap, HashSet};
-
 use async_nats::jetstream::{
     self,
     consumer::{DeliverPolicy, pull::OrderedConfig},
@@ -43,7 +41,8 @@ use boardcast_kit::nats::{
 use futures::StreamExt;
 use prost::Message as _;
 
-use crate::snapshot::{SnapshotData, SnapshotGame};
+use crate::games::{Entry, Games, refold};
+use crate::snapshot::SnapshotData;
 
 /// How many times one decision is retried after conflicts before giving up (the observation is
 /// then delivered again later).
@@ -51,86 +50,6 @@ const MAX_ATTEMPTS: usize = 20;
 
 /// Catch-ups up to this many records read message by message; longer ones use a consumer.
 const DIRECT_CATCH_UP: u64 = 64;
-
-pub(crate) struct Entry {
-    pub(crate) game: Game,
-    /// Stream sequence of the game's first record: restoring games in this order restores which
-    /// game is live on each board.
-    pub(crate) first_stream_seq: u64,
-    /// The game's records as stored, for snapshots and for completing an interrupted decision.
-    pub(crate) records: Vec<Vec<u8>>,
-}
-
-#[derive(Default)]
-pub(crate) struct Games {
-    pub(crate) by_id: HashMap<String, Entry>,
-    /// The game live on each physical board: the latest one started there.
-    live_on_board: HashMap<String, String>,
-    /// Every record of the stream up to this sequence has been folded.
-    pub(crate) folded_seq: u64,
-    /// The game whose record is at `folded_seq` (checked against the log when a snapshot is used).
-    pub(crate) last_game: Option<String>,
-    /// Games changed since the last snapshot.
-    dirty: HashSet<String>,
-    /// The keys whose signatures are accepted on records read from the log.
-    trusted: TrustedKeys,
-}
-
-impl Games {
-    pub(crate) fn insert(&mut self, entry: Entry) {
-        let game_id = entry.game.game_id().to_owned();
-        self.live_on_board
-            .insert(entry.game.board_id().to_owned(), game_id.clone());
-        self.by_id.insert(game_id, entry);
-    }
-
-    /// Folds the record stored at `stream_seq`. A record that does not continue its game's chain
-    /// (which the append protocol never writes) is reported and skipped, so one bad record does
-    /// not stop every other game.
-    fn fold(&mut self, payload: &[u8], stream_seq: u64) {
-        if stream_seq <= self.folded_seq {
-            return;
-        }
-        self.folded_seq = stream_seq;
-        let folded = GameEventRecord::decode(payload)
-            .map_err(|e| e.to_string())
-            .and_then(|record| {
-                let event = Game::open_record(&record).map_err(|e| e.to_string())?;
-                match self.by_id.get_mut(&event.game_id) {
-                    Some(entry) => {
-                        entry
-                            .game
-                            .apply_trusted(&record, &self.trusted)
-                            .map_err(|e| e.to_string())?;
-                        entry.records.push(payload.to_vec());
-                    }
-                    None => {
-                        let game = Game::from_first_trusted(&record, &self.trusted)
-                            .map_err(|e| e.to_string())?;
-                        self.insert(Entry {
-                            game,
-                            first_stream_seq: stream_seq,
-                            records: vec![payload.to_vec()],
-                        });
-                    }
-                }
-                Ok(event.game_id)
-            });
-        match folded {
-            Ok(game_id) => {
-                self.dirty.insert(game_id.clone());
-                self.last_game = Some(game_id);
-            }
-            Err(e) => {
-                tracing::error!(
-                    stream_seq,
-                    "skipping a game log record that cannot be folded: {e}"
-                );
-                self.last_game = None;
-            }
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppendError {
@@ -144,6 +63,35 @@ pub enum AppendError {
 pub enum ReadError {
     #[error("reading the game log: {0}")]
     Log(String),
+}
+
+/// Where a decision is made (see [`Store::decide_and_append`]).
+enum Mode {
+    /// Outside the writer's turn, concurrently with other decisions; the turn is taken for the
+    /// append only.
+    Concurrent,
+    /// In the writer's turn, after catching up with the log.
+    InTurn,
+}
+
+/// What a decision made of the folded state.
+enum Decision<T> {
+    /// Nothing to append: `outcome` is the answer. `rests_on`: the log subject whose state it
+    /// rests on; a decision made outside the writer's turn is made again once when the log holds
+    /// something on it after the state it was made on.
+    Nothing {
+        outcome: T,
+        rests_on: Option<String>,
+    },
+    /// `records` continue game `game_id`'s chain; `outcome` once they are stored. `on_board`:
+    /// the board whose live game the decision was made for (the append is decided again if
+    /// another game was set up there meanwhile).
+    Append {
+        game_id: String,
+        records: Vec<GameEventRecord>,
+        on_board: Option<String>,
+        outcome: T,
+    },
 }
 
 enum PublishOutcome {
@@ -235,10 +183,7 @@ impl Store {
             .get_stream(GAMES_STREAM)
             .await
             .map_err(|e| anyhow::anyhow!("opening the game log stream: {e}"))?;
-        let mut games = Games {
-            trusted: trusted.clone(),
-            ..Games::default()
-        };
+        let mut games = Games::new(trusted.clone());
         let mut used = false;
         if let Some(snapshot) = snapshot {
             match restore(&stream, snapshot, trusted).await {
@@ -268,77 +213,142 @@ impl Store {
 
     /// The keys whose signatures are accepted on the log's records.
     pub fn trusted_keys(&self) -> TrustedKeys {
-        self.read().trusted.clone()
+        self.read().trusted().clone()
     }
 
     pub async fn game_count(&self) -> usize {
-        self.read().by_id.len()
+        self.read().len()
     }
 
     pub async fn folded_seq(&self) -> u64 {
-        self.read().folded_seq
+        self.read().folded_seq()
     }
 
     pub async fn with_game<T>(&self, game_id: &str, f: impl FnOnce(&Game) -> T) -> Option<T> {
-        self.read().by_id.get(game_id).map(|e| f(&e.game))
+        self.read().get(game_id).map(|e| f(&e.game))
     }
 
     /// Runs `f` on the game live on `board_id`.
     pub async fn with_board<T>(&self, board_id: &str, f: impl FnOnce(&Game) -> T) -> Option<T> {
-        let games = self.read();
-        let id = games.live_on_board.get(board_id)?;
-        games.by_id.get(id).map(|e| f(&e.game))
+        self.read().live_on(board_id).map(|e| f(&e.game))
     }
 
     /// Runs `f` on the game live on each board.
     pub async fn live_games<T>(&self, mut f: impl FnMut(&Game) -> T) -> Vec<T> {
-        let games = self.read();
-        games
-            .live_on_board
-            .values()
-            .filter_map(|id| games.by_id.get(id))
-            .map(|e| f(&e.game))
-            .collect()
+        self.read().live().map(|e| f(&e.game)).collect()
     }
 
     /// Where the log of a round's games starts: the first record of the earliest of them this
     /// instance knows, or else the first record it has not folded (a game created since).
     pub async fn round_start_seq(&self, tournament_id: &str, round: u32) -> u64 {
-        let games = self.read();
-        games
-            .by_id
-            .values()
-            .filter(|e| {
-                let info = e.game.info();
-                info.tournament_id == tournament_id && info.round == round
-            })
-            .map(|e| e.first_stream_seq)
-            .min()
-            .unwrap_or(games.folded_seq + 1)
+        self.read().round_start_seq(tournament_id, round)
     }
 
     pub async fn all_games<T>(&self, mut f: impl FnMut(&Game) -> Option<T>) -> Vec<T> {
-        let games = self.read();
-        games.by_id.values().filter_map(|e| f(&e.game)).collect()
+        self.read().all().filter_map(|e| f(&e.game)).collect()
     }
 
     /// Folds what other instances have appended since this one last looked (asked often, and
     /// usually nothing: that is found with one message lookup).
     pub async fn refresh(&self) -> Result<(), ReadError> {
-        let folded_seq = self.read().folded_seq;
+        let folded_seq = self.read().folded_seq();
         self.fold_news_after(folded_seq, GAMES_SUBJECTS)
             .await
             .map(|_| ())
     }
 
-    /// Runs `decide` on the game live on `board_id` and appends what it returns, on the current
-    /// state of the log: a decision that produced nothing is made again after catching up if the
-    /// game's log had moved on since the state it was made on (one that found no game, if the
-    /// log had), and an append that conflicts is decided again after catching up. `decide` may
-    /// therefore run more than once.
+    /// The one decide-and-append loop every change to the log goes through: decide on the
+    /// folded state, append what was decided expecting the stream to end where the decision
+    /// was made, and when the append conflicts, catch up and decide again (so `decide` may run
+    /// more than once).
     ///
-    /// Decisions on different boards run concurrently: only the append takes the writer's turn,
-    /// and it first checks that the game still ends where the decision continues it.
+    /// `Mode::Concurrent` decides outside the writer's turn, so that decisions on different
+    /// boards run at the same time; only the append takes the turn, and it first checks that the
+    /// game still ends where the decision continues it. A decision to append nothing is then
+    /// checked against what the log holds since (see [`Decision::Nothing`]). `Mode::InTurn`
+    /// catches up and decides within the turn.
+    async fn decide_and_append<T>(
+        &self,
+        mode: Mode,
+        decide: impl Fn(&Games) -> Decision<T>,
+    ) -> Result<T, AppendError> {
+        let held = match mode {
+            Mode::InTurn => {
+                let turn = self.turn().await;
+                self.catch_up()
+                    .await
+                    .map_err(|e| failed("(catching up)", e))?;
+                Some(turn)
+            }
+            Mode::Concurrent => None,
+        };
+        let mut caught_up = held.is_some();
+        let mut last_target = String::new();
+        for _ in 0..MAX_ATTEMPTS {
+            // Decided on what is folded, and where the log stood for it.
+            let (decision, decided_on_seq) = {
+                let games = self.read();
+                (decide(&games), games.folded_seq())
+            };
+            match decision {
+                Decision::Nothing { outcome, rests_on } => {
+                    // Decided outside the turn on a state the log may have moved on from: once
+                    // caught up, decided again.
+                    if let Some(subject) = rests_on
+                        && !caught_up
+                        && self
+                            .fold_news_after(decided_on_seq, &subject)
+                            .await
+                            .map_err(|e| failed(&subject, e))?
+                    {
+                        caught_up = true;
+                        continue;
+                    }
+                    return Ok(outcome);
+                }
+                Decision::Append {
+                    game_id,
+                    records,
+                    on_board,
+                    outcome,
+                } => {
+                    let _turn = match held {
+                        Some(_) => None,
+                        None => Some(self.turn().await),
+                    };
+                    // Decided outside the turn: the game may have been replaced on its board.
+                    let still_live = on_board.as_ref().is_none_or(|board| {
+                        self.read()
+                            .live_on(board)
+                            .is_some_and(|e| e.game.game_id() == game_id)
+                    });
+                    if still_live && self.append(&game_id, records).await? {
+                        return Ok(outcome);
+                    }
+                    self.catch_up().await.map_err(|e| failed(&game_id, e))?;
+                    caught_up = true;
+                    last_target = on_board.unwrap_or(game_id);
+                }
+            }
+        }
+        Err(AppendError::Conflict(last_target))
+    }
+
+    /// Seals `new_events` into records continuing `entry`'s game, signed by this instance.
+    fn sealed(&self, entry: &Entry, new_events: Vec<NewEvent>, at: i64) -> Vec<GameEventRecord> {
+        Game::record_signed(
+            Some(&entry.game),
+            entry.game.game_id(),
+            new_events,
+            at,
+            &self.signer,
+        )
+    }
+
+    /// Runs `decide` on the game live on `board_id` and appends the events `events_of` finds in
+    /// what it returns (see [`Store::decide_and_append`], concurrently with other boards). A
+    /// decision that produced nothing is made again after catching up if the game's log had
+    /// moved on since the state it was made on (one that found no game, if the log had).
     pub async fn decide_on_board<T>(
         &self,
         board_id: &str,
@@ -346,71 +356,34 @@ impl Store {
         decide: impl Fn(&Game) -> T,
         events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
-        let mut caught_up = false;
-        for _ in 0..MAX_ATTEMPTS {
-            // Decided on what is folded, and where the log stood for it.
-            let (decided, decided_on_seq) = {
-                let games = self.read();
-                let decided = games
-                    .live_on_board
-                    .get(board_id)
-                    .and_then(|id| games.by_id.get(id))
-                    .map(|entry| {
-                        let game_id = entry.game.game_id().to_owned();
-                        let decision = decide(&entry.game);
-                        let new_events = events_of(&decision);
-                        let records = (!new_events.is_empty()).then(|| {
-                            Game::record_signed(
-                                Some(&entry.game),
-                                &game_id,
-                                new_events,
-                                recorded_unix_ms,
-                                &self.signer,
-                            )
-                        });
-                        (game_id, decision, records)
-                    });
-                (decided, games.folded_seq)
+        self.decide_and_append(Mode::Concurrent, |games| {
+            let Some(entry) = games.live_on(board_id) else {
+                return Decision::Nothing {
+                    outcome: None,
+                    rests_on: Some(GAMES_SUBJECTS.to_owned()),
+                };
             };
-            let Some((game_id, decision, records)) = decided else {
-                if caught_up
-                    || !self
-                        .fold_news_after(decided_on_seq, GAMES_SUBJECTS)
-                        .await
-                        .map_err(|e| failed(board_id, e))?
-                {
-                    return Ok(None);
-                }
-                caught_up = true;
-                continue;
-            };
-            let Some(records) = records else {
-                // Nothing to append: the decision stands unless the game itself moved on; what
-                // other games did cannot change it. (A game set up on the board in its place
-                // does not end this one: the observation is then decided again for the new
-                // game with the next one of the board, see `ingest`.)
-                if !caught_up
-                    && self
-                        .fold_news_after(decided_on_seq, &game_subject(&game_id))
-                        .await
-                        .map_err(|e| failed(&game_id, e))?
-                {
-                    caught_up = true;
-                    continue;
-                }
-                return Ok(Some(decision));
-            };
-            let _turn = self.turn().await;
-            // Decided outside the turn: the game may have been replaced on the board meanwhile.
-            let still_live = self.read().live_on_board.get(board_id) == Some(&game_id);
-            if still_live && self.append(&game_id, records).await? {
-                return Ok(Some(decision));
+            let game_id = entry.game.game_id().to_owned();
+            let decision = decide(&entry.game);
+            let new_events = events_of(&decision);
+            if new_events.is_empty() {
+                // The decision stands unless the game itself moved on; what other games did
+                // cannot change it. (A game set up on the board in its place does not end this
+                // one: the observation is then decided again for the new game with the next one
+                // of the board, see `ingest`.)
+                return Decision::Nothing {
+                    outcome: Some(decision),
+                    rests_on: Some(game_subject(&game_id)),
+                };
             }
-            // Decided again on the log as it is now.
-            self.catch_up().await.map_err(|e| failed(&game_id, e))?;
-            caught_up = true;
-        }
-        Err(AppendError::Conflict(board_id.to_owned()))
+            Decision::Append {
+                records: self.sealed(entry, new_events, recorded_unix_ms),
+                game_id,
+                on_board: Some(board_id.to_owned()),
+                outcome: Some(decision),
+            }
+        })
+        .await
     }
 
     /// Completes a decision that was interrupted after some of its records were appended (a
@@ -424,104 +397,109 @@ impl Store {
         is_decision_start: impl Fn(&GameEvent) -> bool,
         decide: impl Fn(&Game) -> Vec<NewEvent>,
     ) -> Result<usize, AppendError> {
-        let _turn = self.turn().await;
-        for _ in 0..MAX_ATTEMPTS {
-            // What the interrupted decision still lacks, decided under the read lock (no NATS).
-            let completion = {
-                let games = self.read();
-                let Some(entry) = games
-                    .live_on_board
-                    .get(board_id)
-                    .and_then(|id| games.by_id.get(id))
-                else {
-                    return Ok(0);
+        let added = self
+            .decide_and_append(Mode::InTurn, |games| {
+                let nothing = |outcome| Decision::Nothing {
+                    outcome,
+                    rests_on: None,
                 };
-                let game_id = entry.game.game_id().to_owned();
-                let events: Vec<GameEvent> = entry
-                    .records
-                    .iter()
-                    .filter_map(|bytes| GameEventRecord::decode(bytes.as_slice()).ok())
-                    .filter_map(|record| GameEvent::decode(record.event.as_slice()).ok())
-                    .collect();
-                let Some(start) = events.iter().rposition(&is_decision_start) else {
-                    return Ok(0);
+                let Some(entry) = games.live_on(board_id) else {
+                    return nothing(Ok(0));
                 };
-                if start == 0 {
-                    return Ok(0);
+                match self.completion(entry, &is_decision_start, &decide) {
+                    Ok(Some(missing)) => Decision::Append {
+                        game_id: entry.game.game_id().to_owned(),
+                        outcome: Ok(missing.len()),
+                        records: self.sealed(entry, missing, recorded_unix_ms),
+                        on_board: None,
+                    },
+                    Ok(None) => nothing(Ok(0)),
+                    Err(e) => nothing(Err(e)),
                 }
-                let before = refold(&entry.records[..start]).map_err(|e| failed(&game_id, e))?;
-                let expected = decide(&before);
-                let written = &events[start..];
-                let same = |new: &NewEvent, old: &GameEvent| {
-                    old.kind.as_ref() == Some(&new.kind)
-                        && old.provenance.as_ref() == Some(&new.provenance)
-                };
-                if expected.len() <= written.len()
-                    || !expected
-                        .iter()
-                        .zip(written)
-                        .all(|(new, old)| same(new, old))
-                {
-                    return Ok(0);
-                }
-                let missing: Vec<NewEvent> = expected[written.len()..].to_vec();
-                let count = missing.len();
-                let records = Game::record_signed(
-                    Some(&entry.game),
-                    &game_id,
-                    missing,
-                    recorded_unix_ms,
-                    &self.signer,
-                );
-                (game_id, records, count)
-            };
-            let (game_id, records, count) = completion;
-            if self.append(&game_id, records).await? {
-                tracing::warn!(%game_id, records = count, "completed a decision interrupted between appends");
-                return Ok(count);
-            }
+            })
+            .await?
+            .map_err(|e| failed(board_id, e))?;
+        if added > 0 {
+            tracing::warn!(
+                board_id,
+                records = added,
+                "completed a decision interrupted between appends"
+            );
         }
-        Err(AppendError::Conflict(board_id.to_owned()))
+        Ok(added)
+    }
+
+    /// The events the game's last decision lacks: decided again on the state before it, those
+    /// after the ones written, when the ones written are its beginning.
+    fn completion(
+        &self,
+        entry: &Entry,
+        is_decision_start: impl Fn(&GameEvent) -> bool,
+        decide: impl Fn(&Game) -> Vec<NewEvent>,
+    ) -> Result<Option<Vec<NewEvent>>, String> {
+        let events: Vec<GameEvent> = entry
+            .records
+            .iter()
+            .filter_map(|bytes| GameEventRecord::decode(bytes.as_slice()).ok())
+            .filter_map(|record| GameEvent::decode(record.event.as_slice()).ok())
+            .collect();
+        let Some(start) = events.iter().rposition(&is_decision_start) else {
+            return Ok(None);
+        };
+        if start == 0 {
+            return Ok(None);
+        }
+        let before = refold(&entry.records[..start])?;
+        let expected = decide(&before);
+        let written = &events[start..];
+        let same = |new: &NewEvent, old: &GameEvent| {
+            old.kind.as_ref() == Some(&new.kind) && old.provenance.as_ref() == Some(&new.provenance)
+        };
+        if expected.len() <= written.len()
+            || !expected
+                .iter()
+                .zip(written)
+                .all(|(new, old)| same(new, old))
+        {
+            return Ok(None);
+        }
+        Ok(Some(expected[written.len()..].to_vec()))
     }
 
     /// Runs `decide` on the current state of game `game_id` (caught up with the log first) and
-    /// appends what it returns; on a conflicting append it catches up and decides again, so
-    /// `decide` may run more than once. `None` when there is no such game; `Some(Err)` when
-    /// `decide` refused.
+    /// appends what it returns (see [`Store::decide_and_append`]). `None` when there is no such
+    /// game; `Some(Err)` when `decide` refused.
     pub async fn decide_on_game<E>(
         &self,
         game_id: &str,
         recorded_unix_ms: i64,
         decide: impl Fn(&Game) -> Result<Vec<NewEvent>, E>,
     ) -> Result<Option<Result<(), E>>, AppendError> {
-        let _turn = self.turn().await;
-        self.catch_up().await.map_err(|e| failed(game_id, e))?;
-        for _ in 0..MAX_ATTEMPTS {
-            let records = {
-                let games = self.read();
-                let Some(entry) = games.by_id.get(game_id) else {
-                    return Ok(None);
+        self.decide_and_append(Mode::InTurn, |games| {
+            let Some(entry) = games.get(game_id) else {
+                return Decision::Nothing {
+                    outcome: None,
+                    rests_on: None,
                 };
-                let new_events = match decide(&entry.game) {
-                    Ok(events) => events,
-                    Err(refused) => return Ok(Some(Err(refused))),
-                };
-                if new_events.is_empty() {
-                    return Ok(Some(Ok(())));
-                }
-                Game::record_signed(
-                    Some(&entry.game),
-                    game_id,
-                    new_events,
-                    recorded_unix_ms,
-                    &self.signer,
-                )
             };
-            if self.append(game_id, records).await? {
-                return Ok(Some(Ok(())));
+            match decide(&entry.game) {
+                Err(refused) => Decision::Nothing {
+                    outcome: Some(Err(refused)),
+                    rests_on: None,
+                },
+                Ok(new_events) if new_events.is_empty() => Decision::Nothing {
+                    outcome: Some(Ok(())),
+                    rests_on: None,
+                },
+                Ok(new_events) => Decision::Append {
+                    game_id: game_id.to_owned(),
+                    records: self.sealed(entry, new_events, recorded_unix_ms),
+                    on_board: None,
+                    outcome: Some(Ok(())),
+                },
             }
-        }
-        Err(AppendError::Conflict(game_id.to_owned()))
+        })
+        .await
     }
 
     /// Appends the first record of a new game. Returns false when the game already exists.
@@ -531,21 +509,23 @@ impl Store {
         first: NewEvent,
         recorded_unix_ms: i64,
     ) -> Result<bool, AppendError> {
-        let _turn = self.turn().await;
         let records =
             Game::record_signed(None, game_id, vec![first], recorded_unix_ms, &self.signer);
-        for attempt in 0..MAX_ATTEMPTS {
-            if attempt > 0 {
-                self.catch_up().await.map_err(|e| failed(game_id, e))?;
+        self.decide_and_append(Mode::InTurn, |games| {
+            if games.get(game_id).is_some() {
+                return Decision::Nothing {
+                    outcome: false,
+                    rests_on: None,
+                };
             }
-            if self.read().by_id.contains_key(game_id) {
-                return Ok(false);
+            Decision::Append {
+                game_id: game_id.to_owned(),
+                records: records.clone(),
+                on_board: None,
+                outcome: true,
             }
-            if self.append(game_id, records.clone()).await? {
-                return Ok(true);
-            }
-        }
-        Err(AppendError::Conflict(game_id.to_owned()))
+        })
+        .await
     }
 
     /// Appends `records`, which continue `game_id`'s chain, each expecting the stream to end at
@@ -568,7 +548,7 @@ impl Store {
         let mut conflicts = 0;
         // The records stored so far, folded together so that a reader sees a decision whole.
         let mut stored: Vec<(Vec<u8>, u64)> = Vec::new();
-        let mut expected_last = self.read().folded_seq;
+        let mut expected_last = self.read().folded_seq();
         while let Some(record) = pending.peek() {
             let event = Game::open_record(record).map_err(|e| failed(game_id, e))?;
             let expected_prev = record.prev_hash.clone();
@@ -595,7 +575,7 @@ impl Store {
                         return Err(AppendError::Conflict(game_id.to_owned()));
                     }
                     self.catch_up().await.map_err(|e| failed(game_id, e))?;
-                    expected_last = self.read().folded_seq;
+                    expected_last = self.read().folded_seq();
                     // The rest of the records are still valid if the game's chain still ends
                     // where they continue it (only other games were written meanwhile).
                     if !self.continues(game_id, &expected_prev, event.game_seq) {
@@ -614,13 +594,7 @@ impl Store {
 
     /// Whether a record with `prev_hash` and `game_seq` continues game `game_id` as folded.
     fn continues(&self, game_id: &str, prev_hash: &[u8], game_seq: u64) -> bool {
-        match self.read().by_id.get(game_id) {
-            Some(entry) => {
-                entry.game.chain_head().as_slice() == prev_hash
-                    && entry.game.last_game_seq().checked_add(1) == Some(game_seq)
-            }
-            None => game_seq == 1,
-        }
+        self.read().continues(game_id, prev_hash, game_seq)
     }
 
     /// Folds the records an append stored, under one write lock.
@@ -677,7 +651,7 @@ impl Store {
             return Ok(false);
         };
         let _turn = self.turn().await;
-        if self.read().folded_seq < news {
+        if self.read().folded_seq() < news {
             self.catch_up().await?;
         }
         Ok(true)
@@ -692,7 +666,7 @@ impl Store {
             .await
             .map_err(|e| ReadError::Log(e.to_string()))?;
         let last = info.state.last_sequence;
-        let folded_seq = self.read().folded_seq;
+        let folded_seq = self.read().folded_seq();
         if last <= folded_seq {
             return Ok(());
         }
@@ -715,7 +689,7 @@ impl Store {
             for (payload, seq) in read {
                 match payload {
                     Some(payload) => games.fold(&payload, seq),
-                    None => games.folded_seq = games.folded_seq.max(seq),
+                    None => games.skip_to(seq),
                 }
             }
             return Ok(());
@@ -735,7 +709,7 @@ impl Store {
             .messages()
             .await
             .map_err(|e| ReadError::Log(e.to_string()))?;
-        while self.read().folded_seq < last {
+        while self.read().folded_seq() < last {
             let Some(message) = messages.next().await else {
                 return Err(ReadError::Log("the log ended early".into()));
             };
@@ -747,7 +721,7 @@ impl Store {
             if pending == 0 {
                 // Nothing after it, though the stream's last sequence is further: the records
                 // up to there were removed (by an operator), so there is nothing to fold.
-                games.folded_seq = games.folded_seq.max(last);
+                games.skip_to(last);
             }
         }
         Ok(())
@@ -756,44 +730,8 @@ impl Store {
     /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
     /// the log position they are folded up to.
     pub(crate) async fn take_changes(&self, all: bool) -> Option<SnapshotData> {
-        let mut games = self.write();
-        if games.dirty.is_empty() && !all {
-            return None;
-        }
-        let dirty = std::mem::take(&mut games.dirty);
-        let ids: Vec<&String> = if all {
-            games.by_id.keys().collect()
-        } else {
-            dirty.iter().collect()
-        };
-        let changed = ids
-            .into_iter()
-            .filter_map(|id| {
-                games.by_id.get(id).map(|e| SnapshotGame {
-                    game_id: (*id).clone(),
-                    first_stream_seq: e.first_stream_seq,
-                    records: e.records.clone(),
-                })
-            })
-            .collect();
-        Some(SnapshotData {
-            folded_seq: games.folded_seq,
-            last_game: games.last_game.clone().unwrap_or_default(),
-            games: changed,
-        })
+        self.write().take_changes(all)
     }
-}
-
-fn refold(records: &[Vec<u8>]) -> Result<Game, String> {
-    let mut iter = records
-        .iter()
-        .map(|bytes| GameEventRecord::decode(bytes.as_slice()).map_err(|e| e.to_string()));
-    let first = iter.next().ok_or("a game without records")??;
-    let mut game = Game::from_first_record(&first).map_err(|e| e.to_string())?;
-    for record in iter {
-        game.apply(&record?).map_err(|e| e.to_string())?;
-    }
-    Ok(game)
 }
 
 /// Rebuilds the games of a snapshot, after checking that the log still holds, at the snapshot's
@@ -807,47 +745,26 @@ async fn restore(
     snapshot: SnapshotData,
     trusted: TrustedKeys,
 ) -> Result<Games, String> {
-    let mut games = Games {
-        trusted,
-        ..Games::default()
-    };
     if snapshot.folded_seq == 0 {
-        return Ok(games);
+        return Ok(Games::new(trusted));
     }
-    let mut saved = snapshot.games;
-    saved.sort_by_key(|g| g.first_stream_seq);
-    let mut tail: Option<Vec<u8>> = None;
-    for g in saved {
-        let game = refold(&g.records).map_err(|e| format!("game {}: {e}", g.game_id))?;
-        if game.game_id() != g.game_id {
-            return Err(format!(
-                "game {} holds records of {}",
-                g.game_id,
-                game.game_id()
-            ));
-        }
-        if g.game_id == snapshot.last_game {
-            tail = g.records.last().cloned();
-        }
-        games.insert(Entry {
-            game,
-            first_stream_seq: g.first_stream_seq,
-            records: g.records,
-        });
-    }
-    if !snapshot.last_game.is_empty() {
+    let (folded_seq, last_game) = (snapshot.folded_seq, snapshot.last_game.clone());
+    let tail = snapshot
+        .games
+        .iter()
+        .find(|g| g.game_id == last_game)
+        .and_then(|g| g.records.last().cloned());
+    let games = Games::from_snapshot(snapshot, trusted)?;
+    if !last_game.is_empty() {
         let stored = stream
-            .get_raw_message(snapshot.folded_seq)
+            .get_raw_message(folded_seq)
             .await
-            .map_err(|e| format!("stream sequence {}: {e}", snapshot.folded_seq))?;
+            .map_err(|e| format!("stream sequence {folded_seq}: {e}"))?;
         if Some(stored.payload.as_ref()) != tail.as_deref() {
             return Err(format!(
-                "the log's record at sequence {} is not the snapshot's",
-                snapshot.folded_seq
+                "the log's record at sequence {folded_seq} is not the snapshot's"
             ));
         }
     }
-    games.folded_seq = snapshot.folded_seq;
-    games.last_game = Some(snapshot.last_game).filter(|g| !g.is_empty());
     Ok(games)
 }

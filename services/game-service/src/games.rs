@@ -1,0 +1,408 @@
+//! The index of the games this instance knows, folded from the game log: pure (no NATS, no
+//! clock), so that what a record does to it is tested on its own. The store keeps it behind a
+//! lock and feeds it what it reads from and appends to the log.
+
+use std::collections::{HashMap, HashSet};
+
+use boardcast_game::signing::TrustedKeys;
+use boardcast_game::{Game, events::GameEventRecord};
+use prost::Message as _;
+
+use crate::snapshot::{SnapshotData, SnapshotGame};
+
+/// One game with what it was folded from.
+pub(crate) struct Entry {
+    pub(crate) game: Game,
+    /// Stream sequence of the game's first record: restoring games in this order restores which
+    /// game is live on each board.
+    pub(crate) first_stream_seq: u64,
+    /// The game's records as stored, for snapshots and for completing an interrupted decision.
+    pub(crate) records: Vec<Vec<u8>>,
+}
+
+#[derive(Default)]
+pub(crate) struct Games {
+    by_id: HashMap<String, Entry>,
+    /// The game live on each physical board: the latest one started there.
+    live_on_board: HashMap<String, String>,
+    /// Every record of the stream up to this sequence has been folded.
+    folded_seq: u64,
+    /// The game whose record is at `folded_seq` (checked against the log when a snapshot is used).
+    last_game: Option<String>,
+    /// Games changed since the last snapshot.
+    dirty: HashSet<String>,
+    /// The keys whose signatures are accepted on records read from the log.
+    trusted: TrustedKeys,
+}
+
+impl Games {
+    /// No games yet; records folded must be signed by one of `trusted`.
+    pub(crate) fn new(trusted: TrustedKeys) -> Games {
+        Games {
+            trusted,
+            ..Games::default()
+        }
+    }
+
+    /// The games a snapshot holds, folded from their records (in the order they were set up,
+    /// so that the latest game on each board is live there), up to the snapshot's sequence.
+    pub(crate) fn from_snapshot(
+        snapshot: SnapshotData,
+        trusted: TrustedKeys,
+    ) -> Result<Games, String> {
+        let mut games = Games::new(trusted);
+        let mut saved = snapshot.games;
+        saved.sort_by_key(|g| g.first_stream_seq);
+        for g in saved {
+            let game = refold(&g.records).map_err(|e| format!("game {}: {e}", g.game_id))?;
+            if game.game_id() != g.game_id {
+                return Err(format!(
+                    "game {} holds records of {}",
+                    g.game_id,
+                    game.game_id()
+                ));
+            }
+            games.insert(Entry {
+                game,
+                first_stream_seq: g.first_stream_seq,
+                records: g.records,
+            });
+        }
+        games.folded_seq = snapshot.folded_seq;
+        games.last_game = Some(snapshot.last_game).filter(|g| !g.is_empty());
+        Ok(games)
+    }
+
+    fn insert(&mut self, entry: Entry) {
+        let game_id = entry.game.game_id().to_owned();
+        self.live_on_board
+            .insert(entry.game.board_id().to_owned(), game_id.clone());
+        self.by_id.insert(game_id, entry);
+    }
+
+    /// Folds the record stored at `stream_seq`. A record that does not continue its game's chain
+    /// (which the append protocol never writes) is reported and skipped, so one bad record does
+    /// not stop every other game. Records at or before `folded_seq` were folded already.
+    pub(crate) fn fold(&mut self, payload: &[u8], stream_seq: u64) {
+        if stream_seq <= self.folded_seq {
+            return;
+        }
+        self.folded_seq = stream_seq;
+        let folded = GameEventRecord::decode(payload)
+            .map_err(|e| e.to_string())
+            .and_then(|record| {
+                let event = Game::open_record(&record).map_err(|e| e.to_string())?;
+                match self.by_id.get_mut(&event.game_id) {
+                    Some(entry) => {
+                        entry
+                            .game
+                            .apply_trusted(&record, &self.trusted)
+                            .map_err(|e| e.to_string())?;
+                        entry.records.push(payload.to_vec());
+                    }
+                    None => {
+                        let game = Game::from_first_trusted(&record, &self.trusted)
+                            .map_err(|e| e.to_string())?;
+                        self.insert(Entry {
+                            game,
+                            first_stream_seq: stream_seq,
+                            records: vec![payload.to_vec()],
+                        });
+                    }
+                }
+                Ok(event.game_id)
+            });
+        match folded {
+            Ok(game_id) => {
+                self.dirty.insert(game_id.clone());
+                self.last_game = Some(game_id);
+            }
+            Err(e) => {
+                tracing::error!(
+                    stream_seq,
+                    "skipping a game log record that cannot be folded: {e}"
+                );
+                self.last_game = None;
+            }
+        }
+    }
+
+    /// The stream's records up to `stream_seq` hold nothing more to fold (removed by an
+    /// operator, or not game records).
+    pub(crate) fn skip_to(&mut self, stream_seq: u64) {
+        self.folded_seq = self.folded_seq.max(stream_seq);
+    }
+
+    pub(crate) fn folded_seq(&self) -> u64 {
+        self.folded_seq
+    }
+
+    /// The game whose record is at `folded_seq`, when known.
+    #[cfg(test)]
+    pub(crate) fn last_game(&self) -> Option<&str> {
+        self.last_game.as_deref()
+    }
+
+    pub(crate) fn trusted(&self) -> &TrustedKeys {
+        &self.trusted
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub(crate) fn get(&self, game_id: &str) -> Option<&Entry> {
+        self.by_id.get(game_id)
+    }
+
+    /// The game live on `board_id`: the latest set up there.
+    pub(crate) fn live_on(&self, board_id: &str) -> Option<&Entry> {
+        self.by_id.get(self.live_on_board.get(board_id)?)
+    }
+
+    /// The game live on each board.
+    pub(crate) fn live(&self) -> impl Iterator<Item = &Entry> {
+        self.live_on_board
+            .values()
+            .filter_map(|id| self.by_id.get(id))
+    }
+
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Entry> {
+        self.by_id.values()
+    }
+
+    /// Whether a record with `prev_hash` and `game_seq` continues game `game_id` as folded (the
+    /// first record of a game not known yet does).
+    pub(crate) fn continues(&self, game_id: &str, prev_hash: &[u8], game_seq: u64) -> bool {
+        match self.by_id.get(game_id) {
+            Some(entry) => {
+                entry.game.chain_head().as_slice() == prev_hash
+                    && entry.game.last_game_seq().checked_add(1) == Some(game_seq)
+            }
+            None => game_seq == 1,
+        }
+    }
+
+    /// Where the log of a round's games starts: the first record of the earliest of them known,
+    /// or else the first record not folded yet (a game created since).
+    pub(crate) fn round_start_seq(&self, tournament_id: &str, round: u32) -> u64 {
+        self.by_id
+            .values()
+            .filter(|e| {
+                let info = e.game.info();
+                info.tournament_id == tournament_id && info.round == round
+            })
+            .map(|e| e.first_stream_seq)
+            .min()
+            .unwrap_or(self.folded_seq + 1)
+    }
+
+    /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
+    /// the log position they are folded up to. `None` when nothing changed.
+    pub(crate) fn take_changes(&mut self, all: bool) -> Option<SnapshotData> {
+        if self.dirty.is_empty() && !all {
+            return None;
+        }
+        let dirty = std::mem::take(&mut self.dirty);
+        let ids: Vec<&String> = if all {
+            self.by_id.keys().collect()
+        } else {
+            dirty.iter().collect()
+        };
+        let changed = ids
+            .into_iter()
+            .filter_map(|id| {
+                self.by_id.get(id).map(|e| SnapshotGame {
+                    game_id: (*id).clone(),
+                    first_stream_seq: e.first_stream_seq,
+                    records: e.records.clone(),
+                })
+            })
+            .collect();
+        Some(SnapshotData {
+            folded_seq: self.folded_seq,
+            last_game: self.last_game.clone().unwrap_or_default(),
+            games: changed,
+        })
+    }
+}
+
+/// A game folded from its records as stored.
+pub(crate) fn refold(records: &[Vec<u8>]) -> Result<Game, String> {
+    let mut iter = records
+        .iter()
+        .map(|bytes| GameEventRecord::decode(bytes.as_slice()).map_err(|e| e.to_string()));
+    let first = iter.next().ok_or("a game without records")??;
+    let mut game = Game::from_first_record(&first).map_err(|e| e.to_string())?;
+    for record in iter {
+        game.apply(&record?).map_err(|e| e.to_string())?;
+    }
+    Ok(game)
+}
+
+#[cfg(test)]
+mod tests {
+    use boardcast_game::events::{
+        Annotation, ArbiterAction, GameStarted, Player, TimeControl, TimePeriod,
+        arbiter_action::Action,
+    };
+    use boardcast_game::signing::RecordSigner;
+
+    use super::*;
+
+    fn signer() -> RecordSigner {
+        RecordSigner::from_seed([7; 32])
+    }
+
+    fn trusted() -> TrustedKeys {
+        TrustedKeys::parse(&signer().public_key().to_text()).expect("a key")
+    }
+
+    /// The first record of a game on `board` (round `round`), encoded as stored.
+    fn started(round: u32, board: &str) -> (Game, Vec<u8>) {
+        let info = GameStarted {
+            tournament_id: "t".into(),
+            round,
+            board_number: 1,
+            board_id: board.into(),
+            edition: "fide-2023".into(),
+            white: Some(Player {
+                name: "W".into(),
+                ..Default::default()
+            }),
+            black: Some(Player {
+                name: "B".into(),
+                ..Default::default()
+            }),
+            time_control: Some(TimeControl {
+                periods: vec![TimePeriod {
+                    base_ms: 5_400_000,
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        };
+        let (id, event) = Game::decide_start(&info, "operator", "r").expect("valid");
+        let record = Game::record_signed(None, &id, vec![event], 1_000, &signer()).remove(0);
+        let game = Game::from_first_record(&record).expect("folds");
+        (game, record.encode_to_vec())
+    }
+
+    /// The next record of `game`: an arbiter's note.
+    fn note(game: &Game) -> Vec<u8> {
+        let action = ArbiterAction {
+            action: Some(Action::Annotation(Annotation { text: "n".into() })),
+            ..Default::default()
+        };
+        let events = game
+            .decide_arbiter(&action, "arbiter", &format!("n{}", game.last_game_seq()))
+            .expect("accepted");
+        let record = Game::record_signed(Some(game), game.game_id(), events, 2_000, &signer());
+        record[0].encode_to_vec()
+    }
+
+    #[test]
+    fn records_fold_in_stream_order_once_each() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        games.fold(&first, 1);
+        let second = note(&game);
+        games.fold(&second, 2);
+        games.fold(&second, 2);
+        games.fold(&first, 1);
+        let entry = games.get(game.game_id()).expect("known");
+        assert_eq!(entry.game.last_game_seq(), 2);
+        assert_eq!(entry.records, vec![first, second]);
+        assert_eq!(
+            (games.folded_seq(), games.last_game()),
+            (2, Some(game.game_id()))
+        );
+    }
+
+    #[test]
+    fn the_latest_game_set_up_on_a_board_is_live_there() {
+        let mut games = Games::new(trusted());
+        let (round_1, first_1) = started(1, "b1");
+        let (round_2, first_2) = started(2, "b1");
+        games.fold(&first_1, 5);
+        games.fold(&first_2, 9);
+        assert_eq!(
+            games.live_on("b1").map(|e| e.game.game_id()),
+            Some(round_2.game_id())
+        );
+        assert_eq!(games.live().count(), 1);
+        assert_eq!(games.len(), 2);
+        assert_eq!(games.round_start_seq("t", 1), 5);
+        assert_eq!(games.round_start_seq("t", 2), 9);
+        // A round with no game yet starts after what is folded.
+        assert_eq!(games.round_start_seq("t", 3), 10);
+        assert!(games.get(round_1.game_id()).is_some());
+    }
+
+    #[test]
+    fn a_record_that_breaks_its_chain_or_is_unsigned_is_skipped_and_others_go_on() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        games.fold(&first, 1);
+        // A record that does not follow the game's last one.
+        let mut forged = GameEventRecord::decode(note(&game).as_slice()).expect("a record");
+        forged.prev_hash = vec![1; 32];
+        games.fold(&forged.encode_to_vec(), 2);
+        // Not a record at all.
+        games.fold(b"not a record", 3);
+        // A game signed by a key nobody trusts.
+        let mut stranger = Games::new(TrustedKeys::default());
+        let (_, other_first) = started(1, "b2");
+        stranger.fold(&other_first, 1);
+        assert_eq!(stranger.len(), 0);
+        assert_eq!(
+            games.get(game.game_id()).map(|e| e.game.last_game_seq()),
+            Some(1)
+        );
+        assert_eq!((games.folded_seq(), games.last_game()), (3, None));
+        // The game goes on with the record that really follows.
+        games.fold(&note(&game), 4);
+        assert_eq!(
+            games.get(game.game_id()).map(|e| e.game.last_game_seq()),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn a_record_continues_a_game_only_after_its_last_one() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        assert!(games.continues(game.game_id(), &[0; 32], 1));
+        games.fold(&first, 1);
+        assert!(games.continues(game.game_id(), game.chain_head(), 2));
+        assert!(!games.continues(game.game_id(), game.chain_head(), 3));
+        assert!(!games.continues(game.game_id(), &[0; 32], 2));
+        assert!(!games.continues("t-r9-b9", &[0; 32], 2));
+    }
+
+    #[test]
+    fn snapshots_hold_the_changed_games_and_restore_them() {
+        let mut games = Games::new(trusted());
+        let (game_1, first_1) = started(1, "b1");
+        let (game_2, first_2) = started(2, "b1");
+        games.fold(&first_1, 1);
+        games.fold(&first_2, 2);
+        let all = games.take_changes(false).expect("changes");
+        assert_eq!(all.games.len(), 2);
+        assert!(games.take_changes(false).is_none(), "nothing changed since");
+        games.fold(&note(&game_2), 3);
+        let changed = games.take_changes(false).expect("changes");
+        assert_eq!(changed.games.len(), 1);
+        assert_eq!(changed.folded_seq, 3);
+        let everything = games.take_changes(true).expect("all");
+        let restored = Games::from_snapshot(everything, trusted()).expect("restores");
+        assert_eq!(restored.folded_seq(), 3);
+        assert_eq!(restored.last_game(), Some(game_2.game_id()));
+        assert_eq!(
+            restored.live_on("b1").map(|e| e.game.game_id()),
+            Some(game_2.game_id()),
+            "the later game is live on the board again"
+        );
+        assert!(restored.get(game_1.game_id()).is_some());
+    }
+}
