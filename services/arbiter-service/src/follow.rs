@@ -14,7 +14,7 @@ use std::{
     time::Duration,
 };
 
-use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use async_nats::jetstream;
 use boardcast_game::signing::TrustedKeys;
 use boardcast_game::timeline::{self, ClockView, FoldedGame, TimelineEntry};
 use boardcast_game::wording;
@@ -24,6 +24,7 @@ use boardcast_game::{
     device::DeviceState,
     events::GameEventRecord,
 };
+use boardcast_kit::game_log;
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use futures::StreamExt as _;
 use serde::Serialize;
@@ -980,22 +981,10 @@ pub async fn follow(js: jetstream::Context, games: Arc<Games>) {
 async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let start = games.last_stream_seq() + 1;
-    let deliver_policy = if start <= 1 {
-        DeliverPolicy::All
-    } else {
-        DeliverPolicy::ByStartSequence {
-            start_sequence: start,
-        }
-    };
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            filter_subject: GAMES_SUBJECTS.to_owned(),
-            deliver_policy,
-            ..Default::default()
-        })
+    let messages = game_log::read_from(stream, GAMES_SUBJECTS, start)
         .await
         .context("creating a consumer of the game log")?;
-    let mut messages = consumer.messages().await.context("reading the game log")?;
+    let mut messages = std::pin::pin!(messages);
     games.set_status(FollowStatus::Following);
     let mut caught_up = false;
     let mut errors_in_a_row = 0;
@@ -1012,14 +1001,8 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
             }
         };
         errors_in_a_row = 0;
-        let (stream_seq, pending) = match message.info() {
-            Ok(info) => (info.stream_sequence, info.pending),
-            Err(e) => {
-                tracing::error!(subject = %message.subject, "a game log message without its stream position: {e}");
-                continue;
-            }
-        };
-        games.fold_message(stream_seq, message.subject.as_str(), &message.payload);
+        let (stream_seq, pending) = (message.stream_seq, message.pending);
+        games.fold_message(stream_seq, &message.subject, &message.payload);
         if !caught_up && pending == 0 {
             caught_up = true;
             tracing::info!(

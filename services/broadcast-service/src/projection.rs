@@ -15,10 +15,11 @@ use std::{
 };
 
 use anyhow::Context as _;
-use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use async_nats::jetstream;
 use boardcast_feeds::{Change, Delays, Feeds, RoundKey};
 use boardcast_game::events::GameEventRecord;
 use boardcast_game::signing::TrustedKeys;
+use boardcast_kit::game_log;
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use futures::StreamExt as _;
 use prost::Message as _;
@@ -237,40 +238,22 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
         projection.ready.store(true, Ordering::Release);
         tracing::info!(stream_seq = start - 1, "the feeds are up to date");
     }
-    let deliver_policy = if start <= 1 {
-        DeliverPolicy::All
-    } else {
-        DeliverPolicy::ByStartSequence {
-            start_sequence: start,
-        }
-    };
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            filter_subject: GAMES_SUBJECTS.to_owned(),
-            deliver_policy,
-            ..Default::default()
-        })
+    let messages = game_log::read_from(&stream, GAMES_SUBJECTS, start)
         .await
         .context("following the game log")?;
-    let mut messages = consumer
-        .messages()
-        .await
-        .context("following the game log")?;
+    let mut messages = std::pin::pin!(messages);
     let mut batch = Vec::new();
     loop {
         let message = match messages.next().await {
             Some(Ok(m)) => m,
             Some(Err(e)) => {
-                tracing::warn!("game log: {e}");
+                tracing::warn!("{e}");
                 continue;
             }
             None => anyhow::bail!("the game log consumer ended"),
         };
-        let info = message
-            .info()
-            .map_err(|e| anyhow::anyhow!("a game log message without its position: {e}"))?;
-        let (seq, pending) = (info.stream_sequence, info.pending);
-        batch.push((seq, message.payload.clone()));
+        let (seq, pending) = (message.stream_seq, message.pending);
+        batch.push((seq, message.payload));
         if pending == 0 || batch.len() >= BATCH {
             projection.fold(&batch)?;
             batch.clear();

@@ -15,6 +15,7 @@ use boardcast_game::Game;
 use boardcast_game::device::Observation;
 use boardcast_game::events::GameEventRecord;
 use boardcast_game::signing::{PublicKey, TrustedKeys};
+use boardcast_kit::game_log;
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM};
 use boardcast_schema::appeal::v1::RecordFileHeader;
 use boardcast_schema::game::v1::SigningKeyInfo;
@@ -232,19 +233,13 @@ async fn read_game_log<W: std::io::Write>(
     };
     if last > 0 {
         let bar = progress(last, "game log records", show_progress);
-        let consumer = stream
-            .create_consumer(OrderedConfig {
-                filter_subject: GAMES_SUBJECTS.to_owned(),
-                deliver_policy: DeliverPolicy::All,
-                ..Default::default()
-            })
+        let messages = game_log::read_from(&stream, GAMES_SUBJECTS, 1)
             .await
             .context("reading the game log")?;
-        let mut messages = consumer.messages().await.context("reading the game log")?;
+        let mut messages = std::pin::pin!(messages);
         while let Some(message) = messages.next().await {
-            let message = message.context("reading the game log")?;
-            let info = message.info().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let (seq, pending) = (info.stream_sequence, info.pending);
+            let message = message?;
+            let (seq, pending) = (message.stream_seq, message.pending);
             bar.set_position(seq);
             let game_id = boardcast_kit::nats::game_of_subject(&message.subject)
                 .unwrap_or_default()

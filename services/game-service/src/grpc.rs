@@ -2,11 +2,12 @@
 
 use std::{pin::Pin, sync::Arc};
 
-use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use async_nats::jetstream;
 use boardcast_game::signing::{PublicKey, TrustedKeys};
 use boardcast_game::{
     ActionRejected, ClaimStatement, Game, GameError, NewEvent, OpenedRecord, events::*,
 };
+use boardcast_kit::game_log;
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, delay_subject, game_subject};
 use futures::{Stream, StreamExt};
 use prost::Message as _;
@@ -849,22 +850,11 @@ async fn log_messages(
         .get_stream(GAMES_STREAM)
         .await
         .map_err(|e| Status::unavailable(e.to_string()))?;
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            filter_subject: subject,
-            deliver_policy: DeliverPolicy::ByStartSequence {
-                start_sequence: start.max(1),
-            },
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| Status::unavailable(e.to_string()))?;
-    let messages = consumer
-        .messages()
+    let messages = game_log::read_from(&stream, &subject, start)
         .await
         .map_err(|e| Status::unavailable(e.to_string()))?;
     Ok(messages.map(|message| {
         let message = message.map_err(|e| Status::unavailable(e.to_string()))?;
-        Ok((message.subject.to_string(), message.payload.to_vec()))
+        Ok((message.subject, message.payload.to_vec()))
     }))
 }

@@ -27,14 +27,11 @@
 //! that id may be another instance's.
 
 use async_nats::jetstream::{
-    self,
-    consumer::{DeliverPolicy, pull::OrderedConfig},
-    context::PublishErrorKind,
-    message::PublishMessage,
-    stream::Stream,
+    self, context::PublishErrorKind, message::PublishMessage, stream::Stream,
 };
 use boardcast_game::signing::{PublicKey, RecordSigner, TrustedKeys};
 use boardcast_game::{Game, NewEvent, events::GameEvent, events::GameEventRecord};
+use boardcast_kit::game_log;
 use boardcast_kit::nats::{
     GAMES_STREAM, GAMES_SUBJECTS, game_message_id, game_subject, next_message,
 };
@@ -694,28 +691,16 @@ impl Store {
             }
             return Ok(());
         }
-        let consumer = self
-            .stream
-            .create_consumer(OrderedConfig {
-                filter_subject: GAMES_SUBJECTS.to_owned(),
-                deliver_policy: DeliverPolicy::ByStartSequence {
-                    start_sequence: folded_seq + 1,
-                },
-                ..Default::default()
-            })
+        let messages = game_log::read_from(&self.stream, GAMES_SUBJECTS, folded_seq + 1)
             .await
             .map_err(|e| ReadError::Log(e.to_string()))?;
-        let mut messages = consumer
-            .messages()
-            .await
-            .map_err(|e| ReadError::Log(e.to_string()))?;
+        let mut messages = std::pin::pin!(messages);
         while self.read().folded_seq() < last {
             let Some(message) = messages.next().await else {
                 return Err(ReadError::Log("the log ended early".into()));
             };
             let message = message.map_err(|e| ReadError::Log(e.to_string()))?;
-            let info = message.info().map_err(|e| ReadError::Log(e.to_string()))?;
-            let (seq, pending) = (info.stream_sequence, info.pending);
+            let (seq, pending) = (message.stream_seq, message.pending);
             let mut games = self.write();
             games.fold(&message.payload, seq);
             if pending == 0 {

@@ -2,6 +2,7 @@
 //! stopping.
 
 pub mod client;
+pub mod game_log;
 pub mod local;
 pub mod nats;
 pub mod nats_access;

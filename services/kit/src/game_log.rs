@@ -1,0 +1,70 @@
+//! The one reader of the game log (`BOARDCAST_GAMES`) that the game service, the broadcast and
+//! arbiter services and `boardcast export` share: the messages of a subject in stream order from
+//! a sequence on, then live as they are stored.
+//!
+//! It reads through an ordered consumer: JetStream delivers every message once and in order,
+//! and the client recreates the consumer after a gap (a missed heartbeat, a server restart)
+//! from the last sequence it delivered, so a reader never skips or repeats a record.
+
+use async_nats::jetstream::{
+    consumer::{DeliverPolicy, pull::OrderedConfig},
+    stream::Stream,
+};
+use futures::StreamExt as _;
+
+/// One message of the game log as stored.
+pub struct LogMessage {
+    /// Its sequence in the stream.
+    pub stream_seq: u64,
+    /// How many messages of the subject followed it in the stream when it was delivered (0: the
+    /// reader has caught up).
+    pub pending: u64,
+    /// The subject it is stored on (`boardcast.game.<game_id>.events`).
+    pub subject: String,
+    /// The encoded `GameEventRecord`, as stored.
+    pub payload: bytes::Bytes,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("reading the game log: {0}")]
+pub struct LogError(String);
+
+/// The messages on `subject` (one game's, or `GAMES_SUBJECTS` for every game) from stream
+/// sequence `start` on (1: from the beginning), then live.
+pub async fn read_from(
+    stream: &Stream,
+    subject: &str,
+    start: u64,
+) -> Result<impl futures::Stream<Item = Result<LogMessage, LogError>> + Send + use<>, LogError> {
+    let deliver_policy = if start <= 1 {
+        DeliverPolicy::All
+    } else {
+        DeliverPolicy::ByStartSequence {
+            start_sequence: start,
+        }
+    };
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            filter_subject: subject.to_owned(),
+            deliver_policy,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| LogError(e.to_string()))?;
+    let messages = consumer
+        .messages()
+        .await
+        .map_err(|e| LogError(e.to_string()))?;
+    Ok(messages.map(|message| {
+        let message = message.map_err(|e| LogError(e.to_string()))?;
+        let info = message
+            .info()
+            .map_err(|e| LogError(format!("a message without its stream position: {e}")))?;
+        Ok(LogMessage {
+            stream_seq: info.stream_sequence,
+            pending: info.pending,
+            subject: message.subject.to_string(),
+            payload: message.payload.clone(),
+        })
+    }))
+}
