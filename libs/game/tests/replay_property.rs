@@ -1,6 +1,9 @@
 //! Property: a game's log, read back from its stored bytes and folded from the start, gives
 //! exactly the live state, whatever the boards and the arbiters did; and every observation's
 //! decision can be made again from the log alone, with the same result (what appeals rely on).
+//! Oracle: the completed moves are the source game's whenever the board recovered from what was
+//! done to it (no noise at all, or only stray touches, placements, repeats and status reports
+//! that the board's next true report undoes).
 //! `REPLAY_DEBUG=1` prints each input of a case and the events decided on it.
 
 use boardcast_game::device::{
@@ -93,6 +96,7 @@ fn info(edition: &str) -> GameStarted {
 }
 
 /// Something that happens to the game: what the board reports, or what an arbiter does.
+#[derive(Debug)]
 enum Input {
     Board(Kind),
     Arbiter(Action),
@@ -257,9 +261,29 @@ fn assert_same(replayed: &Game, live: &Game) {
     assert_eq!(replayed.completed_moves(), live.completed_moves());
 }
 
+/// What a case does to the board besides playing the game.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Disturb {
+    /// Any noise (board, clock, arbiters), observations lost or numbered again.
+    Everything,
+    /// Only what the board's next true report undoes before the clock is pressed: stray
+    /// touches, placements and status reports, never just before a press.
+    Recoverable,
+}
+
 /// One case: a random game of `plies` plies played on the board with `noise_per_mille`
 /// disturbances per scripted observation.
 fn check_replay(seed: u64, plies: usize, noise_per_mille: u64, edition: &str) {
+    check_replay_with(seed, plies, noise_per_mille, edition, Disturb::Everything);
+}
+
+fn check_replay_with(
+    seed: u64,
+    plies: usize,
+    noise_per_mille: u64,
+    edition: &str,
+    disturb: Disturb,
+) {
     let mut rng = Rng(seed);
     let pgn = random_game(&mut rng, plies);
     let steps = script(&pgn, &ScriptOptions::default()).expect("a legal game scripts");
@@ -271,10 +295,24 @@ fn check_replay(seed: u64, plies: usize, noise_per_mille: u64, edition: &str) {
     // (observation or action, the log length before its decision), to decide again later.
     let mut decided: Vec<(Input, Observation, usize, usize)> = Vec::new();
     let mut device_seq = 0u64;
+    // Whether what was done to the game leaves its moves the source's: arbiters' actions, clock
+    // readings out of turn and lost observations can change them for good.
+    let mut recoverable = true;
     for scripted in steps {
+        let before_press = matches!(scripted.kind, Kind::Clock(_));
         let mut inputs = vec![Input::Board(scripted.kind)];
         if rng.below(1000) < noise_per_mille {
-            inputs.insert(0, noise(&mut rng, &live));
+            let disturbance = noise(&mut rng, &live);
+            let undone = matches!(
+                disturbance,
+                Input::Board(
+                    Kind::Lifted(_) | Kind::Placed(_) | Kind::Placement(_) | Kind::Status(_)
+                )
+            );
+            if (undone && !before_press) || disturb == Disturb::Everything {
+                recoverable &= undone && !before_press;
+                inputs.insert(0, disturbance);
+            }
         }
         let mut with_gaps = Vec::new();
         for input in inputs {
@@ -283,20 +321,24 @@ fn check_replay(seed: u64, plies: usize, noise_per_mille: u64, edition: &str) {
                 Input::Board(kind) => {
                     // Now and then a re-sent older observation: a duplicate (or one that
                     // arrives after its gap was recorded); now and then some never arrive.
-                    let seq = if device_seq > 3 && rng.below(50) == 0 {
-                        device_seq - rng.below(3)
-                    } else {
-                        if rng.below(40) == 0 {
-                            let lost = 1 + rng.below(3);
-                            gap = Some(Input::Missing {
-                                first: device_seq + 1,
-                                last: device_seq + lost,
-                            });
-                            device_seq += lost;
-                        }
-                        device_seq += 1;
-                        device_seq
-                    };
+                    // (A re-sent number with the next observation's content drops that
+                    // observation: a loss, so only when everything goes.)
+                    let seq =
+                        if disturb == Disturb::Everything && device_seq > 3 && rng.below(50) == 0 {
+                            device_seq - rng.below(3)
+                        } else {
+                            if disturb == Disturb::Everything && rng.below(40) == 0 {
+                                let lost = 1 + rng.below(3);
+                                gap = Some(Input::Missing {
+                                    first: device_seq + 1,
+                                    last: device_seq + lost,
+                                });
+                                recoverable = false;
+                                device_seq += lost;
+                            }
+                            device_seq += 1;
+                            device_seq
+                        };
                     Observation {
                         board_id: "b1".into(),
                         device_seq: seq,
@@ -335,6 +377,32 @@ fn check_replay(seed: u64, plies: usize, noise_per_mille: u64, edition: &str) {
     let replayed = fold(&log);
     assert_same(&replayed, &live);
 
+    if recoverable {
+        // The source's moves, up to where the rules ended the game (an automatic draw, a dead
+        // position) and all of them otherwise.
+        let completed: Vec<&str> = live
+            .completed_moves()
+            .iter()
+            .map(|m| m.event.san.as_str())
+            .collect();
+        let source: Vec<&str> = pgn.moves.iter().map(|m| m.san.as_str()).collect();
+        let strip = |san: &str| san.trim_end_matches(['+', '#']).to_owned();
+        let (completed, source): (Vec<String>, Vec<String>) = (
+            completed.iter().map(|s| strip(s)).collect(),
+            source.iter().map(|s| strip(s)).collect(),
+        );
+        assert!(
+            source.starts_with(&completed),
+            "seed {seed}, {plies} plies, noise {noise_per_mille}, {edition}: completed {completed:?}, source {source:?}"
+        );
+        assert!(
+            live.is_over() || completed.len() == source.len(),
+            "seed {seed}, {plies} plies, noise {noise_per_mille}, {edition}: {} of the source's {} moves completed: {completed:?}",
+            completed.len(),
+            source.len()
+        );
+    }
+
     // Every decision again, on the game folded from the log up to it: the same events.
     let records: Vec<GameEventRecord> = log
         .iter()
@@ -372,6 +440,22 @@ proptest! {
         edition in prop::sample::select(vec!["fide-2005", "fide-2009", "fide-2014", "fide-2018", "fide-2023"]),
     ) {
         check_replay(seed, plies, noise_per_mille, edition);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The oracle on every case: without noise, and with only noise the board recovers from,
+    /// the completed moves are the source game's.
+    #[test]
+    fn a_board_that_recovers_completes_the_source_moves(
+        seed in 1u64..u64::MAX,
+        plies in 0usize..70,
+        noise_per_mille in prop::sample::select(vec![0u64, 50, 150]),
+        edition in prop::sample::select(vec!["fide-2005", "fide-2018", "fide-2023"]),
+    ) {
+        check_replay_with(seed, plies, noise_per_mille, edition, Disturb::Recoverable);
     }
 }
 

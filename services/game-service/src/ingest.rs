@@ -418,116 +418,145 @@ async fn handle(
             }
         }
     }
-    match decide(store, &observation).await {
-        Ok(None) => {
-            // Not noted as seen: should a game be set up on the board a moment later (its set-up
-            // checked the board before this arrived), the gap before its next observation
-            // brings this one back (see the module comment).
-            let reason = format!("no game is live on board {}", observation.board_id);
+    let decided = decide(store, &observation).await;
+    let seen_before = seen_here.map_or(0, |s| s.device_seq);
+    let disposition = disposition(&decided, &observation, attempts.failures, seen_before);
+    if disposition.accounts_for_it() {
+        seen.note(
+            &board,
+            live_game.as_deref(),
+            observation.device_seq,
+            stream_seq,
+        );
+    }
+    match disposition {
+        Disposition::Ack { complete_first } => {
+            if complete_first && let Err(e) = complete(store, &observation).await {
+                tracing::warn!(%board, seq = observation.device_seq, "{e}");
+                return nak(message).await;
+            }
+            ack(message).await
+        }
+        Disposition::Retry { pause } => {
+            attempts.failures = attempts.failures.saturating_add(1);
+            nak_after(message, pause).await
+        }
+        Disposition::DeadLetter {
+            reason,
+            hole: Hole::ToRecord,
+        } => give_up(js, store, message, &observation, &reason).await,
+        Disposition::DeadLetter { reason, .. } => {
             dead_letter(js, message, Some(&observation.board_id), &reason).await
         }
-        Ok(Some(Err(Undecided::Rejected(rejected)))) => {
-            seen.note(
-                &board,
-                live_game.as_deref(),
-                observation.device_seq,
-                stream_seq,
-            );
-            give_up(js, store, message, &observation, &rejected.to_string()).await
+    }
+}
+
+/// What becomes of a delivered observation once it was decided.
+#[derive(Debug, PartialEq, Eq)]
+enum Disposition {
+    /// Acknowledged: its decision is in the log (or it changed nothing). `complete_first`: it is
+    /// the game's last applied observation delivered again, whose decision may have been stored
+    /// only in part (a crash between appends): complete it before acknowledging.
+    Ack { complete_first: bool },
+    /// Not acknowledged: JetStream delivers it again after `pause`, and it is decided again.
+    Retry { pause: Duration },
+    /// To the dead-letter stream with `reason`.
+    DeadLetter { reason: String, hole: Hole },
+}
+
+/// The hole a dead-lettered observation leaves in its board's record.
+#[derive(Debug, PartialEq, Eq)]
+enum Hole {
+    /// None: no game is live on the board.
+    NoGame,
+    /// Already in the record (it was recorded missing before it arrived).
+    Recorded,
+    /// To be recorded before it goes (for a game in progress).
+    ToRecord,
+}
+
+impl Disposition {
+    /// Whether the board's observations up to it count as seen by this instance afterwards (for
+    /// the gap before the next one). Not one that found no game: should a game be set up on the
+    /// board a moment later (its set-up checked the board before this arrived), the gap before
+    /// its next observation brings this one back (see the module comment). Not one to retry.
+    fn accounts_for_it(&self) -> bool {
+        match self {
+            Disposition::Ack { .. } => true,
+            Disposition::Retry { .. } => false,
+            Disposition::DeadLetter { hole, .. } => *hole != Hole::NoGame,
         }
+    }
+}
+
+/// The disposition of `observation` decided as `decided`, after `failures` earlier failed
+/// attempts to store its decision; `seen_before`: the board's last observation this instance had
+/// seen (to tell one that arrived too late from a plain duplicate).
+fn disposition(
+    decided: &Result<Option<Decision>, AppendError>,
+    observation: &Observation,
+    failures: u32,
+    seen_before: u64,
+) -> Disposition {
+    let board = &observation.board_id;
+    let dead = |reason: String, hole: Hole| Disposition::DeadLetter { reason, hole };
+    match decided {
+        Ok(None) => dead(format!("no game is live on board {board}"), Hole::NoGame),
+        Ok(Some(Err(Undecided::Rejected(rejected)))) => dead(rejected.to_string(), Hole::ToRecord),
         Ok(Some(Err(Undecided::Panicked(panic)))) => {
             tracing::error!(%board, seq = observation.device_seq, "deciding an observation panicked (a bug): {panic}");
-            seen.note(
-                &board,
-                live_game.as_deref(),
-                observation.device_seq,
-                stream_seq,
-            );
-            let reason = format!("deciding it failed unexpectedly (a bug): {panic}");
-            give_up(js, store, message, &observation, &reason).await
+            dead(
+                format!("deciding it failed unexpectedly (a bug): {panic}"),
+                Hole::ToRecord,
+            )
         }
         Ok(Some(Ok(ObservationOutcome::Events(events)))) => {
             tracing::debug!(%board, seq = observation.device_seq, events = events.len(), "applied");
-            seen.note(
-                &board,
-                live_game.as_deref(),
-                observation.device_seq,
-                stream_seq,
-            );
-            ack(message).await
+            Disposition::Ack {
+                complete_first: false,
+            }
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
             device_seq,
             last_applied,
         })))) => {
-            if device_seq == last_applied {
-                // Delivered again after its decision was appended, or after only part of it was
-                // (a crash between appends): complete it.
-                if let Err(e) = complete(store, &observation).await {
-                    tracing::warn!(%board, seq = device_seq, "{e}");
-                    return nak(message).await;
-                }
-            } else if device_seq > seen_here.map_or(0, |s| s.device_seq) {
+            if *device_seq != *last_applied && *device_seq > seen_before {
                 tracing::warn!(%board, device_seq, last_applied, "observation arrived too late: a later one of this board was already applied");
-            } else {
-                tracing::debug!(%board, device_seq, last_applied, "duplicate observation");
             }
-            seen.note(
-                &board,
-                live_game.as_deref(),
-                observation.device_seq,
-                stream_seq,
-            );
-            ack(message).await
+            Disposition::Ack {
+                complete_first: device_seq == last_applied,
+            }
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::EarlierGame {
             device_seq,
             earlier_game_last,
         })))) => {
             tracing::info!(%board, device_seq, earlier_game_last, "observation of the board's previous game, delivered after the next game was set up: ignored");
-            seen.note(
-                &board,
-                live_game.as_deref(),
-                observation.device_seq,
-                stream_seq,
-            );
-            ack(message).await
+            Disposition::Ack {
+                complete_first: false,
+            }
         }
-        Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::AfterItsGap { device_seq })))) => {
-            seen.note(&board, live_game.as_deref(), device_seq, stream_seq);
-            let reason = format!(
+        Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::AfterItsGap { device_seq })))) => dead(
+            format!(
                 "observation {device_seq} of board {board} arrived after it was recorded as missing: the game went on without it"
-            );
-            dead_letter(js, message, Some(&board), &reason).await
-        }
+            ),
+            Hole::Recorded,
+        ),
         Ok(Some(Ok(ObservationOutcome::Ignored(why)))) => {
             tracing::debug!(%board, seq = observation.device_seq, ?why, "no change");
-            seen.note(
-                &board,
-                live_game.as_deref(),
-                observation.device_seq,
-                stream_seq,
-            );
-            ack(message).await
+            Disposition::Ack {
+                complete_first: false,
+            }
         }
-        Err(e @ AppendError::Failed { .. }) if attempts.failures + 1 >= MAX_FAILURES => {
-            seen.note(
-                &board,
-                live_game.as_deref(),
-                observation.device_seq,
-                stream_seq,
-            );
-            let reason =
-                format!("its decision could not be stored in {MAX_FAILURES} attempts: {e}");
-            give_up(js, store, message, &observation, &reason).await
-        }
+        Err(e @ AppendError::Failed { .. }) if failures + 1 >= MAX_FAILURES => dead(
+            format!("its decision could not be stored in {MAX_FAILURES} attempts: {e}"),
+            Hole::ToRecord,
+        ),
         Err(e @ (AppendError::Conflict(_) | AppendError::Failed { .. })) => {
-            // Not acknowledged: JetStream delivers it again, after a pause that grows with each
-            // attempt, and the fold is retried.
-            attempts.failures = attempts.failures.saturating_add(1);
-            tracing::warn!(%board, seq = observation.device_seq, attempt = attempts.failures, "{e}");
-            let pause = FIRST_RETRY_PAUSE.saturating_mul(1 << attempts.failures.clamp(1, 6));
-            nak_after(message, pause).await
+            tracing::warn!(%board, seq = observation.device_seq, attempt = failures + 1, "{e}");
+            Disposition::Retry {
+                pause: FIRST_RETRY_PAUSE.saturating_mul(1 << (failures + 1).clamp(1, 6)),
+            }
         }
     }
 }
@@ -1031,6 +1060,102 @@ mod tests {
                 ),
             }
         }
+    }
+
+    fn decided(
+        outcome: Result<ObservationOutcome, Undecided>,
+    ) -> Result<Option<Decision>, AppendError> {
+        Ok(Some(outcome))
+    }
+
+    #[test]
+    fn each_decision_has_its_disposition() {
+        let obs = observation("b1".into(), 7, 1_000);
+        let ack = Disposition::Ack {
+            complete_first: false,
+        };
+        let applied = decided(Ok(ObservationOutcome::Events(Vec::new())));
+        assert_eq!(disposition(&applied, &obs, 0, 6), ack);
+        let no_change = decided(Ok(ObservationOutcome::Ignored(Ignored::ClockTick)));
+        assert_eq!(disposition(&no_change, &obs, 0, 6), ack);
+        // The last applied one again: its decision may be stored in part, complete it.
+        let again = |last_applied| {
+            decided(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
+                device_seq: 7,
+                last_applied,
+            })))
+        };
+        assert_eq!(
+            disposition(&again(7), &obs, 0, 7),
+            Disposition::Ack {
+                complete_first: true
+            }
+        );
+        assert_eq!(disposition(&again(9), &obs, 0, 9), ack);
+        // No game on the board: dead-lettered, not counted as seen (a game set up a moment later
+        // brings it back).
+        let none = disposition(&Ok(None), &obs, 0, 6);
+        assert!(
+            matches!(&none, Disposition::DeadLetter { hole: Hole::NoGame, reason } if reason.contains("b1"))
+        );
+        assert!(!none.accounts_for_it());
+        // Refused for good, or a bug: dead-lettered, with the hole recorded first.
+        let refused = decided(Err(Undecided::Rejected(Rejected::InvalidSquare(99))));
+        let panicked = decided(Err(Undecided::Panicked("overflow".into())));
+        for decided in [refused, panicked] {
+            let d = disposition(&decided, &obs, 0, 6);
+            assert!(
+                matches!(
+                    &d,
+                    Disposition::DeadLetter {
+                        hole: Hole::ToRecord,
+                        ..
+                    }
+                ),
+                "{d:?}"
+            );
+            assert!(d.accounts_for_it());
+        }
+        // After its gap was recorded: dead-lettered, the hole is in the record already.
+        let late = decided(Ok(ObservationOutcome::Ignored(Ignored::AfterItsGap {
+            device_seq: 7,
+        })));
+        assert!(matches!(
+            disposition(&late, &obs, 0, 9),
+            Disposition::DeadLetter {
+                hole: Hole::Recorded,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_decision_that_cannot_be_stored_is_retried_with_growing_pauses_then_given_up() {
+        let obs = observation("b1".into(), 7, 1_000);
+        let failed = Err(AppendError::Failed {
+            game_id: "g".into(),
+            reason: "NATS down".into(),
+        });
+        let pauses: Vec<Duration> = (0..MAX_FAILURES - 1)
+            .map(|failures| match disposition(&failed, &obs, failures, 6) {
+                Disposition::Retry { pause } => pause,
+                other => panic!("attempt {failures}: {other:?}"),
+            })
+            .collect();
+        assert!(pauses.windows(2).all(|p| p[0] < p[1]), "{pauses:?}");
+        assert!(matches!(
+            disposition(&failed, &obs, MAX_FAILURES - 1, 6),
+            Disposition::DeadLetter {
+                hole: Hole::ToRecord,
+                ..
+            }
+        ));
+        // A conflict is never given up here: the log moved on, the decision is made again.
+        let conflict = Err(AppendError::Conflict("b1".into()));
+        assert!(matches!(
+            disposition(&conflict, &obs, 50, 6),
+            Disposition::Retry { .. }
+        ));
     }
 
     #[test]
