@@ -526,7 +526,9 @@ impl GameAlerts {
             // left for the next presses).
             Kind::PositionRestored(_) => self.resolve(event, entry, |a| match a.kind {
                 AlertKind::IrregularPlacement => true,
-                AlertKind::PressInDoubt => !game.doubts.iter().any(|d| d.game_seq == a.raised_at),
+                AlertKind::PressInDoubt => {
+                    !game.clock.doubts.iter().any(|d| d.game_seq == a.raised_at)
+                }
                 _ => false,
             }),
             Kind::Ended(_) => self.resolve(event, entry, |a| {
@@ -781,7 +783,7 @@ fn display_data_article(edition: Edition) -> &'static str {
 
 /// Whose flag fell, from the result, or from the clock's flags for a draw.
 fn flag_of(result: GameResult, game: &Game) -> Option<&'static str> {
-    match (result, game.flags) {
+    match (result, game.clock.flags) {
         (GameResult::BlackWins, _) | (_, (true, false)) => Some("White"),
         (GameResult::WhiteWins, _) | (_, (false, true)) => Some("Black"),
         _ => None,

@@ -98,7 +98,7 @@ impl Game {
         if actor.trim().is_empty() {
             return Err(ActionRejected::NoActor);
         }
-        if let Some(earlier) = self.requests.get(request_id) {
+        if let Some(earlier) = self.record.requests.get(request_id) {
             let same_action = earlier.action == *action
                 || matches!(
                     (normalized(&earlier.action), normalized(action)),
@@ -124,12 +124,12 @@ impl Game {
         if self.is_over() && !allowed_after_end {
             return Err(ActionRejected::GameOver);
         }
-        let in_log = |game_seq: u64| (1..=self.last_game_seq).contains(&game_seq);
+        let in_log = |game_seq: u64| (1..=self.record.last_game_seq).contains(&game_seq);
         if let Some(&outside) = action.resolves_alerts.iter().find(|&&s| !in_log(s)) {
             return Err(ActionRejected::Invalid(format!(
                 "the ruling resolves the alert of log entry {outside}, but the log has entries \
                  1 to {}",
-                self.last_game_seq
+                self.record.last_game_seq
             )));
         }
         let provenance = Provenance {
@@ -149,6 +149,7 @@ impl Game {
         match inner {
             Action::Penalty(decision) => {
                 let Some(record) = self
+                    .rulings
                     .illegal_moves
                     .iter()
                     .find(|r| r.game_seq == decision.illegal_move_game_seq)
@@ -295,7 +296,7 @@ impl Game {
                 if !in_log(ack.alert_game_seq) {
                     return Err(ActionRejected::Invalid(format!(
                         "no log entry {} to acknowledge: the log has entries 1 to {}",
-                        ack.alert_game_seq, self.last_game_seq
+                        ack.alert_game_seq, self.record.last_game_seq
                     )));
                 }
             }

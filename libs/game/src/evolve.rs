@@ -4,7 +4,7 @@
 use shakmaty::{Move, Position, uci::UciMove};
 
 use boardcast_inference::Inference;
-use boardcast_rules::{illegal::IllegalMoveTally, repetition::RepetitionTracker};
+use boardcast_rules::repetition::RepetitionTracker;
 
 use crate::chain::{ChainError, GENESIS_HASH};
 use crate::clock::{ClockSides, PressDoubt};
@@ -13,8 +13,8 @@ use crate::events::{GameEvent, GameEventRecord, MoveProvisional, Side, Source, g
 use crate::provisional::{Provisional, ProvisionalLine};
 use crate::start::{rules_of, start_position};
 use crate::state::{
-    BoardStatus, ClockChange, CompletedMove, Game, GameError, IllegalMoveEntry, RecordedRequest,
-    parse_uci_in,
+    BoardRecord, BoardStatus, ClockChange, ClockState, CompletedMove, Game, GameError,
+    IllegalMoveEntry, RecordHead, RecordedRequest, Rulings, parse_uci_in,
 };
 use crate::terms;
 
@@ -49,39 +49,27 @@ impl Game {
             repetition: RepetitionTracker::new(rules.edition, &position, 1),
             rules,
             info,
+            interpretation,
             start: position.clone(),
             position,
             moves: Vec::new(),
             provisional: ProvisionalLine::default(),
-            result: None,
-            last_game_seq: 1,
-            chain_head: head,
-            last_device_seq: 0,
-            missing: Vec::new(),
-            clock_running: ClockRun::Unspecified,
-            interpretation,
-            clock_sides: ClockSides::default(),
-            last_clock: None,
-            clock_stood: false,
-            start_seen: false,
-            doubts: Vec::new(),
-            dead_undetermined_at: None,
-            setup_mismatches: Vec::new(),
-            illegal_tally: IllegalMoveTally::default(),
             reconstructed: Default::default(),
-            irregular: None,
-            illegal_moves: Vec::new(),
-            arbiter_notes: Vec::new(),
-            draw_offers: Vec::new(),
-            flags: (false, false),
-            touches: Vec::new(),
-            board: BoardStatus::default(),
-            clock_changes: Vec::new(),
-            board_seq_floor,
-            started_by_request,
-            requests: Default::default(),
-            signed_records: u64::from(!record.signature.is_empty()),
-            unsigned_records: u64::from(record.signature.is_empty()),
+            result: None,
+            record: RecordHead {
+                last_game_seq: 1,
+                chain_head: head,
+                signed: u64::from(!record.signature.is_empty()),
+                unsigned: u64::from(record.signature.is_empty()),
+                started_by_request,
+                requests: Default::default(),
+            },
+            board: BoardRecord {
+                seq_floor: board_seq_floor,
+                ..BoardRecord::default()
+            },
+            clock: ClockState::default(),
+            rulings: Rulings::default(),
         })
     }
 
@@ -98,7 +86,7 @@ impl Game {
                     .observation
                     .as_ref()
                     .ok_or_else(|| inconsistent("recorded observation is empty".into()))?;
-                self.last_device_seq = self.last_device_seq.max(observation.device_seq);
+                self.board.last_device_seq = self.board.last_device_seq.max(observation.device_seq);
                 // Same input, same engine state: the outputs were recorded as their own events.
                 if let Some(input) = self.inference_input(observation) {
                     self.inference.observe(input);
@@ -108,13 +96,13 @@ impl Game {
                 {
                     let mut rotated = board.clone();
                     rotated.rotate_180();
-                    self.start_seen |= [board, rotated].contains(self.start.board());
+                    self.board.start_seen |= [board, rotated].contains(self.start.board());
                 }
                 if let Some(touch) = crate::terms::touch_of(observation) {
-                    self.touches.push((event.game_seq, touch));
+                    self.board.touches.push((event.game_seq, touch));
                 }
                 if let Some(crate::device::observation::Kind::Clock(c)) = &observation.kind {
-                    self.last_clock = Some(*c);
+                    self.clock.last_reading = Some(*c);
                     self.follow_clock();
                 }
             }
@@ -166,9 +154,9 @@ impl Game {
                         .unwrap_or(0),
                 });
                 self.provisional.complete(mv);
-                self.irregular = None;
-                self.touches.clear();
-                self.clock_stood = false;
+                self.board.irregular = None;
+                self.board.touches.clear();
+                self.clock.stood = false;
                 // A move completed without the engine's confirmation (a mate needs no press, an
                 // arbiter enters a move): the engine follows the game, not the other way round.
                 if self.inference.confirmed_plies() as usize != self.moves.len() {
@@ -181,46 +169,49 @@ impl Game {
                 self.provisional.clear();
             }
             Some(Kind::ClockSides(sides)) => {
-                self.clock_sides = ClockSides::from_event(sides);
+                self.clock.sides = ClockSides::from_event(sides);
                 // The last reading (the one before the press that showed the sides) reads
                 // differently now.
                 self.follow_clock();
             }
             Some(Kind::SetupMismatch(mismatch)) => {
-                self.setup_mismatches
+                self.board
+                    .setup_mismatches
                     .retain(|m| m.aspect != mismatch.aspect);
-                self.setup_mismatches.push(mismatch.clone());
+                self.board.setup_mismatches.push(mismatch.clone());
             }
-            Some(Kind::SetupMismatchCleared(cleared)) => {
-                self.setup_mismatches.retain(|m| m.aspect != cleared.aspect)
-            }
+            Some(Kind::SetupMismatchCleared(cleared)) => self
+                .board
+                .setup_mismatches
+                .retain(|m| m.aspect != cleared.aspect),
             Some(Kind::PressInDoubt(doubt)) => {
                 // Recorded right after the press's observation.
-                let reading = self.last_clock.ok_or_else(|| {
+                let reading = self.clock.last_reading.ok_or_else(|| {
                     inconsistent("a press in doubt without a clock reading".into())
                 })?;
-                self.doubts.push(PressDoubt {
+                self.clock.doubts.push(PressDoubt {
                     game_seq: event.game_seq,
                     event: doubt.clone(),
                     reading,
-                    device_seq: self.last_device_seq,
+                    device_seq: self.board.last_device_seq,
                     // The position the press's ply was to be played in: after the completed
                     // moves and those the board showed before it.
                     position: self.line_position(),
                 });
             }
-            Some(Kind::PressSettled(settled)) => {
-                self.doubts.retain(|d| d.game_seq != settled.doubt_game_seq)
-            }
+            Some(Kind::PressSettled(settled)) => self
+                .clock
+                .doubts
+                .retain(|d| d.game_seq != settled.doubt_game_seq),
             Some(Kind::DeadPositionUndetermined(noted)) => {
-                self.dead_undetermined_at.get_or_insert(noted.ply);
+                self.rulings.dead_undetermined_at.get_or_insert(noted.ply);
             }
             Some(Kind::Touch(_))
             | Some(Kind::TouchMove(_))
             | Some(Kind::ClockAlert(_))
             | Some(Kind::ClaimJudged(_)) => {}
             Some(Kind::BoardStatus(status)) => {
-                self.board = BoardStatus {
+                self.board.status = BoardStatus {
                     state: status.state(),
                     battery_percent: status.battery_percent,
                 };
@@ -256,15 +247,16 @@ impl Game {
                 }
             }
             Some(Kind::ObservationsMissing(missing)) => {
-                self.last_device_seq = self.last_device_seq.max(missing.last_device_seq);
-                self.missing.push(missing.clone());
+                self.board.last_device_seq =
+                    self.board.last_device_seq.max(missing.last_device_seq);
+                self.board.missing.push(missing.clone());
             }
-            Some(Kind::Irregularity(i)) => self.irregular = Some(i.placement.clone()),
-            Some(Kind::IrregularityCleared(_)) => self.irregular = None,
+            Some(Kind::Irregularity(i)) => self.board.irregular = Some(i.placement.clone()),
+            Some(Kind::IrregularityCleared(_)) => self.board.irregular = None,
             Some(Kind::IllegalMove(illegal)) => {
                 match terms::offender(illegal) {
-                    Side::White => self.illegal_tally.white = illegal.offender_count,
-                    Side::Black => self.illegal_tally.black = illegal.offender_count,
+                    Side::White => self.rulings.illegal_tally.white = illegal.offender_count,
+                    Side::Black => self.rulings.illegal_tally.black = illegal.offender_count,
                     Side::Unspecified => {
                         return Err(inconsistent(format!(
                             "illegal move by {:?}",
@@ -279,7 +271,7 @@ impl Game {
                 } else {
                     self.moves.len()
                 };
-                self.illegal_moves.push(IllegalMoveEntry {
+                self.rulings.illegal_moves.push(IllegalMoveEntry {
                     game_seq: event.game_seq,
                     event: illegal.clone(),
                     decided: None,
@@ -295,7 +287,7 @@ impl Game {
                 if let Some(request_id) = event.provenance.as_ref().map(|p| &p.request_id)
                     && !request_id.is_empty()
                 {
-                    self.requests.insert(
+                    self.record.requests.insert(
                         request_id.clone(),
                         RecordedRequest {
                             game_seq: event.game_seq,
@@ -306,13 +298,15 @@ impl Game {
                 }
                 let ply = self.moves.len() as u32;
                 if let Some(crate::events::arbiter_action::Action::DrawOffer(_)) = &action.action {
-                    self.draw_offers.push(ply);
+                    self.rulings.draw_offers.push(ply);
                 } else if let Some(text) = crate::wording::arbiter_action(action) {
-                    self.arbiter_notes.push((ply, format!("{text} ({actor})")));
+                    self.rulings
+                        .arbiter_notes
+                        .push((ply, format!("{text} ({actor})")));
                 }
                 if let Some(crate::events::arbiter_action::Action::Clocks(c)) = &action.action {
                     let completed = self.moves.len();
-                    self.clock_changes.push((
+                    self.clock.changes.push((
                         completed,
                         event.game_seq,
                         ClockChange::Added {
@@ -321,7 +315,7 @@ impl Game {
                         },
                     ));
                     if c.white_remaining_ms.is_some() || c.black_remaining_ms.is_some() {
-                        self.clock_changes.push((
+                        self.clock.changes.push((
                             completed,
                             event.game_seq,
                             ClockChange::Set {
@@ -334,6 +328,7 @@ impl Game {
                 if let Some(crate::events::arbiter_action::Action::Penalty(decision)) =
                     &action.action
                     && let Some(entry) = self
+                        .rulings
                         .illegal_moves
                         .iter_mut()
                         .find(|e| e.game_seq == decision.illegal_move_game_seq)
@@ -350,12 +345,13 @@ impl Game {
                             Side::White => (0, bonus),
                             _ => (bonus, 0),
                         };
-                        self.clock_changes.push((
+                        self.clock.changes.push((
                             entry.completed_moves,
                             entry.game_seq,
                             ClockChange::Added { white_ms, black_ms },
                         ));
-                        self.clock_changes
+                        self.clock
+                            .changes
                             .sort_by_key(|(completed, game_seq, _)| (*completed, *game_seq));
                     }
                     // A rejected penalty does not count towards the next one.
@@ -364,12 +360,12 @@ impl Game {
                     {
                         match terms::offender(&entry.event) {
                             Side::White => {
-                                self.illegal_tally.white =
-                                    self.illegal_tally.white.saturating_sub(1)
+                                self.rulings.illegal_tally.white =
+                                    self.rulings.illegal_tally.white.saturating_sub(1)
                             }
                             _ => {
-                                self.illegal_tally.black =
-                                    self.illegal_tally.black.saturating_sub(1)
+                                self.rulings.illegal_tally.black =
+                                    self.rulings.illegal_tally.black.saturating_sub(1)
                             }
                         }
                     }
@@ -383,15 +379,16 @@ impl Game {
                 self.moves.truncate(ply);
                 // The rulings made on the plies taken back stay in the score, at the ply the game
                 // goes on from: they are part of what happened.
-                for (note_ply, _) in &mut self.arbiter_notes {
+                for (note_ply, _) in &mut self.rulings.arbiter_notes {
                     *note_ply = (*note_ply).min(restored.ply);
                 }
                 // Presses in doubt about plies the restore took back are left for the arbiter's
                 // ruling that restored the position: no later press settles them.
-                self.doubts.retain(|d| d.event.ply as usize <= ply);
-                self.clock_changes
+                self.clock.doubts.retain(|d| d.event.ply as usize <= ply);
+                self.clock
+                    .changes
                     .retain(|(completed, _, _)| *completed <= ply);
-                self.clock_changes.push((
+                self.clock.changes.push((
                     ply,
                     event.game_seq,
                     ClockChange::Restored {
@@ -399,11 +396,11 @@ impl Game {
                         black: restored.black_remaining_ms,
                     },
                 ));
-                self.touches.clear();
+                self.board.touches.clear();
                 self.repetition.truncate(restored.ply);
                 self.position = self.repetition.position().clone();
                 self.provisional.clear();
-                self.irregular = None;
+                self.board.irregular = None;
                 self.sync_inference()
                     .map_err(|e| inconsistent(format!("restoring ply {ply}: {e}")))?;
             }
@@ -413,19 +410,19 @@ impl Game {
 
     /// The clock's running side and flags from the last recorded reading, read with the sides.
     pub(crate) fn follow_clock(&mut self) {
-        let Some(raw) = self.last_clock else {
+        let Some(raw) = self.clock.last_reading else {
             return;
         };
-        let reading = self.clock_sides.read(&raw);
-        self.flags = (reading.white_flag, reading.black_flag);
+        let reading = self.clock.sides.read(&raw);
+        self.clock.flags = (reading.white_flag, reading.black_flag);
         match (self.interpretation, reading.running()) {
-            (0, running @ (ClockRun::White | ClockRun::Black)) => self.clock_running = running,
+            (0, running @ (ClockRun::White | ClockRun::Black)) => self.clock.running = running,
             // Interpretation 0: a paused clock is not a press when it runs again, so only White
             // and Black count.
             (0, _) => {}
             (_, running) => {
-                self.clock_stood |= running == ClockRun::Stopped;
-                self.clock_running = running;
+                self.clock.stood |= running == ClockRun::Stopped;
+                self.clock.running = running;
             }
         }
     }

@@ -47,7 +47,7 @@ impl Game {
         recorded_unix_ms: i64,
     ) -> Vec<GameEventRecord> {
         let (mut seq, mut prev) = match game {
-            Some(g) => (g.last_game_seq, g.chain_head),
+            Some(g) => (g.record.last_game_seq, g.record.chain_head),
             None => (0, GENESIS_HASH),
         };
         new_events
@@ -172,7 +172,7 @@ impl Game {
         record: &GameEventRecord,
         keys: &TrustedKeys,
     ) -> Result<(), GameError> {
-        keys.check(record, self.last_game_seq + 1, self.is_signed())?;
+        keys.check(record, self.record.last_game_seq + 1, self.is_signed())?;
         self.apply(record)
     }
 
@@ -194,26 +194,26 @@ impl Game {
                 got: event.game_id.clone(),
             });
         }
-        if event.game_seq != self.last_game_seq + 1 {
+        if event.game_seq != self.record.last_game_seq + 1 {
             return Err(GameError::OutOfSequence {
                 game_id: self.game_id.clone(),
-                expected_after: self.last_game_seq,
+                expected_after: self.record.last_game_seq,
                 got: event.game_seq,
             });
         }
-        if record.prev_hash.as_slice() != self.chain_head.as_slice() {
+        if record.prev_hash.as_slice() != self.record.chain_head.as_slice() {
             return Err(ChainError::BrokenLink {
                 game_seq: event.game_seq,
             }
             .into());
         }
         self.evolve(event)?;
-        self.last_game_seq = event.game_seq;
-        self.chain_head.copy_from_slice(&record.hash);
+        self.record.last_game_seq = event.game_seq;
+        self.record.chain_head.copy_from_slice(&record.hash);
         if record.signature.is_empty() {
-            self.unsigned_records += 1;
+            self.record.unsigned += 1;
         } else {
-            self.signed_records += 1;
+            self.record.signed += 1;
         }
         Ok(())
     }

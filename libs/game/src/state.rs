@@ -41,78 +41,101 @@ pub struct Game {
     pub(crate) game_id: String,
     pub(crate) info: GameStarted,
     pub(crate) rules: RuleSet,
-    pub(crate) start: Chess,
-    pub(crate) position: Chess,
-    pub(crate) moves: Vec<CompletedMove>,
-    /// Moves seen on the board after the completed ones, in order, not yet confirmed by a press:
-    /// usually one, more when a press was missed (pressed before the piece landed) or when moves
-    /// were reconstructed; the next press completes them all.
-    pub(crate) provisional: ProvisionalLine,
-    pub(crate) result: Option<(GameResult, Termination)>,
-    pub(crate) last_game_seq: u64,
-    pub(crate) chain_head: [u8; 32],
-    /// The board's last observation accounted for: applied, or recorded as missing.
-    pub(crate) last_device_seq: u64,
-    /// The board's observations that never arrived, as recorded.
-    pub(crate) missing: Vec<events::ObservationsMissing>,
-    /// Move inference over the board's recorded observations.
-    pub(crate) inference: Inference,
-    /// The clock's running side at the last recorded reading, read with `clock_sides`
-    /// (interpretation 0: the last side that ran; a stopped clock is passed over).
-    pub(crate) clock_running: ClockRun,
     /// `GameStarted.interpretation`: how this game's observations are read.
     pub(crate) interpretation: u32,
-    /// Which clock display is White's, as the log established it.
-    pub(crate) clock_sides: ClockSides,
-    /// The last recorded clock reading as its source labelled it.
-    pub(crate) last_clock: Option<ClockReading>,
-    /// The clock has stood (stopped, as for turning it round) since the last completed move.
-    pub(crate) clock_stood: bool,
-    /// The board has shown the game's start placement (either way round) since the game was
-    /// set up: an irregular placement after that is play, not a wrong set-up.
-    pub(crate) start_seen: bool,
-    /// Presses in doubt that no later press has settled, in order.
-    pub(crate) doubts: Vec<PressDoubt>,
-    /// The ply after which the log records that whether the position is dead was not
-    /// determined: recorded once per game, so that the arbiter is told once.
-    pub(crate) dead_undetermined_at: Option<u32>,
-    /// What of the board's set-up differs from what the game expects, one per aspect.
-    pub(crate) setup_mismatches: Vec<events::SetupMismatch>,
-    pub(crate) repetition: RepetitionTracker,
-    pub(crate) illegal_tally: IllegalMoveTally,
+    pub(crate) start: Chess,
+    /// The position after the completed moves.
+    pub(crate) position: Chess,
+    pub(crate) moves: Vec<CompletedMove>,
+    /// Moves seen on the board after the completed ones, not yet confirmed by a press.
+    pub(crate) provisional: ProvisionalLine,
     /// Plies whose moves were reconstructed rather than seen.
     pub(crate) reconstructed: std::collections::BTreeSet<u32>,
-    /// The board shows a placement that matches no legal continuation.
-    pub(crate) irregular: Option<String>,
-    /// Illegal moves recorded, and the arbiter's decision on each.
-    pub(crate) illegal_moves: Vec<IllegalMoveEntry>,
-    /// Arbiter actions in words, with the number of completed moves when each was entered.
-    pub(crate) arbiter_notes: Vec<(u32, String)>,
-    /// Draw offers, by the number of completed moves when each was made.
-    pub(crate) draw_offers: Vec<u32>,
-    /// Flags shown by the clock at the last recorded reading (White, Black), read with
-    /// `clock_sides`.
-    pub(crate) flags: (bool, bool),
-    /// Lifts and placements recorded since the last completed move, with their `game_seq`.
-    pub(crate) touches: Vec<(u64, boardcast_rules::touch::Touch)>,
-    /// The board as its gateway last reported it.
-    pub(crate) board: BoardStatus,
-    /// Changes to the clocks the time control does not predict, with the number of completed
-    /// moves and the `game_seq` when each was made, in that order.
-    pub(crate) clock_changes: Vec<(usize, u64, ClockChange)>,
-    /// Observations of the board up to this one were sent before the game was set up
-    /// (`GameStarted.board_seq_before`).
-    pub(crate) board_seq_floor: u64,
+    /// Positions and move counters since the start, for repetitions and the fifty/75 moves.
+    pub(crate) repetition: RepetitionTracker,
+    /// Move inference over the board's recorded observations.
+    pub(crate) inference: Inference,
+    pub(crate) result: Option<(GameResult, Termination)>,
+    pub(crate) record: RecordHead,
+    pub(crate) board: BoardRecord,
+    pub(crate) clock: ClockState,
+    pub(crate) rulings: Rulings,
+}
+
+/// Where the game's record stands.
+#[derive(Debug, Clone)]
+pub(crate) struct RecordHead {
+    pub(crate) last_game_seq: u64,
+    pub(crate) chain_head: [u8; 32],
+    /// Records folded with and without a signature: a log written before signing is marked
+    /// unsigned, and once a game has a signed record an unsigned one is refused.
+    pub(crate) signed: u64,
+    pub(crate) unsigned: u64,
     /// The request that set the game up (`CreateGame`/`PairRound`), so that its retry is told
     /// from another request for the same board.
     pub(crate) started_by_request: String,
     /// Arbiter actions by the client-chosen id of the request that recorded them, so that a retry
     /// records nothing twice.
     pub(crate) requests: std::collections::BTreeMap<String, RecordedRequest>,
-    /// Records folded with and without a signature: a log written before signing is marked
-    /// unsigned, and once a game has a signed record an unsigned one is refused.
-    pub(crate) signed_records: u64,
-    pub(crate) unsigned_records: u64,
+}
+
+/// The physical board as the log knows it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BoardRecord {
+    /// As its gateway last reported it.
+    pub(crate) status: BoardStatus,
+    /// Its last observation accounted for: applied, or recorded as missing.
+    pub(crate) last_device_seq: u64,
+    /// Its observations up to this one were sent before the game was set up
+    /// (`GameStarted.board_seq_before`).
+    pub(crate) seq_floor: u64,
+    /// Its observations that never arrived, as recorded.
+    pub(crate) missing: Vec<events::ObservationsMissing>,
+    /// It has shown the game's start placement (either way round) since the game was set up:
+    /// an irregular placement after that is play, not a wrong set-up.
+    pub(crate) start_seen: bool,
+    /// Lifts and placements recorded since the last completed move, with their `game_seq`.
+    pub(crate) touches: Vec<(u64, boardcast_rules::touch::Touch)>,
+    /// It shows a placement that matches no legal continuation.
+    pub(crate) irregular: Option<String>,
+    /// What of its set-up differs from what the game expects, one per aspect.
+    pub(crate) setup_mismatches: Vec<events::SetupMismatch>,
+}
+
+/// The clock as the log knows it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClockState {
+    /// Which display is White's, as the log established it.
+    pub(crate) sides: ClockSides,
+    /// The running side at the last recorded reading, read with `sides` (interpretation 0: the
+    /// last side that ran; a stopped clock is passed over).
+    pub(crate) running: ClockRun,
+    /// The last recorded reading as its source labelled it.
+    pub(crate) last_reading: Option<ClockReading>,
+    /// It has stood (stopped, as for turning it round) since the last completed move.
+    pub(crate) stood: bool,
+    /// Flags shown at the last recorded reading (White, Black), read with `sides`.
+    pub(crate) flags: (bool, bool),
+    /// Changes to the clocks the time control does not predict, with the number of completed
+    /// moves and the `game_seq` when each was made, in that order.
+    pub(crate) changes: Vec<(usize, u64, ClockChange)>,
+    /// Presses in doubt that no later press has settled, in order.
+    pub(crate) doubts: Vec<PressDoubt>,
+}
+
+/// What the rules and the arbiters noted along the way.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Rulings {
+    /// Illegal moves recorded, and the arbiter's decision on each.
+    pub(crate) illegal_moves: Vec<IllegalMoveEntry>,
+    pub(crate) illegal_tally: IllegalMoveTally,
+    /// Arbiter actions in words, with the number of completed moves when each was entered.
+    pub(crate) arbiter_notes: Vec<(u32, String)>,
+    /// Draw offers, by the number of completed moves when each was made.
+    pub(crate) draw_offers: Vec<u32>,
+    /// The ply after which the log records that whether the position is dead was not
+    /// determined: recorded once per game, so that the arbiter is told once.
+    pub(crate) dead_undetermined_at: Option<u32>,
 }
 
 /// A change to the clocks made by the arbiter, which the next readings reflect.
@@ -200,17 +223,17 @@ pub fn fen_of(pos: &Chess) -> String {
 impl Game {
     /// Whether the log holds a signed record (from then on every record must be signed).
     pub fn is_signed(&self) -> bool {
-        self.signed_records > 0
+        self.record.signed > 0
     }
 
     /// Records folded without a signature: those of a log written before records were signed.
     pub fn unsigned_records(&self) -> u64 {
-        self.unsigned_records
+        self.record.unsigned
     }
 
     /// The client's id of the request that set the game up (empty for older logs).
     pub fn started_by_request(&self) -> &str {
-        &self.started_by_request
+        &self.record.started_by_request
     }
 
     /// What the position says if `mv` is completed now (mate, stalemate, dead position, and
@@ -234,7 +257,9 @@ impl Game {
             BoardVerdict::Ends(end) => vec![ended(&end)],
             // Before the arbiter is told, the thorough analysis gets its chance (once per game:
             // after the note, play simply goes on).
-            BoardVerdict::DeadUndetermined { article } if self.dead_undetermined_at.is_none() => {
+            BoardVerdict::DeadUndetermined { article }
+                if self.rulings.dead_undetermined_at.is_none() =>
+            {
                 match dead_position_within(history.position(), &Budget::thorough()) {
                     Answer::Yes => vec![ended(&dead_position_reached(&self.rules))],
                     Answer::No => Vec::new(),
@@ -252,17 +277,17 @@ impl Game {
 
     /// Arbiter actions in words, each with the number of completed moves when it was entered.
     pub fn arbiter_notes(&self) -> &[(u32, String)] {
-        &self.arbiter_notes
+        &self.rulings.arbiter_notes
     }
 
     /// Draw offers, by the number of completed moves when each was made.
     pub fn draw_offers(&self) -> &[u32] {
-        &self.draw_offers
+        &self.rulings.draw_offers
     }
 
     /// Illegal moves in the record with the arbiter's decisions.
     pub fn illegal_moves(&self) -> &[IllegalMoveEntry] {
-        &self.illegal_moves
+        &self.rulings.illegal_moves
     }
 
     pub(crate) fn parse_uci(&self, uci: &str) -> Result<Move, String> {
@@ -307,12 +332,12 @@ impl Game {
 
     /// Penalised illegal moves per player, as proposed so far.
     pub fn illegal_tally(&self) -> IllegalMoveTally {
-        self.illegal_tally
+        self.rulings.illegal_tally
     }
 
     /// The placement the board shows while it matches no legal continuation.
     pub fn irregular_placement(&self) -> Option<&str> {
-        self.irregular.as_deref()
+        self.board.irregular.as_deref()
     }
 
     pub fn repetition(&self) -> &RepetitionTracker {
@@ -338,37 +363,37 @@ impl Game {
     }
 
     pub fn last_game_seq(&self) -> u64 {
-        self.last_game_seq
+        self.record.last_game_seq
     }
 
     pub fn chain_head(&self) -> &[u8; 32] {
-        &self.chain_head
+        &self.record.chain_head
     }
 
     /// The board as its gateway last reported it.
     pub fn board_status(&self) -> BoardStatus {
-        self.board
+        self.board.status
     }
 
     /// The board's last observation this game has accounted for: its own last one, or the last
     /// one sent before the game was set up.
     pub fn board_seq_accounted(&self) -> u64 {
-        self.last_device_seq.max(self.board_seq_floor)
+        self.board.last_device_seq.max(self.board.seq_floor)
     }
 
     /// The board's last observation applied to this game or recorded as missing.
     pub fn last_device_seq(&self) -> u64 {
-        self.last_device_seq
+        self.board.last_device_seq
     }
 
     /// The board's observations that never arrived, as recorded.
     pub fn missing_observations(&self) -> &[events::ObservationsMissing] {
-        &self.missing
+        &self.board.missing
     }
 
     /// What of the board's set-up differs from what the game expects.
     pub fn setup_mismatches(&self) -> &[events::SetupMismatch] {
-        &self.setup_mismatches
+        &self.board.setup_mismatches
     }
 
     pub fn turn(&self) -> Color {
@@ -386,16 +411,16 @@ impl Game {
             moves: self.moves(),
             provisional: self.provisional().cloned(),
             provisional_line: self.provisional_line().into_iter().cloned().collect(),
-            missing_observations: self.missing.clone(),
-            clock_sides: (self.clock_sides.basis != events::ClockSidesBasis::Unspecified)
-                .then(|| self.clock_sides.to_event()),
-            setup_mismatches: self.setup_mismatches.clone(),
-            presses_in_doubt: self.doubts.iter().map(|d| d.game_seq).collect(),
+            missing_observations: self.board.missing.clone(),
+            clock_sides: (self.clock.sides.basis != events::ClockSidesBasis::Unspecified)
+                .then(|| self.clock.sides.to_event()),
+            setup_mismatches: self.board.setup_mismatches.clone(),
+            presses_in_doubt: self.clock.doubts.iter().map(|d| d.game_seq).collect(),
             fen: fen_of(&self.position),
             result: result as i32,
             termination: termination as i32,
-            last_game_seq: self.last_game_seq,
-            chain_head: self.chain_head.to_vec(),
+            last_game_seq: self.record.last_game_seq,
+            chain_head: self.record.chain_head.to_vec(),
         }
     }
 

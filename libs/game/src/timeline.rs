@@ -87,7 +87,7 @@ impl FoldedGame {
                     o.observation.as_ref().and_then(|o| o.kind.as_ref())
                 {
                     // Read with the sides the game has established (this event changes none).
-                    swapped = self.game.clock_sides.swaps(reading);
+                    swapped = self.game.clock.sides.swaps(reading);
                     let (white, black) = if swapped {
                         (reading.black_remaining_ms, reading.white_remaining_ms)
                     } else {

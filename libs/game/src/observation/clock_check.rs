@@ -51,7 +51,8 @@ impl Game {
         // is the new starting point; one set while it ran (the moment is not known in device
         // time) leaves nothing to predict from.
         for (completed, _, change) in self
-            .clock_changes
+            .clock
+            .changes
             .iter()
             .filter(|(completed, _, _)| (index - 1..=index).contains(completed))
         {
@@ -113,8 +114,12 @@ impl Game {
         use boardcast_rules::outcome::{both_flags_fallen, flag_fall};
         let end = match (white, black) {
             (true, true) => both_flags_fallen(&self.rules, self.in_last_period())?,
-            (true, false) if !self.flags.0 => flag_fall(&self.rules, &self.position, Color::White),
-            (false, true) if !self.flags.1 => flag_fall(&self.rules, &self.position, Color::Black),
+            (true, false) if !self.clock.flags.0 => {
+                flag_fall(&self.rules, &self.position, Color::White)
+            }
+            (false, true) if !self.clock.flags.1 => {
+                flag_fall(&self.rules, &self.position, Color::Black)
+            }
             _ => return None,
         };
         Some(crate::terms::ending_of(&end))

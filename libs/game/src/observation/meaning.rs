@@ -78,7 +78,7 @@ impl Game {
                 // The reading the sides were confirmed on: this one, or the press waited for.
                 let raw = match &obs.kind {
                     Some(observation::Kind::Clock(c)) => Some(*c),
-                    _ => self.last_clock,
+                    _ => self.clock.last_reading,
                 };
                 if let Some(raw) = raw {
                     events.extend(self.clock_sides_told(obs, &raw, &event));
@@ -98,8 +98,8 @@ impl Game {
                             if moves.iter().any(|m| m.ply == ply))
                     })
             };
-            let mut tally = self.illegal_tally;
-            for doubt in &self.doubts {
+            let mut tally = self.rulings.illegal_tally;
+            for doubt in &self.clock.doubts {
                 let Some(settlement) =
                     doubt.settle(&sides, through, reconstructed(doubt.event.ply))
                 else {
@@ -158,7 +158,7 @@ impl Game {
         // The provisional line after the completed moves (see `Game::provisional`).
         let mut line = self.provisional.clone();
         let mut reconstructed = self.reconstructed.clone();
-        let mut tally = self.illegal_tally;
+        let mut tally = self.rulings.illegal_tally;
         let mut ended = false;
         for output in outputs {
             if ended {
@@ -366,7 +366,7 @@ impl Game {
                     });
                     if completed == 0
                         && line.is_empty()
-                        && !self.start_seen
+                        && !self.board.start_seen
                         && matches!(cause, IrregularityCause::Quiet { .. })
                         && self.interpretation >= 1
                     {
@@ -403,6 +403,7 @@ impl Game {
                 }
                 Output::IrregularityCleared { basis } => {
                     if self
+                        .board
                         .setup_mismatches
                         .iter()
                         .any(|m| m.aspect() == SetupAspect::StartPosition)
@@ -596,6 +597,7 @@ impl Game {
         sides: &crate::events::ClockSidesEstablished,
     ) -> Option<NewEvent> {
         let open = self
+            .board
             .setup_mismatches
             .iter()
             .any(|m| m.aspect() == SetupAspect::ClockSides);
@@ -621,6 +623,7 @@ impl Game {
         basis: Vec<u64>,
     ) -> Option<NewEvent> {
         let open = self
+            .board
             .setup_mismatches
             .iter()
             .any(|m| m.aspect() == SetupAspect::Orientation);
@@ -663,6 +666,7 @@ impl Game {
         basis: &[u64],
     ) -> Option<NewEvent> {
         if self
+            .board
             .setup_mismatches
             .iter()
             .any(|m| m.aspect() == SetupAspect::StartPosition)

@@ -134,7 +134,7 @@ impl Game {
             observation::Kind::Clock(c) => {
                 // Any reading that is not a press is the clock ticking: time passes for the
                 // inference.
-                match self.press_by(self.clock_sides.read(c).running()) {
+                match self.press_by(self.clock.sides.read(c).running()) {
                     Some(side) => InferenceEvent::ClockPressed { side },
                     None => InferenceEvent::Tick,
                 }
@@ -152,7 +152,7 @@ impl Game {
     /// the running side changing, and the side that stopped pressed. From interpretation 1 a
     /// clock that runs again after it stood (started, or restarted by the arbiter) is no press.
     fn press_by(&self, running: ClockRun) -> Option<Color> {
-        match (self.interpretation, self.clock_running, running) {
+        match (self.interpretation, self.clock.running, running) {
             (0, before, ClockRun::Black) if before != ClockRun::Black => Some(Color::White),
             (0, before, ClockRun::White) if before != ClockRun::White => Some(Color::Black),
             (_, ClockRun::White, ClockRun::Black) => Some(Color::White),
@@ -213,13 +213,14 @@ impl Game {
                 accounted,
             });
         }
-        if obs.device_seq <= self.board_seq_floor {
+        if obs.device_seq <= self.board.seq_floor {
             return Ok(ObservationOutcome::Ignored(Ignored::EarlierGame {
                 device_seq: obs.device_seq,
-                earlier_game_last: self.board_seq_floor,
+                earlier_game_last: self.board.seq_floor,
             }));
         }
         if self
+            .board
             .missing
             .iter()
             .any(|m| (m.first_device_seq..=m.last_device_seq).contains(&obs.device_seq))
@@ -228,10 +229,10 @@ impl Game {
                 device_seq: obs.device_seq,
             }));
         }
-        if obs.device_seq <= self.last_device_seq {
+        if obs.device_seq <= self.board.last_device_seq {
             return Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
                 device_seq: obs.device_seq,
-                last_applied: self.last_device_seq,
+                last_applied: self.board.last_device_seq,
             }));
         }
         if self.is_over() {
@@ -248,7 +249,7 @@ impl Game {
             // The clock ticking is recorded only when it matters: the board's quiet period ended
             // with it (inference concluded something: a reconstruction, an irregularity) or a
             // flag changed. Unrecorded ticks change nothing, so folding the log sees the same.
-            let flags_changed = (c.white_flag, c.black_flag) != self.flags;
+            let flags_changed = (c.white_flag, c.black_flag) != self.clock.flags;
             // Most ticks: known to conclude nothing without running a copy of the engine.
             let idle = input
                 .as_ref()
@@ -312,21 +313,21 @@ impl Game {
             if let Some(input) = self.inference_input(obs) {
                 let mut engine = self.inference.clone();
                 let outputs = engine.observe(input);
-                events = self.conclude(obs, self.clock_sides, events, &engine, outputs, None);
+                events = self.conclude(obs, self.clock.sides, events, &engine, outputs, None);
             }
             if let Some(observation::Kind::Status(status)) = &obs.kind {
                 events.extend(self.board_status_change(obs, status));
             }
             return ObservationOutcome::Events(events);
         };
-        let mut sides = self.clock_sides;
+        let mut sides = self.clock.sides;
         let mut prefix = Vec::new();
         // The clock started before any move: the Laws start White's clock, so its running
         // display is White's until a press completing a move says otherwise.
         if sides.basis == ClockSidesBasis::Unspecified
             && self.moves.is_empty()
             && self.inference.moves().is_empty()
-            && !matches!(self.clock_running, ClockRun::White | ClockRun::Black)
+            && !matches!(self.clock.running, ClockRun::White | ClockRun::Black)
             && let Some(running) = running_side(&sides.read(raw))
         {
             let event =
@@ -344,9 +345,9 @@ impl Game {
         }
         // The clock ticking, stopping or running again: recorded when the running side or a
         // flag changed, or the board's quiet period ended with it.
-        let flags_changed = (reading.white_flag, reading.black_flag) != self.flags;
+        let flags_changed = (reading.white_flag, reading.black_flag) != self.clock.flags;
         let changed =
-            flags_changed || reading.running() != self.clock_running || !prefix.is_empty();
+            flags_changed || reading.running() != self.clock.running || !prefix.is_empty();
         if !changed && self.inference.tick_would_be_idle(time_ms) {
             return ObservationOutcome::Ignored(Ignored::ClockTick);
         }
@@ -392,16 +393,17 @@ impl Game {
         // ordinary one read the other way round too (the clock turned round while the board did
         // not see it stand); otherwise the press stays in doubt.
         let turned_sides = || {
-            ClockSides::from_event(&self.clock_sides.establish(
+            ClockSides::from_event(&self.clock.sides.establish(
                 raw,
                 true,
                 ClockSidesBasis::MovePress,
             ))
         };
         let sides_may_change = |turned: &ClockSides| {
-            self.clock_sides.basis != ClockSidesBasis::MovePress
-                || self.clock_stood
+            self.clock.sides.basis != ClockSidesBasis::MovePress
+                || self.clock.stood
                 || self
+                    .clock
                     .doubts
                     .iter()
                     .any(|d| d.presser(turned) != Some(d.position.turn()))
@@ -411,7 +413,8 @@ impl Game {
             let turned_outputs = turned.observe(press(!presser));
             if self.completes(&turned, &turned_outputs) {
                 let event = self
-                    .clock_sides
+                    .clock
+                    .sides
                     .establish(raw, true, ClockSidesBasis::MovePress);
                 let sides = ClockSides::from_event(&event);
                 let reading = sides.read(raw);
@@ -425,10 +428,10 @@ impl Game {
                 return self.conclude(obs, sides, prefix, &turned, turned_outputs, clocks);
             }
         }
-        let reading = self.clock_sides.read(raw);
+        let reading = self.clock.sides.read(raw);
         let clocks = Some((reading.white_remaining_ms, reading.black_remaining_ms));
         let prefix = vec![self.recorded(obs, Source::Clock)];
-        self.conclude(obs, self.clock_sides, prefix, &engine, outputs, clocks)
+        self.conclude(obs, self.clock.sides, prefix, &engine, outputs, clocks)
     }
 
     fn recorded(&self, obs: &Observation, source: Source) -> NewEvent {

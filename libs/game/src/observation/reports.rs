@@ -103,10 +103,10 @@ impl Game {
         before: &Chess,
         mv: &PlyMove,
     ) -> Vec<NewEvent> {
-        if self.touches.is_empty() {
+        if self.board.touches.is_empty() {
             return Vec::new();
         }
-        let touches: Vec<Touch> = self.touches.iter().map(|(_, t)| *t).collect();
+        let touches: Vec<Touch> = self.board.touches.iter().map(|(_, t)| *t).collect();
         let report = check_touches(&self.rules, before, &touches, mv.mv);
         report
             .possible_breaches
@@ -115,7 +115,7 @@ impl Game {
                 let seqs: Vec<u64> = breach
                     .touch_indices
                     .iter()
-                    .filter_map(|i| self.touches.get(*i).map(|(seq, _)| *seq))
+                    .filter_map(|i| self.board.touches.get(*i).map(|(seq, _)| *seq))
                     .collect();
                 NewEvent {
                     kind: Kind::TouchMove(PossibleTouchMoveBreach {
@@ -142,20 +142,21 @@ impl Game {
     ) -> Option<NewEvent> {
         let state = status.state();
         let battery_low = BoardStatus::battery_low;
-        let connection_changed = state != DeviceState::Unspecified && state != self.board.state;
+        let connection_changed =
+            state != DeviceState::Unspecified && state != self.board.status.state;
         let battery_fell =
-            battery_low(status.battery_percent) && !battery_low(self.board.battery_percent);
+            battery_low(status.battery_percent) && !battery_low(self.board.status.battery_percent);
         if !connection_changed && !battery_fell {
             return None;
         }
         Some(NewEvent {
             kind: Kind::BoardStatus(BoardStatusChanged {
                 state: if state == DeviceState::Unspecified {
-                    self.board.state as i32
+                    self.board.status.state as i32
                 } else {
                     state as i32
                 },
-                battery_percent: status.battery_percent.or(self.board.battery_percent),
+                battery_percent: status.battery_percent.or(self.board.status.battery_percent),
                 detail: status.detail.clone(),
                 battery_low: battery_fell && !connection_changed,
             }),
