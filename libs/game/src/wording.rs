@@ -5,11 +5,12 @@
 
 use crate::clock::display_name;
 use crate::device::ClockDisplay;
+use crate::device::{self, ClockRun, DeviceState, Piece, observation};
 use crate::events::{
-    ArbiterAction, ClaimJudged, ClaimJudgement, ClaimRuling, ClockAlert, ClockSidesBasis,
-    GameEvent, IllegalMoveKind, IllegalMoveRecorded, IrregularityCause, IrregularityObserved,
-    PenaltyKind, PossibleTouchMoveBreach, PressSettlement, SetupAspect, Side, SideAction,
-    TouchMoveBreach, arbiter_action::Action, game_event::Kind,
+    self, ArbiterAction, ClaimJudged, ClaimJudgement, ClaimRuling, ClockAlert, ClockSidesBasis,
+    GameEvent, GameStarted, IllegalMoveKind, IllegalMoveRecorded, IrregularityCause,
+    IrregularityObserved, PenaltyKind, PossibleTouchMoveBreach, PressSettlement, SetupAspect, Side,
+    SideAction, Source, TouchMoveBreach, arbiter_action::Action, game_event::Kind,
 };
 use crate::terms;
 
@@ -369,4 +370,306 @@ fn clocks_set(white_ms: Option<u64>, black_ms: Option<u64>) -> Vec<String> {
             })
         })
         .collect()
+}
+
+// Log entries in words, one line each (the timeline people read).
+
+/// `h:mm:ss`, as clocks show it.
+pub fn format_clock(ms: u64) -> String {
+    let s = ms / 1000;
+    format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// Squares are numbered 0 = a1 … 63 = h8.
+pub fn square_name(square: u32) -> String {
+    if square > 63 {
+        return format!("square {square}");
+    }
+    let file = (b'a' + (square % 8) as u8) as char;
+    format!("{file}{}", square / 8 + 1)
+}
+
+pub fn piece_name(piece: Piece) -> &'static str {
+    match piece {
+        Piece::WhitePawn => "white pawn",
+        Piece::WhiteKnight => "white knight",
+        Piece::WhiteBishop => "white bishop",
+        Piece::WhiteRook => "white rook",
+        Piece::WhiteQueen => "white queen",
+        Piece::WhiteKing => "white king",
+        Piece::BlackPawn => "black pawn",
+        Piece::BlackKnight => "black knight",
+        Piece::BlackBishop => "black bishop",
+        Piece::BlackRook => "black rook",
+        Piece::BlackQueen => "black queen",
+        Piece::BlackKing => "black king",
+        Piece::Unspecified => "a piece",
+    }
+}
+
+pub fn source_name(source: Source) -> &'static str {
+    match source {
+        Source::BoardSensor => "board",
+        Source::Clock => "clock",
+        Source::Arbiter => "arbiter",
+        Source::Scoresheet => "scoresheet",
+        Source::Reconstruction => "reconstruction",
+        Source::Operator => "operator",
+        Source::Unspecified => "",
+    }
+}
+
+pub fn device_state_name(state: DeviceState) -> &'static str {
+    match state {
+        DeviceState::Connected => "connected",
+        DeviceState::NotResponding => "not responding",
+        DeviceState::Disconnected => "disconnected",
+        DeviceState::Unspecified => "unknown",
+    }
+}
+
+/// "12." for White's ply 23, "12…" for Black's ply 24.
+pub fn move_number(ply: u32) -> String {
+    let number = ply.div_ceil(2).max(1);
+    if ply % 2 == 1 {
+        format!("{number}.")
+    } else {
+        format!("{number}…")
+    }
+}
+
+fn player_name(p: &Option<events::Player>) -> String {
+    match p {
+        Some(p) if p.rating > 0 => format!("{} ({})", p.name, p.rating),
+        Some(p) if !p.name.is_empty() => p.name.clone(),
+        _ => "?".to_owned(),
+    }
+}
+
+fn started_words(s: &GameStarted) -> String {
+    format!(
+        "game set up: {} – {}, round {} board {} on physical board {}{}",
+        player_name(&s.white),
+        player_name(&s.black),
+        s.round,
+        s.board_number,
+        s.board_id,
+        if s.edition.is_empty() {
+            String::new()
+        } else {
+            format!(", Laws {}", s.edition)
+        }
+    )
+}
+
+fn clocks_words(white: Option<u64>, black: Option<u64>) -> String {
+    let parts: Vec<String> = [("White", white), ("Black", black)]
+        .into_iter()
+        .filter_map(|(side, ms)| ms.map(|ms| format!("{side} {}", format_clock(ms))))
+        .collect();
+    parts.join(", ")
+}
+
+/// A clock reading in words. `swapped`: the log established that this reading's White and Black
+/// are the other way round from its source's labels (the clock is turned round or was set up
+/// the other way): the words give the sides as the game reads them.
+fn clock_reading_words(reading: &device::ClockReading, swapped: bool) -> String {
+    let (white, black, white_flag, black_flag) = if swapped {
+        (
+            reading.black_remaining_ms,
+            reading.white_remaining_ms,
+            reading.black_flag,
+            reading.white_flag,
+        )
+    } else {
+        (
+            reading.white_remaining_ms,
+            reading.black_remaining_ms,
+            reading.white_flag,
+            reading.black_flag,
+        )
+    };
+    let running = match (reading.running(), swapped) {
+        (ClockRun::White, false) | (ClockRun::Black, true) => "White's clock running",
+        (ClockRun::Black, false) | (ClockRun::White, true) => "Black's clock running",
+        (ClockRun::Stopped, _) => "clock stopped",
+        (ClockRun::Unspecified, _) => "running side not reported",
+    };
+    let mut words = format!(
+        "clock reading: White {}, Black {}, {running}",
+        format_clock(white),
+        format_clock(black)
+    );
+    if white_flag {
+        words.push_str(", White's flag shown");
+    }
+    if black_flag {
+        words.push_str(", Black's flag shown");
+    }
+    if swapped {
+        words.push_str(" (displays read the other way round, as the log established)");
+    }
+    words
+}
+
+fn observation_words(o: &device::Observation, clock_swapped: bool) -> String {
+    let words = match o.kind.as_ref() {
+        Some(observation::Kind::Lifted(l)) => {
+            format!(
+                "{} lifted from {}",
+                piece_name(l.piece()),
+                square_name(l.square)
+            )
+        }
+        Some(observation::Kind::Placed(p)) => {
+            format!(
+                "{} placed on {}",
+                piece_name(p.piece()),
+                square_name(p.square)
+            )
+        }
+        Some(observation::Kind::Placement(p)) => format!("board shows {}", p.placement),
+        Some(observation::Kind::Clock(c)) => clock_reading_words(c, clock_swapped),
+        Some(observation::Kind::Status(s)) => {
+            let mut words = format!("board {}", device_state_name(s.state()));
+            if let Some(b) = s.battery_percent {
+                words.push_str(&format!(", battery {b}%"));
+            }
+            if !s.detail.is_empty() {
+                words.push_str(&format!(" ({})", s.detail));
+            }
+            words
+        }
+        None => "an observation of an unknown kind".to_owned(),
+    };
+    format!("#{} {words}", o.device_seq)
+}
+
+fn arbiter_words(a: &ArbiterAction) -> Option<String> {
+    Some(match a.action.as_ref()? {
+        Action::Acknowledgement(ack) => format!(
+            "alert of log entry {} acknowledged{}",
+            ack.alert_game_seq,
+            if ack.note.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", ack.note)
+            }
+        ),
+        Action::DrawOffer(s) => format!("{} offered a draw", crate::wording::player(s)),
+        _ => return None,
+    })
+}
+
+/// What a log entry says, in a line. `clock_swapped`: for a clock reading, whether the log had
+/// established that its displays read the other way round.
+pub fn words(event: &GameEvent, clock_swapped: bool) -> String {
+    let mut text = match event.kind.as_ref() {
+        None => "an entry of a kind this service does not know".to_owned(),
+        Some(kind) => crate::wording::describe(event).unwrap_or_else(|| match kind {
+            Kind::Started(s) => started_words(s),
+            Kind::ObservationRecorded(o) => match &o.observation {
+                Some(o) => observation_words(o, clock_swapped),
+                None => "an empty observation".to_owned(),
+            },
+            Kind::Touch(t) => format!(
+                "ply {}: touch: {} from {}{}",
+                t.ply,
+                piece_name(t.piece()),
+                square_name(t.from_square),
+                match t.to_square {
+                    Some(to) => format!(" put down on {}", square_name(to)),
+                    None => " taken off the board".to_owned(),
+                }
+            ),
+            Kind::MoveProvisional(p) => format!(
+                "ply {}: {} {} seen on the board ({}), not yet completed by a clock press",
+                p.ply,
+                move_number(p.ply),
+                p.san,
+                p.uci
+            ),
+            Kind::MoveCompleted(m) => {
+                let clocks = clocks_words(m.white_remaining_ms, m.black_remaining_ms);
+                format!(
+                    "ply {}: {} {} completed{}",
+                    m.ply,
+                    move_number(m.ply),
+                    m.san,
+                    if clocks.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({clocks})")
+                    }
+                )
+            }
+            Kind::Arbiter(a) => arbiter_words(a).unwrap_or_else(|| "an arbiter action".to_owned()),
+            _ => kind_name(event).replace('_', " "),
+        }),
+    };
+    if let Some(Kind::Arbiter(a)) = event.kind.as_ref()
+        && !a.resolves_alerts.is_empty()
+    {
+        let list: Vec<String> = a.resolves_alerts.iter().map(u64::to_string).collect();
+        text.push_str(&format!(
+            " (resolves the alerts of log entries {})",
+            list.join(", ")
+        ));
+    }
+    text
+}
+
+/// The entry's kind as a stable name (the oneof field), for the page and tests.
+pub fn kind_name(event: &GameEvent) -> &'static str {
+    let Some(kind) = event.kind.as_ref() else {
+        return "unknown";
+    };
+    match kind {
+        Kind::Started(_) => "started",
+        Kind::MoveProvisional(_) => "move_provisional",
+        Kind::ProvisionalWithdrawn(_) => "provisional_withdrawn",
+        Kind::MoveCompleted(_) => "move_completed",
+        Kind::Ended(_) => "ended",
+        Kind::ObservationRecorded(o) => {
+            match o.observation.as_ref().and_then(|o| o.kind.as_ref()) {
+                Some(observation::Kind::Lifted(_)) => "piece_lifted",
+                Some(observation::Kind::Placed(_)) => "piece_placed",
+                Some(observation::Kind::Placement(_)) => "board_placement",
+                Some(observation::Kind::Clock(_)) => "clock_reading",
+                Some(observation::Kind::Status(_)) => "device_status",
+                None => "observation",
+            }
+        }
+        Kind::Touch(_) => "touch",
+        Kind::Reconstructed(_) => "reconstructed",
+        Kind::Irregularity(_) => "irregularity",
+        Kind::IrregularityCleared(_) => "irregularity_cleared",
+        Kind::IllegalMove(_) => "illegal_move",
+        Kind::Arbiter(a) => match a.action.as_ref() {
+            Some(Action::Penalty(_)) => "penalty_decision",
+            Some(Action::Restore(_)) => "restore_position",
+            Some(Action::Clocks(_)) => "adjust_clocks",
+            Some(Action::Move(_)) => "enter_move",
+            Some(Action::DrawOffer(_)) => "draw_offer",
+            Some(Action::Resignation(_)) => "resignation",
+            Some(Action::DrawAgreed(_)) => "draw_agreed",
+            Some(Action::Result(_)) => "declare_result",
+            Some(Action::Annotation(_)) => "annotation",
+            Some(Action::Claim(_)) => "claim_ruling",
+            Some(Action::Acknowledgement(_)) => "acknowledgement",
+            None => "arbiter_action",
+        },
+        Kind::PositionRestored(_) => "position_restored",
+        Kind::TouchMove(_) => "touch_move",
+        Kind::ClockAlert(_) => "clock_alert",
+        Kind::DeadPositionUndetermined(_) => "dead_position_undetermined",
+        Kind::BoardStatus(_) => "board_status",
+        Kind::ClaimJudged(_) => "claim_judged",
+        Kind::ObservationsMissing(_) => "observations_missing",
+        Kind::ClockSides(_) => "clock_sides",
+        Kind::SetupMismatch(_) => "setup_mismatch",
+        Kind::SetupMismatchCleared(_) => "setup_mismatch_cleared",
+        Kind::PressInDoubt(_) => "press_in_doubt",
+        Kind::PressSettled(_) => "press_settled",
+    }
 }
