@@ -991,6 +991,12 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
     while let Some(message) = messages.next().await {
         let message = match message {
             Ok(m) => m,
+            Err(e @ game_log::LogError::NoPosition(_)) => {
+                // A message was read: NATS itself answers.
+                errors_in_a_row = 0;
+                tracing::error!("{e}");
+                continue;
+            }
             Err(e) => {
                 errors_in_a_row += 1;
                 if errors_in_a_row >= 10 {

@@ -1226,7 +1226,8 @@ fn arbiter_action(body: ActionBody, resolves_alerts: Vec<u64>) -> Result<Arbiter
             note,
         } => Action::Claim(ClaimRuling {
             claimant_side: side(&claimant, "the claimant")? as i32,
-            claimant: String::new(),
+            // Also in words, for a game service older than the typed side.
+            claimant: claimant.trim().to_ascii_lowercase(),
             kind: ClaimKind::from(kind) as i32,
             intended_move: intended_move.trim().to_owned(),
             claimant_has_moved,
@@ -1303,11 +1304,11 @@ fn arbiter_action(body: ActionBody, resolves_alerts: Vec<u64>) -> Result<Arbiter
         }
         ActionBody::DrawOffer { side: s } => Action::DrawOffer(SideAction {
             player: side(&s, "the side")? as i32,
-            side: String::new(),
+            side: s.trim().to_ascii_lowercase(),
         }),
         ActionBody::Resignation { side: s } => Action::Resignation(SideAction {
             player: side(&s, "the side")? as i32,
-            side: String::new(),
+            side: s.trim().to_ascii_lowercase(),
         }),
         ActionBody::DrawAgreed {} => Action::DrawAgreed(DrawAgreed {}),
     };

@@ -246,6 +246,7 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
     loop {
         let message = match messages.next().await {
             Some(Ok(m)) => m,
+            Some(Err(e @ game_log::LogError::NoPosition(_))) => return Err(e.into()),
             Some(Err(e)) => {
                 tracing::warn!("{e}");
                 continue;

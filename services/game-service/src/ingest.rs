@@ -421,6 +421,17 @@ async fn handle(
     let decided = decide(store, &observation).await;
     let seen_before = seen_here.map_or(0, |s| s.device_seq);
     let disposition = disposition(&decided, &observation, attempts.failures, seen_before);
+    // Delivered again after its decision was appended, or after only part of it was (a crash
+    // between appends): completed first, and delivered again if that fails.
+    if disposition
+        == (Disposition::Ack {
+            complete_first: true,
+        })
+        && let Err(e) = complete(store, &observation).await
+    {
+        tracing::warn!(%board, seq = observation.device_seq, "{e}");
+        return nak(message).await;
+    }
     if disposition.accounts_for_it() {
         seen.note(
             &board,
@@ -430,13 +441,7 @@ async fn handle(
         );
     }
     match disposition {
-        Disposition::Ack { complete_first } => {
-            if complete_first && let Err(e) = complete(store, &observation).await {
-                tracing::warn!(%board, seq = observation.device_seq, "{e}");
-                return nak(message).await;
-            }
-            ack(message).await
-        }
+        Disposition::Ack { .. } => ack(message).await,
         Disposition::Retry { pause } => {
             attempts.failures = attempts.failures.saturating_add(1);
             nak_after(message, pause).await

@@ -67,8 +67,10 @@ enum Mode {
     /// Outside the writer's turn, concurrently with other decisions; the turn is taken for the
     /// append only.
     Concurrent,
-    /// In the writer's turn, after catching up with the log.
-    InTurn,
+    /// In the writer's turn: on the state caught up with the log when `catch_up_first` (a
+    /// command that must see what other instances wrote), else on the state as folded (an
+    /// append that conflicts catches up then).
+    InTurn { catch_up_first: bool },
 }
 
 /// What a decision made of the folded state.
@@ -263,24 +265,24 @@ impl Store {
     /// boards run at the same time; only the append takes the turn, and it first checks that the
     /// game still ends where the decision continues it. A decision to append nothing is then
     /// checked against what the log holds since (see [`Decision::Nothing`]). `Mode::InTurn`
-    /// catches up and decides within the turn.
+    /// decides within the turn. `target` (the board or game) names the decision in errors.
     async fn decide_and_append<T>(
         &self,
+        target: &str,
         mode: Mode,
         decide: impl Fn(&Games) -> Decision<T>,
     ) -> Result<T, AppendError> {
         let held = match mode {
-            Mode::InTurn => {
+            Mode::InTurn { catch_up_first } => {
                 let turn = self.turn().await;
-                self.catch_up()
-                    .await
-                    .map_err(|e| failed("(catching up)", e))?;
+                if catch_up_first {
+                    self.catch_up().await.map_err(|e| failed(target, e))?;
+                }
                 Some(turn)
             }
             Mode::Concurrent => None,
         };
         let mut caught_up = held.is_some();
-        let mut last_target = String::new();
         for _ in 0..MAX_ATTEMPTS {
             // Decided on what is folded, and where the log stood for it.
             let (decision, decided_on_seq) = {
@@ -296,7 +298,7 @@ impl Store {
                         && self
                             .fold_news_after(decided_on_seq, &subject)
                             .await
-                            .map_err(|e| failed(&subject, e))?
+                            .map_err(|e| failed(target, e))?
                     {
                         caught_up = true;
                         continue;
@@ -324,11 +326,10 @@ impl Store {
                     }
                     self.catch_up().await.map_err(|e| failed(&game_id, e))?;
                     caught_up = true;
-                    last_target = on_board.unwrap_or(game_id);
                 }
             }
         }
-        Err(AppendError::Conflict(last_target))
+        Err(AppendError::Conflict(target.to_owned()))
     }
 
     /// Seals `new_events` into records continuing `entry`'s game, signed by this instance.
@@ -353,7 +354,7 @@ impl Store {
         decide: impl Fn(&Game) -> T,
         events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
-        self.decide_and_append(Mode::Concurrent, |games| {
+        self.decide_and_append(board_id, Mode::Concurrent, |games| {
             let Some(entry) = games.live_on(board_id) else {
                 return Decision::Nothing {
                     outcome: None,
@@ -395,27 +396,33 @@ impl Store {
         decide: impl Fn(&Game) -> Vec<NewEvent>,
     ) -> Result<usize, AppendError> {
         let added = self
-            .decide_and_append(Mode::InTurn, |games| {
-                let nothing = |outcome| Decision::Nothing {
-                    outcome,
-                    rests_on: None,
-                };
-                let Some(entry) = games.live_on(board_id) else {
-                    return nothing(Ok(0));
-                };
-                match self.completion(entry, &is_decision_start, &decide) {
-                    Ok(Some(missing)) => Decision::Append {
-                        game_id: entry.game.game_id().to_owned(),
-                        outcome: Ok(missing.len()),
-                        records: self.sealed(entry, missing, recorded_unix_ms),
-                        on_board: None,
-                    },
-                    Ok(None) => nothing(Ok(0)),
-                    Err(e) => nothing(Err(e)),
-                }
-            })
+            .decide_and_append(
+                board_id,
+                Mode::InTurn {
+                    catch_up_first: false,
+                },
+                |games| {
+                    let nothing = |outcome| Decision::Nothing {
+                        outcome,
+                        rests_on: None,
+                    };
+                    let Some(entry) = games.live_on(board_id) else {
+                        return nothing(Ok(0));
+                    };
+                    match self.completion(entry, &is_decision_start, &decide) {
+                        Ok(Some(missing)) => Decision::Append {
+                            game_id: entry.game.game_id().to_owned(),
+                            outcome: Ok(missing.len()),
+                            records: self.sealed(entry, missing, recorded_unix_ms),
+                            on_board: None,
+                        },
+                        Ok(None) => nothing(Ok(0)),
+                        Err(e) => nothing(Err((entry.game.game_id().to_owned(), e))),
+                    }
+                },
+            )
             .await?
-            .map_err(|e| failed(board_id, e))?;
+            .map_err(|(game_id, e)| failed(&game_id, e))?;
         if added > 0 {
             tracing::warn!(
                 board_id,
@@ -472,30 +479,36 @@ impl Store {
         recorded_unix_ms: i64,
         decide: impl Fn(&Game) -> Result<Vec<NewEvent>, E>,
     ) -> Result<Option<Result<(), E>>, AppendError> {
-        self.decide_and_append(Mode::InTurn, |games| {
-            let Some(entry) = games.get(game_id) else {
-                return Decision::Nothing {
-                    outcome: None,
-                    rests_on: None,
+        self.decide_and_append(
+            game_id,
+            Mode::InTurn {
+                catch_up_first: true,
+            },
+            |games| {
+                let Some(entry) = games.get(game_id) else {
+                    return Decision::Nothing {
+                        outcome: None,
+                        rests_on: None,
+                    };
                 };
-            };
-            match decide(&entry.game) {
-                Err(refused) => Decision::Nothing {
-                    outcome: Some(Err(refused)),
-                    rests_on: None,
-                },
-                Ok(new_events) if new_events.is_empty() => Decision::Nothing {
-                    outcome: Some(Ok(())),
-                    rests_on: None,
-                },
-                Ok(new_events) => Decision::Append {
-                    game_id: game_id.to_owned(),
-                    records: self.sealed(entry, new_events, recorded_unix_ms),
-                    on_board: None,
-                    outcome: Some(Ok(())),
-                },
-            }
-        })
+                match decide(&entry.game) {
+                    Err(refused) => Decision::Nothing {
+                        outcome: Some(Err(refused)),
+                        rests_on: None,
+                    },
+                    Ok(new_events) if new_events.is_empty() => Decision::Nothing {
+                        outcome: Some(Ok(())),
+                        rests_on: None,
+                    },
+                    Ok(new_events) => Decision::Append {
+                        game_id: game_id.to_owned(),
+                        records: self.sealed(entry, new_events, recorded_unix_ms),
+                        on_board: None,
+                        outcome: Some(Ok(())),
+                    },
+                }
+            },
+        )
         .await
     }
 
@@ -508,20 +521,26 @@ impl Store {
     ) -> Result<bool, AppendError> {
         let records =
             Game::record_signed(None, game_id, vec![first], recorded_unix_ms, &self.signer);
-        self.decide_and_append(Mode::InTurn, |games| {
-            if games.get(game_id).is_some() {
-                return Decision::Nothing {
-                    outcome: false,
-                    rests_on: None,
-                };
-            }
-            Decision::Append {
-                game_id: game_id.to_owned(),
-                records: records.clone(),
-                on_board: None,
-                outcome: true,
-            }
-        })
+        self.decide_and_append(
+            game_id,
+            Mode::InTurn {
+                catch_up_first: false,
+            },
+            |games| {
+                if games.get(game_id).is_some() {
+                    return Decision::Nothing {
+                        outcome: false,
+                        rests_on: None,
+                    };
+                }
+                Decision::Append {
+                    game_id: game_id.to_owned(),
+                    records: records.clone(),
+                    on_board: None,
+                    outcome: true,
+                }
+            },
+        )
         .await
     }
 

@@ -26,8 +26,15 @@ pub struct LogMessage {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("reading the game log: {0}")]
-pub struct LogError(String);
+pub enum LogError {
+    /// NATS could not be read; the ordered consumer goes on once it can.
+    #[error("reading the game log: {0}")]
+    Read(String),
+    /// A message came without its place in the stream: following on from it could skip or
+    /// repeat records, so a follower starts again from its last folded sequence.
+    #[error("a game log message without its stream position: {0}")]
+    NoPosition(String),
+}
 
 /// The messages on `subject` (one game's, or `GAMES_SUBJECTS` for every game) from stream
 /// sequence `start` on (1: from the beginning), then live.
@@ -50,16 +57,16 @@ pub async fn read_from(
             ..Default::default()
         })
         .await
-        .map_err(|e| LogError(e.to_string()))?;
+        .map_err(|e| LogError::Read(e.to_string()))?;
     let messages = consumer
         .messages()
         .await
-        .map_err(|e| LogError(e.to_string()))?;
+        .map_err(|e| LogError::Read(e.to_string()))?;
     Ok(messages.map(|message| {
-        let message = message.map_err(|e| LogError(e.to_string()))?;
+        let message = message.map_err(|e| LogError::Read(e.to_string()))?;
         let info = message
             .info()
-            .map_err(|e| LogError(format!("a message without its stream position: {e}")))?;
+            .map_err(|e| LogError::NoPosition(e.to_string()))?;
         Ok(LogMessage {
             stream_seq: info.stream_sequence,
             pending: info.pending,
