@@ -1,12 +1,12 @@
-//! The typed terms of the log (sides, kinds of illegal move, penalties, claim verdicts,
-//! touch-move breaches, irregularity causes), read from events written with them or, in logs
-//! written before they were typed, from the words those logs carried instead; and the shared
-//! conversions between the rules library's terms and the log's (sides, endings, results,
-//! touches).
+//! The log's typed terms where meaning is read from them (whose illegal move, which penalty,
+//! which side acted), from events written with them or, in logs written before they were
+//! typed, from the words those logs carried instead; and the shared conversions between the
+//! rules library's terms and the log's (sides, endings, results, touches).
 //!
 //! The fallbacks here are the only place where stored words are read for their meaning: each
 //! accepts exactly what earlier versions wrote, so an old log folds as it always did, and
-//! nothing else depends on how a message is worded (invariant 5).
+//! nothing else depends on how a message is worded (invariant 5). Terms only ever shown to
+//! people are shown in an old log's own words (`wording`).
 
 use boardcast_rules::touch::{Touch, TouchAction};
 use boardcast_schema::pieces::board_piece;
@@ -15,9 +15,8 @@ use shakmaty::{Board, Color, Square};
 use crate::device::{Observation, observation::Kind as ObservationKind};
 
 use crate::events::{
-    ClaimJudged, ClaimJudgement, GameEnded, GameResult, IllegalMoveKind, IllegalMoveRecorded,
-    IrregularityCause, IrregularityObserved, PenaltyKind, PossibleTouchMoveBreach, Side,
-    Termination, TouchMoveBreach, arbiter_action::Action, game_event::Kind,
+    GameEnded, GameResult, IllegalMoveKind, IllegalMoveRecorded, PenaltyKind, Side, Termination,
+    TouchMoveBreach, arbiter_action::Action, game_event::Kind,
 };
 
 /// The colour a side names, if any.
@@ -92,48 +91,6 @@ pub fn rejection_uncounts(penalty: PenaltyKind) -> bool {
     !matches!(penalty, PenaltyKind::NotIllegal | PenaltyKind::None)
 }
 
-/// What made the move illegal (`Unspecified` for words no version wrote).
-pub fn illegal_kind(illegal: &IllegalMoveRecorded) -> IllegalMoveKind {
-    let typed = illegal.illegal_kind();
-    if typed != IllegalMoveKind::Unspecified {
-        return typed;
-    }
-    match illegal.kind.as_str() {
-        "irregular position at clock press" => IllegalMoveKind::IrregularPosition,
-        "pawn on the last rank not promoted" => IllegalMoveKind::PawnNotPromoted,
-        "clock pressed without a move" => IllegalMoveKind::ClockWithoutMove,
-        "move made with two hands" => IllegalMoveKind::TwoHands,
-        _ => IllegalMoveKind::Unspecified,
-    }
-}
-
-/// The claim's verdict as judged from the log.
-pub fn claim_verdict(judged: &ClaimJudged) -> ClaimJudgement {
-    let typed = judged.verdict();
-    if typed != ClaimJudgement::Unspecified {
-        return typed;
-    }
-    match judged.verdict_from_log.as_str() {
-        "upheld" => ClaimJudgement::Upheld,
-        "rejected" => ClaimJudgement::Rejected,
-        "right_lost" => ClaimJudgement::RightLost,
-        _ => ClaimJudgement::Unspecified,
-    }
-}
-
-/// What of Article 4 the touches may have breached.
-pub fn touch_breach(breach: &PossibleTouchMoveBreach) -> TouchMoveBreach {
-    let typed = breach.breach_kind();
-    if typed != TouchMoveBreach::Unspecified {
-        return typed;
-    }
-    TouchMoveBreach::from_str_name(&format!(
-        "TOUCH_MOVE_BREACH_{}",
-        breach.breach.to_ascii_uppercase()
-    ))
-    .unwrap_or(TouchMoveBreach::Unspecified)
-}
-
 /// The rules library's breach as the log records it.
 pub fn breach_of(breach: boardcast_rules::touch::TouchBreach) -> TouchMoveBreach {
     use boardcast_rules::touch::TouchBreach as B;
@@ -156,12 +113,6 @@ pub fn illegal_kind_of(kind: boardcast_rules::illegal::IllegalKind) -> IllegalMo
         K::ClockWithoutMove => IllegalMoveKind::ClockWithoutMove,
         K::TwoHands => IllegalMoveKind::TwoHands,
     }
-}
-
-/// Why the irregularity was reported (`Unspecified` in logs written before it was typed: their
-/// words are shown as they are, nothing folds on them).
-pub fn irregularity_cause(irregularity: &IrregularityObserved) -> IrregularityCause {
-    irregularity.cause_kind()
 }
 
 /// The article a game end rests on: its own field, or in logs written before it existed, the
@@ -390,15 +341,9 @@ mod tests {
     }
 
     #[test]
-    fn legacy_breach_names_read_back() {
-        let breach = PossibleTouchMoveBreach {
-            breach: "castled_after_rook_first".into(),
-            ..Default::default()
-        };
-        assert_eq!(
-            touch_breach(&breach),
-            TouchMoveBreach::CastledAfterRookFirst
-        );
+    fn a_side_no_version_wrote_is_no_side() {
         assert_eq!(legacy_side("nobody"), Side::Unspecified);
+        assert_eq!(side_or_legacy(Side::Unspecified, "black"), Side::Black);
+        assert_eq!(side_or_legacy(Side::White, "black"), Side::White);
     }
 }
