@@ -232,6 +232,8 @@ pub async fn admin_client(url: &str) -> anyhow::Result<boardcast_kit::client::Ga
 pub struct GameService {
     pub process: ManagedProcess,
     pub grpc: SocketAddr,
+    /// Where it serves /metrics, /healthz and /readyz.
+    pub metrics: SocketAddr,
     /// Holds the snapshot file when the test did not choose one.
     _dir: Option<TempDir>,
 }
@@ -256,6 +258,7 @@ impl GameService {
 
     pub fn start_with(nats_url: &str, options: GameServiceOptions) -> anyhow::Result<GameService> {
         let grpc = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()?));
         let (snapshot, dir) = match options.snapshot {
             Some(path) => (path, None),
             None => {
@@ -280,6 +283,7 @@ impl GameService {
             "boardcast-game-service",
             Command::new(program("boardcast-game-service")?)
                 .args(["--nats", nats_url, "--grpc-listen", &grpc.to_string()])
+                .args(["--metrics-listen", &metrics.to_string()])
                 .arg("--snapshot")
                 .arg(&snapshot)
                 .arg("--users")
@@ -297,12 +301,18 @@ impl GameService {
         Ok(GameService {
             process,
             grpc,
+            metrics,
             _dir: dir,
         })
     }
 
     pub fn url(&self) -> String {
         format!("http://{}", self.grpc)
+    }
+
+    /// `path` on its metrics and health endpoint, e.g. `/metrics`.
+    pub fn metrics_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.metrics)
     }
 
     /// A client calling as the test process's admin.

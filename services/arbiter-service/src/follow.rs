@@ -557,6 +557,16 @@ impl Games {
         self.read().games.len()
     }
 
+    /// Alerts not resolved yet, all games together.
+    pub fn open_alert_count(&self) -> u64 {
+        let state = self.read();
+        state
+            .games
+            .values()
+            .map(|g| g.alerts.open().count() as u64)
+            .sum()
+    }
+
     /// Folds one message of the game log. Never fails: a record that cannot be folded marks
     /// its game damaged from that entry on ("log damaged at entry N") and is logged.
     pub fn fold_message(&self, stream_seq: u64, subject: &str, payload: &[u8]) {

@@ -37,7 +37,8 @@ Routes:\n  \
 /games/{game_id}                         a game's timeline, position at any entry, alerts, rulings\n  \
 /events?tournament=..&round=..           the live alert queue (server-sent events)\n  \
 /api/...                                 the JSON behind the pages\n  \
-/healthz                                 liveness, and whether the game log is being followed\n\n\
+/healthz                                 liveness, and whether the game log is being followed\n  \
+/metrics                                 Prometheus text format (alerts open, log position)\n\n\
 Example:\n  boardcast-arbiter-service --nats nats://arbiter:secret@127.0.0.1:4222 \\\n    \
 --game-service https://games.hall.local:50051 --game-service-ca ca.pem \\\n    \
 --http-listen 0.0.0.0:8443 --tls-cert arbiters.pem --tls-key arbiters-key.pem"
@@ -97,6 +98,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let _telemetry = boardcast_kit::telemetry::init("boardcast-arbiter-service")?;
+    let exposition = boardcast_kit::metrics::install("boardcast-arbiter-service")?;
     // Both TLS sides (HTTPS here, gRPC to the game service) use rustls with ring. Installing
     // fails only if a provider is installed already, which is as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -105,6 +107,23 @@ async fn main() -> anyhow::Result<()> {
     let api = upstream::GameApi::new(&args.game_service, args.game_service_ca.as_deref())
         .context("setting up the game service client")?;
     let games = Arc::new(follow::Games::new(trusted));
+    // Kept for as long as the service runs: they report when scraped.
+    let _gauges = {
+        let meter = opentelemetry::global::meter("boardcast-arbiter-service");
+        let (open, folded) = (games.clone(), games.clone());
+        (
+            meter
+                .u64_observable_gauge("boardcast.alerts.open")
+                .with_description("Alerts no arbiter has resolved yet, all games together")
+                .with_callback(move |gauge| gauge.observe(open.open_alert_count(), &[]))
+                .build(),
+            meter
+                .u64_observable_gauge("boardcast.log.folded_seq")
+                .with_description("The game log's stream sequence folded up to")
+                .with_callback(move |gauge| gauge.observe(folded.last_stream_seq(), &[]))
+                .build(),
+        )
+    };
 
     // The dashboard is served at once; the log follower waits for NATS and the stream meanwhile
     // (its state shows on /healthz).
@@ -128,7 +147,9 @@ async fn main() -> anyhow::Result<()> {
             ..Default::default()
         },
     );
-    let app = http::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let app = http::router(state)
+        .merge(exposition.router())
+        .into_make_service_with_connect_info::<SocketAddr>();
 
     let listener = std::net::TcpListener::bind(args.http_listen)
         .with_context(|| format!("binding the HTTP address {}", args.http_listen))?;

@@ -36,7 +36,8 @@ Routes (T = tournament id, N = round number, B = board number):\n  \
 /tournaments/T/rounds/N/ws         the same over WebSocket\n  \
 /games/ID/updates                  live updates of one game\n  \
 /api/push                          the lichess push's status per round\n  \
-/healthz, /readyz                  alive; caught up with the game log\n\n\
+/healthz, /readyz                  alive; caught up with the game log\n  \
+/metrics                           Prometheus text format (live connections)\n\n\
 Live updates are also published as JSON on NATS, subject boardcast.feed.T.N.B."
 )]
 struct Args {
@@ -144,6 +145,7 @@ async fn watch_delays(
 async fn main() -> anyhow::Result<()> {
     let args = Arc::new(Args::parse());
     let _telemetry = boardcast_kit::telemetry::init("boardcast-broadcast-service")?;
+    let exposition = boardcast_kit::metrics::install("boardcast-broadcast-service")?;
     let delays = read_delays(&args)?;
     if !args.push_lichess.is_empty() && args.lichess_token.is_none() {
         anyhow::bail!(
@@ -212,8 +214,18 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("binding the HTTP address {}", args.http_listen))?;
     tracing::info!(addr = %args.http_listen, "serving HTTP");
     let (shutdown, grace_over) = boardcast_kit::shutdown::with_grace(SHUTDOWN_GRACE);
+    // Kept for as long as the service runs: it reports the live connections when scraped.
+    let _subscribers = {
+        let projection = projection.clone();
+        opentelemetry::global::meter("boardcast-broadcast-service")
+            .u64_observable_gauge("boardcast.feed.subscribers")
+            .with_description("Live connections (SSE and WebSocket) to the rounds' feeds")
+            .with_callback(move |gauge| gauge.observe(projection.subscriber_count(), &[]))
+            .build()
+    };
     let app = http::App { projection, pushes };
-    let serve = axum::serve(listener, http::router(app)).with_graceful_shutdown(shutdown);
+    let router = http::router(app).merge(exposition.router());
+    let serve = axum::serve(listener, router).with_graceful_shutdown(shutdown);
     let outcome: anyhow::Result<()> = tokio::select! {
         result = serve => result.context("HTTP server failed"),
         result = &mut follow => result

@@ -97,6 +97,14 @@ impl Projection {
         self.ready.load(Ordering::Acquire)
     }
 
+    /// Live connections to the rounds' feeds, all rounds together.
+    pub fn subscriber_count(&self) -> u64 {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.values()
+            .map(|sender| sender.receiver_count() as u64)
+            .sum()
+    }
+
     /// Live updates of a round from now on.
     pub fn subscribe(&self, round: &RoundKey) -> broadcast::Receiver<Update> {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());

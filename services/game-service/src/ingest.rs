@@ -372,6 +372,7 @@ async fn handle(
         Ok(o) => o,
         Err(reason) => {
             let subject_board = board_of_subject(&message.subject).map(str::to_owned);
+            crate::metrics::observation("dead_lettered");
             return dead_letter(js, message, subject_board.as_deref(), &reason).await;
         }
     };
@@ -408,11 +409,13 @@ async fn handle(
                     if attempts.elapsed() < GAP_RECHECK {
                         tracing::info!(%board, seq = observation.device_seq, missing, "waiting for observations the board may still re-send");
                     }
+                    crate::metrics::observation("retried");
                     return nak_after(message, GAP_RECHECK).await;
                 }
                 Err(GapOpen::Failed(e)) => {
                     // Not acknowledged: decided again later, once the earlier ones can be read.
                     tracing::warn!(%board, seq = observation.device_seq, "{e}");
+                    crate::metrics::observation("retried");
                     return nak(message).await;
                 }
             }
@@ -430,8 +433,10 @@ async fn handle(
         && let Err(e) = complete(store, &observation).await
     {
         tracing::warn!(%board, seq = observation.device_seq, "{e}");
+        crate::metrics::observation("retried");
         return nak(message).await;
     }
+    crate::metrics::observation(disposition.label(&decided));
     if disposition.accounts_for_it() {
         seen.note(
             &board,
@@ -485,6 +490,19 @@ impl Disposition {
     /// the gap before the next one). Not one that found no game: should a game be set up on the
     /// board a moment later (its set-up checked the board before this arrived), the gap before
     /// its next observation brings this one back (see the module comment). Not one to retry.
+    /// What became of the observation, for `boardcast_observations_total`.
+    fn label(&self, decided: &Result<Option<Decision>, AppendError>) -> &'static str {
+        match (self, decided) {
+            (Disposition::Retry { .. }, _) => "retried",
+            (Disposition::DeadLetter { .. }, _) => "dead_lettered",
+            (_, Ok(Some(Ok(ObservationOutcome::Events(_))))) => "applied",
+            (_, Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::Duplicate { .. }))))) => {
+                "duplicate"
+            }
+            _ => "unchanged",
+        }
+    }
+
     fn accounts_for_it(&self) -> bool {
         match self {
             Disposition::Ack { .. } => true,

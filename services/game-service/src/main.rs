@@ -8,6 +8,7 @@ mod auth;
 mod games;
 mod grpc;
 mod ingest;
+mod metrics;
 mod snapshot;
 mod store;
 
@@ -40,6 +41,10 @@ struct Args {
     /// Address to serve gRPC on.
     #[arg(long, env = "BOARDCAST_GRPC_LISTEN", default_value = "127.0.0.1:50051")]
     grpc_listen: SocketAddr,
+    /// Address to serve /metrics (Prometheus text format), /healthz and /readyz on, e.g.
+    /// 127.0.0.1:9464; none when not given.
+    #[arg(long, env = "BOARDCAST_METRICS_LISTEN")]
+    metrics_listen: Option<SocketAddr>,
     /// JetStream replicas for streams this service creates (1 on a single server, 3 on a cluster).
     #[arg(long, env = "BOARDCAST_STREAM_REPLICAS", default_value_t = 1)]
     replicas: usize,
@@ -111,6 +116,12 @@ const REFRESH_WITHIN: Duration = Duration::from_secs(15);
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let _telemetry = boardcast_kit::telemetry::init("boardcast-game-service")?;
+    // First, so that every instrument records into it; ready once the games are loaded.
+    let exposition = boardcast_kit::metrics::install("boardcast-game-service")?;
+    let readiness = boardcast_kit::metrics::Readiness::default();
+    if let Some(addr) = args.metrics_listen {
+        boardcast_kit::metrics::serve(addr, exposition, readiness.clone()).await?;
+    }
     let signer = boardcast_kit::signing::read_signing_key(&args.signing_key)?;
     let trusted = args.trust.load_with(signer.public_key())?;
     tracing::info!(
@@ -217,6 +228,7 @@ async fn main() -> anyhow::Result<()> {
     health
         .set_serving::<GameServiceServer<grpc::GameApi>>()
         .await;
+    readiness.set(true);
 
     let ingest = tokio::spawn(ingest::run(
         js.clone(),
@@ -255,6 +267,7 @@ async fn main() -> anyhow::Result<()> {
                 match progress {
                     Ok(()) if !serving => {
                         serving = true;
+                        readiness.set(true);
                         tracing::info!("the game log is readable again and decisions go on");
                         health
                             .set_serving::<GameServiceServer<grpc::GameApi>>()
@@ -265,6 +278,7 @@ async fn main() -> anyhow::Result<()> {
                         tracing::warn!("not making progress: {e}");
                         if serving {
                             serving = false;
+                            readiness.set(false);
                             health
                                 .set_not_serving::<GameServiceServer<grpc::GameApi>>()
                                 .await;

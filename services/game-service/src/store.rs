@@ -580,11 +580,13 @@ impl Store {
                 .await;
             match outcome {
                 Ok(PublishOutcome::Stored(seq)) => {
+                    crate::metrics::record_appended();
                     stored.push((payload, seq));
                     expected_last = seq;
                     pending.next();
                 }
                 Ok(PublishOutcome::Conflict) => {
+                    crate::metrics::append_conflict();
                     self.fold_stored(&mut stored);
                     conflicts += 1;
                     if conflicts > MAX_ATTEMPTS {

@@ -4,6 +4,7 @@
 pub mod client;
 pub mod game_log;
 pub mod local;
+pub mod metrics;
 pub mod nats;
 pub mod nats_access;
 pub mod secrets;
