@@ -94,6 +94,21 @@ async fn metrics_count_what_happened_in_a_short_round() -> anyhow::Result<()> {
         "{page}"
     );
     assert_eq!(total(&page, "boardcast_append_conflicts_total", ""), 0.0);
+    // Each applied observation's time from NATS to the log, and nothing left waiting.
+    assert_eq!(
+        total(&page, "boardcast_observation_applied_seconds_count", ""),
+        total(
+            &page,
+            "boardcast_observations_total",
+            "disposition=\"applied\""
+        ),
+        "{page}"
+    );
+    let lags = samples(&page, "boardcast_ingest_lag");
+    assert!(
+        !lags.is_empty() && lags.values().all(|lag| *lag == 0.0),
+        "{page}"
+    );
 
     // The arbiter service follows the log to its end, and says how many alerts are open.
     let last = js

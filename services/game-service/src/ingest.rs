@@ -141,7 +141,7 @@ pub async fn run(
                     consumed.insert(partition);
                     let (js, stream, store) = (js.clone(), stream.clone(), store.clone());
                     tasks.spawn(async move {
-                        let ended = consume(js, stream, store, consumer).await;
+                        let ended = consume(js, stream, store, consumer, partition).await;
                         (partition, ended)
                     });
                 }
@@ -238,7 +238,9 @@ async fn consume(
     stream: Stream,
     store: Arc<Store>,
     consumer: PullConsumer,
+    partition: Option<u32>,
 ) -> anyhow::Result<()> {
+    let name = partition_name(partition);
     let mut messages = consumer
         .messages()
         .await
@@ -252,6 +254,9 @@ async fn consume(
                 continue;
             }
         };
+        if let Ok(info) = message.info() {
+            crate::metrics::partition_lag(&name, info.pending);
+        }
         handle(&js, &stream, &store, &mut state, message).await;
     }
     anyhow::bail!("the observation consumer ended")
@@ -378,6 +383,11 @@ async fn handle(
     };
     let board = observation.board_id.clone();
     let stream_seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
+    // When NATS stored it: the start of its latency to the game log.
+    let arrived_unix_ns = message
+        .info()
+        .ok()
+        .map(|i| i.published.unix_timestamp_nanos());
     let seen = &mut state.seen;
     let attempts = state.current.of(stream_seq);
     let in_progress = game_in_progress(store, &board).await;
@@ -436,7 +446,8 @@ async fn handle(
         crate::metrics::observation("retried");
         return nak(message).await;
     }
-    crate::metrics::observation(disposition.label(&decided));
+    let label = disposition.label(&decided);
+    crate::metrics::observation(label);
     if disposition.accounts_for_it() {
         seen.note(
             &board,
@@ -446,7 +457,14 @@ async fn handle(
         );
     }
     match disposition {
-        Disposition::Ack { .. } => ack(message).await,
+        Disposition::Ack { .. } => {
+            ack(message).await;
+            if label == "applied"
+                && let Some(arrived) = arrived_unix_ns
+            {
+                crate::metrics::applied_after(arrived);
+            }
+        }
         Disposition::Retry { pause } => {
             attempts.failures = attempts.failures.saturating_add(1);
             nak_after(message, pause).await

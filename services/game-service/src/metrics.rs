@@ -3,18 +3,29 @@
 //!   and what became of them (`applied`, `unchanged`, `duplicate`, `dead_lettered`, `retried`);
 //! - `boardcast_records_appended_total`: records this instance appended to the game log;
 //! - `boardcast_append_conflicts_total`: appends refused because the log had moved on (another
-//!   instance, or another partition of this one, appended first): each is caught up and retried.
+//!   instance, or another partition of this one, appended first): each is caught up and retried;
+//! - `boardcast_observation_applied_seconds`: from an observation's arrival in NATS to its events
+//!   stored in the game log and the observation acknowledged (a histogram);
+//! - `boardcast_ingest_lag{partition}`: observations of the partition waiting behind the one
+//!   being decided, as JetStream last said.
 
-use std::sync::LazyLock;
+use std::collections::BTreeMap;
+use std::sync::{LazyLock, Mutex};
 
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::Counter;
+use opentelemetry::metrics::{Counter, Histogram, ObservableGauge};
 
 pub struct Instruments {
     observations: Counter<u64>,
     records_appended: Counter<u64>,
     append_conflicts: Counter<u64>,
+    applied_seconds: Histogram<f64>,
+    /// Reports `LAGS` when scraped; kept so that it goes on reporting.
+    _lag: ObservableGauge<u64>,
 }
+
+/// Each partition's lag, as its consumer last delivered.
+static LAGS: LazyLock<Mutex<BTreeMap<String, u64>>> = LazyLock::new(Default::default);
 
 /// Made on first use, from the meter `boardcast_kit::metrics::serve` installed (without it, they
 /// record nowhere).
@@ -37,6 +48,24 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
                 "Appends refused because the game log had moved on (caught up and retried)",
             )
             .build(),
+        applied_seconds: meter
+            .f64_histogram("boardcast.observation.applied")
+            .with_unit("s")
+            .with_description("From an observation's arrival in NATS to its events in the game log")
+            .with_boundaries(vec![
+                0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0,
+            ])
+            .build(),
+        _lag: meter
+            .u64_observable_gauge("boardcast.ingest.lag")
+            .with_description("Observations of a partition waiting behind the one being decided")
+            .with_callback(|gauge| {
+                let lags = LAGS.lock().unwrap_or_else(|e| e.into_inner());
+                for (partition, lag) in lags.iter() {
+                    gauge.observe(*lag, &[KeyValue::new("partition", partition.clone())]);
+                }
+            })
+            .build(),
     }
 });
 
@@ -53,4 +82,20 @@ pub fn record_appended() {
 
 pub fn append_conflict() {
     INSTRUMENTS.append_conflicts.add(1, &[]);
+}
+
+/// An observation that arrived in NATS at `arrived_unix_ns` was applied and acknowledged now.
+pub fn applied_after(arrived_unix_ns: i128) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
+    let seconds = now.saturating_sub(arrived_unix_ns).max(0) as f64 / 1e9;
+    INSTRUMENTS.applied_seconds.record(seconds, &[]);
+}
+
+/// `pending` observations of `partition` wait behind the one just delivered.
+pub fn partition_lag(partition: &str, pending: u64) {
+    LazyLock::force(&INSTRUMENTS);
+    let mut lags = LAGS.lock().unwrap_or_else(|e| e.into_inner());
+    lags.insert(partition.to_owned(), pending);
 }
