@@ -42,6 +42,8 @@ pub struct Step {
     /// The last completed move (UCI), to mark on a board.
     pub last_move: Arc<str>,
     pub clocks: ClockView,
+    /// The game's Laws, for the record's words (shared by the game's steps).
+    pub edition: Arc<str>,
     /// Whether the record carries no signature (written before records were signed).
     pub unsigned: bool,
 }
@@ -54,6 +56,7 @@ impl Step {
             self.swapped,
             self.raises_alert,
             self.stream_seq,
+            Some(&self.edition),
         )
     }
 }
@@ -149,6 +152,8 @@ pub fn replay(
     let mut folded: Option<FoldedGame> = None;
     let mut alerts = GameAlerts::new();
     let mut steps = Vec::with_capacity(exported.records.len());
+    // The game's Laws, once it is set up: every step's words name them alike.
+    let mut edition: Option<Arc<str>> = None;
     let mut refusals = Vec::new();
     // Checking every signature costs ~35 µs a record; when the chain is whole and its last
     // record verifies, that signature covers every record before it (each hash commits to the
@@ -229,6 +234,9 @@ pub fn replay(
             }
         };
         let (clocks, unsigned) = (current.clocks, record.signature.is_empty());
+        let edition = edition
+            .get_or_insert_with(|| Arc::from(current.game.rules().edition.to_string()))
+            .clone();
         steps.push(Step {
             event: opened.into_event(),
             swapped,
@@ -237,6 +245,7 @@ pub fn replay(
             fen,
             last_move,
             clocks,
+            edition,
             unsigned,
         });
     }

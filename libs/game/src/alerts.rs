@@ -195,7 +195,7 @@ impl GameAlerts {
         let Some(kind) = event.kind.as_ref() else {
             return Vec::new();
         };
-        let entry = Entry::of(event);
+        let entry = Entry::of(event, game);
         // What the entry settles first, so that it never settles what it raises itself.
         let mut changed = self.settle(event, kind, &entry, game);
         let mut raised = self.raised_by(event, kind, &entry, game);
@@ -423,7 +423,7 @@ impl GameAlerts {
                     SetupAspect::StartPosition | SetupAspect::Orientation => "7",
                     SetupAspect::ClockSides | SetupAspect::Unspecified => "",
                 },
-                crate::wording::describe(event).unwrap_or_default(),
+                crate::wording::describe(event, Some(&entry.edition)).unwrap_or_default(),
             ),
             _ => return Vec::new(),
         }]
@@ -587,7 +587,7 @@ impl GameAlerts {
         for (index, alert) in self.alerts.iter_mut().enumerate() {
             if alert.is_open() && resolves(alert) {
                 let how = how
-                    .get_or_insert_with(|| resolution_in_words(event))
+                    .get_or_insert_with(|| resolution_in_words(event, &entry.edition))
                     .clone();
                 alert.status = AlertStatus::Resolved {
                     by: entry.actor.to_owned(),
@@ -655,16 +655,19 @@ struct Entry<'a> {
     recorded_unix_ms: i64,
     device_time_unix_ms: i64,
     actor: &'a str,
+    /// The game's Laws, for the entry's words.
+    edition: String,
 }
 
 impl<'a> Entry<'a> {
-    fn of(event: &'a GameEvent) -> Entry<'a> {
+    fn of(event: &'a GameEvent, game: &Game) -> Entry<'a> {
         let provenance = event.provenance.as_ref();
         Entry {
             game_seq: event.game_seq,
             recorded_unix_ms: event.recorded_unix_ms,
             device_time_unix_ms: provenance.map_or(0, |p| p.device_time_unix_ms),
             actor: provenance.map_or("", |p| p.actor.as_str()),
+            edition: game.rules().edition.to_string(),
         }
     }
 }
@@ -791,8 +794,8 @@ fn flag_of(result: GameResult, game: &Game) -> Option<&'static str> {
 }
 
 /// The resolving entry in words.
-fn resolution_in_words(event: &GameEvent) -> String {
-    if let Some(words) = crate::wording::describe(event) {
+fn resolution_in_words(event: &GameEvent, edition: &str) -> String {
+    if let Some(words) = crate::wording::describe(event, Some(edition)) {
         return words;
     }
     match &event.kind {
@@ -879,6 +882,7 @@ mod tests {
             recorded_unix_ms: 5,
             device_time_unix_ms: 4,
             actor: "",
+            edition: "fide-2023".into(),
         };
         let alert = Raised::new(AlertKind::ClockMismatch, 3, "6.10", "s".into())
             .resting_on([2, 9, 2, 7])

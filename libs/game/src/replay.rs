@@ -98,6 +98,7 @@ pub fn replay_observations(
     let (game_id, started) = Game::decide_start(&setup.game, "capture replay", "")?;
     let first = Game::record(None, &game_id, vec![started], setup.start_unix_ms);
     let mut game = Game::from_first_record(&first[0])?;
+    let edition = game.rules().edition.to_string();
     let mut replay_events = Vec::new();
     let mut notes = Vec::new();
     let mut refused = Vec::new();
@@ -122,7 +123,7 @@ pub fn replay_observations(
         for record in Game::record(Some(&game), &game_id, new_events, at) {
             game.apply(&record)?;
             let event = Game::open_record(&record)?;
-            notes.extend(wording::describe(&event));
+            notes.extend(wording::describe(&event, Some(&edition)));
             replay_events.push(event);
         }
     }

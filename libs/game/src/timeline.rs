@@ -173,7 +173,14 @@ impl FoldedGame {
 
 impl TimelineEntry {
     /// The timeline entry of `event`; `swapped` as `FoldedGame::apply` returned it.
-    pub fn of(event: &GameEvent, swapped: bool, raises_alert: bool, stream_seq: u64) -> Self {
+    /// `edition`: the game's Laws (see `wording::describe`).
+    pub fn of(
+        event: &GameEvent,
+        swapped: bool,
+        raises_alert: bool,
+        stream_seq: u64,
+        edition: Option<&str>,
+    ) -> Self {
         let provenance = event.provenance.clone().unwrap_or_default();
         TimelineEntry {
             game_seq: event.game_seq,
@@ -184,7 +191,7 @@ impl TimelineEntry {
             request_id: provenance.request_id,
             kind: kind_name(event),
             category: category(event),
-            words: words(event, swapped),
+            words: words(event, swapped, edition),
             raises_alert,
             stream_seq,
         }
@@ -298,14 +305,20 @@ mod tests {
             square: 6,
             piece: Piece::WhiteKnight as i32,
         }));
-        assert_eq!(words(&lifted, false), "#42 white knight lifted from g1");
+        assert_eq!(
+            words(&lifted, false, None),
+            "#42 white knight lifted from g1"
+        );
         assert_eq!(category(&lifted), "observation");
         assert_eq!(kind_name(&lifted), "piece_lifted");
 
         let placement = observed(observation::Kind::Placement(BoardPlacement {
             placement: "8/8/8/8/8/8/8/8".into(),
         }));
-        assert_eq!(words(&placement, false), "#42 board shows 8/8/8/8/8/8/8/8");
+        assert_eq!(
+            words(&placement, false, None),
+            "#42 board shows 8/8/8/8/8/8/8/8"
+        );
 
         let reading = observed(observation::Kind::Clock(ClockReading {
             white_remaining_ms: 5_400_000,
@@ -314,12 +327,12 @@ mod tests {
             ..Default::default()
         }));
         assert_eq!(
-            words(&reading, false),
+            words(&reading, false, None),
             "#42 clock reading: White 1:30:00, Black 1:29:59, White's clock running"
         );
         assert_eq!(category(&reading), "clock");
         // Read with the sides the log established: the displays are the other way round.
-        let swapped = words(&reading, true);
+        let swapped = words(&reading, true, None);
         assert!(
             swapped.starts_with(
                 "#42 clock reading: White 1:29:59, Black 1:30:00, Black's clock running"
@@ -339,7 +352,7 @@ mod tests {
             ..Default::default()
         }));
         assert_eq!(
-            words(&completed, false),
+            words(&completed, false, None),
             "ply 4: 2… Nf6 completed (White 0:01:00, Black 0:00:59)"
         );
         assert_eq!(category(&completed), "move");
@@ -352,7 +365,7 @@ mod tests {
             resolves_alerts: vec![],
         }));
         assert_eq!(
-            words(&ack, false),
+            words(&ack, false, None),
             "alert of log entry 12 acknowledged: on my way"
         );
         assert_eq!(category(&ack), "ruling");
@@ -365,7 +378,7 @@ mod tests {
             })),
             resolves_alerts: vec![30],
         }));
-        let text = words(&penalty, false);
+        let text = words(&penalty, false, None);
         assert!(
             text.contains("penalty for the illegal move of log entry 30 confirmed"),
             "{text}"

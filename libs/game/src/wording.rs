@@ -173,8 +173,9 @@ fn aspect(aspect: SetupAspect) -> &'static str {
 }
 
 /// What an event says, in a line; `None` for the routine ones (observations, touches,
-/// provisional and completed moves, the start).
-pub fn describe(event: &GameEvent) -> Option<String> {
+/// provisional and completed moves, the start). `edition`: the game's Laws, named where a
+/// penalty is none because the act is not illegal under them.
+pub fn describe(event: &GameEvent, edition: Option<&str>) -> Option<String> {
     Some(match event.kind.as_ref()? {
         Kind::MoveProvisional(p) if !p.replaces_uci.is_empty() => format!(
             "ply {}: provisional {} revised to {}",
@@ -191,7 +192,7 @@ pub fn describe(event: &GameEvent) -> Option<String> {
         ),
         Kind::IrregularityCleared(c) => format!("ply {}: irregularity cleared", c.ply),
         Kind::IllegalMove(m) => {
-            let (offender, kind, penalty) = illegal_move(m, None);
+            let (offender, kind, penalty) = illegal_move(m, edition);
             format!(
                 "ply {}: illegal move by {offender}: {kind} (Article {}); proposed penalty: \
                  {penalty}",
@@ -563,10 +564,10 @@ fn arbiter_words(a: &ArbiterAction) -> Option<String> {
 
 /// What a log entry says, in a line. `clock_swapped`: for a clock reading, whether the log had
 /// established that its displays read the other way round.
-pub fn words(event: &GameEvent, clock_swapped: bool) -> String {
+pub fn words(event: &GameEvent, clock_swapped: bool, edition: Option<&str>) -> String {
     let mut text = match event.kind.as_ref() {
         None => "an entry of a kind this service does not know".to_owned(),
-        Some(kind) => crate::wording::describe(event).unwrap_or_else(|| match kind {
+        Some(kind) => describe(event, edition).unwrap_or_else(|| match kind {
             Kind::Started(s) => started_words(s),
             Kind::ObservationRecorded(o) => match &o.observation {
                 Some(o) => observation_words(o, clock_swapped),
@@ -671,5 +672,47 @@ pub fn kind_name(event: &GameEvent) -> &'static str {
         Kind::SetupMismatchCleared(_) => "setup_mismatch_cleared",
         Kind::PressInDoubt(_) => "press_in_doubt",
         Kind::PressSettled(_) => "press_settled",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_penalty_is_worded_from_its_type_as_earlier_versions_wrote_it() {
+        let illegal = IllegalMoveRecorded {
+            offender_side: Side::Black as i32,
+            illegal_kind: IllegalMoveKind::ClockWithoutMove as i32,
+            penalty: PenaltyKind::NotIllegal as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            illegal_move(&illegal, Some("fide-2005")),
+            (
+                "black".to_owned(),
+                "clock pressed without a move".to_owned(),
+                "none: not an illegal move under fide-2005".to_owned()
+            )
+        );
+        assert_eq!(
+            penalty(PenaltyKind::OpponentTime, 120_000, None),
+            "120 s added to the opponent's clock"
+        );
+        // A log written before the types: its own words.
+        let old = IllegalMoveRecorded {
+            offender: "white".into(),
+            kind: "move made with two hands".into(),
+            proposed_penalty: "the game is lost".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            illegal_move(&old, None),
+            (
+                "white".to_owned(),
+                "move made with two hands".to_owned(),
+                "the game is lost".to_owned()
+            )
+        );
     }
 }

@@ -393,8 +393,13 @@ impl GameEntry {
         }
         views.sort_by_key(|v| v.raised_at);
         views.dedup_by_key(|v| v.raised_at);
-        self.timeline
-            .push(TimelineEntry::of(event, swapped, raises_alert, stream_seq));
+        self.timeline.push(TimelineEntry::of(
+            event,
+            swapped,
+            raises_alert,
+            stream_seq,
+            Some(&folded.game.rules().edition.to_string()),
+        ));
         self.records.push(opened.record().clone());
         Ok(views)
     }
