@@ -63,6 +63,10 @@ pub struct PublishArgs {
     /// gateway process its own.
     #[arg(long, default_value = "var/gateway/outbox.redb")]
     pub outbox: PathBuf,
+    /// Address to serve /metrics (Prometheus text format: the outbox's backlog), /healthz and
+    /// /readyz on, e.g. 127.0.0.1:9465; none when not given.
+    #[arg(long, env = "BOARDCAST_METRICS_LISTEN")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// How a DGT board is set up.
@@ -157,6 +161,8 @@ struct Publishing {
     wake: Arc<Notify>,
     stop: Arc<Notify>,
     task: tokio::task::JoinHandle<Result<(), boardcast_gateway::outbox::OutboxError>>,
+    /// Reports the outbox's backlog when /metrics is scraped; kept for as long as it runs.
+    _backlog: Option<opentelemetry::metrics::ObservableGauge<u64>>,
 }
 
 impl Publishing {
@@ -170,6 +176,29 @@ impl Publishing {
                 args.outbox.display()
             )
         })?);
+        // Before connecting: the backlog is what an operator looks at while NATS is away.
+        let backlog = match args.metrics_listen {
+            Some(addr) => {
+                let exposition = boardcast_kit::metrics::install("boardcast-gateway")?;
+                let readiness = boardcast_kit::metrics::Readiness::default();
+                readiness.set(true);
+                boardcast_kit::metrics::serve(addr, exposition, readiness).await?;
+                let outbox = outbox.clone();
+                Some(
+                    opentelemetry::global::meter("boardcast-gateway")
+                        .u64_observable_gauge("boardcast.gateway.outbox")
+                        .with_description(
+                            "Observations kept in the outbox that JetStream has not acknowledged yet",
+                        )
+                        .with_callback(move |gauge| match outbox.pending_count() {
+                            Ok(pending) => gauge.observe(pending, &[]),
+                            Err(e) => tracing::warn!("reading the outbox for /metrics: {e}"),
+                        })
+                        .build(),
+                )
+            }
+            None => None,
+        };
         let client = boardcast_kit::nats::connect(&args.nats, client_name).await?;
         let js = jetstream::new(client);
         let wake = Arc::new(Notify::new());
@@ -187,6 +216,7 @@ impl Publishing {
             wake,
             stop,
             task,
+            _backlog: backlog,
         })
     }
 

@@ -171,3 +171,86 @@ fn capture_is_published_through_the_outbox() -> anyhow::Result<()> {
         anyhow::Ok(())
     })
 }
+
+/// `GET path` on a local HTTP server, the body (or the empty string when it does not answer).
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+        return String::new();
+    };
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return String::new();
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+/// The gateway's /metrics report its outbox's backlog: what it holds while NATS does not answer,
+/// and nothing once NATS is back and has taken it.
+#[test]
+fn the_outbox_backlog_is_reported_while_nats_is_away() -> anyhow::Result<()> {
+    use boardcast_schema::device::v1::{BoardPlacement, Observation, observation::Kind};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir()?;
+    let outbox_path = dir.path().join("outbox.redb");
+    {
+        // Observations a board reported before the gateway stopped, not yet in JetStream.
+        let outbox = boardcast_gateway::outbox::Outbox::open(&outbox_path)?;
+        let placement = |seq| Observation {
+            board_id: "hall-1".into(),
+            device_seq: seq,
+            kind: Some(Kind::Placement(BoardPlacement {
+                placement: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR".into(),
+            })),
+            ..Default::default()
+        };
+        outbox.append((1..=7).map(placement).collect())?;
+    }
+    let nats = boardcast_testkit::TestNats::start()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await?);
+        boardcast_kit::nats::ensure_streams(&js, 1).await?;
+        anyhow::Ok(())
+    })?;
+    nats.server.pause()?;
+
+    let metrics = std::net::SocketAddr::from(([127, 0, 0, 1], boardcast_kit::local::free_port()?));
+    let mut gateway = boardcast_kit::local::ManagedProcess::spawn(
+        "boardcast gateway",
+        Command::new(env!("CARGO_BIN_EXE_boardcast"))
+            .args(["gateway", "serial", "--port", "/dev/no-such-board"])
+            .args(["--board-id", "hall-1", "--nats", &nats.url(), "--outbox"])
+            .arg(&outbox_path)
+            .args(["--metrics-listen", &metrics.to_string()])
+            .env("RUST_LOG", "error")
+            .stdin(std::process::Stdio::null()),
+    )?;
+    let backlog_reaches = |wanted: &str| -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let page = http_get(metrics, "/metrics");
+            if page.lines().any(|l| {
+                l.starts_with("boardcast_gateway_outbox{") && l.ends_with(&format!(" {wanted}"))
+            }) {
+                return Ok(());
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the backlog never showed {wanted}:\n{page}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    backlog_reaches("7")?;
+    let health = http_get(metrics, "/healthz");
+    assert!(health.contains(" 200 "), "{health}");
+    nats.server.resume()?;
+    backlog_reaches("0")?;
+    gateway.kill_hard()?;
+    Ok(())
+}
