@@ -19,10 +19,12 @@ use tempfile::TempDir;
 pub mod arbiter;
 pub mod browser;
 pub mod cluster;
+pub mod otlp;
 pub mod secure_nats;
 
 pub use arbiter::ArbiterService;
 pub use cluster::TestCluster;
+pub use otlp::OtlpCollector;
 
 /// A private nats-server with JetStream and its own store directory, removed afterwards.
 pub struct TestNats {

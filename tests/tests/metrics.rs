@@ -2,7 +2,7 @@
 //! the game service's appended records are the game log's and every observation in the ingest
 //! stream is counted once with what became of it (its /healthz and /readyz answer); the arbiter
 //! service has folded the log up to its end and reports the alerts open; the broadcast service
-//! counts a live connection while it is open.
+//! counts a live connection while it is open; both time the records they read live.
 
 mod support;
 
@@ -127,6 +127,10 @@ async fn metrics_count_what_happened_in_a_short_round() -> anyhow::Result<()> {
         1,
         "{arbiter_page}"
     );
+    // Each record read live is timed from the log to the alerts (the first may be read before
+    // the follower knows it is live).
+    let timed = total(&arbiter_page, "boardcast_log_to_alerts_seconds_count", "");
+    assert!(timed > 0.0 && timed <= records as f64, "{arbiter_page}");
 
     // A viewer's live connection to the round is counted while it is open.
     let info = support::states(&game_service.url()).await?[0]
@@ -141,10 +145,13 @@ async fn metrics_count_what_happened_in_a_short_round() -> anyhow::Result<()> {
         .send()
         .await?;
     assert_eq!(live.status(), 200);
-    scraped_until(&http, &broadcast.url("/metrics"), |page| {
+    let broadcast_page = scraped_until(&http, &broadcast.url("/metrics"), |page| {
         total(page, "boardcast_feed_subscribers", "") == 1.0
     })
     .await?;
+    // The records the feeds were sent, timed from the log.
+    let fed = total(&broadcast_page, "boardcast_log_to_feed_seconds_count", "");
+    assert!(fed > 0.0 && fed <= records as f64, "{broadcast_page}");
     drop(live);
     scraped_until(&http, &broadcast.url("/metrics"), |page| {
         total(page, "boardcast_feed_subscribers", "") == 0.0

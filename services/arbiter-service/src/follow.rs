@@ -1023,7 +1023,12 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
         };
         errors_in_a_row = 0;
         let (stream_seq, pending) = (message.stream_seq, message.pending);
-        games.fold_message(stream_seq, &message.subject, &message.payload);
+        game_log::fold_span("arbiter", [&message.trace])
+            .in_scope(|| games.fold_message(stream_seq, &message.subject, &message.payload));
+        // Measured live only: records read while catching up after a restart are old.
+        if caught_up {
+            crate::metrics::alerts_after(message.stored_at);
+        }
         if !caught_up && pending == 0 {
             caught_up = true;
             tracing::info!(

@@ -10,6 +10,7 @@
 mod auth;
 mod follow;
 mod http;
+mod metrics;
 mod upstream;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -38,7 +39,7 @@ Routes:\n  \
 /events?tournament=..&round=..           the live alert queue (server-sent events)\n  \
 /api/...                                 the JSON behind the pages\n  \
 /healthz                                 liveness, and whether the game log is being followed\n  \
-/metrics                                 Prometheus text format (alerts open, log position)\n\n\
+/metrics                                 Prometheus text format (alerts open, log position, latency)\n\n\
 Example:\n  boardcast-arbiter-service --nats nats://arbiter:secret@127.0.0.1:4222 \\\n    \
 --game-service https://games.hall.local:50051 --game-service-ca ca.pem \\\n    \
 --http-listen 0.0.0.0:8443 --tls-cert arbiters.pem --tls-key arbiters-key.pem"
@@ -97,7 +98,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let _telemetry = boardcast_kit::telemetry::init("boardcast-arbiter-service")?;
+    let _telemetry = boardcast_kit::telemetry::init("boardcast-arbiter-service", "info")?;
     let exposition = boardcast_kit::metrics::install("boardcast-arbiter-service")?;
     // Both TLS sides (HTTPS here, gRPC to the game service) use rustls with ring. Installing
     // fails only if a provider is installed already, which is as good.

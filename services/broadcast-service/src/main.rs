@@ -6,6 +6,7 @@
 
 mod delays;
 mod http;
+mod metrics;
 mod projection;
 mod push;
 mod state;
@@ -37,7 +38,7 @@ Routes (T = tournament id, N = round number, B = board number):\n  \
 /games/ID/updates                  live updates of one game\n  \
 /api/push                          the lichess push's status per round\n  \
 /healthz, /readyz                  alive; caught up with the game log\n  \
-/metrics                           Prometheus text format (live connections)\n\n\
+/metrics                           Prometheus text format (live connections, log-to-feed latency)\n\n\
 Live updates are also published as JSON on NATS, subject boardcast.feed.T.N.B."
 )]
 struct Args {
@@ -144,7 +145,7 @@ async fn watch_delays(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Arc::new(Args::parse());
-    let _telemetry = boardcast_kit::telemetry::init("boardcast-broadcast-service")?;
+    let _telemetry = boardcast_kit::telemetry::init("boardcast-broadcast-service", "info")?;
     let exposition = boardcast_kit::metrics::install("boardcast-broadcast-service")?;
     let delays = read_delays(&args)?;
     if !args.push_lichess.is_empty() && args.lichess_token.is_none() {

@@ -251,6 +251,8 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
         .context("following the game log")?;
     let mut messages = std::pin::pin!(messages);
     let mut batch = Vec::new();
+    // Each message's time in the log and trace, beside `batch`.
+    let mut stored = Vec::new();
     loop {
         let message = match messages.next().await {
             Some(Ok(m)) => m,
@@ -263,9 +265,19 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
         };
         let (seq, pending) = (message.stream_seq, message.pending);
         batch.push((seq, message.payload));
+        stored.push((message.stored_at, message.trace));
         if pending == 0 || batch.len() >= BATCH {
-            projection.fold(&batch)?;
+            let live = projection.is_ready();
+            game_log::fold_span("broadcast", stored.iter().map(|(_, trace)| trace))
+                .in_scope(|| projection.fold(&batch))?;
+            // Measured live only: records read while catching up after a restart are old.
+            if live {
+                for (stored_at, _) in &stored {
+                    crate::metrics::fed_after(*stored_at);
+                }
+            }
             batch.clear();
+            stored.clear();
             if !projection.is_ready() && (pending == 0 || seq >= last_in_log) {
                 projection.ready.store(true, Ordering::Release);
                 tracing::info!(stream_seq = seq, "caught up with the game log");

@@ -77,10 +77,11 @@ fn main() -> anyhow::Result<()> {
             init_logging();
             runtime.block_on(simulate::run(args))
         }
-        Command::Gateway(args) => {
-            init_logging();
-            runtime.block_on(gateway::run(args))
-        }
+        Command::Gateway(args) => runtime.block_on(async {
+            // A gateway is a service of the hall: its spans start each observation's trace.
+            let _telemetry = boardcast_kit::telemetry::init("boardcast-gateway", "warn")?;
+            gateway::run(args).await
+        }),
         Command::NatsConfig(args) => runtime.block_on(nats_config::run(args)),
         Command::Delay(args) => runtime.block_on(delay::run(args)),
         Command::Export(args) => runtime.block_on(appeal::export(args)),

@@ -83,6 +83,7 @@ use boardcast_kit::nats::{
 use boardcast_kit::nats_access::{GAME_SERVICE_CONSUMER, ingest_consumer};
 use futures::StreamExt;
 use prost::Message as _;
+use tracing::Instrument as _;
 
 use crate::store::{AppendError, Store};
 
@@ -257,7 +258,15 @@ async fn consume(
         if let Ok(info) = message.info() {
             crate::metrics::partition_lag(&name, info.pending);
         }
-        handle(&js, &stream, &store, &mut state, message).await;
+        // The observation's trace, begun by its gateway, goes on here.
+        let span = tracing::info_span!("observation.decide", subject = %message.subject);
+        boardcast_kit::telemetry::continue_trace(
+            &span,
+            boardcast_kit::telemetry::context_from_nats(message.headers.as_ref()),
+        );
+        handle(&js, &stream, &store, &mut state, message)
+            .instrument(span)
+            .await;
     }
     anyhow::bail!("the observation consumer ended")
 }

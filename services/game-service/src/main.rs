@@ -115,7 +115,7 @@ const REFRESH_WITHIN: Duration = Duration::from_secs(15);
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let _telemetry = boardcast_kit::telemetry::init("boardcast-game-service")?;
+    let _telemetry = boardcast_kit::telemetry::init("boardcast-game-service", "info")?;
     // First, so that every instrument records into it; ready once the games are loaded.
     let exposition = boardcast_kit::metrics::install("boardcast-game-service")?;
     let readiness = boardcast_kit::metrics::Readiness::default();
@@ -314,7 +314,15 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(addr = %args.grpc_listen, "serving gRPC");
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let (shutdown, grace_over) = boardcast_kit::shutdown::with_grace(SHUTDOWN_GRACE);
-    let mut server = tonic::transport::Server::builder();
+    // Each call in a span of its own, continuing the caller's trace (an arbiter's ruling, say).
+    let mut server = tonic::transport::Server::builder().trace_fn(|request| {
+        let span = tracing::info_span!("grpc", path = %request.uri().path());
+        boardcast_kit::telemetry::continue_trace(
+            &span,
+            boardcast_kit::telemetry::context_from_http(request.headers()),
+        );
+        span
+    });
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         let read = |path: &PathBuf| {
             std::fs::read(path).with_context(|| format!("reading {}", path.display()))

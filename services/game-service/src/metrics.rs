@@ -48,14 +48,11 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
                 "Appends refused because the game log had moved on (caught up and retried)",
             )
             .build(),
-        applied_seconds: meter
-            .f64_histogram("boardcast.observation.applied")
-            .with_unit("s")
-            .with_description("From an observation's arrival in NATS to its events in the game log")
-            .with_boundaries(vec![
-                0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0,
-            ])
-            .build(),
+        applied_seconds: boardcast_kit::metrics::latency_histogram(
+            &meter,
+            "boardcast.observation.applied",
+            "From an observation's arrival in NATS to its events in the game log",
+        ),
         _lag: meter
             .u64_observable_gauge("boardcast.ingest.lag")
             .with_description("Observations of a partition waiting behind the one being decided")

@@ -37,6 +37,7 @@ use boardcast_kit::nats::{
 };
 use futures::StreamExt;
 use prost::Message as _;
+use tracing::Instrument as _;
 
 use crate::games::{Entry, Games, refold};
 use crate::snapshot::SnapshotData;
@@ -635,16 +636,27 @@ impl Store {
         payload: &[u8],
         expected_last: u64,
     ) -> Result<PublishOutcome, AppendError> {
+        // The record carries the trace of what it was decided on (an observation, a gRPC call)
+        // to the services that read the log.
+        let span = tracing::info_span!("record.append", game = %game_id, game_seq);
+        let mut headers = async_nats::HeaderMap::new();
+        span.in_scope(|| boardcast_kit::telemetry::inject_into_nats(&mut headers));
         let message = PublishMessage::build()
             .payload(payload.to_vec().into())
+            .headers(headers)
             .message_id(game_message_id(game_id, game_seq, hash))
             .expected_last_sequence(expected_last);
-        let ack = self
-            .js
-            .send_publish(game_subject(game_id), message)
-            .await
-            .map_err(|e| failed(game_id, e))?
-            .await;
+        let ack = async {
+            Ok::<_, AppendError>(
+                self.js
+                    .send_publish(game_subject(game_id), message)
+                    .await
+                    .map_err(|e| failed(game_id, e))?
+                    .await,
+            )
+        }
+        .instrument(span)
+        .await?;
         match ack {
             Ok(ack) if ack.duplicate => Ok(PublishOutcome::Conflict),
             Ok(ack) => Ok(PublishOutcome::Stored(ack.sequence)),

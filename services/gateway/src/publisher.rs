@@ -40,14 +40,24 @@ pub async fn run(
         let mut in_flight = Vec::with_capacity(batch.len());
         for pending in &batch {
             let o = &pending.observation;
+            // Each observation's trace starts here; the game service continues it.
+            let span = tracing::info_span!(
+                "observation.publish",
+                board = %o.board_id,
+                device_seq = o.device_seq
+            );
+            let mut headers = async_nats::HeaderMap::new();
+            span.in_scope(|| boardcast_kit::telemetry::inject_into_nats(&mut headers));
             let message = PublishMessage::build()
                 .payload(o.encode_to_vec().into())
+                .headers(headers)
                 .message_id(observation_message_id(&o.board_id, o.device_seq));
             match js
                 .send_publish(observation_subject(&o.board_id), message)
                 .await
             {
-                Ok(ack) => in_flight.push((pending.position, ack)),
+                // The span lasts until NATS acknowledges the observation.
+                Ok(ack) => in_flight.push((pending.position, ack, span)),
                 Err(e) => {
                     tracing::warn!("publishing observations: {e}");
                     break;
@@ -56,7 +66,7 @@ pub async fn run(
         }
         let mut acknowledged = Vec::with_capacity(in_flight.len());
         let mut failed = in_flight.len() < batch.len();
-        for (position, ack) in in_flight {
+        for (position, ack, _span) in in_flight {
             match ack.await {
                 Ok(_) => acknowledged.push(position),
                 Err(e) => {

@@ -15,7 +15,8 @@ use tonic::{
 /// The environment variable holding an API token or session token.
 pub const TOKEN_ENV: &str = "BOARDCAST_TOKEN";
 
-/// Adds `authorization: Bearer <token>` to every call (nothing when there is no token).
+/// Adds `authorization: Bearer <token>` to every call (nothing when there is no token), and the
+/// caller's trace context.
 #[derive(Clone, Default)]
 pub struct Bearer(Option<MetadataValue<Ascii>>);
 
@@ -42,6 +43,7 @@ impl Interceptor for Bearer {
                 .metadata_mut()
                 .insert("authorization", value.clone());
         }
+        crate::telemetry::inject_into_grpc(request.metadata_mut());
         Ok(request)
     }
 }

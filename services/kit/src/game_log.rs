@@ -23,6 +23,10 @@ pub struct LogMessage {
     pub subject: String,
     /// The encoded `GameEventRecord`, as stored.
     pub payload: bytes::Bytes,
+    /// When NATS stored it: where a reader's latency is measured from.
+    pub stored_at: std::time::SystemTime,
+    /// The trace of what the record was decided on, to continue in the reader's span.
+    pub trace: opentelemetry::Context,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +76,34 @@ pub async fn read_from(
             pending: info.pending,
             subject: message.subject.to_string(),
             payload: message.payload.clone(),
+            stored_at: info.published.into(),
+            trace: crate::telemetry::context_from_nats(message.headers.as_ref()),
         })
     }))
+}
+
+/// A span for folding records whose traces are `traces`: a child of the last record traced (so a
+/// move's trace reaches the readers of the log), linked to the others of a batch.
+pub fn fold_span<'a>(
+    reader: &'static str,
+    traces: impl IntoIterator<Item = &'a opentelemetry::Context>,
+) -> tracing::Span {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let span = tracing::info_span!("game_log.fold", reader);
+    let mut traced = traces
+        .into_iter()
+        .map(|cx| cx.span().span_context().clone())
+        .filter(|span_context| span_context.is_valid())
+        .collect::<Vec<_>>();
+    if let Some(last) = traced.pop() {
+        crate::telemetry::continue_trace(
+            &span,
+            opentelemetry::Context::new().with_remote_span_context(last),
+        );
+        for other in traced {
+            span.add_link(other);
+        }
+    }
+    span
 }

@@ -60,6 +60,27 @@ impl Exposition {
     }
 }
 
+/// A latency histogram in seconds, with buckets from a millisecond to half a minute.
+pub fn latency_histogram(
+    meter: &opentelemetry::metrics::Meter,
+    name: &'static str,
+    description: &'static str,
+) -> opentelemetry::metrics::Histogram<f64> {
+    meter
+        .f64_histogram(name)
+        .with_unit("s")
+        .with_description(description)
+        .with_boundaries(vec![
+            0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0,
+        ])
+        .build()
+}
+
+/// Seconds from `then` to now (0 when `then` is later: clocks of two machines).
+pub fn seconds_since(then: std::time::SystemTime) -> f64 {
+    then.elapsed().map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// Makes the global OpenTelemetry meter record into a Prometheus registry. Instruments made
 /// before this record nowhere: call it first thing.
 pub fn install(service_name: &'static str) -> anyhow::Result<Exposition> {
