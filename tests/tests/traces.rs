@@ -2,7 +2,8 @@
 //! capture through `boardcast gateway replay-dgt`, NATS and the game service to the broadcast and
 //! arbiter services, each exporting its spans over OTLP to a receiver in this test. Every record
 //! the observations produced must be traced back to the gateway's span of its observation, and
-//! forward to both readers of the log.
+//! forward to both readers of the log; an arbiter's ruling likewise from the arbiter service's
+//! gRPC call to the game service (its trace context in the call's metadata).
 
 mod support;
 
@@ -37,7 +38,7 @@ async fn traced_round(collector: &OtlpCollector) -> anyhow::Result<()> {
     let nats = TestNats::start()?;
     let game_service = GameService::start(&nats.url())?;
     let _broadcast = BroadcastService::start(&nats.url())?;
-    let _arbiter = ArbiterService::start(&nats.url(), &game_service.url())?;
+    let arbiter = ArbiterService::start(&nats.url(), &game_service.url())?;
 
     // The first game of the test PGN (a seven-ply mate) as a DGT board's bytes.
     let dir = tempfile::tempdir()?;
@@ -115,6 +116,22 @@ async fn traced_round(collector: &OtlpCollector) -> anyhow::Result<()> {
     };
     assert_eq!(moves, 7);
 
+    // An arbiter's note through the dashboard's service: traced from its call to the game
+    // service into the record and its readers.
+    let admin = arbiter
+        .login("admin", boardcast_testkit::TEST_PASSWORD)
+        .await?;
+    let request_id = admin.request_id().await?;
+    admin
+        .post(
+            "/api/games/traced-r1-b1/act",
+            &serde_json::json!({
+                "request_id": request_id,
+                "action": { "type": "annotation", "text": "scoresheets checked" },
+            }),
+        )
+        .await?;
+
     // Every record decided on an observation, traced both ways (the services export in batches,
     // so the last spans may take a moment).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -153,12 +170,25 @@ fn check_traces(spans: &[CollectedSpan], moves: usize) -> anyhow::Result<()> {
         .filter(|s| s.service == "boardcast-game-service" && s.name == "record.append")
         .collect();
     let mut traced = 0;
+    let mut ruling_traced = false;
     for append in &appends {
         let Some(decide) = parent(append) else {
             anyhow::bail!("the append of {:?} has no parent", append.attributes);
         };
         if decide.name == "grpc" {
-            // The game's set-up, asked for by this test's untraced client.
+            // The game's set-up, asked for by this test's untraced client, or the arbiter's
+            // note, whose trace begins in the arbiter service.
+            if let Some(act) = parent(decide) {
+                anyhow::ensure!(
+                    act.service == "boardcast-arbiter-service"
+                        && act.name == "arbiter.act"
+                        && act.trace_id == append.trace_id,
+                    "a gRPC call under {act:?}"
+                );
+                ruling_traced = ["boardcast-broadcast-service", "boardcast-arbiter-service"]
+                    .iter()
+                    .all(|reader| folded_by(reader, append));
+            }
             continue;
         }
         anyhow::ensure!(
@@ -191,6 +221,10 @@ fn check_traces(spans: &[CollectedSpan], moves: usize) -> anyhow::Result<()> {
     eprintln!(
         "{traced} records traced from the gateway to both readers, of {} appends",
         appends.len()
+    );
+    anyhow::ensure!(
+        ruling_traced,
+        "no trace from the arbiter's call through the game service to both readers"
     );
     // A move's record at least for every move, and the game's end.
     anyhow::ensure!(

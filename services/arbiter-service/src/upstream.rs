@@ -4,6 +4,7 @@
 //! authority of its own.
 
 use std::{path::Path, time::Duration};
+use tracing::Instrument as _;
 
 use boardcast_schema::game::v1::{
     ActRequest, ActResponse, ArbiterAssignment, AssignArbiterRequest, ClaimVerdict,
@@ -110,6 +111,8 @@ fn with_bearer<T>(message: T, token: &str) -> Result<tonic::Request<T>, Upstream
         )
     })?;
     request.metadata_mut().insert("authorization", value);
+    // The game service continues the caller's trace (see `GameApi::act`).
+    boardcast_kit::telemetry::inject_into_grpc(request.metadata_mut());
     Ok(request)
 }
 
@@ -148,8 +151,11 @@ impl GameApi {
         request: ActRequest,
     ) -> Result<ActResponse, UpstreamError> {
         let mut client = self.client.clone();
-        let request = with_bearer(request, &token)?;
-        Ok(client.act(request).await?.into_inner())
+        // An arbiter's ruling begins a trace of its own, which the game service continues into
+        // the records it appends and the log's readers into their folds.
+        let span = tracing::info_span!("arbiter.act", game = %request.game_id);
+        let request = span.in_scope(|| with_bearer(request, &token))?;
+        Ok(client.act(request).instrument(span).await?.into_inner())
     }
 
     pub async fn assign_arbiter(
