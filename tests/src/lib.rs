@@ -23,7 +23,7 @@ pub mod otlp;
 pub mod secure_nats;
 
 pub use arbiter::ArbiterService;
-pub use cluster::TestCluster;
+pub use cluster::{NatsServer, TestCluster};
 pub use otlp::OtlpCollector;
 
 /// A private nats-server with JetStream and its own store directory, removed afterwards.

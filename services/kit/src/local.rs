@@ -38,6 +38,16 @@ impl ManagedProcess {
         self.child.as_ref().map(Child::id)
     }
 
+    /// Sends `signal` to the process (SIGSTOP and SIGCONT to freeze and thaw it, say).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
+        let pid = self
+            .pid()
+            .with_context(|| format!("{} is not running", self.name))?;
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).context("a process id")?);
+        nix::sys::signal::kill(pid, signal)
+            .with_context(|| format!("sending {signal} to {}", self.name))
+    }
+
     /// Fails if the process has already exited.
     pub fn check_running(&mut self) -> anyhow::Result<()> {
         if let Some(child) = self.child.as_mut()
@@ -253,18 +263,11 @@ impl LocalNats {
     /// Freezes the server (SIGSTOP), as a machine that stops answering without closing its
     /// connections; [`LocalNats::resume`] lets it go on.
     pub fn pause(&self) -> anyhow::Result<()> {
-        self.signal(nix::sys::signal::Signal::SIGSTOP)
+        self.process.signal(nix::sys::signal::Signal::SIGSTOP)
     }
 
     pub fn resume(&self) -> anyhow::Result<()> {
-        self.signal(nix::sys::signal::Signal::SIGCONT)
-    }
-
-    fn signal(&self, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
-        let pid = self.process.pid().context("nats-server is not running")?;
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).context("a process id")?);
-        nix::sys::signal::kill(pid, signal)
-            .with_context(|| format!("sending {signal} to nats-server"))
+        self.process.signal(nix::sys::signal::Signal::SIGCONT)
     }
 
     /// Starts the server again on the same ports, store directory and configuration file.

@@ -1,0 +1,521 @@
+//! Faults under load on a three-node NATS cluster with replicated (R3) streams, on Debian's
+//! nats-server 2.9.10 and on the current release (2.15.1, `sync_interval: always`). While 100
+//! simulated boards play, one fault after another: kill -9 the leader of the observation stream,
+//! then of the game log; freeze a node (SIGSTOP) for longer than an election; kill and restart a
+//! game service instance (a second one keeps going), the broadcast service and the arbiter
+//! service; kill a gateway while it publishes its outbox and start it again on the same outbox.
+//!
+//! Then: every observation JetStream acknowledged is in the stream (none lost), every game's log
+//! is one chain recording each observation at most once (none applied twice), every game ends as
+//! in a fault-free run of the same boards on one server, the gateway's game is its source game,
+//! and the broadcast and arbiter services that lived through the faults show what ones started
+//! afterwards show. Each fault's stall (from the fault to the next record in the game log) is
+//! measured and printed.
+
+mod support;
+
+use std::{
+    collections::BTreeSet,
+    process::Command,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use boardcast_kit::nats::{GAMES_STREAM, INGEST_STREAM};
+use boardcast_schema::game::v1::{
+    CreateGameRequest, GameResult, GameStarted, GameState, GetGameRequest, Player, TimeControl,
+    TimePeriod,
+};
+use boardcast_testkit::{
+    ArbiterService, BroadcastService, GameService, GameServiceOptions, ManagedProcess, NatsServer,
+    TEST_PASSWORD, TestCluster, TestNats, free_port, program,
+};
+use futures::StreamExt as _;
+
+/// Boards playing through the faults.
+const BOARDS: usize = 100;
+/// Game time per wall-clock second: the six test games' lengths spread the boards' ends over
+/// about a minute and a half, long enough for every fault to fall while boards play.
+const SPEED: &str = "2";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn faults_under_load_on_nats_2_9_10() -> anyhow::Result<()> {
+    faults_under_load(NatsServer::system()?).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn faults_under_load_on_current_nats() -> anyhow::Result<()> {
+    faults_under_load(NatsServer::current()?).await
+}
+
+/// The six test games, cycled over `BOARDS` boards (each its own board number).
+fn round_pgn() -> String {
+    let games: Vec<&str> = support::PGN
+        .trim()
+        .split("\n\n[Event")
+        .map(|g| g.trim_start_matches("[Event"))
+        .collect();
+    (0..BOARDS)
+        .map(|i| {
+            let game = games[i % games.len()];
+            let round_line = game
+                .lines()
+                .find(|l| l.starts_with("[Round"))
+                .unwrap_or_default();
+            format!(
+                "[Event{}\n\n",
+                game.replacen(round_line, &format!("[Round \"1.{}\"]", i + 1), 1)
+            )
+        })
+        .collect()
+}
+
+/// Every (board, device_seq) in the observation stream.
+async fn stored_observations(js: &jetstream::Context) -> anyhow::Result<BTreeSet<(String, u64)>> {
+    let stream = js.get_stream(INGEST_STREAM).await?;
+    let total = js
+        .get_stream(INGEST_STREAM)
+        .await?
+        .get_info()
+        .await?
+        .state
+        .messages;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    let mut messages = consumer.messages().await?.take(total as usize);
+    let mut stored = BTreeSet::new();
+    while let Some(message) = messages.next().await {
+        let message = message?;
+        let observation = <boardcast_schema::device::v1::Observation as prost::Message>::decode(
+            message.payload.as_ref(),
+        )?;
+        stored.insert((observation.board_id, observation.device_seq));
+    }
+    Ok(stored)
+}
+
+/// What a fault-free run of the boards on one server gives: the games and the observations.
+async fn fault_free(
+    pgn: &std::path::Path,
+) -> anyhow::Result<(Vec<GameState>, BTreeSet<(String, u64)>)> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    simulate(pgn, &nats.url(), &service.url(), "max")?
+        .status()
+        .context("simulating the fault-free run")?
+        .success()
+        .then_some(())
+        .context("simulate failed in the fault-free run")?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    support::drained(&js).await?;
+    let states = support::states(&service.url()).await?;
+    anyhow::ensure!(states.len() == BOARDS, "{} games", states.len());
+    Ok((states, stored_observations(&js).await?))
+}
+
+fn simulate(
+    pgn: &std::path::Path,
+    nats: &str,
+    game_service: &str,
+    speed: &str,
+) -> anyhow::Result<Command> {
+    let mut command = Command::new(program("boardcast")?);
+    command
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
+        .arg("simulate")
+        .arg("--pgn")
+        .arg(pgn)
+        .args(["--boards", &BOARDS.to_string(), "--speed", speed])
+        .args(["--nats", nats, "--game-service", game_service])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    Ok(command)
+}
+
+/// When the game log grew, sampled every 50 ms from outside the system.
+#[derive(Default)]
+struct Progress(Mutex<Vec<(Instant, u64)>>);
+
+impl Progress {
+    async fn watch(self: Arc<Self>, js: jetstream::Context) {
+        loop {
+            let last = match js.get_stream(GAMES_STREAM).await {
+                Ok(mut stream) => stream.info().await.ok().map(|i| i.state.last_sequence),
+                Err(_) => None,
+            };
+            if let Some(last) = last {
+                let mut samples = self.0.lock().unwrap_or_else(|e| e.into_inner());
+                if samples.last().is_none_or(|(_, seq)| *seq < last) {
+                    samples.push((Instant::now(), last));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// From `at` to the first growth of the log after it (None: it did not grow again).
+    fn stall_after(&self, at: Instant) -> Option<Duration> {
+        let samples = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let before = samples
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= at)
+            .map_or(0, |(_, seq)| *seq);
+        samples
+            .iter()
+            .find(|(t, seq)| *t > at && *seq > before)
+            .map(|(t, _)| t.duration_since(at))
+    }
+}
+
+/// A fault, when it was made, and what it took to make it.
+struct Fault {
+    name: &'static str,
+    at: Instant,
+}
+
+async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
+    let version = server.version()?;
+    let dir = tempfile::tempdir()?;
+    let pgn = dir.path().join("round.pgn");
+    std::fs::write(&pgn, round_pgn())?;
+    let (expected, expected_observations) = fault_free(&pgn).await.context("fault-free run")?;
+
+    let mut cluster = TestCluster::start_on(3, &server).await?;
+    let urls = cluster.urls();
+    let options = GameServiceOptions {
+        args: vec!["--replicas".into(), "3".into()],
+        ..Default::default()
+    };
+    let mut first = GameService::start_with(&urls, options.clone())?;
+    let second = GameService::start_with(&urls, options.clone())?;
+    let mut broadcast = BroadcastService::start(&urls)?;
+    let mut arbiter = ArbiterService::start(&urls, &second.url())?;
+    let js = jetstream::new(boardcast_kit::nats::connect(&urls, "fault-test").await?);
+    let progress = Arc::new(Progress::default());
+    let watcher = tokio::spawn(progress.clone().watch(js.clone()));
+
+    // The gateway's board: a DGT capture of the fourth test game, with the simulator's human and
+    // sensor disturbances (which raise alerts), set up before play starts.
+    let gateway_dir = dir.path().join("gateway");
+    std::fs::create_dir_all(&gateway_dir)?;
+    let gateway_pgn = gateway_dir.join("game.pgn");
+    let gateway_game = round_pgn()
+        .split("\n\n[Event")
+        .nth(3)
+        .map(|g| format!("[Event{g}\n"))
+        .context("a fourth game")?;
+    std::fs::write(&gateway_pgn, &gateway_game)?;
+    let out = Command::new(program("boardcast")?)
+        .args(["simulate", "--pgn"])
+        .arg(&gateway_pgn)
+        .args(["--boards", "1", "--board-prefix", "gw"])
+        .arg("--dgt-out")
+        .arg(&gateway_dir)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    create_gateway_game(&second.url()).await?;
+
+    let mut simulator = simulate(&pgn, &urls, &second.url(), SPEED)?
+        .spawn()
+        .context("starting the simulated boards")?;
+    let play_started = Instant::now();
+    let mut faults = Vec::new();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+
+    for stream in [INGEST_STREAM, GAMES_STREAM] {
+        let leader = cluster.stream_leader(&js, stream).await?;
+        faults.push(Fault {
+            name: if stream == INGEST_STREAM {
+                "kill -9 of the observation stream's leader"
+            } else {
+                "kill -9 of the game log's leader"
+            },
+            at: Instant::now(),
+        });
+        cluster.kill(leader)?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        cluster.restart(leader).await?;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+
+    // Longer than an election (at most 9 s on these servers' Raft).
+    let leader = cluster.stream_leader(&js, GAMES_STREAM).await?;
+    faults.push(Fault {
+        name: "SIGSTOP of the game log's leader for 10 s",
+        at: Instant::now(),
+    });
+    cluster.pause(leader)?;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    cluster.resume(leader)?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    faults.push(Fault {
+        name: "kill -9 and restart of a game service instance",
+        at: Instant::now(),
+    });
+    first.process.kill_hard()?;
+    first = GameService::start_with(&urls, options.clone())?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    faults.push(Fault {
+        name: "restart of the broadcast service",
+        at: Instant::now(),
+    });
+    broadcast.restart()?;
+    faults.push(Fault {
+        name: "restart of the arbiter service",
+        at: Instant::now(),
+    });
+    arbiter.process.kill_hard()?;
+    arbiter = ArbiterService::start(&urls, &first.url())?;
+
+    // The gateway: killed once part of its outbox is in JetStream, then started again on the
+    // same outbox (with no board attached yet), which publishes the rest.
+    faults.push(Fault {
+        name: "kill -9 of a gateway while it publishes",
+        at: Instant::now(),
+    });
+    let outbox = gateway_dir.join("outbox.redb");
+    let mut gateway = ManagedProcess::spawn(
+        "gateway replay-dgt",
+        Command::new(program("boardcast")?)
+            .args(["gateway", "replay-dgt"])
+            .arg(gateway_dir.join("gw-1.dgt"))
+            .args(["--board-id", "gw-1", "--nats", &urls, "--outbox"])
+            .arg(&outbox),
+    )?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while boardcast_kit::nats::last_board_seq(&js, "gw-1")
+        .await
+        .unwrap_or(0)
+        == 0
+    {
+        anyhow::ensure!(Instant::now() < deadline, "the gateway published nothing");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    gateway.kill_hard()?;
+    let published_before_the_kill = boardcast_kit::nats::last_board_seq(&js, "gw-1").await?;
+    let metrics = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()?));
+    let mut restarted_gateway = ManagedProcess::spawn(
+        "gateway serial",
+        Command::new(program("boardcast")?)
+            .args(["gateway", "serial", "--port", "/dev/no-such-board"])
+            .args(["--board-id", "gw-1", "--nats", &urls, "--outbox"])
+            .arg(&outbox)
+            .args(["--metrics-listen", &metrics.to_string()])
+            .stderr(std::process::Stdio::null()),
+    )?;
+
+    anyhow::ensure!(
+        simulator.wait()?.success(),
+        "the simulated boards could not publish everything"
+    );
+    let played = play_started.elapsed();
+    support::drained_within(&js, Duration::from_secs(180)).await?;
+    let gateway_state = gateway_game_done(&first.url()).await?;
+    restarted_gateway.kill_hard()?;
+    watcher.abort();
+
+    // No acknowledged observation lost: the simulator published each until acknowledged.
+    let stored = stored_observations(&js).await?;
+    let simulated: BTreeSet<_> = stored
+        .iter()
+        .filter(|(board, _)| board.starts_with("sim-"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        simulated, expected_observations,
+        "the observation stream holds exactly the boards' observations"
+    );
+
+    // Every game as in the fault-free run, on both instances, and its log one chain recording
+    // each observation once.
+    let states = boards_reaching(&first.url(), &expected).await?;
+    assert_eq!(support::comparable(&states), support::comparable(&expected));
+    let other = boards_reaching(&second.url(), &expected).await?;
+    assert_eq!(other, states, "both instances serve the same games");
+    support::check_logs(&js, &states).await?;
+    support::check_logs(&js, std::slice::from_ref(&gateway_state)).await?;
+
+    // The feeds and alerts of the services that lived through the faults are those of services
+    // that read the log afresh.
+    let fresh_broadcast = BroadcastService::start(&urls)?;
+    let fresh_arbiter = ArbiterService::start(&urls, &first.url())?;
+    converged(&broadcast, &fresh_broadcast).await?;
+    alerts_converged(&arbiter, &fresh_arbiter).await?;
+
+    eprintln!(
+        "nats-server {version}, 3 nodes, R3: {BOARDS} boards played for {:.0} s with {} observations; \
+         the gateway had published {published_before_the_kill} when killed",
+        played.as_secs_f64(),
+        stored.len()
+    );
+    for fault in &faults {
+        match progress.stall_after(fault.at) {
+            Some(stall) => eprintln!(
+                "  {}: the game log grew again after {:.2} s",
+                fault.name,
+                stall.as_secs_f64()
+            ),
+            None => eprintln!("  {}: the game log did not grow again", fault.name),
+        }
+    }
+    Ok(())
+}
+
+/// The simulated boards' games (not the gateway's) once they equal `expected`, or as they are
+/// after 30 s.
+async fn boards_reaching(url: &str, expected: &[GameState]) -> anyhow::Result<Vec<GameState>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let boards: Vec<GameState> = support::states(url)
+            .await?
+            .into_iter()
+            .filter(|s| {
+                s.info
+                    .as_ref()
+                    .is_some_and(|i| i.board_id.starts_with("sim-"))
+            })
+            .collect();
+        if support::comparable(&boards) == support::comparable(expected)
+            || Instant::now() > deadline
+        {
+            return Ok(boards);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn create_gateway_game(url: &str) -> anyhow::Result<()> {
+    let mut client = boardcast_testkit::admin_client(url).await?;
+    let player = |name: &str| {
+        Some(Player {
+            name: name.into(),
+            ..Default::default()
+        })
+    };
+    client
+        .create_game(CreateGameRequest {
+            game: Some(GameStarted {
+                tournament_id: "faults-gateway".into(),
+                round: 1,
+                board_number: 1,
+                board_id: "gw-1".into(),
+                white: player("G"),
+                black: player("H"),
+                time_control: Some(TimeControl {
+                    periods: vec![TimePeriod {
+                        moves: 0,
+                        base_ms: 7_200_000,
+                        ..Default::default()
+                    }],
+                }),
+                ..Default::default()
+            }),
+            request_id: boardcast_kit::client::new_request_id(),
+            ..Default::default()
+        })
+        .await?;
+    Ok(())
+}
+
+/// The gateway's game once it has ended, checked against its source game.
+async fn gateway_game_done(url: &str) -> anyhow::Result<GameState> {
+    let mut client = boardcast_testkit::admin_client(url).await?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let state = loop {
+        let state = client
+            .get_game(GetGameRequest {
+                game_id: "faults-gateway-r1-b1".into(),
+            })
+            .await?
+            .into_inner();
+        if state.result() != GameResult::Unspecified {
+            break state;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the gateway's game did not end: {} moves",
+            state.moves.len()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let source = boardcast_rules::pgn::read_games(support::PGN)?;
+    let moves: Vec<String> = state.moves.iter().map(|m| m.uci.clone()).collect();
+    assert_eq!(moves, support::uci_moves(&source[3])?, "the gateway's game");
+    Ok(state)
+}
+
+/// Both broadcast services serve the same games (once the fresh one has caught up). `version`
+/// counts the changes a service has seen of a game, which differ after a restart: left out.
+async fn converged(lived: &BroadcastService, fresh: &BroadcastService) -> anyhow::Result<()> {
+    let http = reqwest::Client::new();
+    let games = |service: &BroadcastService| {
+        let request = http.get(service.url("/api/games")).send();
+        async move {
+            let mut games: Vec<serde_json::Value> = request.await?.json().await?;
+            for game in &mut games {
+                if let Some(game) = game.as_object_mut() {
+                    game.remove("version");
+                }
+            }
+            anyhow::Ok(games)
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (a, b) = (games(lived).await?, games(fresh).await?);
+        if a == b {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let differing: Vec<_> = a
+                .iter()
+                .zip(&b)
+                .filter(|(x, y)| x != y)
+                .map(|(x, y)| format!("{x}\n{y}"))
+                .take(2)
+                .collect();
+            anyhow::bail!(
+                "the broadcast service that lived through the faults differs from a fresh one \
+                 ({} and {} games), e.g.:\n{}",
+                a.len(),
+                b.len(),
+                differing.join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Both arbiter services show the same alerts (once the fresh one has caught up).
+async fn alerts_converged(lived: &ArbiterService, fresh: &ArbiterService) -> anyhow::Result<()> {
+    let lived = lived.login("admin", TEST_PASSWORD).await?;
+    let fresh = fresh.login("admin", TEST_PASSWORD).await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let a = lived.get("/api/alerts").await?;
+        let b = fresh.get("/api/alerts").await?;
+        if a == b {
+            let count = a["alerts"].as_array().map_or(0, Vec::len);
+            eprintln!("  the arbiters' alerts converged ({count})");
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the arbiter service that lived through the faults differs from a fresh one:\n{a}\n{b}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
