@@ -6,10 +6,14 @@
 //! Nodes can be killed (SIGKILL) and restarted on the same store directory and ports, and paused
 //! (SIGSTOP) and resumed. The cluster runs on Debian's nats-server (2.9.10) or on the current one
 //! `scripts/ensure-tools.sh --test` installs into `var/` ([`NatsServer`]).
+//!
+//! [`TestCluster::start_isolated`] puts each node in a network namespace of its own, joined to the
+//! test's namespace by a veth pair on a bridge, so that a node can be cut off the network and
+//! joined again ([`TestCluster::cut`]); it needs root (`ip netns`).
 
 use std::{
     io::{Read as _, Write as _},
-    net::{SocketAddr, TcpStream},
+    net::{Ipv4Addr, SocketAddr, TcpStream},
     path::PathBuf,
     process::{Command, Stdio},
     time::{Duration, Instant},
@@ -76,6 +80,10 @@ pub struct ClusterNode {
     pub port: u16,
     pub monitor_port: u16,
     pub cluster_port: u16,
+    /// Where it listens: loopback, or its address in its network namespace.
+    host: Ipv4Addr,
+    /// The network namespace it runs in (`start_isolated`).
+    netns: Option<String>,
     config: PathBuf,
     binary: PathBuf,
     process: Option<ManagedProcess>,
@@ -83,13 +91,22 @@ pub struct ClusterNode {
 
 impl ClusterNode {
     pub fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
+        format!("nats://{}:{}", self.host, self.port)
     }
 
     fn spawn(&mut self) -> anyhow::Result<()> {
+        let mut command = match &self.netns {
+            // `ip netns exec` execs the server in place: the process is the server's.
+            Some(netns) => {
+                let mut command = Command::new("ip");
+                command.args(["netns", "exec", netns]).arg(&self.binary);
+                command
+            }
+            None => Command::new(&self.binary),
+        };
         let process = ManagedProcess::spawn(
             &format!("nats-server {}", self.name),
-            Command::new(&self.binary)
+            command
                 .arg("-c")
                 .arg(&self.config)
                 .stdin(Stdio::null())
@@ -102,7 +119,7 @@ impl ClusterNode {
 
     /// True when the node answers `/healthz?js-enabled-only=true` with 200.
     fn healthy(&self) -> bool {
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.monitor_port));
+        let addr = SocketAddr::from((self.host, self.monitor_port));
         let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
             return false;
         };
@@ -117,7 +134,95 @@ impl ClusterNode {
 
 pub struct TestCluster {
     pub nodes: Vec<ClusterNode>,
+    /// The namespaces, bridge and links of `start_isolated`, removed when the cluster is dropped.
+    network: Option<Network>,
     dir: TempDir,
+}
+
+/// A bridge in the test's namespace and, per node, a namespace joined to it by a veth pair.
+struct Network {
+    bridge: String,
+    /// Per node: its namespace and the bridge's end of its veth pair.
+    nodes: Vec<(String, String)>,
+}
+
+/// Runs `ip` with `args`, failing with what it said.
+fn ip(args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .context("running ip (iproute2)")?;
+    if !out.status.success() {
+        bail!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+impl Network {
+    /// A bridge with address 10.201.`subnet`.254/24, and `size` namespaces at .1, .2, …
+    fn create(size: usize) -> anyhow::Result<(Network, Vec<Ipv4Addr>)> {
+        // Unique among the clusters of concurrent tests and processes (interface names have at
+        // most 15 characters).
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let unique = (std::process::id() % 4096) * 16
+            + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 16;
+        let id = format!("{unique:x}");
+        let subnet = unique % 250 + 1;
+        let mut network = Network {
+            bridge: format!("bcb{id}"),
+            nodes: Vec::new(),
+        };
+        ip(&["link", "add", &network.bridge, "type", "bridge"])?;
+        ip(&[
+            "addr",
+            "add",
+            &format!("10.201.{subnet}.254/24"),
+            "dev",
+            &network.bridge,
+        ])?;
+        ip(&["link", "set", &network.bridge, "up"])?;
+        let mut hosts = Vec::new();
+        for i in 1..=size {
+            let (netns, outer, inner) = (
+                format!("bc{id}-{i}"),
+                format!("bc{id}n{i}"),
+                format!("bc{id}p{i}"),
+            );
+            ip(&["netns", "add", &netns])?;
+            network.nodes.push((netns.clone(), outer.clone()));
+            ip(&[
+                "link", "add", &outer, "type", "veth", "peer", "name", &inner,
+            ])?;
+            ip(&["link", "set", &inner, "netns", &netns])?;
+            ip(&["link", "set", &outer, "master", &network.bridge])?;
+            ip(&["link", "set", &outer, "up"])?;
+            let host = Ipv4Addr::new(10, 201, subnet as u8, i as u8);
+            let inside = |args: &[&str]| {
+                let mut all = vec!["netns", "exec", &netns, "ip"];
+                all.extend_from_slice(args);
+                ip(&all)
+            };
+            inside(&["addr", "add", &format!("{host}/24"), "dev", &inner])?;
+            inside(&["link", "set", &inner, "up"])?;
+            inside(&["link", "set", "lo", "up"])?;
+            hosts.push(host);
+        }
+        Ok((network, hosts))
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        for (netns, outer) in &self.nodes {
+            let _ = ip(&["link", "del", outer]);
+            let _ = ip(&["netns", "del", netns]);
+        }
+        let _ = ip(&["link", "del", &self.bridge]);
+    }
 }
 
 impl TestCluster {
@@ -129,6 +234,25 @@ impl TestCluster {
 
     /// `start`, on `server`.
     pub async fn start_on(size: usize, server: &NatsServer) -> anyhow::Result<TestCluster> {
+        Self::start_with(size, server, None).await
+    }
+
+    /// `start_on`, each node in a network namespace of its own (see the module comment). Fails
+    /// where namespaces cannot be made (not root, a kernel that refuses).
+    pub async fn start_isolated(size: usize, server: &NatsServer) -> anyhow::Result<TestCluster> {
+        let (network, hosts) = Network::create(size).context("setting up network namespaces")?;
+        Self::start_with(size, server, Some((network, hosts))).await
+    }
+
+    async fn start_with(
+        size: usize,
+        server: &NatsServer,
+        network: Option<(Network, Vec<Ipv4Addr>)>,
+    ) -> anyhow::Result<TestCluster> {
+        let (network, hosts) = match network {
+            Some((network, hosts)) => (Some(network), Some(hosts)),
+            None => (None, None),
+        };
         let dir = tempfile::Builder::new()
             .prefix("boardcast-cluster-")
             .tempdir()
@@ -137,6 +261,8 @@ impl TestCluster {
         for i in 0..size {
             let name = format!("n{}", i + 1);
             nodes.push(ClusterNode {
+                host: hosts.as_ref().map_or(Ipv4Addr::LOCALHOST, |hosts| hosts[i]),
+                netns: network.as_ref().map(|n| n.nodes[i].0.clone()),
                 config: dir.path().join(format!("{name}.conf")),
                 binary: server.binary.clone(),
                 name,
@@ -150,14 +276,15 @@ impl TestCluster {
             let routes: Vec<String> = nodes
                 .iter()
                 .filter(|other| other.name != node.name)
-                .map(|other| format!("\"nats-route://127.0.0.1:{}\"", other.cluster_port))
+                .map(|other| format!("\"nats-route://{}:{}\"", other.host, other.cluster_port))
                 .collect();
             let store = dir.path().join(&node.name);
             let config = format!(
-                "server_name: {name}\nlisten: \"127.0.0.1:{port}\"\nhttp: \"127.0.0.1:{monitor}\"\n\
+                "server_name: {name}\nlisten: \"{host}:{port}\"\nhttp: \"{host}:{monitor}\"\n\
                  jetstream {{\n  store_dir: \"{store}\"\n{sync}}}\n\
-                 cluster {{\n  name: boardcast-test\n  listen: \"127.0.0.1:{cluster}\"\n  routes: [{routes}]\n}}\n{mapping}",
+                 cluster {{\n  name: boardcast-test\n  listen: \"{host}:{cluster}\"\n  routes: [{routes}]\n}}\n{mapping}",
                 name = node.name,
+                host = node.host,
                 port = node.port,
                 monitor = node.monitor_port,
                 store = store.display(),
@@ -177,7 +304,11 @@ impl TestCluster {
         for node in &mut nodes {
             node.spawn()?;
         }
-        let cluster = TestCluster { nodes, dir };
+        let cluster = TestCluster {
+            nodes,
+            network,
+            dir,
+        };
         cluster.wait_ready(Duration::from_secs(60)).await?;
         Ok(cluster)
     }
@@ -201,6 +332,24 @@ impl TestCluster {
             process.kill_hard()?;
         }
         Ok(())
+    }
+
+    /// Cuts node `index` off the network (its link to the bridge down): the other nodes and
+    /// every client lose it at once, while it runs on alone. Only with `start_isolated`.
+    pub fn cut(&self, index: usize) -> anyhow::Result<()> {
+        ip(&["link", "set", self.outer_link(index)?, "down"])
+    }
+
+    /// Joins a cut node to the network again.
+    pub fn heal(&self, index: usize) -> anyhow::Result<()> {
+        ip(&["link", "set", self.outer_link(index)?, "up"])
+    }
+
+    fn outer_link(&self, index: usize) -> anyhow::Result<&str> {
+        self.network
+            .as_ref()
+            .map(|n| n.nodes[index].1.as_str())
+            .context("the cluster was not started in network namespaces (start_isolated)")
     }
 
     /// Freezes node `index` (SIGSTOP): a machine that stops answering without closing its

@@ -1,7 +1,8 @@
 //! Faults under load on a three-node NATS cluster with replicated (R3) streams, on Debian's
 //! nats-server 2.9.10 and on the current release (2.15.1, `sync_interval: always`). While 100
 //! simulated boards play, one fault after another: kill -9 the leader of the observation stream,
-//! then of the game log; freeze a node (SIGSTOP) for longer than an election; kill and restart a
+//! then of the game log; freeze a node (SIGSTOP) for longer than an election; cut a node off the
+//! network (network namespaces; skipped, with a message, where they cannot be made); kill and restart a
 //! game service instance (a second one keeps going), the broadcast service and the arbiter
 //! service; kill a gateway while it publishes its outbox and start it again on the same outbox.
 //!
@@ -187,7 +188,14 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     std::fs::write(&pgn, round_pgn())?;
     let (expected, expected_observations) = fault_free(&pgn).await.context("fault-free run")?;
 
-    let mut cluster = TestCluster::start_on(3, &server).await?;
+    // Each node in a network namespace of its own where the kernel allows, to cut one off.
+    let (mut cluster, isolated) = match TestCluster::start_isolated(3, &server).await {
+        Ok(cluster) => (cluster, true),
+        Err(e) => {
+            eprintln!("the network cut is skipped: no network namespaces here ({e:#})");
+            (TestCluster::start_on(3, &server).await?, false)
+        }
+    };
     let urls = cluster.urls();
     let options = GameServiceOptions {
         args: vec!["--replicas".into(), "3".into()],
@@ -259,6 +267,18 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(10)).await;
     cluster.resume(leader)?;
     tokio::time::sleep(Duration::from_secs(3)).await;
+
+    if isolated {
+        let leader = cluster.stream_leader(&js, GAMES_STREAM).await?;
+        faults.push(Fault {
+            name: "the game log's leader cut off the network for 10 s",
+            at: Instant::now(),
+        });
+        cluster.cut(leader)?;
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        cluster.heal(leader)?;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
 
     faults.push(Fault {
         name: "kill -9 and restart of a game service instance",
