@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
+pub mod generated;
+
 use std::{
     io::Write,
     path::PathBuf,
@@ -73,6 +75,14 @@ pub fn game_moves(game: &PgnGame) -> (Chess, Vec<Move>) {
 /// Runs the python-chess reference script on games given as (optional FEN, UCI moves). Panics
 /// with instructions when the interpreter or the `chess` module is missing.
 pub fn python_chess_verdicts(games: &[(Option<String>, Vec<String>)]) -> Vec<Vec<Value>> {
+    python_chess_verdicts_timed(games).0
+}
+
+/// `python_chess_verdicts`, with the seconds python-chess took for them (without its start and
+/// the JSON in and out).
+pub fn python_chess_verdicts_timed(
+    games: &[(Option<String>, Vec<String>)],
+) -> (Vec<Vec<Value>>, f64) {
     let root = workspace_root();
     let python = std::env::var("BOARDCAST_PYTHON")
         .map(PathBuf::from)
@@ -126,10 +136,11 @@ pub fn python_chess_verdicts(games: &[(Option<String>, Vec<String>)]) -> Vec<Vec
         String::from_utf8_lossy(&output.stderr)
     );
     let response: Value = serde_json::from_slice(&output.stdout).expect("JSON from script");
-    response["games"]
+    let games = response["games"]
         .as_array()
         .expect("games array")
         .iter()
         .map(|g| g.as_array().expect("plies array").clone())
-        .collect()
+        .collect();
+    (games, response["elapsed_s"].as_f64().unwrap_or(f64::NAN))
 }

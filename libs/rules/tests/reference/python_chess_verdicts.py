@@ -2,7 +2,9 @@
 """python-chess's repetition and move-rule verdicts, per ply, for the differential tests.
 
 Input (stdin, JSON): {"games": [{"fen": "<FEN or null>", "moves": ["e2e4", ...]}, ...]}
-Output (stdout, JSON): {"chess_version": "...", "games": [[<ply 0>, <ply 1>, ...], ...]}
+Output (stdout, JSON): {"chess_version": "...", "elapsed_s": <seconds>, "games": [[<ply 0>, ...], ...]}
+(`elapsed_s`: the time python-chess took for the verdicts alone, without reading and writing JSON,
+for the benchmark against the rules library)
 where each ply object holds python-chess's answers for the position after that ply:
   count           - occurrences of the position so far, by python-chess's transposition key
                     (the identity of Article 9.2 since 2009: pieces, turn, castling rights,
@@ -17,6 +19,7 @@ where each ply object holds python-chess's answers for the position after that p
 import collections
 import json
 import sys
+import time
 
 import chess
 
@@ -48,8 +51,10 @@ def run_game(game):
 
 def main():
     request = json.load(sys.stdin)
+    started = time.perf_counter()
     games = [run_game(game) for game in request["games"]]
-    json.dump({"chess_version": chess.__version__, "games": games}, sys.stdout)
+    elapsed = time.perf_counter() - started
+    json.dump({"chess_version": chess.__version__, "elapsed_s": elapsed, "games": games}, sys.stdout)
 
 
 if __name__ == "__main__":
