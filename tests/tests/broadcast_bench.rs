@@ -1,7 +1,10 @@
-//! The broadcast service at the scale of a large event: `BENCH_BOARDS` boards (1000) playing in
-//! one round while `BENCH_SUBSCRIBERS` (2000) live subscribers follow the round's server-sent
-//! events. Measures, from a press observation's publication to NATS to a subscriber receiving
-//! the update that shows its move: p50, p99 and max; and the broadcast service's CPU seconds and
+//! The live hall at the scale of a large event: `BENCH_BOARDS` boards (1000) playing in one round
+//! while `BENCH_SUBSCRIBERS` (2000) live subscribers follow the round's server-sent events and an
+//! arbiter's dashboard follows the round's alerts and boards (the arbiter service's `/events`).
+//! Measures p50, p99 and max from a press observation's publication to NATS to a subscriber
+//! receiving the update that shows its move, to the arbiter's dashboard receiving the board that
+//! shows it, and — on every `BENCH_ALERT_EVERY`th board (20th), whose player presses the clock
+//! once without moving — to the dashboard receiving the alert; and each service's CPU seconds and
 //! peak resident memory.
 //!
 //! Ignored in the normal suite; build the release programs and run it explicitly:
@@ -24,8 +27,9 @@ use std::{
 
 use anyhow::Context as _;
 use async_nats::jetstream;
+use boardcast_schema::device::v1::{ClockRun, observation::Kind};
 use boardcast_schema::{device::v1::Observation, game::v1::CreateGameRequest};
-use boardcast_testkit::{BroadcastService, GameService, TestNats};
+use boardcast_testkit::{ArbiterService, BroadcastService, GameService, TEST_PASSWORD, TestNats};
 use prost::Message as _;
 use support::*;
 
@@ -74,6 +78,33 @@ struct Probe<'a> {
     moves: Vec<&'a str>,
 }
 
+/// What the timing needs of an arbiter dashboard's events.
+#[derive(serde::Deserialize)]
+struct DashboardProbe {
+    game_id: String,
+    #[serde(default)]
+    completed_plies: Option<usize>,
+    /// An alert's id (absent from boards).
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// A press by the player who just moved, without a move: the press that follows `press` on the
+/// clock with the other side running again, two seconds later.
+fn press_without_move(press: &Observation, device_seq: u64) -> Observation {
+    let mut extra = press.clone();
+    extra.device_seq = device_seq;
+    extra.device_time_unix_ms = press.device_time_unix_ms.saturating_add(2_000);
+    if let Some(Kind::Clock(reading)) = &mut extra.kind {
+        let back = match reading.running() {
+            ClockRun::White => ClockRun::Black,
+            _ => ClockRun::White,
+        };
+        reading.set_running(back);
+    }
+    extra
+}
+
 fn percentile(sorted: &[i64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -98,12 +129,21 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let game_service = GameService::start(&nats.url())?;
     let broadcast = BroadcastService::start(&nats.url())?;
-    let pid = broadcast.process.pid().context("the service's pid")?;
+    let arbiter = ArbiterService::start(&nats.url(), &game_service.url())?;
+    let alert_every = setting("BENCH_ALERT_EVERY", 20)?.max(1) as usize;
+    let pids = [
+        ("game service", game_service.process.pid()),
+        ("broadcast service", broadcast.process.pid()),
+        ("arbiter service", arbiter.process.pid()),
+    ]
+    .map(|(name, pid)| pid.map(|pid| (name, pid)).context("a service's pid"));
+    let pids: Vec<(&str, u32)> = pids.into_iter().collect::<anyhow::Result<_>>()?;
     let mut client = boardcast_testkit::admin_client(&game_service.url()).await?;
 
     // The boards' games, all in one round, each board playing one of the reference games.
     // Per board, the observations of each move (subject, payload), ending with its press.
-    let mut segments: Vec<Vec<Published>> = Vec::new();
+    // (observations, whether it is the press without a move that should raise an alert)
+    let mut segments: Vec<Vec<(Published, bool)>> = Vec::new();
     let mut game_index = std::collections::HashMap::new();
     for i in 0..boards {
         let mut info = base.infos[i % base.infos.len()].clone();
@@ -122,17 +162,30 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
             .into_inner();
         game_index.insert(created.game_id, i);
         let mut board_segments = Vec::new();
-        for segment in &by_board[&original_board] {
+        // An alert board's player presses once without moving after the third press: later
+        // observations are numbered one on.
+        let alert_board = i % alert_every == alert_every - 1;
+        let mut shift = 0;
+        let subject = format!("boardcast.board.{}.obs", info.board_id);
+        for (index, segment) in by_board[&original_board].iter().enumerate() {
             let mut renamed = Vec::new();
+            let mut last = None;
             for (_, payload) in segment {
                 let mut observation = Observation::decode(payload.as_slice())?;
                 observation.board_id = info.board_id.clone();
-                renamed.push((
-                    format!("boardcast.board.{}.obs", info.board_id),
-                    observation.encode_to_vec(),
-                ));
+                observation.device_seq += shift;
+                renamed.push((subject.clone(), observation.encode_to_vec()));
+                last = Some(observation);
             }
-            board_segments.push(renamed);
+            board_segments.push((renamed, false));
+            if alert_board
+                && index == 2
+                && let Some(press) = last
+            {
+                let extra = press_without_move(&press, press.device_seq + 1);
+                board_segments.push((vec![(subject.clone(), extra.encode_to_vec())], true));
+                shift = 1;
+            }
         }
         segments.push(board_segments);
     }
@@ -202,7 +255,79 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
         }));
     }
     eprintln!("{subscribers} subscribers connected ({measured} timed)");
-    let (cpu_before, _) = usage(pid)?;
+
+    // The arbiter's dashboard: the round's boards and alerts as they change.
+    let alert_sent: Arc<Vec<AtomicI64>> =
+        Arc::new((0..boards).map(|_| AtomicI64::new(0)).collect());
+    let to_dashboard: Arc<Mutex<Vec<i64>>> = Arc::default();
+    let to_alert: Arc<Mutex<Vec<i64>>> = Arc::default();
+    let session = arbiter.login("admin", TEST_PASSWORD).await?;
+    let mut dashboard = http
+        .get(arbiter.url("/events?tournament=bench&round=1"))
+        .header("cookie", session.cookie_header())
+        .send()
+        .await?;
+    anyhow::ensure!(
+        dashboard.status().is_success(),
+        "the arbiter's events: {}",
+        dashboard.status()
+    );
+    let dashboard_reader = {
+        let (last_sent, alert_sent, to_dashboard, to_alert, game_index) = (
+            last_sent.clone(),
+            alert_sent.clone(),
+            to_dashboard.clone(),
+            to_alert.clone(),
+            game_index.clone(),
+        );
+        tokio::spawn(async move {
+            let mut plies = vec![0usize; last_sent.len()];
+            let mut alerted = vec![false; last_sent.len()];
+            let mut known_alerts = std::collections::HashSet::new();
+            let mut buffer = String::new();
+            while let Ok(Some(chunk)) = dashboard.chunk().await {
+                let at = now_us();
+                buffer.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = buffer.find("\n\n") {
+                    let event: String = buffer.drain(..end + 2).collect();
+                    let Some(data) = event.lines().find_map(|l| l.strip_prefix("data:")) else {
+                        continue;
+                    };
+                    let Ok(probe) = serde_json::from_str::<DashboardProbe>(data.trim()) else {
+                        continue;
+                    };
+                    let Some(&board) = game_index.get(probe.game_id.as_str()) else {
+                        continue;
+                    };
+                    if let Some(id) = probe.id {
+                        let sent = alert_sent[board].load(Ordering::Acquire);
+                        if known_alerts.insert(id) && sent > 0 && !alerted[board] {
+                            alerted[board] = true;
+                            to_alert
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(at - sent);
+                        }
+                    } else if let Some(completed) = probe.completed_plies
+                        && completed > plies[board]
+                    {
+                        plies[board] = completed;
+                        let sent = last_sent[board].load(Ordering::Acquire);
+                        if sent > 0 {
+                            to_dashboard
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(at - sent);
+                        }
+                    }
+                }
+            }
+        })
+    };
+    let cpu_before = pids
+        .iter()
+        .map(|(_, pid)| usage(*pid).map(|(cpu, _)| cpu))
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
     // The boards: each sends its next move's observations every `move_every`, boards spread
     // evenly over the interval.
@@ -224,13 +349,18 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
         } else {
             behind = behind.max(now - due);
         }
-        let Some(segment) = segments[board].get(index) else {
+        let Some((segment, raises_alert)) = segments[board].get(index) else {
             continue;
         };
         let mut acks = Vec::new();
         for (i, (subject, payload)) in segment.iter().enumerate() {
             if i + 1 == segment.len() {
-                last_sent[board].store(now_us(), Ordering::Release);
+                let sent = if *raises_alert {
+                    &alert_sent
+                } else {
+                    &last_sent
+                };
+                sent[board].store(now_us(), Ordering::Release);
             }
             acks.push(js.publish(subject.clone(), payload.clone().into()).await?);
         }
@@ -244,31 +374,59 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
     }
     let played = started.elapsed();
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let (cpu_after, peak_mb) = usage(pid)?;
+    let after = pids
+        .iter()
+        .map(|(_, pid)| usage(*pid))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     for reader in &readers {
         reader.abort();
     }
+    dashboard_reader.abort();
     let mut all = std::mem::take(&mut *latencies.lock().unwrap_or_else(|e| e.into_inner()));
     all.sort_unstable();
+    let sorted = |samples: &Mutex<Vec<i64>>| {
+        let mut samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
+        samples.sort_unstable();
+        samples
+    };
+    let (dashboard_samples, alert_samples) = (sorted(&to_dashboard), sorted(&to_alert));
     let megabytes = received.load(Ordering::Relaxed) as f64 / 1e6;
+    let line = |what: &str, samples: &[i64]| {
+        eprintln!(
+            "latency {what} (ms), {} samples: p50 {:.1}  p99 {:.1}  max {:.1}",
+            samples.len(),
+            percentile(samples, 0.5),
+            percentile(samples, 0.99),
+            samples.last().map_or(f64::NAN, |v| *v as f64 / 1000.0)
+        )
+    };
     eprintln!(
         "boards {boards}, subscribers {subscribers}, a move per board every {move_every:?}, \
          {moves_sent} moves sent in {played:.1?} ({:.1}/s; sender at most {behind:?} behind)",
         moves_sent as f64 / played.as_secs_f64()
     );
-    eprintln!(
-        "latency press → subscriber (ms), {} samples from {measured} subscribers: \
-         p50 {:.1}  p99 {:.1}  max {:.1}",
-        all.len(),
-        percentile(&all, 0.5),
-        percentile(&all, 0.99),
-        all.last().map_or(f64::NAN, |v| *v as f64 / 1000.0)
+    line(
+        &format!("press → live subscriber, from {measured} subscribers"),
+        &all,
     );
-    eprintln!(
-        "broadcast service: {:.1} CPU seconds while playing ({:.0}% of a core), peak resident \
-         memory {peak_mb:.0} MB; subscribers received {megabytes:.0} MB",
-        cpu_after - cpu_before,
-        100.0 * (cpu_after - cpu_before) / (played.as_secs_f64() + 10.0)
+    line("press → arbiter's dashboard (board)", &dashboard_samples);
+    line(
+        &format!("press without a move → arbiter's dashboard (alert), every {alert_every}th board"),
+        &alert_samples,
+    );
+    let seconds = played.as_secs_f64() + 10.0;
+    for (((name, _), before), (cpu, peak_mb)) in pids.iter().zip(&cpu_before).zip(&after) {
+        eprintln!(
+            "{name}: {:.1} CPU seconds while playing ({:.0}% of a core), peak resident memory \
+             {peak_mb:.0} MB",
+            cpu - before,
+            100.0 * (cpu - before) / seconds
+        );
+    }
+    eprintln!("subscribers received {megabytes:.0} MB");
+    anyhow::ensure!(
+        !alert_samples.is_empty(),
+        "no alert reached the arbiter's dashboard"
     );
     anyhow::ensure!(!all.is_empty(), "no update reached a subscriber");
     Ok(())
