@@ -1,9 +1,10 @@
 # The two commands of the README.
 #   make demo   the whole system on this machine, with simulated boards (Ctrl-C stops it)
 #   make test   the whole test suite
+#   make bench  the benchmarks on release builds, written to docs/benchmarks.md (about 20 min)
 # Options for the demo go in DEMO_ARGS, e.g. make demo DEMO_ARGS="--boards 10 --speed 120".
 
-.PHONY: demo test lint
+.PHONY: demo test lint bench
 
 demo:
 	@scripts/ensure-tools.sh
@@ -18,3 +19,6 @@ test:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+bench:
+	scripts/bench.sh

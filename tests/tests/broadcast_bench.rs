@@ -11,7 +11,9 @@
 //! `cargo build --release --bins && cargo test -p boardcast-testkit --release --test
 //! broadcast_bench -- --ignored --nocapture`. Settings: `BENCH_BOARDS`, `BENCH_SUBSCRIBERS`,
 //! `BENCH_MOVE_EVERY` (seconds between a board's moves, 60), `BENCH_SECONDS` (how long the boards
-//! play, 120), `BENCH_TICKS` (clock readings after each press, 0), `BENCH_MEASURED` (subscribers
+//! play, 120), `BENCH_TICKS` (clock readings between a board's presses, sent
+//! spread over the interval as a running clock sends them, 0; 59 with a move a minute is a
+//! clock reporting every second), `BENCH_MEASURED` (subscribers
 //! whose every update is timed, 100; the others read and discard).
 
 mod support;
@@ -335,11 +337,14 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
     let mut queue = BinaryHeap::new();
     for board in 0..boards {
         let offset = move_every.mul_f64(board as f64 / boards as f64);
-        queue.push(std::cmp::Reverse((offset, board, 0usize)));
+        queue.push(std::cmp::Reverse((offset, board, 0usize, 0usize)));
     }
     let mut moves_sent = 0u64;
+    let mut observations_sent = 0u64;
     let mut behind = Duration::ZERO;
-    while let Some(std::cmp::Reverse((due, board, index))) = queue.pop() {
+    // `part` 0 is a move's observations up to its press; part k its k-th clock reading after the
+    // press, spread over the interval as a running clock reports them.
+    while let Some(std::cmp::Reverse((due, board, index, part))) = queue.pop() {
         if due > play_for {
             break;
         }
@@ -352,9 +357,21 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
         let Some((segment, raises_alert)) = segments[board].get(index) else {
             continue;
         };
+        // Every segment but the alert press and the last ends with its press's readings.
+        let readings = if *raises_alert || index + 1 == segments[board].len() {
+            0
+        } else {
+            ticks.min(segment.len().saturating_sub(1))
+        };
+        let press = segment.len() - readings;
+        let to_send = if part == 0 {
+            &segment[..press]
+        } else {
+            &segment[press + part - 1..press + part]
+        };
         let mut acks = Vec::new();
-        for (i, (subject, payload)) in segment.iter().enumerate() {
-            if i + 1 == segment.len() {
+        for (i, (subject, payload)) in to_send.iter().enumerate() {
+            if part == 0 && i + 1 == press {
                 let sent = if *raises_alert {
                     &alert_sent
                 } else {
@@ -369,8 +386,15 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
                 let _ = ack.await;
             }
         });
-        moves_sent += 1;
-        queue.push(std::cmp::Reverse((due + move_every, board, index + 1)));
+        observations_sent += to_send.len() as u64;
+        if part == 0 {
+            moves_sent += 1;
+            for k in 1..=readings {
+                let at = due + move_every.mul_f64(k as f64 / (readings + 1) as f64);
+                queue.push(std::cmp::Reverse((at, board, index, k)));
+            }
+            queue.push(std::cmp::Reverse((due + move_every, board, index + 1, 0)));
+        }
     }
     let played = started.elapsed();
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -402,8 +426,10 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
     };
     eprintln!(
         "boards {boards}, subscribers {subscribers}, a move per board every {move_every:?}, \
-         {moves_sent} moves sent in {played:.1?} ({:.1}/s; sender at most {behind:?} behind)",
-        moves_sent as f64 / played.as_secs_f64()
+         {moves_sent} moves sent in {played:.1?} ({:.1}/s), {observations_sent} observations \
+         ({:.0}/s with {ticks} clock readings between presses; sender at most {behind:?} behind)",
+        moves_sent as f64 / played.as_secs_f64(),
+        observations_sent as f64 / played.as_secs_f64()
     );
     line(
         &format!("press → live subscriber, from {measured} subscribers"),

