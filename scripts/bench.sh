@@ -16,7 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if [ -n "${BENCH_QUICK:-}" ]; then
-  live_env="BENCH_BOARDS=100 BENCH_SUBSCRIBERS=100 BENCH_SECONDS=20 BENCH_MOVE_EVERY=10 BENCH_TICKS=9"
+  live_env="BENCH_BOARDS=100 BENCH_SUBSCRIBERS=100 BENCH_SECONDS=30 BENCH_MOVE_EVERY=10 BENCH_TICKS=9"
   decided_env="BENCH_BOARDS=100 BENCH_TICKS=5"
   replay_env="BENCH_GAMES=50"
   rules_env="BENCH_REPEAT=1"
@@ -43,8 +43,11 @@ step() {
   printf '%s\n' "${settings:+$settings }$*" >"$work/$name.command"
 }
 
-# The lines a step's output carries its numbers on.
-numbers() { grep -E "$2" "$work/$1.out" | grep -v ' WARN \| INFO ' || true; }
+# The lines a step's output carries its numbers on (not cargo's, nor the services' logs).
+numbers() {
+  grep -E "$2" "$work/$1.out" \
+    | grep -vE ' WARN | INFO |^ *(Compiling|Finished|Running|Downloaded|Blocking) ' || true
+}
 
 step live "$live_env" cargo test -p boardcast-testkit --release --test broadcast_bench -- --ignored --nocapture
 step decided "$decided_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
@@ -62,7 +65,9 @@ section() {
 {
   cat <<EOF
 # Benchmarks
-
+${BENCH_QUICK:+
+**A quick run (BENCH_QUICK=1): every step small, to check that they work; not the numbers.**
+}
 Written by \`make bench\` (\`scripts/bench.sh\`) on $(date -u +%Y-%m-%d); every number below is what
 the command above it printed in that run. Release builds; everything (NATS, the services, the
 simulated boards and clients) shares the one machine, so the numbers include that contention.

@@ -164,7 +164,8 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
             .into_inner();
         game_index.insert(created.game_id, i);
         let mut board_segments = Vec::new();
-        // An alert board's player presses once without moving after the third press: later
+        // An alert board's player presses once without moving after the first press (its alert
+        // falls within the first two intervals of play, the shortest run): later
         // observations are numbered one on.
         let alert_board = i % alert_every == alert_every - 1;
         let mut shift = 0;
@@ -181,7 +182,7 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
             }
             board_segments.push((renamed, false));
             if alert_board
-                && index == 2
+                && index == 0
                 && let Some(press) = last
             {
                 let extra = press_without_move(&press, press.device_seq + 1);

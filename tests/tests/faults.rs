@@ -375,22 +375,27 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     converged(&broadcast, &fresh_broadcast).await?;
     alerts_converged(&arbiter, &fresh_arbiter).await?;
 
-    eprintln!(
-        "nats-server {version}, 3 nodes, R3: {BOARDS} boards played for {:.0} s with {} observations; \
-         the gateway had published {published_before_the_kill} when killed",
+    // The stalls, printed and kept beside the build (a passing test's output is not shown).
+    let mut report = format!(
+        "nats-server {version}, 3 nodes, R3: {BOARDS} boards played for {:.0} s with {} \
+         observations; the gateway had published {published_before_the_kill} when killed\n",
         played.as_secs_f64(),
         stored.len()
     );
     for fault in &faults {
-        match progress.stall_after(fault.at) {
-            Some(stall) => eprintln!(
-                "  {}: the game log grew again after {:.2} s",
+        report += &match progress.stall_after(fault.at) {
+            Some(stall) => format!(
+                "  {}: the game log grew again after {:.2} s\n",
                 fault.name,
                 stall.as_secs_f64()
             ),
-            None => eprintln!("  {}: the game log did not grow again", fault.name),
-        }
+            None => format!("  {}: the game log did not grow again\n", fault.name),
+        };
     }
+    eprint!("{report}");
+    let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fault-stalls-nats-{version}.txt"));
+    std::fs::write(&kept, &report).with_context(|| format!("writing {}", kept.display()))?;
     Ok(())
 }
 
