@@ -28,6 +28,8 @@ password="a hall check password"
 
 root_of() { echo "$work/machines/$1/root"; }
 netns_of() { echo "hallcheck-$1"; }
+# The bridge's end of a host's veth pair (interface names have at most 15 characters).
+link_of() { echo "hc-${1: -1}${#1}"; }
 
 stop() {
   for host in "${hosts[@]}"; do
@@ -41,7 +43,7 @@ stop() {
     for mount in run/hall-copies dev/pts dev proc ""; do
       mountpoint -q "$root/$mount" 2>/dev/null && umount -l "$root/$mount" || true
     done
-    ip link del "hc-${host: -1}${#host}" 2>/dev/null || true
+    ip link del "$(link_of "$host")" 2>/dev/null || true
   done
   ip link del "$bridge" 2>/dev/null || true
 }
@@ -68,6 +70,10 @@ if [ ! -x "$base/bin/bash" ]; then
     http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
     || { tail -20 "$work/debootstrap.log" >&2; say "debootstrap failed"; exit 1; }
   cp /etc/resolv.conf "$base.tmp/etc/resolv.conf"
+  # As in a container: packages do not start their services (there is no systemd here, and a
+  # package's daemon would run in this machine's network).
+  printf '#!/bin/sh\nexit 101\n' >"$base.tmp/usr/sbin/policy-rc.d"
+  chmod 755 "$base.tmp/usr/sbin/policy-rc.d"
   chroot "$base.tmp" apt-get update -qq
   mv "$base.tmp" "$base"
 fi
@@ -85,7 +91,7 @@ ip link add "$bridge" type bridge
 ip link set "$bridge" up
 for host in "${hosts[@]}"; do
   ns=$(netns_of "$host")
-  outer="hc-${host: -1}${#host}"
+  outer=$(link_of "$host")
   ip netns add "$ns"
   ip link add "$outer" type veth peer name eth0 netns "$ns"
   ip link set "$outer" master "$bridge" up

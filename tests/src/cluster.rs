@@ -163,7 +163,8 @@ fn ip(args: &[&str]) -> anyhow::Result<()> {
 }
 
 impl Network {
-    /// A bridge with address 10.201.`subnet`.254/24, and `size` namespaces at .1, .2, …
+    /// A bridge with address 198.18.`subnet`.254/24 (the range set aside for benchmarks and
+    /// tests, RFC 2544, so that no real network is shadowed), and `size` namespaces at .1, .2, …
     fn create(size: usize) -> anyhow::Result<(Network, Vec<Ipv4Addr>)> {
         // Unique among the clusters of concurrent tests and processes (interface names have at
         // most 15 characters).
@@ -180,7 +181,7 @@ impl Network {
         ip(&[
             "addr",
             "add",
-            &format!("10.201.{subnet}.254/24"),
+            &format!("198.18.{subnet}.254/24"),
             "dev",
             &network.bridge,
         ])?;
@@ -200,7 +201,7 @@ impl Network {
             ip(&["link", "set", &inner, "netns", &netns])?;
             ip(&["link", "set", &outer, "master", &network.bridge])?;
             ip(&["link", "set", &outer, "up"])?;
-            let host = Ipv4Addr::new(10, 201, subnet as u8, i as u8);
+            let host = Ipv4Addr::new(198, 18, subnet as u8, i as u8);
             let inside = |args: &[&str]| {
                 let mut all = vec!["netns", "exec", &netns, "ip"];
                 all.extend_from_slice(args);

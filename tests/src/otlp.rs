@@ -102,9 +102,11 @@ pub struct OtlpCollector {
 }
 
 impl OtlpCollector {
-    /// Listens on a free loopback port (in the current tokio runtime).
-    pub async fn start() -> anyhow::Result<OtlpCollector> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// Receives on `listener` (bound before the runtime, so that its address can be put in the
+    /// environment first), in the current tokio runtime.
+    pub fn start_on(listener: std::net::TcpListener) -> anyhow::Result<OtlpCollector> {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let addr = listener.local_addr()?;
         let spans = Receiver::default();
         let service = TraceServiceServer::new(spans.clone());

@@ -149,8 +149,8 @@ async fn metrics_count_what_happened_in_a_short_round() -> anyhow::Result<()> {
         total(page, "boardcast_feed_subscribers", "") == 1.0
     })
     .await?;
-    // The records the feeds were sent, timed from the log.
-    let fed = total(&broadcast_page, "boardcast_log_to_feed_seconds_count", "");
+    // The records folded into the feeds, timed from the log.
+    let fed = total(&broadcast_page, "boardcast_log_to_fold_seconds_count", "");
     assert!(fed > 0.0 && fed <= records as f64, "{broadcast_page}");
     drop(live);
     scraped_until(&http, &broadcast.url("/metrics"), |page| {

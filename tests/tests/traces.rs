@@ -20,17 +20,21 @@ use boardcast_testkit::{
 #[test]
 fn one_trace_links_the_gateway_game_service_broadcast_and_arbiter_for_each_move()
 -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let collector = runtime.block_on(OtlpCollector::start())?;
-    // SAFETY: no other thread of this process reads the environment yet: the runtime's workers
-    // are idle and this binary has no other test. The services started below inherit it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    // SAFETY: this process has no other thread yet (the runtime is built below, and this binary
+    // has no other test). The services started below inherit the environment.
     unsafe {
-        std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint());
+        std::env::set_var(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://{}", listener.local_addr()?),
+        );
         // Export every 100 ms instead of every 5 s, so that the test need not wait long.
         std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", "100");
     }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let collector = runtime.block_on(async { OtlpCollector::start_on(listener) })?;
     runtime.block_on(traced_round(&collector))
 }
 
@@ -185,7 +189,7 @@ fn check_traces(spans: &[CollectedSpan], moves: usize) -> anyhow::Result<()> {
                         && act.trace_id == append.trace_id,
                     "a gRPC call under {act:?}"
                 );
-                ruling_traced = ["boardcast-broadcast-service", "boardcast-arbiter-service"]
+                ruling_traced |= ["boardcast-broadcast-service", "boardcast-arbiter-service"]
                     .iter()
                     .all(|reader| folded_by(reader, append));
             }

@@ -120,6 +120,18 @@ fn compare(name: &str, games: &[Game]) {
     let (reference, python_s) = python_chess_verdicts_timed(&request);
 
     // Every answer compared: a benchmark of two programs that disagree measures nothing.
+    assert_eq!(
+        reference.len(),
+        verdicts.len(),
+        "python-chess answered for every game"
+    );
+    for (ours, theirs) in verdicts.iter().zip(&reference) {
+        assert_eq!(
+            ours.len(),
+            theirs.len(),
+            "python-chess answered for every ply"
+        );
+    }
     let mut disagreements = 0;
     let mut true_answers = [0usize; 7];
     for (ours, theirs) in verdicts.iter().zip(&reference) {

@@ -1023,14 +1023,18 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
         };
         errors_in_a_row = 0;
         let (stream_seq, pending) = (message.stream_seq, message.pending);
-        game_log::fold_span("arbiter", [&message.trace])
-            .in_scope(|| games.fold_message(stream_seq, &message.subject, &message.payload));
-        // Measured live only: records read while catching up after a restart are old.
-        if caught_up {
+        // Traced and timed live only (see `metrics`): a span for each record of the whole log
+        // at start would flood the collector.
+        if crate::metrics::is_live() {
+            game_log::fold_span("arbiter", [&message.trace])
+                .in_scope(|| games.fold_message(stream_seq, &message.subject, &message.payload));
             crate::metrics::alerts_after(message.stored_at);
+        } else {
+            games.fold_message(stream_seq, &message.subject, &message.payload);
         }
         if !caught_up && pending == 0 {
             caught_up = true;
+            crate::metrics::caught_up();
             tracing::info!(
                 games = games.game_count(),
                 stream_seq,

@@ -38,7 +38,7 @@ Routes (T = tournament id, N = round number, B = board number):\n  \
 /games/ID/updates                  live updates of one game\n  \
 /api/push                          the lichess push's status per round\n  \
 /healthz, /readyz                  alive; caught up with the game log\n  \
-/metrics                           Prometheus text format (live connections, log-to-feed latency)\n\n\
+/metrics                           Prometheus text format (live connections, log-to-fold latency)\n\n\
 Live updates are also published as JSON on NATS, subject boardcast.feed.T.N.B."
 )]
 struct Args {

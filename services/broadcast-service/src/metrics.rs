@@ -1,6 +1,8 @@
 //! The broadcast service's latency, as Prometheus shows it at `/metrics`:
-//! `boardcast_log_to_feed_seconds`, from a record stored in the game log to the feeds' subscribers
-//! sent what it changed. (`boardcast_feed_subscribers` is a gauge read from the projection.)
+//! `boardcast_log_to_fold_seconds`, from a record stored in the game log to its fold into the
+//! feeds — when a round has no delay, the moment its change is sent to the subscribers; with a
+//! delay, the change is held and released later. (`boardcast_feed_subscribers` is a gauge read
+//! from the projection.)
 
 use std::sync::LazyLock;
 use std::time::SystemTime;
@@ -8,15 +10,16 @@ use std::time::SystemTime;
 use opentelemetry::metrics::Histogram;
 
 /// Made on first use, from the meter `boardcast_kit::metrics::install` set up.
-static LOG_TO_FEED: LazyLock<Histogram<f64>> = LazyLock::new(|| {
+static LOG_TO_FOLD: LazyLock<Histogram<f64>> = LazyLock::new(|| {
     boardcast_kit::metrics::latency_histogram(
         &opentelemetry::global::meter("boardcast-broadcast-service"),
-        "boardcast.log.to_feed",
-        "From a record stored in the game log to its change sent to the feeds' subscribers",
+        "boardcast.log.to_fold",
+        "From a record stored in the game log to its fold into the feeds (sent to subscribers \
+         then, or when the round's delay releases it)",
     )
 });
 
-/// A record stored at `stored_at` was folded into the feeds and sent to their subscribers now.
-pub fn fed_after(stored_at: SystemTime) {
-    LOG_TO_FEED.record(boardcast_kit::metrics::seconds_since(stored_at), &[]);
+/// A record stored at `stored_at` was folded into the feeds now.
+pub fn folded_after(stored_at: SystemTime) {
+    LOG_TO_FOLD.record(boardcast_kit::metrics::seconds_since(stored_at), &[]);
 }

@@ -267,14 +267,16 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
         batch.push((seq, message.payload));
         stored.push((message.stored_at, message.trace));
         if pending == 0 || batch.len() >= BATCH {
-            let live = projection.is_ready();
-            game_log::fold_span("broadcast", stored.iter().map(|(_, trace)| trace))
-                .in_scope(|| projection.fold(&batch))?;
-            // Measured live only: records read while catching up after a restart are old.
-            if live {
+            // Traced and timed live only: records read while catching up after a restart are
+            // old, and a span for each batch of the whole log would flood the collector.
+            if projection.is_ready() {
+                game_log::fold_span("broadcast", stored.iter().map(|(_, trace)| trace))
+                    .in_scope(|| projection.fold(&batch))?;
                 for (stored_at, _) in &stored {
-                    crate::metrics::fed_after(*stored_at);
+                    crate::metrics::folded_after(*stored_at);
                 }
+            } else {
+                projection.fold(&batch)?;
             }
             batch.clear();
             stored.clear();
