@@ -263,7 +263,7 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
         at: SystemTime::now(),
     });
     arbiter.process.kill_hard()?;
-    arbiter = ArbiterService::start(&urls, &first.url())?;
+    arbiter = ArbiterService::start(&urls, &second.url())?;
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     for stream in [INGEST_STREAM, GAMES_STREAM] {
@@ -384,7 +384,7 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     // The feeds and alerts of the services that lived through the faults are those of services
     // that read the log afresh.
     let fresh_broadcast = BroadcastService::start(&urls)?;
-    let fresh_arbiter = ArbiterService::start(&urls, &first.url())?;
+    let fresh_arbiter = ArbiterService::start(&urls, &second.url())?;
     converged(&broadcast, &fresh_broadcast).await?;
     alerts_converged(&arbiter, &fresh_arbiter).await?;
 

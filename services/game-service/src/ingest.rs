@@ -242,14 +242,7 @@ async fn consume(
     partition: Option<u32>,
 ) -> anyhow::Result<()> {
     let name = partition_name(partition);
-    // Pull requests that expire within seconds, with heartbeats: a request left on a NATS node
-    // that died is noticed after two missed heartbeats and made again to the stream's new
-    // leader (with the client's defaults, 15 s heartbeats, a partition stood still for 20 s
-    // after a leader's crash).
     let mut messages = consumer
-        .stream()
-        .expires(PULL_EXPIRES)
-        .heartbeat(PULL_HEARTBEAT)
         .messages()
         .await
         .context("subscribing to observations")?;
@@ -310,12 +303,6 @@ const RESEND_MARGIN: u64 = 256;
 /// (dead-lettered, a hole recorded). The pauses between them grow from `FIRST_RETRY_PAUSE`.
 /// Counted here rather than from JetStream's deliveries, which also count the waits for a gap.
 const MAX_FAILURES: u32 = 5;
-
-/// How long a pull request for a partition's next observation waits on the server.
-const PULL_EXPIRES: Duration = Duration::from_secs(10);
-
-/// How often the server says a waiting pull request is still there.
-const PULL_HEARTBEAT: Duration = Duration::from_secs(2);
 
 /// What a partition's task keeps between observations.
 #[derive(Default)]

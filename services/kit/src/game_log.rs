@@ -12,9 +12,6 @@ use async_nats::jetstream::{
 };
 use futures::StreamExt as _;
 
-/// The longest a reader's pull request waits on the server (see `read_from`).
-const READ_EXPIRES: std::time::Duration = std::time::Duration::from_secs(4);
-
 /// One message of the game log as stored.
 pub struct LogMessage {
     /// Its sequence in the stream.
@@ -61,10 +58,6 @@ pub async fn read_from(
         .create_consumer(OrderedConfig {
             filter_subject: subject.to_owned(),
             deliver_policy,
-            // Pull requests of at most 4 s, so with heartbeats every 2 s: a consumer left on a
-            // NATS node that died is noticed and made again within seconds (the client's
-            // default, 15 s heartbeats, held a reader up for half a minute).
-            max_expires: READ_EXPIRES,
             ..Default::default()
         })
         .await
