@@ -130,6 +130,6 @@ Every run also checks that no acknowledged observation was lost, none applied tw
 ended as in a fault-free run, and feeds and alerts converged.
 
 EOF
-  section faults '^(nats-server|  |the network cut)'
+  section faults '^(nats-server|  .*: the longest|.*the network cut)'
 } >"$report"
 say "wrote $report"
