@@ -25,7 +25,8 @@ fn main() {
         .filter(|pos| pawns_locked(pos))
         .cloned()
         .collect();
-    // DEAD_BENCH_ONLY=tournament, =locked or =vectors runs one set, e.g. under a profiler.
+    // DEAD_BENCH_ONLY=tournament, =locked or =vectors runs one set, e.g. under a profiler;
+    // SHOW_UNDETERMINED=1 lists the positions left undetermined.
     let only = std::env::var("DEAD_BENCH_ONLY").unwrap_or_default();
     let runs = |set: &str| only.is_empty() || only == set;
     if runs("tournament") {
@@ -58,6 +59,9 @@ fn report(name: &str, positions: &[Chess]) {
             dead::Answer::Undetermined => {
                 undetermined += 1;
                 undetermined_time += took;
+                if std::env::var_os("SHOW_UNDETERMINED").is_some() {
+                    println!("  undetermined: {}", fen(pos));
+                }
             }
             dead::Answer::No => {}
         }

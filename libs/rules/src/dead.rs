@@ -267,8 +267,8 @@ fn static_proof(pos: &Chess, side: Color, structure_changed: bool) -> Option<Unw
     }
 }
 
-/// Whether every legal move leads to a position that the static proofs settle (no mate within
-/// two plies was found before this is asked, so no move mates).
+/// Whether every legal move leads to a position that the static proofs settle: a stalemate, or
+/// a position where `side` can never mate (a move that mates is not settled).
 fn blocked_after_every_move(pos: &Chess, side: Color) -> bool {
     if !blocked::may_be_blocked(pos.board()) {
         return false;
@@ -276,18 +276,26 @@ fn blocked_after_every_move(pos: &Chess, side: Color) -> bool {
     pos.legal_moves().iter().all(|m| {
         let mut child = pos.clone();
         child.play_unchecked(*m);
-        child.legal_moves().is_empty() || static_proof(&child, side, true).is_some()
+        if child.legal_moves().is_empty() {
+            !is_mate_by(&child, side)
+        } else {
+            static_proof(&child, side, true).is_some()
+        }
     })
 }
 
 /// A mate by `side` on its next move: at once when it is to move, else after any reply.
 fn mate_within_two_plies(pos: &Chess, side: Color) -> Option<Vec<String>> {
+    // Only a move that gives check can mate: the others are never played.
     let mate_now = |p: &Chess| {
-        p.legal_moves().into_iter().find(|m| {
-            let mut next = p.clone();
-            next.play_unchecked(*m);
-            is_mate_by(&next, side)
-        })
+        p.legal_moves()
+            .into_iter()
+            .filter(|m| may_give_check(p, m))
+            .find(|m| {
+                let mut next = p.clone();
+                next.play_unchecked(*m);
+                is_mate_by(&next, side)
+            })
     };
     if pos.turn() == side {
         return mate_now(pos).map(|m| vec![uci(m, pos.castles().mode())]);
