@@ -22,7 +22,7 @@ use std::{
 };
 
 use anyhow::Context as _;
-use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use async_nats::jetstream;
 use boardcast_kit::nats::{GAMES_STREAM, INGEST_STREAM};
 use boardcast_schema::game::v1::{
     CreateGameRequest, GameResult, GameStarted, GameState, GetGameRequest, Player, TimeControl,
@@ -32,7 +32,6 @@ use boardcast_testkit::{
     ArbiterService, BroadcastService, GameService, GameServiceOptions, ManagedProcess, NatsServer,
     TEST_PASSWORD, TestCluster, TestNats, free_port, program,
 };
-use futures::StreamExt as _;
 
 /// Boards playing through the faults.
 const BOARDS: usize = 100;
@@ -80,24 +79,8 @@ fn round_pgn() -> String {
 
 /// Every (board, device_seq) in the observation stream.
 async fn stored_observations(js: &jetstream::Context) -> anyhow::Result<BTreeSet<(String, u64)>> {
-    let stream = js.get_stream(INGEST_STREAM).await?;
-    let total = js
-        .get_stream(INGEST_STREAM)
-        .await?
-        .get_info()
-        .await?
-        .state
-        .messages;
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await?;
-    let mut messages = consumer.messages().await?.take(total as usize);
     let mut stored = BTreeSet::new();
-    while let Some(message) = messages.next().await {
-        let message = message?;
+    for message in support::every_message(js, INGEST_STREAM).await? {
         let observation = <boardcast_schema::device::v1::Observation as prost::Message>::decode(
             message.payload.as_ref(),
         )?;
@@ -146,24 +129,9 @@ fn simulate(
 
 /// When each record of the game log was stored (by the NATS server's clock, this machine's).
 async fn record_times(js: &jetstream::Context) -> anyhow::Result<Vec<SystemTime>> {
-    let stream = js.get_stream(GAMES_STREAM).await?;
-    let total = js
-        .get_stream(GAMES_STREAM)
-        .await?
-        .get_info()
-        .await?
-        .state
-        .messages;
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await?;
-    let mut messages = consumer.messages().await?.take(total as usize);
     let mut times = Vec::new();
-    while let Some(message) = messages.next().await {
-        let info = message?
+    for message in support::every_message(js, GAMES_STREAM).await? {
+        let info = message
             .info()
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .published;

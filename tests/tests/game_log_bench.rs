@@ -261,16 +261,8 @@ async fn read_stream(
     js: &jetstream::Context,
     name: &str,
 ) -> anyhow::Result<Vec<(i128, String, Vec<u8>)>> {
-    use futures::StreamExt as _;
-    let stream = js.get_stream(name).await?;
-    let total = stream.get_info().await?.state.messages;
-    let consumer = stream
-        .create_consumer(jetstream::consumer::pull::OrderedConfig::default())
-        .await?;
-    let mut messages = consumer.messages().await?.take(total as usize);
     let mut read = Vec::new();
-    while let Some(message) = messages.next().await {
-        let message = message?;
+    for message in every_message(js, name).await? {
         let info = message.info().map_err(|e| anyhow::anyhow!("{e}"))?;
         let at = info.published.unix_timestamp_nanos();
         read.push((at, message.subject.to_string(), message.payload.to_vec()));

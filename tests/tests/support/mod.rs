@@ -282,24 +282,8 @@ async fn clean_run() -> anyhow::Result<Baseline> {
     anyhow::ensure!(states.len() == BOARDS, "{} games", states.len());
     check_logs(&js, &states).await?;
     let infos = states.iter().filter_map(|s| s.info.clone()).collect();
-    let stream = js.get_stream("BOARDCAST_INGEST").await?;
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await?;
-    let total = js
-        .get_stream("BOARDCAST_INGEST")
-        .await?
-        .get_info()
-        .await?
-        .state
-        .messages;
-    let mut messages = consumer.messages().await?.take(total as usize);
     let mut observations = Vec::new();
-    while let Some(message) = messages.next().await {
-        let message = message?;
+    for message in every_message(&js, "BOARDCAST_INGEST").await? {
         // As the board published it (the server stored it in the board's partition).
         let subject = boardcast_kit::nats::board_of_subject(&message.subject)
             .map(boardcast_kit::nats::observation_subject)
@@ -311,6 +295,30 @@ async fn clean_run() -> anyhow::Result<Baseline> {
         infos,
         observations,
     })
+}
+
+/// Every message stored in `stream` when called, in stream order, read with an ordered consumer.
+pub async fn every_message(
+    js: &jetstream::Context,
+    stream: &str,
+) -> anyhow::Result<Vec<jetstream::Message>> {
+    let stream = js
+        .get_stream(stream)
+        .await
+        .with_context(|| format!("looking up {stream}"))?;
+    let total = stream.get_info().await?.state.messages;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    let mut messages = consumer.messages().await?.take(usize::try_from(total)?);
+    let mut read = Vec::new();
+    while let Some(message) = messages.next().await {
+        read.push(message?);
+    }
+    Ok(read)
 }
 
 /// A score's moves in UCI, to compare games whatever SAN they were written in.
