@@ -12,9 +12,11 @@ use crate::events::{
     SetupAspect, SetupMismatch, Side,
 };
 
-/// How a new game reads its observations (`GameStarted.interpretation`): clock sides from the
-/// evidence, restarts are no presses, presses in doubt.
-pub const CURRENT_INTERPRETATION: u32 = 1;
+/// How a new game reads its observations (`GameStarted.interpretation`). 1: clock sides from
+/// the evidence, restarts are no presses, presses in doubt. 2: a board that took back a
+/// confirmed move and then shows the game going on from it is back on the game, and only moves
+/// the provisional line holds are withdrawn.
+pub const CURRENT_INTERPRETATION: u32 = 2;
 
 /// Which display of the clock is White's, as the log has established it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

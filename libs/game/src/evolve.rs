@@ -3,7 +3,7 @@
 
 use shakmaty::{Move, Position, uci::UciMove};
 
-use boardcast_inference::Inference;
+use boardcast_inference::{Config as InferenceConfig, Inference};
 use boardcast_rules::repetition::RepetitionTracker;
 
 use crate::chain::{ChainError, GENESIS_HASH};
@@ -45,7 +45,13 @@ impl Game {
         head.copy_from_slice(&record.hash);
         Ok(Game {
             game_id: event.game_id,
-            inference: Inference::new(position.clone()),
+            inference: Inference::with_config(
+                position.clone(),
+                InferenceConfig {
+                    confirmed_line_stays_reachable: interpretation >= 2,
+                    ..InferenceConfig::default()
+                },
+            ),
             repetition: RepetitionTracker::new(rules.edition, &position, 1),
             rules,
             info,

@@ -468,3 +468,15 @@ fn found_cases_replay() {
     check_replay(39556711202266032, 9, 131, "fide-2005");
     check_replay(215365902884153712, 33, 114, "fide-2005");
 }
+
+/// Cases of the recovering board's property, kept.
+#[test]
+fn found_recoverable_cases_complete_the_source() {
+    check_replay_with(
+        1274220088858103106,
+        61,
+        150,
+        "fide-2023",
+        Disturb::Recoverable,
+    );
+}

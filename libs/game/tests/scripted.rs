@@ -1032,3 +1032,41 @@ fn clock_sides_from_the_evidence_and_older_logs_as_they_were() {
     old.play(&mut Chess::default(), "e4");
     assert_eq!(old.game.moves()[0].white_remaining_ms, Some(5_000_000));
 }
+
+/// 1. Nf3 pressed, then the board reads Nh3 instead (a misread or a stray hand), Black's e5 is
+/// seen while it does, and then the board as it is, Nf3 e5, before Black presses. From interpretation 2 the game goes on with e5
+/// completed; a game set up before (interpretation 1) reads it as it did then: the press in
+/// doubt, nothing completed.
+#[test]
+fn a_board_back_on_the_game_after_a_stray_placement_and_older_logs_as_they_were() {
+    let presses_in_doubt = |board: &Board| board.count(|k| matches!(k, Kind::PressInDoubt(_)));
+    let withdrawn = |board: &Board| board.count(|k| matches!(k, Kind::ProvisionalWithdrawn(_)));
+    let mut new = Board::read_with(boardcast_game::CURRENT_INTERPRETATION);
+    let mut old = Board::read_with(1);
+    for board in [&mut new, &mut old] {
+        board.clock(ClockRun::White);
+        let mut pos = Chess::default();
+        board.play(&mut pos, "Nf3");
+        let mut stray = Chess::default();
+        play_san(&mut stray, "Nh3");
+        board.placement(stray.board());
+        let mut stray_on = stray.clone();
+        play_san(&mut stray_on, "e5");
+        board.placement(stray_on.board());
+        board.play(&mut pos, "e5");
+    }
+    let sans = |board: &Board| -> Vec<String> {
+        board
+            .game
+            .completed_moves()
+            .iter()
+            .map(|m| m.event.san.clone())
+            .collect()
+    };
+    assert_eq!(sans(&new), ["Nf3", "e5"], "{:?}", new.kinds());
+    assert_eq!(presses_in_doubt(&new), 0);
+    // e5 after Nh3 was never on the game's line: nothing of the game's is withdrawn.
+    assert_eq!(withdrawn(&new), 0, "{:?}", new.kinds());
+    assert_eq!(sans(&old), ["Nf3"], "{:?}", old.kinds());
+    assert_eq!(presses_in_doubt(&old), 1, "{:?}", old.kinds());
+}

@@ -653,13 +653,19 @@ impl Inference {
                 });
             }
         }
-        self.confirmed_plies = self.confirmed_plies.min(self.nodes[ancestor].ply);
-        // Successors of abandoned nodes stay out of reach: a lifted piece could otherwise match
-        // the continuation of a revised provisional move (a queen seen on b6 on its way to b7,
-        // then lifted from b7, looks like Qb6 Bxb6). They come back if the node is reached again.
+        // Successors of abandoned provisional nodes stay out of reach: a lifted piece could
+        // otherwise match the continuation of a revised move (a queen seen on b6 on its way to
+        // b7, then lifted from b7, looks like Qb6 Bxb6). They come back if the node is reached
+        // again. A confirmed move's successors stay: the game's completed moves stand until an
+        // arbiter decides otherwise, so a board that shows the game going on from them (the
+        // placement that took them back was a misread or a stray hand) is back on the game.
         for &n in &undone {
-            self.unindex_children(n);
+            let confirmed = self.nodes[n].ply <= self.confirmed_plies;
+            if !(confirmed && self.config.confirmed_line_stays_reachable) {
+                self.unindex_children(n);
+            }
         }
+        self.confirmed_plies = self.confirmed_plies.min(self.nodes[ancestor].ply);
         for &n in &added {
             self.nodes[n].reached_seq = Some(seq);
         }

@@ -154,6 +154,11 @@ pub struct Config {
     /// The start placement means a new game once the game has at least this many plies (fewer
     /// is read as taking the moves back).
     pub new_game_min_plies: u32,
+    /// After a placement took back confirmed moves, the positions that follow them stay
+    /// matchable: confirmed moves stand until an arbiter decides otherwise, so a board that
+    /// shows the game going on from them (the placement was a misread or a stray hand) is back
+    /// on the game. `false` reads boards as versions before this setting did.
+    pub confirmed_line_stays_reachable: bool,
 }
 
 impl Default for Config {
@@ -164,6 +169,7 @@ impl Default for Config {
             reconstruct_budget: 200_000,
             new_game_min_plies: 2,
             press_grace_ms: 0,
+            confirmed_line_stays_reachable: true,
         }
     }
 }

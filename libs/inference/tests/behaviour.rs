@@ -177,6 +177,38 @@ fn takeback_returns_to_the_ancestor() {
     assert_eq!(provisional_sans(&out), ["c5"]);
 }
 
+/// A placement that shows another move in place of a confirmed one (a misread, a stray hand),
+/// Black's answer seen while it lasts, then the board as it is: the game goes on.
+#[test]
+fn board_back_on_the_confirmed_line_after_a_stray_placement() {
+    for stays_reachable in [true, false] {
+        let mut s = Script::with_config(Config {
+            confirmed_line_stays_reachable: stays_reachable,
+            ..Config::default()
+        });
+        s.slide(Square::G1, Square::F3);
+        s.press(Color::White);
+        // Read as Nh3 instead of Nf3: a confirmed move taken back.
+        let out = s.placement(board_after(&Chess::default(), &["Nh3"]));
+        assert!(
+            out.iter()
+                .any(|o| matches!(o, Output::Takeback { confirmed: 1, .. })),
+            "{out:?}"
+        );
+        s.placement(board_after(&Chess::default(), &["Nh3", "e5"]));
+        s.placement(board_after(&Chess::default(), &["Nf3", "e5"]));
+        let out = s.press(Color::Black);
+        if stays_reachable {
+            assert_eq!(confirmed_sans(&out), ["Nf3", "e5"], "{out:?}");
+            assert_eq!(s.game(), ["Nf3", "e5"]);
+            assert_eq!(s.engine.confirmed_plies(), 2);
+        } else {
+            // As versions before the setting read it: the board is explained from Nh3 on.
+            assert_eq!(s.game()[0], "Nh3", "{out:?}");
+        }
+    }
+}
+
 #[test]
 fn ghost_read_is_ignored() {
     let mut s = Script::after(&["e4"]);

@@ -287,6 +287,14 @@ impl Game {
                     basis,
                 } => {
                     for mv in undone.iter().filter(|m| m.ply > completed) {
+                        // The engine may take back moves of a line the game never followed
+                        // (seen while the board was back before a completed move).
+                        let held = line
+                            .index_of(completed as usize, mv.ply)
+                            .is_some_and(|index| index < line.len());
+                        if self.interpretation >= 2 && !held {
+                            continue;
+                        }
                         line.withdraw(completed as usize, mv.ply);
                         events.push(NewEvent {
                             kind: Kind::ProvisionalWithdrawn(ProvisionalMoveWithdrawn {
