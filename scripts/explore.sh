@@ -3,7 +3,7 @@
 # them on one fixed seed so that a green run stays green; this is where new cases are found.
 # A failing case is printed with its seed and kept by proptest in the test's
 # `.proptest-regressions` file: commit that file and `make test` runs the case first from then on.
-# EXPLORE_ROUNDS sets the number of rounds (default 20; a round takes about 15 s on 2 cores).
+# EXPLORE_ROUNDS sets the number of rounds (default 20; a round takes about a minute on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
