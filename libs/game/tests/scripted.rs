@@ -1033,10 +1033,10 @@ fn clock_sides_from_the_evidence_and_older_logs_as_they_were() {
     assert_eq!(old.game.moves()[0].white_remaining_ms, Some(5_000_000));
 }
 
-/// 1. Nf3 pressed, then the board reads Nh3 instead (a misread or a stray hand), Black's e5 is
-/// seen while it does, and then the board as it is, Nf3 e5, before Black presses. From interpretation 2 the game goes on with e5
-/// completed; a game set up before (interpretation 1) reads it as it did then: the press in
-/// doubt, nothing completed.
+/// White's Nf3 is pressed, then the board reads Nh3 instead (a misread or a stray hand),
+/// Black's e5 is seen while it does, and then the board as it is, Nf3 e5, before Black presses.
+/// From interpretation 2 the game goes on with e5 completed; a game set up before
+/// (interpretation 1) reads it as it did then: the press in doubt, nothing completed.
 #[test]
 fn a_board_back_on_the_game_after_a_stray_placement_and_older_logs_as_they_were() {
     let presses_in_doubt = |board: &Board| board.count(|k| matches!(k, Kind::PressInDoubt(_)));

@@ -709,12 +709,17 @@ impl Store {
                     Err(e)
                         if e.kind() == jetstream::stream::RawMessageErrorKind::NoMessageFound =>
                     {
-                        // Removed from the stream (by an operator): nothing to fold.
                         read.push((None, seq));
                     }
                     Err(e) => return Err(ReadError::Log(format!("stream sequence {seq}: {e}"))),
                 }
             }
+            let missing: Vec<u64> = read
+                .iter()
+                .filter(|(payload, _)| payload.is_none())
+                .map(|&(_, seq)| seq)
+                .collect();
+            self.confirm_removed(&missing).await?;
             let mut games = self.write();
             for (payload, seq) in read {
                 match payload {
@@ -734,15 +739,48 @@ impl Store {
             };
             let message = message.map_err(|e| ReadError::Log(e.to_string()))?;
             let (seq, pending) = (message.stream_seq, message.pending);
-            let mut games = self.write();
-            games.fold(&message.payload, seq);
-            if pending == 0 {
-                // Nothing after it, though the stream's last sequence is further: the records
-                // up to there were removed (by an operator), so there is nothing to fold.
-                games.skip_to(last);
+            self.write().fold(&message.payload, seq);
+            if pending == 0 && seq < last {
+                // Nothing after it, though the stream's last sequence is further.
+                let after: Vec<u64> = (seq + 1..=last).collect();
+                self.confirm_removed(&after).await?;
+                self.write().skip_to(last);
             }
         }
         Ok(())
+    }
+
+    /// Checks that the stream sequences `seqs`, which its leader did not deliver, were removed
+    /// from the log (by an operator, or below the stream's first sequence), so that a catch-up
+    /// may go past them. A record can also be missing from a newly elected leader that has not
+    /// applied it yet (seen on nats-server 2.9 after a leader's loss): going past it would leave
+    /// its game unfoldable here for good, so that is an error, and the catch-up is made again
+    /// later.
+    async fn confirm_removed(&self, seqs: &[u64]) -> Result<(), ReadError> {
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        let state = self
+            .stream
+            .info_builder()
+            .with_deleted(true)
+            .fetch()
+            .await
+            .map_err(|e| ReadError::Log(e.to_string()))?
+            .info
+            .state;
+        let deleted: std::collections::HashSet<u64> =
+            state.deleted.unwrap_or_default().into_iter().collect();
+        match seqs
+            .iter()
+            .find(|&&seq| seq >= state.first_sequence && !deleted.contains(&seq))
+        {
+            Some(seq) => Err(ReadError::Log(format!(
+                "record {seq} is in the log but its leader did not deliver it (a new leader still \
+                 catching up?); reading again later"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
