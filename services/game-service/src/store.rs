@@ -752,10 +752,10 @@ impl Store {
 
     /// Checks that the stream sequences `seqs`, which its leader did not deliver, were removed
     /// from the log (by an operator, or below the stream's first sequence), so that a catch-up
-    /// may go past them. A record can also be missing from a newly elected leader that has not
-    /// applied it yet (seen on nats-server 2.9 after a leader's loss): going past it would leave
-    /// its game unfoldable here for good, so that is an error, and the catch-up is made again
-    /// later.
+    /// may go past them. A record may also be missing only for now, from a newly elected leader
+    /// that has not applied it yet, or between two leaders' answers during an election: going
+    /// past it would leave its game unfoldable here for good, so that is an error, and the
+    /// catch-up is made again later.
     async fn confirm_removed(&self, seqs: &[u64]) -> Result<(), ReadError> {
         if seqs.is_empty() {
             return Ok(());
