@@ -282,6 +282,7 @@ impl TestCluster {
             let store = dir.path().join(&node.name);
             let config = format!(
                 "server_name: {name}\nlisten: \"{host}:{port}\"\nhttp: \"{host}:{monitor}\"\n\
+                 log_file: \"{log}\"\n\
                  jetstream {{\n  store_dir: \"{store}\"\n{sync}}}\n\
                  cluster {{\n  name: boardcast-test\n  listen: \"{host}:{cluster}\"\n  routes: [{routes}]\n}}\n{mapping}",
                 name = node.name,
@@ -289,6 +290,7 @@ impl TestCluster {
                 port = node.port,
                 monitor = node.monitor_port,
                 store = store.display(),
+                log = dir.path().join(format!("{}.log", node.name)).display(),
                 sync = if server.sync_always {
                     "  sync_interval: always\n"
                 } else {
@@ -453,5 +455,63 @@ impl TestCluster {
                 Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
             }
         }
+    }
+
+    /// What the cluster looks like now, to print when a test fails: each stream's leader,
+    /// replicas and state, each of its consumers' progress, and the last lines each node logged.
+    pub async fn diagnosis(&self, js: &jetstream::Context, streams: &[&str]) -> String {
+        use futures::StreamExt as _;
+        let mut report = String::new();
+        for name in streams {
+            let mut stream = match js.get_stream(*name).await {
+                Ok(stream) => stream,
+                Err(e) => {
+                    report += &format!("stream {name}: {e}\n");
+                    continue;
+                }
+            };
+            match stream.info().await {
+                Ok(info) => {
+                    report += &format!(
+                        "stream {name}: first {} last {} messages {}; cluster {:?}\n",
+                        info.state.first_sequence,
+                        info.state.last_sequence,
+                        info.state.messages,
+                        info.cluster
+                    );
+                }
+                Err(e) => report += &format!("stream {name}: {e}\n"),
+            }
+            let mut consumers = stream.consumers();
+            while let Some(consumer) = consumers.next().await {
+                match consumer {
+                    Ok(c) => {
+                        report += &format!(
+                            "  consumer {}: delivered {:?} ack floor {:?} pending {} ack pending \
+                             {} redelivered {} waiting {}; cluster {:?}\n",
+                            c.name,
+                            c.delivered,
+                            c.ack_floor,
+                            c.num_pending,
+                            c.num_ack_pending,
+                            c.num_redelivered,
+                            c.num_waiting,
+                            c.cluster
+                        )
+                    }
+                    Err(e) => report += &format!("  consumers: {e}\n"),
+                }
+            }
+        }
+        for node in &self.nodes {
+            let log = self.dir.path().join(format!("{}.log", node.name));
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            report += &format!("log of {} (last 40 lines):\n", node.name);
+            for line in &lines[lines.len().saturating_sub(40)..] {
+                report += &format!("  {line}\n");
+            }
+        }
+        report
     }
 }

@@ -324,7 +324,13 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     );
     let played = play_started.elapsed();
     let play_ended = SystemTime::now();
-    support::drained_within(&js, Duration::from_secs(180)).await?;
+    if let Err(e) = support::drained_within(&js, Duration::from_secs(180)).await {
+        eprintln!(
+            "{}",
+            cluster.diagnosis(&js, &[INGEST_STREAM, GAMES_STREAM]).await
+        );
+        return Err(e);
+    }
     let gateway_state = gateway_game_done(&first.url()).await?;
     restarted_gateway.kill_hard()?;
 

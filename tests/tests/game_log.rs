@@ -128,9 +128,26 @@ async fn two_instances_on_a_three_node_cluster_never_fork_a_game() -> anyhow::Re
     cluster.restart(0).await?;
     cluster.wait_ready(Duration::from_secs(60)).await?;
     games_stream_available(&js).await?;
-    let service = GameService::start_with(&urls, options)?;
+    let service = GameService::start_with(&urls, options.clone())?;
     let again = states_reaching(&service.url(), &base.states).await?;
     assert_eq!(again, after);
+
+    // Asked to step down (what the game service does when the leader acknowledges no append),
+    // the game log's leader hands over to another replica, and the log is whole.
+    let leader = cluster.stream_leader(&js, "BOARDCAST_GAMES").await?;
+    boardcast_kit::nats::step_down_stream_leader(&js, "BOARDCAST_GAMES").await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while cluster.stream_leader(&js, "BOARDCAST_GAMES").await? == leader {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the leader did not step down"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let service = GameService::start_with(&urls, options)?;
+    let stepped_down = states_reaching(&service.url(), &base.states).await?;
+    assert_eq!(stepped_down, after);
+    check_logs(&js, &stepped_down).await?;
     Ok(())
 }
 

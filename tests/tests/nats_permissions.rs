@@ -365,6 +365,48 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn only_the_game_service_asks_the_game_logs_leader_to_step_down() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[("hall-a", &["a1"])])?;
+    let game = with_streams(&nats).await?;
+    // Allowed: the server answers (on one server, that it takes a cluster).
+    let answer = nats::step_down_stream_leader(&game.js, GAMES_STREAM)
+        .await
+        .expect_err("one server has no replicas to hand over to");
+    assert!(
+        format!("{answer:#}").contains("did not step down"),
+        "answered: {answer:#}"
+    );
+    assert_eq!(game.refusal_count(), 0);
+    // Of no other stream, and nobody else.
+    assert!(
+        nats::step_down_stream_leader(&game.js, INGEST_STREAM)
+            .await
+            .is_err()
+    );
+    game.refused("$JS.API.STREAM.LEADER.STEPDOWN.BOARDCAST_INGEST")
+        .await?;
+    for role in [
+        Role::BroadcastService,
+        Role::ArbiterService,
+        Role::Simulator,
+        Role::Gateway("hall-a".into()),
+    ] {
+        let other = As::connect(&nats, role.clone()).await?;
+        assert!(
+            nats::step_down_stream_leader(&other.js, GAMES_STREAM)
+                .await
+                .is_err(),
+            "{role}"
+        );
+        other
+            .refused("$JS.API.STREAM.LEADER.STEPDOWN.BOARDCAST_GAMES")
+            .await
+            .with_context(|| role.to_string())?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     let nats = TestNats::start_secured(&[("hall-a", &["a1"])])?;
     let game = As::connect(&nats, Role::GameService).await?;

@@ -4,6 +4,9 @@
 //! - `boardcast_records_appended_total`: records this instance appended to the game log;
 //! - `boardcast_append_conflicts_total`: appends refused because the log had moved on (another
 //!   instance, or another partition of this one, appended first): each is caught up and retried;
+//! - `boardcast_leader_step_downs_asked_total`: times this instance asked the game log's leader to
+//!   step down because it acknowledged no append for longer than an election (see
+//!   `silent_leader`);
 //! - `boardcast_observation_applied_seconds`: from an observation's arrival in NATS to its events
 //!   stored in the game log and the observation acknowledged (a histogram);
 //! - `boardcast_ingest_lag{partition}`: observations of the partition waiting behind the one
@@ -19,6 +22,7 @@ pub struct Instruments {
     observations: Counter<u64>,
     records_appended: Counter<u64>,
     append_conflicts: Counter<u64>,
+    leader_step_downs_asked: Counter<u64>,
     applied_seconds: Histogram<f64>,
     /// Reports `LAGS` when scraped; kept so that it goes on reporting.
     _lag: ObservableGauge<u64>,
@@ -46,6 +50,12 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
             .u64_counter("boardcast.append.conflicts")
             .with_description(
                 "Appends refused because the game log had moved on (caught up and retried)",
+            )
+            .build(),
+        leader_step_downs_asked: meter
+            .u64_counter("boardcast.leader.step_downs_asked")
+            .with_description(
+                "Times the game log's leader was asked to step down for acknowledging no append",
             )
             .build(),
         applied_seconds: boardcast_kit::metrics::latency_histogram(
@@ -79,6 +89,10 @@ pub fn record_appended() {
 
 pub fn append_conflict() {
     INSTRUMENTS.append_conflicts.add(1, &[]);
+}
+
+pub fn leader_step_down_asked() {
+    INSTRUMENTS.leader_step_downs_asked.add(1, &[]);
 }
 
 /// An observation that arrived in NATS at `arrived_unix_ns` was applied and acknowledged now.

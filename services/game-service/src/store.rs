@@ -40,6 +40,7 @@ use prost::Message as _;
 use tracing::Instrument as _;
 
 use crate::games::{Entry, Games, refold};
+use crate::silent_leader::SilentLeader;
 use crate::snapshot::SnapshotData;
 
 /// How many times one decision is retried after conflicts before giving up (the observation is
@@ -115,6 +116,9 @@ pub struct Store {
     busy_since: std::sync::Mutex<Option<std::time::Instant>>,
     /// Signs every record this instance appends.
     signer: RecordSigner,
+    /// This instance's appends that got no acknowledgement in a row: a leader that stopped
+    /// acknowledging is asked to step down (see `silent_leader`).
+    silent_leader: std::sync::Mutex<SilentLeader>,
 }
 
 /// The writer's turn; notes how long it is held.
@@ -201,6 +205,7 @@ impl Store {
             writer: tokio::sync::Mutex::new(()),
             busy_since: std::sync::Mutex::new(None),
             signer,
+            silent_leader: std::sync::Mutex::default(),
         };
         store.catch_up().await?;
         Ok((store, used))
@@ -657,6 +662,10 @@ impl Store {
         }
         .instrument(span)
         .await?;
+        match &ack {
+            Err(e) if e.kind() == PublishErrorKind::TimedOut => self.unacknowledged(),
+            _ => self.lock_silent_leader().answered(),
+        }
         match ack {
             Ok(ack) if ack.duplicate => Ok(PublishOutcome::Conflict),
             Ok(ack) => Ok(PublishOutcome::Stored(ack.sequence)),
@@ -667,6 +676,37 @@ impl Store {
             // observation; the next attempt catches up first and so sees it if it was stored.
             Err(e) => Err(failed(game_id, e)),
         }
+    }
+
+    fn lock_silent_leader(&self) -> std::sync::MutexGuard<'_, SilentLeader> {
+        self.silent_leader
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// An append got no acknowledgement: when appends have gone unacknowledged for longer than
+    /// an election, asks the game log's leader to step down (without waiting for the answer).
+    fn unacknowledged(&self) {
+        let mut silent_leader = self.lock_silent_leader();
+        let Some(silent_for) = silent_leader.unanswered(std::time::Instant::now()) else {
+            return;
+        };
+        tracing::warn!(
+            appends = silent_leader.count(),
+            "the game log's leader has acknowledged no append for {} s: asking it to step down \
+             (a nats-server 2.9 leader can stop acknowledging after a network partition heals)",
+            silent_for.as_secs()
+        );
+        crate::metrics::leader_step_down_asked();
+        let js = self.js.clone();
+        tokio::spawn(async move {
+            match boardcast_kit::nats::step_down_stream_leader(&js, GAMES_STREAM).await {
+                Ok(()) => {
+                    tracing::info!("the game log's leader stepped down; a new one is elected")
+                }
+                Err(e) => tracing::warn!("{e:#}"),
+            }
+        });
     }
 
     /// Whether the log holds anything on `subject` after `seq`; if so, catches up (in the

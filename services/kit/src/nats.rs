@@ -126,6 +126,26 @@ pub fn deadletter_subject(board_id: Option<&str>) -> String {
     format!("boardcast.deadletter.{}", board_id.unwrap_or("unknown"))
 }
 
+/// Asks the leader of stream `name`'s replicas to step down, so that they elect another (what
+/// `nats stream cluster step-down` does). The stream keeps every message. Fails with the
+/// server's answer, or when none came (no leader, or a refused request: see [`connect_observed`]).
+pub async fn step_down_stream_leader(js: &jetstream::Context, name: &str) -> anyhow::Result<()> {
+    use jetstream::response::Response;
+    let answer: Response<serde_json::Value> = js
+        .request(
+            format!("STREAM.LEADER.STEPDOWN.{name}"),
+            &serde_json::json!({}),
+        )
+        .await
+        .with_context(|| format!("asking the leader of stream {name} to step down"))?;
+    match answer {
+        Response::Ok(_) => Ok(()),
+        Response::Err { error } => {
+            anyhow::bail!("the leader of stream {name} did not step down: {error}")
+        }
+    }
+}
+
 /// Connects to NATS, waiting for it if it is not up yet. `url` may list several servers of a
 /// cluster separated by commas (`nats://a:4222,nats://b:4222`); the client fails over between them.
 ///

@@ -414,6 +414,8 @@ pub struct Permissions {
 
 /// The JetStream API subjects no user but admin may use: deleting, purging or reconfiguring
 /// streams and consumers, removing messages, snapshots, cluster and account administration.
+/// One exception: the game service may ask the game log's leader to step down (see
+/// [`permissions`]).
 pub const ADMIN_ONLY_API: &[&str] = &[
     "$JS.API.STREAM.DELETE.>",
     "$JS.API.STREAM.PURGE.>",
@@ -519,6 +521,21 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             // The game logs: ordered consumers for catching up and for the gRPC log streams.
             // (The assignments are read by message gets.)
             allow.extend(follow_stream(GAMES_STREAM));
+            // Asking the game log's leader to step down when it acknowledges no append (a
+            // nats-server 2.9 leader after a network partition, see the game service's
+            // `silent_leader`): the stream keeps every record and its replicas elect a new
+            // leader. Of no other stream.
+            let step_down = api("STREAM.LEADER.STEPDOWN.>");
+            deny.retain(|s| *s != step_down);
+            allow.push(api(&format!("STREAM.LEADER.STEPDOWN.{GAMES_STREAM}")));
+            for s in [
+                INGEST_STREAM,
+                DEADLETTER_STREAM,
+                ASSIGNMENTS_STREAM,
+                DELAYS_STREAM,
+            ] {
+                deny.push(api(&format!("STREAM.LEADER.STEPDOWN.{s}")));
+            }
             deny.push("boardcast.board.>".to_owned());
             allow
         }
@@ -818,9 +835,33 @@ mod tests {
         ] {
             let p = permissions(&role, &["b".to_owned()]).unwrap();
             for subject in ADMIN_ONLY_API {
+                if role == Role::GameService && *subject == "$JS.API.STREAM.LEADER.STEPDOWN.>" {
+                    continue;
+                }
                 assert!(p.publish_deny.contains(&(*subject).to_owned()), "{role}");
             }
         }
+    }
+
+    #[test]
+    fn the_game_service_may_step_down_the_game_logs_leader_only() {
+        let p = permissions(&Role::GameService, &[]).unwrap();
+        let step_down = |s: &str| format!("$JS.API.STREAM.LEADER.STEPDOWN.{s}");
+        assert!(p.publish_allow.contains(&step_down(GAMES_STREAM)));
+        assert!(!p.publish_deny.contains(&step_down(">")));
+        for s in [
+            INGEST_STREAM,
+            DEADLETTER_STREAM,
+            ASSIGNMENTS_STREAM,
+            DELAYS_STREAM,
+        ] {
+            assert!(p.publish_deny.contains(&step_down(s)), "{s}");
+            assert!(!p.publish_allow.contains(&step_down(s)), "{s}");
+        }
+        assert!(
+            p.publish_deny
+                .contains(&"$JS.API.CONSUMER.LEADER.STEPDOWN.>".to_owned())
+        );
     }
 
     #[test]
