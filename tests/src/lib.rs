@@ -230,6 +230,62 @@ pub async fn admin_client(url: &str) -> anyhow::Result<boardcast_kit::client::Ga
     boardcast_kit::client::game_client(url, Some(&admin_token())).await
 }
 
+/// A game of round 1 of `tournament` on board `board_id` (number `board_number`) between
+/// "White" and "Black", at 90 minutes plus 30 seconds a move: what a test sets up unless it says
+/// otherwise (`GameStarted { time_control: …, ..game_on_board(…) }`).
+pub fn game_on_board(
+    tournament: &str,
+    board_number: u32,
+    board_id: &str,
+) -> boardcast_schema::game::v1::GameStarted {
+    use boardcast_schema::game::v1::{GameStarted, Player, TimeControl, TimePeriod};
+    let player = |name: &str| {
+        Some(Player {
+            name: name.into(),
+            ..Default::default()
+        })
+    };
+    GameStarted {
+        tournament_id: tournament.into(),
+        round: 1,
+        board_number,
+        board_id: board_id.into(),
+        white: player("White"),
+        black: player("Black"),
+        time_control: Some(TimeControl {
+            periods: vec![TimePeriod {
+                base_ms: 5_400_000,
+                increment_ms: 30_000,
+                ..Default::default()
+            }],
+        }),
+        ..Default::default()
+    }
+}
+
+/// Two hours for the whole game, no increment.
+pub fn two_hours() -> Option<boardcast_schema::game::v1::TimeControl> {
+    use boardcast_schema::game::v1::{TimeControl, TimePeriod};
+    Some(TimeControl {
+        periods: vec![TimePeriod {
+            base_ms: 7_200_000,
+            ..Default::default()
+        }],
+    })
+}
+
+/// The request that sets up `game` (a new request id; an unfinished game on the board is not
+/// replaced).
+pub fn create_request(
+    game: boardcast_schema::game::v1::GameStarted,
+) -> boardcast_schema::game::v1::CreateGameRequest {
+    boardcast_schema::game::v1::CreateGameRequest {
+        game: Some(game),
+        replace_unfinished: false,
+        request_id: boardcast_kit::client::new_request_id(),
+    }
+}
+
 /// A running game service with its gRPC address.
 pub struct GameService {
     pub process: ManagedProcess,

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use boardcast_access::{Grant, Role, SessionClaims};
 use boardcast_schema::game::v1::{
-    ActRequest, Annotation, ArbiterAction, CreateGameRequest, GameStarted, GetGameRequest,
-    ListGamesRequest, LoginRequest, PairRoundRequest, Pairing, Player, TimeControl, TimePeriod,
-    WhoAmIRequest, arbiter_action::Action,
+    ActRequest, Annotation, ArbiterAction, GameStarted, GetGameRequest, ListGamesRequest,
+    LoginRequest, PairRoundRequest, Pairing, Player, TimeControl, TimePeriod, WhoAmIRequest,
+    arbiter_action::Action,
 };
-use boardcast_testkit::{GameService, TEST_PASSWORD, TestNats, TestUsers};
+use boardcast_testkit::{GameService, TEST_PASSWORD, TestNats, TestUsers, create_request};
 use tonic::Code;
 
 const TOURNAMENT: &str = "access-open";
@@ -33,24 +33,11 @@ fn time_control() -> Option<TimeControl> {
 }
 
 fn game(tournament: &str, board_number: u32) -> GameStarted {
-    GameStarted {
-        tournament_id: tournament.into(),
-        round: 1,
+    boardcast_testkit::game_on_board(
+        tournament,
         board_number,
-        board_id: format!("{tournament}-{board_number}"),
-        white: player("White"),
-        black: player("Black"),
-        time_control: time_control(),
-        ..Default::default()
-    }
-}
-
-fn create(info: GameStarted) -> CreateGameRequest {
-    CreateGameRequest {
-        game: Some(info),
-        replace_unfinished: false,
-        request_id: boardcast_kit::client::new_request_id(),
-    }
+        &format!("{tournament}-{board_number}"),
+    )
 }
 
 fn note(game_id: &str, text: &str) -> ActRequest {
@@ -102,7 +89,9 @@ async fn every_refusal_is_clear_and_changes_nothing() -> anyhow::Result<()> {
     }
     let mut admin = service.client().await?;
     for board in [1, 2] {
-        admin.create_game(create(game(TOURNAMENT, board))).await?;
+        admin
+            .create_game(create_request(game(TOURNAMENT, board)))
+            .await?;
     }
     let board_1 = "access-open-r1-b1";
     let board_2 = "access-open-r1-b2";
@@ -119,7 +108,7 @@ async fn every_refusal_is_clear_and_changes_nothing() -> anyhow::Result<()> {
         .expect_err("no credential");
     assert_eq!(refused.code(), Code::Unauthenticated, "{refused:?}");
     let refused = anonymous
-        .create_game(create(game(TOURNAMENT, 3)))
+        .create_game(create_request(game(TOURNAMENT, 3)))
         .await
         .expect_err("no credential");
     assert_eq!(refused.code(), Code::Unauthenticated);
@@ -241,7 +230,7 @@ async fn every_refusal_is_clear_and_changes_nothing() -> anyhow::Result<()> {
         .expect_err("operator");
     assert_eq!(refused.code(), Code::PermissionDenied);
     let refused = as_observer
-        .create_game(create(game(TOURNAMENT, 3)))
+        .create_game(create_request(game(TOURNAMENT, 3)))
         .await
         .expect_err("observer sets up nothing");
     assert_eq!(refused.code(), Code::PermissionDenied);
@@ -297,7 +286,9 @@ async fn every_refusal_is_clear_and_changes_nothing() -> anyhow::Result<()> {
         .state
         .expect("state");
     assert_eq!(state.last_game_seq, before.1 + 2);
-    as_operator.create_game(create(game(TOURNAMENT, 3))).await?;
+    as_operator
+        .create_game(create_request(game(TOURNAMENT, 3)))
+        .await?;
     let events = events_of(&service, board_2).await?;
     let actors: Vec<&str> = events
         .iter()
@@ -376,7 +367,9 @@ async fn concurrent_set_ups_of_one_board_make_one_game_across_instances() -> any
         let url = urls[i % 2].clone();
         calls.spawn(async move {
             let mut client = boardcast_testkit::admin_client(&url).await?;
-            let outcome = client.create_game(create(game("race-open", 1))).await;
+            let outcome = client
+                .create_game(create_request(game("race-open", 1)))
+                .await;
             anyhow::Ok(outcome.map(|r| r.into_inner()))
         });
     }
@@ -408,7 +401,7 @@ async fn concurrent_set_ups_of_one_board_make_one_game_across_instances() -> any
     assert_eq!(games[0].last_game_seq, 1, "one GameStarted, never two");
 
     // A retry of a set-up with its own request id is answered with the game it created.
-    let request = create(game("race-open", 2));
+    let request = create_request(game("race-open", 2));
     let mut client = first.client().await?;
     let created = client.create_game(request.clone()).await?.into_inner();
     assert!(created.created);

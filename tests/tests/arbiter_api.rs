@@ -5,9 +5,9 @@ use std::{process::Command, time::Duration};
 
 use anyhow::Context as _;
 use boardcast_schema::game::v1::{
-    ActRequest, ArbiterAction, ClaimKind, CreateGameRequest, DrawAgreed, EvaluateClaimRequest,
-    GamePosition, GameStarted, GetGameAtRequest, GetGameRequest, Player, SideAction, Source,
-    StreamRoundEventsRequest, TimeControl, TimePeriod, arbiter_action::Action, game_event::Kind,
+    ActRequest, ArbiterAction, ClaimKind, DrawAgreed, EvaluateClaimRequest, GamePosition,
+    GameStarted, GetGameAtRequest, GetGameRequest, SideAction, Source, StreamRoundEventsRequest,
+    arbiter_action::Action, game_event::Kind,
 };
 use boardcast_testkit::{GameService, TestNats, program};
 use futures::StreamExt;
@@ -186,32 +186,15 @@ async fn claims_history_and_actions_through_grpc() -> anyhow::Result<()> {
         [("arbiters-open-r1-b2", 3, 5), ("arbiters-open", 1, 2)]
     {
         client
-            .create_game(CreateGameRequest {
-                game: Some(GameStarted {
-                    tournament_id: tournament.into(),
-                    round,
+            .create_game(boardcast_testkit::create_request(GameStarted {
+                round,
+                time_control: boardcast_testkit::two_hours(),
+                ..boardcast_testkit::game_on_board(
+                    tournament,
                     board_number,
-                    board_id: format!("{tournament}-{board_number}"),
-                    white: Some(Player {
-                        name: "C".into(),
-                        ..Default::default()
-                    }),
-                    black: Some(Player {
-                        name: "D".into(),
-                        ..Default::default()
-                    }),
-                    time_control: Some(TimeControl {
-                        periods: vec![TimePeriod {
-                            moves: 0,
-                            base_ms: 7_200_000,
-                            ..Default::default()
-                        }],
-                    }),
-                    ..Default::default()
-                }),
-                request_id: boardcast_kit::client::new_request_id(),
-                ..Default::default()
-            })
+                    &format!("{tournament}-{board_number}"),
+                )
+            }))
             .await?;
     }
 

@@ -10,7 +10,7 @@ use boardcast_access::{Grant, Role};
 use boardcast_kit::{client::GameClient, nats::ASSIGNMENTS_STREAM, nats_access::Role as NatsRole};
 use boardcast_schema::game::v1::{
     ActRequest, Annotation, ArbiterAction, AssignArbiterRequest, CreateGameRequest, GameStarted,
-    ListAssignmentsRequest, Player, TimeControl, TimePeriod, WhoAmIRequest, arbiter_action::Action,
+    ListAssignmentsRequest, WhoAmIRequest, arbiter_action::Action,
 };
 use boardcast_testkit::{ArbiterService, GameService, TEST_PASSWORD, TestNats, TestUsers};
 use serde_json::json;
@@ -19,28 +19,7 @@ use tonic::Code;
 const TOURNAMENT: &str = "assign-open";
 
 fn game(board_number: u32) -> GameStarted {
-    let player = |name: &str| {
-        Some(Player {
-            name: name.into(),
-            ..Default::default()
-        })
-    };
-    GameStarted {
-        tournament_id: TOURNAMENT.into(),
-        round: 1,
-        board_number,
-        board_id: format!("assign-{board_number}"),
-        white: player("White"),
-        black: player("Black"),
-        time_control: Some(TimeControl {
-            periods: vec![TimePeriod {
-                base_ms: 5_400_000,
-                increment_ms: 30_000,
-                ..Default::default()
-            }],
-        }),
-        ..Default::default()
-    }
+    boardcast_testkit::game_on_board(TOURNAMENT, board_number, &format!("assign-{board_number}"))
 }
 
 fn grant(tournament: &str, role: Role, boards: &[u32]) -> Grant {

@@ -736,39 +736,21 @@ async fn every_feed_shows(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_revised_provisional_move_appears_corrected_in_every_feed() -> anyhow::Result<()> {
-    use boardcast_schema::game::v1::{
-        CreateGameRequest, GameStarted, Player, TimeControl, TimePeriod,
-    };
+    use boardcast_schema::game::v1::{GameStarted, TimeControl, TimePeriod};
     let nats = TestNats::start()?;
     let game_service = GameService::start(&nats.url())?;
     let broadcast = BroadcastService::start(&nats.url())?;
     let mut client = boardcast_testkit::admin_client(&game_service.url()).await?;
     let game_id = client
-        .create_game(CreateGameRequest {
-            game: Some(GameStarted {
-                tournament_id: "slide-open".into(),
-                round: 1,
-                board_number: 1,
-                board_id: "slide-1".into(),
-                white: Some(Player {
-                    name: "White".into(),
+        .create_game(boardcast_testkit::create_request(GameStarted {
+            time_control: Some(TimeControl {
+                periods: vec![TimePeriod {
+                    base_ms: 5_400_000,
                     ..Default::default()
-                }),
-                black: Some(Player {
-                    name: "Black".into(),
-                    ..Default::default()
-                }),
-                time_control: Some(TimeControl {
-                    periods: vec![TimePeriod {
-                        base_ms: 5_400_000,
-                        ..Default::default()
-                    }],
-                }),
-                ..Default::default()
+                }],
             }),
-            request_id: boardcast_kit::client::new_request_id(),
-            ..Default::default()
-        })
+            ..boardcast_testkit::game_on_board("slide-open", 1, "slide-1")
+        }))
         .await?
         .into_inner()
         .game_id;

@@ -24,10 +24,7 @@ use std::{
 use anyhow::Context as _;
 use async_nats::jetstream;
 use boardcast_kit::nats::{GAMES_STREAM, INGEST_STREAM};
-use boardcast_schema::game::v1::{
-    CreateGameRequest, GameResult, GameStarted, GameState, GetGameRequest, Player, TimeControl,
-    TimePeriod,
-};
+use boardcast_schema::game::v1::{GameResult, GameStarted, GameState, GetGameRequest};
 use boardcast_testkit::{
     ArbiterService, BroadcastService, GameService, GameServiceOptions, ManagedProcess, NatsServer,
     TEST_PASSWORD, TestCluster, TestNats, free_port, program,
@@ -413,33 +410,11 @@ async fn boards_reaching(url: &str, expected: &[GameState]) -> anyhow::Result<Ve
 
 async fn create_gateway_game(url: &str) -> anyhow::Result<()> {
     let mut client = boardcast_testkit::admin_client(url).await?;
-    let player = |name: &str| {
-        Some(Player {
-            name: name.into(),
-            ..Default::default()
-        })
-    };
     client
-        .create_game(CreateGameRequest {
-            game: Some(GameStarted {
-                tournament_id: "faults-gateway".into(),
-                round: 1,
-                board_number: 1,
-                board_id: "gw-1".into(),
-                white: player("G"),
-                black: player("H"),
-                time_control: Some(TimeControl {
-                    periods: vec![TimePeriod {
-                        moves: 0,
-                        base_ms: 7_200_000,
-                        ..Default::default()
-                    }],
-                }),
-                ..Default::default()
-            }),
-            request_id: boardcast_kit::client::new_request_id(),
-            ..Default::default()
-        })
+        .create_game(boardcast_testkit::create_request(GameStarted {
+            time_control: boardcast_testkit::two_hours(),
+            ..boardcast_testkit::game_on_board("faults-gateway", 1, "gw-1")
+        }))
         .await?;
     Ok(())
 }

@@ -190,40 +190,19 @@ async fn a_restart_reads_a_log_whose_last_record_was_removed() -> anyhow::Result
 /// passed over.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restart_reads_a_short_log_whose_last_record_was_removed() -> anyhow::Result<()> {
-    use boardcast_schema::game::v1::{
-        CreateGameRequest, GameStarted, ListGamesRequest, Player, TimeControl, TimePeriod,
-    };
+    use boardcast_schema::game::v1::ListGamesRequest;
     let nats = TestNats::start()?;
     let mut game_service = GameService::start(&nats.url())?;
     let mut client = game_service.client().await?;
     for board_number in [1, 2] {
-        let player = |name: &str| {
-            Some(Player {
-                name: name.into(),
-                ..Default::default()
-            })
-        };
         client
-            .create_game(CreateGameRequest {
-                game: Some(GameStarted {
-                    tournament_id: "removal-short".into(),
-                    round: 1,
+            .create_game(boardcast_testkit::create_request(
+                boardcast_testkit::game_on_board(
+                    "removal-short",
                     board_number,
-                    board_id: format!("removal-short-{board_number}"),
-                    white: player("A"),
-                    black: player("B"),
-                    time_control: Some(TimeControl {
-                        periods: vec![TimePeriod {
-                            moves: 0,
-                            base_ms: 7_200_000,
-                            ..Default::default()
-                        }],
-                    }),
-                    ..Default::default()
-                }),
-                request_id: boardcast_kit::client::new_request_id(),
-                ..Default::default()
-            })
+                    &format!("removal-short-{board_number}"),
+                ),
+            ))
             .await?;
     }
     game_service.process.kill_hard()?;

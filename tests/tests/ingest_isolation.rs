@@ -9,10 +9,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context as _, ensure};
 use async_nats::jetstream;
-use boardcast_game::events::{
-    CreateGameRequest, GameStarted, GetGameRequest, Player, TimeControl, TimePeriod,
-    game_event::Kind,
-};
+use boardcast_game::events::{GetGameRequest, game_event::Kind};
 use boardcast_kit::nats::{DEADLETTER_STREAM, REASON_HEADER, observation_subject};
 use boardcast_rules::pgn::read_games;
 use boardcast_schema::device::v1::{
@@ -76,32 +73,9 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
     // The poisoned board's game, set up by the operator.
     let mut client = service.client().await?;
     let created = client
-        .create_game(CreateGameRequest {
-            game: Some(GameStarted {
-                tournament_id: "isolation".into(),
-                round: 1,
-                board_number: 1,
-                board_id: POISONED.into(),
-                white: Some(Player {
-                    name: "W".into(),
-                    ..Default::default()
-                }),
-                black: Some(Player {
-                    name: "B".into(),
-                    ..Default::default()
-                }),
-                time_control: Some(TimeControl {
-                    periods: vec![TimePeriod {
-                        base_ms: 5_400_000,
-                        increment_ms: 30_000,
-                        ..Default::default()
-                    }],
-                }),
-                ..Default::default()
-            }),
-            replace_unfinished: false,
-            request_id: boardcast_kit::client::new_request_id(),
-        })
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("isolation", 1, POISONED),
+        ))
         .await?
         .into_inner();
 

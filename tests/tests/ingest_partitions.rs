@@ -16,9 +16,7 @@ use boardcast_kit::nats::{
 };
 use boardcast_schema::{
     device::v1::{Observation, Piece, PieceLifted, PiecePlaced, SourceKind, observation::Kind},
-    game::v1::{
-        CreateGameRequest, GameStarted, GameState, Player, TimeControl, TimePeriod, game_event,
-    },
+    game::v1::{CreateGameRequest, GameStarted, GameState, game_event},
 };
 use boardcast_testkit::{GameService, GameServiceOptions, TestNats, TestUsers};
 use futures::StreamExt as _;
@@ -263,29 +261,7 @@ async fn an_observation_between_a_games_set_up_and_its_creation_is_applied() -> 
 
     // The operator's set-up looked at the board (nothing sent yet); then White lifts the e2 pawn,
     // before the game is created: no game is live on the board, and the lift is kept aside.
-    let info = GameStarted {
-        tournament_id: "race".into(),
-        round: 1,
-        board_number: 1,
-        board_id: board.into(),
-        white: Some(Player {
-            name: "W".into(),
-            ..Default::default()
-        }),
-        black: Some(Player {
-            name: "B".into(),
-            ..Default::default()
-        }),
-        time_control: Some(TimeControl {
-            periods: vec![TimePeriod {
-                base_ms: 5_400_000,
-                increment_ms: 30_000,
-                ..Default::default()
-            }],
-        }),
-        board_seq_before: 0,
-        ..Default::default()
-    };
+    let info = boardcast_testkit::game_on_board("race", 1, board);
     publish(
         &js,
         &observation(

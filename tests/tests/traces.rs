@@ -9,9 +9,7 @@ mod support;
 
 use std::{collections::HashMap, process::Command, time::Duration};
 
-use boardcast_schema::game::v1::{
-    CreateGameRequest, GameResult, GameStarted, GetGameRequest, Player, TimeControl, TimePeriod,
-};
+use boardcast_schema::game::v1::{GameResult, GameStarted, GetGameRequest};
 use boardcast_testkit::{
     ArbiterService, BroadcastService, GameService, OtlpCollector, TestNats, otlp::CollectedSpan,
     program,
@@ -61,32 +59,10 @@ async fn traced_round(collector: &OtlpCollector) -> anyhow::Result<()> {
     );
     let mut client = boardcast_testkit::admin_client(&game_service.url()).await?;
     client
-        .create_game(CreateGameRequest {
-            game: Some(GameStarted {
-                tournament_id: "traced".into(),
-                round: 1,
-                board_number: 1,
-                board_id: "sim-1".into(),
-                white: Some(Player {
-                    name: "A".into(),
-                    ..Default::default()
-                }),
-                black: Some(Player {
-                    name: "B".into(),
-                    ..Default::default()
-                }),
-                time_control: Some(TimeControl {
-                    periods: vec![TimePeriod {
-                        moves: 0,
-                        base_ms: 7_200_000,
-                        ..Default::default()
-                    }],
-                }),
-                ..Default::default()
-            }),
-            request_id: boardcast_kit::client::new_request_id(),
-            ..Default::default()
-        })
+        .create_game(boardcast_testkit::create_request(GameStarted {
+            time_control: boardcast_testkit::two_hours(),
+            ..boardcast_testkit::game_on_board("traced", 1, "sim-1")
+        }))
         .await?;
 
     let out = Command::new(program("boardcast")?)

@@ -30,6 +30,12 @@ impl ProvisionalLine {
             .filter(|&index| index <= self.0.len())
     }
 
+    /// Whether the line holds a move of `ply`.
+    pub(crate) fn holds(&self, completed: usize, ply: u32) -> bool {
+        self.index_of(completed, ply)
+            .is_some_and(|index| index < self.0.len())
+    }
+
     /// Puts `entry` at its ply, in place of that ply's move and those after it; `false` (and
     /// nothing changed) when its ply has no place in the line.
     pub(crate) fn place(&mut self, completed: usize, entry: Provisional) -> bool {
@@ -144,6 +150,12 @@ mod tests {
         line.complete(first_move);
         assert_eq!(line.len(), 1);
         assert_eq!(line.index_of(1, 2), Some(0));
+        assert!(line.holds(1, 2));
+        assert!(
+            !line.holds(1, 3),
+            "where a move of ply 3 would go, but none is there"
+        );
+        assert!(!line.holds(1, 1), "completed");
         let other = entry(&after, 2, "g8f6").mv;
         line.complete(other);
         assert!(line.is_empty());

@@ -289,10 +289,7 @@ impl Game {
                     for mv in undone.iter().filter(|m| m.ply > completed) {
                         // The engine may take back moves of a line the game never followed
                         // (seen while the board was back before a completed move).
-                        let held = line
-                            .index_of(completed as usize, mv.ply)
-                            .is_some_and(|index| index < line.len());
-                        if self.interpretation >= 2 && !held {
+                        if self.interpretation >= 2 && !line.holds(completed as usize, mv.ply) {
                             continue;
                         }
                         line.withdraw(completed as usize, mv.ply);
