@@ -12,6 +12,8 @@
 //!    never move again, leave the side no check on the opposing king, or only checks by bishops
 //!    of one colour for which the loser lacks the pieces to block the flight squares. It is also
 //!    tried one move on (a king in check from a pawn that never moves must step away for good).
+//!    Behind locked pawns, the proof that a king shuttling between two squares can never be
+//!    mated, nor mate ([`tempo`]).
 //! 2. **Mate within two plies**, then a **quick walk**: the exhaustive walk of stage 4 with a
 //!    small budget. Its move ordering runs into a mate within a few hundred positions when there
 //!    is much material, and it settles short forced sequences outright.
@@ -33,6 +35,7 @@
 //! a proof, "can mate" only with a line.
 
 mod blocked;
+mod tempo;
 
 use std::collections::{HashMap, HashSet};
 
@@ -90,6 +93,9 @@ pub enum UnwinnableReason {
     InsufficientMaterial,
     /// The pawns can never move again and the side's pieces can never attack the opposing king.
     LockedStructure,
+    /// The pawns can never move again, the opposing king can only go back and forth between two
+    /// squares, and every mating net would stalemate it first.
+    KingShuttles,
     /// Every position reachable by legal moves was visited; none is a mate by the side.
     Exhausted { positions: u64 },
 }
@@ -203,6 +209,9 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if looks_blocked(pos.board()) {
         if blocked() {
             return Unwinnability::Unwinnable(UnwinnableReason::LockedStructure);
+        }
+        if tempo::cannot_mate(pos, side) {
+            return Unwinnability::Unwinnable(UnwinnableReason::KingShuttles);
         }
         return exhaustive_proof(pos, side, budget.proof_nodes, true)
             .answer()
