@@ -3,7 +3,8 @@
 //! needs a square only its own king can cover, and a king cannot cover the square the other king
 //! just came from.
 //!
-//! The situation: the loser has only its king and pawns; every pawn stands head-on against a
+//! The situation: the loser has only its king, its pawns and pieces its own pawns shut in for
+//! good (which never move, capture or give check); every pawn stands head-on against a
 //! pawn and no pawn attacks an enemy one, so — as long as no piece captures a pawn or is offered
 //! to one — no pawn ever moves again. The loser's only moves are then its king's, between two
 //! squares `a` and `b` (every other square around is its own pawn's or guarded by an enemy
@@ -16,8 +17,8 @@
 //! are the "dead by tempo" ones of the published unwinnability test set: bishops of one colour
 //! against a king on two squares of different colours.)
 //!
-//! The shuttling side itself can never mate either: it has nothing but its king and pawns that
-//! never move, a king never gives check, and a pawn that never moves never gives a new one (the
+//! The shuttling side itself can never mate either: it has nothing but its king, pawns that
+//! never move and pieces shut in, a king never gives check, and a pawn that never moves never gives a new one (the
 //! other king never steps into its attack).
 //!
 //! Every region here over-approximates what legal play can do, so each "cannot" is sound.
@@ -62,8 +63,7 @@ impl Frozen {
             pawns & board.by_color(winner),
             pawns & board.by_color(loser),
         );
-        // The loser has its king and pawns only.
-        if (board.by_color(loser) & !pawns & !board.kings()).any() || !pawns_frozen(board) {
+        if !pawns_frozen(board) {
             return None;
         }
         let loser_king = board.king_of(loser)?;
@@ -75,13 +75,26 @@ impl Frozen {
         };
         let winner_pawn_guard = guarded_by(winner_pawns, winner);
         let loser_pawn_guard = guarded_by(loser_pawns, loser);
+        // Besides its king and pawns the loser may have only pieces its own pawns shut in: they
+        // never move, capture or give check, and guard those pawns for good (as long as no pawn
+        // and no piece of the winner can take them, checked below).
+        let loser_pieces = board.by_color(loser) & !pawns & !board.kings();
+        let mut shut_in_guard = Bitboard::EMPTY;
+        for square in loser_pieces {
+            let attacked = attacks::attacks(square, board.piece_at(square)?, pawns);
+            if (attacked & !loser_pawns).any() || winner_pawn_guard.contains(square) {
+                return None;
+            }
+            shut_in_guard |= attacked;
+        }
+        let loser_guard = loser_pawn_guard | shut_in_guard;
 
         // Where the loser's king can ever be: away from the pawns and from squares the winner's
         // pawns guard. A winner's pawn it could take would change the structure.
         let shuttle = flood(
             Bitboard::from_square(loser_king),
             attacks::king_attacks,
-            !pawns & !winner_pawn_guard,
+            !pawns & !loser_pieces & !winner_pawn_guard,
             winner_pawns & !winner_pawn_guard,
         )?;
         if shuttle.count() != 2 {
@@ -94,7 +107,7 @@ impl Frozen {
 
         // Every square each of the winner's pieces can ever reach (lines blocked by pawns
         // only), and every square it can ever attack from there. A piece that could take a
-        // pawn or be taken by one defeats the proof.
+        // pawn or a shut-in piece, or be taken by a pawn, defeats the proof.
         let mut pieces = Vec::new();
         for square in board.by_color(winner) & !pawns & !board.kings() {
             let role = board.role_at(square)?;
@@ -104,7 +117,7 @@ impl Frozen {
                 Bitboard::from_square(square),
                 moves,
                 !loser_pawn_guard,
-                loser_pawns | loser_pawn_guard,
+                loser_pawns | loser_pieces | loser_pawn_guard,
             )?;
             let attacked = reach.into_iter().fold(Bitboard::EMPTY, |acc, sq| {
                 acc | attacks::attacks(sq, piece, pawns)
@@ -115,9 +128,9 @@ impl Frozen {
         // The winner's king never stands beside the shuttle once the game has gone on: the
         // loser's king would have no move, and the game would be over (stalemate, or a mate by
         // a discovered check, which `winner_cannot_mate` rules out). So those squares are
-        // reached but not gone on from. Taking a loser's pawn that no pawn guards anywhere else
-        // changes the structure; taking one beside the shuttle ends the game unless the pawn
-        // behind it is freed to move.
+        // reached but not gone on from. Taking an unguarded pawn or shut-in piece of the loser
+        // anywhere else changes the structure; taking one beside the shuttle ends the game
+        // unless the pawn behind it is freed to move.
         let start = Bitboard::from_square(winner_king);
         let king_moves = |sq: Square| {
             if around.contains(sq) && !start.contains(sq) {
@@ -129,8 +142,8 @@ impl Frozen {
         let king_reach = flood(
             start,
             king_moves,
-            !winner_pawns & !loser_pawn_guard & !shuttle,
-            loser_pawns & !loser_pawn_guard & !around,
+            !winner_pawns & !loser_guard & !shuttle,
+            (loser_pawns | loser_pieces) & !loser_guard & !around,
         )?;
         let frees_a_pawn = (king_reach & loser_pawns).into_iter().any(|sq| {
             sq.offset(if loser.is_white() { -8 } else { 8 })
