@@ -75,6 +75,11 @@ impl Frozen {
         };
         let winner_pawn_guard = guarded_by(winner_pawns, winner);
         let loser_pawn_guard = guarded_by(loser_pawns, loser);
+        // A king in check from a pawn would stand on a square a pawn covers for good: the
+        // argument below needs both of its squares free of that.
+        if winner_pawn_guard.contains(loser_king) {
+            return None;
+        }
         // Besides its king and pawns the loser may have only pieces its own pawns shut in: they
         // never move, capture or give check, and guard those pawns for good (as long as no pawn
         // and no piece of the winner can take them, checked below).
