@@ -65,7 +65,9 @@ async fn a_frozen_node_is_left_for_another_within_a_minute() -> anyhow::Result<(
     };
     let took = frozen.elapsed();
     cluster.resume(0)?;
-    assert_eq!(stored.sequence, 2);
+    // After the first write; an attempt that timed out while the node was frozen may have been
+    // stored too (these writes carry no message id to deduplicate them).
+    assert!(stored.sequence >= 2, "stored at {}", stored.sequence);
     assert_ne!(
         client.server_info().port,
         cluster.nodes[0].port,
