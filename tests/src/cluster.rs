@@ -85,6 +85,8 @@ pub struct ClusterNode {
     /// The network namespace it runs in (`start_isolated`).
     netns: Option<String>,
     config: PathBuf,
+    /// Where it logs (read back by [`TestCluster::diagnosis`]).
+    log: PathBuf,
     binary: PathBuf,
     process: Option<ManagedProcess>,
 }
@@ -265,6 +267,7 @@ impl TestCluster {
                 host: hosts.as_ref().map_or(Ipv4Addr::LOCALHOST, |hosts| hosts[i]),
                 netns: network.as_ref().map(|n| n.nodes[i].0.clone()),
                 config: dir.path().join(format!("{name}.conf")),
+                log: dir.path().join(format!("{name}.log")),
                 binary: server.binary.clone(),
                 name,
                 port: free_port()?,
@@ -290,7 +293,7 @@ impl TestCluster {
                 port = node.port,
                 monitor = node.monitor_port,
                 store = store.display(),
-                log = dir.path().join(format!("{}.log", node.name)).display(),
+                log = node.log.display(),
                 sync = if server.sync_always {
                     "  sync_interval: always\n"
                 } else {
@@ -504,8 +507,7 @@ impl TestCluster {
             }
         }
         for node in &self.nodes {
-            let log = self.dir.path().join(format!("{}.log", node.name));
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let text = std::fs::read_to_string(&node.log).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
             report += &format!("log of {} (last 40 lines):\n", node.name);
             for line in &lines[lines.len().saturating_sub(40)..] {

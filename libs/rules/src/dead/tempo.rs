@@ -18,8 +18,8 @@
 //! against a king on two squares of different colours.)
 //!
 //! The shuttling side itself can never mate either: it has nothing but its king, pawns that
-//! never move and pieces shut in, a king never gives check, and a pawn that never moves never gives a new one (the
-//! other king never steps into its attack).
+//! never move and pieces shut in; a king never gives check, and a pawn that never moves never
+//! gives a new one (the other king never steps into its attack).
 //!
 //! Every region here over-approximates what legal play can do, so each "cannot" is sound.
 
@@ -40,9 +40,11 @@ struct Frozen {
     winner: Color,
     /// The two squares of the loser's king.
     shuttle: Bitboard,
-    /// Each of the winner's pieces other than its king: its role, every square it can ever
-    /// reach, and every square it can ever attack from there (lines through the loser's king).
-    pieces: Vec<(Role, Bitboard, Bitboard)>,
+    /// Each of the winner's pieces other than its king: its role and every square it can ever
+    /// reach.
+    pieces: Vec<(Role, Bitboard)>,
+    /// Every square one of those pieces can ever attack (lines through the loser's king).
+    attacked: Bitboard,
     /// Where the winner's king can ever be before the game ends, and the squares among them it
     /// can move on from (not beside the shuttle, except where it stands now).
     king_reach: Bitboard,
@@ -114,6 +116,7 @@ impl Frozen {
         // only), and every square it can ever attack from there. A piece that could take a
         // pawn or a shut-in piece, or be taken by a pawn, defeats the proof.
         let mut pieces = Vec::new();
+        let mut attacked = Bitboard::EMPTY;
         for square in board.by_color(winner) & !pawns & !board.kings() {
             let role = board.role_at(square)?;
             let piece = role.of(winner);
@@ -124,10 +127,10 @@ impl Frozen {
                 !loser_pawn_guard,
                 loser_pawns | loser_pieces | loser_pawn_guard,
             )?;
-            let attacked = reach.into_iter().fold(Bitboard::EMPTY, |acc, sq| {
-                acc | attacks::attacks(sq, piece, pawns)
-            });
-            pieces.push((role, reach, attacked));
+            for sq in reach {
+                attacked |= attacks::attacks(sq, piece, pawns);
+            }
+            pieces.push((role, reach));
         }
 
         // The winner's king never stands beside the shuttle once the game has gone on: the
@@ -161,6 +164,7 @@ impl Frozen {
             winner,
             shuttle,
             pieces,
+            attacked,
             king_reach,
             king_origins: (king_reach & !around) | start,
             pawns,
@@ -174,18 +178,10 @@ impl Frozen {
             let other = (self.shuttle & !Bitboard::from_square(x))
                 .first()
                 .unwrap_or(x);
-            if !self
-                .pieces
-                .iter()
-                .any(|(_, _, attacked)| attacked.contains(x))
-            {
+            if !self.attacked.contains(x) {
                 continue; // never in check on x
             }
-            if self
-                .pieces
-                .iter()
-                .any(|(_, _, attacked)| attacked.contains(other))
-            {
+            if self.attacked.contains(other) {
                 return false;
             }
             if self.discovered_check_possible(x, other) {
@@ -204,7 +200,7 @@ impl Frozen {
             & attacks::king_attacks(other)
             & !attacks::king_attacks(x)
             & !Bitboard::from_square(x);
-        self.pieces.iter().any(|(role, reach, _)| {
+        self.pieces.iter().any(|(role, reach)| {
             let lines = |sq: Square| match role {
                 Role::Bishop => attacks::bishop_attacks(sq, Bitboard::EMPTY),
                 Role::Rook => attacks::rook_attacks(sq, Bitboard::EMPTY),
