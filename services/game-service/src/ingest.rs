@@ -102,6 +102,9 @@ pub struct IngestSettings {
 /// changed to more partitions than `--partitions`).
 const PARTITION_CHECK: Duration = Duration::from_secs(30);
 
+/// How soon creating a partition's consumer is tried again after it failed.
+const CONSUMER_RETRY: Duration = Duration::from_secs(5);
+
 /// Consumes every partition, each in its own task, for as long as the service runs.
 pub async fn run(
     js: jetstream::Context,
@@ -132,12 +135,13 @@ pub async fn run(
                     }
                     let consumer = match partition_consumer(&stream, partition, start, settings.ack_wait).await {
                         Ok(consumer) => consumer,
-                        // Only at start-up is it fatal; later it is tried again at the next check.
-                        Err(e) if !consumed.is_empty() => {
-                            tracing::warn!("{e:#}; trying again in {PARTITION_CHECK:?}");
+                        // NATS busy or electing a leader (a service started right after a node
+                        // failed): tried again shortly, the other partitions go on meanwhile.
+                        Err(e) => {
+                            tracing::warn!("{e:#}; trying again in {CONSUMER_RETRY:?}");
+                            check.reset_after(CONSUMER_RETRY);
                             continue;
                         }
-                        Err(e) => return Err(e),
                     };
                     consumed.insert(partition);
                     let (js, stream, store) = (js.clone(), stream.clone(), store.clone());
