@@ -62,31 +62,31 @@ impl TestNats {
 pub async fn undecided_observations(
     js: &async_nats::jetstream::Context,
 ) -> anyhow::Result<Option<(u64, usize)>> {
-    use futures::StreamExt as _;
-    let stream = js
-        .get_stream(boardcast_kit::nats::INGEST_STREAM)
-        .await
-        .context("opening the observation stream")?;
-    let names: Vec<String> = stream
-        .consumer_names()
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<_, _>>()
-        .context("listing the observation consumers")?;
-    let partitions: Vec<&String> = names
-        .iter()
-        .filter(|n| n.starts_with("game-service-"))
-        .collect();
-    if partitions.len() < 1 + boardcast_kit::nats::DEFAULT_PARTITIONS as usize {
+    use boardcast_kit::nats::{DEFAULT_PARTITIONS, ingest_stream, ingest_streams};
+    use boardcast_kit::nats_access::ingest_consumer;
+    let partitions = ingest_streams(js).await?;
+    if partitions.len() < 1 + DEFAULT_PARTITIONS as usize {
         return Ok(None);
     }
     let (mut waiting, mut in_flight) = (0, 0);
-    for name in partitions {
-        let info = stream
-            .consumer_info(name)
+    for partition in partitions {
+        let name = ingest_stream(partition);
+        let stream = js
+            .get_stream(&name)
             .await
-            .with_context(|| format!("reading consumer {name}"))?;
+            .with_context(|| format!("opening the observation stream {name}"))?;
+        let consumer = ingest_consumer(partition);
+        let info = match stream.consumer_info(&consumer).await {
+            Ok(info) => info,
+            Err(e)
+                if e.kind() == async_nats::jetstream::context::ConsumerInfoErrorKind::NotFound =>
+            {
+                return Ok(None);
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("reading consumer {consumer} of {name}"));
+            }
+        };
         waiting += info.num_pending;
         // One handed back to wait a moment (a recent gap) is neither pending nor in flight
         // while it waits: it shows as delivered beyond the acknowledged.
@@ -94,6 +94,51 @@ pub async fn undecided_observations(
         in_flight += info.num_ack_pending.max(usize::from(handed_back));
     }
     Ok(Some((waiting, in_flight)))
+}
+
+/// Every observation stored when called, of every observation stream (the unpartitioned one and
+/// the partitions'), in the order stored (a board's are in one stream, in its order).
+pub async fn every_observation(
+    js: &async_nats::jetstream::Context,
+) -> anyhow::Result<Vec<async_nats::jetstream::Message>> {
+    let mut all = Vec::new();
+    for partition in boardcast_kit::nats::ingest_streams(js).await? {
+        for message in every_message(js, &boardcast_kit::nats::ingest_stream(partition)).await? {
+            let stored = message
+                .info()
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .published
+                .unix_timestamp_nanos();
+            all.push((stored, message));
+        }
+    }
+    all.sort_by_key(|(stored, _)| *stored);
+    Ok(all.into_iter().map(|(_, message)| message).collect())
+}
+
+/// Every message stored in `stream` when called, in stream order, read with an ordered consumer.
+pub async fn every_message(
+    js: &async_nats::jetstream::Context,
+    stream: &str,
+) -> anyhow::Result<Vec<async_nats::jetstream::Message>> {
+    let stream = js
+        .get_stream(stream)
+        .await
+        .with_context(|| format!("looking up {stream}"))?;
+    let total = stream.get_info().await?.state.messages;
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
+            deliver_policy: async_nats::jetstream::consumer::DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await?;
+    let mut messages =
+        futures::StreamExt::take(consumer.messages().await?, usize::try_from(total)?);
+    let mut read = Vec::new();
+    while let Some(message) = futures::StreamExt::next(&mut messages).await {
+        read.push(message?);
+    }
+    Ok(read)
 }
 
 /// The path of one of the workspace's programs, built next to the running test.

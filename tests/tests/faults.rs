@@ -23,7 +23,7 @@ use std::{
 
 use anyhow::Context as _;
 use async_nats::jetstream;
-use boardcast_kit::nats::{GAMES_STREAM, INGEST_STREAM};
+use boardcast_kit::nats::{DEFAULT_PARTITIONS, GAMES_STREAM, ingest_stream, partition_of_board};
 use boardcast_schema::game::v1::{GameResult, GameStarted, GameState, GetGameRequest};
 use boardcast_testkit::{
     ArbiterService, BroadcastService, GameService, GameServiceOptions, ManagedProcess, NatsServer,
@@ -77,7 +77,7 @@ fn round_pgn() -> String {
 /// Every (board, device_seq) in the observation stream.
 async fn stored_observations(js: &jetstream::Context) -> anyhow::Result<BTreeSet<(String, u64)>> {
     let mut stored = BTreeSet::new();
-    for message in support::every_message(js, INGEST_STREAM).await? {
+    for message in boardcast_testkit::every_observation(js).await? {
         let observation = <boardcast_schema::device::v1::Observation as prost::Message>::decode(
             message.payload.as_ref(),
         )?;
@@ -127,7 +127,7 @@ fn simulate(
 /// When each record of the game log was stored (by the NATS server's clock, this machine's).
 async fn record_times(js: &jetstream::Context) -> anyhow::Result<Vec<SystemTime>> {
     let mut times = Vec::new();
-    for message in support::every_message(js, GAMES_STREAM).await? {
+    for message in boardcast_testkit::every_message(js, GAMES_STREAM).await? {
         let info = message
             .info()
             .map_err(|e| anyhow::anyhow!("{e}"))?
@@ -231,10 +231,12 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     arbiter = ArbiterService::start(&urls, &second.url())?;
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    for stream in [INGEST_STREAM, GAMES_STREAM] {
+    // The observation stream of the first board's partition.
+    let observations = ingest_stream(Some(partition_of_board("sim-1", DEFAULT_PARTITIONS)));
+    for stream in [observations.as_str(), GAMES_STREAM] {
         let leader = cluster.stream_leader(&js, stream).await?;
         faults.push(Fault {
-            name: if stream == INGEST_STREAM {
+            name: if stream == observations {
                 "kill -9 of the observation stream's leader"
             } else {
                 "kill -9 of the game log's leader"
@@ -322,10 +324,15 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     let played = play_started.elapsed();
     let play_ended = SystemTime::now();
     if let Err(e) = support::drained_within(&js, Duration::from_secs(180)).await {
-        eprintln!(
-            "{}",
-            cluster.diagnosis(&js, &[INGEST_STREAM, GAMES_STREAM]).await
-        );
+        let mut streams: Vec<String> = boardcast_kit::nats::ingest_streams(&js)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .map(ingest_stream)
+            .collect();
+        streams.push(GAMES_STREAM.to_owned());
+        let streams: Vec<&str> = streams.iter().map(String::as_str).collect();
+        eprintln!("{}", cluster.diagnosis(&js, &streams).await);
         return Err(e);
     }
     let gateway_state = gateway_game_done(&first.url()).await?;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use async_nats::jetstream;
 use boardcast_game::{Game, ObservationOutcome, device::Observation};
-use boardcast_testkit::{GameService, GameServiceOptions, TestNats};
+use boardcast_testkit::{GameService, GameServiceOptions, TestNats, every_message};
 use prost::Message as _;
 use support::*;
 
@@ -382,11 +382,14 @@ async fn live_hall_latency() -> anyhow::Result<()> {
 
     // Arrival of each observation, and the first record of the game log that names it.
     let mut arrived = std::collections::HashMap::new();
-    for (at, _, payload) in read_stream(&js, boardcast_kit::nats::INGEST_STREAM).await? {
-        let observation = Observation::decode(payload.as_ref())?;
-        arrived
-            .entry((observation.board_id, observation.device_seq))
-            .or_insert(at);
+    for partition in boardcast_kit::nats::ingest_streams(&js).await? {
+        let name = boardcast_kit::nats::ingest_stream(partition);
+        for (at, _, payload) in read_stream(&js, &name).await? {
+            let observation = Observation::decode(payload.as_ref())?;
+            arrived
+                .entry((observation.board_id, observation.device_seq))
+                .or_insert(at);
+        }
     }
     let mut latencies_us = Vec::new();
     let mut seen = std::collections::HashSet::new();

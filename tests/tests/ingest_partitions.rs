@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use async_nats::jetstream::{self, consumer::PullConsumer, message::PublishMessage};
 use boardcast_game::Game;
 use boardcast_kit::nats::{
-    DEFAULT_PARTITIONS, INGEST_STREAM, game_subject, observation_message_id, observation_subject,
+    DEFAULT_PARTITIONS, game_subject, ingest_stream, observation_message_id, observation_subject,
     partition_of_board,
 };
 use boardcast_schema::{
@@ -170,7 +170,7 @@ async fn a_lost_acknowledgement_holds_up_its_partition_only() -> anyhow::Result<
     }
     // An instance takes the held board's first observation and is never heard of again: its
     // acknowledgement never comes.
-    let stream = js.get_stream(INGEST_STREAM).await?;
+    let stream = js.get_stream(ingest_stream(Some(held_partition))).await?;
     let consumer: PullConsumer = stream
         .get_consumer(&boardcast_kit::nats_access::ingest_consumer(Some(
             held_partition,

@@ -9,7 +9,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use async_nats::jetstream;
-use boardcast_kit::nats::{GAMES_STREAM, INGEST_STREAM};
+use boardcast_kit::nats::GAMES_STREAM;
 use boardcast_testkit::{ArbiterService, BroadcastService, GameService, TestNats};
 
 /// The samples of `name` in a Prometheus text page, by their labels.
@@ -58,13 +58,16 @@ async fn metrics_count_what_happened_in_a_short_round() -> anyhow::Result<()> {
         .await?
         .state
         .messages;
-    let observations = js
-        .get_stream(INGEST_STREAM)
-        .await?
-        .info()
-        .await?
-        .state
-        .messages;
+    let mut observations = 0;
+    for partition in boardcast_kit::nats::ingest_streams(&js).await? {
+        observations += js
+            .get_stream(boardcast_kit::nats::ingest_stream(partition))
+            .await?
+            .info()
+            .await?
+            .state
+            .messages;
+    }
     assert!(records > 0 && observations > 0);
     assert_eq!(
         total(&page, "boardcast_records_appended_total", ""),

@@ -17,13 +17,12 @@ use async_nats::jetstream::{
     consumer::{AckPolicy, DeliverPolicy, pull},
     context::PublishErrorKind,
     message::PublishMessage,
-    stream::LastRawMessageErrorKind,
 };
 use boardcast_kit::{
     nats::{
-        self, ASSIGNMENTS_STREAM, DEADLETTER_STREAM, DELAYS_STREAM, GAMES_STREAM, GAMES_SUBJECTS,
-        INGEST_STREAM, assignment_subject, deadletter_subject, delay_subject, game_subject,
-        observation_message_id, observation_subject,
+        self, ASSIGNMENTS_STREAM, DEADLETTER_STREAM, DEFAULT_PARTITIONS, DELAYS_STREAM,
+        GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, assignment_subject, deadletter_subject,
+        delay_subject, game_subject, ingest_stream, observation_message_id, observation_subject,
     },
     nats_access::{NatsAccess, Role, ingest_consumer},
 };
@@ -90,7 +89,12 @@ impl As {
     }
 
     /// Publishes an observation of `board` to JetStream and waits for the acknowledgement.
-    async fn publish_observation(&self, board: &str, device_seq: u64) -> anyhow::Result<u64> {
+    /// Publishes as a board does; the stream it was stored in, and where.
+    async fn publish_observation(
+        &self,
+        board: &str,
+        device_seq: u64,
+    ) -> anyhow::Result<(String, u64)> {
         let message = PublishMessage::build()
             .payload(observation(board, device_seq).into())
             .message_id(observation_message_id(board, device_seq));
@@ -99,7 +103,7 @@ impl As {
             .send_publish(observation_subject(board), message)
             .await?
             .await?;
-        Ok(ack.sequence)
+        Ok((ack.stream, ack.sequence))
     }
 
     /// Appends a record to `game`'s log, as the game service does.
@@ -143,7 +147,7 @@ async fn admin(nats: &SecureNats) -> anyhow::Result<As> {
 
 async fn with_streams(nats: &SecureNats) -> anyhow::Result<As> {
     let game = As::connect(nats, Role::GameService).await?;
-    nats::ensure_streams(&game.js, 1).await?;
+    nats::ensure_streams(&game.js, 1, boardcast_kit::nats::DEFAULT_PARTITIONS).await?;
     Ok(game)
 }
 
@@ -155,9 +159,17 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
     let hall_a = As::connect(&nats, Role::Gateway("hall-a".into())).await?;
     let hall_b = As::connect(&nats, Role::Gateway("hall-b".into())).await?;
 
-    // Its own boards: stored and acknowledged.
-    assert_eq!(hall_a.publish_observation("a1", 1).await?, 1);
-    assert_eq!(hall_a.publish_observation("a2", 1).await?, 2);
+    // Its own boards: stored, each in its partition's stream, and acknowledged.
+    let partition_stream =
+        |board: &str| ingest_stream(Some(nats::partition_of_board(board, DEFAULT_PARTITIONS)));
+    assert_eq!(
+        hall_a.publish_observation("a1", 1).await?,
+        (partition_stream("a1"), 1)
+    );
+    assert_eq!(
+        hall_a.publish_observation("a2", 1).await?,
+        (partition_stream("a2"), 1)
+    );
 
     // Another gateway's board: refused, with the server's reason, and not stored.
     let refused = hall_a.publish_observation("b1", 1).await;
@@ -174,20 +186,20 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
     // A board nobody has: the same.
     assert!(hall_a.publish_observation("z9", 1).await.is_err());
     hall_a.refused(&mapped("z9")).await?;
-    let ingest = admin.js.get_stream(INGEST_STREAM).await?;
     for board in ["b1", "z9"] {
-        let last = ingest
-            .get_last_raw_message_by_subject(&nats::board_observations(board))
-            .await;
-        assert!(
-            matches!(&last, Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound),
+        assert_eq!(
+            nats::last_board_seq(&admin.js, board).await?,
+            0,
             "nothing stored for {board}"
         );
     }
-    assert_eq!(messages_in(&admin.js, INGEST_STREAM).await?, 2);
+    assert_eq!(observations_stored(&admin.js).await?, 2);
 
     // The owner of b1 may; the gateway reads its boards' numbering back (`last_board_seq`).
-    assert_eq!(hall_b.publish_observation("b1", 7).await?, 3);
+    assert_eq!(
+        hall_b.publish_observation("b1", 7).await?,
+        (partition_stream("b1"), 1)
+    );
     assert_eq!(nats::last_board_seq(&hall_b.js, "b1").await?, 7);
     assert_eq!(nats::last_board_seq(&hall_a.js, "a1").await?, 1);
     assert_eq!(nats::last_board_seq(&hall_a.js, "a2").await?, 1);
@@ -196,13 +208,31 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
     let created = create_ingest_consumer(&hall_a.js, "sneaky").await;
     assert!(created.is_err(), "a gateway may not create consumers");
     hall_a
-        .refused("$JS.API.CONSUMER.CREATE.BOARDCAST_INGEST.sneaky")
+        .refused(&format!(
+            "$JS.API.CONSUMER.CREATE.{}.sneaky",
+            partition_stream("a1")
+        ))
         .await?;
     Ok(())
 }
 
+/// Observations stored in every observation stream.
+async fn observations_stored(js: &jetstream::Context) -> anyhow::Result<u64> {
+    let mut stored = 0;
+    for partition in nats::ingest_streams(js).await? {
+        stored += messages_in(js, &ingest_stream(partition)).await?;
+    }
+    Ok(stored)
+}
+
+/// The partition of board `a1`, whose observation stream the consumers below are made on.
+fn a1_partition() -> u32 {
+    nats::partition_of_board("a1", DEFAULT_PARTITIONS)
+}
+
+/// Creates a durable consumer on the observation stream of `a1`'s partition.
 async fn create_ingest_consumer(js: &jetstream::Context, name: &str) -> anyhow::Result<()> {
-    js.get_stream(INGEST_STREAM)
+    js.get_stream_no_info(ingest_stream(Some(a1_partition())))
         .await?
         .create_consumer(pull::Config {
             durable_name: Some(name.to_owned()),
@@ -297,13 +327,15 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
     let broadcast = As::connect(&nats, Role::BroadcastService).await?;
     game.append("g1", "record 1", 0).await?;
     game.append("g2", "record 2", 1).await?;
-    let consumer_name = ingest_consumer(Some(0));
+    let consumer_name = ingest_consumer(Some(a1_partition()));
+    let observations = ingest_stream(Some(a1_partition()));
     create_ingest_consumer(&game.js, &consumer_name).await?;
 
     async fn attempts(
         client: &As,
         consumer_name: &str,
-    ) -> anyhow::Result<Vec<(&'static str, bool)>> {
+        observations: &str,
+    ) -> anyhow::Result<Vec<(String, bool)>> {
         let js = &client.js;
         // Both may read BOARDCAST_GAMES.
         let games = js.get_stream(GAMES_STREAM).await?;
@@ -313,26 +345,32 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
         let (delete, update, delete_consumer, delete_ingest) = tokio::join!(
             js.delete_stream(GAMES_STREAM),
             js.update_stream(config),
-            js.delete_consumer_from_stream(consumer_name, INGEST_STREAM),
-            js.delete_stream(INGEST_STREAM),
+            js.delete_consumer_from_stream(consumer_name, observations),
+            js.delete_stream(observations),
         );
         Ok(vec![
-            ("$JS.API.STREAM.PURGE.BOARDCAST_GAMES", purge),
-            ("$JS.API.STREAM.DELETE.BOARDCAST_GAMES", delete.is_err()),
-            ("$JS.API.STREAM.UPDATE.BOARDCAST_GAMES", update.is_err()),
+            ("$JS.API.STREAM.PURGE.BOARDCAST_GAMES".into(), purge),
             (
-                "$JS.API.CONSUMER.DELETE.BOARDCAST_INGEST.game-service-p0",
+                "$JS.API.STREAM.DELETE.BOARDCAST_GAMES".into(),
+                delete.is_err(),
+            ),
+            (
+                "$JS.API.STREAM.UPDATE.BOARDCAST_GAMES".into(),
+                update.is_err(),
+            ),
+            (
+                format!("$JS.API.CONSUMER.DELETE.{observations}.{consumer_name}"),
                 delete_consumer.is_err(),
             ),
             (
-                "$JS.API.STREAM.DELETE.BOARDCAST_INGEST",
+                format!("$JS.API.STREAM.DELETE.{observations}"),
                 delete_ingest.is_err(),
             ),
         ])
     }
     let (from_game, from_broadcast) = tokio::join!(
-        attempts(&game, &consumer_name),
-        attempts(&broadcast, &consumer_name)
+        attempts(&game, &consumer_name, &observations),
+        attempts(&broadcast, &consumer_name, &observations)
     );
     for (who, client, results) in [
         ("game-service", &game, from_game?),
@@ -340,7 +378,7 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
     ] {
         for (subject, failed) in results {
             assert!(failed, "{who}: {subject} must fail");
-            client.refused(subject).await?;
+            client.refused(&subject).await?;
         }
     }
 
@@ -349,7 +387,7 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
     let info = games.get_info().await?;
     assert_eq!(info.state.messages, 2);
     assert_eq!(info.config.max_messages, -1, "configuration unchanged");
-    let ingest = admin.js.get_stream(INGEST_STREAM).await?;
+    let ingest = admin.js.get_stream(&observations).await?;
     ingest
         .consumer_info(&consumer_name)
         .await
@@ -378,13 +416,15 @@ async fn only_the_game_service_asks_the_game_logs_leader_to_step_down() -> anyho
     );
     assert_eq!(game.refusal_count(), 0);
     // Of no other stream, and nobody else.
-    assert!(
-        nats::step_down_stream_leader(&game.js, INGEST_STREAM)
-            .await
-            .is_err()
-    );
-    game.refused("$JS.API.STREAM.LEADER.STEPDOWN.BOARDCAST_INGEST")
-        .await?;
+    for observations in [INGEST_STREAM.to_owned(), ingest_stream(Some(0))] {
+        assert!(
+            nats::step_down_stream_leader(&game.js, &observations)
+                .await
+                .is_err()
+        );
+        game.refused(&format!("$JS.API.STREAM.LEADER.STEPDOWN.{observations}"))
+            .await?;
+    }
     for role in [
         Role::BroadcastService,
         Role::ArbiterService,
@@ -414,7 +454,7 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     let gateway = As::connect(&nats, Role::Gateway("hall-a".into())).await?;
 
     // The game service creates the streams.
-    nats::ensure_streams(&game.js, 1).await?;
+    nats::ensure_streams(&game.js, 1, boardcast_kit::nats::DEFAULT_PARTITIONS).await?;
 
     // Boards publish; a simulated board and a gateway continue their numbering from JetStream.
     assert_eq!(nats::last_board_seq(&simulator.js, "sim-1").await?, 0);
@@ -424,19 +464,22 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     assert_eq!(nats::last_board_seq(&simulator.js, "sim-1").await?, 1);
     assert_eq!(nats::last_board_seq(&gateway.js, "a1").await?, 1);
 
-    // The game service: its durable pull consumers, one per partition (as ingest.rs creates
-    // them), fetch and ack.
-    let ingest = game.js.get_stream(INGEST_STREAM).await?;
+    // The game service: finds the partitions' streams; its durable pull consumers, one per
+    // partition's stream (as ingest.rs creates them), fetch and ack.
+    assert_eq!(
+        nats::ingest_streams(&game.js).await?.len(),
+        1 + DEFAULT_PARTITIONS as usize
+    );
     let partitions: std::collections::BTreeSet<u32> = ["sim-1", "sim-2", "a1"]
         .iter()
         .map(|board| nats::partition_of_board(board, nats::DEFAULT_PARTITIONS))
         .collect();
     let mut delivered = 0;
-    for partition in partitions {
+    for &partition in &partitions {
+        let ingest = game.js.get_stream(ingest_stream(Some(partition))).await?;
         let consumer = ingest
             .create_consumer(pull::Config {
                 durable_name: Some(ingest_consumer(Some(partition))),
-                filter_subject: nats::partition_subjects(partition),
                 ack_policy: AckPolicy::Explicit,
                 ack_wait: Duration::from_secs(30),
                 max_ack_pending: 1,
@@ -472,8 +515,15 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     // The game service reads a board's last number when it sets up a game, and messages by
     // sequence when it looks for gaps.
     assert_eq!(nats::last_board_seq(&game.js, "sim-2").await?, 1);
+    let sim_2 = game
+        .js
+        .get_stream(ingest_stream(Some(nats::partition_of_board(
+            "sim-2",
+            DEFAULT_PARTITIONS,
+        ))))
+        .await?;
     assert!(
-        nats::next_message(&ingest, 1, &nats::board_observations("sim-2"))
+        nats::next_message(&sim_2, 1, &nats::board_observations("sim-2"))
             .await?
             .is_some()
     );
@@ -564,7 +614,11 @@ async fn readers_need_the_game_service_to_create_the_streams() -> anyhow::Result
         "{missing:#}"
     );
     // And the broadcast service may not create them itself.
-    assert!(nats::ensure_streams(&broadcast.js, 1).await.is_err());
+    assert!(
+        nats::ensure_streams(&broadcast.js, 1, boardcast_kit::nats::DEFAULT_PARTITIONS)
+            .await
+            .is_err()
+    );
     broadcast
         .refused("$JS.API.STREAM.INFO.BOARDCAST_INGEST")
         .await?;

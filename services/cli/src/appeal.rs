@@ -16,7 +16,7 @@ use boardcast_game::device::Observation;
 use boardcast_game::events::GameEventRecord;
 use boardcast_game::signing::{PublicKey, TrustedKeys};
 use boardcast_kit::game_log;
-use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM};
+use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use boardcast_schema::appeal::v1::RecordFileHeader;
 use boardcast_schema::game::v1::SigningKeyInfo;
 use clap::Args;
@@ -333,17 +333,7 @@ async fn board_observations(
     range: &BoardRange,
     writer: &mut RecordFileWriter<impl std::io::Write>,
 ) -> anyhow::Result<u64> {
-    let mut stream = js
-        .get_stream(INGEST_STREAM)
-        .await
-        .context("opening the ingest stream")?;
-    let last = stream
-        .info()
-        .await
-        .context("reading the ingest stream")?
-        .state
-        .last_sequence;
-    if last == 0 || range.through <= range.after {
+    if range.through <= range.after {
         return Ok(0);
     }
     let deliver_policy = if range.started_unix_ms > 0 {
@@ -356,16 +346,32 @@ async fn board_observations(
     } else {
         DeliverPolicy::All
     };
-    // Stored as published (a server without the partition mapping) and in the board's
-    // partition: read both, in stream order.
+    // Stored as published (a server without the partition mapping) or in the board's
+    // partition (another one before the partition count changed): every observation stream
+    // is read, each in its order.
     let published = boardcast_kit::nats::observation_subject(&range.board_id);
     let mut found = Vec::new();
     let mut complete = true;
-    for filter_subject in [published.clone(), format!("{published}.*")] {
+    for partition in boardcast_kit::nats::ingest_streams(js).await? {
+        let name = boardcast_kit::nats::ingest_stream(partition);
+        let filter_subject = match partition {
+            Some(_) => format!("{published}.*"),
+            None => published.clone(),
+        };
+        let mut stream = js
+            .get_stream(&name)
+            .await
+            .with_context(|| format!("opening the observation stream {name}"))?;
+        let last = stream
+            .info()
+            .await
+            .with_context(|| format!("reading the observation stream {name}"))?
+            .state
+            .last_sequence;
         let any = boardcast_kit::nats::next_message(&stream, 1, &filter_subject)
             .await
             .with_context(|| format!("reading board {}'s observations", range.board_id))?;
-        if any.is_none() {
+        if last == 0 || any.is_none() {
             continue;
         }
         let consumer = stream
@@ -392,14 +398,16 @@ async fn board_observations(
                 && obs.device_seq > range.after
                 && obs.device_seq <= range.through
             {
-                found.push((seq, message.payload.to_vec(), stored_ms));
+                found.push((stored_ms, seq, message.payload.to_vec()));
             }
             if pending == 0 || seq >= last {
                 break;
             }
         }
     }
-    found.sort_by_key(|(seq, _, _)| *seq);
+    // In the order stored (a board's observations are in one stream but after a change of the
+    // partition count).
+    found.sort_by_key(|(stored_ms, seq, _)| (*stored_ms, *seq));
     let copied = u64::try_from(found.len()).unwrap_or(u64::MAX);
     if !complete {
         eprintln!(
@@ -410,7 +418,7 @@ async fn board_observations(
             range.through
         );
     }
-    for (seq, payload, stored_ms) in found {
+    for (stored_ms, seq, payload) in found {
         writer.observation(game_id, seq, payload, stored_ms)?;
     }
     Ok(copied)

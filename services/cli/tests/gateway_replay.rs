@@ -110,11 +110,9 @@ fn simulated_capture_replays_to_the_source_game_as_pgn() {
 // numbered 1, 2, 3, ... for the board.
 #[test]
 fn capture_is_published_through_the_outbox() -> anyhow::Result<()> {
-    use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+    use async_nats::jetstream;
     use boardcast_schema::device::v1::{Observation, SourceKind};
-    use futures::StreamExt;
     use prost::Message as _;
-    use std::time::Duration;
 
     let games = read_games(include_str!("../../../data/london-classic-2016.pgn"))?;
     let sim =
@@ -133,7 +131,8 @@ fn capture_is_published_through_the_outbox() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let js = jetstream::new(async_nats::connect(nats.url()).await?);
-        boardcast_kit::nats::ensure_streams(&js, 1).await?;
+        boardcast_kit::nats::ensure_streams(&js, 1, boardcast_kit::nats::DEFAULT_PARTITIONS)
+            .await?;
         anyhow::Ok(())
     })?;
     let out = Command::new(env!("CARGO_BIN_EXE_boardcast"))
@@ -150,24 +149,13 @@ fn capture_is_published_through_the_outbox() -> anyhow::Result<()> {
 
     runtime.block_on(async {
         let js = jetstream::new(async_nats::connect(nats.url()).await?);
-        let stream = js.get_stream(boardcast_kit::nats::INGEST_STREAM).await?;
-        let consumer = stream
-            .create_consumer(OrderedConfig {
-                deliver_policy: DeliverPolicy::All,
-                ..Default::default()
-            })
-            .await?;
-        let mut messages = consumer.messages().await?;
-        for seq in 1..=expected as u64 {
-            let message = tokio::time::timeout(Duration::from_secs(10), messages.next())
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("stream ended"))??;
+        let stored = boardcast_testkit::every_observation(&js).await?;
+        assert_eq!(stored.len(), expected, "every observation, nothing more");
+        for (message, seq) in stored.iter().zip(1..) {
             let o = Observation::decode(message.payload.as_ref())?;
             assert_eq!((o.board_id.as_str(), o.device_seq), ("hall-1", seq));
             assert_eq!(o.source, SourceKind::CaptureReplay as i32);
         }
-        let extra = tokio::time::timeout(Duration::from_millis(300), messages.next()).await;
-        assert!(extra.is_err(), "nothing more");
         anyhow::Ok(())
     })
 }
@@ -214,7 +202,8 @@ fn the_outbox_backlog_is_reported_while_nats_is_away() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await?);
-        boardcast_kit::nats::ensure_streams(&js, 1).await?;
+        boardcast_kit::nats::ensure_streams(&js, 1, boardcast_kit::nats::DEFAULT_PARTITIONS)
+            .await?;
         anyhow::Ok(())
     })?;
     nats.server.pause()?;

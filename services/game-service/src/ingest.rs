@@ -76,9 +76,8 @@ use boardcast_game::{
     plausible_device_seq,
 };
 use boardcast_kit::nats::{
-    DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS, REASON_HEADER,
-    board_observations, board_of_subject, deadletter_subject, next_message, partition_of_subject,
-    partition_subjects,
+    DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, REASON_HEADER, board_observations,
+    board_of_subject, deadletter_subject, ingest_stream, ingest_streams, next_message,
 };
 use boardcast_kit::nats_access::{GAME_SERVICE_CONSUMER, ingest_consumer};
 use futures::StreamExt;
@@ -111,11 +110,11 @@ pub async fn run(
     store: Arc<Store>,
     settings: IngestSettings,
 ) -> anyhow::Result<()> {
-    let mut stream = js
+    let mut unpartitioned = js
         .get_stream(INGEST_STREAM)
         .await
         .context("opening the observation stream")?;
-    let start = start_after_earlier_version(&mut stream).await?;
+    let unpartitioned_start = start_after_earlier_version(&mut unpartitioned).await?;
     let mut consumed = BTreeSet::new();
     let mut tasks = tokio::task::JoinSet::new();
     let mut check = tokio::time::interval(PARTITION_CHECK);
@@ -124,16 +123,20 @@ pub async fn run(
             _ = check.tick() => {
                 let mut wanted: BTreeSet<Option<u32>> =
                     std::iter::once(None).chain((0..settings.partitions).map(Some)).collect();
-                match stored_partitions(&stream).await {
-                    Ok(stored) => wanted.extend(stored.into_iter().map(Some)),
-                    Err(e) => tracing::warn!("looking for partitions in the observation stream: {e:#}"),
+                match ingest_streams(&js).await {
+                    Ok(found) => wanted.extend(found),
+                    Err(e) => tracing::warn!("looking for partitions' observation streams: {e:#}"),
                 }
                 let new: Vec<Option<u32>> = wanted.difference(&consumed).copied().collect();
                 for partition in new {
                     if partition.is_some_and(|p| p >= settings.partitions) {
-                        tracing::warn!(partition, partitions = settings.partitions, "observations are stored in a partition beyond --partitions: consuming it too (the NATS server's mapping has more partitions)");
+                        tracing::warn!(partition, partitions = settings.partitions, "an observation stream of a partition beyond --partitions: consuming it too (the NATS server's mapping has more partitions)");
                     }
-                    let consumer = match partition_consumer(&stream, partition, start, settings.ack_wait).await {
+                    let start = match partition {
+                        None => unpartitioned_start,
+                        Some(_) => DeliverPolicy::All,
+                    };
+                    let consumer = match partition_consumer(&js, partition, start, settings.ack_wait).await {
                         Ok(consumer) => consumer,
                         // NATS busy or electing a leader (a service started right after a node
                         // failed): tried again shortly, the other partitions go on meanwhile.
@@ -144,9 +147,9 @@ pub async fn run(
                         }
                     };
                     consumed.insert(partition);
-                    let (js, stream, store) = (js.clone(), stream.clone(), store.clone());
+                    let (js, store) = (js.clone(), store.clone());
                     tasks.spawn(async move {
-                        let ended = consume(js, stream, store, consumer, partition).await;
+                        let ended = consume(js, store, consumer, partition).await;
                         (partition, ended)
                     });
                 }
@@ -168,20 +171,6 @@ fn partition_name(partition: Option<u32>) -> String {
     partition.map_or_else(|| "unpartitioned".to_owned(), |p| p.to_string())
 }
 
-/// The partitions that observations are stored in.
-async fn stored_partitions(stream: &Stream) -> anyhow::Result<BTreeSet<u32>> {
-    let mut subjects = stream
-        .info_with_subjects(PARTITIONED_INGEST_SUBJECTS)
-        .await
-        .context("reading the stream's subjects")?;
-    let mut partitions = BTreeSet::new();
-    while let Some(subject) = subjects.next().await {
-        let (subject, _) = subject.context("reading the stream's subjects")?;
-        partitions.extend(partition_of_subject(&subject));
-    }
-    Ok(partitions)
-}
-
 /// Where new partition consumers start: after what the earlier version's single consumer
 /// acknowledged, if there is one (its observations were decided), otherwise at the start.
 async fn start_after_earlier_version(stream: &mut Stream) -> anyhow::Result<DeliverPolicy> {
@@ -201,25 +190,33 @@ async fn start_after_earlier_version(stream: &mut Stream) -> anyhow::Result<Deli
     }
 }
 
-/// The partition's durable consumer: created, or brought to these settings if it exists (its
-/// position and start stay as they are).
+/// The partition's durable consumer on its stream: created, or brought to these settings if it
+/// exists (its position and start stay as they are). Unfiltered: each partition has a stream
+/// of its own (see `boardcast_kit::nats`).
 async fn partition_consumer(
-    stream: &Stream,
+    js: &jetstream::Context,
     partition: Option<u32>,
     start: DeliverPolicy,
     ack_wait: Duration,
-) -> anyhow::Result<PullConsumer> {
+) -> anyhow::Result<(Stream, PullConsumer)> {
+    let stream_name = ingest_stream(partition);
+    let stream = js
+        .get_stream(&stream_name)
+        .await
+        .with_context(|| format!("opening the observation stream {stream_name}"))?;
     let name = ingest_consumer(partition);
     let existing = stream.get_consumer::<pull::Config>(&name).await;
     let deliver_policy = match &existing {
         Ok(consumer) => consumer.cached_info().config.deliver_policy,
         Err(_) => start,
     };
+    // The unpartitioned stream's consumer was filtered when that stream also held the
+    // partitions; its filter is now the stream's one subject (a filter cannot be changed).
     let filter_subject = match partition {
-        Some(p) => partition_subjects(p),
+        Some(_) => String::new(),
         None => INGEST_SUBJECTS.to_owned(),
     };
-    stream
+    let consumer = stream
         .create_consumer(pull::Config {
             durable_name: Some(name.clone()),
             filter_subject,
@@ -232,7 +229,8 @@ async fn partition_consumer(
             ..Default::default()
         })
         .await
-        .with_context(|| format!("creating the observation consumer {name}"))
+        .with_context(|| format!("creating the observation consumer {name} on {stream_name}"))?;
+    Ok((stream, consumer))
 }
 
 type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
@@ -240,9 +238,8 @@ type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
 /// Decides one partition's observations, one at a time.
 async fn consume(
     js: jetstream::Context,
-    stream: Stream,
     store: Arc<Store>,
-    consumer: PullConsumer,
+    (stream, consumer): (Stream, PullConsumer),
     partition: Option<u32>,
 ) -> anyhow::Result<()> {
     let name = partition_name(partition);

@@ -93,7 +93,8 @@ struct Args {
     trust: boardcast_kit::signing::TrustArgs,
     /// How many partitions of observations to decide concurrently: the number in the NATS
     /// server's subject mapping (`mappings` in its configuration; 16 in the configurations
-    /// boardcast writes). A partition found in the stream beyond it is consumed as well.
+    /// boardcast writes). Each partition's stream (BOARDCAST_INGEST_<N>) is created if missing;
+    /// a partition's stream found beyond it is consumed as well.
     #[arg(long, env = "BOARDCAST_PARTITIONS", default_value_t = boardcast_kit::nats::DEFAULT_PARTITIONS,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(boardcast_kit::nats::MAX_PARTITIONS)))]
     partitions: u32,
@@ -157,7 +158,7 @@ async fn main() -> anyhow::Result<()> {
     // Right after a cluster node fails JetStream may not answer until its leaders are elected:
     // keep trying for a while rather than exit.
     retrying("creating the streams", || {
-        nats::ensure_streams(&js, args.replicas)
+        nats::ensure_streams(&js, args.replicas, args.partitions)
     })
     .await?;
 

@@ -3,11 +3,10 @@
 
 use std::{collections::HashMap, process::Stdio, sync::Arc, time::Duration};
 
-use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
+use async_nats::jetstream;
 use boardcast_gateway::{outbox::Outbox, publisher};
 use boardcast_schema::device::v1::{BoardPlacement, Observation, observation::Kind};
 use boardcast_testkit::TestNats;
-use futures::StreamExt;
 use prost::Message as _;
 use tokio::sync::Notify;
 
@@ -21,7 +20,7 @@ async fn observations_survive_a_nats_outage_exactly_once_and_in_order() -> anyho
     let js = jetstream::ContextBuilder::new()
         .timeout(Duration::from_secs(1))
         .build(client);
-    boardcast_kit::nats::ensure_streams(&js, 1).await?;
+    boardcast_kit::nats::ensure_streams(&js, 1, boardcast_kit::nats::DEFAULT_PARTITIONS).await?;
 
     let dir = tempfile::tempdir()?;
     let outbox = Arc::new(Outbox::open(&dir.path().join("outbox.redb"))?);
@@ -80,25 +79,14 @@ async fn observations_survive_a_nats_outage_exactly_once_and_in_order() -> anyho
 
     // Read the stream back with a fresh connection.
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    let stream = js.get_stream(boardcast_kit::nats::INGEST_STREAM).await?;
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await?;
-    let mut messages = consumer.messages().await?;
     let mut seen: HashMap<String, Vec<u64>> = HashMap::new();
     let total = BOARDS as u64 * PER_BOARD;
-    for _ in 0..total {
-        let message = tokio::time::timeout(Duration::from_secs(10), messages.next())
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("stream ended"))??;
+    let stored = boardcast_testkit::every_observation(&js).await?;
+    assert_eq!(stored.len() as u64, total, "every observation stored once");
+    for message in stored {
         let o = Observation::decode(message.payload.as_ref())?;
         seen.entry(o.board_id).or_default().push(o.device_seq);
     }
-    let extra = tokio::time::timeout(Duration::from_millis(500), messages.next()).await;
-    assert!(extra.is_err(), "no observation is stored twice");
     for b in 1..=BOARDS {
         let seqs = &seen[&format!("board-{b}")];
         let expected: Vec<u64> = (1..=PER_BOARD).collect();

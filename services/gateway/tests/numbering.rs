@@ -65,7 +65,7 @@ impl Gateway {
 async fn a_new_outbox_numbers_a_board_on_from_jetstream() -> anyhow::Result<()> {
     let nats = TestNats::start()?;
     let js = jetstream::new(boardcast_kit::nats::connect(&nats.url(), "numbering-test").await?);
-    boardcast_kit::nats::ensure_streams(&js, 1).await?;
+    boardcast_kit::nats::ensure_streams(&js, 1, boardcast_kit::nats::DEFAULT_PARTITIONS).await?;
     let dir = tempfile::tempdir()?;
 
     let first = Gateway::start(&dir.path().join("first.redb"), &js)?;

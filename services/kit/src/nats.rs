@@ -1,12 +1,16 @@
 //! NATS subjects, JetStream streams and connection set-up.
 //!
 //! Streams:
-//! - `BOARDCAST_INGEST` — device observations, deduplicated by `Nats-Msg-Id` =
-//!   `<board_id>:<device_seq>`. Boards publish on `boardcast.board.<board_id>.obs`; the NATS
-//!   server's subject mapping ([`partition_mapping`]) stores each on
-//!   `boardcast.board.<board_id>.obs.<partition>`, so that the game service decides partitions
-//!   concurrently while each board stays in one of them. Without the mapping they are stored as
-//!   published and decided as one partition.
+//! - `BOARDCAST_INGEST_<N>` — device observations of partition N, deduplicated by
+//!   `Nats-Msg-Id` = `<board_id>:<device_seq>`. Boards publish on
+//!   `boardcast.board.<board_id>.obs`; the NATS server's subject mapping ([`partition_mapping`])
+//!   turns that into `boardcast.board.<board_id>.obs.<partition>`, stored in the partition's own
+//!   stream, so that the game service decides partitions concurrently while each board stays in
+//!   one of them. A stream per partition rather than one filtered consumer per partition: the
+//!   server finds a filtered consumer's next message by going through the stream's subjects
+//!   (every board), which bounded the whole hall to what one core of nats-server 2.9 could do.
+//! - `BOARDCAST_INGEST` — observations stored as published, by a server without the mapping;
+//!   decided as one more partition.
 //! - `BOARDCAST_GAMES` — game event records on `boardcast.game.<game_id>.events`, one subject per
 //!   game so a game's log is read in order on its own.
 //! - `BOARDCAST_DEADLETTER` — observations that could not be used, on
@@ -17,6 +21,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use async_nats::jetstream::{self, stream};
 
+/// Observations stored unpartitioned (a server without the partition mapping).
 pub const INGEST_STREAM: &str = "BOARDCAST_INGEST";
 pub const GAMES_STREAM: &str = "BOARDCAST_GAMES";
 pub const DEADLETTER_STREAM: &str = "BOARDCAST_DEADLETTER";
@@ -27,7 +32,7 @@ pub const DELAYS_STREAM: &str = "BOARDCAST_DELAYS";
 
 /// Observations as boards publish them (and as stored when the server has no partition mapping).
 pub const INGEST_SUBJECTS: &str = "boardcast.board.*.obs";
-/// Observations as stored by a server with the partition mapping.
+/// Observations as stored by a server with the partition mapping (in the partitions' streams).
 pub const PARTITIONED_INGEST_SUBJECTS: &str = "boardcast.board.*.obs.*";
 /// How many partitions the configurations written here use unless told otherwise.
 pub const DEFAULT_PARTITIONS: u32 = 16;
@@ -53,6 +58,41 @@ pub fn board_observations(board_id: &str) -> String {
 /// The stored observations of one partition.
 pub fn partition_subjects(partition: u32) -> String {
     format!("boardcast.board.*.obs.{partition}")
+}
+
+/// The stream holding one partition's observations (`None`: those stored unpartitioned).
+pub fn ingest_stream(partition: Option<u32>) -> String {
+    match partition {
+        Some(p) => format!("{INGEST_STREAM}_{p}"),
+        None => INGEST_STREAM.to_owned(),
+    }
+}
+
+/// The partition whose observations stream `name` holds: `Some(None)` for the unpartitioned
+/// stream, `None` for any other stream.
+pub fn partition_of_stream(name: &str) -> Option<Option<u32>> {
+    if name == INGEST_STREAM {
+        return Some(None);
+    }
+    let number = name.strip_prefix(INGEST_STREAM)?.strip_prefix('_')?;
+    let partition: u32 = number.parse().ok()?;
+    (partition < MAX_PARTITIONS && partition.to_string() == number).then_some(Some(partition))
+}
+
+/// The observation streams on the server: the unpartitioned one and one per partition.
+pub async fn ingest_streams(js: &jetstream::Context) -> anyhow::Result<Vec<Option<u32>>> {
+    use futures::TryStreamExt as _;
+    let names: Vec<String> = js
+        .stream_names()
+        .try_collect()
+        .await
+        .context("listing the observation streams")?;
+    let mut partitions: Vec<Option<u32>> = names
+        .iter()
+        .filter_map(|n| partition_of_stream(n))
+        .collect();
+    partitions.sort_unstable();
+    Ok(partitions)
 }
 
 /// The board of a stored observation's subject (partitioned or not).
@@ -344,43 +384,54 @@ fn percent_decode(s: &str) -> anyhow::Result<String> {
     String::from_utf8(out).context("the NATS URL's credentials are not UTF-8")
 }
 
-/// Creates the streams if they do not exist yet. Safe to call from every service at start-up
-/// whose NATS user may create them (the game service, admin); the others call
-/// [`require_streams`].
-pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow::Result<()> {
-    for (name, subjects, description) in [
+/// Creates the streams if they do not exist yet, with one observation stream for each of
+/// `partitions` partitions. Safe to call from every service at start-up whose NATS user may
+/// create them (the game service, admin); the others call [`require_streams`].
+pub async fn ensure_streams(
+    js: &jetstream::Context,
+    replicas: usize,
+    partitions: u32,
+) -> anyhow::Result<()> {
+    let mut streams = vec![
         (
-            INGEST_STREAM,
-            INGEST_SUBJECTS,
-            "Board and clock observations",
-        ),
-        (GAMES_STREAM, GAMES_SUBJECTS, "Game event logs"),
-        (
-            DEADLETTER_STREAM,
-            DEADLETTER_SUBJECTS,
-            "Observations that could not be used",
+            INGEST_STREAM.to_owned(),
+            INGEST_SUBJECTS.to_owned(),
+            "Board and clock observations stored unpartitioned".to_owned(),
         ),
         (
-            ASSIGNMENTS_STREAM,
-            ASSIGNMENTS_SUBJECTS,
-            "Arbiters assigned to boards by the chief arbiters",
+            GAMES_STREAM.to_owned(),
+            GAMES_SUBJECTS.to_owned(),
+            "Game event logs".to_owned(),
         ),
         (
-            DELAYS_STREAM,
-            DELAYS_SUBJECTS,
-            "Broadcast delays set by operators and chief arbiters",
+            DEADLETTER_STREAM.to_owned(),
+            DEADLETTER_SUBJECTS.to_owned(),
+            "Observations that could not be used".to_owned(),
         ),
-    ] {
-        let subjects = if name == INGEST_STREAM {
-            vec![subjects.to_owned(), PARTITIONED_INGEST_SUBJECTS.to_owned()]
-        } else {
-            vec![subjects.to_owned()]
-        };
+        (
+            ASSIGNMENTS_STREAM.to_owned(),
+            ASSIGNMENTS_SUBJECTS.to_owned(),
+            "Arbiters assigned to boards by the chief arbiters".to_owned(),
+        ),
+        (
+            DELAYS_STREAM.to_owned(),
+            DELAYS_SUBJECTS.to_owned(),
+            "Broadcast delays set by operators and chief arbiters".to_owned(),
+        ),
+    ];
+    streams.extend((0..partitions.min(MAX_PARTITIONS)).map(|p| {
+        (
+            ingest_stream(Some(p)),
+            partition_subjects(p),
+            format!("Board and clock observations of partition {p}"),
+        )
+    }));
+    for (name, subjects, description) in streams {
         let stream = js
             .get_or_create_stream(stream::Config {
-                name: name.to_owned(),
-                subjects: subjects.clone(),
-                description: Some(description.to_owned()),
+                name: name.clone(),
+                subjects: vec![subjects.clone()],
+                description: Some(description),
                 storage: stream::StorageType::File,
                 num_replicas: replicas,
                 duplicate_window: Duration::from_secs(120),
@@ -388,19 +439,44 @@ pub async fn ensure_streams(js: &jetstream::Context, replicas: usize) -> anyhow:
             })
             .await
             .with_context(|| format!("creating JetStream stream {name}"))?;
-        // A stream created by an earlier version lacks the partitioned subjects.
-        let mut config = stream.cached_info().config.clone();
-        if config.subjects != subjects {
-            config.subjects = subjects;
-            js.update_stream(config).await.with_context(|| {
-                format!(
-                    "adding the partitioned subjects ({PARTITIONED_INGEST_SUBJECTS}) to {name}, \
-                     created by an earlier version (only the NATS admin user may change a \
-                     stream: start the game service once with the admin's URL)"
-                )
-            })?;
+        if name == INGEST_STREAM && stream.cached_info().config.subjects != [subjects.clone()] {
+            leave_partitions_to_their_streams(js, stream).await?;
         }
     }
+    Ok(())
+}
+
+/// An earlier version kept every partition in `BOARDCAST_INGEST`, which the partitions' own
+/// streams cannot share subjects with: it is narrowed to the unpartitioned subjects, once no
+/// partitioned observation is left in it (they would be left undecided).
+async fn leave_partitions_to_their_streams(
+    js: &jetstream::Context,
+    stream: stream::Stream,
+) -> anyhow::Result<()> {
+    use futures::StreamExt as _;
+    let held = stream
+        .info_with_subjects(PARTITIONED_INGEST_SUBJECTS)
+        .await
+        .context("reading the observation stream's subjects")?
+        .count()
+        .await;
+    if held > 0 {
+        anyhow::bail!(
+            "{INGEST_STREAM} still holds observations stored in partitions by an earlier version \
+             ({held} boards): let the earlier version decide them, then remove them \
+             (`nats stream purge {INGEST_STREAM} --subject '{PARTITIONED_INGEST_SUBJECTS}'`) \
+             and start again"
+        );
+    }
+    let mut config = stream.cached_info().config.clone();
+    config.subjects = vec![INGEST_SUBJECTS.to_owned()];
+    js.update_stream(config).await.with_context(|| {
+        format!(
+            "giving the partitioned subjects of {INGEST_STREAM}, created by an earlier version, \
+             to the partitions' streams (only the NATS admin user may change a stream: start the \
+             game service once with the admin's URL)"
+        )
+    })?;
     Ok(())
 }
 
@@ -482,31 +558,43 @@ pub async fn next_message(
     }
 }
 
-/// The `device_seq` of the board's last observation in the ingest stream; 0 when it has sent
-/// none. A game set up on the board now follows it from there; a simulated board continues its
-/// numbering from there, as a gateway does (a board's numbers are never reused).
+/// The `device_seq` of the board's last observation in the observation streams; 0 when it has
+/// sent none. A game set up on the board now follows it from there; a simulated board continues
+/// its numbering from there, as a gateway does (a board's numbers are never reused). Every
+/// observation stream is asked, since the board may have been in another partition before
+/// (the partition count changed between rounds) or stored unpartitioned.
 pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::Result<u64> {
     use async_nats::jetstream::stream::LastRawMessageErrorKind;
     use prost::Message as _;
-    let stream = js
-        .get_stream(INGEST_STREAM)
-        .await
-        .context("opening the observation stream")?;
-    match stream
-        .get_last_raw_message_by_subject(&board_observations(board_id))
-        .await
-    {
-        Ok(message) => {
-            let observation =
-                boardcast_schema::device::v1::Observation::decode(message.payload.as_ref())
-                    .with_context(|| {
-                        format!("board {board_id}'s last observation is undecodable")
-                    })?;
-            Ok(observation.device_seq)
+    let mut last = 0;
+    for partition in ingest_streams(js).await? {
+        let name = ingest_stream(partition);
+        // Without asking for the stream's info: a gateway may only get messages.
+        let stream = js
+            .get_stream_no_info(&name)
+            .await
+            .with_context(|| format!("opening the observation stream {name}"))?;
+        match stream
+            .get_last_raw_message_by_subject(&board_observations(board_id))
+            .await
+        {
+            Ok(message) => {
+                let observation =
+                    boardcast_schema::device::v1::Observation::decode(message.payload.as_ref())
+                        .with_context(|| {
+                            format!("board {board_id}'s last observation in {name} is undecodable")
+                        })?;
+                last = last.max(observation.device_seq);
+            }
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => {}
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("reading board {board_id}'s last observation in {name}")
+                });
+            }
         }
-        Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(0),
-        Err(e) => Err(e).with_context(|| format!("reading board {board_id}'s last observation")),
     }
+    Ok(last)
 }
 
 #[cfg(test)]
@@ -539,6 +627,15 @@ mod tests {
         assert_eq!(partition_of_subject("boardcast.board.b1.obs.64"), None);
         assert!(partition_mapping(16).contains("{{partition(16,1)}}"));
         assert!(partition_mapping(16).contains("boardcast.board.{{wildcard(1)}}.obs."));
+        assert_eq!(partition_of_stream("BOARDCAST_INGEST"), Some(None));
+        assert_eq!(partition_of_stream("BOARDCAST_INGEST_7"), Some(Some(7)));
+        assert_eq!(
+            partition_of_stream(&ingest_stream(Some(63))),
+            Some(Some(63))
+        );
+        assert_eq!(partition_of_stream("BOARDCAST_INGEST_07"), None);
+        assert_eq!(partition_of_stream("BOARDCAST_INGEST_64"), None);
+        assert_eq!(partition_of_stream("BOARDCAST_GAMES"), None);
     }
 
     #[test]

@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 use crate::nats::{
     ASSIGNMENTS_STREAM, ASSIGNMENTS_SUBJECTS, DEADLETTER_STREAM, DEADLETTER_SUBJECTS,
     DEFAULT_PARTITIONS, DELAYS_STREAM, DELAYS_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS,
-    INGEST_STREAM, INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS, observation_subject,
+    INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS, ingest_stream, observation_subject,
     partition_of_board,
 };
 
@@ -485,6 +485,13 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             format!("$JS.FC.{s}.>"),
         ]
     };
+    // Every observation stream: the unpartitioned one and those of the partitions the
+    // configuration's mapping makes (a NATS wildcard stands for a whole token only, so they are
+    // named one by one).
+    let observation_streams: Vec<String> = std::iter::once(None)
+        .chain((0..DEFAULT_PARTITIONS).map(Some))
+        .map(ingest_stream)
+        .collect();
     let publish_allow: Vec<String> = match role {
         Role::Admin => return None,
         Role::GameService => {
@@ -495,29 +502,31 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 DELAYS_SUBJECTS.to_owned(),
                 api("INFO"),
             ];
-            for s in [
-                INGEST_STREAM,
+            for s in observation_streams.iter().map(String::as_str).chain([
                 GAMES_STREAM,
                 DEADLETTER_STREAM,
                 ASSIGNMENTS_STREAM,
                 DELAYS_STREAM,
-            ] {
+            ]) {
                 allow.push(api(&format!("STREAM.CREATE.{s}")));
                 allow.extend(read_stream(s));
             }
-            // Observations: its durable consumers, one per partition (named by
-            // `ingest_consumer`; it is the only durable consumer of that stream), and the
-            // earlier version's single one, only read.
-            let i = INGEST_STREAM;
-            allow.extend([
-                api(&format!("CONSUMER.CREATE.{i}.*")),
-                api(&format!("CONSUMER.CREATE.{i}.*.>")),
-                api(&format!("CONSUMER.DURABLE.CREATE.{i}.*")),
-                api(&format!("CONSUMER.INFO.{i}.*")),
-                api(&format!("CONSUMER.MSG.NEXT.{i}.*")),
-                format!("$JS.ACK.{i}.>"),
-                format!("$JS.ACK.*.*.{i}.>"),
-            ]);
+            // Finding the partitions' streams.
+            allow.push(api("STREAM.NAMES"));
+            // Observations: its durable consumers, one per partition's stream (named by
+            // `ingest_consumer`; the only durable consumer of that stream), and the earlier
+            // version's single one, only read.
+            for i in &observation_streams {
+                allow.extend([
+                    api(&format!("CONSUMER.CREATE.{i}.*")),
+                    api(&format!("CONSUMER.CREATE.{i}.*.>")),
+                    api(&format!("CONSUMER.DURABLE.CREATE.{i}.*")),
+                    api(&format!("CONSUMER.INFO.{i}.*")),
+                    api(&format!("CONSUMER.MSG.NEXT.{i}.*")),
+                    format!("$JS.ACK.{i}.>"),
+                    format!("$JS.ACK.*.*.{i}.>"),
+                ]);
+            }
             // The game logs: ordered consumers for catching up and for the gRPC log streams.
             // (The assignments are read by message gets.)
             allow.extend(follow_stream(GAMES_STREAM));
@@ -528,12 +537,11 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             let step_down = api("STREAM.LEADER.STEPDOWN.>");
             deny.retain(|s| *s != step_down);
             allow.push(api(&format!("STREAM.LEADER.STEPDOWN.{GAMES_STREAM}")));
-            for s in [
-                INGEST_STREAM,
+            for s in observation_streams.iter().map(String::as_str).chain([
                 DEADLETTER_STREAM,
                 ASSIGNMENTS_STREAM,
                 DELAYS_STREAM,
-            ] {
+            ]) {
                 deny.push(api(&format!("STREAM.LEADER.STEPDOWN.{s}")));
             }
             deny.push("boardcast.board.>".to_owned());
@@ -565,19 +573,16 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             allow
         }
         Role::Simulator | Role::Gateway(_) => {
-            // What `last_board_seq` needs: the ingest stream's info and its last message on a
-            // subject (a message get).
-            let i = INGEST_STREAM;
-            let mut allow = vec![
-                api("INFO"),
-                api(&format!("STREAM.INFO.{i}")),
-                api(&format!("STREAM.MSG.GET.{i}")),
-            ];
+            // What `last_board_seq` needs: the observation streams' names, and their last
+            // message on a subject (a message get).
+            let mut allow = vec![api("INFO"), api("STREAM.NAMES")];
+            for i in &observation_streams {
+                allow.push(api(&format!("STREAM.MSG.GET.{i}")));
+            }
             match role {
                 Role::Gateway(_) => {
                     for board in boards {
                         let subject = observation_subject(board);
-                        allow.push(api(&format!("DIRECT.GET.{i}.{subject}")));
                         // The server checks a publish on the subject its partition mapping
                         // gives it: the board's own partition only, so that a gateway cannot
                         // put its board in a second partition by publishing there directly.
@@ -589,7 +594,6 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                     }
                 }
                 _ => {
-                    allow.push(api(&format!("DIRECT.GET.{i}.>")));
                     allow.push(INGEST_SUBJECTS.to_owned());
                     allow.push(PARTITIONED_INGEST_SUBJECTS.to_owned());
                 }
@@ -850,7 +854,9 @@ mod tests {
         assert!(p.publish_allow.contains(&step_down(GAMES_STREAM)));
         assert!(!p.publish_deny.contains(&step_down(">")));
         for s in [
-            INGEST_STREAM,
+            crate::nats::INGEST_STREAM,
+            &ingest_stream(Some(0)),
+            &ingest_stream(Some(DEFAULT_PARTITIONS - 1)),
             DEADLETTER_STREAM,
             ASSIGNMENTS_STREAM,
             DELAYS_STREAM,

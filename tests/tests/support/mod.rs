@@ -301,7 +301,7 @@ async fn clean_run() -> anyhow::Result<Baseline> {
     check_logs(&js, &states).await?;
     let infos = states.iter().filter_map(|s| s.info.clone()).collect();
     let mut observations = Vec::new();
-    for message in every_message(&js, "BOARDCAST_INGEST").await? {
+    for message in every_observation(&js).await? {
         // As the board published it (the server stored it in the board's partition).
         let subject = boardcast_kit::nats::board_of_subject(&message.subject)
             .map(boardcast_kit::nats::observation_subject)
@@ -315,29 +315,7 @@ async fn clean_run() -> anyhow::Result<Baseline> {
     })
 }
 
-/// Every message stored in `stream` when called, in stream order, read with an ordered consumer.
-pub async fn every_message(
-    js: &jetstream::Context,
-    stream: &str,
-) -> anyhow::Result<Vec<jetstream::Message>> {
-    let stream = js
-        .get_stream(stream)
-        .await
-        .with_context(|| format!("looking up {stream}"))?;
-    let total = stream.get_info().await?.state.messages;
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await?;
-    let mut messages = consumer.messages().await?.take(usize::try_from(total)?);
-    let mut read = Vec::new();
-    while let Some(message) = messages.next().await {
-        read.push(message?);
-    }
-    Ok(read)
-}
+use boardcast_testkit::every_observation;
 
 /// A score's moves in UCI, to compare games whatever SAN they were written in.
 pub fn uci_moves(game: &boardcast_rules::pgn::PgnGame) -> anyhow::Result<Vec<String>> {
