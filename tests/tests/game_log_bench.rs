@@ -145,7 +145,7 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     let by_board = with_clock_ticks(&base.observations, ticks)?;
     let nats = TestNats::start_partitioned(partitions)?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    let service = GameService::start(&nats.url())?;
+    let service = partitioned_service(&nats.url(), partitions)?;
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let mut per_board: Vec<Vec<(String, Vec<u8>)>> = Vec::new();
     let mut game_ids = Vec::new();
@@ -199,7 +199,7 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
 
     let started = Instant::now();
     let services = (0..instances)
-        .map(|_| GameService::start(&nats.url()))
+        .map(|_| partitioned_service(&nats.url(), partitions))
         .collect::<anyhow::Result<Vec<_>>>()?;
     drained_within(&js, Duration::from_secs(3600)).await?;
     let elapsed = started.elapsed();
@@ -224,6 +224,22 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         .sum();
     assert_eq!(moves, expected, "every game has its moves");
     Ok(())
+}
+
+/// A game service consuming `partitions` partitions (creating their streams); the default
+/// for 0 (a server without the mapping).
+fn partitioned_service(nats_url: &str, partitions: u32) -> anyhow::Result<GameService> {
+    let args = match partitions {
+        0 => Vec::new(),
+        n => vec!["--partitions".to_owned(), n.to_string()],
+    };
+    GameService::start_with(
+        nats_url,
+        GameServiceOptions {
+            args,
+            ..Default::default()
+        },
+    )
 }
 
 /// Each service's peak resident memory, as the kernel counts it (`VmHWM`).
@@ -290,7 +306,7 @@ async fn live_hall_latency() -> anyhow::Result<()> {
     let nats = TestNats::start_partitioned(partitions)?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let services = (0..instances)
-        .map(|_| GameService::start(&nats.url()))
+        .map(|_| partitioned_service(&nats.url(), partitions))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut client = boardcast_testkit::admin_client(&services[0].url()).await?;
     let mut plans = Vec::new();

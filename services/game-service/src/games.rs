@@ -35,6 +35,15 @@ pub(crate) struct Games {
     trusted: TrustedKeys,
 }
 
+/// Whether a record's signature is checked when it is folded.
+#[derive(Clone, Copy)]
+enum Signature {
+    /// Read from the log: signed by a trusted key, or skipped.
+    Check,
+    /// Signed by this instance a moment ago, in this process.
+    OwnRecord,
+}
+
 impl Games {
     /// No games yet; records folded must be signed by one of `trusted`.
     pub(crate) fn new(trusted: TrustedKeys) -> Games {
@@ -81,9 +90,21 @@ impl Games {
     }
 
     /// Folds the record stored at `stream_seq`. A record that does not continue its game's chain
-    /// (which the append protocol never writes) is reported and skipped, so one bad record does
-    /// not stop every other game. Records at or before `folded_seq` were folded already.
+    /// (which the append protocol never writes) or is not signed by a trusted key is reported and
+    /// skipped, so one bad record does not stop every other game. Records at or before
+    /// `folded_seq` were folded already.
     pub(crate) fn fold(&mut self, payload: &[u8], stream_seq: u64) {
+        self.fold_record(payload, stream_seq, Signature::Check);
+    }
+
+    /// [`Games::fold`] for a record this instance signed and appended itself: its signature is
+    /// not checked again (checking is most of the cost of folding, and this instance's key is
+    /// trusted); its chain is.
+    pub(crate) fn fold_own(&mut self, payload: &[u8], stream_seq: u64) {
+        self.fold_record(payload, stream_seq, Signature::OwnRecord);
+    }
+
+    fn fold_record(&mut self, payload: &[u8], stream_seq: u64, signature: Signature) {
         if stream_seq <= self.folded_seq {
             return;
         }
@@ -94,15 +115,19 @@ impl Games {
                 let event = Game::open_record(&record).map_err(|e| e.to_string())?;
                 match self.by_id.get_mut(&event.game_id) {
                     Some(entry) => {
-                        entry
-                            .game
-                            .apply_trusted(&record, &self.trusted)
-                            .map_err(|e| e.to_string())?;
+                        match signature {
+                            Signature::Check => entry.game.apply_trusted(&record, &self.trusted),
+                            Signature::OwnRecord => entry.game.apply(&record),
+                        }
+                        .map_err(|e| e.to_string())?;
                         entry.records.push(payload.to_vec());
                     }
                     None => {
-                        let game = Game::from_first_trusted(&record, &self.trusted)
-                            .map_err(|e| e.to_string())?;
+                        let game = match signature {
+                            Signature::Check => Game::from_first_trusted(&record, &self.trusted),
+                            Signature::OwnRecord => Game::from_first_record(&record),
+                        }
+                        .map_err(|e| e.to_string())?;
                         self.insert(Entry {
                             game,
                             first_stream_seq: stream_seq,
@@ -299,6 +324,33 @@ mod tests {
             .expect("accepted");
         let record = Game::record_signed(Some(game), game.game_id(), events, 2_000, &signer());
         record[0].encode_to_vec()
+    }
+
+    #[test]
+    fn own_records_fold_unchecked_but_still_in_chain() {
+        let (game, first) = started(1, "b1");
+        let second = note(&game);
+        let mut checked = Games::new(trusted());
+        checked.fold(&first, 1);
+        checked.fold(&second, 2);
+        let mut own = Games::new(trusted());
+        own.fold_own(&first, 1);
+        own.fold_own(&second, 2);
+        assert_eq!(
+            own.get(game.game_id()).map(|e| &e.records),
+            checked.get(game.game_id()).map(|e| &e.records)
+        );
+        // A record that does not continue the chain is still refused.
+        let (other, other_first) = started(2, "b2");
+        let stray = note(&other);
+        own.fold_own(&other_first, 3);
+        own.fold_own(&stray, 4);
+        own.fold_own(&stray, 5);
+        assert_eq!(
+            own.get(other.game_id()).map(|e| e.records.len()),
+            Some(2),
+            "the second copy of the note does not continue the chain"
+        );
     }
 
     #[test]

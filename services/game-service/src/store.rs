@@ -107,12 +107,24 @@ pub struct Store {
     /// The games as folded so far. Locked only for moments and never across a NATS call, so a
     /// read (GetGame, a claim, a list) never waits for an append in progress.
     games: std::sync::RwLock<Games>,
-    /// One append or catch-up at a time on this instance (and the gRPC decisions, made in it
-    /// whole); held across NATS calls. Only its holder changes `games`. Decisions on
-    /// observations are made outside it, and their appends check in it that the game still
-    /// ends where they continue it (`Store::append`).
-    writer: tokio::sync::Mutex<()>,
-    /// Since when the writer has been busy: a write that takes long means the service is stuck.
+    /// The turn to publish, and what this instance published last. Decisions on observations
+    /// are made outside it and take it only to publish their records (checking first that the
+    /// game still ends where they continue it), without waiting for the acknowledgements of the
+    /// records before theirs: see "Pipelined appends" above.
+    writer: tokio::sync::Mutex<LastPublished>,
+    /// The turn to handle acknowledgements and fold: taken, while `writer` is still held, in
+    /// the order the records were published (tokio's mutex is first come, first served), so
+    /// that records are folded in stream order. Only its holder changes `games`. Both together
+    /// are the writer's turn alone ([`Turn`]): nothing of this instance's is in flight then;
+    /// an append or catch-up in it (and the gRPC decisions, made in it whole) waits for each
+    /// acknowledgement.
+    acks: tokio::sync::Mutex<()>,
+    /// The games with records in flight (published, not folded yet): a decision on one of them
+    /// waits for the writer's turn alone, since it would continue the game from a state without
+    /// those records and the log's checks, which look at the whole stream, would not stop it.
+    games_in_flight: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Since when acknowledgements have been awaited: a write that takes long means the service
+    /// is stuck.
     busy_since: std::sync::Mutex<Option<std::time::Instant>>,
     /// Signs every record this instance appends.
     signer: RecordSigner,
@@ -121,13 +133,27 @@ pub struct Store {
     silent_leader: std::sync::Mutex<SilentLeader>,
 }
 
-/// The writer's turn; notes how long it is held.
+/// Where this instance's last published record is expected in the stream, when records are in
+/// flight: the next one is published expecting to follow it.
+#[derive(Default)]
+struct LastPublished {
+    seq: u64,
+    message_id: String,
+}
+
+/// The writer's turn alone: nothing of this instance's is in flight.
 struct Turn<'a> {
-    _writer: tokio::sync::MutexGuard<'a, ()>,
+    _writer: tokio::sync::MutexGuard<'a, LastPublished>,
+    _acks: AckTurn<'a>,
+}
+
+/// The turn to handle acknowledgements; notes how long it is held.
+struct AckTurn<'a> {
+    _acks: tokio::sync::MutexGuard<'a, ()>,
     busy_since: &'a std::sync::Mutex<Option<std::time::Instant>>,
 }
 
-impl Drop for Turn<'_> {
+impl Drop for AckTurn<'_> {
     fn drop(&mut self) {
         if let Ok(mut since) = self.busy_since.lock() {
             *since = None;
@@ -157,11 +183,19 @@ impl Store {
 
     async fn turn(&self) -> Turn<'_> {
         let writer = self.writer.lock().await;
+        let acks = self.acks.lock().await;
+        Turn {
+            _writer: writer,
+            _acks: self.ack_turn(acks),
+        }
+    }
+
+    fn ack_turn<'a>(&'a self, acks: tokio::sync::MutexGuard<'a, ()>) -> AckTurn<'a> {
         if let Ok(mut since) = self.busy_since.lock() {
             *since = Some(std::time::Instant::now());
         }
-        Turn {
-            _writer: writer,
+        AckTurn {
+            _acks: acks,
             busy_since: &self.busy_since,
         }
     }
@@ -202,7 +236,9 @@ impl Store {
             js,
             stream,
             games: std::sync::RwLock::new(games),
-            writer: tokio::sync::Mutex::new(()),
+            writer: tokio::sync::Mutex::default(),
+            acks: tokio::sync::Mutex::new(()),
+            games_in_flight: std::sync::Mutex::default(),
             busy_since: std::sync::Mutex::new(None),
             signer,
             silent_leader: std::sync::Mutex::default(),
@@ -317,19 +353,20 @@ impl Store {
                     on_board,
                     outcome,
                 } => {
+                    let appended = match held {
+                        Some(_) => self.append(&game_id, records).await?,
+                        None => {
+                            self.append_pipelined(&game_id, records, on_board.as_deref())
+                                .await?
+                        }
+                    };
+                    if appended {
+                        return Ok(outcome);
+                    }
                     let _turn = match held {
                         Some(_) => None,
                         None => Some(self.turn().await),
                     };
-                    // Decided outside the turn: the game may have been replaced on its board.
-                    let still_live = on_board.as_ref().is_none_or(|board| {
-                        self.read()
-                            .live_on(board)
-                            .is_some_and(|e| e.game.game_id() == game_id)
-                    });
-                    if still_live && self.append(&game_id, records).await? {
-                        return Ok(outcome);
-                    }
                     self.catch_up().await.map_err(|e| failed(&game_id, e))?;
                     caught_up = true;
                 }
@@ -616,6 +653,168 @@ impl Store {
         Ok(true)
     }
 
+    /// Appends a decision made outside the writer's turn, in the pipeline: its records are
+    /// published after those still in flight, without waiting for their acknowledgements, each
+    /// expecting to follow the one published before it (see "Pipelined appends" above), and are
+    /// folded once acknowledged, in stream order. Returns false when the game changed under the
+    /// decision (decide again). When a record is refused (another writer came between, or one
+    /// in flight before it was refused), the writer's turn is taken alone, the log caught up,
+    /// and what is not stored yet is appended one record at a time ([`Store::append`]).
+    async fn append_pipelined(
+        &self,
+        game_id: &str,
+        records: Vec<GameEventRecord>,
+        on_board: Option<&str>,
+    ) -> Result<bool, AppendError> {
+        let last_hash = records.last().map(|r| r.hash.clone());
+        let writer = self.writer.lock().await;
+        // Decided outside the turn: the game may have been replaced on its board, or may have
+        // changed since (here or elsewhere; then a publish below is refused).
+        let still_live = on_board.is_none_or(|board| {
+            self.read()
+                .live_on(board)
+                .is_some_and(|e| e.game.game_id() == game_id)
+        });
+        let Some(first) = records.first() else {
+            return Ok(true);
+        };
+        let event = Game::open_record(first).map_err(|e| failed(game_id, e))?;
+        if !still_live
+            || !self.continues(game_id, &first.prev_hash, event.game_seq)
+            || !self.lock_games_in_flight().insert(game_id.to_owned())
+        {
+            return Ok(false);
+        }
+        let appended = self.publish_in_pipeline(game_id, &records, writer).await;
+        self.lock_games_in_flight().remove(game_id);
+        if appended? {
+            return Ok(true);
+        }
+        // Refused: alone in the writer's turn, on the caught-up log, the records not stored yet.
+        let _turn = self.turn().await;
+        self.catch_up().await.map_err(|e| failed(game_id, e))?;
+        let last_game_seq = self
+            .read()
+            .get(game_id)
+            .map_or(0, |e| e.game.last_game_seq());
+        let mut rest = Vec::with_capacity(records.len());
+        for record in records {
+            let game_seq = Game::open_record(&record)
+                .map_err(|e| failed(game_id, e))?
+                .game_seq;
+            if game_seq > last_game_seq {
+                rest.push(record);
+            }
+        }
+        // None left: stored, if what the game ends with is this decision's last record.
+        if rest.is_empty() {
+            return Ok(self.read().get(game_id).is_some_and(|e| {
+                e.records.last().is_some_and(|last| {
+                    GameEventRecord::decode(last.as_slice())
+                        .is_ok_and(|last| Some(&last.hash) == last_hash.as_ref())
+                })
+            }));
+        }
+        self.append(game_id, rest).await
+    }
+
+    fn lock_games_in_flight(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.games_in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Publishes `records` after what is in flight and folds them once acknowledged; true when
+    /// all were stored (see [`Store::append_pipelined`]).
+    async fn publish_in_pipeline(
+        &self,
+        game_id: &str,
+        records: &[GameEventRecord],
+        mut writer: tokio::sync::MutexGuard<'_, LastPublished>,
+    ) -> Result<bool, AppendError> {
+        // Nothing in flight: the records follow what is folded. Otherwise they follow the last
+        // record published, which may still be refused: then they are refused as well.
+        let acks = self.acks.try_lock().ok();
+        let (mut expected_seq, mut expected_id) = match acks {
+            Some(_) => (self.read().folded_seq(), None),
+            None => (writer.seq, Some(writer.message_id.clone())),
+        };
+        let mut in_flight = Vec::with_capacity(records.len());
+        for record in records {
+            let game_seq = Game::open_record(record)
+                .map_err(|e| failed(game_id, e))?
+                .game_seq;
+            let payload = record.encode_to_vec();
+            let ack = self
+                .send(
+                    game_id,
+                    game_seq,
+                    &record.hash,
+                    &payload,
+                    expected_seq,
+                    expected_id.as_deref(),
+                )
+                .await?;
+            in_flight.push((payload, ack));
+            expected_seq += 1;
+            expected_id = Some(game_message_id(game_id, game_seq, &record.hash));
+        }
+        *writer = LastPublished {
+            seq: expected_seq,
+            message_id: expected_id.unwrap_or_default(),
+        };
+        let acks = match acks {
+            Some(acks) => acks,
+            // Queued while still publishing alone: acknowledgements are handled in the order the
+            // records were published.
+            None => self.acks.lock().await,
+        };
+        drop(writer);
+        let ack_turn = self.ack_turn(acks);
+        let mut stored = Vec::with_capacity(in_flight.len());
+        for (payload, ack) in in_flight {
+            match self.outcome(game_id, ack).await {
+                Ok(PublishOutcome::Stored(seq)) => {
+                    crate::metrics::record_appended();
+                    stored.push((payload, seq));
+                }
+                // The records after it were published expecting it: refused as well.
+                Ok(PublishOutcome::Conflict) => {
+                    crate::metrics::append_conflict();
+                    break;
+                }
+                Err(e) => {
+                    self.fold_in_order(&mut stored)
+                        .await
+                        .map_err(|read| failed(game_id, read))?;
+                    return Err(e);
+                }
+            }
+        }
+        let complete = stored.len() == records.len();
+        self.fold_in_order(&mut stored)
+            .await
+            .map_err(|e| failed(game_id, e))?;
+        drop(ack_turn);
+        Ok(complete)
+    }
+
+    /// Folds records this instance stored, in stream order; when one does not follow what is
+    /// folded (a record before it, whose outcome was not known, was stored after all), the log
+    /// is caught up instead, which folds it. In the acknowledgement turn.
+    async fn fold_in_order(&self, stored: &mut Vec<(Vec<u8>, u64)>) -> Result<(), ReadError> {
+        let follows = stored.first().is_none_or(|&(_, first)| {
+            let folded_seq = self.read().folded_seq();
+            first <= folded_seq + 1
+        });
+        if follows {
+            self.fold_stored(stored);
+            return Ok(());
+        }
+        stored.clear();
+        self.catch_up().await
+    }
+
     /// Whether a record with `prev_hash` and `game_seq` continues game `game_id` as folded.
     fn continues(&self, game_id: &str, prev_hash: &[u8], game_seq: u64) -> bool {
         self.read().continues(game_id, prev_hash, game_seq)
@@ -628,11 +827,12 @@ impl Store {
         }
         let mut games = self.write();
         for (payload, seq) in stored.drain(..) {
-            games.fold(&payload, seq);
+            games.fold_own(&payload, seq);
         }
     }
 
-    /// Publishes one record, expecting the whole stream to end at `expected_last`.
+    /// Publishes one record, expecting the whole stream to end at `expected_last`, and waits
+    /// for the answer.
     async fn publish(
         &self,
         game_id: &str,
@@ -641,27 +841,50 @@ impl Store {
         payload: &[u8],
         expected_last: u64,
     ) -> Result<PublishOutcome, AppendError> {
+        let ack = self
+            .send(game_id, game_seq, hash, payload, expected_last, None)
+            .await?;
+        self.outcome(game_id, ack).await
+    }
+
+    /// Sends one record, expecting the whole stream to end at `expected_last` and, when given,
+    /// with the record whose message id is `expected_last_id`; the answer comes later.
+    async fn send(
+        &self,
+        game_id: &str,
+        game_seq: u64,
+        hash: &[u8],
+        payload: &[u8],
+        expected_last: u64,
+        expected_last_id: Option<&str>,
+    ) -> Result<jetstream::context::PublishAckFuture, AppendError> {
         // The record carries the trace of what it was decided on (an observation, a gRPC call)
         // to the services that read the log.
         let span = tracing::info_span!("record.append", game = %game_id, game_seq);
         let mut headers = async_nats::HeaderMap::new();
         span.in_scope(|| boardcast_kit::telemetry::inject_into_nats(&mut headers));
-        let message = PublishMessage::build()
+        let mut message = PublishMessage::build()
             .payload(payload.to_vec().into())
             .headers(headers)
             .message_id(game_message_id(game_id, game_seq, hash))
             .expected_last_sequence(expected_last);
-        let ack = async {
-            Ok::<_, AppendError>(
-                self.js
-                    .send_publish(game_subject(game_id), message)
-                    .await
-                    .map_err(|e| failed(game_id, e))?
-                    .await,
-            )
+        if let Some(id) = expected_last_id {
+            message = message.expected_last_message_id(id);
         }
-        .instrument(span)
-        .await?;
+        self.js
+            .send_publish(game_subject(game_id), message)
+            .instrument(span)
+            .await
+            .map_err(|e| failed(game_id, e))
+    }
+
+    /// What became of a record sent: stored (where), refused as a conflict, or not known.
+    async fn outcome(
+        &self,
+        game_id: &str,
+        ack: jetstream::context::PublishAckFuture,
+    ) -> Result<PublishOutcome, AppendError> {
+        let ack = ack.await;
         match &ack {
             Err(e) if e.kind() == PublishErrorKind::TimedOut => self.unacknowledged(),
             _ => self.lock_silent_leader().answered(),
@@ -669,7 +892,12 @@ impl Store {
         match ack {
             Ok(ack) if ack.duplicate => Ok(PublishOutcome::Conflict),
             Ok(ack) => Ok(PublishOutcome::Stored(ack.sequence)),
-            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    PublishErrorKind::WrongLastSequence | PublishErrorKind::WrongLastMessageId
+                ) =>
+            {
                 Ok(PublishOutcome::Conflict)
             }
             // Unknown outcome: the record may or may not be stored. The caller does not ack the
