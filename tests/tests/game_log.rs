@@ -529,3 +529,52 @@ async fn create_games(
     }
     Ok(())
 }
+
+/// What the game service's pipelined appends rest on (see its `store`): a record published
+/// expecting both the stream's last sequence and the message id of the record sent before it is
+/// stored only right after that record. Here the record before it is refused, because another
+/// writer's record came first and took its place: the one sent after it is refused as well,
+/// where its sequence alone would have let it in; records sent back to back are stored in
+/// order. On a three-node cluster of nats-server 2.9, the only one the game service pipelines on
+/// (nats-server 2.15 takes the refused message id as a write error that stops the stream).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_record_sent_after_a_refused_one_is_refused_too() -> anyhow::Result<()> {
+    use async_nats::jetstream::context::PublishErrorKind;
+    let cluster = TestCluster::start(3).await?;
+    let js = jetstream::new(boardcast_kit::nats::connect(&cluster.urls(), "test").await?);
+    boardcast_kit::nats::ensure_streams(&js, 3, 1).await?;
+    let send = |id: &str, expected_last: u64, expected_last_id: Option<&str>| {
+        let mut message = PublishMessage::build()
+            .payload(id.to_owned().into())
+            .message_id(id)
+            .expected_last_sequence(expected_last);
+        if let Some(last_id) = expected_last_id {
+            message = message.expected_last_message_id(last_id);
+        }
+        js.send_publish(boardcast_kit::nats::game_subject("g"), message)
+    };
+    assert_eq!(send("g:1", 0, None).await?.await?.sequence, 1);
+    // Another writer's record takes sequence 2.
+    assert_eq!(send("h:1", 1, None).await?.await?.sequence, 2);
+    // Two records sent one after the other, the first expecting what this writer last saw.
+    let first = send("g:2", 1, Some("g:1")).await?;
+    let second = send("g:3", 2, Some("g:2")).await?;
+    let first = first.await.expect_err("the first is refused");
+    assert_eq!(first.kind(), PublishErrorKind::WrongLastSequence);
+    let second = second.await.expect_err("the second is refused");
+    assert_eq!(second.kind(), PublishErrorKind::WrongLastMessageId);
+    let stream = js.get_stream(boardcast_kit::nats::GAMES_STREAM).await?;
+    assert_eq!(stream.get_info().await?.state.last_sequence, 2);
+    // Records sent back to back, each after the one before: stored in order.
+    let chained = [
+        send("g:4", 2, Some("h:1")).await?,
+        send("g:5", 3, Some("g:4")).await?,
+        send("g:6", 4, Some("g:5")).await?,
+    ];
+    let mut stored = Vec::new();
+    for ack in chained {
+        stored.push(ack.await?.sequence);
+    }
+    assert_eq!(stored, [3, 4, 5]);
+    Ok(())
+}

@@ -20,6 +20,32 @@
 //! plenty; should it not be, the games stream can be sharded by game into several streams, each
 //! with its own `folded_seq`.
 //!
+//! # Pipelined appends
+//!
+//! Waiting for each record's acknowledgement before publishing the next made all appends of an
+//! instance one at a time, each a round trip to the stream's leader: that bounded the whole hall
+//! (about 4,400 observations per second here). Decisions on observations are therefore appended
+//! in a pipeline: in the writer's turn a decision publishes its records right after the records
+//! still in flight, and then waits for their acknowledgements in the order they were published
+//! (the `acks` turn, queued for before the writer's turn is let go), and folds them. Each record
+//! expects the stream to end where the one published before it will be stored
+//! (`Nats-Expected-Last-Sequence`) *and* with that record (`Nats-Expected-Last-Msg-Id`, its
+//! message id). The sequence alone would not do: when a record in flight is refused because
+//! another writer came first, the next one's expected sequence is then the other writer's
+//! record's, and it would be stored on top of a record its decision never saw. With the message
+//! id it is refused too, and so is everything after it; nats-server checks both where it applies
+//! a record, on every replica, so the answer is the same on all of them
+//! (`tests/game_log.rs`, `a_record_sent_after_a_refused_one_is_refused_too`). A decision whose
+//! record was refused takes the writer's turn alone (nothing in flight), catches up, and appends
+//! what is not stored yet one record at a time, as any conflict. Two decisions on one game are
+//! never in flight together (`games_in_flight`): the second would continue the game from a state
+//! without the first, and nothing in the log's checks would see it.
+//!
+//! Only nats-server 2.9 is sent records in the pipeline. nats-server 2.15 refuses a wrong
+//! sequence before replicating a record, but checks the message id only where it applies it, and
+//! takes a mismatch there as a write error that stops the stream (seen in the same test): later
+//! servers get one decision at a time in the writer's turn alone.
+//!
 //! A conflict is never resolved by writing anyway, so a game's log never forks. Every record is
 //! also published with `Nats-Msg-Id = <game>:<game_seq>`: a retry after an unknown outcome (a
 //! timeout) whose first attempt was stored is then deduplicated by JetStream; a duplicate
@@ -123,6 +149,10 @@ pub struct Store {
     /// waits for the writer's turn alone, since it would continue the game from a state without
     /// those records and the log's checks, which look at the whole stream, would not stop it.
     games_in_flight: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Whether decisions on observations are appended in the pipeline (see "Pipelined appends"
+    /// above), which only nats-server 2.9 allows: each decision is otherwise appended in the
+    /// writer's turn alone.
+    pipelined: bool,
     /// Since when acknowledgements have been awaited: a write that takes long means the service
     /// is stuck.
     busy_since: std::sync::Mutex<Option<std::time::Instant>>,
@@ -232,6 +262,7 @@ impl Store {
                 Err(e) => tracing::warn!("not using the snapshot, rebuilding from the log: {e}"),
             }
         }
+        let pipelined = pipelines_safely(&js.client().server_info().version);
         let store = Store {
             js,
             stream,
@@ -239,6 +270,7 @@ impl Store {
             writer: tokio::sync::Mutex::default(),
             acks: tokio::sync::Mutex::new(()),
             games_in_flight: std::sync::Mutex::default(),
+            pipelined,
             busy_since: std::sync::Mutex::new(None),
             signer,
             silent_leader: std::sync::Mutex::default(),
@@ -355,9 +387,14 @@ impl Store {
                 } => {
                     let appended = match held {
                         Some(_) => self.append(&game_id, records).await?,
-                        None => {
+                        None if self.pipelined => {
                             self.append_pipelined(&game_id, records, on_board.as_deref())
                                 .await?
+                        }
+                        None => {
+                            let _turn = self.turn().await;
+                            self.still_live(&game_id, on_board.as_deref())
+                                && self.append(&game_id, records).await?
                         }
                     };
                     if appended {
@@ -668,18 +705,13 @@ impl Store {
     ) -> Result<bool, AppendError> {
         let last_hash = records.last().map(|r| r.hash.clone());
         let writer = self.writer.lock().await;
-        // Decided outside the turn: the game may have been replaced on its board, or may have
-        // changed since (here or elsewhere; then a publish below is refused).
-        let still_live = on_board.is_none_or(|board| {
-            self.read()
-                .live_on(board)
-                .is_some_and(|e| e.game.game_id() == game_id)
-        });
         let Some(first) = records.first() else {
             return Ok(true);
         };
+        // Decided outside the turn: the game may have changed since (here or elsewhere; then a
+        // publish below is refused).
         let event = Game::open_record(first).map_err(|e| failed(game_id, e))?;
-        if !still_live
+        if !self.still_live(game_id, on_board)
             || !self.continues(game_id, &first.prev_hash, event.game_seq)
             || !self.lock_games_in_flight().insert(game_id.to_owned())
         {
@@ -716,6 +748,16 @@ impl Store {
             }));
         }
         self.append(game_id, rest).await
+    }
+
+    /// Whether game `game_id` is still the one live on `on_board` (a decision made outside the
+    /// writer's turn: another game may have been set up there since).
+    fn still_live(&self, game_id: &str, on_board: Option<&str>) -> bool {
+        on_board.is_none_or(|board| {
+            self.read()
+                .live_on(board)
+                .is_some_and(|e| e.game.game_id() == game_id)
+        })
     }
 
     fn lock_games_in_flight(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
@@ -1091,4 +1133,28 @@ async fn restore(
         }
     }
     Ok(games)
+}
+/// Whether the nats-server of version `version` (as it reports it, e.g. `2.9.10`) may be sent
+/// records in the pipeline: nats-server 2.9 refuses a record whose expected last message id does
+/// not match, like any conflict, where it applies it on each replica. nats-server 2.15 (as the
+/// tests show) takes the same mismatch on a replicated stream as a write error and stops the
+/// stream until its replicas are restored, so later servers are sent one decision at a time.
+fn pipelines_safely(version: &str) -> bool {
+    let mut numbers = version.trim_start_matches('v').split('.');
+    numbers.next() == Some("2") && numbers.next() == Some("9")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_nats_server_2_9_gets_records_in_the_pipeline() {
+        assert!(pipelines_safely("2.9.10"));
+        assert!(pipelines_safely("v2.9.25"));
+        assert!(!pipelines_safely("2.15.1"));
+        assert!(!pipelines_safely("2.10.0"));
+        assert!(!pipelines_safely("2.90.0"));
+        assert!(!pipelines_safely(""));
+    }
 }
