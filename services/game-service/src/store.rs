@@ -798,7 +798,8 @@ impl Store {
                 )
                 .await?;
             in_flight.push((payload, ack));
-            expected_seq += 1;
+            // Past the end of u64 the record is only refused.
+            expected_seq = expected_seq.saturating_add(1);
             expected_id = Some(game_message_id(game_id, game_seq, &record.hash));
         }
         *writer = LastPublished {
