@@ -19,13 +19,14 @@
 //! # Partitions, and order across instances
 //!
 //! The NATS server's subject mapping stores each board's observations in one partition
-//! (`boardcast.board.<board>.obs.<partition>`; see `boardcast_kit::nats::partition_mapping`).
-//! Each partition has one durable consumer with `max_ack_pending = 1`, shared by every
+//! (`boardcast.board.<board>.obs.<partition>`; see `boardcast_kit::nats::partition_mapping`),
+//! each partition in a stream of its own (`BOARDCAST_INGEST_<partition>`). Each partition's
+//! stream has one durable, unfiltered consumer with `max_ack_pending = 1`, shared by every
 //! instance: JetStream hands out a partition's next observation only when the previous one is
 //! acknowledged, so a board's observations are decided one at a time, in stream order, whichever
 //! instance gets them, while the partitions are decided concurrently (each instance consumes
-//! every partition). Observations stored unpartitioned (a server without the mapping) are one
-//! more partition. (nats-server 2.9 has no per-subject limit on pending acks nor pinned
+//! every partition). Observations stored unpartitioned (a server without the mapping, in
+//! `BOARDCAST_INGEST`) are one more partition. (nats-server 2.9 has no per-subject limit on pending acks nor pinned
 //! consumers.) When an instance stalls past `ack_wait` its observation goes to another instance;
 //! if the stalled one wakes up, its append conflicts with the log (see `store`), it catches up
 //! and finds the observation applied. A lost acknowledgement holds up its partition only.
@@ -35,8 +36,8 @@
 //! A board may publish out of order (a gateway re-sending from its outbox) and the log may hold
 //! duplicates stored under different message ids. Duplicates are ignored by the aggregate
 //! (`device_seq` at or below the last applied). When an observation skips `device_seq`s, the
-//! board's messages in the stream are read around it. Those before it were handled already, by
-//! this instance or another, or before a restart (clock ticks and rejected observations leave no
+//! board's messages in its partition's stream are read around it. Those before it were handled
+//! already, by this instance or another, or before a restart (clock ticks and rejected observations leave no
 //! event; an observation that came while no game was live on the board, between a game's set-up
 //! and its creation, was dead-lettered): they are decided again, in order, which changes nothing
 //! for the first kind and applies the second. They are read from the last message of the board
@@ -97,8 +98,8 @@ pub struct IngestSettings {
     pub ack_wait: Duration,
 }
 
-/// How often the stream is looked at for partitions not consumed yet (the server's mapping
-/// changed to more partitions than `--partitions`).
+/// How often the streams are looked at for partitions not consumed yet (another instance was
+/// started with more `--partitions`, for a mapping with more partitions).
 const PARTITION_CHECK: Duration = Duration::from_secs(30);
 
 /// How soon creating a partition's consumer is tried again after it failed.
