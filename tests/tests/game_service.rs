@@ -123,6 +123,58 @@ async fn unpartitioned_observations_go_on_where_the_earlier_single_consumer_stop
     Ok(())
 }
 
+/// A `BOARDCAST_INGEST` left by the version that kept every partition in it: the streams are
+/// not changed while it holds partitioned observations (they would be left undecided), with a
+/// message saying how to empty it; once it holds none, it is narrowed to the unpartitioned
+/// subjects and the partitions get their own streams.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_earlier_layout_is_left_only_once_its_partitions_are_decided() -> anyhow::Result<()> {
+    use async_nats::jetstream::stream;
+    use boardcast_kit::nats::{
+        DEFAULT_PARTITIONS, INGEST_STREAM, INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS,
+        ensure_streams, ingest_streams,
+    };
+    let nats = TestNats::start_partitioned(0)?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    js.create_stream(stream::Config {
+        name: INGEST_STREAM.into(),
+        subjects: vec![INGEST_SUBJECTS.into(), PARTITIONED_INGEST_SUBJECTS.into()],
+        ..Default::default()
+    })
+    .await?;
+    js.publish("boardcast.board.b1.obs.3", b"undecided".as_slice().into())
+        .await?
+        .await?;
+
+    let refused = ensure_streams(&js, 1, DEFAULT_PARTITIONS)
+        .await
+        .expect_err("an observation is still in a partition");
+    assert!(
+        format!("{refused:#}").contains("nats stream purge BOARDCAST_INGEST"),
+        "{refused:#}"
+    );
+    let mut ingest = js.get_stream(INGEST_STREAM).await?;
+    assert_eq!(ingest.info().await?.config.subjects.len(), 2, "unchanged");
+    assert_eq!(ingest.info().await?.state.messages, 1, "nothing removed");
+    assert_eq!(
+        ingest_streams(&js).await?,
+        [None],
+        "no partition stream yet"
+    );
+
+    ingest.purge().filter(PARTITIONED_INGEST_SUBJECTS).await?;
+    ensure_streams(&js, 1, DEFAULT_PARTITIONS).await?;
+    assert_eq!(
+        ingest.info().await?.config.subjects,
+        [INGEST_SUBJECTS.to_owned()]
+    );
+    assert_eq!(
+        ingest_streams(&js).await?.len(),
+        1 + DEFAULT_PARTITIONS as usize
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restarted_game_service_rebuilds_its_games_from_the_log() -> anyhow::Result<()> {
     let nats = TestNats::start()?;

@@ -354,8 +354,10 @@ async fn board_observations(
     let mut complete = true;
     for partition in boardcast_kit::nats::ingest_streams(js).await? {
         let name = boardcast_kit::nats::ingest_stream(partition);
+        // Exactly the board's subject in that stream (a consumer's filter must lie within the
+        // stream's subjects).
         let filter_subject = match partition {
-            Some(_) => format!("{published}.*"),
+            Some(p) => format!("{published}.{p}"),
             None => published.clone(),
         };
         let mut stream = js
