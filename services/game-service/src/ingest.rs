@@ -26,10 +26,10 @@
 //! acknowledged, so a board's observations are decided one at a time, in stream order, whichever
 //! instance gets them, while the partitions are decided concurrently (each instance consumes
 //! every partition). Observations stored unpartitioned (a server without the mapping, in
-//! `BOARDCAST_INGEST`) are one more partition. (nats-server 2.9 has no per-subject limit on pending acks nor pinned
-//! consumers.) When an instance stalls past `ack_wait` its observation goes to another instance;
-//! if the stalled one wakes up, its append conflicts with the log (see `store`), it catches up
-//! and finds the observation applied. A lost acknowledgement holds up its partition only.
+//! `BOARDCAST_INGEST`) are one more partition. (nats-server 2.9 has no per-subject limit on
+//! pending acks nor pinned consumers.) When an instance stalls past `ack_wait` its observation
+//! goes to another instance; if the stalled one wakes up, its append conflicts with the log (see
+//! `store`), it catches up and finds the observation applied. A lost acknowledgement holds up its partition only.
 //!
 //! # Gaps and reordering
 //!
@@ -37,8 +37,8 @@
 //! duplicates stored under different message ids. Duplicates are ignored by the aggregate
 //! (`device_seq` at or below the last applied). When an observation skips `device_seq`s, the
 //! board's messages in its partition's stream are read around it. Those before it were handled
-//! already, by this instance or another, or before a restart (clock ticks and rejected observations leave no
-//! event; an observation that came while no game was live on the board, between a game's set-up
+//! already, by this instance or another, or before a restart (clock ticks and rejected
+//! observations leave no event; an observation that came while no game was live on the board, between a game's set-up
 //! and its creation, was dead-lettered): they are decided again, in order, which changes nothing
 //! for the first kind and applies the second. They are read from the last message of the board
 //! this instance handled, or from a point found by bisection, since a board's messages are in

@@ -73,8 +73,19 @@ use crate::snapshot::SnapshotData;
 /// then delivered again later).
 const MAX_ATTEMPTS: usize = 20;
 
-/// Catch-ups up to this many records read message by message; longer ones use a consumer.
-const DIRECT_CATCH_UP: u64 = 64;
+/// How long a catch-up waits for the next record from its consumer before it gives up (and is
+/// made again later).
+const CATCH_UP_STALL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How many times rebuilding the games at start is taken up again after the log stopped coming.
+const LOAD_ATTEMPTS: u32 = 10;
+
+/// Catch-ups up to this many records read message by message (a round trip each, and nothing
+/// that can stall, while the writer's turn waits); longer ones use a consumer.
+const DIRECT_CATCH_UP: u64 = 1_000;
+
+/// The same at start, where the whole log is usually read: a consumer beyond a few records.
+const DIRECT_AT_START: u64 = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppendError {
@@ -275,7 +286,15 @@ impl Store {
             signer,
             silent_leader: std::sync::Mutex::default(),
         };
-        store.catch_up().await?;
+        // A stalled read (see `CATCH_UP_STALL`) keeps what it folded: go on from there.
+        let mut stalls = 0;
+        while let Err(e) = store.catch_up_reading(DIRECT_AT_START).await {
+            stalls += 1;
+            if stalls >= LOAD_ATTEMPTS {
+                return Err(e.into());
+            }
+            tracing::warn!("rebuilding the games: {e}; going on from where it stopped");
+        }
         Ok((store, used))
     }
 
@@ -1001,6 +1020,11 @@ impl Store {
     /// Folds every record after `folded_seq` up to the stream's current last sequence.
     /// Called by the writer's turn holder only (and at load).
     async fn catch_up(&self) -> Result<(), ReadError> {
+        self.catch_up_reading(DIRECT_CATCH_UP).await
+    }
+
+    /// [`Store::catch_up`], reading up to `direct` records message by message.
+    async fn catch_up_reading(&self, direct: u64) -> Result<(), ReadError> {
         let info = self
             .stream
             .get_info()
@@ -1011,7 +1035,7 @@ impl Store {
         if last <= folded_seq {
             return Ok(());
         }
-        if last - folded_seq <= DIRECT_CATCH_UP {
+        if last - folded_seq <= direct {
             // Read first and folded together: readers see other instances' decisions whole.
             let mut read = Vec::new();
             for seq in folded_seq + 1..=last {
@@ -1045,7 +1069,17 @@ impl Store {
             .map_err(|e| ReadError::Log(e.to_string()))?;
         let mut messages = std::pin::pin!(messages);
         while self.read().folded_seq() < last {
-            let Some(message) = messages.next().await else {
+            // An ordered consumer can stall for long after a leader change on nats-server 2.9:
+            // the catch-up (and whoever holds the turn for it) must not wait for it forever.
+            let next = tokio::time::timeout(CATCH_UP_STALL, messages.next())
+                .await
+                .map_err(|_| {
+                    ReadError::Log(format!(
+                        "the log stopped coming for {} s; catching up again later",
+                        CATCH_UP_STALL.as_secs()
+                    ))
+                })?;
+            let Some(message) = next else {
                 return Err(ReadError::Log("the log ended early".into()));
             };
             let message = message.map_err(|e| ReadError::Log(e.to_string()))?;

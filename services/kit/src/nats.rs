@@ -102,16 +102,6 @@ pub fn board_of_subject(subject: &str) -> Option<&str> {
     (tokens.next() == Some("obs")).then_some(board)
 }
 
-/// The partition a stored observation's subject names, as the server's mapping writes it
-/// (`0`..`MAX_PARTITIONS - 1`, no leading zeros); `None` when it was stored unpartitioned or
-/// names no such partition.
-pub fn partition_of_subject(subject: &str) -> Option<u32> {
-    let rest = subject.strip_prefix("boardcast.board.")?;
-    let (_, partition) = rest.split_once(".obs.")?;
-    let number: u32 = partition.parse().ok()?;
-    (number < MAX_PARTITIONS && number.to_string() == partition).then_some(number)
-}
-
 /// The partition nats-server's `{{partition(n,1)}}` gives a board: FNV-1a (32 bits) of the board
 /// id, modulo `partitions`. For tools and tests; the server decides.
 pub fn partition_of_board(board_id: &str, partitions: u32) -> u32 {
@@ -617,14 +607,10 @@ mod tests {
     }
 
     #[test]
-    fn stored_observation_subjects_name_their_board_and_partition() {
+    fn stored_observations_name_their_board_and_partition() {
         assert_eq!(board_of_subject("boardcast.board.b1.obs"), Some("b1"));
         assert_eq!(board_of_subject("boardcast.board.b1.obs.7"), Some("b1"));
         assert_eq!(board_of_subject("boardcast.game.g.events"), None);
-        assert_eq!(partition_of_subject("boardcast.board.b1.obs.7"), Some(7));
-        assert_eq!(partition_of_subject("boardcast.board.b1.obs"), None);
-        assert_eq!(partition_of_subject("boardcast.board.b1.obs.007"), None);
-        assert_eq!(partition_of_subject("boardcast.board.b1.obs.64"), None);
         assert!(partition_mapping(16).contains("{{partition(16,1)}}"));
         assert!(partition_mapping(16).contains("boardcast.board.{{wildcard(1)}}.obs."));
         assert_eq!(partition_of_stream("BOARDCAST_INGEST"), Some(None));
