@@ -12,9 +12,10 @@
 //!
 //! An observation is rejected (impossible values: see `Rejected`), or its decision panics (a bug,
 //! caught here: retrying would panic again), or its decision cannot be stored `MAX_FAILURES`
-//! times in a row (each time after a longer pause): it is dead-lettered with the reason and the
-//! board's next observations are decided as usual. A failure that passes (NATS briefly away) is
-//! retried first, so nothing is given up for a hiccup.
+//! times in a row (each time after a longer pause; NATS refusing the record, not NATS being
+//! away): it is dead-lettered with the reason and the board's next observations are decided as
+//! usual. NATS being away (no leader during an election, a timeout, the connection lost) is
+//! waited out however long it lasts, so nothing is given up for it.
 //!
 //! # Partitions, and order across instances
 //!
@@ -604,7 +605,13 @@ fn disposition(
             format!("its decision could not be stored in {MAX_FAILURES} attempts: {e}"),
             Hole::ToRecord,
         ),
-        Err(e @ (AppendError::Conflict(_) | AppendError::Failed { .. })) => {
+        // NATS away or a conflict: nothing is wrong with the observation, so it is never given
+        // up for it, only tried again after a growing pause.
+        Err(
+            e @ (AppendError::Conflict(_)
+            | AppendError::Failed { .. }
+            | AppendError::Unavailable { .. }),
+        ) => {
             tracing::warn!(%board, seq = observation.device_seq, attempt = failures + 1, "{e}");
             Disposition::Retry {
                 pause: FIRST_RETRY_PAUSE.saturating_mul(1 << (failures + 1).clamp(1, 6)),
@@ -1186,7 +1193,7 @@ mod tests {
         let obs = observation("b1".into(), 7, 1_000);
         let failed = Err(AppendError::Failed {
             game_id: "g".into(),
-            reason: "NATS down".into(),
+            reason: "maximum payload exceeded".into(),
         });
         let pauses: Vec<Duration> = (0..MAX_FAILURES - 1)
             .map(|failures| match disposition(&failed, &obs, failures, 6) {
@@ -1202,12 +1209,19 @@ mod tests {
                 ..
             }
         ));
-        // A conflict is never given up here: the log moved on, the decision is made again.
+        // A conflict is never given up here: the log moved on, the decision is made again. Nor
+        // is NATS being away (an election can last longer than the five attempts).
         let conflict = Err(AppendError::Conflict("b1".into()));
-        assert!(matches!(
-            disposition(&conflict, &obs, 50, 6),
-            Disposition::Retry { .. }
-        ));
+        let unavailable = Err(AppendError::Unavailable {
+            game_id: "g".into(),
+            reason: "no stream found for given subject".into(),
+        });
+        for not_given_up in [conflict, unavailable] {
+            assert!(matches!(
+                disposition(&not_given_up, &obs, 50, 6),
+                Disposition::Retry { .. }
+            ));
+        }
     }
 
     #[test]

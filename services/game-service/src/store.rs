@@ -91,8 +91,13 @@ const DIRECT_AT_START: u64 = 64;
 pub enum AppendError {
     #[error("the log of game {0} kept changing under this decision; retry")]
     Conflict(String),
+    /// The decision cannot be stored (a record NATS refuses, a record that does not open).
     #[error("appending to the log of game {game_id}: {reason}")]
     Failed { game_id: String, reason: String },
+    /// NATS did not answer or could not be read (no leader during an election, a timeout, the
+    /// connection lost): nothing is wrong with the decision; it is tried again.
+    #[error("appending to the log of game {game_id}: NATS is unavailable: {reason}")]
+    Unavailable { game_id: String, reason: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -199,6 +204,13 @@ impl Drop for AckTurn<'_> {
         if let Ok(mut since) = self.busy_since.lock() {
             *since = None;
         }
+    }
+}
+
+fn unavailable(game_id: &str, reason: impl ToString) -> AppendError {
+    AppendError::Unavailable {
+        game_id: game_id.to_owned(),
+        reason: reason.to_string(),
     }
 }
 
@@ -369,7 +381,7 @@ impl Store {
             Mode::InTurn { catch_up_first } => {
                 let turn = self.turn().await;
                 if catch_up_first {
-                    self.catch_up().await.map_err(|e| failed(target, e))?;
+                    self.catch_up().await.map_err(|e| unavailable(target, e))?;
                 }
                 Some(turn)
             }
@@ -391,7 +403,7 @@ impl Store {
                         && self
                             .fold_news_after(decided_on_seq, &subject)
                             .await
-                            .map_err(|e| failed(target, e))?
+                            .map_err(|e| unavailable(target, e))?
                     {
                         caught_up = true;
                         continue;
@@ -423,7 +435,9 @@ impl Store {
                         Some(_) => None,
                         None => Some(self.turn().await),
                     };
-                    self.catch_up().await.map_err(|e| failed(&game_id, e))?;
+                    self.catch_up()
+                        .await
+                        .map_err(|e| unavailable(&game_id, e))?;
                     caught_up = true;
                 }
             }
@@ -691,7 +705,7 @@ impl Store {
                     if conflicts > MAX_ATTEMPTS {
                         return Err(AppendError::Conflict(game_id.to_owned()));
                     }
-                    self.catch_up().await.map_err(|e| failed(game_id, e))?;
+                    self.catch_up().await.map_err(|e| unavailable(game_id, e))?;
                     expected_last = self.read().folded_seq();
                     // The rest of the records are still valid if the game's chain still ends
                     // where they continue it (only other games were written meanwhile).
@@ -743,7 +757,7 @@ impl Store {
         }
         // Refused: alone in the writer's turn, on the caught-up log, the records not stored yet.
         let _turn = self.turn().await;
-        self.catch_up().await.map_err(|e| failed(game_id, e))?;
+        self.catch_up().await.map_err(|e| unavailable(game_id, e))?;
         let last_game_seq = self
             .read()
             .get(game_id)
@@ -848,7 +862,7 @@ impl Store {
                 Err(e) => {
                     self.fold_in_order(&mut stored)
                         .await
-                        .map_err(|read| failed(game_id, read))?;
+                        .map_err(|read| unavailable(game_id, read))?;
                     return Err(e);
                 }
             }
@@ -856,7 +870,7 @@ impl Store {
         let complete = stored.len() == records.len();
         self.fold_in_order(&mut stored)
             .await
-            .map_err(|e| failed(game_id, e))?;
+            .map_err(|e| unavailable(game_id, e))?;
         drop(ack_turn);
         Ok(complete)
     }
@@ -937,7 +951,10 @@ impl Store {
             .send_publish(game_subject(game_id), message)
             .instrument(span)
             .await
-            .map_err(|e| failed(game_id, e))
+            .map_err(|e| match e.kind() {
+                PublishErrorKind::MaxPayloadExceeded => failed(game_id, e),
+                _ => unavailable(game_id, e),
+            })
     }
 
     /// What became of a record sent: stored (where), refused as a conflict, or not known.
@@ -964,6 +981,16 @@ impl Store {
             }
             // Unknown outcome: the record may or may not be stored. The caller does not ack the
             // observation; the next attempt catches up first and so sees it if it was stored.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    PublishErrorKind::TimedOut
+                        | PublishErrorKind::StreamNotFound
+                        | PublishErrorKind::BrokenPipe
+                ) =>
+            {
+                Err(unavailable(game_id, e))
+            }
             Err(e) => Err(failed(game_id, e)),
         }
     }
