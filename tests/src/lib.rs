@@ -102,43 +102,44 @@ pub async fn undecided_observations(
 /// the partitions'), in the order stored (a board's are in one stream, in its order).
 pub async fn every_observation(
     js: &async_nats::jetstream::Context,
-) -> anyhow::Result<Vec<async_nats::jetstream::Message>> {
+) -> anyhow::Result<Vec<async_nats::jetstream::message::StreamMessage>> {
     let mut all = Vec::new();
     for partition in boardcast_kit::nats::ingest_streams(js).await? {
-        for message in every_message(js, &boardcast_kit::nats::ingest_stream(partition)).await? {
-            let stored = message
-                .info()
-                .map_err(|e| anyhow::anyhow!("{e}"))?
-                .published
-                .unix_timestamp_nanos();
-            all.push((stored, message));
-        }
+        all.extend(every_message(js, &boardcast_kit::nats::ingest_stream(partition)).await?);
     }
-    all.sort_by_key(|(stored, _)| *stored);
-    Ok(all.into_iter().map(|(_, message)| message).collect())
+    all.sort_by_key(|message| message.time);
+    Ok(all)
 }
 
-/// Every message stored in `stream` when called, in stream order, read with an ordered consumer.
+/// Every message stored in `stream` when called, in stream order, read by message gets (an
+/// ordered consumer can stall for long on nats-server 2.9 after a leader change); a read that
+/// fails is tried again, up to ten times.
 pub async fn every_message(
     js: &async_nats::jetstream::Context,
     stream: &str,
-) -> anyhow::Result<Vec<async_nats::jetstream::Message>> {
-    let stream = js
+) -> anyhow::Result<Vec<async_nats::jetstream::message::StreamMessage>> {
+    let mut stream = js
         .get_stream(stream)
         .await
         .with_context(|| format!("looking up {stream}"))?;
-    let total = stream.get_info().await?.state.messages;
-    let consumer = stream
-        .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
-            deliver_policy: async_nats::jetstream::consumer::DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await?;
-    let mut messages =
-        futures::StreamExt::take(consumer.messages().await?, usize::try_from(total)?);
+    let last = stream.info().await?.state.last_sequence;
     let mut read = Vec::new();
-    while let Some(message) = futures::StreamExt::next(&mut messages).await {
-        read.push(message?);
+    let mut seq = 1;
+    let mut failures = 0;
+    while seq <= last {
+        match boardcast_kit::nats::next_message(&stream, seq, ">").await {
+            Ok(Some(message)) if message.sequence <= last => {
+                seq = message.sequence + 1;
+                read.push(message);
+            }
+            Ok(_) => break,
+            Err(e) if failures < 10 => {
+                failures += 1;
+                eprintln!("reading stream sequence {seq}: {e}; retrying");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading stream sequence {seq}")),
+        }
     }
     Ok(read)
 }

@@ -128,11 +128,7 @@ fn simulate(
 async fn record_times(js: &jetstream::Context) -> anyhow::Result<Vec<SystemTime>> {
     let mut times = Vec::new();
     for message in boardcast_testkit::every_message(js, GAMES_STREAM).await? {
-        let info = message
-            .info()
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .published;
-        times.push(SystemTime::from(info));
+        times.push(SystemTime::from(message.time));
     }
     times.sort();
     Ok(times)

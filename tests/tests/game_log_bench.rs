@@ -272,15 +272,14 @@ fn cpu_seconds(service: &GameService) -> Option<f64> {
 }
 
 /// The stored time of every message of `stream` (by stream sequence), with its subject and
-/// payload, read with an ordered consumer.
+/// payload.
 async fn read_stream(
     js: &jetstream::Context,
     name: &str,
 ) -> anyhow::Result<Vec<(i128, String, Vec<u8>)>> {
     let mut read = Vec::new();
     for message in every_message(js, name).await? {
-        let info = message.info().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let at = info.published.unix_timestamp_nanos();
+        let at = message.time.unix_timestamp_nanos();
         read.push((at, message.subject.to_string(), message.payload.to_vec()));
     }
     Ok(read)
