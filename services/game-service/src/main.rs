@@ -9,6 +9,7 @@ mod games;
 mod grpc;
 mod ingest;
 mod metrics;
+mod pipeline;
 mod silent_leader;
 mod snapshot;
 mod store;

@@ -37,9 +37,11 @@
 //! a record, on every replica, so the answer is the same on all of them
 //! (`tests/game_log.rs`, `a_record_sent_after_a_refused_one_is_refused_too`). A decision whose
 //! record was refused takes the writer's turn alone (nothing in flight), catches up, and appends
-//! what is not stored yet one record at a time, as any conflict. Two decisions on one game are
-//! never in flight together (`games_in_flight`): the second would continue the game from a state
-//! without the first, and nothing in the log's checks would see it.
+//! what is not stored yet one record at a time, as any conflict. Since the log's checks look at
+//! the whole stream, that a pipelined decision was made on the whole of its game rests on this
+//! instance ([`crate::pipeline`]): two decisions on one game are never in flight together, and a
+//! game with a record of unknown fate (stored perhaps, not folded here) is appended to alone,
+//! after a catch-up, until the log was caught up with nothing in flight.
 //!
 //! Only nats-server 2.9 is sent records in the pipeline. nats-server 2.15 refuses a wrong
 //! sequence before replicating a record, but checks the message id only where it applies it, and
@@ -66,6 +68,7 @@ use prost::Message as _;
 use tracing::Instrument as _;
 
 use crate::games::{Entry, Games, refold};
+use crate::pipeline::{Admission, InFlight};
 use crate::silent_leader::SilentLeader;
 use crate::snapshot::SnapshotData;
 
@@ -74,8 +77,9 @@ use crate::snapshot::SnapshotData;
 const MAX_ATTEMPTS: usize = 20;
 
 /// How long a catch-up waits for the next record from its consumer before it gives up (and is
-/// made again later).
-const CATCH_UP_STALL: std::time::Duration = std::time::Duration::from_secs(10);
+/// made again later): longer than the log reader takes to make a stalled consumer again
+/// ([`game_log::STALL_CHECK`]), so that it gives up only while NATS cannot be read.
+const CATCH_UP_STALL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How many times rebuilding the games at start is taken up again after the log stopped coming.
 const LOAD_ATTEMPTS: u32 = 10;
@@ -161,10 +165,9 @@ pub struct Store {
     /// an append or catch-up in it (and the gRPC decisions, made in it whole) waits for each
     /// acknowledgement.
     acks: tokio::sync::Mutex<()>,
-    /// The games with records in flight (published, not folded yet): a decision on one of them
-    /// waits for the writer's turn alone, since it would continue the game from a state without
-    /// those records and the log's checks, which look at the whole stream, would not stop it.
-    games_in_flight: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The games with records in flight or of unknown fate: which decisions may be appended
+    /// in the pipeline (see [`crate::pipeline`]).
+    in_flight: std::sync::Mutex<InFlight>,
     /// Whether decisions on observations are appended in the pipeline (see "Pipelined appends"
     /// above), which only nats-server 2.9 allows: each decision is otherwise appended in the
     /// writer's turn alone.
@@ -185,6 +188,25 @@ pub struct Store {
 struct LastPublished {
     seq: u64,
     message_id: String,
+}
+
+/// A record to append, with its place in its game (read from it once).
+struct Outgoing {
+    game_seq: u64,
+    record: GameEventRecord,
+}
+
+/// `records` of game `game_id`, each with its place in the game.
+fn outgoing(game_id: &str, records: Vec<GameEventRecord>) -> Result<Vec<Outgoing>, AppendError> {
+    records
+        .into_iter()
+        .map(|record| {
+            let game_seq = Game::open_record(&record)
+                .map_err(|e| failed(game_id, e))?
+                .game_seq;
+            Ok(Outgoing { game_seq, record })
+        })
+        .collect()
 }
 
 /// The writer's turn alone: nothing of this instance's is in flight.
@@ -292,7 +314,7 @@ impl Store {
             games: std::sync::RwLock::new(games),
             writer: tokio::sync::Mutex::default(),
             acks: tokio::sync::Mutex::new(()),
-            games_in_flight: std::sync::Mutex::default(),
+            in_flight: std::sync::Mutex::default(),
             pipelined,
             busy_since: std::sync::Mutex::new(None),
             signer,
@@ -381,7 +403,9 @@ impl Store {
             Mode::InTurn { catch_up_first } => {
                 let turn = self.turn().await;
                 if catch_up_first {
-                    self.catch_up().await.map_err(|e| unavailable(target, e))?;
+                    self.catch_up_alone(&turn)
+                        .await
+                        .map_err(|e| unavailable(target, e))?;
                 }
                 Some(turn)
             }
@@ -416,26 +440,31 @@ impl Store {
                     on_board,
                     outcome,
                 } => {
-                    let appended = match held {
-                        Some(_) => self.append(&game_id, records).await?,
+                    let records = outgoing(&game_id, records)?;
+                    let appended = match &held {
+                        Some(turn) => self.append(turn, &game_id, records).await?,
                         None if self.pipelined => {
                             self.append_pipelined(&game_id, records, on_board.as_deref())
                                 .await?
                         }
                         None => {
-                            let _turn = self.turn().await;
+                            let turn = self.turn().await;
                             self.still_live(&game_id, on_board.as_deref())
-                                && self.append(&game_id, records).await?
+                                && self.append(&turn, &game_id, records).await?
                         }
                     };
                     if appended {
                         return Ok(outcome);
                     }
-                    let _turn = match held {
-                        Some(_) => None,
-                        None => Some(self.turn().await),
+                    let taken;
+                    let alone = match &held {
+                        Some(turn) => turn,
+                        None => {
+                            taken = self.turn().await;
+                            &taken
+                        }
                     };
-                    self.catch_up()
+                    self.catch_up_alone(alone)
                         .await
                         .map_err(|e| unavailable(&game_id, e))?;
                     caught_up = true;
@@ -657,46 +686,40 @@ impl Store {
         .await
     }
 
-    /// Appends `records`, which continue `game_id`'s chain, each expecting the stream to end at
-    /// `folded_seq`. Returns false when the game changed under the decision (decide again);
-    /// conflicts caused by other games only are retried here with the same records.
+    /// Appends `records`, which continue `game_id`'s chain, in the writer's turn alone, each
+    /// expecting the stream to end at `folded_seq`. Returns false when the game changed under the
+    /// decision (decide again); conflicts caused by other games only are retried here with the
+    /// same records.
     async fn append(
         &self,
+        alone: &Turn<'_>,
         game_id: &str,
-        records: Vec<GameEventRecord>,
+        records: Vec<Outgoing>,
     ) -> Result<bool, AppendError> {
         // Decided outside the turn (see `decide_on_board`): still valid only if the game has not
         // changed since, here or elsewhere (then the publish below conflicts).
-        if let Some(first) = records.first() {
-            let event = Game::open_record(first).map_err(|e| failed(game_id, e))?;
-            if !self.continues(game_id, &first.prev_hash, event.game_seq) {
-                return Ok(false);
-            }
+        if let Some(first) = records.first()
+            && !self.continues(game_id, &first.record.prev_hash, first.game_seq)
+        {
+            return Ok(false);
         }
-        let mut pending = records.into_iter().peekable();
         let mut conflicts = 0;
         // The records stored so far, folded together so that a reader sees a decision whole.
         let mut stored: Vec<(Vec<u8>, u64)> = Vec::new();
         let mut expected_last = self.read().folded_seq();
-        while let Some(record) = pending.peek() {
-            let event = Game::open_record(record).map_err(|e| failed(game_id, e))?;
-            let expected_prev = record.prev_hash.clone();
+        let mut pending = records.iter();
+        let mut next = pending.next();
+        while let Some(Outgoing { game_seq, record }) = next {
             let payload = record.encode_to_vec();
             let outcome = self
-                .publish(
-                    game_id,
-                    event.game_seq,
-                    &record.hash,
-                    &payload,
-                    expected_last,
-                )
+                .publish(game_id, *game_seq, &record.hash, &payload, expected_last)
                 .await;
             match outcome {
                 Ok(PublishOutcome::Stored(seq)) => {
                     crate::metrics::record_appended();
                     stored.push((payload, seq));
                     expected_last = seq;
-                    pending.next();
+                    next = pending.next();
                 }
                 Ok(PublishOutcome::Conflict) => {
                     crate::metrics::append_conflict();
@@ -705,11 +728,13 @@ impl Store {
                     if conflicts > MAX_ATTEMPTS {
                         return Err(AppendError::Conflict(game_id.to_owned()));
                     }
-                    self.catch_up().await.map_err(|e| unavailable(game_id, e))?;
+                    self.catch_up_alone(alone)
+                        .await
+                        .map_err(|e| unavailable(game_id, e))?;
                     expected_last = self.read().folded_seq();
                     // The rest of the records are still valid if the game's chain still ends
                     // where they continue it (only other games were written meanwhile).
-                    if !self.continues(game_id, &expected_prev, event.game_seq) {
+                    if !self.continues(game_id, &record.prev_hash, *game_seq) {
                         return Ok(false);
                     }
                 }
@@ -729,48 +754,65 @@ impl Store {
     /// folded once acknowledged, in stream order. Returns false when the game changed under the
     /// decision (decide again). When a record is refused (another writer came between, or one
     /// in flight before it was refused), the writer's turn is taken alone, the log caught up,
-    /// and what is not stored yet is appended one record at a time ([`Store::append`]).
+    /// and what is not stored yet is appended one record at a time ([`Store::append`]); so is a
+    /// decision on a game with a record of unknown fate ([`crate::pipeline`]).
     async fn append_pipelined(
         &self,
         game_id: &str,
-        records: Vec<GameEventRecord>,
+        records: Vec<Outgoing>,
         on_board: Option<&str>,
     ) -> Result<bool, AppendError> {
-        let last_hash = records.last().map(|r| r.hash.clone());
-        let writer = self.writer.lock().await;
         let Some(first) = records.first() else {
             return Ok(true);
         };
+        let writer = self.writer.lock().await;
         // Decided outside the turn: the game may have changed since (here or elsewhere; then a
         // publish below is refused).
-        let event = Game::open_record(first).map_err(|e| failed(game_id, e))?;
         if !self.still_live(game_id, on_board)
-            || !self.continues(game_id, &first.prev_hash, event.game_seq)
-            || !self.lock_games_in_flight().insert(game_id.to_owned())
+            || !self.continues(game_id, &first.record.prev_hash, first.game_seq)
         {
             return Ok(false);
         }
-        let appended = self.publish_in_pipeline(game_id, &records, writer).await;
-        self.lock_games_in_flight().remove(game_id);
-        if appended? {
+        let admission = self.lock_in_flight().admit(game_id);
+        match admission {
+            Admission::Pipelined => {}
+            Admission::InFlight => return Ok(false),
+            Admission::Alone => {
+                drop(writer);
+                let turn = self.turn().await;
+                self.catch_up_alone(&turn)
+                    .await
+                    .map_err(|e| unavailable(game_id, e))?;
+                return Ok(self.still_live(game_id, on_board)
+                    && self.append(&turn, game_id, records).await?);
+            }
+        }
+        let published = self.publish_in_pipeline(game_id, &records, writer).await;
+        self.lock_in_flight().settled(game_id, published.is_ok());
+        if let Err(e) = &published {
+            tracing::info!(
+                game = game_id,
+                "{e}: the fate of records sent is unknown; the game's next decision is appended \
+                 alone, after a catch-up"
+            );
+        }
+        if published? {
             return Ok(true);
         }
         // Refused: alone in the writer's turn, on the caught-up log, the records not stored yet.
-        let _turn = self.turn().await;
-        self.catch_up().await.map_err(|e| unavailable(game_id, e))?;
+        let turn = self.turn().await;
+        self.catch_up_alone(&turn)
+            .await
+            .map_err(|e| unavailable(game_id, e))?;
         let last_game_seq = self
             .read()
             .get(game_id)
             .map_or(0, |e| e.game.last_game_seq());
-        let mut rest = Vec::with_capacity(records.len());
-        for record in records {
-            let game_seq = Game::open_record(&record)
-                .map_err(|e| failed(game_id, e))?
-                .game_seq;
-            if game_seq > last_game_seq {
-                rest.push(record);
-            }
-        }
+        let last_hash = records.last().map(|r| r.record.hash.clone());
+        let rest: Vec<Outgoing> = records
+            .into_iter()
+            .filter(|r| r.game_seq > last_game_seq)
+            .collect();
         // None left: stored, if what the game ends with is this decision's last record.
         if rest.is_empty() {
             return Ok(self.read().get(game_id).is_some_and(|e| {
@@ -780,7 +822,7 @@ impl Store {
                 })
             }));
         }
-        self.append(game_id, rest).await
+        self.append(&turn, game_id, rest).await
     }
 
     /// Whether game `game_id` is still the one live on `on_board` (a decision made outside the
@@ -793,18 +835,19 @@ impl Store {
         })
     }
 
-    fn lock_games_in_flight(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
-        self.games_in_flight
+    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
+        self.in_flight
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Publishes `records` after what is in flight and folds them once acknowledged; true when
-    /// all were stored (see [`Store::append_pipelined`]).
+    /// all were stored (see [`Store::append_pipelined`]). An error leaves the fate of some of
+    /// them unknown.
     async fn publish_in_pipeline(
         &self,
         game_id: &str,
-        records: &[GameEventRecord],
+        records: &[Outgoing],
         mut writer: tokio::sync::MutexGuard<'_, LastPublished>,
     ) -> Result<bool, AppendError> {
         // Nothing in flight: the records follow what is folded. Otherwise they follow the last
@@ -815,15 +858,12 @@ impl Store {
             None => (writer.seq, Some(writer.message_id.clone())),
         };
         let mut in_flight = Vec::with_capacity(records.len());
-        for record in records {
-            let game_seq = Game::open_record(record)
-                .map_err(|e| failed(game_id, e))?
-                .game_seq;
+        for Outgoing { game_seq, record } in records {
             let payload = record.encode_to_vec();
             let ack = self
                 .send(
                     game_id,
-                    game_seq,
+                    *game_seq,
                     &record.hash,
                     &payload,
                     expected_seq,
@@ -833,7 +873,7 @@ impl Store {
             in_flight.push((payload, ack));
             // Past the end of u64 the record is only refused.
             expected_seq = expected_seq.saturating_add(1);
-            expected_id = Some(game_message_id(game_id, game_seq, &record.hash));
+            expected_id = Some(game_message_id(game_id, *game_seq, &record.hash));
         }
         *writer = LastPublished {
             seq: expected_seq,
@@ -877,18 +917,26 @@ impl Store {
 
     /// Folds records this instance stored, in stream order; when one does not follow what is
     /// folded (a record before it, whose outcome was not known, was stored after all), the log
-    /// is caught up instead, which folds it. In the acknowledgement turn.
+    /// is caught up instead, which folds it. An error when the log does not show them yet (a
+    /// leader newly elected, still applying): their fate is then unknown here. In the
+    /// acknowledgement turn.
     async fn fold_in_order(&self, stored: &mut Vec<(Vec<u8>, u64)>) -> Result<(), ReadError> {
-        let follows = stored.first().is_none_or(|&(_, first)| {
-            let folded_seq = self.read().folded_seq();
-            first <= folded_seq + 1
-        });
-        if follows {
+        let (Some(&(_, first)), Some(&(_, last))) = (stored.first(), stored.last()) else {
+            return Ok(());
+        };
+        if first <= self.read().folded_seq().saturating_add(1) {
             self.fold_stored(stored);
             return Ok(());
         }
         stored.clear();
-        self.catch_up().await
+        self.catch_up().await?;
+        if self.read().folded_seq() < last {
+            return Err(ReadError::Log(format!(
+                "record {last}, stored by this instance, is not in the log as read; reading it \
+                 again later"
+            )));
+        }
+        Ok(())
     }
 
     /// Whether a record with `prev_hash` and `game_seq` continues game `game_id` as folded.
@@ -1037,11 +1085,19 @@ impl Store {
         let Some(news) = news else {
             return Ok(false);
         };
-        let _turn = self.turn().await;
+        let turn = self.turn().await;
         if self.read().folded_seq() < news {
-            self.catch_up().await?;
+            self.catch_up_alone(&turn).await?;
         }
         Ok(true)
+    }
+
+    /// [`Store::catch_up`] in the writer's turn alone: nothing of this instance's is in flight,
+    /// so whatever was stored of its records of unknown fate is folded after it.
+    async fn catch_up_alone(&self, _alone: &Turn<'_>) -> Result<(), ReadError> {
+        self.catch_up().await?;
+        self.lock_in_flight().caught_up_alone();
+        Ok(())
     }
 
     /// Folds every record after `folded_seq` up to the stream's current last sequence.
@@ -1096,8 +1152,7 @@ impl Store {
             .map_err(|e| ReadError::Log(e.to_string()))?;
         let mut messages = std::pin::pin!(messages);
         while self.read().folded_seq() < last {
-            // An ordered consumer can stall for long after a leader change on nats-server 2.9:
-            // the catch-up (and whoever holds the turn for it) must not wait for it forever.
+            // Whoever holds the writer's turn for the catch-up must not wait for NATS forever.
             let next = tokio::time::timeout(CATCH_UP_STALL, messages.next())
                 .await
                 .map_err(|_| {
