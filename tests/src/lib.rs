@@ -62,11 +62,11 @@ impl TestNats {
 pub async fn undecided_observations(
     js: &async_nats::jetstream::Context,
 ) -> anyhow::Result<Option<(u64, usize)>> {
-    use boardcast_kit::nats::{ingest_stream, ingest_streams};
+    use boardcast_kit::nats::{ingest_stream, observation_partitions};
     use boardcast_kit::nats_access::ingest_consumer;
     // The game service creates every stream before any consumer: until each stream it lists
     // has its consumer, it has not started consuming.
-    let partitions = ingest_streams(js).await?;
+    let partitions = observation_partitions(js).await?;
     if partitions.len() < 2 {
         return Ok(None);
     }
@@ -104,16 +104,14 @@ pub async fn every_observation(
     js: &async_nats::jetstream::Context,
 ) -> anyhow::Result<Vec<async_nats::jetstream::message::StreamMessage>> {
     let mut all = Vec::new();
-    for partition in boardcast_kit::nats::ingest_streams(js).await? {
+    for partition in boardcast_kit::nats::observation_partitions(js).await? {
         all.extend(every_message(js, &boardcast_kit::nats::ingest_stream(partition)).await?);
     }
     all.sort_by_key(|message| message.time);
     Ok(all)
 }
 
-/// Every message stored in `stream` when called, in stream order, read by message gets (an
-/// ordered consumer can stall for long on nats-server 2.9 after a leader change); a read that
-/// fails is tried again, up to ten times.
+/// Every message stored in `stream` when called, in stream order (see [`messages_up_to`]).
 pub async fn every_message(
     js: &async_nats::jetstream::Context,
     stream: &str,
@@ -123,11 +121,23 @@ pub async fn every_message(
         .await
         .with_context(|| format!("looking up {stream}"))?;
     let last = stream.info().await?.state.last_sequence;
+    messages_up_to(&stream, ">", last).await
+}
+
+/// The messages on `subject` in `stream` up to stream sequence `last`, in stream order, read by
+/// message gets (an ordered consumer can stall for long on nats-server 2.9 after a leader
+/// change, or deliver a record again, which says nothing about what is stored); a read that
+/// fails is tried again, up to ten times.
+pub async fn messages_up_to(
+    stream: &async_nats::jetstream::stream::Stream,
+    subject: &str,
+    last: u64,
+) -> anyhow::Result<Vec<async_nats::jetstream::message::StreamMessage>> {
     let mut read = Vec::new();
     let mut seq = 1;
     let mut failures = 0;
     while seq <= last {
-        match boardcast_kit::nats::next_message(&stream, seq, ">").await {
+        match boardcast_kit::nats::next_message(stream, seq, subject).await {
             Ok(Some(message)) if message.sequence <= last => {
                 seq = message.sequence + 1;
                 read.push(message);
@@ -135,10 +145,12 @@ pub async fn every_message(
             Ok(_) => break,
             Err(e) if failures < 10 => {
                 failures += 1;
-                eprintln!("reading stream sequence {seq}: {e}; retrying");
+                eprintln!("reading {subject} from stream sequence {seq}: {e}; retrying");
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             }
-            Err(e) => return Err(e).with_context(|| format!("reading stream sequence {seq}")),
+            Err(e) => {
+                return Err(e).with_context(|| format!("reading {subject} from {seq}"));
+            }
         }
     }
     Ok(read)

@@ -320,7 +320,7 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     let played = play_started.elapsed();
     let play_ended = SystemTime::now();
     if let Err(e) = support::drained_within(&js, Duration::from_secs(180)).await {
-        let mut streams: Vec<String> = boardcast_kit::nats::ingest_streams(&js)
+        let mut streams: Vec<String> = boardcast_kit::nats::observation_partitions(&js)
             .await
             .unwrap_or_default()
             .into_iter()

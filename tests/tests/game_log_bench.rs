@@ -397,7 +397,7 @@ async fn live_hall_latency() -> anyhow::Result<()> {
 
     // Arrival of each observation, and the first record of the game log that names it.
     let mut arrived = std::collections::HashMap::new();
-    for partition in boardcast_kit::nats::ingest_streams(&js).await? {
+    for partition in boardcast_kit::nats::observation_partitions(&js).await? {
         let name = boardcast_kit::nats::ingest_stream(partition);
         for (at, _, payload) in read_stream(&js, &name).await? {
             let observation = Observation::decode(payload.as_ref())?;

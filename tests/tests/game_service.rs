@@ -132,7 +132,7 @@ async fn the_earlier_layout_is_left_only_once_its_partitions_are_decided() -> an
     use async_nats::jetstream::stream;
     use boardcast_kit::nats::{
         DEFAULT_PARTITIONS, INGEST_STREAM, INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS,
-        ensure_streams, ingest_streams,
+        ensure_streams, observation_partitions,
     };
     let nats = TestNats::start_partitioned(0)?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
@@ -157,7 +157,7 @@ async fn the_earlier_layout_is_left_only_once_its_partitions_are_decided() -> an
     assert_eq!(ingest.info().await?.config.subjects.len(), 2, "unchanged");
     assert_eq!(ingest.info().await?.state.messages, 1, "nothing removed");
     assert_eq!(
-        ingest_streams(&js).await?,
+        observation_partitions(&js).await?,
         [None],
         "no partition stream yet"
     );
@@ -169,7 +169,7 @@ async fn the_earlier_layout_is_left_only_once_its_partitions_are_decided() -> an
         [INGEST_SUBJECTS.to_owned()]
     );
     assert_eq!(
-        ingest_streams(&js).await?.len(),
+        observation_partitions(&js).await?.len(),
         1 + DEFAULT_PARTITIONS as usize
     );
     Ok(())

@@ -59,7 +59,7 @@ async fn metrics_count_what_happened_in_a_short_round() -> anyhow::Result<()> {
         .state
         .messages;
     let mut observations = 0;
-    for partition in boardcast_kit::nats::ingest_streams(&js).await? {
+    for partition in boardcast_kit::nats::observation_partitions(&js).await? {
         observations += js
             .get_stream(boardcast_kit::nats::ingest_stream(partition))
             .await?

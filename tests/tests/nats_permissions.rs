@@ -219,7 +219,7 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
 /// Observations stored in every observation stream.
 async fn observations_stored(js: &jetstream::Context) -> anyhow::Result<u64> {
     let mut stored = 0;
-    for partition in nats::ingest_streams(js).await? {
+    for partition in nats::observation_partitions(js).await? {
         stored += messages_in(js, &ingest_stream(partition)).await?;
     }
     Ok(stored)
@@ -467,7 +467,7 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     // The game service: finds the partitions' streams; its durable pull consumers, one per
     // partition's stream (as ingest.rs creates them), fetch and ack.
     assert_eq!(
-        nats::ingest_streams(&game.js).await?.len(),
+        nats::observation_partitions(&game.js).await?.len(),
         1 + DEFAULT_PARTITIONS as usize
     );
     let partitions: std::collections::BTreeSet<u32> = ["sim-1", "sim-2", "a1"]

@@ -227,9 +227,6 @@ pub async fn follow(js: jetstream::Context, projection: Arc<Projection>) -> anyh
     }
 }
 
-/// How long the log's consumer may bring nothing before it is checked for a stall.
-const STALL_CHECK: Duration = Duration::from_secs(10);
-
 /// The most messages folded before one release: bounds a release's latency while catching up.
 const BATCH: usize = 512;
 
@@ -257,27 +254,7 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
     // Each message's time in the log and trace, beside `batch`.
     let mut stored = Vec::new();
     loop {
-        // An ordered consumer can stall after a leader change on nats-server 2.9: when nothing
-        // comes for a while although the log holds more, it is followed again from what is
-        // folded (the batch not folded yet is read again).
-        let next = match tokio::time::timeout(STALL_CHECK, messages.next()).await {
-            Ok(next) => next,
-            Err(_) => {
-                let last = stream
-                    .info()
-                    .await
-                    .context("reading the game log's position")?
-                    .state
-                    .last_sequence;
-                if last > projection.stream_seq.load(Ordering::Acquire) {
-                    anyhow::bail!(
-                        "the game log holds records up to {last} but none came for {} s",
-                        STALL_CHECK.as_secs()
-                    );
-                }
-                continue;
-            }
-        };
+        let next = messages.next().await;
         let message = match next {
             Some(Ok(m)) => m,
             Some(Err(e @ game_log::LogError::NoPosition(_))) => return Err(e.into()),

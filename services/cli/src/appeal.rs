@@ -352,7 +352,7 @@ async fn board_observations(
     let published = boardcast_kit::nats::observation_subject(&range.board_id);
     let mut found = Vec::new();
     let mut complete = true;
-    for partition in boardcast_kit::nats::ingest_streams(js).await? {
+    for partition in boardcast_kit::nats::observation_partitions(js).await? {
         let name = boardcast_kit::nats::ingest_stream(partition);
         // Exactly the board's subject in that stream (a consumer's filter must lie within the
         // stream's subjects).

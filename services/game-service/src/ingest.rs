@@ -79,7 +79,7 @@ use boardcast_game::{
 };
 use boardcast_kit::nats::{
     DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, REASON_HEADER, board_observations,
-    board_of_subject, deadletter_subject, ingest_stream, ingest_streams, next_message,
+    board_of_subject, deadletter_subject, ingest_stream, next_message, observation_partitions,
 };
 use boardcast_kit::nats_access::{GAME_SERVICE_CONSUMER, ingest_consumer};
 use futures::StreamExt;
@@ -125,7 +125,7 @@ pub async fn run(
             _ = check.tick() => {
                 let mut wanted: BTreeSet<Option<u32>> =
                     std::iter::once(None).chain((0..settings.partitions).map(Some)).collect();
-                match ingest_streams(&js).await {
+                match observation_partitions(&js).await {
                     Ok(found) => wanted.extend(found),
                     Err(e) => tracing::warn!("looking for partitions' observation streams: {e:#}"),
                 }

@@ -4,13 +4,19 @@
 //!
 //! It reads through an ordered consumer: JetStream delivers every message once and in order,
 //! and the client recreates the consumer after a gap (a missed heartbeat, a server restart)
-//! from the last sequence it delivered, so a reader never skips or repeats a record.
+//! from the last sequence it delivered, so a reader never skips or repeats a record. On
+//! nats-server 2.9 an ordered consumer can also stall after a leader change, with heartbeats
+//! still coming: when nothing comes for [`STALL_CHECK`] although the log holds more, the reader
+//! makes the consumer again from the next sequence it owes, so no reader waits on it for good.
 
 use async_nats::jetstream::{
     consumer::{DeliverPolicy, pull::OrderedConfig},
     stream::Stream,
 };
 use futures::StreamExt as _;
+
+/// How long a reader waits for the next message before it asks the log whether there is one.
+pub const STALL_CHECK: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One message of the game log as stored.
 pub struct LogMessage {
@@ -47,6 +53,76 @@ pub async fn read_from(
     subject: &str,
     start: u64,
 ) -> Result<impl futures::Stream<Item = Result<LogMessage, LogError>> + Send + use<>, LogError> {
+    let reader = Reader {
+        messages: ordered_from(stream, subject, start).await?,
+        stream: stream.clone(),
+        subject: subject.to_owned(),
+        next_seq: start.max(1),
+    };
+    Ok(Box::pin(futures::stream::unfold(
+        reader,
+        |mut reader| async move {
+            let item = reader.next().await?;
+            Some((item, reader))
+        },
+    )))
+}
+
+type Messages = std::pin::Pin<Box<dyn futures::Stream<Item = Result<LogMessage, LogError>> + Send>>;
+
+/// A reader of the log that makes its consumer again when it stalls.
+struct Reader {
+    messages: Messages,
+    stream: Stream,
+    subject: String,
+    /// The sequence from which the messages not delivered yet start.
+    next_seq: u64,
+}
+
+impl Reader {
+    async fn next(&mut self) -> Option<Result<LogMessage, LogError>> {
+        loop {
+            match tokio::time::timeout(STALL_CHECK, self.messages.next()).await {
+                Ok(Some(Ok(message))) => {
+                    self.next_seq = message.stream_seq.saturating_add(1);
+                    return Some(Ok(message));
+                }
+                Ok(other) => return other,
+                Err(_) => self.restart_if_stalled().await,
+            }
+        }
+    }
+
+    /// Nothing came for a while: normal when the log holds nothing more, a stall when it does.
+    async fn restart_if_stalled(&mut self) {
+        let waiting =
+            match crate::nats::next_message(&self.stream, self.next_seq, &self.subject).await {
+                Ok(waiting) => waiting,
+                // NATS away: the consumer goes on once it is back; asked again at the next check.
+                Err(e) => {
+                    tracing::debug!("checking the game log for records not delivered: {e}");
+                    return;
+                }
+            };
+        let Some(waiting) = waiting else {
+            return;
+        };
+        tracing::warn!(
+            from = self.next_seq,
+            waiting = waiting.sequence,
+            "the game log's consumer delivered nothing for {} s although the log holds more: \
+             making it again",
+            STALL_CHECK.as_secs()
+        );
+        match ordered_from(&self.stream, &self.subject, self.next_seq).await {
+            Ok(messages) => self.messages = messages,
+            Err(e) => tracing::warn!("making the game log's consumer again: {e}"),
+        }
+    }
+}
+
+/// An ordered consumer's messages on `subject` from stream sequence `start`.
+async fn ordered_from(stream: &Stream, subject: &str, start: u64) -> Result<Messages, LogError> {
     let deliver_policy = if start <= 1 {
         DeliverPolicy::All
     } else {
@@ -66,7 +142,7 @@ pub async fn read_from(
         .messages()
         .await
         .map_err(|e| LogError::Read(e.to_string()))?;
-    Ok(messages.map(|message| {
+    Ok(Box::pin(messages.map(|message| {
         let message = message.map_err(|e| LogError::Read(e.to_string()))?;
         let info = message
             .info()
@@ -79,7 +155,7 @@ pub async fn read_from(
             stored_at: info.published.into(),
             trace: crate::telemetry::context_from_nats(message.headers.as_ref()),
         })
-    }))
+    })))
 }
 
 /// A span for folding records whose traces are `traces`: a child of the last record traced (so a

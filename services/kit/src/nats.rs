@@ -79,8 +79,9 @@ pub fn partition_of_stream(name: &str) -> Option<Option<u32>> {
     (partition < MAX_PARTITIONS && partition.to_string() == number).then_some(Some(partition))
 }
 
-/// The observation streams on the server: the unpartitioned one and one per partition.
-pub async fn ingest_streams(js: &jetstream::Context) -> anyhow::Result<Vec<Option<u32>>> {
+/// Which observation streams the server has: `None` for the unpartitioned one, `Some(n)` for
+/// partition n's (see [`ingest_stream`]).
+pub async fn observation_partitions(js: &jetstream::Context) -> anyhow::Result<Vec<Option<u32>>> {
     use futures::TryStreamExt as _;
     let names: Vec<String> = js
         .stream_names()
@@ -557,7 +558,7 @@ pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::
     use async_nats::jetstream::stream::LastRawMessageErrorKind;
     use prost::Message as _;
     let mut last = 0;
-    for partition in ingest_streams(js).await? {
+    for partition in observation_partitions(js).await? {
         let name = ingest_stream(partition);
         // Without asking for the stream's info: a gateway may only get messages.
         let stream = js

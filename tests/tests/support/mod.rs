@@ -180,9 +180,7 @@ pub fn comparable(states: &[GameState]) -> Vec<GameState> {
 /// it is one unbroken hash chain with consecutive sequence numbers; also checks that no
 /// observation is recorded twice. Returns the folded game.
 ///
-/// The records are read one by one by stream sequence (message gets), not with a consumer: right
-/// after cluster faults a consumer on nats-server 2.9 may stall or deliver a record again, which
-/// says nothing about the log.
+/// The records are read by message gets ([`boardcast_testkit::messages_up_to`]).
 pub async fn fold_log(js: &jetstream::Context, game_id: &str) -> anyhow::Result<Game> {
     let subject = format!("boardcast.game.{game_id}.events");
     let stream = js.get_stream("BOARDCAST_GAMES").await?;
@@ -193,18 +191,17 @@ pub async fn fold_log(js: &jetstream::Context, game_id: &str) -> anyhow::Result<
         .sequence;
     let mut game: Option<Game> = None;
     let mut last_device_seq = 0;
-    let mut next = 1;
     // The last records read, shown when the log does not fold: where they are in the stream,
     // their place in the game and what they record.
     let mut recent: std::collections::VecDeque<String> = std::collections::VecDeque::new();
-    while next <= last {
-        let message = boardcast_kit::nats::next_message(&stream, next, &subject)
-            .await
-            .with_context(|| format!("reading the log of {game_id} from stream sequence {next}"))?
-            .with_context(|| {
-                format!("the log of {game_id} ends before its last record (stream sequence {last})")
-            })?;
-        next = message.sequence + 1;
+    let messages = boardcast_testkit::messages_up_to(&stream, &subject, last)
+        .await
+        .with_context(|| format!("reading the log of {game_id}"))?;
+    anyhow::ensure!(
+        messages.last().map(|m| m.sequence) == Some(last),
+        "the log of {game_id} ends before its last record (stream sequence {last})"
+    );
+    for message in messages {
         let record = GameEventRecord::decode(message.payload.as_ref())?;
         let event = Game::open_record(&record)?;
         let observation = match &event.kind {
