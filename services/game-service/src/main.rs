@@ -156,6 +156,18 @@ async fn main() -> anyhow::Result<()> {
 
     let client = nats::connect(&args.nats, "boardcast-game-service").await?;
     let js = async_nats::jetstream::new(client);
+    // Connections of their own for the checks of decisions (see `Store`) and for the partitions
+    // (see `ingest::CONNECTIONS`).
+    let checks = async_nats::jetstream::new(
+        nats::connect(&args.nats, "boardcast-game-service-checks").await?,
+    );
+    let mut ingest_connections = Vec::with_capacity(ingest::CONNECTIONS);
+    for i in 0..ingest::CONNECTIONS {
+        let name = format!("boardcast-game-service-ingest-{i}");
+        ingest_connections.push(async_nats::jetstream::new(
+            nats::connect(&args.nats, &name).await?,
+        ));
+    }
     // Right after a cluster node fails JetStream may not answer until its leaders are elected:
     // keep trying for a while rather than exit.
     retrying("creating the streams", || {
@@ -185,7 +197,13 @@ async fn main() -> anyhow::Result<()> {
     let (store, used_snapshot) = retrying("rebuilding the games", || {
         let saved = read_snapshot();
         had_snapshot = saved.is_some();
-        store::Store::load(js.clone(), saved, signer.clone(), trusted.clone())
+        store::Store::load(
+            js.clone(),
+            checks.clone(),
+            saved,
+            signer.clone(),
+            trusted.clone(),
+        )
     })
     .await?;
     let store = Arc::new(store);
@@ -234,7 +252,7 @@ async fn main() -> anyhow::Result<()> {
     readiness.set(true);
 
     let ingest = tokio::spawn(ingest::run(
-        js.clone(),
+        ingest_connections,
         store.clone(),
         ingest::IngestSettings {
             partitions: args.partitions,

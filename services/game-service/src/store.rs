@@ -150,6 +150,11 @@ enum PublishOutcome {
 pub struct Store {
     js: jetstream::Context,
     stream: Stream,
+    /// The game log over a connection of its own, for the checks of decisions that append
+    /// nothing ([`Store::fold_news_after`]): they are most of a hall's requests, and on the
+    /// appends' connection they waited in line with them (nats-server and the client each
+    /// handle a connection's messages one at a time).
+    checks: Stream,
     /// The games as folded so far. Locked only for moments and never across a NATS call, so a
     /// read (GetGame, a claim, a list) never waits for an append in progress.
     games: std::sync::RwLock<Games>,
@@ -288,14 +293,17 @@ impl Store {
     /// Also says whether the snapshot was used.
     pub async fn load(
         js: jetstream::Context,
+        checks: jetstream::Context,
         snapshot: Option<SnapshotData>,
         signer: RecordSigner,
         trusted: TrustedKeys,
     ) -> anyhow::Result<(Store, bool)> {
-        let stream = js
-            .get_stream(GAMES_STREAM)
-            .await
-            .map_err(|e| anyhow::anyhow!("opening the game log stream: {e}"))?;
+        let open = |js: jetstream::Context| async move {
+            js.get_stream(GAMES_STREAM)
+                .await
+                .map_err(|e| anyhow::anyhow!("opening the game log stream: {e}"))
+        };
+        let (stream, checks) = (open(js.clone()).await?, open(checks).await?);
         let mut games = Games::new(trusted.clone());
         let mut used = false;
         if let Some(snapshot) = snapshot {
@@ -311,6 +319,7 @@ impl Store {
         let store = Store {
             js,
             stream,
+            checks,
             games: std::sync::RwLock::new(games),
             writer: tokio::sync::Mutex::default(),
             acks: tokio::sync::Mutex::new(()),
@@ -1078,7 +1087,7 @@ impl Store {
     /// writer's turn). Taken outside the turn, so that decisions that produce nothing do not
     /// wait for appends; a catch-up another decision made meanwhile is not made again.
     async fn fold_news_after(&self, seq: u64, subject: &str) -> Result<bool, ReadError> {
-        let news = next_message(&self.stream, seq + 1, subject)
+        let news = next_message(&self.checks, seq + 1, subject)
             .await
             .map_err(|e| ReadError::Log(e.to_string()))?
             .map(|m| m.sequence);
