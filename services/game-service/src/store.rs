@@ -216,8 +216,11 @@ fn outgoing(game_id: &str, records: Vec<GameEventRecord>) -> Result<Vec<Outgoing
 
 /// The writer's turn alone: nothing of this instance's is in flight.
 struct Turn<'a> {
-    _writer: tokio::sync::MutexGuard<'a, LastPublished>,
+    // Fields drop in order: the acknowledgement turn is let go first, so that whoever takes the
+    // writer's turn next finds nothing in flight and does not chain its records on a
+    // `LastPublished` from before this turn.
     _acks: AckTurn<'a>,
+    _writer: tokio::sync::MutexGuard<'a, LastPublished>,
 }
 
 /// The turn to handle acknowledgements; notes how long it is held.
@@ -265,8 +268,8 @@ impl Store {
         let writer = self.writer.lock().await;
         let acks = self.acks.lock().await;
         Turn {
-            _writer: writer,
             _acks: self.ack_turn(acks),
+            _writer: writer,
         }
     }
 
@@ -775,6 +778,10 @@ impl Store {
             return Ok(true);
         };
         let writer = self.writer.lock().await;
+        // Nothing in flight when the acknowledgement turn is free: taken before the checks
+        // below, so that nobody folds (and changes what they look at) between them and the
+        // publishing.
+        let acks = self.acks.try_lock().ok();
         // Decided outside the turn: the game may have changed since (here or elsewhere; then a
         // publish below is refused).
         if !self.still_live(game_id, on_board)
@@ -787,7 +794,7 @@ impl Store {
             Admission::Pipelined => {}
             Admission::InFlight => return Ok(false),
             Admission::Alone => {
-                drop(writer);
+                drop((acks, writer));
                 let turn = self.turn().await;
                 self.catch_up_alone(&turn)
                     .await
@@ -796,7 +803,9 @@ impl Store {
                     && self.append(&turn, game_id, records).await?);
             }
         }
-        let published = self.publish_in_pipeline(game_id, &records, writer).await;
+        let published = self
+            .publish_in_pipeline(game_id, &records, writer, acks)
+            .await;
         self.lock_in_flight().settled(game_id, published.is_ok());
         if let Err(e) = &published {
             tracing::info!(
@@ -858,10 +867,11 @@ impl Store {
         game_id: &str,
         records: &[Outgoing],
         mut writer: tokio::sync::MutexGuard<'_, LastPublished>,
+        acks: Option<tokio::sync::MutexGuard<'_, ()>>,
     ) -> Result<bool, AppendError> {
-        // Nothing in flight: the records follow what is folded. Otherwise they follow the last
-        // record published, which may still be refused: then they are refused as well.
-        let acks = self.acks.try_lock().ok();
+        // Nothing in flight (`acks` taken): the records follow what is folded. Otherwise they
+        // follow the last record published, which may still be refused: then they are refused
+        // as well.
         let (mut expected_seq, mut expected_id) = match acks {
             Some(_) => (self.read().folded_seq(), None),
             None => (writer.seq, Some(writer.message_id.clone())),
