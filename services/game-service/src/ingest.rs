@@ -124,11 +124,21 @@ pub async fn run(
         connections.get(n % connections.len().max(1)).cloned()
     };
     let js = connection_of(None).context("no NATS connection to consume over")?;
-    let mut unpartitioned = js
-        .get_stream(INGEST_STREAM)
-        .await
-        .context("opening the observation stream")?;
-    let unpartitioned_start = start_after_earlier_version(&mut unpartitioned).await?;
+    // Right after a node failed JetStream may answer "temporarily unavailable" for a while: a
+    // service (re)started then waits for it rather than exit.
+    let unpartitioned_start = loop {
+        let start = match js.get_stream(INGEST_STREAM).await {
+            Ok(mut unpartitioned) => start_after_earlier_version(&mut unpartitioned).await,
+            Err(e) => Err(anyhow::Error::from(e).context("opening the observation stream")),
+        };
+        match start {
+            Ok(start) => break start,
+            Err(e) => {
+                tracing::warn!("{e:#}; trying again in {CONSUMER_RETRY:?}");
+                tokio::time::sleep(CONSUMER_RETRY).await;
+            }
+        }
+    };
     let mut consumed = BTreeSet::new();
     let mut tasks = tokio::task::JoinSet::new();
     let mut check = tokio::time::interval(PARTITION_CHECK);
