@@ -195,6 +195,36 @@ struct LastPublished {
     message_id: String,
 }
 
+/// A game admitted into the pipeline, until its records in flight are answered. Dropped
+/// without [`AdmittedGame::settle`] (the append was cancelled, or panicked, after records may
+/// have been sent), the game is taken as having a record of unknown fate: it never stays "in
+/// flight" for good, and its next decision is appended alone.
+struct AdmittedGame<'a> {
+    in_flight: &'a std::sync::Mutex<InFlight>,
+    game_id: &'a str,
+    /// Whether each record in flight was folded or known refused, once answered.
+    folded: bool,
+}
+
+impl AdmittedGame<'_> {
+    /// The records in flight were answered: `folded` when each is folded or known refused.
+    fn settle(mut self, folded: bool) {
+        self.folded = folded;
+    }
+}
+
+impl Drop for AdmittedGame<'_> {
+    fn drop(&mut self) {
+        lock_in_flight(self.in_flight).settled(self.game_id, self.folded);
+    }
+}
+
+fn lock_in_flight(in_flight: &std::sync::Mutex<InFlight>) -> std::sync::MutexGuard<'_, InFlight> {
+    in_flight
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// A record to append, with its place in its game (read from it once).
 struct Outgoing {
     game_seq: u64,
@@ -803,10 +833,15 @@ impl Store {
                     && self.append(&turn, game_id, records).await?);
             }
         }
+        let admitted = AdmittedGame {
+            in_flight: &self.in_flight,
+            game_id,
+            folded: false,
+        };
         let published = self
             .publish_in_pipeline(game_id, &records, writer, acks)
             .await;
-        self.lock_in_flight().settled(game_id, published.is_ok());
+        admitted.settle(published.is_ok());
         if let Err(e) = &published {
             tracing::info!(
                 game = game_id,
@@ -854,9 +889,7 @@ impl Store {
     }
 
     fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock_in_flight(&self.in_flight)
     }
 
     /// Publishes `records` after what is in flight and folds them once acknowledged; true when
