@@ -65,6 +65,13 @@ fn report(name: &str, positions: &[Chess]) {
             }
             dead::Answer::No => {}
         }
+        if std::env::var_os("SHOW_SLOW").is_some() && took > Duration::from_micros(500) {
+            println!(
+                "  slow ({:.2} ms, {answer:?}): {}",
+                took.as_secs_f64() * 1e3,
+                fen(pos)
+            );
+        }
         times.push(took);
     }
     let total = started.elapsed();

@@ -162,9 +162,19 @@ pub fn dead_position_within(pos: &Chess, budget: &Budget) -> Answer {
     } else {
         [pos.turn(), !pos.turn()]
     };
-    let mut answer = Answer::Yes;
+    // The cheap stages for both sides before the costly ones for either: with much material
+    // on the board, when one side's short walk meets no mate, the other's usually does.
+    let mut open = Vec::with_capacity(2);
     for side in order {
-        match analyze(pos, side, budget).can_mate() {
+        match quick_analysis(pos, side, budget) {
+            Some(Unwinnability::Winnable(_)) => return Answer::No,
+            Some(_) => {}
+            None => open.push(side),
+        }
+    }
+    let mut answer = Answer::Yes;
+    for side in open {
+        match deep_analysis(pos, side, budget).can_mate() {
             Answer::Yes => return Answer::No,
             Answer::Undetermined => answer = Answer::Undetermined,
             Answer::No => {}
@@ -181,24 +191,42 @@ pub fn can_checkmate(pos: &Chess, side: Color) -> Answer {
 
 /// Decides whether `side` can ever deliver mate from `pos`, within `budget`.
 pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
+    quick_analysis(pos, side, budget).unwrap_or_else(|| deep_analysis(pos, side, budget))
+}
+
+/// The cheap stages of [`analyze`]: the game's end, the static proofs, a mate within two
+/// plies, and (unless pawns are locked head-on) the short walk. `None` when they settle
+/// nothing.
+fn quick_analysis(pos: &Chess, side: Color, budget: &Budget) -> Option<Unwinnability> {
     if pos.is_checkmate() {
-        return if pos.turn() == side {
+        return Some(if pos.turn() == side {
             Unwinnability::Unwinnable(UnwinnableReason::GameOver)
         } else {
             Unwinnability::Winnable(Vec::new())
-        };
+        });
     }
     if pos.legal_moves().is_empty() {
-        return Unwinnability::Unwinnable(UnwinnableReason::GameOver);
+        return Some(Unwinnability::Unwinnable(UnwinnableReason::GameOver));
     }
     if let Some(reason) = static_proof(pos, side, false) {
-        return Unwinnability::Unwinnable(reason);
+        return Some(Unwinnability::Unwinnable(reason));
     }
     // The shortest evidence first: an arbiter reads the line, and a mate within two plies is
     // cheap to find and the strongest answer.
     if let Some(line) = mate_within_two_plies(pos, side) {
-        return Unwinnability::Winnable(line);
+        return Some(Unwinnability::Winnable(line));
     }
+    if looks_blocked(pos.board()) {
+        return None;
+    }
+    // A short ordered walk, without the costly proof of a blocked structure: with much
+    // material on the board it runs into a mate within a few hundred positions, and small
+    // forced sequences are settled outright.
+    exhaustive_proof(pos, side, quick_walk_nodes(budget), false).answer()
+}
+
+/// The costly stages of [`analyze`], after [`quick_analysis`] settled nothing.
+fn deep_analysis(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     // A blocked structure, here or (a king in check from a pawn that never moves has to step
     // away for good) one move on.
     let blocked = || static_proof(pos, side, true).is_some() || blocked_after_every_move(pos, side);
@@ -217,13 +245,6 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
             .answer()
             .unwrap_or(Unwinnability::Undetermined);
     }
-    // A short ordered walk, without the costly proof of a blocked structure: with much
-    // material on the board it runs into a mate within a few hundred positions, and small
-    // forced sequences are settled outright.
-    let quick_walk = budget.proof_nodes.min(QUICK_WALK_NODES);
-    if let Some(answer) = exhaustive_proof(pos, side, quick_walk, false).answer() {
-        return answer;
-    }
     if blocked() {
         return Unwinnability::Unwinnable(UnwinnableReason::LockedStructure);
     }
@@ -237,12 +258,17 @@ pub fn analyze(pos: &Chess, side: Color, budget: &Budget) -> Unwinnability {
     if let Some(line) = search.run(pos, budget.max_plies) {
         return Unwinnability::Winnable(line);
     }
-    if budget.proof_nodes <= quick_walk {
+    if budget.proof_nodes <= quick_walk_nodes(budget) {
         return Unwinnability::Undetermined;
     }
     exhaustive_proof(pos, side, budget.proof_nodes, true)
         .answer()
         .unwrap_or(Unwinnability::Undetermined)
+}
+
+/// Positions the first, cheap walk may visit before the helpmate search takes over.
+fn quick_walk_nodes(budget: &Budget) -> u64 {
+    budget.proof_nodes.min(QUICK_WALK_NODES)
 }
 
 /// At least two pairs of pawns locked head-on and at most six pieces besides kings and pawns:
@@ -256,7 +282,7 @@ fn looks_blocked(board: &Board) -> bool {
     locked_pairs >= 2 && pieces <= 6
 }
 
-/// Positions the first, cheap walk may visit before the helpmate search takes over.
+/// At most the positions the first, cheap walk visits.
 const QUICK_WALK_NODES: u64 = 500;
 
 /// Proofs that need no search. Sound: `Some` only when `side` can never mate. The proof of a
@@ -443,22 +469,25 @@ fn may_give_check(pos: &Chess, m: &Move) -> bool {
         || attacks::queen_attacks(king, Bitboard::EMPTY).contains(from)
 }
 
-/// Orders moves for a helpmate by `winner`: the winner's pieces approach the opposing king and
-/// promote to queens; the loser's king heads for a corner, its other pieces crowd around it and
-/// avoid capturing with pieces (which would thin out the winner's material). Behind locked
-/// pawns, pawn captures and pieces offered to enemy pawns come first for both sides.
+/// Orders moves for a helpmate by `winner`, best first (see [`score_moves_into`]); ties keep
+/// the order of generation.
 fn order_moves(pos: &Chess, moves: &MoveList, winner: Color) -> Vec<Move> {
-    let mut ordered = Vec::with_capacity(moves.len());
-    order_moves_into(pos, moves, winner, &mut ordered);
-    ordered
+    let mut scored = Vec::with_capacity(moves.len());
+    score_moves_into(pos, moves, winner, &mut scored);
+    // Stable: ties stay in generation order.
+    scored.sort_by_key(|&(score, _)| std::cmp::Reverse(score));
+    scored.into_iter().map(|(_, m)| m).collect()
 }
 
-/// [`order_moves`], appending to `ordered` (the exhaustive walk keeps every frame's moves in
-/// one buffer rather than allocating for each position).
-fn order_moves_into(pos: &Chess, moves: &MoveList, winner: Color, ordered: &mut Vec<Move>) {
+/// Appends `moves` to `scored`, each with how promising it is for a helpmate by `winner`: the
+/// winner's pieces approach the opposing king and promote to queens; the loser's king heads for
+/// a corner, its other pieces crowd around it and avoid capturing with pieces (which would thin
+/// out the winner's material). Behind locked pawns, pawn captures and pieces offered to enemy
+/// pawns come first for both sides.
+fn score_moves_into(pos: &Chess, moves: &MoveList, winner: Color, scored: &mut Vec<(i32, Move)>) {
     let board = pos.board();
     let Some(loser_king) = board.king_of(!winner) else {
-        ordered.extend_from_slice(moves);
+        scored.extend(moves.iter().map(|m| (0, *m)));
         return;
     };
     let winner_to_move = pos.turn() == winner;
@@ -501,7 +530,7 @@ fn order_moves_into(pos: &Chess, moves: &MoveList, winner: Color, ordered: &mut 
             score += if promotion == Role::Queen { 40 } else { -40 };
         }
         if winner_to_move {
-            score += 10 * (from.distance(loser_king) as i32 - to.distance(loser_king) as i32);
+            score += 10 * (distance(from, loser_king) - distance(to, loser_king));
             if m.is_capture() {
                 score += 2;
             }
@@ -517,22 +546,28 @@ fn order_moves_into(pos: &Chess, moves: &MoveList, winner: Color, ordered: &mut 
                 score -= 30;
             }
             // Crowding the own king takes away its flight squares.
-            score += 8 * (from.distance(loser_king) as i32 - to.distance(loser_king) as i32);
+            score += 8 * (distance(from, loser_king) - distance(to, loser_king));
         }
         score
     };
-    // Best first, ties in generation order; on the stack (a move list holds at most 256).
-    let mut keyed = [(0i32, 0u8); 256];
-    let count = moves.len().min(keyed.len());
-    for (slot, (index, m)) in keyed.iter_mut().zip(moves.iter().enumerate()) {
-        *slot = (-score(m), index as u8);
+    scored.extend(moves.iter().map(|m| (score(m), *m)));
+}
+
+/// Brings the best move of `scored[next..]` to `next`, the others keeping their order: the
+/// walk takes moves best first and leaves most positions after a few of them, so picking each
+/// in turn costs less than sorting all.
+fn bring_best_forward(scored: &mut [(i32, Move)], next: usize) {
+    let Some(rest) = scored.get(next..) else {
+        return;
+    };
+    let mut best = 0;
+    for (i, &(score, _)) in rest.iter().enumerate() {
+        // The first of equal scores, as a stable sort would have it.
+        if score > rest[best].0 {
+            best = i;
+        }
     }
-    keyed[..count].sort_unstable();
-    ordered.extend(
-        keyed[..count]
-            .iter()
-            .map(|&(_, index)| moves[usize::from(index)]),
-    );
+    scored[next..=next + best].rotate_right(1);
 }
 
 /// Behind locked pawns: the weight of a pawn capture, and of a piece moved where an enemy pawn
@@ -544,10 +579,19 @@ const ALL_CORNERS: &[Square] = &[Square::A1, Square::H1, Square::A8, Square::H8]
 const DARK_CORNERS: &[Square] = &[Square::A1, Square::H8];
 const LIGHT_CORNERS: &[Square] = &[Square::H1, Square::A8];
 
+/// King steps from `a` to `b` ([`Square::distance`], which is not inlined across crates: the
+/// move ordering computes it for every move of every position the walks visit).
+#[inline]
+fn distance(a: Square, b: Square) -> i32 {
+    let files = (a.file().to_u32() as i32 - b.file().to_u32() as i32).abs();
+    let ranks = (a.rank().to_u32() as i32 - b.rank().to_u32() as i32).abs();
+    files.max(ranks)
+}
+
 fn corner_distance(sq: Square, corners: &[Square]) -> u32 {
     corners
         .iter()
-        .map(|corner| sq.distance(*corner))
+        .map(|corner| distance(sq, *corner) as u32)
         .min()
         .unwrap_or(0)
 }
@@ -622,14 +666,19 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64, blocked_proofs: bool
         next: usize,
         end: usize,
     }
-    let mut seen: HashSet<PositionKey, BuildNoHashHasher<PositionKey>> = HashSet::default();
+    // Sized for the quick walk's positions from the start (the thorough walks grow it).
+    let mut seen: HashSet<PositionKey, BuildNoHashHasher<PositionKey>> =
+        HashSet::with_capacity_and_hasher(
+            usize::try_from(limit.min(QUICK_WALK_NODES)).unwrap_or(0) + 1,
+            BuildNoHashHasher::default(),
+        );
     seen.insert(PositionKey::of(start));
-    // Every frame's moves, in stack order. The walk tries the helpmate ordering first: when a
-    // mate exists it tends to be met early.
-    let mut moves: Vec<Move> = Vec::new();
-    let push = |pos: Chess, moves: &mut Vec<Move>, stack: &mut Vec<Frame>| {
+    // Every frame's moves with their scores, in stack order. The walk tries the helpmate
+    // ordering first: when a mate exists it tends to be met early.
+    let mut moves: Vec<(i32, Move)> = Vec::new();
+    let push = |pos: Chess, moves: &mut Vec<(i32, Move)>, stack: &mut Vec<Frame>| {
         let first = moves.len();
-        order_moves_into(&pos, &pos.legal_moves(), side, moves);
+        score_moves_into(&pos, &pos.legal_moves(), side, moves);
         if moves.len() > first {
             stack.push(Frame {
                 pos,
@@ -647,14 +696,18 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64, blocked_proofs: bool
             stack.pop();
             continue;
         }
-        let m = moves[frame.next];
+        bring_best_forward(&mut moves[..frame.end], frame.next);
+        let m = moves[frame.next].1;
         frame.next += 1;
         let mut child = frame.pos.clone();
         child.play_unchecked(m);
         if is_mate_by(&child, side) {
             // Each frame's last tried move is the path; the top frame's is `m` itself.
             let mode = start.castles().mode();
-            let line = stack.iter().map(|f| uci(moves[f.next - 1], mode)).collect();
+            let line = stack
+                .iter()
+                .map(|f| uci(moves[f.next - 1].1, mode))
+                .collect();
             return Exploration::Mate(line);
         }
         if !seen.insert(PositionKey::of(&child)) {
@@ -692,6 +745,25 @@ mod tests {
             analyze(&p, Color::White, &Budget::default()),
             Unwinnability::Winnable(vec!["a1a8".to_owned()])
         );
+    }
+
+    #[test]
+    fn moves_are_brought_forward_in_the_order_of_a_stable_sort() {
+        let start = Chess::default();
+        let moves: Vec<Move> = start.legal_moves().into_iter().collect();
+        // Many ties, in no order: the walk must take moves exactly as the sort orders them.
+        let scored: Vec<(i32, Move)> = moves
+            .iter()
+            .enumerate()
+            .map(|(i, m)| ((i as i32 * 7) % 5 - 2, *m))
+            .collect();
+        let mut sorted = scored.clone();
+        sorted.sort_by_key(|&(score, _)| std::cmp::Reverse(score));
+        let mut picked = scored;
+        for next in 0..picked.len() {
+            bring_best_forward(&mut picked, next);
+        }
+        assert_eq!(picked, sorted);
     }
 
     #[test]
