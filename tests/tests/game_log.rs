@@ -1,6 +1,7 @@
 //! The game log's guarantees with real processes: a crash of the game service, two instances
-//! writing at once (on one server and on a three-node cluster with replicated streams),
-//! duplicated and reordered observations, and snapshots.
+//! writing at once (on one server and on a three-node cluster with replicated streams), a
+//! standby instance taking over from one that died, duplicated and reordered observations, and
+//! snapshots.
 
 mod support;
 
@@ -62,6 +63,81 @@ async fn a_game_service_killed_mid_round_resumes_without_losing_or_repeating() -
     let after = states_reaching(&restarted.url(), &base.states).await?;
     assert_eq!(comparable(&after), comparable(&base.states));
     check_logs(&js, &after).await?;
+    Ok(())
+}
+
+/// The sum of a counter's samples on a service's Prometheus page (0 before its first count).
+async fn counted(service: &GameService, counter: &str) -> anyhow::Result<f64> {
+    let page = reqwest::get(service.metrics_url("/metrics"))
+        .await?
+        .text()
+        .await?;
+    Ok(page
+        .lines()
+        .filter(|line| line.starts_with(counter))
+        .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_standby_decides_nothing_while_the_first_instance_runs_and_everything_once_it_died()
+-> anyhow::Result<()> {
+    let base = baseline().await?;
+    let nats = TestNats::start()?;
+    let ack_wait = vec!["--ack-wait".to_owned(), "10".to_owned()];
+    let mut first = GameService::start_with(
+        &nats.url(),
+        GameServiceOptions {
+            args: ack_wait.clone(),
+            ..Default::default()
+        },
+    )?;
+    let standby = GameService::start_with(
+        &nats.url(),
+        GameServiceOptions {
+            args: [ack_wait, vec!["--standby".to_owned()]].concat(),
+            ..Default::default()
+        },
+    )?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let pgn = write_pgn()?;
+    let mut simulator = simulate(pgn.path(), &nats.url(), &first.url())?.spawn()?;
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let applied: usize = states(&first.url())
+            .await?
+            .iter()
+            .map(|s| s.moves.len())
+            .sum();
+        if applied >= 8 {
+            break;
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no moves applied");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        counted(&standby, "boardcast_observations_total").await?,
+        0.0,
+        "the standby decided observations while the first instance was deciding them"
+    );
+    let applied: usize = states(&first.url())
+        .await?
+        .iter()
+        .map(|s| s.moves.len())
+        .sum();
+    first.process.kill_hard()?;
+    let total: usize = base.states.iter().map(|s| s.moves.len()).sum();
+    eprintln!("killed the first instance with about {applied} of {total} moves applied");
+
+    // Everything left is decided by the standby, from where the first one stopped.
+    assert!(simulator.wait()?.success());
+    drained(&js).await?;
+    let after = states_reaching(&standby.url(), &base.states).await?;
+    assert_eq!(comparable(&after), comparable(&base.states));
+    check_logs(&js, &after).await?;
+    assert!(counted(&standby, "boardcast_observations_total").await? > 0.0);
+    assert!(counted(&standby, "boardcast_partitions_taken_over_total").await? > 0.0);
     Ok(())
 }
 

@@ -6,7 +6,8 @@
 //! game_log_bench -- --ignored --nocapture` (`BENCH_GAMES` sets the number of games and
 //! `BENCH_BOARDS` the number of boards, 1000 each by default; `BENCH_TICKS` clock readings after
 //! each press; `BENCH_PARTITIONS` the partitions of the NATS server's mapping, 16 by default, 0
-//! for none; `BENCH_INSTANCES` the game service instances, 1 by default). `live_hall_latency`
+//! for none; `BENCH_INSTANCES` the game service instances, 1 by default; with `BENCH_STANDBY=1`
+//! those after the first are started with `--standby`). `live_hall_latency`
 //! plays a hall live: `BENCH_MOVE_SECONDS` between moves (8, blitz; 60, classical) with every
 //! clock reporting each second, for `BENCH_SECONDS` (60).
 
@@ -141,11 +142,12 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     let ticks = setting("BENCH_TICKS", 0)?;
     let partitions = u32::try_from(setting("BENCH_PARTITIONS", 16)?)?;
     let instances = setting("BENCH_INSTANCES", 1)?.max(1);
+    let standby = setting("BENCH_STANDBY", 0)? > 0;
     let base = baseline().await?;
     let by_board = with_clock_ticks(&base.observations, ticks)?;
     let nats = TestNats::start_partitioned(partitions)?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    let service = partitioned_service(&nats.url(), partitions)?;
+    let service = partitioned_service(&nats.url(), partitions, false)?;
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let mut per_board: Vec<Vec<(String, Vec<u8>)>> = Vec::new();
     let mut game_ids = Vec::new();
@@ -199,13 +201,18 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
 
     let started = Instant::now();
     let services = (0..instances)
-        .map(|_| partitioned_service(&nats.url(), partitions))
+        .map(|i| partitioned_service(&nats.url(), partitions, standby && i > 0))
         .collect::<anyhow::Result<Vec<_>>>()?;
     drained_within(&js, Duration::from_secs(3600)).await?;
     let elapsed = started.elapsed();
     eprintln!(
-        "{boards} boards, {ticks} ticks after each press, {partitions} partitions, {instances} instance(s): \
+        "{boards} boards, {ticks} ticks after each press, {partitions} partitions, {instances} instance(s){}: \
          {total} observations decided in {elapsed:?}: {:.0} per second; peak resident memory {}",
+        if standby && instances > 1 {
+            " (the others standing by)"
+        } else {
+            ""
+        },
         total as f64 / elapsed.as_secs_f64(),
         peak_memory(&services)
     );
@@ -226,13 +233,20 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A game service consuming `partitions` partitions (creating their streams); the default
-/// for 0 (a server without the mapping).
-fn partitioned_service(nats_url: &str, partitions: u32) -> anyhow::Result<GameService> {
-    let args = match partitions {
+/// A game service consuming `partitions` partitions (creating their streams; the default for
+/// 0, a server without the mapping), as a standby when `standby`.
+fn partitioned_service(
+    nats_url: &str,
+    partitions: u32,
+    standby: bool,
+) -> anyhow::Result<GameService> {
+    let mut args = match partitions {
         0 => Vec::new(),
         n => vec!["--partitions".to_owned(), n.to_string()],
     };
+    if standby {
+        args.push("--standby".to_owned());
+    }
     GameService::start_with(
         nats_url,
         GameServiceOptions {
@@ -300,12 +314,13 @@ async fn live_hall_latency() -> anyhow::Result<()> {
     let seconds = setting("BENCH_SECONDS", 60)?;
     let partitions = u32::try_from(setting("BENCH_PARTITIONS", 16)?)?;
     let instances = setting("BENCH_INSTANCES", 1)?.max(1);
+    let standby = setting("BENCH_STANDBY", 0)? > 0;
     let base = baseline().await?;
     let by_board = with_clock_ticks(&base.observations, move_seconds - 1)?;
     let nats = TestNats::start_partitioned(partitions)?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let services = (0..instances)
-        .map(|_| partitioned_service(&nats.url(), partitions))
+        .map(|i| partitioned_service(&nats.url(), partitions, standby && i > 0))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut client = boardcast_testkit::admin_client(&services[0].url()).await?;
     let mut plans = Vec::new();
@@ -429,9 +444,14 @@ async fn live_hall_latency() -> anyhow::Result<()> {
     };
     eprintln!(
         "live hall: {boards} boards, a move every {move_seconds} s, clocks every second, {partitions} partitions, \
-         {instances} instance(s), {seconds} s: {published} observations ({:.0} per second); \
+         {instances} instance(s){}, {seconds} s: {published} observations ({:.0} per second); \
          {} observations with events: arrival to log p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; \
          all decided {:.1} s after the last was published; CPU {}; peak resident memory {}",
+        if standby && instances > 1 {
+            " (the others standing by)"
+        } else {
+            ""
+        },
         published as f64 / publishing.as_secs_f64(),
         latencies_us.len(),
         quantile(0.5),

@@ -97,6 +97,9 @@ pub struct IngestSettings {
     /// How long an observation handed to an instance waits for its acknowledgement before
     /// JetStream gives it to another.
     pub ack_wait: Duration,
+    /// A standby instance: it consumes a partition only once nobody else decides its
+    /// observations (see [`wait_until_unattended`]).
+    pub standby: bool,
 }
 
 /// How many NATS connections the partitions are consumed over, spread evenly. nats-server
@@ -174,6 +177,10 @@ pub async fn run(
                     consumed.insert(partition);
                     let (js, store) = (js.clone(), store.clone());
                     tasks.spawn(async move {
+                        let mut consumer = consumer;
+                        if settings.standby {
+                            wait_until_unattended(&mut consumer.1, partition, settings.ack_wait).await;
+                        }
                         let ended = consume(js, store, consumer, partition).await;
                         (partition, ended)
                     });
@@ -259,6 +266,60 @@ async fn partition_consumer(
 }
 
 type PullConsumer = jetstream::consumer::Consumer<pull::Config>;
+
+/// How often a standby instance looks at a partition's consumer.
+const STANDBY_LOOK: Duration = Duration::from_secs(1);
+
+/// Returns once nobody has been deciding the partition's observations for half of `ack_wait`:
+/// some were waiting or in flight, and none was handed out (JetStream's delivery count of the
+/// consumer stood still). Until then a standby instance leaves the partition to the others, so
+/// that it does not compete with them for the game log (every append of one instance makes the
+/// other's next one conflict: see `store`). An observation in flight on an instance that died
+/// is handed out again `ack_wait` after it was delivered, by which time the standby is pulling.
+/// Once it has taken a partition over, it goes on consuming it as any instance does.
+async fn wait_until_unattended(
+    consumer: &mut PullConsumer,
+    partition: Option<u32>,
+    ack_wait: Duration,
+) {
+    let name = partition_name(partition);
+    let grace = ack_wait / 2;
+    // The consumer's delivery count when it was last seen to move, and since when it stands.
+    let mut standing: Option<(u64, std::time::Instant)> = None;
+    loop {
+        tokio::time::sleep(STANDBY_LOOK).await;
+        let info = match consumer.info().await {
+            Ok(info) => info.clone(),
+            // NATS away: nothing can be decided by anyone meanwhile; looked at again.
+            Err(e) => {
+                tracing::debug!(
+                    partition = name,
+                    "standby: reading the partition's consumer: {e}"
+                );
+                continue;
+            }
+        };
+        let delivered = info.delivered.consumer_sequence;
+        let waiting = info.num_pending > 0 || info.num_ack_pending > 0;
+        match standing {
+            Some((seen, since)) if seen == delivered && waiting => {
+                if since.elapsed() >= grace {
+                    tracing::warn!(
+                        partition = name,
+                        waiting = info.num_pending,
+                        in_flight = info.num_ack_pending,
+                        "standby: nobody has decided the partition's observations for {} s; \
+                         taking it over",
+                        grace.as_secs()
+                    );
+                    crate::metrics::partition_taken_over(&name);
+                    return;
+                }
+            }
+            _ => standing = Some((delivered, std::time::Instant::now())),
+        }
+    }
+}
 
 /// Decides one partition's observations, one at a time.
 async fn consume(

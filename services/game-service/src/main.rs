@@ -104,6 +104,14 @@ struct Args {
     #[arg(long, env = "BOARDCAST_ACK_WAIT", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(5..=3600))]
     ack_wait: u64,
+    /// Run as a standby: consume a partition's observations only once no other instance has
+    /// decided any of them for half of --ack-wait (it died, or stalled), then go on consuming it.
+    /// Two instances that share every partition make each other's appends conflict (the game
+    /// log is one sequence), which costs latency and throughput; an instance for failover
+    /// started with --standby does not compete while the first one runs. It serves gRPC as any
+    /// instance.
+    #[arg(long, env = "BOARDCAST_STANDBY")]
+    standby: bool,
 }
 
 /// How long open event streams may keep the service from stopping after Ctrl-C or SIGTERM.
@@ -257,6 +265,7 @@ async fn main() -> anyhow::Result<()> {
         ingest::IngestSettings {
             partitions: args.partitions,
             ack_wait: Duration::from_secs(args.ack_wait),
+            standby: args.standby,
         },
     ));
     // Other instances may append too: follow the log so reads here are at most this far behind.

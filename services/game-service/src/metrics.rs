@@ -10,7 +10,9 @@
 //! - `boardcast_observation_applied_seconds`: from an observation's arrival in NATS to its events
 //!   stored in the game log and the observation acknowledged (a histogram);
 //! - `boardcast_ingest_lag{partition}`: observations of the partition waiting behind the one
-//!   being decided, as JetStream last said.
+//!   being decided, as JetStream last said;
+//! - `boardcast_partitions_taken_over_total{partition}`: partitions a standby instance began to
+//!   consume because nobody else was deciding them (see `ingest`).
 
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
@@ -23,6 +25,7 @@ pub struct Instruments {
     records_appended: Counter<u64>,
     append_conflicts: Counter<u64>,
     leader_step_downs_asked: Counter<u64>,
+    partitions_taken_over: Counter<u64>,
     applied_seconds: Histogram<f64>,
     /// Reports `LAGS` when scraped; kept so that it goes on reporting.
     _lag: ObservableGauge<u64>,
@@ -56,6 +59,12 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
             .u64_counter("boardcast.leader.step_downs_asked")
             .with_description(
                 "Times the game log's leader was asked to step down for acknowledging no append",
+            )
+            .build(),
+        partitions_taken_over: meter
+            .u64_counter("boardcast.partitions.taken_over")
+            .with_description(
+                "Partitions this standby instance began to consume because nobody else decided them",
             )
             .build(),
         applied_seconds: boardcast_kit::metrics::latency_histogram(
@@ -93,6 +102,13 @@ pub fn append_conflict() {
 
 pub fn leader_step_down_asked() {
     INSTRUMENTS.leader_step_downs_asked.add(1, &[]);
+}
+
+/// This standby instance began to consume `partition`.
+pub fn partition_taken_over(partition: &str) {
+    INSTRUMENTS
+        .partitions_taken_over
+        .add(1, &[KeyValue::new("partition", partition.to_owned())]);
 }
 
 /// An observation that arrived in NATS at `arrived_unix_ns` was applied and acknowledged now.
