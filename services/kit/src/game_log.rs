@@ -130,9 +130,18 @@ async fn ordered_from(stream: &Stream, subject: &str, start: u64) -> Result<Mess
             start_sequence: start,
         }
     };
+    // A filter that is the stream's one subject filters nothing, but nats-server 2.9 still
+    // counts a filtered consumer's pending messages by going through the stream's blocks,
+    // again and again as it delivers: a reader of the whole log from far behind kept the
+    // server at a full core and slowed the game service five times (docs/ingest-benchmark.md).
+    let whole_stream = stream.cached_info().config.subjects == [subject];
     let consumer = stream
         .create_consumer(OrderedConfig {
-            filter_subject: subject.to_owned(),
+            filter_subject: if whole_stream {
+                String::new()
+            } else {
+                subject.to_owned()
+            },
             deliver_policy,
             ..Default::default()
         })
