@@ -286,16 +286,24 @@ async fn wait_until_unattended(
     let grace = ack_wait / 2;
     // The consumer's delivery count when it was last seen to move, and since when it stands.
     let mut standing: Option<(u64, std::time::Instant)> = None;
+    let mut unread: u32 = 0;
     loop {
         tokio::time::sleep(STANDBY_LOOK).await;
         let info = match consumer.info().await {
-            Ok(info) => info.clone(),
-            // NATS away: nothing can be decided by anyone meanwhile; looked at again.
+            Ok(info) => {
+                unread = 0;
+                info.clone()
+            }
+            // NATS away: nothing can be decided by anyone meanwhile; looked at again. Said once
+            // it lasts, then every five minutes (a standby that cannot look never takes over).
             Err(e) => {
-                tracing::debug!(
-                    partition = name,
-                    "standby: reading the partition's consumer: {e}"
-                );
+                unread = unread.saturating_add(1);
+                if unread % 300 == 10 {
+                    tracing::warn!(
+                        partition = name,
+                        "standby: the partition's consumer could not be read for {unread} s: {e}"
+                    );
+                }
                 continue;
             }
         };
