@@ -35,24 +35,7 @@ async fn a_game_service_killed_mid_round_resumes_without_losing_or_repeating() -
     let mut simulator = simulate(pgn.path(), &nats.url(), &service.url())?.spawn()?;
 
     // Kill it once it has applied some of the round but not all of it.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let applied: usize = states(&service.url())
-            .await?
-            .iter()
-            .map(|s| s.moves.len())
-            .sum();
-        if applied >= 8 {
-            break;
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no moves applied");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let applied: usize = states(&service.url())
-        .await?
-        .iter()
-        .map(|s| s.moves.len())
-        .sum();
+    let applied = moves_applied_reaching(&service, 8).await?;
     service.process.kill_hard()?;
     let total: usize = base.states.iter().map(|s| s.moves.len()).sum();
     eprintln!("killed the game service with at least {applied} of {total} moves applied");
@@ -64,6 +47,24 @@ async fn a_game_service_killed_mid_round_resumes_without_losing_or_repeating() -
     assert_eq!(comparable(&after), comparable(&base.states));
     check_logs(&js, &after).await?;
     Ok(())
+}
+
+/// Waits until `service` has applied at least `at_least` moves over all its games (within 30 s);
+/// returns how many it has.
+async fn moves_applied_reaching(service: &GameService, at_least: usize) -> anyhow::Result<usize> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let applied: usize = states(&service.url())
+            .await?
+            .iter()
+            .map(|s| s.moves.len())
+            .sum();
+        if applied >= at_least {
+            return Ok(applied);
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no moves applied");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// The sum of a counter's samples on a service's Prometheus page (0 before its first count).
@@ -103,29 +104,12 @@ async fn a_standby_decides_nothing_while_the_first_instance_runs_and_everything_
     let pgn = write_pgn()?;
     let mut simulator = simulate(pgn.path(), &nats.url(), &first.url())?.spawn()?;
 
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let applied: usize = states(&first.url())
-            .await?
-            .iter()
-            .map(|s| s.moves.len())
-            .sum();
-        if applied >= 8 {
-            break;
-        }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no moves applied");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let applied = moves_applied_reaching(&first, 8).await?;
     assert_eq!(
         counted(&standby, "boardcast_observations_total").await?,
         0.0,
         "the standby decided observations while the first instance was deciding them"
     );
-    let applied: usize = states(&first.url())
-        .await?
-        .iter()
-        .map(|s| s.moves.len())
-        .sum();
     first.process.kill_hard()?;
     let total: usize = base.states.iter().map(|s| s.moves.len()).sum();
     eprintln!("killed the first instance with about {applied} of {total} moves applied");

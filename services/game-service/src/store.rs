@@ -1146,18 +1146,26 @@ impl Store {
         let Some(news) = news else {
             return Ok(false);
         };
-        let _turn = self.turn().await;
+        let turn = self.turn().await;
         if self.read().folded_seq() < news {
-            self.catch_up_reading(direct).await?;
-            self.lock_in_flight().caught_up_alone();
+            self.catch_up_alone_reading(&turn, direct).await?;
         }
         Ok(true)
     }
 
     /// [`Store::catch_up`] in the writer's turn alone: nothing of this instance's is in flight,
     /// so whatever was stored of its records of unknown fate is folded after it.
-    async fn catch_up_alone(&self, _alone: &Turn<'_>) -> Result<(), ReadError> {
-        self.catch_up().await?;
+    async fn catch_up_alone(&self, alone: &Turn<'_>) -> Result<(), ReadError> {
+        self.catch_up_alone_reading(alone, DIRECT_CATCH_UP).await
+    }
+
+    /// [`Store::catch_up_alone`], reading up to `direct` records message by message.
+    async fn catch_up_alone_reading(
+        &self,
+        _alone: &Turn<'_>,
+        direct: u64,
+    ) -> Result<(), ReadError> {
+        self.catch_up_reading(direct).await?;
         self.lock_in_flight().caught_up_alone();
         Ok(())
     }
