@@ -331,6 +331,8 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
         eprintln!("{}", cluster.diagnosis(&js, &streams).await);
         return Err(e);
     }
+    let forks = support::forks(&js).await?;
+    assert!(forks.is_empty(), "game logs fork:\n{}", forks.join("\n"));
     let gateway_state = gateway_game_done(&first.url()).await?;
     restarted_gateway.kill_hard()?;
 
@@ -349,6 +351,9 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     // Every game as in the fault-free run, on both instances, and its log one chain recording
     // each observation once.
     let states = boards_reaching(&first.url(), &expected).await?;
+    if support::comparable(&states) != support::comparable(&expected) {
+        eprintln!("{}", differences(&js, &states, &expected).await);
+    }
     assert_eq!(support::comparable(&states), support::comparable(&expected));
     let other = boards_reaching(&second.url(), &expected).await?;
     assert_eq!(other, states, "both instances serve the same games");
@@ -386,6 +391,61 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
         .join(format!("fault-stalls-nats-{version}.txt"));
     std::fs::write(&kept, &report).with_context(|| format!("writing {}", kept.display()))?;
     Ok(())
+}
+
+/// For each game unlike the fault-free run's: its board's observations as stored (device
+/// sequence, stream sequence, when) and the kinds of its log's records, to tell a fault's
+/// effect from a decision gone wrong.
+async fn differences(
+    js: &jetstream::Context,
+    states: &[GameState],
+    expected: &[GameState],
+) -> String {
+    let mut out = String::new();
+    let observations = match boardcast_testkit::every_observation(js).await {
+        Ok(observations) => observations,
+        Err(e) => return format!("cannot read the observations: {e:#}"),
+    };
+    for state in support::comparable(states) {
+        let same = expected
+            .iter()
+            .any(|e| support::comparable(std::slice::from_ref(e))[0] == state);
+        let Some(board) = state.info.as_ref().map(|i| i.board_id.clone()) else {
+            continue;
+        };
+        if same {
+            continue;
+        }
+        out += &format!(
+            "game {} on board {board} differs; its observations:\n",
+            state.game_id
+        );
+        for message in &observations {
+            let Ok(observation) =
+                <boardcast_schema::device::v1::Observation as prost::Message>::decode(
+                    message.payload.as_ref(),
+                )
+            else {
+                continue;
+            };
+            if observation.board_id == board {
+                out += &format!(
+                    "  device_seq {} at stream {} {} stored {:?}\n",
+                    observation.device_seq, message.subject, message.sequence, message.time
+                );
+            }
+        }
+        match support::fold_log(js, &state.game_id).await {
+            Ok(game) => {
+                out += &format!(
+                    "  missing observations: {:?}\n",
+                    game.to_state().missing_observations
+                )
+            }
+            Err(e) => out += &format!("  its log does not fold: {e:#}\n"),
+        }
+    }
+    out
 }
 
 /// The simulated boards' games (not the gateway's) once they equal `expected`, or as they are

@@ -337,6 +337,10 @@ const MAX_REFUSED_SHOWN: usize = 100;
 
 impl GameEntry {
     fn refuse(&mut self, reason: String) {
+        // The same record refused again, as the game's log is read again: counted once.
+        if self.refused.contains(&reason) {
+            return;
+        }
         self.refused_count += 1;
         if self.refused.len() < MAX_REFUSED_SHOWN {
             self.refused.push(reason);
@@ -574,17 +578,48 @@ impl Games {
 
     /// Folds one message of the game log. Never fails: a record that cannot be folded marks
     /// its game damaged from that entry on ("log damaged at entry N") and is logged.
-    pub fn fold_message(&self, stream_seq: u64, subject: &str, payload: &[u8]) {
-        let changes = {
+    ///
+    /// Returns the game whose entries as delivered skip one (not folded, nor marked damaged):
+    /// its log is to be read again ([`Games::fold_read_again`]).
+    pub fn fold_message(&self, stream_seq: u64, subject: &str, payload: &[u8]) -> Option<String> {
+        let (changes, skipping) = {
             let mut state = self.write();
             if stream_seq <= state.last_stream_seq {
                 // Delivered again after the consumer was recreated.
-                return;
+                return None;
             }
             state.last_stream_seq = stream_seq;
-            fold_into(&mut state, stream_seq, subject, payload)
+            fold_into(&mut state, stream_seq, subject, payload, OnSkip::ReadAgain)
         };
         self.folded.send_replace(stream_seq);
+        self.announce(changes);
+        skipping
+    }
+
+    /// Folds a game's records read again from the log (stream sequence and payload, in order,
+    /// none after what was folded): those folded already change nothing; an entry still
+    /// missing marks the game damaged.
+    pub fn fold_read_again<P: AsRef<[u8]>>(&self, subject: &str, records: &[(u64, P)]) {
+        let changes: Vec<Change> = {
+            let mut state = self.write();
+            records
+                .iter()
+                .flat_map(|(stream_seq, payload)| {
+                    fold_into(
+                        &mut state,
+                        *stream_seq,
+                        subject,
+                        payload.as_ref(),
+                        OnSkip::Damage,
+                    )
+                    .0
+                })
+                .collect()
+        };
+        self.announce(changes);
+    }
+
+    fn announce(&self, changes: Vec<Change>) {
         for change in changes {
             // Nobody listening is fine.
             let _ = self.changes.send(change);
@@ -866,7 +901,40 @@ impl Games {
     }
 }
 
-fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) -> Vec<Change> {
+/// What becomes of a record that skips entries of its game, as delivered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnSkip {
+    /// Left out, and its game named, to read the game's log again (a consumer or a newly
+    /// elected leader can leave a record out, seen on nats-server 2.9 after a node was killed).
+    ReadAgain,
+    /// Marks the game damaged (the log read again still lacks the entry).
+    Damage,
+}
+
+/// Folds one message; also returns its game when the record skips entries of it and `on_skip`
+/// says to read it again.
+fn fold_into(
+    state: &mut State,
+    stream_seq: u64,
+    subject: &str,
+    payload: &[u8],
+    on_skip: OnSkip,
+) -> (Vec<Change>, Option<String>) {
+    let changes = fold_record_into(state, stream_seq, subject, payload, on_skip);
+    match changes {
+        Ok(changes) => (changes, None),
+        Err(game) => (Vec::new(), Some(game)),
+    }
+}
+
+/// [`fold_into`]: `Err` with the game when its entries as delivered skip one.
+fn fold_record_into(
+    state: &mut State,
+    stream_seq: u64,
+    subject: &str,
+    payload: &[u8],
+    on_skip: OnSkip,
+) -> Result<Vec<Change>, String> {
     let subject_game = game_of_subject(subject);
     let trusted = &state.trusted;
     let entry = state
@@ -879,7 +947,7 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
     };
     if let Some(damage) = &mut entry.damage {
         damage.entries_not_shown += 1;
-        return vec![game_change];
+        return Ok(vec![game_change]);
     }
     // A message that is not a record the game service signed (garbage, an altered record, one
     // signed by another key or not at all) is refused and reported, and the log goes on: the
@@ -907,7 +975,7 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
                 "refused a game log record: {refusal}"
             );
             entry.refuse(format!("stream sequence {stream_seq}: {refusal}"));
-            return vec![game_change];
+            return Ok(vec![game_change]);
         }
     };
     // A signed record already folded, published again: nothing new.
@@ -918,7 +986,11 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
             .and_then(|seq| entry.records.get(seq.checked_sub(1)?))
             .is_some_and(|folded| folded.hash == opened.record().hash)
     {
-        return Vec::new();
+        return Ok(Vec::new());
+    }
+    if on_skip == OnSkip::ReadAgain && at_game_seq > entry.last_game_seq().saturating_add(1) {
+        tracing::warn!(game = %subject_game, entry = at_game_seq, stream_seq, "the game's entries as delivered skip one: reading its log again");
+        return Err(subject_game.as_str().to_owned());
     }
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| entry.fold(opened, stream_seq)))
         .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))
@@ -930,7 +1002,7 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
                 .map(|a| Change::Alert(Arc::new(a)))
                 .collect();
             changes.push(game_change);
-            changes
+            Ok(changes)
         }
         Err(reason) => {
             tracing::error!(
@@ -945,7 +1017,7 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
                 reason,
                 entries_not_shown: 0,
             });
-            vec![game_change]
+            Ok(vec![game_change])
         }
     }
 }
@@ -1025,12 +1097,17 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
         let (stream_seq, pending) = (message.stream_seq, message.pending);
         // Traced and timed live only (see `metrics`): a span for each record of the whole log
         // at start would flood the collector.
-        if crate::metrics::is_live() {
-            game_log::fold_span("arbiter", [&message.trace])
+        let skipping = if crate::metrics::is_live() {
+            let skipping = game_log::fold_span("arbiter", [&message.trace])
                 .in_scope(|| games.fold_message(stream_seq, &message.subject, &message.payload));
             crate::metrics::alerts_after(message.stored_at);
+            skipping
         } else {
-            games.fold_message(stream_seq, &message.subject, &message.payload);
+            games.fold_message(stream_seq, &message.subject, &message.payload)
+        };
+        if let Some(game_id) = skipping {
+            let records = game_log::game_records(stream, &game_id, stream_seq).await?;
+            games.fold_read_again(&message.subject, &records);
         }
         if !caught_up && pending == 0 {
             caught_up = true;
@@ -1184,8 +1261,20 @@ mod tests {
         let mut event = GameEvent::decode(altered.event.as_slice()).expect("decodes");
         event.recorded_unix_ms += 1;
         altered.event = event.encode_to_vec();
-        games.fold_message(2, &subject, &altered.encode_to_vec());
-        games.fold_message(3, &subject, &script.records[2].encode_to_vec());
+        let altered = altered.encode_to_vec();
+        assert_eq!(games.fold_message(2, &subject, &altered), None);
+        // Entry 3 then skips entry 2: the game's log is to be read again, and still lacks it.
+        let third = script.records[2].encode_to_vec();
+        assert_eq!(
+            games.fold_message(3, &subject, &third),
+            Some(script.game.game_id().to_owned())
+        );
+        let log = [
+            (1, script.records[0].encode_to_vec()),
+            (2, altered),
+            (3, third),
+        ];
+        games.fold_read_again(&subject, &log);
         games.fold_message(4, &subject, b"not a record at all");
         // Entry 2 altered is refused (its hash does not match); entry 3 then does not follow
         // entry 1: the log is damaged there; what comes after is not shown.
@@ -1210,6 +1299,29 @@ mod tests {
         games.fold_message(5, "boardcast.game.other.events", b"\x01\x02");
         assert_eq!(games.game_count(), 2);
         assert_eq!(board.last_game_seq, 1);
+    }
+
+    #[test]
+    fn an_entry_left_out_of_what_was_delivered_is_folded_from_the_log_read_again() {
+        let mut script = Script::start("open", 1, 1);
+        script.act(Action::Move(EnterMove { san: "d4".into() }), "r1");
+        script.act(Action::Move(EnterMove { san: "d5".into() }), "r2");
+        let games = Games::new(TrustedKeys::default().accepting_unsigned(true));
+        let subject = script.subject();
+        let log: Vec<(u64, Vec<u8>)> = (1..)
+            .zip(script.records.iter().map(|r| r.encode_to_vec()))
+            .collect();
+        games.fold_message(1, &subject, &log[0].1);
+        // Entry 2 (stream sequence 2) was not delivered.
+        assert_eq!(
+            games.fold_message(3, &subject, &log[2].1),
+            Some(script.game.game_id().to_owned())
+        );
+        // Read again up to where it was delivered.
+        games.fold_read_again(&subject, &log[..3]);
+        let board = games.board(script.game.game_id()).expect("shown");
+        assert!(board.damage.is_none(), "{:?}", board.damage);
+        assert_eq!(board.last_game_seq, 3);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! what monitors show).
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeSet, HashMap},
     sync::{
         Arc, Mutex, RwLock, RwLockReadGuard,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -16,7 +16,7 @@ use std::{
 
 use anyhow::Context as _;
 use async_nats::jetstream;
-use boardcast_feeds::{Change, Delays, Feeds, RoundKey};
+use boardcast_feeds::{Change, Delays, FeedError, Feeds, RoundKey};
 use boardcast_game::events::GameEventRecord;
 use boardcast_game::signing::TrustedKeys;
 use boardcast_kit::game_log;
@@ -122,26 +122,63 @@ impl Projection {
         self.release()
     }
 
-    /// Folds a batch of game log messages (stream sequence, payload), then releases.
-    fn fold(&self, messages: &[(u64, bytes::Bytes)]) -> anyhow::Result<()> {
+    /// Folds a batch of game log messages (stream sequence, payload), then releases. Returns
+    /// the games whose records as delivered skip one (to be read again whole, `read_again`).
+    fn fold(&self, messages: &[(u64, bytes::Bytes)]) -> anyhow::Result<BTreeSet<String>> {
+        let mut skipping = BTreeSet::new();
         let Some((last, _)) = messages.last() else {
-            return Ok(());
+            return Ok(skipping);
         };
         {
             let mut feeds = self.feeds.write().unwrap_or_else(|e| e.into_inner());
             for (seq, payload) in messages {
-                let result = GameEventRecord::decode(payload.as_ref())
-                    .map_err(anyhow::Error::from)
-                    .and_then(|record| Ok(feeds.accept(&record)?));
-                if let Err(e) = result {
+                let record = match GameEventRecord::decode(payload.as_ref()) {
+                    Ok(record) => record,
+                    Err(e) => {
+                        tracing::error!(stream_seq = seq, "cannot show a game log record: {e}");
+                        continue;
+                    }
+                };
+                match feeds.accept(&record) {
+                    Ok(()) => {}
+                    Err(FeedError::OutOfSequence {
+                        game_id,
+                        expected,
+                        got,
+                    }) if got > expected => {
+                        tracing::warn!(stream_seq = seq, game = %game_id, expected, got, "a game's records as delivered skip one: reading them again");
+                        skipping.insert(game_id);
+                    }
                     // The display can be wrong; the log is the authority. Keep serving the rest.
-                    tracing::error!(stream_seq = seq, "cannot show a game log record: {e:#}");
+                    Err(e) => {
+                        tracing::error!(stream_seq = seq, "cannot show a game log record: {e}")
+                    }
                 }
             }
             // Under the same lock as the records it covers: a release stores both together.
-            self.stream_seq.store(*last, Ordering::Release);
+            // Never backwards: records read again are older than the batch that found them.
+            self.stream_seq.fetch_max(*last, Ordering::AcqRel);
         }
-        self.release()
+        self.release()?;
+        Ok(skipping)
+    }
+
+    /// Reads the records of games whose records as delivered skipped one again, one by one from
+    /// the log's leader up to `up_to`, and folds them (those taken already change nothing).
+    async fn read_again(
+        &self,
+        stream: &jetstream::stream::Stream,
+        games: BTreeSet<String>,
+        up_to: u64,
+    ) -> anyhow::Result<()> {
+        for game_id in games {
+            let records = game_log::game_records(stream, &game_id, up_to).await?;
+            let still = self.fold(&records)?;
+            if still.contains(&game_id) {
+                tracing::error!(game = %game_id, up_to, "a record of the game is missing from its log, read again: its later records are not shown");
+            }
+        }
+        Ok(())
     }
 
     /// Releases what is due, stores it with the log position, then tells everyone who follows.
@@ -271,13 +308,16 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
             // Traced and timed live only: records read while catching up after a restart are
             // old, and a span for each batch of the whole log would flood the collector.
             if projection.is_ready() {
-                game_log::fold_span("broadcast", stored.iter().map(|(_, trace)| trace))
-                    .in_scope(|| projection.fold(&batch))?;
+                let skipping =
+                    game_log::fold_span("broadcast", stored.iter().map(|(_, trace)| trace))
+                        .in_scope(|| projection.fold(&batch))?;
+                projection.read_again(&stream, skipping, seq).await?;
                 for (stored_at, _) in &stored {
                     crate::metrics::folded_after(*stored_at);
                 }
             } else {
-                projection.fold(&batch)?;
+                let skipping = projection.fold(&batch)?;
+                projection.read_again(&stream, skipping, seq).await?;
             }
             batch.clear();
             stored.clear();
@@ -286,5 +326,84 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
                 tracing::info!(stream_seq = seq, "caught up with the game log");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use boardcast_game::Game;
+    use boardcast_game::events::{
+        Annotation, ArbiterAction, GameStarted, Player, TimeControl, TimePeriod,
+        arbiter_action::Action,
+    };
+
+    use super::*;
+
+    /// A game's log of three records (its start and two arbiter's notes), as stored.
+    fn log_of_three() -> (String, Vec<(u64, bytes::Bytes)>) {
+        let info = GameStarted {
+            tournament_id: "open".into(),
+            round: 1,
+            board_number: 1,
+            board_id: "b1".into(),
+            edition: "fide-2023".into(),
+            white: Some(Player {
+                name: "W".into(),
+                ..Default::default()
+            }),
+            black: Some(Player {
+                name: "B".into(),
+                ..Default::default()
+            }),
+            time_control: Some(TimeControl {
+                periods: vec![TimePeriod {
+                    base_ms: 5_400_000,
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        };
+        let (game_id, started) = Game::decide_start(&info, "operator", "r").expect("valid");
+        let first = Game::record(None, &game_id, vec![started], 1_000).remove(0);
+        let mut game = Game::from_first_record(&first).expect("folds");
+        let mut records = vec![first];
+        for request in ["n1", "n2"] {
+            let note = ArbiterAction {
+                action: Some(Action::Annotation(Annotation { text: "n".into() })),
+                ..Default::default()
+            };
+            let events = game
+                .decide_arbiter(&note, "arbiter", request)
+                .expect("taken");
+            let record = Game::record(Some(&game), &game_id, events, 2_000).remove(0);
+            game.apply(&record).expect("follows");
+            records.push(record);
+        }
+        let log = (1..)
+            .zip(
+                records
+                    .iter()
+                    .map(|r| bytes::Bytes::from(r.encode_to_vec())),
+            )
+            .collect();
+        (game_id, log)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_game_whose_records_as_delivered_skip_one_is_named_and_folds_once_read_again()
+    -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let state = State::open(&dir.path().join("state.redb"), "log")?;
+        let trusted = TrustedKeys::default().accepting_unsigned(true);
+        let projection = Projection::open(state, Delays::none(), trusted, None)?;
+        let (game_id, log) = log_of_three();
+        assert!(projection.fold(&log[..1])?.is_empty());
+        // The second record was not delivered: the game is named, to be read again.
+        assert_eq!(projection.fold(&log[2..])?, BTreeSet::from([game_id]));
+        // Read again whole: what was taken already changes nothing, the rest follows on.
+        assert!(projection.fold(&log)?.is_empty());
+        assert!(projection.fold(&log[2..])?.is_empty(), "record 3 was taken");
+        assert_eq!(projection.stream_seq.load(Ordering::Acquire), 3);
+        Ok(())
     }
 }

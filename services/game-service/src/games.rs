@@ -2,10 +2,10 @@
 //! clock), so that what a record does to it is tested on its own. The store keeps it behind a
 //! lock and feeds it what it reads from and appends to the log.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use boardcast_game::signing::TrustedKeys;
-use boardcast_game::{Game, events::GameEventRecord};
+use boardcast_game::{ChainError, Game, GameError, events::GameEventRecord};
 use prost::Message as _;
 
 use crate::snapshot::{SnapshotData, SnapshotGame};
@@ -33,6 +33,23 @@ pub(crate) struct Games {
     dirty: HashSet<String>,
     /// The keys whose signatures are accepted on records read from the log.
     trusted: TrustedKeys,
+    /// Games whose records, as read here, do not follow on (one missing or out of order in
+    /// what was delivered, or the log forks), with the stream sequence of the first that did
+    /// not. Nothing is appended to them until they were read again whole
+    /// ([`Games::refolded`]): a decision on the state folded here would be written beside the
+    /// record not seen, and fork the game's log.
+    behind: BTreeMap<String, u64>,
+}
+
+/// Whether a record failed to fold because the game's records as read do not follow on (rather
+/// than because the record itself is bad: undecodable, altered, not signed by a trusted key).
+fn missing_or_reordered(e: &GameError) -> bool {
+    matches!(
+        e,
+        GameError::OutOfSequence { .. }
+            | GameError::NotStarted
+            | GameError::Chain(ChainError::BrokenLink { .. })
+    )
 }
 
 /// Whether a record's signature is checked when it is folded.
@@ -109,17 +126,28 @@ impl Games {
             return;
         }
         self.folded_seq = stream_seq;
+        let mut game_behind = None;
         let folded = GameEventRecord::decode(payload)
             .map_err(|e| e.to_string())
             .and_then(|record| {
                 let event = Game::open_record(&record).map_err(|e| e.to_string())?;
+                if self.behind.contains_key(&event.game_id) {
+                    // Read again whole once it can be; its later records cannot follow on here.
+                    return Ok(None);
+                }
+                let behind_if = |e: GameError| {
+                    if missing_or_reordered(&e) {
+                        game_behind = Some(event.game_id.clone());
+                    }
+                    e.to_string()
+                };
                 match self.by_id.get_mut(&event.game_id) {
                     Some(entry) => {
                         match signature {
                             Signature::Check => entry.game.apply_trusted(&record, &self.trusted),
                             Signature::OwnRecord => entry.game.apply(&record),
                         }
-                        .map_err(|e| e.to_string())?;
+                        .map_err(behind_if)?;
                         entry.records.push(payload.to_vec());
                     }
                     None => {
@@ -127,7 +155,7 @@ impl Games {
                             Signature::Check => Game::from_first_trusted(&record, &self.trusted),
                             Signature::OwnRecord => Game::from_first_record(&record),
                         }
-                        .map_err(|e| e.to_string())?;
+                        .map_err(behind_if)?;
                         self.insert(Entry {
                             game,
                             first_stream_seq: stream_seq,
@@ -135,21 +163,89 @@ impl Games {
                         });
                     }
                 }
-                Ok(event.game_id)
+                Ok(Some(event.game_id))
             });
         match folded {
-            Ok(game_id) => {
+            Ok(Some(game_id)) => {
                 self.dirty.insert(game_id.clone());
                 self.last_game = Some(game_id);
             }
+            Ok(None) => self.last_game = None,
             Err(e) => {
-                tracing::error!(
-                    stream_seq,
-                    "skipping a game log record that cannot be folded: {e}"
-                );
+                match game_behind {
+                    Some(game_id) => {
+                        tracing::error!(
+                            stream_seq,
+                            game = %game_id,
+                            "a game log record does not follow on from what was read of its \
+                             game: {e}; nothing is appended to the game until its log is read \
+                             again whole"
+                        );
+                        self.behind.insert(game_id, stream_seq);
+                    }
+                    None => tracing::error!(
+                        stream_seq,
+                        "skipping a game log record that cannot be folded: {e}"
+                    ),
+                }
                 self.last_game = None;
             }
         }
+    }
+
+    /// The games whose records as read here do not follow on, with the stream sequence of the
+    /// first that did not (see `behind`).
+    #[cfg(test)]
+    pub(crate) fn behind(&self) -> Vec<(String, u64)> {
+        self.behind.iter().map(|(g, s)| (g.clone(), *s)).collect()
+    }
+
+    /// Where game `game_id`'s records as read here stopped following on, if they did.
+    pub(crate) fn behind_from(&self, game_id: &str) -> Option<u64> {
+        self.behind.get(game_id).copied()
+    }
+
+    /// Game `game_id` folded afresh from `records` (stream sequence and record as stored, in
+    /// stream order, up to `folded_seq`): every one must follow on and be signed by a trusted
+    /// key. Replaces what was folded of the game, which is no longer behind. An error (the log
+    /// itself does not follow on: a record still missing, or two with one number) leaves it
+    /// behind.
+    pub(crate) fn refolded(
+        &mut self,
+        game_id: &str,
+        records: Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), String> {
+        let mut read = records.iter();
+        let (first_stream_seq, first) = read.next().ok_or("no record of the game in the log")?;
+        let decode = |bytes: &[u8]| GameEventRecord::decode(bytes).map_err(|e| e.to_string());
+        let mut game = Game::from_first_trusted(&decode(first)?, &self.trusted)
+            .map_err(|e| format!("stream sequence {first_stream_seq}: {e}"))?;
+        for (seq, bytes) in read {
+            game.apply_trusted(&decode(bytes)?, &self.trusted)
+                .map_err(|e| format!("stream sequence {seq}: {e}"))?;
+        }
+        if game.game_id() != game_id {
+            return Err(format!("its records are of game {}", game.game_id()));
+        }
+        // Live on its board unless a game set up there later is known.
+        let later_on_board = self.live_on(game.board_id()).is_some_and(|live| {
+            live.game.game_id() != game_id && live.first_stream_seq > *first_stream_seq
+        });
+        let board = game.board_id().to_owned();
+        self.by_id.insert(
+            game_id.to_owned(),
+            Entry {
+                game,
+                first_stream_seq: *first_stream_seq,
+                records: records.into_iter().map(|(_, bytes)| bytes).collect(),
+            },
+        );
+        if !later_on_board {
+            self.live_on_board.insert(board, game_id.to_owned());
+        }
+        self.behind.remove(game_id);
+        self.dirty.insert(game_id.to_owned());
+        Ok(())
     }
 
     /// The stream's records up to `stream_seq` hold nothing more to fold (removed by an
@@ -414,6 +510,59 @@ mod tests {
         assert_eq!((games.folded_seq(), games.last_game()), (3, None));
         // The game goes on with the record that really follows.
         games.fold(&note(&game), 4);
+        assert_eq!(
+            games.get(game.game_id()).map(|e| e.game.last_game_seq()),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn a_game_whose_records_as_read_skip_one_is_behind_until_read_again_whole() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        let mut second_game = game.clone();
+        let second = note(&game);
+        second_game
+            .apply(&GameEventRecord::decode(second.as_slice()).expect("a record"))
+            .expect("follows");
+        let third = note(&second_game);
+        let (other, other_first) = started(1, "b2");
+        games.fold(&first, 1);
+        // Record 2 (stream sequence 2) was left out of what was delivered.
+        games.fold(&third, 3);
+        games.fold(&other_first, 4);
+        assert_eq!(games.behind_from(game.game_id()), Some(3));
+        assert_eq!(games.behind(), vec![(game.game_id().to_owned(), 3)]);
+        // Other games go on; the one behind takes nothing more until read again.
+        assert!(games.get(other.game_id()).is_some());
+        games.fold(&note(&second_game), 5);
+        assert_eq!(games.folded_seq(), 5);
+        // Read again without the record: still behind.
+        let partial = vec![(1, first.clone()), (3, third.clone())];
+        assert!(games.refolded(game.game_id(), partial).is_err());
+        assert_eq!(games.behind_from(game.game_id()), Some(3));
+        // Read again whole: folded afresh, live on its board, no longer behind.
+        let whole = vec![(1, first), (2, second), (3, third)];
+        games.refolded(game.game_id(), whole).expect("whole");
+        assert_eq!(games.behind_from(game.game_id()), None);
+        let entry = games.get(game.game_id()).expect("known");
+        assert_eq!((entry.game.last_game_seq(), entry.records.len()), (3, 3));
+        assert_eq!(
+            games.live_on("b1").map(|e| e.game.game_id().to_owned()),
+            Some(game.game_id().to_owned())
+        );
+    }
+
+    #[test]
+    fn a_game_whose_first_record_was_not_read_is_behind() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        games.fold(&note(&game), 2);
+        assert_eq!(games.behind_from(game.game_id()), Some(2));
+        assert!(games.get(game.game_id()).is_none());
+        games
+            .refolded(game.game_id(), vec![(1, first), (2, note(&game))])
+            .expect("whole");
         assert_eq!(
             games.get(game.game_id()).map(|e| e.game.last_game_seq()),
             Some(2)

@@ -736,11 +736,20 @@ async fn give_up(
             Vec::clone,
         )
         .await;
-    if let Err(e) = hole {
-        tracing::warn!(board = %observation.board_id, seq = observation.device_seq, "recording the hole: {e}");
-        return nak(message).await;
+    match hole {
+        Ok(_) => dead_letter(js, message, Some(&observation.board_id), reason).await,
+        // Nothing can be appended to the game (its log forks): the observation goes without
+        // its hole, rather than holding its partition up for good.
+        Err(e @ AppendError::Failed { .. }) => {
+            tracing::error!(board = %observation.board_id, seq = observation.device_seq, "the hole cannot be recorded: {e}");
+            let reason = format!("{reason}; the hole could not be recorded in the game's log: {e}");
+            dead_letter(js, message, Some(&observation.board_id), &reason).await
+        }
+        Err(e) => {
+            tracing::warn!(board = %observation.board_id, seq = observation.device_seq, "recording the hole: {e}");
+            nak(message).await
+        }
     }
-    dead_letter(js, message, Some(&observation.board_id), reason).await
 }
 
 impl Seen {
@@ -917,6 +926,10 @@ async fn close_gap(
     let missing = found.unaccounted(&gap.wanted);
     if missing > 0 && found.complete && waited < GAP_PATIENCE {
         return Err(GapOpen::Waiting { missing });
+    }
+    if missing > 0 {
+        // What was searched, for whoever checks a hole recorded below.
+        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = waited.as_millis() as u64, passed_over = found.passed_over.len(), later = found.later.len(), "gap in the board's observations: not all found");
     }
     if !found.passed_over.is_empty() {
         tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations handled before (by another instance, before a restart, or before the game was set up): deciding them again in order");

@@ -12,7 +12,10 @@
 //! - `boardcast_ingest_lag{partition}`: observations of the partition waiting behind the one
 //!   being decided, as JetStream last said;
 //! - `boardcast_partitions_taken_over_total{partition}`: partitions a standby instance began to
-//!   consume because nobody else was deciding them (see `ingest`).
+//!   consume because nobody else was deciding them (see `ingest`);
+//! - `boardcast_games_read_again_total{outcome}`: games whose records as read skipped one, read
+//!   again from the log before an append (`whole`, `missing`: still lacking one, `forked`: two
+//!   records with one number; see `Games::behind`).
 
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
@@ -26,6 +29,7 @@ pub struct Instruments {
     append_conflicts: Counter<u64>,
     leader_step_downs_asked: Counter<u64>,
     partitions_taken_over: Counter<u64>,
+    games_read_again: Counter<u64>,
     applied_seconds: Histogram<f64>,
     /// Reports `LAGS` when scraped; kept so that it goes on reporting.
     _lag: ObservableGauge<u64>,
@@ -65,6 +69,12 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
             .u64_counter("boardcast.partitions.taken_over")
             .with_description(
                 "Partitions this standby instance began to consume because nobody else decided them",
+            )
+            .build(),
+        games_read_again: meter
+            .u64_counter("boardcast.games.read_again")
+            .with_description(
+                "Games whose records as read skipped one, read again before an append, by outcome",
             )
             .build(),
         applied_seconds: boardcast_kit::metrics::latency_histogram(
@@ -109,6 +119,13 @@ pub fn partition_taken_over(partition: &str) {
     INSTRUMENTS
         .partitions_taken_over
         .add(1, &[KeyValue::new("partition", partition.to_owned())]);
+}
+
+/// A game's log was read again: `outcome` is `whole`, `missing` or `forked`.
+pub fn game_read_again(outcome: &'static str) {
+    INSTRUMENTS
+        .games_read_again
+        .add(1, &[KeyValue::new("outcome", outcome)]);
 }
 
 /// An observation that arrived in NATS at `arrived_unix_ns` was applied and acknowledged now.

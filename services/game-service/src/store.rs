@@ -741,6 +741,7 @@ impl Store {
         game_id: &str,
         records: Vec<Outgoing>,
     ) -> Result<bool, AppendError> {
+        self.read_again_if_behind(alone, game_id).await?;
         // Decided outside the turn (see `decide_on_board`): still valid only if the game has not
         // changed since, here or elsewhere (then the publish below conflicts).
         if let Some(first) = records.first()
@@ -822,7 +823,12 @@ impl Store {
         {
             return Ok(false);
         }
-        let admission = self.lock_in_flight().admit(game_id);
+        // A game whose records as read here do not follow on is read again first, alone.
+        let admission = if self.read().behind_from(game_id).is_some() {
+            Admission::Alone
+        } else {
+            self.lock_in_flight().admit(game_id)
+        };
         match admission {
             Admission::Pipelined => {}
             Admission::InFlight => return Ok(false),
@@ -1170,6 +1176,71 @@ impl Store {
         Ok(())
     }
 
+    /// Refuses to append to game `game_id` while its records as read here do not follow on
+    /// (after reading them again): the decision would be made on a game missing a record, and
+    /// its records written beside it. Read again only when appended to (a board's observations
+    /// come a few times a second), not at every catch-up: a forked log never reads whole.
+    async fn read_again_if_behind(
+        &self,
+        alone: &Turn<'_>,
+        game_id: &str,
+    ) -> Result<(), AppendError> {
+        if self.read().behind_from(game_id).is_none() {
+            return Ok(());
+        }
+        let read_again = self.read_game_again(alone, game_id).await;
+        crate::metrics::game_read_again(match &read_again {
+            Ok(()) => "whole",
+            Err(Unread::Missing(_)) => "missing",
+            Err(Unread::Forked(_)) => "forked",
+        });
+        read_again.map_err(|unread| match unread {
+            // For good: only an operator can mend a forked log.
+            Unread::Forked(reason) => AppendError::Failed {
+                game_id: game_id.to_owned(),
+                reason,
+            },
+            Unread::Missing(reason) => AppendError::Unavailable {
+                game_id: game_id.to_owned(),
+                reason,
+            },
+        })
+    }
+
+    /// Reads game `game_id`'s records again, one by one from the log's leader up to what is
+    /// folded, and folds them afresh. Its records as first read did not follow on: a consumer,
+    /// or a leader newly elected, can leave a record out (seen on nats-server 2.9 after a node
+    /// was killed while the log was written), and what another reader delivers later may be
+    /// whole. An error when they still do not follow on (a record still missing, or the log
+    /// holds two records with one number: forked).
+    async fn read_game_again(&self, _alone: &Turn<'_>, game_id: &str) -> Result<(), Unread> {
+        let Some(from) = self.read().behind_from(game_id) else {
+            return Ok(());
+        };
+        let up_to = self.read().folded_seq();
+        let records: Vec<(u64, Vec<u8>)> = game_log::game_records(&self.stream, game_id, up_to)
+            .await
+            .map_err(|e| Unread::Missing(e.to_string()))?
+            .into_iter()
+            .map(|(seq, payload)| (seq, payload.to_vec()))
+            .collect();
+        let forked = forks_at(&records);
+        self.write().refolded(game_id, records).map_err(|e| {
+            let reason = format!(
+                "the log of game {game_id} does not follow on from stream sequence {from}, read \
+                 again: {e}; nothing is appended to it here until it does"
+            );
+            match forked {
+                Some(game_seq) => Unread::Forked(format!(
+                    "{reason} (it holds two records numbered {game_seq}: forked)"
+                )),
+                None => Unread::Missing(reason),
+            }
+        })?;
+        tracing::warn!(game = %game_id, from, "the game's log, read again whole, follows on: folded afresh");
+        Ok(())
+    }
+
     /// Folds every record after `folded_seq` up to the stream's current last sequence.
     /// Called by the writer's turn holder only (and at load).
     async fn catch_up(&self) -> Result<(), ReadError> {
@@ -1207,7 +1278,7 @@ impl Store {
                 .filter(|(payload, _)| payload.is_none())
                 .map(|&(_, seq)| seq)
                 .collect();
-            self.confirm_removed(&missing).await?;
+            self.confirm_removed(missing).await?;
             let mut games = self.write();
             for (payload, seq) in read {
                 match payload {
@@ -1236,11 +1307,15 @@ impl Store {
             };
             let message = message.map_err(|e| ReadError::Log(e.to_string()))?;
             let (seq, pending) = (message.stream_seq, message.pending);
+            // A consumer delivers in order, but what it passed over must have been removed:
+            // folding past a record still in the log would leave its game behind the log here,
+            // and a decision on that game would then be appended beside the record.
+            let folded = self.read().folded_seq();
+            self.confirm_removed(folded.saturating_add(1)..seq).await?;
             self.write().fold(&message.payload, seq);
             if pending == 0 && seq < last {
                 // Nothing after it, though the stream's last sequence is further.
-                let after: Vec<u64> = (seq + 1..=last).collect();
-                self.confirm_removed(&after).await?;
+                self.confirm_removed(seq + 1..=last).await?;
                 self.write().skip_to(last);
             }
         }
@@ -1253,8 +1328,9 @@ impl Store {
     /// that has not applied it yet, or between two leaders' answers during an election: going
     /// past it would leave its game unfoldable here for good, so that is an error, and the
     /// catch-up is made again later.
-    async fn confirm_removed(&self, seqs: &[u64]) -> Result<(), ReadError> {
-        if seqs.is_empty() {
+    async fn confirm_removed(&self, seqs: impl IntoIterator<Item = u64>) -> Result<(), ReadError> {
+        let mut seqs = seqs.into_iter().peekable();
+        if seqs.peek().is_none() {
             return Ok(());
         }
         let state = self
@@ -1268,10 +1344,7 @@ impl Store {
             .state;
         let deleted: std::collections::HashSet<u64> =
             state.deleted.unwrap_or_default().into_iter().collect();
-        match seqs
-            .iter()
-            .find(|&&seq| seq >= state.first_sequence && !deleted.contains(&seq))
-        {
+        match seqs.find(|&seq| seq >= state.first_sequence && !deleted.contains(&seq)) {
             Some(seq) => Err(ReadError::Log(format!(
                 "record {seq} is in the log but its leader did not deliver it (a new leader still \
                  catching up?); reading again later"
@@ -1285,6 +1358,25 @@ impl Store {
     pub(crate) async fn take_changes(&self, all: bool) -> Option<SnapshotData> {
         self.write().take_changes(all)
     }
+}
+
+/// Why a game's log, read again, still does not fold.
+enum Unread {
+    /// A record is still missing from what the log's leader gives (or it cannot be read now).
+    Missing(String),
+    /// The log holds two records with one number.
+    Forked(String),
+}
+
+/// The first record number that `records` (one game's, as stored) hold twice.
+fn forks_at(records: &[(u64, Vec<u8>)]) -> Option<u64> {
+    let mut numbers = std::collections::HashSet::new();
+    records
+        .iter()
+        .filter_map(|(_, bytes)| GameEventRecord::decode(bytes.as_slice()).ok())
+        .filter_map(|record| Game::open_record(&record).ok())
+        .map(|event| event.game_seq)
+        .find(|&game_seq| !numbers.insert(game_seq))
 }
 
 /// Rebuilds the games of a snapshot, after checking that the log still holds, at the snapshot's

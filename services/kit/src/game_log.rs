@@ -168,6 +168,31 @@ async fn ordered_from(stream: &Stream, subject: &str, start: u64) -> Result<Mess
     })))
 }
 
+/// Game `game_id`'s records as stored up to stream sequence `up_to` (stream sequence and
+/// payload, in order), read one by one from the log's leader. What a reader reads again when a
+/// game's records as delivered do not follow on: on nats-server 2.9 a consumer, or a leader
+/// newly elected after a node was killed, was seen leaving a record out that the log holds.
+pub async fn game_records(
+    stream: &Stream,
+    game_id: &str,
+    up_to: u64,
+) -> Result<Vec<(u64, bytes::Bytes)>, LogError> {
+    let subject = crate::nats::game_subject(game_id);
+    let mut records = Vec::new();
+    let mut seq = 1;
+    while seq <= up_to {
+        let message = crate::nats::next_message(stream, seq, &subject)
+            .await
+            .map_err(|e| LogError::Read(format!("reading the log of game {game_id} again: {e}")))?;
+        let Some(message) = message.filter(|m| m.sequence <= up_to) else {
+            break;
+        };
+        seq = message.sequence.saturating_add(1);
+        records.push((message.sequence, message.payload));
+    }
+    Ok(records)
+}
+
 /// A span for folding records whose traces are `traces`: a child of the last record traced (so a
 /// move's trace reaches the readers of the log), linked to the others of a batch.
 pub fn fold_span<'a>(

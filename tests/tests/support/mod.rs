@@ -429,3 +429,52 @@ pub async fn game_events(
     }
     Ok(events)
 }
+
+/// Every place where a game's log forks: two records of one game with the same `game_seq`,
+/// each described with what its writer expected the log to end with (its headers), so that a
+/// fork found after faults says how it was written. Empty when no game's log forks.
+pub async fn forks(js: &jetstream::Context) -> anyhow::Result<Vec<String>> {
+    let mut seen: BTreeMap<(String, u64), String> = BTreeMap::new();
+    let mut forks = Vec::new();
+    for message in boardcast_testkit::every_message(js, boardcast_kit::nats::GAMES_STREAM).await? {
+        let record = GameEventRecord::decode(message.payload.as_ref())?;
+        let event = Game::open_record(&record)?;
+        let header = |name: &str| {
+            message
+                .headers
+                .get(name)
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default()
+        };
+        let described = format!(
+            "stream seq {} stored {:?} event {} prev {} hash {} msg-id {:?} \
+             expected-last-seq {:?} expected-last-msg-id {:?}",
+            message.sequence,
+            message.time,
+            format!("{:?}", event.kind)
+                .chars()
+                .take(80)
+                .collect::<String>(),
+            hex_prefix(&record.prev_hash),
+            hex_prefix(&record.hash),
+            header("Nats-Msg-Id"),
+            header("Nats-Expected-Last-Sequence"),
+            header("Nats-Expected-Last-Msg-Id"),
+        );
+        let key = (event.game_id.clone(), event.game_seq);
+        match seen.get(&key) {
+            Some(first) => forks.push(format!(
+                "game {} record {} twice:\n  {first}\n  {described}",
+                key.0, key.1
+            )),
+            None => {
+                seen.insert(key, described);
+            }
+        }
+    }
+    Ok(forks)
+}
+
+fn hex_prefix(bytes: &[u8]) -> String {
+    bytes.iter().take(4).map(|b| format!("{b:02x}")).collect()
+}
