@@ -1306,12 +1306,8 @@ impl Store {
                 return Err(ReadError::Log("the log ended early".into()));
             };
             let message = message.map_err(|e| ReadError::Log(e.to_string()))?;
+            // What the reader passed over was removed (`game_log` checks it).
             let (seq, pending) = (message.stream_seq, message.pending);
-            // A consumer delivers in order, but what it passed over must have been removed:
-            // folding past a record still in the log would leave its game behind the log here,
-            // and a decision on that game would then be appended beside the record.
-            let folded = self.read().folded_seq();
-            self.confirm_removed(folded.saturating_add(1)..seq).await?;
             self.write().fold(&message.payload, seq);
             if pending == 0 && seq < last {
                 // Nothing after it, though the stream's last sequence is further.
@@ -1322,35 +1318,12 @@ impl Store {
         Ok(())
     }
 
-    /// Checks that the stream sequences `seqs`, which its leader did not deliver, were removed
-    /// from the log (by an operator, or below the stream's first sequence), so that a catch-up
-    /// may go past them. A record may also be missing only for now, from a newly elected leader
-    /// that has not applied it yet, or between two leaders' answers during an election: going
-    /// past it would leave its game unfoldable here for good, so that is an error, and the
-    /// catch-up is made again later.
+    /// [`game_log::confirm_removed`]: a catch-up goes past a record not delivered only once
+    /// the stream confirms it removed, else it is made again later.
     async fn confirm_removed(&self, seqs: impl IntoIterator<Item = u64>) -> Result<(), ReadError> {
-        let mut seqs = seqs.into_iter().peekable();
-        if seqs.peek().is_none() {
-            return Ok(());
-        }
-        let state = self
-            .stream
-            .info_builder()
-            .with_deleted(true)
-            .fetch()
+        game_log::confirm_removed(&self.stream, seqs)
             .await
-            .map_err(|e| ReadError::Log(e.to_string()))?
-            .info
-            .state;
-        let deleted: std::collections::HashSet<u64> =
-            state.deleted.unwrap_or_default().into_iter().collect();
-        match seqs.find(|&seq| seq >= state.first_sequence && !deleted.contains(&seq)) {
-            Some(seq) => Err(ReadError::Log(format!(
-                "record {seq} is in the log but its leader did not deliver it (a new leader still \
-                 catching up?); reading again later"
-            ))),
-            None => Ok(()),
-        }
+            .map_err(|e| ReadError::Log(e.to_string()))
     }
 
     /// What a snapshot needs: the games changed since the last one (all of them when `all`), and

@@ -4,10 +4,13 @@
 //!
 //! It reads through an ordered consumer: JetStream delivers every message once and in order,
 //! and the client recreates the consumer after a gap (a missed heartbeat, a server restart)
-//! from the last sequence it delivered, so a reader never skips or repeats a record. On
-//! nats-server 2.9 an ordered consumer can also stall after a leader change, with heartbeats
-//! still coming: when nothing comes for [`STALL_CHECK`] although the log holds more, the reader
-//! makes the consumer again from the next sequence it owes, so no reader waits on it for good.
+//! from the last sequence it delivered. On nats-server 2.9 a consumer was still seen passing over
+//! a record the log holds, after a node was killed while the log was written: a reader of the
+//! whole stream goes past a sequence it was not delivered only when the stream confirms it
+//! removed ([`confirm_removed`]), and otherwise reads again from there. An ordered consumer can
+//! also stall after a leader change, with heartbeats still coming: when nothing comes for
+//! [`STALL_CHECK`] although the log holds more, the reader makes the consumer again from the next
+//! sequence it owes, so no reader waits on it for good.
 
 use async_nats::jetstream::{
     consumer::{DeliverPolicy, pull::OrderedConfig},
@@ -57,6 +60,7 @@ pub async fn read_from(
         messages: ordered_from(stream, subject, start).await?,
         stream: stream.clone(),
         subject: subject.to_owned(),
+        whole_stream: is_whole_stream(stream, subject),
         next_seq: start.max(1),
     };
     Ok(Box::pin(futures::stream::unfold(
@@ -75,6 +79,9 @@ struct Reader {
     messages: Messages,
     stream: Stream,
     subject: String,
+    /// Reading every message of the stream: then any stream sequence passed over must have been
+    /// removed.
+    whole_stream: bool,
     /// The sequence from which the messages not delivered yet start.
     next_seq: u64,
 }
@@ -84,6 +91,16 @@ impl Reader {
         loop {
             match tokio::time::timeout(STALL_CHECK, self.messages.next()).await {
                 Ok(Some(Ok(message))) => {
+                    if self.whole_stream
+                        && let Err(e) =
+                            confirm_removed(&self.stream, self.next_seq..message.stream_seq).await
+                    {
+                        // Read again from the first not delivered, after a moment (a leader
+                        // still applying, or one whose store lacks it until it is replaced).
+                        tokio::time::sleep(SKIPPED_PAUSE).await;
+                        self.restart().await;
+                        return Some(Err(e));
+                    }
                     self.next_seq = message.stream_seq.saturating_add(1);
                     return Some(Ok(message));
                 }
@@ -114,11 +131,57 @@ impl Reader {
              making it again",
             STALL_CHECK.as_secs()
         );
+        self.restart().await;
+    }
+
+    /// Makes the consumer again from the first message not delivered.
+    async fn restart(&mut self) {
         match ordered_from(&self.stream, &self.subject, self.next_seq).await {
             Ok(messages) => self.messages = messages,
             Err(e) => tracing::warn!("making the game log's consumer again: {e}"),
         }
     }
+}
+
+/// How long a reader waits before reading again from a record it was not delivered.
+const SKIPPED_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Checks that the stream sequences `seqs`, which a reader was not delivered (or its leader did
+/// not answer), were removed from the log (by an operator, or below the stream's first
+/// sequence), so that it may go past them. On nats-server 2.9, after a node was killed while the
+/// log was written, consumers were seen to pass over a record the log holds; a leader newly
+/// elected may also not have applied it yet: going past it would leave its game short here, so
+/// that is an error, and the record is read again later.
+pub async fn confirm_removed(
+    stream: &Stream,
+    seqs: impl IntoIterator<Item = u64>,
+) -> Result<(), LogError> {
+    let mut seqs = seqs.into_iter().peekable();
+    if seqs.peek().is_none() {
+        return Ok(());
+    }
+    let state = stream
+        .info_builder()
+        .with_deleted(true)
+        .fetch()
+        .await
+        .map_err(|e| LogError::Read(e.to_string()))?
+        .info
+        .state;
+    let deleted: std::collections::HashSet<u64> =
+        state.deleted.unwrap_or_default().into_iter().collect();
+    match seqs.find(|&seq| seq >= state.first_sequence && !deleted.contains(&seq)) {
+        Some(seq) => Err(LogError::Read(format!(
+            "record {seq} is in the log but was not delivered (a leader still applying, or one \
+             whose store lacks it); reading again from there"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Whether `subject` is every message of `stream` (its one configured subject).
+fn is_whole_stream(stream: &Stream, subject: &str) -> bool {
+    stream.cached_info().config.subjects == [subject]
 }
 
 /// An ordered consumer's messages on `subject` from stream sequence `start`.
@@ -135,7 +198,7 @@ async fn ordered_from(stream: &Stream, subject: &str, start: u64) -> Result<Mess
     // again and again as it delivers: a standby instance reading the whole log from behind kept
     // the server at a full core, and the hall went from about 5,400 to 1,300 observations
     // decided per second (docs/ingest-benchmark.md).
-    let whole_stream = stream.cached_info().config.subjects == [subject];
+    let whole_stream = is_whole_stream(stream, subject);
     let consumer = stream
         .create_consumer(OrderedConfig {
             filter_subject: if whole_stream {
