@@ -321,7 +321,9 @@ impl Games {
     /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
     /// the log position they are folded up to. `None` when nothing changed.
     pub(crate) fn take_changes(&mut self, all: bool) -> Option<SnapshotData> {
-        if self.dirty.is_empty() && !all {
+        // A game behind would be restored as if whole (the snapshot does not keep the mark):
+        // the last snapshot stays until it is read again whole.
+        if (self.dirty.is_empty() && !all) || !self.behind.is_empty() {
             return None;
         }
         let dirty = std::mem::take(&mut self.dirty);
@@ -541,6 +543,8 @@ mod tests {
         let partial = vec![(1, first.clone()), (3, third.clone())];
         assert!(games.refolded(game.game_id(), partial).is_err());
         assert_eq!(games.behind_from(game.game_id()), Some(3));
+        // No snapshot meanwhile: it would restore the game as if whole.
+        assert!(games.take_changes(true).is_none());
         // Read again whole: folded afresh, live on its board, no longer behind.
         let whole = vec![(1, first), (2, second), (3, third)];
         games.refolded(game.game_id(), whole).expect("whole");
@@ -551,6 +555,7 @@ mod tests {
             games.live_on("b1").map(|e| e.game.game_id().to_owned()),
             Some(game.game_id().to_owned())
         );
+        assert!(games.take_changes(false).is_some());
     }
 
     #[test]
