@@ -638,3 +638,42 @@ async fn a_record_sent_after_a_refused_one_is_refused_too() -> anyhow::Result<()
     assert_eq!(stored, [3, 4, 5]);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reader_goes_past_only_records_removed_and_reads_a_game_again_by_sequence()
+-> anyhow::Result<()> {
+    use boardcast_kit::game_log;
+    use futures::StreamExt as _;
+    let nats = TestNats::start()?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    boardcast_kit::nats::ensure_streams(&js, 1, 1).await?;
+    for (game, n) in [("g", 1), ("h", 1), ("g", 2), ("g", 3)] {
+        js.publish(
+            boardcast_kit::nats::game_subject(game),
+            format!("{game}{n}").into(),
+        )
+        .await?
+        .await?;
+    }
+    let stream = js.get_stream(boardcast_kit::nats::GAMES_STREAM).await?;
+    // Nothing removed: every sequence passed over is refused; one removed may be passed over.
+    assert!(game_log::confirm_removed(&stream, 2..=3).await.is_err());
+    stream.delete_message(2).await?;
+    game_log::confirm_removed(&stream, 2..3).await?;
+    assert!(game_log::confirm_removed(&stream, 2..=3).await.is_err());
+    // The whole log read from the start delivers what is left, in order, past the removed one.
+    let messages = game_log::read_from(&stream, boardcast_kit::nats::GAMES_SUBJECTS, 1).await?;
+    let delivered: Vec<u64> = messages
+        .take(3)
+        .map(|m| m.map(|m| m.stream_seq))
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    assert_eq!(delivered, [1, 3, 4]);
+    // One game's records again, by sequence, up to a point.
+    let again = game_log::game_records(&stream, "g", 3).await?;
+    let read: Vec<(u64, &[u8])> = again.iter().map(|(s, p)| (*s, p.as_ref())).collect();
+    assert_eq!(read, [(1, b"g1".as_slice()), (3, b"g2".as_slice())]);
+    Ok(())
+}
