@@ -93,6 +93,19 @@ pub enum FeedError {
     },
 }
 
+impl FeedError {
+    /// The game whose records as delivered do not follow on (a record left out, or one the log
+    /// no longer holds), when that is what this says: reading its log again may put it right.
+    pub fn game_out_of_chain(&self) -> Option<&str> {
+        match self {
+            FeedError::OutOfSequence { game_id, .. } | FeedError::BrokenChain { game_id, .. } => {
+                Some(game_id)
+            }
+            FeedError::Record(_) | FeedError::Display { .. } => None,
+        }
+    }
+}
+
 /// One game: where its log has been read to, what viewers see and what waits for release.
 struct FeedGame {
     round: RoundKey,
@@ -298,6 +311,40 @@ impl Feeds {
             }
         }
         Ok(())
+    }
+
+    /// Game `game_id` taken again from its whole log, read again (its records in order): what
+    /// was taken of it is dropped, and its view is built again from these as they fall due. For
+    /// a game whose records as delivered did not follow on: one left out, or one the log no
+    /// longer holds (both seen on nats-server 2.9 after a node was killed). When these do not
+    /// follow on either, the game stays as it was.
+    pub fn read_again(
+        &mut self,
+        game_id: &str,
+        records: &[GameEventRecord],
+    ) -> Result<(), FeedError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let before = self.games.remove(game_id);
+        let taken = records.iter().try_for_each(|record| self.accept(record));
+        match taken {
+            Ok(()) => {
+                if let (Some(before), Some(game)) = (before, self.games.get_mut(game_id)) {
+                    // Versions only go forward, for pages that ask what changed since.
+                    game.version = before.version;
+                }
+                self.dirty_games.insert(game_id.to_owned());
+                Ok(())
+            }
+            Err(e) => {
+                self.games.remove(game_id);
+                if let Some(before) = before {
+                    self.games.insert(game_id.to_owned(), before);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Moves each round's release point to `now − delay` (never back) and shows every pending

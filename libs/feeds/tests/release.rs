@@ -428,3 +428,57 @@ fn a_revised_provisional_move_is_shown_corrected_then_completed() {
     assert!(!text.contains("provisional"), "{text}");
     assert!(text.contains("Bb5 {[%clk 1:23:20]}"), "{text}");
 }
+
+#[test]
+fn a_game_read_again_from_its_log_is_shown_as_the_log_holds_it() {
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
+    let mut game = start(1, 1, T0);
+    game.play("e4", T0 + MINUTE);
+    let id = game.game.game_id().to_owned();
+    // The log as first delivered: 1. e4 e5, whose second move the log no longer holds.
+    let mut delivered = game.game.clone();
+    let lost = {
+        let events = delivered
+            .decide_arbiter(
+                &ArbiterAction {
+                    action: Some(Action::Move(EnterMove { san: "e5".into() })),
+                    ..Default::default()
+                },
+                "ia-smith",
+                "",
+            )
+            .expect("accepted");
+        let records = Game::record(Some(&delivered), &id, events, T0 + 2 * MINUTE);
+        for r in &records {
+            delivered.apply(r).expect("applies");
+        }
+        records
+    };
+    feed(&mut feeds, &game.records);
+    feed(&mut feeds, &lost);
+    feeds.release(T0 + 3 * MINUTE);
+    assert_eq!(shown_moves(&feeds, &id), 2);
+    // The log holds 1... c5 there instead, then 2. Nf3: the next record does not follow on.
+    let before_c5 = game.records.len();
+    game.play("c5", T0 + 2 * MINUTE);
+    let next = game.play("Nf3", T0 + 3 * MINUTE);
+    assert!(feeds.accept(&next[0]).is_err());
+    // Read again still without 1... c5: refused, and the game is shown as it was.
+    let mut gapped = game.records[..before_c5].to_vec();
+    gapped.extend(next.iter().cloned());
+    assert!(feeds.read_again(&id, &gapped).is_err());
+    feeds.release(T0 + 4 * MINUTE);
+    assert_eq!(shown_moves(&feeds, &id), 2);
+    // Read again whole: shown as the log holds it.
+    feeds
+        .read_again(&id, &game.records)
+        .expect("the whole log follows on");
+    let (changes, errors) = feeds.release(T0 + 4 * MINUTE);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(changes.len(), 1);
+    let shown = feeds.game(&id).expect("shown");
+    let sans: Vec<&str> = shown.moves.iter().map(|m| m.san.as_str()).collect();
+    assert_eq!(sans, ["e4", "c5", "Nf3"]);
+    // What follows is taken as usual.
+    feed(&mut feeds, &game.play("d6", T0 + 5 * MINUTE));
+}

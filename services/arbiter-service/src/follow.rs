@@ -596,12 +596,14 @@ impl Games {
         skipping
     }
 
-    /// Folds a game's records read again from the log (stream sequence and payload, in order,
-    /// none after what was folded): those folded already change nothing; an entry still
-    /// missing marks the game damaged.
+    /// Folds a game afresh from its records read again from the log (stream sequence and
+    /// payload, in order, none after what was folded): a record that still does not follow on
+    /// marks the game damaged.
     pub fn fold_read_again<P: AsRef<[u8]>>(&self, subject: &str, records: &[(u64, P)]) {
         let changes: Vec<Change> = {
             let mut state = self.write();
+            // Folded afresh: what was folded of it may hold a record the log no longer holds.
+            state.games.remove(&game_of_subject(subject));
             records
                 .iter()
                 .flat_map(|(stream_seq, payload)| {
@@ -901,13 +903,14 @@ impl Games {
     }
 }
 
-/// What becomes of a record that skips entries of its game, as delivered.
+/// What becomes of a record that does not follow on from what was folded of its game.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum OnSkip {
-    /// Left out, and its game named, to read the game's log again (a consumer or a newly
-    /// elected leader can leave a record out, seen on nats-server 2.9 after a node was killed).
+    /// Left out, and its game named, to read the game's log again: as delivered, a record may
+    /// have been left out, or one folded may be one the log no longer holds (both seen on
+    /// nats-server 2.9 after a node was killed).
     ReadAgain,
-    /// Marks the game damaged (the log read again still lacks the entry).
+    /// Marks the game damaged (the log, read again, still does not follow on).
     Damage,
 }
 
@@ -988,10 +991,6 @@ fn fold_record_into(
     {
         return Ok(Vec::new());
     }
-    if on_skip == OnSkip::ReadAgain && at_game_seq > entry.last_game_seq().saturating_add(1) {
-        tracing::warn!(game = %subject_game, entry = at_game_seq, stream_seq, "the game's entries as delivered skip one: reading its log again");
-        return Err(subject_game.as_str().to_owned());
-    }
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| entry.fold(opened, stream_seq)))
         .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))
         .and_then(|folded| folded.map_err(|e| e.to_string()));
@@ -1003,6 +1002,10 @@ fn fold_record_into(
                 .collect();
             changes.push(game_change);
             Ok(changes)
+        }
+        Err(reason) if on_skip == OnSkip::ReadAgain => {
+            tracing::warn!(game = %subject_game, entry = at_game_seq, stream_seq, "{reason}: reading the game's log again");
+            Err(subject_game.as_str().to_owned())
         }
         Err(reason) => {
             tracing::error!(

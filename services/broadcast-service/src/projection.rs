@@ -16,7 +16,7 @@ use std::{
 
 use anyhow::Context as _;
 use async_nats::jetstream;
-use boardcast_feeds::{Change, Delays, FeedError, Feeds, RoundKey};
+use boardcast_feeds::{Change, Delays, Feeds, RoundKey};
 use boardcast_game::events::GameEventRecord;
 use boardcast_game::signing::TrustedKeys;
 use boardcast_kit::game_log;
@@ -123,7 +123,7 @@ impl Projection {
     }
 
     /// Folds a batch of game log messages (stream sequence, payload), then releases. Returns
-    /// the games whose records as delivered skip one (to be read again whole, `read_again`).
+    /// the games whose records as delivered do not follow on (to be read again, `read_again`).
     fn fold(&self, messages: &[(u64, bytes::Bytes)]) -> anyhow::Result<BTreeSet<String>> {
         let mut skipping = BTreeSet::new();
         let Some((last, _)) = messages.last() else {
@@ -141,18 +141,23 @@ impl Projection {
                 };
                 match feeds.accept(&record) {
                     Ok(()) => {}
-                    Err(FeedError::OutOfSequence {
-                        game_id,
-                        expected,
-                        got,
-                    }) if got > expected => {
-                        tracing::warn!(stream_seq = seq, game = %game_id, expected, got, "a game's records as delivered skip one: reading them again");
-                        skipping.insert(game_id);
-                    }
-                    // The display can be wrong; the log is the authority. Keep serving the rest.
-                    Err(e) => {
-                        tracing::error!(stream_seq = seq, "cannot show a game log record: {e}")
-                    }
+                    Err(e) => match e.game_out_of_chain() {
+                        // Read again: a record left out as delivered, or one the log no longer
+                        // holds, is then put right.
+                        Some(game_id) => {
+                            if skipping.insert(game_id.to_owned()) {
+                                tracing::warn!(
+                                    stream_seq = seq,
+                                    "{e}: reading the game's log again"
+                                );
+                            }
+                        }
+                        // The display can be wrong; the log is the authority. Keep serving the
+                        // rest.
+                        None => {
+                            tracing::error!(stream_seq = seq, "cannot show a game log record: {e}")
+                        }
+                    },
                 }
             }
             // Under the same lock as the records it covers: a release stores both together.
@@ -163,22 +168,44 @@ impl Projection {
         Ok(skipping)
     }
 
-    /// Reads the records of games whose records as delivered skipped one again, one by one from
-    /// the log's leader up to `up_to`, and folds them (those taken already change nothing).
+    /// Reads the games whose records as delivered did not follow on again, one by one from the
+    /// log's leader up to `up_to`, and shows them as the log holds them
+    /// ([`Feeds::read_again`]).
     async fn read_again(
         &self,
         stream: &jetstream::stream::Stream,
         games: BTreeSet<String>,
         up_to: u64,
     ) -> anyhow::Result<()> {
+        if games.is_empty() {
+            return Ok(());
+        }
         for game_id in games {
-            let records = game_log::game_records(stream, &game_id, up_to).await?;
-            let still = self.fold(&records)?;
-            if still.contains(&game_id) {
-                tracing::error!(game = %game_id, up_to, "a record of the game is missing from its log, read again: its later records are not shown");
+            let records = game_log::game_records(stream, &game_id, up_to)
+                .await?
+                .iter()
+                .map(|(_, payload)| GameEventRecord::decode(payload.as_ref()))
+                .collect::<Result<Vec<_>, _>>();
+            let read = match records {
+                Ok(records) => self
+                    .feeds
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .read_again(&game_id, &records)
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match read {
+                Ok(()) => {
+                    tracing::info!(game = %game_id, up_to, "the game's log, read again, follows on: shown as it holds it")
+                }
+                // The display can be wrong; the log is the authority. Keep serving the rest.
+                Err(e) => {
+                    tracing::error!(game = %game_id, up_to, "the game's log, read again, does not follow on: {e}; its later records are not shown")
+                }
             }
         }
-        Ok(())
+        self.release()
     }
 
     /// Releases what is due, stores it with the log position, then tells everyone who follows.

@@ -195,7 +195,6 @@ impl Games {
 
     /// The games whose records as read here do not follow on, with the stream sequence of the
     /// first that did not (see `behind`).
-    #[cfg(test)]
     pub(crate) fn behind(&self) -> Vec<(String, u64)> {
         self.behind.iter().map(|(g, s)| (g.clone(), *s)).collect()
     }

@@ -188,6 +188,9 @@ pub struct Store {
     /// This instance's appends that got no acknowledgement in a row: a leader that stopped
     /// acknowledging is asked to step down (see `silent_leader`).
     silent_leader: std::sync::Mutex<SilentLeader>,
+    /// When each game behind the log (`Games::behind`) is next read again at a catch-up: often
+    /// while a record is missing, seldom once its log was found forked.
+    read_again_at: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
 }
 
 /// Where this instance's last published record is expected in the stream, when records are in
@@ -364,6 +367,7 @@ impl Store {
             busy_since: std::sync::Mutex::new(None),
             signer,
             silent_leader: std::sync::Mutex::default(),
+            read_again_at: std::sync::Mutex::default(),
         };
         // A stalled read (see `CATCH_UP_STALL`) keeps what it folded: go on from there.
         let mut stalls = 0;
@@ -1166,14 +1170,65 @@ impl Store {
     }
 
     /// [`Store::catch_up_alone`], reading up to `direct` records message by message.
-    async fn catch_up_alone_reading(
-        &self,
-        _alone: &Turn<'_>,
-        direct: u64,
-    ) -> Result<(), ReadError> {
+    async fn catch_up_alone_reading(&self, alone: &Turn<'_>, direct: u64) -> Result<(), ReadError> {
         self.catch_up_reading(direct).await?;
         self.lock_in_flight().caught_up_alone();
+        self.read_again_when_due(alone).await;
         Ok(())
+    }
+
+    /// Reads the games behind the log again whose turn it is: another instance may be the one
+    /// deciding a game's observations, and then no append here would.
+    async fn read_again_when_due(&self, alone: &Turn<'_>) {
+        let behind = self.read().behind();
+        if behind.is_empty() {
+            return;
+        }
+        let now = std::time::Instant::now();
+        for (game_id, _) in behind {
+            let due = self
+                .lock_read_again_at()
+                .get(&game_id)
+                .is_none_or(|&at| at <= now);
+            if !due {
+                continue;
+            }
+            let pause = match self.read_again_counted(alone, &game_id).await {
+                Ok(()) => None,
+                Err(Unread::Missing(e)) => {
+                    tracing::warn!(game = %game_id, "{e}");
+                    Some(READ_AGAIN_MISSING)
+                }
+                Err(Unread::Forked(e)) => {
+                    tracing::error!(game = %game_id, "{e}");
+                    Some(READ_AGAIN_FORKED)
+                }
+            };
+            let mut read_again_at = self.lock_read_again_at();
+            match pause {
+                Some(pause) => read_again_at.insert(game_id, now + pause),
+                None => read_again_at.remove(&game_id),
+            };
+        }
+    }
+
+    fn lock_read_again_at(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, std::time::Instant>> {
+        self.read_again_at
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// [`Store::read_game_again`], counted by outcome.
+    async fn read_again_counted(&self, alone: &Turn<'_>, game_id: &str) -> Result<(), Unread> {
+        let read_again = self.read_game_again(alone, game_id).await;
+        crate::metrics::game_read_again(match &read_again {
+            Ok(()) => "whole",
+            Err(Unread::Missing(_)) => "missing",
+            Err(Unread::Forked(_)) => "forked",
+        });
+        read_again
     }
 
     /// Refuses to append to game `game_id` while its records as read here do not follow on
@@ -1188,23 +1243,19 @@ impl Store {
         if self.read().behind_from(game_id).is_none() {
             return Ok(());
         }
-        let read_again = self.read_game_again(alone, game_id).await;
-        crate::metrics::game_read_again(match &read_again {
-            Ok(()) => "whole",
-            Err(Unread::Missing(_)) => "missing",
-            Err(Unread::Forked(_)) => "forked",
-        });
-        read_again.map_err(|unread| match unread {
-            // For good: only an operator can mend a forked log.
-            Unread::Forked(reason) => AppendError::Failed {
-                game_id: game_id.to_owned(),
-                reason,
-            },
-            Unread::Missing(reason) => AppendError::Unavailable {
-                game_id: game_id.to_owned(),
-                reason,
-            },
-        })
+        self.read_again_counted(alone, game_id)
+            .await
+            .map_err(|unread| match unread {
+                // For good: only an operator can mend a forked log.
+                Unread::Forked(reason) => AppendError::Failed {
+                    game_id: game_id.to_owned(),
+                    reason,
+                },
+                Unread::Missing(reason) => AppendError::Unavailable {
+                    game_id: game_id.to_owned(),
+                    reason,
+                },
+            })
     }
 
     /// Reads game `game_id`'s records again, one by one from the log's leader up to what is
@@ -1332,6 +1383,12 @@ impl Store {
         self.write().take_changes(all)
     }
 }
+
+/// How soon a game behind the log is read again at a catch-up while a record is missing (a
+/// leader catching up, or replaced, within seconds), and once its log was found forked (it
+/// stays so until an operator mends it).
+const READ_AGAIN_MISSING: std::time::Duration = std::time::Duration::from_secs(1);
+const READ_AGAIN_FORKED: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Why a game's log, read again, still does not fold.
 enum Unread {
