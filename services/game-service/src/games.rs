@@ -214,29 +214,52 @@ impl Games {
         game_id: &str,
         records: Vec<(u64, Vec<u8>)>,
     ) -> Result<(), String> {
-        let mut read = records.iter();
-        let (first_stream_seq, first) = read.next().ok_or("no record of the game in the log")?;
-        let decode = |bytes: &[u8]| GameEventRecord::decode(bytes).map_err(|e| e.to_string());
-        let mut game = Game::from_first_trusted(&decode(first)?, &self.trusted)
-            .map_err(|e| format!("stream sequence {first_stream_seq}: {e}"))?;
-        for (seq, bytes) in read {
-            game.apply_trusted(&decode(bytes)?, &self.trusted)
-                .map_err(|e| format!("stream sequence {seq}: {e}"))?;
+        // As `fold_record` folds them: a record bad in itself (undecodable, altered, not signed
+        // by a trusted key, of another game) is skipped; one that does not follow on is not.
+        let mut folded: Option<(Game, u64, Vec<Vec<u8>>)> = None;
+        for (seq, bytes) in records {
+            let record = match GameEventRecord::decode(bytes.as_slice()) {
+                Ok(record) => record,
+                Err(e) => {
+                    tracing::error!(stream_seq = seq, game = %game_id, "skipping a game log record that cannot be folded: {e}");
+                    continue;
+                }
+            };
+            if !Game::open_record(&record).is_ok_and(|event| event.game_id == game_id) {
+                tracing::error!(stream_seq = seq, game = %game_id, "skipping a record on the game's subject that is not one of its own");
+                continue;
+            }
+            let applied = match &mut folded {
+                Some((game, _, _)) => game.apply_trusted(&record, &self.trusted),
+                None => Game::from_first_trusted(&record, &self.trusted)
+                    .map(|game| folded = Some((game, seq, Vec::new()))),
+            };
+            match applied {
+                Ok(()) => {
+                    if let Some((_, _, kept)) = &mut folded {
+                        kept.push(bytes);
+                    }
+                }
+                Err(e) if missing_or_reordered(&e) => {
+                    return Err(format!("stream sequence {seq}: {e}"));
+                }
+                Err(e) => {
+                    tracing::error!(stream_seq = seq, game = %game_id, "skipping a game log record that cannot be folded: {e}")
+                }
+            }
         }
-        if game.game_id() != game_id {
-            return Err(format!("its records are of game {}", game.game_id()));
-        }
+        let (game, first_stream_seq, records) = folded.ok_or("no record of the game in the log")?;
         // Live on its board unless a game set up there later is known.
         let later_on_board = self.live_on(game.board_id()).is_some_and(|live| {
-            live.game.game_id() != game_id && live.first_stream_seq > *first_stream_seq
+            live.game.game_id() != game_id && live.first_stream_seq > first_stream_seq
         });
         let board = game.board_id().to_owned();
         self.by_id.insert(
             game_id.to_owned(),
             Entry {
                 game,
-                first_stream_seq: *first_stream_seq,
-                records: records.into_iter().map(|(_, bytes)| bytes).collect(),
+                first_stream_seq,
+                records,
             },
         );
         if !later_on_board {
@@ -544,8 +567,9 @@ mod tests {
         assert_eq!(games.behind_from(game.game_id()), Some(3));
         // No snapshot meanwhile: it would restore the game as if whole.
         assert!(games.take_changes(true).is_none());
-        // Read again whole: folded afresh, live on its board, no longer behind.
-        let whole = vec![(1, first), (2, second), (3, third)];
+        // Read again whole: folded afresh, live on its board, no longer behind (a record bad in
+        // itself is skipped, as when folded).
+        let whole = vec![(1, first), (2, second), (3, b"junk".to_vec()), (4, third)];
         games.refolded(game.game_id(), whole).expect("whole");
         assert_eq!(games.behind_from(game.game_id()), None);
         let entry = games.get(game.game_id()).expect("known");
