@@ -327,7 +327,15 @@ impl Feeds {
             return Ok(());
         }
         let before = self.games.remove(game_id);
-        let taken = records.iter().try_for_each(|record| self.accept(record));
+        // As when the log is followed: a record bad in itself is refused and the rest taken; one
+        // that does not follow on stops it.
+        let taken = records
+            .iter()
+            .map(|record| self.accept(record))
+            .try_for_each(|taken| match taken {
+                Err(e) if e.game_out_of_chain().is_some() => Err(e),
+                _ => Ok(()),
+            });
         match taken {
             Ok(()) => {
                 if let (Some(before), Some(game)) = (before, self.games.get_mut(game_id)) {

@@ -25,7 +25,7 @@ use boardcast_game::{
     events::GameEventRecord,
 };
 use boardcast_kit::game_log;
-use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
+use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, game_subject};
 use futures::StreamExt as _;
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
@@ -600,11 +600,11 @@ impl Games {
     /// payload, in order, none after what was folded): a record that still does not follow on
     /// marks the game damaged.
     pub fn fold_read_again<P: AsRef<[u8]>>(&self, subject: &str, records: &[(u64, P)]) {
-        let changes: Vec<Change> = {
+        let (changes, last_stream_seq) = {
             let mut state = self.write();
             // Folded afresh: what was folded of it may hold a record the log no longer holds.
             state.games.remove(&game_of_subject(subject));
-            records
+            let changes: Vec<Change> = records
                 .iter()
                 .flat_map(|(stream_seq, payload)| {
                     fold_into(
@@ -616,8 +616,11 @@ impl Games {
                     )
                     .0
                 })
-                .collect()
+                .collect();
+            (changes, state.last_stream_seq)
         };
+        // Whoever waits for a record of it finds it folded now.
+        self.folded.send_replace(last_stream_seq);
         self.announce(changes);
     }
 
@@ -1078,6 +1081,7 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
     games.set_status(FollowStatus::Following);
     let mut caught_up = false;
     let mut errors_in_a_row = 0;
+    let mut to_read_again = std::collections::BTreeSet::new();
     while let Some(message) = messages.next().await {
         let message = match message {
             Ok(m) => m,
@@ -1109,8 +1113,18 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
             games.fold_message(stream_seq, &message.subject, &message.payload)
         };
         if let Some(game_id) = skipping {
-            let records = game_log::game_records(stream, &game_id, stream_seq).await?;
-            games.fold_read_again(&message.subject, &records);
+            to_read_again.insert(game_id);
+        }
+        // Read again before going on; one that cannot be read now is tried at the next record
+        // (the position it was found at is folded already).
+        for game_id in std::mem::take(&mut to_read_again) {
+            match game_log::game_records(stream, &game_id, stream_seq).await {
+                Ok(records) => games.fold_read_again(&game_subject(&game_id), &records),
+                Err(e) => {
+                    tracing::warn!(game = %game_id, "{e}; trying again at the next record");
+                    to_read_again.insert(game_id);
+                }
+            }
         }
         if !caught_up && pending == 0 {
             caught_up = true;

@@ -51,6 +51,8 @@ pub struct Projection {
     pub changed: Notify,
     /// Where the changes are published for other venue systems (core NATS, JSON).
     nats: Option<async_nats::Client>,
+    /// Games whose log could not be read again when they needed it: tried with the next records.
+    to_read_again: Mutex<BTreeSet<String>>,
 }
 
 pub fn now_unix_ms() -> i64 {
@@ -86,6 +88,7 @@ impl Projection {
             live: Mutex::new(HashMap::new()),
             changed: Notify::new(),
             nats,
+            to_read_again: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -177,24 +180,35 @@ impl Projection {
         games: BTreeSet<String>,
         up_to: u64,
     ) -> anyhow::Result<()> {
+        // Those that could not be read last time are read again too (the position they were
+        // found at is stored already).
+        let games: BTreeSet<String> = {
+            let mut pending = self.lock_to_read_again();
+            pending.extend(games);
+            std::mem::take(&mut *pending)
+        };
         if games.is_empty() {
             return Ok(());
         }
         for game_id in games {
-            let records = game_log::game_records(stream, &game_id, up_to)
-                .await?
-                .iter()
-                .map(|(_, payload)| GameEventRecord::decode(payload.as_ref()))
-                .collect::<Result<Vec<_>, _>>();
-            let read = match records {
-                Ok(records) => self
-                    .feeds
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .read_again(&game_id, &records)
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
+            let records = match game_log::game_records(stream, &game_id, up_to).await {
+                Ok(records) => records,
+                Err(e) => {
+                    tracing::warn!(game = %game_id, "{e}; trying again with the next records");
+                    self.lock_to_read_again().insert(game_id);
+                    continue;
+                }
             };
+            // A record bad in itself is left out, as when the log is followed.
+            let records: Vec<GameEventRecord> = records
+                .iter()
+                .filter_map(|(_, payload)| GameEventRecord::decode(payload.as_ref()).ok())
+                .collect();
+            let read = self
+                .feeds
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .read_again(&game_id, &records);
             match read {
                 Ok(()) => {
                     tracing::info!(game = %game_id, up_to, "the game's log, read again, follows on: shown as it holds it")
@@ -206,6 +220,12 @@ impl Projection {
             }
         }
         self.release()
+    }
+
+    fn lock_to_read_again(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.to_read_again
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Releases what is due, stores it with the log position, then tells everyone who follows.

@@ -52,6 +52,23 @@ fn missing_or_reordered(e: &GameError) -> bool {
     )
 }
 
+impl Entry {
+    /// Whether record `game_seq` as folded is the one with `hash`.
+    fn holds(&self, game_seq: u64, hash: &[u8]) -> bool {
+        holds(&self.records, game_seq, hash)
+    }
+}
+
+/// Whether record `game_seq` of a game's `records` as folded (one per number, in order) is the
+/// one with `hash`.
+fn holds(records: &[Vec<u8>], game_seq: u64, hash: &[u8]) -> bool {
+    usize::try_from(game_seq)
+        .ok()
+        .and_then(|n| records.get(n.checked_sub(1)?))
+        .and_then(|bytes| GameEventRecord::decode(bytes.as_slice()).ok())
+        .is_some_and(|folded| folded.hash == hash)
+}
+
 /// Whether a record's signature is checked when it is folded.
 #[derive(Clone, Copy)]
 enum Signature {
@@ -142,6 +159,10 @@ impl Games {
                     e.to_string()
                 };
                 match self.by_id.get_mut(&event.game_id) {
+                    Some(entry) if entry.holds(event.game_seq, &record.hash) => {
+                        // The same record stored again (published twice): nothing new.
+                        return Ok(None);
+                    }
                     Some(entry) => {
                         match signature {
                             Signature::Check => entry.game.apply_trusted(&record, &self.trusted),
@@ -199,6 +220,12 @@ impl Games {
         self.behind.iter().map(|(g, s)| (g.clone(), *s)).collect()
     }
 
+    /// Puts game `game_id` behind the log from stream sequence `stream_seq` (its last record in
+    /// the log is not the one folded here).
+    pub(crate) fn put_behind(&mut self, game_id: &str, stream_seq: u64) {
+        self.behind.entry(game_id.to_owned()).or_insert(stream_seq);
+    }
+
     /// Where game `game_id`'s records as read here stopped following on, if they did.
     pub(crate) fn behind_from(&self, game_id: &str) -> Option<u64> {
         self.behind.get(game_id).copied()
@@ -225,8 +252,17 @@ impl Games {
                     continue;
                 }
             };
-            if !Game::open_record(&record).is_ok_and(|event| event.game_id == game_id) {
+            let Some(event) = Game::open_record(&record)
+                .ok()
+                .filter(|event| event.game_id == game_id)
+            else {
                 tracing::error!(stream_seq = seq, game = %game_id, "skipping a record on the game's subject that is not one of its own");
+                continue;
+            };
+            if let Some((_, _, kept)) = &folded
+                && holds(kept, event.game_seq, &record.hash)
+            {
+                // The same record stored again: nothing new.
                 continue;
             }
             let applied = match &mut folded {
@@ -579,6 +615,22 @@ mod tests {
             Some(game.game_id().to_owned())
         );
         assert!(games.take_changes(false).is_some());
+    }
+
+    #[test]
+    fn the_same_record_stored_twice_is_a_duplicate_not_a_fork() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        let second = note(&game);
+        games.fold(&first, 1);
+        games.fold(&second, 2);
+        games.fold(&second, 3);
+        assert_eq!(games.behind_from(game.game_id()), None);
+        let log = vec![(1, first), (2, second.clone()), (3, second)];
+        games
+            .refolded(game.game_id(), log)
+            .expect("a copy is no fork");
+        assert_eq!(games.get(game.game_id()).map(|e| e.records.len()), Some(2));
     }
 
     #[test]

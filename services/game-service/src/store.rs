@@ -191,6 +191,13 @@ pub struct Store {
     /// When each game behind the log (`Games::behind`) is next read again at a catch-up: often
     /// while a record is missing, seldom once its log was found forked.
     read_again_at: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// Since when each game behind the log has been found still missing a record when read
+    /// again: past `BEHIND_FOR_GOOD`, decisions on it fail rather than hold its partition up.
+    missing_since: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// When a catch-up last went past stream sequences it was not given, on the stream's word
+    /// that they were removed: for `PASSED_OVER_DOUBT` after, an append first checks that the
+    /// game's last record in the log is the one folded here (`verify_last_record`).
+    passed_over_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// Where this instance's last published record is expected in the stream, when records are in
@@ -368,6 +375,8 @@ impl Store {
             signer,
             silent_leader: std::sync::Mutex::default(),
             read_again_at: std::sync::Mutex::default(),
+            missing_since: std::sync::Mutex::default(),
+            passed_over_at: std::sync::Mutex::default(),
         };
         // A stalled read (see `CATCH_UP_STALL`) keeps what it folded: go on from there.
         let mut stalls = 0;
@@ -745,6 +754,7 @@ impl Store {
         game_id: &str,
         records: Vec<Outgoing>,
     ) -> Result<bool, AppendError> {
+        self.verify_last_record(game_id).await?;
         self.read_again_if_behind(alone, game_id).await?;
         // Decided outside the turn (see `decide_on_board`): still valid only if the game has not
         // changed since, here or elsewhere (then the publish below conflicts).
@@ -815,6 +825,7 @@ impl Store {
         let Some(first) = records.first() else {
             return Ok(true);
         };
+        self.verify_last_record(game_id).await?;
         let writer = self.writer.lock().await;
         // Nothing in flight when the acknowledgement turn is free: taken before the checks
         // below, so that nobody folds (and changes what they look at) between them and the
@@ -1199,7 +1210,7 @@ impl Store {
                     tracing::warn!(game = %game_id, "{e}");
                     Some(READ_AGAIN_MISSING)
                 }
-                Err(Unread::Forked(e)) => {
+                Err(Unread::ForGood(e)) => {
                     tracing::error!(game = %game_id, "{e}");
                     Some(READ_AGAIN_FORKED)
                 }
@@ -1226,15 +1237,95 @@ impl Store {
         crate::metrics::game_read_again(match &read_again {
             Ok(()) => "whole",
             Err(Unread::Missing(_)) => "missing",
-            Err(Unread::Forked(_)) => "forked",
+            Err(Unread::ForGood(_)) => "forked",
         });
-        read_again
+        let mut missing_since = self
+            .missing_since
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match read_again {
+            Err(Unread::Missing(reason)) => {
+                let since = *missing_since
+                    .entry(game_id.to_owned())
+                    .or_insert_with(std::time::Instant::now);
+                if since.elapsed() > BEHIND_FOR_GOOD {
+                    return Err(Unread::ForGood(format!(
+                        "{reason}, for over {} s: taken as for good",
+                        BEHIND_FOR_GOOD.as_secs()
+                    )));
+                }
+                Err(Unread::Missing(reason))
+            }
+            other => {
+                missing_since.remove(game_id);
+                other
+            }
+        }
+    }
+
+    /// A catch-up went past stream sequences it was not given (see `passed_over_at`).
+    fn passed_over(&self) {
+        *self
+            .passed_over_at
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(std::time::Instant::now());
+    }
+
+    /// Within `PASSED_OVER_DOUBT` of a pass-over, checks that game `game_id`'s last record in
+    /// the log is the one folded here. On nats-server 2.9, after a node was killed, a leader was
+    /// seen to answer that a record was removed that the log then held: a game whose record was
+    /// passed over that way, with nothing of it read since, would be decided on without it and
+    /// its log forked. Such a game is put behind (read again before anything is appended).
+    async fn verify_last_record(&self, game_id: &str) -> Result<(), AppendError> {
+        let in_doubt = self
+            .passed_over_at
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_some_and(|at| at.elapsed() < PASSED_OVER_DOUBT);
+        if !in_doubt {
+            return Ok(());
+        }
+        let last = match self
+            .checks
+            .get_last_raw_message_by_subject(&game_subject(game_id))
+            .await
+        {
+            Ok(message) => Some(message),
+            Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
+                None
+            }
+            Err(e) => return Err(unavailable(game_id, e)),
+        };
+        let folded_seq = self.read().folded_seq();
+        if last.as_ref().is_some_and(|m| m.sequence > folded_seq) {
+            // Newer than what is folded: the append, expecting `folded_seq`, is refused anyway.
+            return Ok(());
+        }
+        let head_in_log = last
+            .as_ref()
+            .and_then(|m| GameEventRecord::decode(m.payload.as_ref()).ok())
+            .map(|record| record.hash);
+        let head_here = self
+            .read()
+            .get(game_id)
+            .map(|e| e.game.chain_head().to_vec());
+        if head_in_log == head_here {
+            return Ok(());
+        }
+        let at = last.map_or(folded_seq, |m| m.sequence);
+        self.write().put_behind(game_id, at);
+        Err(AppendError::Unavailable {
+            game_id: game_id.to_owned(),
+            reason: format!(
+                "its last record in the log (stream sequence {at}) is not the one folded here; \
+                 reading its log again"
+            ),
+        })
     }
 
     /// Refuses to append to game `game_id` while its records as read here do not follow on
     /// (after reading them again): the decision would be made on a game missing a record, and
-    /// its records written beside it. Read again only when appended to (a board's observations
-    /// come a few times a second), not at every catch-up: a forked log never reads whole.
+    /// its records written beside it.
     async fn read_again_if_behind(
         &self,
         alone: &Turn<'_>,
@@ -1247,7 +1338,7 @@ impl Store {
             .await
             .map_err(|unread| match unread {
                 // For good: only an operator can mend a forked log.
-                Unread::Forked(reason) => AppendError::Failed {
+                Unread::ForGood(reason) => AppendError::Failed {
                     game_id: game_id.to_owned(),
                     reason,
                 },
@@ -1282,7 +1373,7 @@ impl Store {
                  again: {e}; nothing is appended to it here until it does"
             );
             match forked {
-                Some(game_seq) => Unread::Forked(format!(
+                Some(game_seq) => Unread::ForGood(format!(
                     "{reason} (it holds two records numbered {game_seq}: forked)"
                 )),
                 None => Unread::Missing(reason),
@@ -1329,7 +1420,10 @@ impl Store {
                 .filter(|(payload, _)| payload.is_none())
                 .map(|&(_, seq)| seq)
                 .collect();
-            self.confirm_removed(missing).await?;
+            if !missing.is_empty() {
+                self.confirm_removed(missing).await?;
+                self.passed_over();
+            }
             let mut games = self.write();
             for (payload, seq) in read {
                 match payload {
@@ -1359,10 +1453,14 @@ impl Store {
             let message = message.map_err(|e| ReadError::Log(e.to_string()))?;
             // What the reader passed over was removed (`game_log` checks it).
             let (seq, pending) = (message.stream_seq, message.pending);
+            if seq > self.read().folded_seq().saturating_add(1) {
+                self.passed_over();
+            }
             self.write().fold(&message.payload, seq);
             if pending == 0 && seq < last {
                 // Nothing after it, though the stream's last sequence is further.
                 self.confirm_removed(seq + 1..=last).await?;
+                self.passed_over();
                 self.write().skip_to(last);
             }
         }
@@ -1390,23 +1488,38 @@ impl Store {
 const READ_AGAIN_MISSING: std::time::Duration = std::time::Duration::from_secs(1);
 const READ_AGAIN_FORKED: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How long after a catch-up went past sequences it was not given appends verify their game's
+/// last record in the log: longer than a node takes to be restarted and caught up.
+const PASSED_OVER_DOUBT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// How long a game may stay behind the log with a record missing when read again before
+/// decisions on it fail (and its observations go to the dead-letter stream) rather than hold its
+/// partition up: longer than a leader takes to be elected and catch up.
+const BEHIND_FOR_GOOD: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Why a game's log, read again, still does not fold.
 enum Unread {
     /// A record is still missing from what the log's leader gives (or it cannot be read now).
     Missing(String),
-    /// The log holds two records with one number.
-    Forked(String),
+    /// For good: the log holds two records with one number, or a record has been missing for
+    /// longer than `BEHIND_FOR_GOOD`.
+    ForGood(String),
 }
 
-/// The first record number that `records` (one game's, as stored) hold twice.
+/// The first record number that `records` (one game's, as stored) hold twice with different
+/// content (the same record stored twice is only a copy).
 fn forks_at(records: &[(u64, Vec<u8>)]) -> Option<u64> {
-    let mut numbers = std::collections::HashSet::new();
+    let mut numbers = std::collections::HashMap::new();
     records
         .iter()
         .filter_map(|(_, bytes)| GameEventRecord::decode(bytes.as_slice()).ok())
-        .filter_map(|record| Game::open_record(&record).ok())
-        .map(|event| event.game_seq)
-        .find(|&game_seq| !numbers.insert(game_seq))
+        .filter_map(|record| Some((Game::open_record(&record).ok()?.game_seq, record.hash)))
+        .find(|(game_seq, hash)| {
+            numbers
+                .insert(*game_seq, hash.clone())
+                .is_some_and(|earlier| earlier != *hash)
+        })
+        .map(|(game_seq, _)| game_seq)
 }
 
 /// Rebuilds the games of a snapshot, after checking that the log still holds, at the snapshot's
