@@ -47,7 +47,7 @@
 //! again from the stream's start). Those after it were published out of order: they are decided
 //! first, in order (their own delivery later is then a duplicate). The rest were not found
 //! within `LOOKAHEAD` later messages of the board. While the gap is recent (`GAP_PATIENCE`
-//! after this instance got the observation that revealed it) the observation is handed back to
+//! after this instance's search first found it) the observation is handed back to
 //! JetStream to be delivered again shortly: a gateway whose connection dropped mid-batch re-sends
 //! the missing ones within seconds. After that they are recorded in the game's log as missing
 //! (`ObservationsMissing`), where the arbiter sees them; one that arrives after that is not
@@ -403,15 +403,18 @@ const MAX_FAILURES: u32 = 5;
 #[derive(Default)]
 struct PartitionState {
     seen: Seen,
-    /// The observation being handled (one in flight per partition): since when this instance
-    /// has it, and how often storing its decision failed.
+    /// The observation being handled (one in flight per partition): how often storing its
+    /// decision failed, and since when observations before it are missing.
     current: Attempts,
 }
 
 struct Attempts {
     stream_seq: u64,
-    since: std::time::Instant,
     failures: u32,
+    /// When a search of the stream first found observations missing before it: the board's
+    /// time to re-send them counts from there, not from earlier attempts that could not search
+    /// (NATS away during a fault would otherwise use the time up).
+    gap_found: Option<std::time::Instant>,
 }
 
 impl Default for Attempts {
@@ -425,8 +428,8 @@ impl Attempts {
     fn at(stream_seq: u64) -> Attempts {
         Attempts {
             stream_seq,
-            since: std::time::Instant::now(),
             failures: 0,
+            gap_found: None,
         }
     }
 
@@ -438,9 +441,9 @@ impl Attempts {
         self
     }
 
-    /// How long this instance has been handling the observation.
-    fn elapsed(&self) -> Duration {
-        self.since.elapsed()
+    /// How long since observations were first found missing before it (none yet: zero).
+    fn gap_waited(&self) -> Duration {
+        self.gap_found.map_or(Duration::ZERO, |at| at.elapsed())
     }
 }
 
@@ -513,14 +516,15 @@ async fn handle(
                 &observation,
                 known,
                 stream_seq,
-                attempts.elapsed(),
+                attempts.gap_waited(),
             )
             .await;
             match closed {
                 Ok(()) => {}
                 Err(GapOpen::Waiting { missing }) => {
                     // Not acknowledged: the partition waits a moment for the board to re-send.
-                    if attempts.elapsed() < GAP_RECHECK {
+                    if attempts.gap_found.is_none() {
+                        attempts.gap_found = Some(std::time::Instant::now());
                         tracing::info!(%board, seq = observation.device_seq, missing, "waiting for observations the board may still re-send");
                     }
                     crate::metrics::observation("retried");
@@ -851,9 +855,9 @@ async fn complete(store: &Store, observation: &Observation) -> Result<usize, App
         .await
 }
 
-/// How long after this instance got the observation that revealed a gap the board is given to
-/// re-send the missing ones before they are recorded as missing (a gateway re-sends within
-/// seconds). Measured on this instance's own clock, so no clock skew lengthens it.
+/// How long after this instance first found observations missing before one the board is given
+/// to re-send them before they are recorded as missing (a gateway re-sends within seconds).
+/// Measured on this instance's own clock, so no clock skew lengthens it.
 const GAP_PATIENCE: Duration = Duration::from_secs(10);
 
 /// How soon an observation waiting for a gap to close is delivered again.
@@ -929,7 +933,7 @@ async fn close_gap(
     }
     if missing > 0 {
         // What was searched, for whoever checks a hole recorded below.
-        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = waited.as_millis() as u64, passed_over = found.passed_over.len(), later = found.later.len(), "gap in the board's observations: not all found");
+        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), "gap in the board's observations: not all found");
     }
     if !found.passed_over.is_empty() {
         tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations handled before (by another instance, before a restart, or before the game was set up): deciding them again in order");
