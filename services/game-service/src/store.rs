@@ -198,6 +198,9 @@ pub struct Store {
     /// that they were removed: for `PASSED_OVER_DOUBT` after, an append first checks that the
     /// game's last record in the log is the one folded here (`verify_last_record`).
     passed_over_at: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Since when the log's leader has lacked a record the log keeps, and when it was last
+    /// asked to step down for it (see `note_leader_lacking`).
+    leader_lacking: std::sync::Mutex<LeaderLacking>,
 }
 
 /// Where this instance's last published record is expected in the stream, when records are in
@@ -377,6 +380,7 @@ impl Store {
             read_again_at: std::sync::Mutex::default(),
             missing_since: std::sync::Mutex::default(),
             passed_over_at: std::sync::Mutex::default(),
+            leader_lacking: std::sync::Mutex::default(),
         };
         // A stalled read (see `CATCH_UP_STALL`) keeps what it folded: go on from there.
         let mut stalls = 0;
@@ -1450,6 +1454,7 @@ impl Store {
             let Some(message) = next else {
                 return Err(ReadError::Log("the log ended early".into()));
             };
+            self.note_leader_lacking(&message);
             let message = message.map_err(|e| ReadError::Log(e.to_string()))?;
             // What the reader passed over was removed (`game_log` checks it).
             let (seq, pending) = (message.stream_seq, message.pending);
@@ -1470,9 +1475,57 @@ impl Store {
     /// [`game_log::confirm_removed`]: a catch-up goes past a record not delivered only once
     /// the stream confirms it removed, else it is made again later.
     async fn confirm_removed(&self, seqs: impl IntoIterator<Item = u64>) -> Result<(), ReadError> {
-        game_log::confirm_removed(&self.stream, seqs)
-            .await
-            .map_err(|e| ReadError::Log(e.to_string()))
+        // A record listed as deleted from within the log is taken as removed only once it has
+        // been for `DELETED_FOR_GOOD`: a leader that lost records lists them so too (and is
+        // asked to step down meanwhile, see `note_leader_lacking`).
+        let now = std::time::Instant::now();
+        let confirmed = game_log::confirm_removed(&self.stream, seqs, |seq| {
+            let mut listed = LISTED_DELETED
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let since = *listed.entry(seq).or_insert(now);
+            now.duration_since(since) >= DELETED_FOR_GOOD
+        })
+        .await;
+        self.note_leader_lacking(&confirmed);
+        confirmed.map_err(|e| ReadError::Log(e.to_string()))
+    }
+
+    /// Keeps track of how long the log's leader has been lacking a record the log keeps; past
+    /// `LACKING_LEADER`, asks it to step down (at most every `LACKING_STEP_DOWN_EVERY`): a
+    /// replica whose store lost records stays without them, and every reader waits on it while
+    /// it leads.
+    fn note_leader_lacking<T>(&self, read: &Result<T, game_log::LogError>) {
+        let mut lacking = self
+            .leader_lacking
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Err(game_log::LogError::NotDelivered(seq)) = read else {
+            lacking.since = None;
+            return;
+        };
+        let now = std::time::Instant::now();
+        let since = *lacking.since.get_or_insert(now);
+        let asked_lately = lacking
+            .asked_at
+            .is_some_and(|at| now.duration_since(at) < LACKING_STEP_DOWN_EVERY);
+        if now.duration_since(since) < LACKING_LEADER || asked_lately {
+            return;
+        }
+        lacking.asked_at = Some(now);
+        tracing::warn!(
+            record = seq,
+            "the game log's leader has lacked a record the log keeps for {} s: asking it to step \
+             down",
+            now.duration_since(since).as_secs()
+        );
+        crate::metrics::leader_step_down_asked();
+        let js = self.js.clone();
+        tokio::spawn(async move {
+            if let Err(e) = boardcast_kit::nats::step_down_stream_leader(&js, GAMES_STREAM).await {
+                tracing::warn!("{e:#}");
+            }
+        });
     }
 
     /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
@@ -1487,6 +1540,28 @@ impl Store {
 /// stays so until an operator mends it).
 const READ_AGAIN_MISSING: std::time::Duration = std::time::Duration::from_secs(1);
 const READ_AGAIN_FORKED: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// How long a record not delivered must have been listed as deleted from within the log before
+/// a catch-up goes past it: longer than a step-down of a leader that lost it takes.
+const DELETED_FOR_GOOD: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// When each stream sequence not delivered was first found listed as deleted (see
+/// `Store::confirm_removed`). Kept for the process, across attempts at loading the games.
+static LISTED_DELETED: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::BTreeMap<u64, std::time::Instant>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// See `Store::note_leader_lacking`.
+#[derive(Default)]
+struct LeaderLacking {
+    since: Option<std::time::Instant>,
+    asked_at: Option<std::time::Instant>,
+}
+
+/// How long the log's leader may lack a record the log keeps before it is asked to step down
+/// (longer than a newly elected leader takes to apply what it has), and how often at most.
+const LACKING_LEADER: std::time::Duration = std::time::Duration::from_secs(10);
+const LACKING_STEP_DOWN_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How long after a catch-up went past sequences it was not given appends verify their game's
 /// last record in the log: longer than a node takes to be restarted and caught up.

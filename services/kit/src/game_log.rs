@@ -47,6 +47,13 @@ pub enum LogError {
     /// repeat records, so a follower starts again from its last folded sequence.
     #[error("a game log message without its stream position: {0}")]
     NoPosition(String),
+    /// The record at this stream sequence was not delivered, or its leader does not have it,
+    /// though the log keeps it (see [`confirm_removed`]): read again from there later.
+    #[error(
+        "record {0} was not delivered and the log keeps it (or lists it as removed only for a \
+         moment: a leader still applying, or one whose store lacks it); reading again from there"
+    )]
+    NotDelivered(u64),
 }
 
 /// The messages on `subject` (one game's, or `GAMES_SUBJECTS` for every game) from stream
@@ -93,7 +100,10 @@ impl Reader {
                 Ok(Some(Ok(message))) => {
                     if self.whole_stream
                         && let Err(e) =
-                            confirm_removed(&self.stream, self.next_seq..message.stream_seq).await
+                            confirm_removed(&self.stream, self.next_seq..message.stream_seq, |_| {
+                                true
+                            })
+                            .await
                     {
                         // Read again from the first not delivered, after a moment (a leader
                         // still applying, or one whose store lacks it until it is replaced).
@@ -147,14 +157,17 @@ impl Reader {
 const SKIPPED_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Checks that the stream sequences `seqs`, which a reader was not delivered (or its leader did
-/// not answer), were removed from the log (by an operator, or below the stream's first
-/// sequence), so that it may go past them. On nats-server 2.9, after a node was killed while the
-/// log was written, consumers were seen to pass over a record the log holds; a leader newly
-/// elected may also not have applied it yet: going past it would leave its game short here, so
-/// that is an error, and the record is read again later.
+/// not answer), were removed from the log, so that it may go past them: below the stream's first
+/// sequence (old games purged from its start), or listed as deleted from within it (an operator
+/// removed them) when `take_deleted` says so for that sequence. On nats-server 2.9, after a node
+/// was killed while the log was written, a leader was seen to lack records the log holds, and to
+/// list them as deleted, and consumers to pass over them; a leader newly elected may also not
+/// have applied one yet: going past such a record would leave its game short here, so that is an
+/// error ([`LogError::NotDelivered`]), and the record is read again later.
 pub async fn confirm_removed(
     stream: &Stream,
     seqs: impl IntoIterator<Item = u64>,
+    take_deleted: impl Fn(u64) -> bool,
 ) -> Result<(), LogError> {
     let mut seqs = seqs.into_iter().peekable();
     if seqs.peek().is_none() {
@@ -170,11 +183,10 @@ pub async fn confirm_removed(
         .state;
     let deleted: std::collections::HashSet<u64> =
         state.deleted.unwrap_or_default().into_iter().collect();
-    match seqs.find(|&seq| seq >= state.first_sequence && !deleted.contains(&seq)) {
-        Some(seq) => Err(LogError::Read(format!(
-            "record {seq} is in the log but was not delivered (a leader still applying, or one \
-             whose store lacks it); reading again from there"
-        ))),
+    match seqs
+        .find(|&seq| seq >= state.first_sequence && !(deleted.contains(&seq) && take_deleted(seq)))
+    {
+        Some(seq) => Err(LogError::NotDelivered(seq)),
         None => Ok(()),
     }
 }
