@@ -123,10 +123,10 @@ impl Games {
         self.by_id.insert(game_id, entry);
     }
 
-    /// Folds the record stored at `stream_seq`. A record that does not continue its game's chain
-    /// (which the append protocol never writes) or is not signed by a trusted key is reported and
-    /// skipped, so one bad record does not stop every other game. Records at or before
-    /// `folded_seq` were folded already.
+    /// Folds the record stored at `stream_seq`. A record bad in itself (undecodable, altered,
+    /// not signed by a trusted key) is reported and skipped, so one bad record does not stop
+    /// every other game; one that does not follow on from what was read of its game puts that
+    /// game behind (see `behind`). Records at or before `folded_seq` were folded already.
     pub(crate) fn fold(&mut self, payload: &[u8], stream_seq: u64) {
         self.fold_record(payload, stream_seq, Signature::Check);
     }
