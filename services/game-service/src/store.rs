@@ -1142,6 +1142,11 @@ impl Store {
              (a nats-server 2.9 leader can stop acknowledging after a network partition heals)",
             silent_for.as_secs()
         );
+        self.ask_leader_to_step_down();
+    }
+
+    /// Asks the game log's leader to step down, without waiting for the answer.
+    fn ask_leader_to_step_down(&self) {
         crate::metrics::leader_step_down_asked();
         let js = self.js.clone();
         tokio::spawn(async move {
@@ -1519,13 +1524,7 @@ impl Store {
              down",
             now.duration_since(since).as_secs()
         );
-        crate::metrics::leader_step_down_asked();
-        let js = self.js.clone();
-        tokio::spawn(async move {
-            if let Err(e) = boardcast_kit::nats::step_down_stream_leader(&js, GAMES_STREAM).await {
-                tracing::warn!("{e:#}");
-            }
-        });
+        self.ask_leader_to_step_down();
     }
 
     /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
