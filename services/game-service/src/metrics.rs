@@ -14,8 +14,9 @@
 //! - `boardcast_partitions_taken_over_total{partition}`: partitions a standby instance began to
 //!   consume because nobody else was deciding them (see `ingest`);
 //! - `boardcast_games_read_again_total{outcome}`: games whose records as read skipped one, read
-//!   again from the log before an append (`whole`, `missing`: still lacking one, `forked`: two
-//!   records with one number; see `Games::behind`).
+//!   again from the log before an append (`whole`, `missing`: still lacking one, `unreadable`:
+//!   NATS away, `forked`: two records with one number or one missing for long; see
+//!   `Games::behind`).
 
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};

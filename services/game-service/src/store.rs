@@ -193,7 +193,7 @@ pub struct Store {
     read_again_at: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// Since when each game behind the log has been found still missing a record when read
     /// again: past `BEHIND_FOR_GOOD`, decisions on it fail rather than hold its partition up.
-    missing_since: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    missing_since: std::sync::Mutex<MissingSince>,
     /// When a catch-up last went past stream sequences it was not given, on the stream's word
     /// that they were removed: for `PASSED_OVER_DOUBT` after, an append first checks that the
     /// game's last record in the log is the one folded here (`verify_last_record`).
@@ -1215,7 +1215,7 @@ impl Store {
             }
             let pause = match self.read_again_counted(alone, &game_id).await {
                 Ok(()) => None,
-                Err(Unread::Missing(e)) => {
+                Err(Unread::Missing(e) | Unread::Unreadable(e)) => {
                     tracing::warn!(game = %game_id, "{e}");
                     Some(READ_AGAIN_MISSING)
                 }
@@ -1246,30 +1246,13 @@ impl Store {
         crate::metrics::game_read_again(match &read_again {
             Ok(()) => "whole",
             Err(Unread::Missing(_)) => "missing",
+            Err(Unread::Unreadable(_)) => "unreadable",
             Err(Unread::ForGood(_)) => "forked",
         });
-        let mut missing_since = self
-            .missing_since
+        self.missing_since
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        match read_again {
-            Err(Unread::Missing(reason)) => {
-                let since = *missing_since
-                    .entry(game_id.to_owned())
-                    .or_insert_with(std::time::Instant::now);
-                if since.elapsed() > BEHIND_FOR_GOOD {
-                    return Err(Unread::ForGood(format!(
-                        "{reason}, for over {} s: taken as for good",
-                        BEHIND_FOR_GOOD.as_secs()
-                    )));
-                }
-                Err(Unread::Missing(reason))
-            }
-            other => {
-                missing_since.remove(game_id);
-                other
-            }
-        }
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .judge(game_id, read_again, std::time::Instant::now())
     }
 
     /// A catch-up went past stream sequences it was not given (see `passed_over_at`).
@@ -1351,7 +1334,7 @@ impl Store {
                     game_id: game_id.to_owned(),
                     reason,
                 },
-                Unread::Missing(reason) => AppendError::Unavailable {
+                Unread::Missing(reason) | Unread::Unreadable(reason) => AppendError::Unavailable {
                     game_id: game_id.to_owned(),
                     reason,
                 },
@@ -1371,7 +1354,7 @@ impl Store {
         let up_to = self.read().folded_seq();
         let records: Vec<(u64, Vec<u8>)> = game_log::game_records(&self.stream, game_id, up_to)
             .await
-            .map_err(|e| Unread::Missing(e.to_string()))?
+            .map_err(|e| Unread::Unreadable(e.to_string()))?
             .into_iter()
             .map(|(seq, payload)| (seq, payload.to_vec()))
             .collect();
@@ -1571,10 +1554,48 @@ const PASSED_OVER_DOUBT: std::time::Duration = std::time::Duration::from_secs(30
 /// partition up: longer than a leader takes to be elected and catch up.
 const BEHIND_FOR_GOOD: std::time::Duration = std::time::Duration::from_secs(120);
 
+/// Since when each game behind the log has been found missing a record, read again while NATS
+/// could be read: what turns a record missing for long into one missing for good.
+#[derive(Default)]
+struct MissingSince(std::collections::HashMap<String, std::time::Instant>);
+
+impl MissingSince {
+    /// The outcome of reading game `game_id` again at `now`, with a record still missing for
+    /// longer than `BEHIND_FOR_GOOD` taken as missing for good. NATS away says nothing of the
+    /// record: the clock starts again once the log can be read, so an outage, however long, is
+    /// waited out (as everywhere in ingest) rather than taken as a lost record.
+    fn judge(
+        &mut self,
+        game_id: &str,
+        read_again: Result<(), Unread>,
+        now: std::time::Instant,
+    ) -> Result<(), Unread> {
+        match read_again {
+            Err(Unread::Missing(reason)) => {
+                let since = *self.0.entry(game_id.to_owned()).or_insert(now);
+                if now.saturating_duration_since(since) > BEHIND_FOR_GOOD {
+                    return Err(Unread::ForGood(format!(
+                        "{reason}, for over {} s: taken as for good",
+                        BEHIND_FOR_GOOD.as_secs()
+                    )));
+                }
+                Err(Unread::Missing(reason))
+            }
+            other => {
+                self.0.remove(game_id);
+                other
+            }
+        }
+    }
+}
+
 /// Why a game's log, read again, still does not fold.
+#[derive(Debug)]
 enum Unread {
-    /// A record is still missing from what the log's leader gives (or it cannot be read now).
+    /// A record is still missing from what the log's leader gives.
     Missing(String),
+    /// The log cannot be read now (NATS away): nothing is known of the record.
+    Unreadable(String),
     /// For good: the log holds two records with one number, or a record has been missing for
     /// longer than `BEHIND_FOR_GOOD`.
     ForGood(String),
@@ -1643,6 +1664,52 @@ fn pipelines_safely(version: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_is_taken_as_missing_for_good_only_after_missing_while_the_log_could_be_read() {
+        let missing = || Err(Unread::Missing("record 7 missing".to_owned()));
+        let unreadable = || Err(Unread::Unreadable("no responders".to_owned()));
+        let t0 = std::time::Instant::now();
+        let at = |secs| t0 + std::time::Duration::from_secs(secs);
+        let mut clock = MissingSince::default();
+        assert!(matches!(
+            clock.judge("g", missing(), at(0)),
+            Err(Unread::Missing(_))
+        ));
+        assert!(matches!(
+            clock.judge("g", missing(), at(100)),
+            Err(Unread::Missing(_))
+        ));
+        // NATS away for ten minutes: waited out, and the clock starts again after it.
+        for secs in (110..710).step_by(60) {
+            assert!(matches!(
+                clock.judge("g", unreadable(), at(secs)),
+                Err(Unread::Unreadable(_))
+            ));
+        }
+        assert!(matches!(
+            clock.judge("g", missing(), at(720)),
+            Err(Unread::Missing(_))
+        ));
+        assert!(matches!(
+            clock.judge("g", missing(), at(830)),
+            Err(Unread::Missing(_))
+        ));
+        assert!(matches!(
+            clock.judge("g", missing(), at(841)),
+            Err(Unread::ForGood(_))
+        ));
+        // Another game has a clock of its own; a game read whole is off the clock.
+        assert!(matches!(
+            clock.judge("h", missing(), at(841)),
+            Err(Unread::Missing(_))
+        ));
+        assert!(clock.judge("h", Ok(()), at(900)).is_ok());
+        assert!(matches!(
+            clock.judge("h", missing(), at(1000)),
+            Err(Unread::Missing(_))
+        ));
+    }
 
     #[test]
     fn only_nats_server_2_9_gets_records_in_the_pipeline() {
