@@ -216,6 +216,20 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         total as f64 / elapsed.as_secs_f64(),
         peak_memory(&services)
     );
+    // How the decisions that appended nothing were made sure of their game (a request each when
+    // asked).
+    for service in &services {
+        let page = reqwest::get(service.metrics_url("/metrics"))
+            .await?
+            .text()
+            .await?;
+        for line in page
+            .lines()
+            .filter(|l| l.starts_with("boardcast_nothing_decided_total"))
+        {
+            eprintln!("  {line}");
+        }
+    }
     let service = &services[0];
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let mut moves = 0;

@@ -406,6 +406,59 @@ struct PartitionState {
     /// The observation being handled (one in flight per partition): how often storing its
     /// decision failed, and since when observations before it are missing.
     current: Attempts,
+    /// The partition's last messages handed to this instance one after the other in the
+    /// stream, each first delivered (at most `RECENT_DELIVERIES`), for
+    /// [`PartitionState::stored_by`].
+    recent: std::collections::VecDeque<Delivery>,
+}
+
+/// How many of the partition's last deliveries [`PartitionState::stored_by`] looks back over.
+const RECENT_DELIVERIES: usize = 16;
+
+/// A message of the partition as it was handed to this instance.
+#[derive(Clone, Copy)]
+struct Delivery {
+    stream_seq: u64,
+    /// When it was received here.
+    at: std::time::Instant,
+    /// How many messages of the partition the stream held after it then.
+    pending: u64,
+}
+
+impl PartitionState {
+    /// A moment by which the message just received (`delivery`) was stored in the stream, on
+    /// this instance's clock. A decision on it that appends nothing may rest on a state that
+    /// was the whole game log after that moment (see `Store::decide_on_board`): it then misses
+    /// nothing written before the observation came, by anyone, and nothing decided on the
+    /// partition's earlier observations. When this instance was handed, first delivered, every
+    /// message of the partition from an earlier one up to this one, and the stream held this
+    /// one already when that earlier one came, that is when the earlier one was received: a
+    /// record this instance sent since, once folded, then shows the log whole late enough, and
+    /// a busy hall needs no request to the log for it. Otherwise: now.
+    fn stored_by(&mut self, delivery: Delivery, first_delivery: bool) -> std::time::Instant {
+        let follows_on = first_delivery
+            && self
+                .recent
+                .back()
+                .is_some_and(|last| last.stream_seq.checked_add(1) == Some(delivery.stream_seq));
+        if !follows_on {
+            self.recent.clear();
+        }
+        let stored_by = self
+            .recent
+            .iter()
+            .find(|earlier| {
+                earlier.stream_seq.saturating_add(earlier.pending) >= delivery.stream_seq
+            })
+            .map_or(delivery.at, |earlier| earlier.at);
+        if first_delivery {
+            if self.recent.len() >= RECENT_DELIVERIES {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(delivery);
+        }
+        stored_by
+    }
 }
 
 struct Attempts {
@@ -480,6 +533,7 @@ async fn handle(
     state: &mut PartitionState,
     message: Message,
 ) {
+    let received = std::time::Instant::now();
     let observation = match read_observation(&message.subject, message.payload.as_ref()) {
         Ok(o) => o,
         Err(reason) => {
@@ -490,6 +544,20 @@ async fn handle(
     };
     let board = observation.board_id.clone();
     let stream_seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
+    let stored_by = match message.info() {
+        Ok(info) => state.stored_by(
+            Delivery {
+                stream_seq,
+                at: received,
+                pending: info.pending,
+            },
+            info.delivered == 1,
+        ),
+        Err(_) => {
+            state.recent.clear();
+            received
+        }
+    };
     // When NATS stored it: the start of its latency to the game log.
     let arrived_unix_ns = message
         .info()
@@ -539,7 +607,7 @@ async fn handle(
             }
         }
     }
-    let decided = decide(store, &observation).await;
+    let decided = decide(store, &observation, stored_by).await;
     let seen_before = seen_here.map_or(0, |s| s.device_seq);
     let disposition = disposition(&decided, &observation, attempts.failures, seen_before);
     // Delivered again after its decision was appended, or after only part of it was (a crash
@@ -730,6 +798,7 @@ async fn give_up(
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
+            std::time::Instant::now(),
             |game| {
                 game.decide_unusable_observation(
                     observation.device_seq,
@@ -806,11 +875,17 @@ enum Undecided {
 
 type Decision = Result<ObservationOutcome, Undecided>;
 
-async fn decide(store: &Store, observation: &Observation) -> Result<Option<Decision>, AppendError> {
+/// Decides `observation`, stored in the stream by `stored_by` (see `PartitionState::stored_by`).
+async fn decide(
+    store: &Store,
+    observation: &Observation,
+    stored_by: std::time::Instant,
+) -> Result<Option<Decision>, AppendError> {
     store
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
+            stored_by,
             |game| {
                 // Deciding only reads the game: a panic leaves nothing half-changed.
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -966,7 +1041,9 @@ async fn close_gap(
             if published_after {
                 tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
             }
-            decide(store, &earlier).await.map_err(|e| e.to_string())?;
+            decide(store, &earlier, std::time::Instant::now())
+                .await
+                .map_err(|e| e.to_string())?;
         }
         first_unaccounted = device_seq + 1;
     }
@@ -1069,6 +1146,7 @@ async fn record_missing(
         .decide_on_board(
             board,
             boardcast_kit::now_unix_ms(),
+            std::time::Instant::now(),
             |game| game.decide_missing_observations(first, last, observation),
             Vec::clone,
         )
@@ -1331,6 +1409,44 @@ mod tests {
                 Disposition::Retry { .. }
             ));
         }
+    }
+
+    #[test]
+    fn an_observation_is_known_stored_by_an_earlier_delivery_only_when_all_in_between_came_here() {
+        let t0 = std::time::Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let delivery = |stream_seq, ms, pending| Delivery {
+            stream_seq,
+            at: at(ms),
+            pending,
+        };
+        let mut state = PartitionState::default();
+        // The first one seen: only now.
+        assert_eq!(state.stored_by(delivery(10, 0, 5), true), at(0));
+        // The next ones in the stream, which the stream held when 10 came (five more: up to
+        // 15): stored by then.
+        assert_eq!(state.stored_by(delivery(11, 2, 4), true), at(0));
+        assert_eq!(state.stored_by(delivery(12, 4, 3), true), at(0));
+        assert_eq!(state.stored_by(delivery(13, 6, 3), true), at(0));
+        assert_eq!(state.stored_by(delivery(14, 8, 2), true), at(0));
+        assert_eq!(state.stored_by(delivery(15, 10, 0), true), at(0));
+        // 16 was stored after 12 was handed out, before 13 was.
+        assert_eq!(state.stored_by(delivery(16, 12, 0), true), at(6));
+        // Nothing was waiting when 16 came: 17 may have been stored after it.
+        assert_eq!(state.stored_by(delivery(17, 14, 0), true), at(14));
+        // A message skipped (handed to another instance, or removed): only now.
+        assert_eq!(state.stored_by(delivery(19, 16, 9), true), at(16));
+        // Delivered again (NAKed, or its acknowledgement lost): only now, and the run restarts.
+        assert_eq!(state.stored_by(delivery(20, 18, 9), false), at(18));
+        assert_eq!(state.stored_by(delivery(21, 20, 9), true), at(20));
+        assert_eq!(state.stored_by(delivery(22, 22, 9), true), at(20));
+        // Stream sequences at the end of u64 do not wrap around.
+        let mut state = PartitionState::default();
+        assert_eq!(
+            state.stored_by(delivery(u64::MAX, 0, u64::MAX), true),
+            at(0)
+        );
+        assert_eq!(state.stored_by(delivery(0, 2, 0), true), at(2));
     }
 
     #[test]

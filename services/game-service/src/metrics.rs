@@ -16,7 +16,11 @@
 //! - `boardcast_games_read_again_total{outcome}`: games whose records as read skipped one, read
 //!   again from the log before an append (`whole`, `missing`: still lacking one, `unreadable`:
 //!   NATS away, `forked`: two records with one number or one missing for long; see
-//!   `Games::behind`).
+//!   `Games::behind`);
+//! - `boardcast_nothing_decided_total{how}`: decisions on observations that append nothing (a
+//!   clock reading, most of a hall's), by how their game was known not to have moved on since:
+//!   `witnessed` by a record this instance appended after the decision began, `asked` of the log
+//!   (a request each; see `Store::witnessed_after`).
 
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
@@ -31,6 +35,7 @@ pub struct Instruments {
     leader_step_downs_asked: Counter<u64>,
     partitions_taken_over: Counter<u64>,
     games_read_again: Counter<u64>,
+    nothing_decided: Counter<u64>,
     applied_seconds: Histogram<f64>,
     /// Reports `LAGS` when scraped; kept so that it goes on reporting.
     _lag: ObservableGauge<u64>,
@@ -78,6 +83,13 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
                 "Games whose records as read skipped one, read again before an append, by outcome",
             )
             .build(),
+        nothing_decided: meter
+            .u64_counter("boardcast.nothing_decided")
+            .with_description(
+                "Decisions on observations that append nothing, by how their game was known \
+                 not to have moved on",
+            )
+            .build(),
         applied_seconds: boardcast_kit::metrics::latency_histogram(
             &meter,
             "boardcast.observation.applied",
@@ -105,6 +117,14 @@ pub fn observation(disposition: &'static str) {
 
 pub fn record_appended() {
     INSTRUMENTS.records_appended.add(1, &[]);
+}
+
+/// A decision on an observation that appends nothing, by how it was made sure that its game had
+/// not moved on: `witnessed` by a record this instance appended since, `asked` of the log.
+pub fn nothing_decided(how: &'static str) {
+    INSTRUMENTS
+        .nothing_decided
+        .add(1, &[KeyValue::new("how", how)]);
 }
 
 pub fn append_conflict() {

@@ -116,8 +116,10 @@ pub enum ReadError {
 /// Where a decision is made (see [`Store::decide_and_append`]).
 enum Mode {
     /// Outside the writer's turn, concurrently with other decisions; the turn is taken for the
-    /// append only.
-    Concurrent,
+    /// append only. A decision to append nothing stands if the state it was made on was the
+    /// whole log at a moment after `whole_after` (see [`Store::whole_log_at`]); otherwise the
+    /// log is asked whether its game moved on.
+    Concurrent { whole_after: std::time::Instant },
     /// In the writer's turn: on the state caught up with the log when `catch_up_first` (a
     /// command that must see what other instances wrote), else on the state as folded (an
     /// append that conflicts catches up then).
@@ -201,6 +203,14 @@ pub struct Store {
     /// Since when the log's leader has lacked a record the log keeps, and when it was last
     /// asked to step down for it (see `note_leader_lacking`).
     leader_lacking: std::sync::Mutex<LeaderLacking>,
+    /// A moment at which what is folded was the whole log: when the latest record this
+    /// instance appended and folded was sent. Each append expects the stream to end where the
+    /// record before it was folded or sent, so a record stored shows that the log then held
+    /// nothing else. A decision that appends nothing, made on a state that was the whole log
+    /// after its observation was stored, stands without asking the log whether its game moved
+    /// on (see `Mode::Concurrent`). Changed and read with `games` held, so that it goes with
+    /// the state read.
+    whole_log_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// Where this instance's last published record is expected in the stream, when records are in
@@ -381,6 +391,7 @@ impl Store {
             missing_since: std::sync::Mutex::default(),
             passed_over_at: std::sync::Mutex::default(),
             leader_lacking: std::sync::Mutex::default(),
+            whole_log_at: std::sync::Mutex::default(),
         };
         // A stalled read (see `CATCH_UP_STALL`) keeps what it folded: go on from there.
         let mut stalls = 0;
@@ -471,25 +482,39 @@ impl Store {
                 }
                 Some(turn)
             }
-            Mode::Concurrent => None,
+            Mode::Concurrent { .. } => None,
         };
         let mut caught_up = held.is_some();
         for _ in 0..MAX_ATTEMPTS {
-            // Decided on what is folded, and where the log stood for it.
-            let (decision, decided_on_seq) = {
+            // Decided on what is folded, where the log stood for it, and since when at least
+            // that was the whole log.
+            let (decision, decided_on_seq, whole_log_at) = {
                 let games = self.read();
-                (decide(&games), games.folded_seq())
+                (
+                    decide(&games),
+                    games.folded_seq(),
+                    *self.lock_whole_log_at(),
+                )
             };
             match decision {
                 Decision::Nothing { outcome, rests_on } => {
-                    // Decided outside the turn on a state the log may have moved on from: once
-                    // caught up, decided again.
-                    if let Some(subject) = rests_on
-                        && !caught_up
-                        && self
-                            .fold_news_after(decided_on_seq, &subject, DIRECT_CATCH_UP)
-                            .await
-                            .map_err(|e| unavailable(target, e))?
+                    let Some(subject) = rests_on.filter(|_| !caught_up) else {
+                        return Ok(outcome);
+                    };
+                    // Decided outside the turn on a state the log may have moved on from: it
+                    // stands if that state was the whole log late enough, else it is decided
+                    // again once caught up, if the log holds something newer on it.
+                    if let Mode::Concurrent { whole_after } = mode
+                        && whole_log_at.is_some_and(|at| at >= whole_after)
+                    {
+                        crate::metrics::nothing_decided("witnessed");
+                        return Ok(outcome);
+                    }
+                    crate::metrics::nothing_decided("asked");
+                    if self
+                        .fold_news_after(decided_on_seq, &subject, DIRECT_CATCH_UP)
+                        .await
+                        .map_err(|e| unavailable(target, e))?
                     {
                         caught_up = true;
                         continue;
@@ -549,16 +574,19 @@ impl Store {
 
     /// Runs `decide` on the game live on `board_id` and appends the events `events_of` finds in
     /// what it returns (see [`Store::decide_and_append`], concurrently with other boards). A
-    /// decision that produced nothing is made again after catching up if the game's log had
-    /// moved on since the state it was made on (one that found no game, if the log had).
+    /// decision that produced nothing stands when the state it was made on was the whole log at
+    /// a moment after `whole_after` (when the observation decided was stored, at the latest:
+    /// see `ingest`); else it is made again after catching up if the game's log had moved on
+    /// since the state it was made on (one that found no game, if the log had).
     pub async fn decide_on_board<T>(
         &self,
         board_id: &str,
         recorded_unix_ms: i64,
+        whole_after: std::time::Instant,
         decide: impl Fn(&Game) -> T,
         events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
-        self.decide_and_append(board_id, Mode::Concurrent, |games| {
+        self.decide_and_append(board_id, Mode::Concurrent { whole_after }, |games| {
             let Some(entry) = games.live_on(board_id) else {
                 return Decision::Nothing {
                     outcome: None,
@@ -768,6 +796,8 @@ impl Store {
             return Ok(false);
         }
         let mut conflicts = 0;
+        // Before anything of this append is sent: see `whole_log_at`.
+        let sent_at = std::time::Instant::now();
         // The records stored so far, folded together so that a reader sees a decision whole.
         let mut stored: Vec<(Vec<u8>, u64)> = Vec::new();
         let mut expected_last = self.read().folded_seq();
@@ -787,7 +817,7 @@ impl Store {
                 }
                 Ok(PublishOutcome::Conflict) => {
                     crate::metrics::append_conflict();
-                    self.fold_stored(&mut stored);
+                    self.fold_stored(&mut stored, sent_at);
                     conflicts += 1;
                     if conflicts > MAX_ATTEMPTS {
                         return Err(AppendError::Conflict(game_id.to_owned()));
@@ -803,12 +833,12 @@ impl Store {
                     }
                 }
                 Err(e) => {
-                    self.fold_stored(&mut stored);
+                    self.fold_stored(&mut stored, sent_at);
                     return Err(e);
                 }
             }
         }
-        self.fold_stored(&mut stored);
+        self.fold_stored(&mut stored, sent_at);
         Ok(true)
     }
 
@@ -938,6 +968,8 @@ impl Store {
             None => (writer.seq, Some(writer.message_id.clone())),
         };
         let mut in_flight = Vec::with_capacity(records.len());
+        // Before anything of this decision is sent: see `whole_log_at`.
+        let sent_at = std::time::Instant::now();
         for Outgoing { game_seq, record } in records {
             let payload = record.encode_to_vec();
             let ack = self
@@ -980,7 +1012,7 @@ impl Store {
                     break;
                 }
                 Err(e) => {
-                    self.fold_in_order(&mut stored)
+                    self.fold_in_order(&mut stored, sent_at)
                         .await
                         .map_err(|read| unavailable(game_id, read))?;
                     return Err(e);
@@ -988,7 +1020,7 @@ impl Store {
             }
         }
         let complete = stored.len() == records.len();
-        self.fold_in_order(&mut stored)
+        self.fold_in_order(&mut stored, sent_at)
             .await
             .map_err(|e| unavailable(game_id, e))?;
         drop(ack_turn);
@@ -1000,12 +1032,16 @@ impl Store {
     /// is caught up instead, which folds it. An error when the log does not show them yet (a
     /// leader newly elected, still applying): their fate is then unknown here. In the
     /// acknowledgement turn.
-    async fn fold_in_order(&self, stored: &mut Vec<(Vec<u8>, u64)>) -> Result<(), ReadError> {
+    async fn fold_in_order(
+        &self,
+        stored: &mut Vec<(Vec<u8>, u64)>,
+        sent_at: std::time::Instant,
+    ) -> Result<(), ReadError> {
         let (Some(&(_, first)), Some(&(_, last))) = (stored.first(), stored.last()) else {
             return Ok(());
         };
         if first <= self.read().folded_seq().saturating_add(1) {
-            self.fold_stored(stored);
+            self.fold_stored(stored, sent_at);
             return Ok(());
         }
         stored.clear();
@@ -1024,8 +1060,9 @@ impl Store {
         self.read().continues(game_id, prev_hash, game_seq)
     }
 
-    /// Folds the records an append stored, under one write lock.
-    fn fold_stored(&self, stored: &mut Vec<(Vec<u8>, u64)>) {
+    /// Folds the records an append stored, under one write lock; they were sent after
+    /// `sent_at`, so what is folded then was the whole log at a moment after it.
+    fn fold_stored(&self, stored: &mut Vec<(Vec<u8>, u64)>, sent_at: std::time::Instant) {
         if stored.is_empty() {
             return;
         }
@@ -1033,6 +1070,15 @@ impl Store {
         for (payload, seq) in stored.drain(..) {
             games.fold_own(&payload, seq);
         }
+        let mut whole_log_at = self.lock_whole_log_at();
+        *whole_log_at = (*whole_log_at).max(Some(sent_at));
+        drop((whole_log_at, games));
+    }
+
+    fn lock_whole_log_at(&self) -> std::sync::MutexGuard<'_, Option<std::time::Instant>> {
+        self.whole_log_at
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Publishes one record, expecting the whole stream to end at `expected_last`, and waits
