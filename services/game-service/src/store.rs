@@ -1509,18 +1509,11 @@ impl Store {
     /// [`game_log::confirm_removed`]: a catch-up goes past a record not delivered only once
     /// the stream confirms it removed, else it is made again later.
     async fn confirm_removed(&self, seqs: impl IntoIterator<Item = u64>) -> Result<(), ReadError> {
-        // A record listed as deleted from within the log is taken as removed only once it has
-        // been for `DELETED_FOR_GOOD`: a leader that lost records lists them so too (and is
-        // asked to step down meanwhile, see `note_leader_lacking`).
-        let now = std::time::Instant::now();
-        let confirmed = game_log::confirm_removed(&self.stream, seqs, |seq| {
-            let mut listed = LISTED_DELETED
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let since = *listed.entry(seq).or_insert(now);
-            now.duration_since(since) >= DELETED_FOR_GOOD
-        })
-        .await;
+        // A record listed as deleted from within the log is taken as removed only after a
+        // while: a leader that lost records lists them so too (and is asked to step down
+        // meanwhile, see `note_leader_lacking`).
+        let confirmed =
+            game_log::confirm_removed(&self.stream, seqs, game_log::deleted_for_good).await;
         self.note_leader_lacking(&confirmed);
         confirmed.map_err(|e| ReadError::Log(e.to_string()))
     }
@@ -1568,16 +1561,6 @@ impl Store {
 /// stays so until an operator mends it).
 const READ_AGAIN_MISSING: std::time::Duration = std::time::Duration::from_secs(1);
 const READ_AGAIN_FORKED: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// How long a record not delivered must have been listed as deleted from within the log before
-/// a catch-up goes past it: longer than a step-down of a leader that lost it takes.
-const DELETED_FOR_GOOD: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// When each stream sequence not delivered was first found listed as deleted (see
-/// `Store::confirm_removed`). Kept for the process, across attempts at loading the games.
-static LISTED_DELETED: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::BTreeMap<u64, std::time::Instant>>,
-> = std::sync::LazyLock::new(Default::default);
 
 /// See `Store::note_leader_lacking`.
 #[derive(Default)]

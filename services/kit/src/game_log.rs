@@ -7,7 +7,8 @@
 //! from the last sequence it delivered. On nats-server 2.9 a consumer was still seen passing over
 //! a record the log holds, after a node was killed while the log was written: a reader of the
 //! whole stream goes past a sequence it was not delivered only when the stream confirms it
-//! removed ([`confirm_removed`]), and otherwise reads again from there. An ordered consumer can
+//! removed ([`confirm_removed`]; one listed as deleted from within the log only once it has been
+//! for [`DELETED_FOR_GOOD`], see [`deleted_for_good`]), and otherwise reads again from there. An ordered consumer can
 //! also stall after a leader change, with heartbeats still coming: when nothing comes for
 //! [`STALL_CHECK`] although the log holds more, the reader makes the consumer again from the next
 //! sequence it owes, so no reader waits on it for good.
@@ -99,11 +100,12 @@ impl Reader {
             match tokio::time::timeout(STALL_CHECK, self.messages.next()).await {
                 Ok(Some(Ok(message))) => {
                     if self.whole_stream
-                        && let Err(e) =
-                            confirm_removed(&self.stream, self.next_seq..message.stream_seq, |_| {
-                                true
-                            })
-                            .await
+                        && let Err(e) = confirm_removed(
+                            &self.stream,
+                            self.next_seq..message.stream_seq,
+                            deleted_for_good,
+                        )
+                        .await
                     {
                         // Read again from the first not delivered, after a moment (a leader
                         // still applying, or one whose store lacks it until it is replaced).
@@ -189,6 +191,29 @@ pub async fn confirm_removed(
         Some(seq) => Err(LogError::NotDelivered(seq)),
         None => Ok(()),
     }
+}
+
+/// How long a record not delivered must have been listed as deleted from within the log before
+/// a reader goes past it: longer than a leader that lost it takes to be replaced (the game
+/// service asks it to step down after 10 s), after which the record is delivered.
+pub const DELETED_FOR_GOOD: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Whether the game log's record at stream sequence `seq`, listed as deleted from within the
+/// log, has been listed so for [`DELETED_FOR_GOOD`] as this process has seen (since now, the
+/// first time it asks). A leader that lost records lists them as deleted too, until it is
+/// replaced: every reader of the process (the game service's catch-ups, the broadcast and
+/// arbiter services, an export) takes such a record as removed only after that wait, which an
+/// operator's removal also costs, once. A process reads one game log.
+pub fn deleted_for_good(seq: u64) -> bool {
+    static LISTED_SINCE: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::BTreeMap<u64, std::time::Instant>>,
+    > = std::sync::LazyLock::new(Default::default);
+    let now = std::time::Instant::now();
+    let mut listed = LISTED_SINCE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let since = *listed.entry(seq).or_insert(now);
+    now.duration_since(since) >= DELETED_FOR_GOOD
 }
 
 /// Whether `subject` is every message of `stream` (its one configured subject).
