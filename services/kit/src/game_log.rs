@@ -8,10 +8,10 @@
 //! a record the log holds, after a node was killed while the log was written: a reader of the
 //! whole stream goes past a sequence it was not delivered only when the stream confirms it
 //! removed ([`confirm_removed`]; one listed as deleted from within the log only once it has been
-//! for [`DELETED_FOR_GOOD`], see [`deleted_for_good`]), and otherwise reads again from there. An ordered consumer can
-//! also stall after a leader change, with heartbeats still coming: when nothing comes for
-//! [`STALL_CHECK`] although the log holds more, the reader makes the consumer again from the next
-//! sequence it owes, so no reader waits on it for good.
+//! for [`DELETED_FOR_GOOD`], see [`deleted_for_good`]), and otherwise reads again from there.
+//! An ordered consumer can also stall after a leader change, with heartbeats still coming: when
+//! nothing comes for [`STALL_CHECK`] although the log holds more, the reader makes the consumer
+//! again from the next sequence it owes, so no reader waits on it for good.
 
 use async_nats::jetstream::{
     consumer::{DeliverPolicy, pull::OrderedConfig},
