@@ -543,26 +543,26 @@ async fn handle(
         }
     };
     let board = observation.board_id.clone();
-    let stream_seq = message.info().map(|i| i.stream_sequence).unwrap_or(0);
-    let stored_by = match message.info() {
-        Ok(info) => state.stored_by(
-            Delivery {
-                stream_seq,
-                at: received,
-                pending: info.pending,
-            },
-            info.delivered == 1,
+    // Where it stands in its stream (read from its reply subject once), and when NATS stored it:
+    // the start of its latency to the game log.
+    let (stream_seq, stored_by, arrived_unix_ns) = match message.info() {
+        Ok(info) => (
+            info.stream_sequence,
+            state.stored_by(
+                Delivery {
+                    stream_seq: info.stream_sequence,
+                    at: received,
+                    pending: info.pending,
+                },
+                info.delivered == 1,
+            ),
+            Some(info.published.unix_timestamp_nanos()),
         ),
         Err(_) => {
             state.recent.clear();
-            received
+            (0, received, None)
         }
     };
-    // When NATS stored it: the start of its latency to the game log.
-    let arrived_unix_ns = message
-        .info()
-        .ok()
-        .map(|i| i.published.unix_timestamp_nanos());
     let seen = &mut state.seen;
     let attempts = state.current.of(stream_seq);
     let in_progress = game_in_progress(store, &board).await;

@@ -1696,48 +1696,34 @@ mod tests {
 
     #[test]
     fn a_record_is_taken_as_missing_for_good_only_after_missing_while_the_log_could_be_read() {
+        let t0 = std::time::Instant::now();
+        let mut clock = MissingSince::default();
         let missing = || Err(Unread::Missing("record 7 missing".to_owned()));
         let unreadable = || Err(Unread::Unreadable("no responders".to_owned()));
-        let t0 = std::time::Instant::now();
-        let at = |secs| t0 + std::time::Duration::from_secs(secs);
-        let mut clock = MissingSince::default();
-        assert!(matches!(
-            clock.judge("g", missing(), at(0)),
-            Err(Unread::Missing(_))
-        ));
-        assert!(matches!(
-            clock.judge("g", missing(), at(100)),
-            Err(Unread::Missing(_))
-        ));
+        // What the clock makes of game `game`, read again at `secs` as `read`.
+        let mut judge = |game: &str, read: Result<(), Unread>, secs: u64| match clock.judge(
+            game,
+            read,
+            t0 + std::time::Duration::from_secs(secs),
+        ) {
+            Ok(()) => "whole",
+            Err(Unread::Missing(_)) => "missing",
+            Err(Unread::Unreadable(_)) => "unreadable",
+            Err(Unread::ForGood(_)) => "for good",
+        };
+        assert_eq!(judge("g", missing(), 0), "missing");
+        assert_eq!(judge("g", missing(), 100), "missing");
         // NATS away for ten minutes: waited out, and the clock starts again after it.
         for secs in (110..710).step_by(60) {
-            assert!(matches!(
-                clock.judge("g", unreadable(), at(secs)),
-                Err(Unread::Unreadable(_))
-            ));
+            assert_eq!(judge("g", unreadable(), secs), "unreadable");
         }
-        assert!(matches!(
-            clock.judge("g", missing(), at(720)),
-            Err(Unread::Missing(_))
-        ));
-        assert!(matches!(
-            clock.judge("g", missing(), at(830)),
-            Err(Unread::Missing(_))
-        ));
-        assert!(matches!(
-            clock.judge("g", missing(), at(841)),
-            Err(Unread::ForGood(_))
-        ));
+        assert_eq!(judge("g", missing(), 720), "missing");
+        assert_eq!(judge("g", missing(), 830), "missing");
+        assert_eq!(judge("g", missing(), 841), "for good");
         // Another game has a clock of its own; a game read whole is off the clock.
-        assert!(matches!(
-            clock.judge("h", missing(), at(841)),
-            Err(Unread::Missing(_))
-        ));
-        assert!(clock.judge("h", Ok(()), at(900)).is_ok());
-        assert!(matches!(
-            clock.judge("h", missing(), at(1000)),
-            Err(Unread::Missing(_))
-        ));
+        assert_eq!(judge("h", missing(), 841), "missing");
+        assert_eq!(judge("h", Ok(()), 900), "whole");
+        assert_eq!(judge("h", missing(), 1000), "missing");
     }
 
     #[test]
