@@ -337,10 +337,30 @@ async fn read_nats(
     mut feed: async_nats::Subscriber,
     seen: Seen,
 ) -> anyhow::Result<()> {
+    // A game's view only ever moves to a later version: the subject carries them in order.
+    let mut versions: BTreeMap<String, u64> = BTreeMap::new();
     while let Some(message) = feed.next().await {
         let game: serde_json::Value = serde_json::from_slice(&message.payload)?;
+        let id = game["game_id"].as_str().unwrap_or_default().to_owned();
+        let version = game["version"].as_u64().unwrap_or_default();
+        if let Some(before) = versions.insert(id.clone(), version)
+            && before >= version
+        {
+            bail!("the NATS feed of {id} went from version {before} to {version}");
+        }
         seen("nats", &game);
     }
+    Ok(())
+}
+
+/// Stops a live watcher, with the error it stopped on if it found the feed wrong.
+async fn finish_watching(
+    watcher: tokio::task::JoinHandle<anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    if watcher.is_finished() {
+        return watcher.await?;
+    }
+    watcher.abort();
     Ok(())
 }
 
@@ -601,7 +621,7 @@ async fn the_delay_holds_back_every_endpoint_and_only_ever_moves_forward() -> an
         assert_eq!(game.result, source.result);
     }
     for task in live {
-        task.abort();
+        finish_watching(task).await?;
     }
     Ok(())
 }
@@ -823,7 +843,7 @@ async fn a_revised_provisional_move_appears_corrected_in_every_feed() -> anyhow:
     let moves: Vec<&str> = game.moves.iter().map(|m| m.san.as_str()).collect();
     assert_eq!(moves, ["e4", "e5", "Nf3", "Nc6", "Bb5"]);
     for watcher in watchers {
-        watcher.abort();
+        finish_watching(watcher).await?;
     }
     Ok(())
 }

@@ -181,15 +181,17 @@ async fn main() -> anyhow::Result<()> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .effective();
+    let (feed_updates, to_publish) = tokio::sync::mpsc::channel(projection::FEED_QUEUE);
     let projection = Arc::new(projection::Projection::open(
         state,
         effective,
         args.trust.load()?,
-        Some(client),
+        Some(feed_updates),
     )?);
     // Every background task lives in this set and is stopped before the runtime shuts down:
     // a task still running then (the release uses `block_in_place`) would panic on its timer.
     let mut background = tokio::task::JoinSet::new();
+    background.spawn(projection::publish_feed_updates(client, to_publish));
     background.spawn(delays::follow(
         js.clone(),
         projection.clone(),

@@ -16,14 +16,14 @@ use std::{
 
 use anyhow::Context as _;
 use async_nats::jetstream;
-use boardcast_feeds::{Change, Delays, Feeds, RoundKey};
+use boardcast_feeds::{Delays, Feeds, RoundKey};
 use boardcast_game::events::GameEventRecord;
 use boardcast_game::signing::TrustedKeys;
 use boardcast_kit::game_log;
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use futures::StreamExt as _;
 use prost::Message as _;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, broadcast, mpsc};
 
 use crate::state::State;
 
@@ -38,6 +38,26 @@ pub struct Update {
 /// How many updates a slow live connection may fall behind before it is sent the round afresh.
 const LIVE_BACKLOG: usize = 4096;
 
+/// A game's update on its NATS feed subject.
+pub type FeedUpdate = (String, bytes::Bytes);
+
+/// How many NATS feed updates may wait for a publisher that cannot keep up (NATS unreachable):
+/// past that an update is dropped with a warning; the game's next update carries its whole state.
+pub const FEED_QUEUE: usize = 65_536;
+
+/// Publishes the feed updates one after the other, so that a game's subject carries them in the
+/// order they were released (one task per update could reorder them).
+pub async fn publish_feed_updates(
+    nats: async_nats::Client,
+    mut updates: mpsc::Receiver<FeedUpdate>,
+) {
+    while let Some((subject, payload)) = updates.recv().await {
+        if let Err(e) = nats.publish(subject.clone(), payload).await {
+            tracing::warn!(%subject, "publishing a feed update: {e}");
+        }
+    }
+}
+
 pub struct Projection {
     feeds: RwLock<Feeds>,
     state: State,
@@ -49,8 +69,9 @@ pub struct Projection {
     live: Mutex<HashMap<RoundKey, broadcast::Sender<Update>>>,
     /// Woken whenever a round's feed changes (the lichess push waits on it).
     pub changed: Notify,
-    /// Where the changes are published for other venue systems (core NATS, JSON).
-    nats: Option<async_nats::Client>,
+    /// Where the changes go to be published for other venue systems (core NATS, JSON), in the
+    /// order they were released: one queue, one publisher (`publish_feed_updates`).
+    nats: Option<mpsc::Sender<FeedUpdate>>,
     /// Games whose log could not be read again when they needed it: tried with the next records.
     to_read_again: Mutex<BTreeSet<String>>,
 }
@@ -75,7 +96,7 @@ impl Projection {
         state: State,
         delays: Delays,
         trusted: TrustedKeys,
-        nats: Option<async_nats::Client>,
+        nats: Option<mpsc::Sender<FeedUpdate>>,
     ) -> anyhow::Result<Projection> {
         let stored = state.read()?;
         let feeds = Feeds::restore(delays, trusted, stored.games, stored.rounds)
@@ -231,7 +252,7 @@ impl Projection {
     /// Releases what is due, stores it with the log position, then tells everyone who follows.
     /// Stored before it is announced: a restart never shows less than a live page saw.
     pub fn release(&self) -> anyhow::Result<()> {
-        let (changes, updates) = tokio::task::block_in_place(|| -> anyhow::Result<_> {
+        let changes = tokio::task::block_in_place(|| -> anyhow::Result<_> {
             let mut feeds = self.feeds.write().unwrap_or_else(|e| e.into_inner());
             let (changes, errors) = feeds.release(now_unix_ms());
             for e in errors {
@@ -242,47 +263,39 @@ impl Projection {
                 self.state
                     .write(self.stream_seq.load(Ordering::Acquire), &dirty)?;
             }
-            let updates: Vec<(Change, u32, Update)> = changes
-                .iter()
-                .filter_map(|c| {
-                    let (version, json) = feeds.game_json(&c.game_id)?;
-                    let board = feeds.game(&c.game_id)?.info.board_number;
-                    Some((
-                        c.clone(),
-                        board,
-                        Update {
-                            game_id: c.game_id.clone(),
-                            version,
-                            json,
-                        },
-                    ))
-                })
-                .collect();
-            Ok((changes, updates))
+            // Announced while the feeds are still held: two releases (the log's follower and
+            // the timer) never hand their updates on in the other order.
+            let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            for change in &changes {
+                let (Some((version, json)), Some(game)) = (
+                    feeds.game_json(&change.game_id),
+                    feeds.game(&change.game_id),
+                ) else {
+                    continue;
+                };
+                if let Some(sender) = live.get(&change.round) {
+                    // No receivers is fine: nobody is watching.
+                    let _ = sender.send(Update {
+                        game_id: change.game_id.clone(),
+                        version,
+                        json: json.clone(),
+                    });
+                }
+                if let Some(nats) = &self.nats {
+                    let subject = feed_subject(&change.round, game.info.board_number);
+                    let payload = bytes::Bytes::from(json.as_bytes().to_vec());
+                    if let Err(e) = nats.try_send((subject, payload)) {
+                        tracing::warn!(
+                            game = %change.game_id,
+                            "a NATS feed update is dropped ({e}); the game's next one has its whole state"
+                        );
+                    }
+                }
+            }
+            Ok(changes)
         })?;
         if changes.is_empty() {
             return Ok(());
-        }
-        {
-            let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-            for (change, _, update) in &updates {
-                if let Some(sender) = live.get(&change.round) {
-                    // No receivers is fine: nobody is watching.
-                    let _ = sender.send(update.clone());
-                }
-            }
-        }
-        if let Some(nats) = &self.nats {
-            for (change, board, update) in updates {
-                let subject = feed_subject(&change.round, board);
-                let nats = nats.clone();
-                let payload = bytes::Bytes::from(update.json.as_bytes().to_vec());
-                tokio::spawn(async move {
-                    if let Err(e) = nats.publish(subject.clone(), payload).await {
-                        tracing::warn!(%subject, "publishing a feed update: {e}");
-                    }
-                });
-            }
         }
         self.changed.notify_waiters();
         Ok(())
