@@ -90,7 +90,9 @@ async fn a_record_no_trusted_key_signed_is_refused_by_every_reader() -> anyhow::
     assert_eq!(signing.fingerprint, signer.public_key().fingerprint());
     assert_eq!(signing.public_key, signer.public_key().to_text());
 
-    // The arbiter enters Black's reply: the game service appends after its own last record.
+    // The arbiter enters Black's reply: the game service appends after its own last record. Its
+    // first try, expecting the game's subject to end at that record, is refused (the forgeries
+    // are there); the game is read again, the forgeries skipped, and the reply appended.
     let mut client = game_service.client().await?;
     client
         .act(ActRequest {

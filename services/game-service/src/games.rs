@@ -18,6 +18,10 @@ pub(crate) struct Entry {
     pub(crate) first_stream_seq: u64,
     /// The game's records as stored, for snapshots and for completing an interrupted decision.
     pub(crate) records: Vec<Vec<u8>>,
+    /// Stream sequence of the last record on the game's subject as read here (0: not known, a
+    /// snapshot written before it was kept). An append expects the subject to end there, so that
+    /// a record of the game this instance did not see is refused rather than written beside.
+    pub(crate) last_stream_seq: u64,
 }
 
 #[derive(Default)]
@@ -109,6 +113,7 @@ impl Games {
                 game,
                 first_stream_seq: g.first_stream_seq,
                 records: g.records,
+                last_stream_seq: g.last_stream_seq,
             });
         }
         games.folded_seq = snapshot.folded_seq;
@@ -160,7 +165,9 @@ impl Games {
                 };
                 match self.by_id.get_mut(&event.game_id) {
                     Some(entry) if entry.holds(event.game_seq, &record.hash) => {
-                        // The same record stored again (published twice): nothing new.
+                        // The same record stored again (published twice): nothing new, but the
+                        // game's subject now ends here.
+                        entry.last_stream_seq = stream_seq;
                         return Ok(None);
                     }
                     Some(entry) => {
@@ -170,6 +177,7 @@ impl Games {
                         }
                         .map_err(behind_if)?;
                         entry.records.push(payload.to_vec());
+                        entry.last_stream_seq = stream_seq;
                     }
                     None => {
                         let game = match signature {
@@ -181,6 +189,7 @@ impl Games {
                             game,
                             first_stream_seq: stream_seq,
                             records: vec![payload.to_vec()],
+                            last_stream_seq: stream_seq,
                         });
                     }
                 }
@@ -226,6 +235,14 @@ impl Games {
         self.behind.entry(game_id.to_owned()).or_insert(stream_seq);
     }
 
+    /// Game `game_id`'s subject ends at `stream_seq` in the log (its last record there is the
+    /// one folded here).
+    pub(crate) fn set_game_end(&mut self, game_id: &str, stream_seq: u64) {
+        if let Some(entry) = self.by_id.get_mut(game_id) {
+            entry.last_stream_seq = stream_seq;
+        }
+    }
+
     /// Where game `game_id`'s records as read here stopped following on, if they did.
     pub(crate) fn behind_from(&self, game_id: &str) -> Option<u64> {
         self.behind.get(game_id).copied()
@@ -244,6 +261,8 @@ impl Games {
         // As `fold_record` folds them: a record bad in itself (undecodable, altered, not signed
         // by a trusted key, of another game) is skipped; one that does not follow on is not.
         let mut folded: Option<(Game, u64, Vec<Vec<u8>>)> = None;
+        // Where the game's subject ends, skipped records included.
+        let last_stream_seq = records.iter().map(|(seq, _)| *seq).max().unwrap_or(0);
         for (seq, bytes) in records {
             let record = match GameEventRecord::decode(bytes.as_slice()) {
                 Ok(record) => record,
@@ -296,6 +315,7 @@ impl Games {
                 game,
                 first_stream_seq,
                 records,
+                last_stream_seq,
             },
         );
         if !later_on_board {
@@ -397,6 +417,7 @@ impl Games {
                     game_id: (*id).clone(),
                     first_stream_seq: e.first_stream_seq,
                     records: e.records.clone(),
+                    last_stream_seq: e.last_stream_seq,
                 })
             })
             .collect();
@@ -631,6 +652,42 @@ mod tests {
             .refolded(game.game_id(), log)
             .expect("a copy is no fork");
         assert_eq!(games.get(game.game_id()).map(|e| e.records.len()), Some(2));
+    }
+
+    #[test]
+    fn where_each_game_s_subject_ends_follows_its_records_as_read() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        let (other, other_first) = started(2, "b2");
+        let second = note(&game);
+        let end = |games: &Games, id: &str| games.get(id).map(|e| e.last_stream_seq);
+        games.fold(&first, 1);
+        games.fold(&other_first, 2);
+        assert_eq!(end(&games, game.game_id()), Some(1));
+        games.fold_own(&second, 3);
+        assert_eq!(end(&games, game.game_id()), Some(3));
+        assert_eq!(
+            end(&games, other.game_id()),
+            Some(2),
+            "others' records do not move it"
+        );
+        // Stored twice: the subject ends at the copy.
+        games.fold(&second, 4);
+        assert_eq!(end(&games, game.game_id()), Some(4));
+        // A record bad in itself is skipped here: where the subject ends is then learnt from the
+        // log (`set_game_end`) or a reading again, which counts every record on the subject.
+        games.fold(b"junk", 5);
+        assert_eq!(end(&games, game.game_id()), Some(4));
+        games.set_game_end(game.game_id(), 5);
+        assert_eq!(end(&games, game.game_id()), Some(5));
+        let log = vec![(1, first), (3, second), (6, b"junk".to_vec())];
+        games.refolded(game.game_id(), log).expect("whole");
+        assert_eq!(end(&games, game.game_id()), Some(6));
+        // Kept in snapshots.
+        let restored = Games::from_snapshot(games.take_changes(true).expect("all"), trusted())
+            .expect("restores");
+        assert_eq!(end(&restored, game.game_id()), Some(6));
+        assert_eq!(end(&restored, other.game_id()), Some(2));
     }
 
     #[test]

@@ -17,6 +17,9 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 const GAMES: TableDefinition<&str, &[u8]> = TableDefinition::new("games");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// Where each game's subject ends in the log; a table of its own, so that snapshots written
+/// before it was kept still read (their games' ends are then not known until their next record).
+const GAME_ENDS: TableDefinition<&str, u64> = TableDefinition::new("game_ends");
 const FOLDED_SEQ: &str = "folded_seq";
 const LAST_GAME: &str = "last_game";
 
@@ -33,6 +36,8 @@ pub struct SnapshotGame {
     pub first_stream_seq: u64,
     /// The game's `GameEventRecord`s, encoded as in the log.
     pub records: Vec<Vec<u8>>,
+    /// Stream sequence of the last record on the game's subject (0: not known).
+    pub last_stream_seq: u64,
 }
 
 pub struct SnapshotData {
@@ -78,6 +83,7 @@ fn decode_game(game_id: &str, bytes: &[u8]) -> Option<SnapshotGame> {
         game_id: game_id.to_owned(),
         first_stream_seq: u64::from_le_bytes(*first),
         records,
+        last_stream_seq: 0,
     })
 }
 
@@ -127,14 +133,25 @@ impl Snapshots {
             .map(|v| String::from_utf8_lossy(v.value()).into_owned())
             .unwrap_or_default();
         let table = txn.open_table(GAMES).map_err(|e| self.storage(e))?;
+        let ends = match txn.open_table(GAME_ENDS) {
+            Ok(t) => Some(t),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(self.storage(e)),
+        };
         let mut games = Vec::new();
         for row in table.iter().map_err(|e| self.storage(e))? {
             let (id, bytes) = row.map_err(|e| self.storage(e))?;
-            let game =
+            let mut game =
                 decode_game(id.value(), bytes.value()).ok_or_else(|| SnapshotError::Corrupt {
                     path: self.path.clone(),
                     game_id: id.value().to_owned(),
                 })?;
+            if let Some(ends) = &ends {
+                game.last_stream_seq = ends
+                    .get(id.value())
+                    .map_err(|e| self.storage(e))?
+                    .map_or(0, |end| end.value());
+            }
             games.push(game);
         }
         Ok(Some(SnapshotData {
@@ -150,6 +167,7 @@ impl Snapshots {
         for table in [GAMES, META] {
             txn.delete_table(table).map_err(|e| self.storage(e))?;
         }
+        txn.delete_table(GAME_ENDS).map_err(|e| self.storage(e))?;
         txn.commit().map_err(|e| self.storage(e))?;
         Ok(())
     }
@@ -174,12 +192,16 @@ impl Snapshots {
         let txn = self.db.begin_write().map_err(|e| self.storage(e))?;
         if full {
             txn.delete_table(GAMES).map_err(|e| self.storage(e))?;
+            txn.delete_table(GAME_ENDS).map_err(|e| self.storage(e))?;
         }
         {
             let mut table = txn.open_table(GAMES).map_err(|e| self.storage(e))?;
+            let mut ends = txn.open_table(GAME_ENDS).map_err(|e| self.storage(e))?;
             for game in &data.games {
                 table
                     .insert(game.game_id.as_str(), encode_game(game).as_slice())
+                    .map_err(|e| self.storage(e))?;
+                ends.insert(game.game_id.as_str(), game.last_stream_seq)
                     .map_err(|e| self.storage(e))?;
             }
             let mut meta = txn.open_table(META).map_err(|e| self.storage(e))?;
@@ -189,6 +211,47 @@ impl Snapshots {
                 .map_err(|e| self.storage(e))?;
         }
         txn.commit().map_err(|e| self.storage(e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(last_stream_seq: u64) -> SnapshotData {
+        SnapshotData {
+            folded_seq: 9,
+            last_game: "g1".into(),
+            games: vec![SnapshotGame {
+                game_id: "g1".into(),
+                first_stream_seq: 2,
+                records: vec![b"one".to_vec(), b"two".to_vec()],
+                last_stream_seq,
+            }],
+        }
+    }
+
+    #[test]
+    fn each_game_s_end_is_kept_and_an_older_snapshot_without_it_still_reads() -> anyhow::Result<()>
+    {
+        let dir = tempfile::tempdir()?;
+        let snapshots = Snapshots::open(&dir.path().join("snapshot.redb"))?;
+        snapshots.write(&data(7), true)?;
+        let read = snapshots.read()?.expect("written");
+        assert_eq!((read.folded_seq, read.last_game.as_str()), (9, "g1"));
+        let game = &read.games[0];
+        assert_eq!((game.first_stream_seq, game.last_stream_seq), (2, 7));
+        assert_eq!(game.records, [b"one".to_vec(), b"two".to_vec()]);
+        // Written before the games' ends were kept: they are not known (0), nothing else is lost.
+        let txn = snapshots.db.begin_write()?;
+        txn.delete_table(GAME_ENDS)?;
+        txn.commit()?;
+        let read = snapshots.read()?.expect("still there");
+        assert_eq!(
+            (read.games[0].last_stream_seq, read.games[0].records.len()),
+            (0, 2)
+        );
         Ok(())
     }
 }

@@ -48,6 +48,19 @@
 //! takes a mismatch there as a write error that stops the stream (seen in the same test): later
 //! servers get one decision at a time in the writer's turn alone.
 //!
+//! # A game's own end
+//!
+//! The stream-level check says that nobody wrote since this instance last looked, not that it
+//! saw everything written before: a read given by a nats-server 2.9 leader that lacked records
+//! (after a node was killed) could go past a game's record that the log then held, and a
+//! decision on the game without it would be stored beside it. So each decision's first record
+//! also expects the game's subject to end where this instance folded the game's last record
+//! (`Nats-Expected-Last-Subject-Sequence`, `Entry::last_stream_seq`). That check can only
+//! refuse more, never accept what the stream-level check refuses, so nats-server #4320 does not
+//! matter here. A refusal that a catch-up does not explain (the stream ended where expected)
+//! makes the store compare the game's last record in the log with its own: a different one
+//! puts the game behind, to be read again whole before anything is appended to it.
+//!
 //! A conflict is never resolved by writing anyway, so a game's log never forks. Every record is
 //! also published with `Nats-Msg-Id = <game>:<game_seq>`: a retry after an unknown outcome (a
 //! timeout) whose first attempt was stored is then deduplicated by JetStream; a duplicate
@@ -219,6 +232,28 @@ pub struct Store {
 struct LastPublished {
     seq: u64,
     message_id: String,
+}
+
+/// A game's last record in the log, against what is folded here.
+#[derive(Debug, PartialEq, Eq)]
+enum LastRecord {
+    /// The one folded here (or one newer than what is folded, which a catch-up will fold).
+    AsFolded,
+    /// Another, at this stream sequence (or none): the game is now behind.
+    Other { at: u64 },
+}
+
+/// What the log must end with for a record to be stored.
+struct Expected<'a> {
+    /// The whole stream's last sequence (`Nats-Expected-Last-Sequence`): nobody else wrote
+    /// since.
+    last: u64,
+    /// The message id of the record published just before, when it is still in flight
+    /// (`Nats-Expected-Last-Msg-Id`): it was not refused.
+    last_id: Option<&'a str>,
+    /// The last sequence on the game's own subject (`Nats-Expected-Last-Subject-Sequence`):
+    /// the game holds no record this instance did not fold. See "A game's own end".
+    game_end: Option<u64>,
 }
 
 /// A game admitted into the pipeline, until its records in flight are answered. Dropped
@@ -801,18 +836,27 @@ impl Store {
         // The records stored so far, folded together so that a reader sees a decision whole.
         let mut stored: Vec<(Vec<u8>, u64)> = Vec::new();
         let mut expected_last = self.read().folded_seq();
+        let mut game_end = self.game_end(game_id);
         let mut pending = records.iter();
         let mut next = pending.next();
         while let Some(Outgoing { game_seq, record }) = next {
             let payload = record.encode_to_vec();
             let outcome = self
-                .publish(game_id, *game_seq, &record.hash, &payload, expected_last)
+                .publish(
+                    game_id,
+                    *game_seq,
+                    &record.hash,
+                    &payload,
+                    expected_last,
+                    game_end,
+                )
                 .await;
             match outcome {
                 Ok(PublishOutcome::Stored(seq)) => {
                     crate::metrics::record_appended();
                     stored.push((payload, seq));
                     expected_last = seq;
+                    game_end = Some(seq);
                     next = pending.next();
                 }
                 Ok(PublishOutcome::Conflict) => {
@@ -825,12 +869,24 @@ impl Store {
                     self.catch_up_alone(alone)
                         .await
                         .map_err(|e| unavailable(game_id, e))?;
+                    let stream_moved_on = self.read().folded_seq() != expected_last;
                     expected_last = self.read().folded_seq();
                     // The rest of the records are still valid if the game's chain still ends
                     // where they continue it (only other games were written meanwhile).
                     if !self.continues(game_id, &record.prev_hash, *game_seq) {
                         return Ok(false);
                     }
+                    // Refused although the stream ended where expected: the game's subject
+                    // did not (see "A game's own end"). Read again whole, the game is decided
+                    // on afresh.
+                    if !stream_moved_on
+                        && game_end.is_some()
+                        && self.check_last_record(game_id).await? != LastRecord::AsFolded
+                    {
+                        self.read_again_if_behind(alone, game_id).await?;
+                        return Ok(false);
+                    }
+                    game_end = self.game_end(game_id);
                 }
                 Err(e) => {
                     self.fold_stored(&mut stored, sent_at);
@@ -967,6 +1023,9 @@ impl Store {
             Some(_) => (self.read().folded_seq(), None),
             None => (writer.seq, Some(writer.message_id.clone())),
         };
+        // The game has nothing in flight (`InFlight::admit`): its subject ends where it was
+        // folded. Only the first record expects that; the others follow it.
+        let mut game_end = self.game_end(game_id);
         let mut in_flight = Vec::with_capacity(records.len());
         // Before anything of this decision is sent: see `whole_log_at`.
         let sent_at = std::time::Instant::now();
@@ -978,8 +1037,11 @@ impl Store {
                     *game_seq,
                     &record.hash,
                     &payload,
-                    expected_seq,
-                    expected_id.as_deref(),
+                    Expected {
+                        last: expected_seq,
+                        last_id: expected_id.as_deref(),
+                        game_end: game_end.take(),
+                    },
                 )
                 .await?;
             in_flight.push((payload, ack));
@@ -1055,6 +1117,14 @@ impl Store {
         Ok(())
     }
 
+    /// Where game `game_id`'s subject ends in the log as read here, when known.
+    fn game_end(&self, game_id: &str) -> Option<u64> {
+        self.read()
+            .get(game_id)
+            .map(|e| e.last_stream_seq)
+            .filter(|&seq| seq > 0)
+    }
+
     /// Whether a record with `prev_hash` and `game_seq` continues game `game_id` as folded.
     fn continues(&self, game_id: &str, prev_hash: &[u8], game_seq: u64) -> bool {
         self.read().continues(game_id, prev_hash, game_seq)
@@ -1081,8 +1151,8 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Publishes one record, expecting the whole stream to end at `expected_last`, and waits
-    /// for the answer.
+    /// Publishes one record, expecting the whole stream to end at `expected_last` and, when
+    /// given, the game's subject at `game_end`, and waits for the answer.
     async fn publish(
         &self,
         game_id: &str,
@@ -1090,23 +1160,32 @@ impl Store {
         hash: &[u8],
         payload: &[u8],
         expected_last: u64,
+        game_end: Option<u64>,
     ) -> Result<PublishOutcome, AppendError> {
         let ack = self
-            .send(game_id, game_seq, hash, payload, expected_last, None)
+            .send(
+                game_id,
+                game_seq,
+                hash,
+                payload,
+                Expected {
+                    last: expected_last,
+                    last_id: None,
+                    game_end,
+                },
+            )
             .await?;
         self.outcome(game_id, ack).await
     }
 
-    /// Sends one record, expecting the whole stream to end at `expected_last` and, when given,
-    /// with the record whose message id is `expected_last_id`; the answer comes later.
+    /// Sends one record with what the log must end with to store it; the answer comes later.
     async fn send(
         &self,
         game_id: &str,
         game_seq: u64,
         hash: &[u8],
         payload: &[u8],
-        expected_last: u64,
-        expected_last_id: Option<&str>,
+        expected: Expected<'_>,
     ) -> Result<jetstream::context::PublishAckFuture, AppendError> {
         // The record carries the trace of what it was decided on (an observation, a gRPC call)
         // to the services that read the log.
@@ -1117,9 +1196,12 @@ impl Store {
             .payload(payload.to_vec().into())
             .headers(headers)
             .message_id(game_message_id(game_id, game_seq, hash))
-            .expected_last_sequence(expected_last);
-        if let Some(id) = expected_last_id {
+            .expected_last_sequence(expected.last);
+        if let Some(id) = expected.last_id {
             message = message.expected_last_message_id(id);
+        }
+        if let Some(end) = expected.game_end {
+            message = message.expected_last_subject_sequence(end);
         }
         self.js
             .send_publish(game_subject(game_id), message)
@@ -1323,6 +1405,21 @@ impl Store {
         if !in_doubt {
             return Ok(());
         }
+        match self.check_last_record(game_id).await? {
+            LastRecord::AsFolded => Ok(()),
+            LastRecord::Other { at } => Err(AppendError::Unavailable {
+                game_id: game_id.to_owned(),
+                reason: format!(
+                    "its last record in the log (stream sequence {at}) is not the one folded \
+                     here; reading its log again"
+                ),
+            }),
+        }
+    }
+
+    /// Whether game `game_id`'s last record in the log is the one folded here; when it is not,
+    /// the game is put behind (read again before anything is appended to it).
+    async fn check_last_record(&self, game_id: &str) -> Result<LastRecord, AppendError> {
         let last = match self
             .checks
             .get_last_raw_message_by_subject(&game_subject(game_id))
@@ -1337,28 +1434,31 @@ impl Store {
         let folded_seq = self.read().folded_seq();
         if last.as_ref().is_some_and(|m| m.sequence > folded_seq) {
             // Newer than what is folded: the append, expecting `folded_seq`, is refused anyway.
-            return Ok(());
+            return Ok(LastRecord::AsFolded);
         }
         let head_in_log = last
             .as_ref()
             .and_then(|m| GameEventRecord::decode(m.payload.as_ref()).ok())
             .map(|record| record.hash);
-        let head_here = self
-            .read()
-            .get(game_id)
-            .map(|e| e.game.chain_head().to_vec());
+        let mut games = self.write();
+        let head_here = games.get(game_id).map(|e| e.game.chain_head().to_vec());
         if head_in_log == head_here {
-            return Ok(());
+            // The same record: where the subject ends is taken from the log (the record was
+            // stored twice, say).
+            if let Some(m) = &last {
+                games.set_game_end(game_id, m.sequence);
+            }
+            return Ok(LastRecord::AsFolded);
         }
         let at = last.map_or(folded_seq, |m| m.sequence);
-        self.write().put_behind(game_id, at);
-        Err(AppendError::Unavailable {
-            game_id: game_id.to_owned(),
-            reason: format!(
-                "its last record in the log (stream sequence {at}) is not the one folded here; \
-                 reading its log again"
-            ),
-        })
+        games.put_behind(game_id, at);
+        drop(games);
+        tracing::warn!(
+            game = %game_id,
+            stream_seq = at,
+            "the game's last record in the log is not the one folded here: reading its log again"
+        );
+        Ok(LastRecord::Other { at })
     }
 
     /// Refuses to append to game `game_id` while its records as read here do not follow on
