@@ -118,6 +118,7 @@ impl Games {
         }
         games.folded_seq = snapshot.folded_seq;
         games.last_game = Some(snapshot.last_game).filter(|g| !g.is_empty());
+        games.behind = snapshot.behind.into_iter().collect();
         Ok(games)
     }
 
@@ -399,9 +400,9 @@ impl Games {
     /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
     /// the log position they are folded up to. `None` when nothing changed.
     pub(crate) fn take_changes(&mut self, all: bool) -> Option<SnapshotData> {
-        // A game behind would be restored as if whole (the snapshot does not keep the mark):
-        // the last snapshot stays until it is read again whole.
-        if (self.dirty.is_empty() && !all) || !self.behind.is_empty() {
+        // Games behind go with it, marked so: restored, they are read again before anything is
+        // appended to them, as here.
+        if self.dirty.is_empty() && !all {
             return None;
         }
         let dirty = std::mem::take(&mut self.dirty);
@@ -425,6 +426,7 @@ impl Games {
             folded_seq: self.folded_seq,
             last_game: self.last_game.clone().unwrap_or_default(),
             games: changed,
+            behind: self.behind(),
         })
     }
 }
@@ -622,8 +624,11 @@ mod tests {
         let partial = vec![(1, first.clone()), (3, third.clone())];
         assert!(games.refolded(game.game_id(), partial).is_err());
         assert_eq!(games.behind_from(game.game_id()), Some(3));
-        // No snapshot meanwhile: it would restore the game as if whole.
-        assert!(games.take_changes(true).is_none());
+        // A snapshot meanwhile keeps the mark: restored, the game is behind still.
+        let restored = Games::from_snapshot(games.take_changes(true).expect("all"), trusted())
+            .expect("restores");
+        assert_eq!(restored.behind_from(game.game_id()), Some(3));
+        assert!(restored.get(other.game_id()).is_some());
         // Read again whole: folded afresh, live on its board, no longer behind (a record bad in
         // itself is skipped, as when folded).
         let whole = vec![(1, first), (2, second), (3, b"junk".to_vec()), (4, third)];

@@ -20,6 +20,9 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Where each game's subject ends in the log; a table of its own, so that snapshots written
 /// before it was kept still read (their games' ends are then not known until their next record).
 const GAME_ENDS: TableDefinition<&str, u64> = TableDefinition::new("game_ends");
+/// The games behind the log when the snapshot was written (see `SnapshotData::behind`), with the
+/// stream sequence of the first record that did not follow on; rewritten whole each time.
+const BEHIND: TableDefinition<&str, u64> = TableDefinition::new("behind");
 const FOLDED_SEQ: &str = "folded_seq";
 const LAST_GAME: &str = "last_game";
 
@@ -46,6 +49,10 @@ pub struct SnapshotData {
     /// The game whose record is at `folded_seq` (empty if unknown).
     pub last_game: String,
     pub games: Vec<SnapshotGame>,
+    /// Games whose records as read did not follow on (one left out, or the log forked), with
+    /// the stream sequence of the first that did not: restored behind, so that they are read
+    /// again from the log before anything is appended to them, and do not hold snapshots up.
+    pub behind: Vec<(String, u64)>,
 }
 
 pub struct Snapshots {
@@ -154,10 +161,23 @@ impl Snapshots {
             }
             games.push(game);
         }
+        let behind = match txn.open_table(BEHIND) {
+            Ok(table) => table
+                .iter()
+                .map_err(|e| self.storage(e))?
+                .map(|row| {
+                    row.map(|(id, from)| (id.value().to_owned(), from.value()))
+                        .map_err(|e| self.storage(e))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            Err(redb::TableError::TableDoesNotExist(_)) => Vec::new(),
+            Err(e) => return Err(self.storage(e)),
+        };
         Ok(Some(SnapshotData {
             folded_seq,
             last_game,
             games,
+            behind,
         }))
     }
 
@@ -167,7 +187,9 @@ impl Snapshots {
         for table in [GAMES, META] {
             txn.delete_table(table).map_err(|e| self.storage(e))?;
         }
-        txn.delete_table(GAME_ENDS).map_err(|e| self.storage(e))?;
+        for table in [GAME_ENDS, BEHIND] {
+            txn.delete_table(table).map_err(|e| self.storage(e))?;
+        }
         txn.commit().map_err(|e| self.storage(e))?;
         Ok(())
     }
@@ -210,6 +232,15 @@ impl Snapshots {
             meta.insert(LAST_GAME, data.last_game.as_bytes())
                 .map_err(|e| self.storage(e))?;
         }
+        txn.delete_table(BEHIND).map_err(|e| self.storage(e))?;
+        {
+            let mut behind = txn.open_table(BEHIND).map_err(|e| self.storage(e))?;
+            for (game_id, from) in &data.behind {
+                behind
+                    .insert(game_id.as_str(), *from)
+                    .map_err(|e| self.storage(e))?;
+            }
+        }
         txn.commit().map_err(|e| self.storage(e))?;
         Ok(())
     }
@@ -229,12 +260,13 @@ mod tests {
                 records: vec![b"one".to_vec(), b"two".to_vec()],
                 last_stream_seq,
             }],
+            behind: vec![("g2".into(), 8)],
         }
     }
 
     #[test]
-    fn each_game_s_end_is_kept_and_an_older_snapshot_without_it_still_reads() -> anyhow::Result<()>
-    {
+    fn each_game_s_end_and_the_games_behind_are_kept_and_an_older_snapshot_still_reads()
+    -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let snapshots = Snapshots::open(&dir.path().join("snapshot.redb"))?;
         snapshots.write(&data(7), true)?;
@@ -243,9 +275,23 @@ mod tests {
         let game = &read.games[0];
         assert_eq!((game.first_stream_seq, game.last_stream_seq), (2, 7));
         assert_eq!(game.records, [b"one".to_vec(), b"two".to_vec()]);
-        // Written before the games' ends were kept: they are not known (0), nothing else is lost.
+        assert_eq!(read.behind, [("g2".to_owned(), 8)]);
+        // Rewritten whole: a game read again since is no longer listed.
+        snapshots.write(
+            &SnapshotData {
+                games: Vec::new(),
+                behind: Vec::new(),
+                ..data(7)
+            },
+            false,
+        )?;
+        let read = snapshots.read()?.expect("written");
+        assert_eq!((read.games.len(), read.behind.len()), (1, 0));
+        // Written before the games' ends and the games behind were kept: the ends are not known
+        // (0), nothing else is lost.
         let txn = snapshots.db.begin_write()?;
         txn.delete_table(GAME_ENDS)?;
+        txn.delete_table(BEHIND)?;
         txn.commit()?;
         let read = snapshots.read()?.expect("still there");
         assert_eq!(
