@@ -700,3 +700,138 @@ async fn a_reader_goes_past_only_records_removed_and_reads_a_game_again_by_seque
     assert_eq!(read, [(4, b"g3".as_slice())]);
     Ok(())
 }
+
+/// A game whose log holds two different records with one number (written beside each other,
+/// as a nats-server fault or an operator's mistake could) waits for an operator: decisions on
+/// it fail and change nothing, other games go on, and snapshots go on being written with the
+/// game marked behind, so a restart from them finds it forked again rather than whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> anyhow::Result<()> {
+    use boardcast_kit::nats::{GAMES_STREAM, game_subject};
+    use boardcast_schema::game::v1::{
+        ActRequest, Annotation, ArbiterAction, GameEventRecord, GetGameRequest,
+        arbiter_action::Action,
+    };
+    let nats = TestNats::start()?;
+    let dir = tempfile::tempdir()?;
+    let snapshot = dir.path().join("snapshot.redb");
+    let options = GameServiceOptions {
+        snapshot: Some(snapshot.clone()),
+        args: vec!["--snapshot-interval".into(), "1".into()],
+        ..Default::default()
+    };
+    let mut service = GameService::start_with(&nats.url(), options.clone())?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let mut game_ids = Vec::new();
+    for board in 1..=2 {
+        let request = boardcast_testkit::create_request(boardcast_testkit::game_on_board(
+            "fork-open",
+            board,
+            &format!("fork-{board}"),
+        ));
+        game_ids.push(client.create_game(request).await?.into_inner().game_id);
+    }
+    let (forked, other) = (&game_ids[0], &game_ids[1]);
+    let note = |game_id: &str, text: &str| ActRequest {
+        game_id: game_id.to_owned(),
+        action: Some(ArbiterAction {
+            action: Some(Action::Annotation(Annotation { text: text.into() })),
+            ..Default::default()
+        }),
+        request_id: boardcast_kit::client::new_request_id(),
+    };
+
+    // Two notes numbered alike, each signed with the game service's key, written beside each
+    // other on the game's subject.
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let stream = js.get_stream(GAMES_STREAM).await?;
+    let records = boardcast_kit::game_log::game_records(&stream, forked, u64::MAX).await?;
+    let mut game: Option<Game> = None;
+    for (_, payload) in &records {
+        let record = GameEventRecord::decode(payload.as_ref())?;
+        match &mut game {
+            Some(game) => game.apply(&record)?,
+            None => game = Some(Game::from_first_record(&record)?),
+        }
+    }
+    let game = game.context("the game's records")?;
+    let signer = boardcast_testkit::TestUsers::shared()?.signer()?;
+    let mut fork_seqs = Vec::new();
+    for text in ["one", "another"] {
+        let action = ArbiterAction {
+            action: Some(Action::Annotation(Annotation { text: text.into() })),
+            ..Default::default()
+        };
+        let events = game.decide_arbiter(&action, "intruder", text)?;
+        let record = Game::record_signed(Some(&game), game.game_id(), events, 1_000, &signer);
+        let ack = js
+            .publish(game_subject(forked), record[0].encode_to_vec().into())
+            .await?
+            .await?;
+        fork_seqs.push(ack.sequence);
+    }
+    let forked_records = |stream: jetstream::stream::Stream| async move {
+        anyhow::Ok(
+            boardcast_kit::game_log::game_records(&stream, forked, u64::MAX)
+                .await?
+                .len(),
+        )
+    };
+    let in_log = forked_records(js.get_stream(GAMES_STREAM).await?).await?;
+
+    // Decisions on the forked game fail and append nothing; the other game goes on.
+    let refused = client.act(note(forked, "after the fork")).await;
+    assert!(refused.is_err(), "a decision on a forked game: {refused:?}");
+    client.act(note(other, "goes on")).await?;
+    assert_eq!(
+        forked_records(js.get_stream(GAMES_STREAM).await?).await?,
+        in_log,
+        "nothing appended to the forked game"
+    );
+
+    // A snapshot written since holds the log past the fork, with the game marked behind.
+    service.process.stop(Duration::from_secs(10))?;
+    {
+        use redb::{ReadableDatabase as _, ReadableTable as _};
+        let db = redb::Database::open(&snapshot)?;
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("meta"))?;
+        let folded_seq = meta
+            .get("folded_seq")?
+            .context("the snapshot's position")?
+            .value()
+            .try_into()
+            .map(u64::from_le_bytes)?;
+        let last_fork = fork_seqs.iter().copied().max().unwrap_or_default();
+        assert!(
+            folded_seq > last_fork,
+            "the snapshot holds the log up to {folded_seq}, the fork is at {fork_seqs:?}"
+        );
+        let behind = txn.open_table(redb::TableDefinition::<&str, u64>::new("behind"))?;
+        let listed: Vec<String> = behind
+            .iter()?
+            .map(|row| row.map(|(id, _)| id.value().to_owned()))
+            .collect::<Result<_, _>>()?;
+        assert_eq!(listed, [forked.clone()]);
+    }
+
+    // Restarted from that snapshot: the game is still refused, the other still goes on, and
+    // both are served as they stood.
+    service = GameService::start_with(&nats.url(), options)?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let refused = client.act(note(forked, "after the restart")).await;
+    assert!(refused.is_err(), "a decision on a forked game: {refused:?}");
+    client.act(note(other, "still goes on")).await?;
+    assert_eq!(
+        forked_records(js.get_stream(GAMES_STREAM).await?).await?,
+        in_log
+    );
+    for game_id in [forked, other] {
+        client
+            .get_game(GetGameRequest {
+                game_id: game_id.clone(),
+            })
+            .await?;
+    }
+    Ok(())
+}
