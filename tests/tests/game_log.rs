@@ -812,7 +812,7 @@ async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> an
             .iter()?
             .map(|row| row.map(|(id, _)| id.value().to_owned()))
             .collect::<Result<_, _>>()?;
-        assert_eq!(listed, [forked.clone()]);
+        assert_eq!(listed, std::slice::from_ref(forked));
     }
 
     // Restarted from that snapshot: the game is still refused, the other still goes on, and
