@@ -73,6 +73,17 @@ fn holds(records: &[Vec<u8>], game_seq: u64, hash: &[u8]) -> bool {
         .is_some_and(|folded| folded.hash == hash)
 }
 
+/// Whether `payload`, the last record on game `game_id`'s subject, is one its fold skips as bad
+/// in itself: not a record of the game, or one past the game's last record `last_game_seq` (a
+/// record of the game that continued it would have been folded). A record at or before it is
+/// one of the game's own, compared by hash.
+pub(crate) fn skipped_as_bad(payload: &[u8], game_id: &str, last_game_seq: u64) -> bool {
+    GameEventRecord::decode(payload)
+        .ok()
+        .and_then(|record| Game::open_record(&record).ok())
+        .is_none_or(|event| event.game_id != game_id || event.game_seq > last_game_seq)
+}
+
 /// Whether a record's signature is checked when it is folded.
 #[derive(Clone, Copy)]
 enum Signature {
@@ -167,8 +178,9 @@ impl Games {
                 match self.by_id.get_mut(&event.game_id) {
                     Some(entry) if entry.holds(event.game_seq, &record.hash) => {
                         // The same record stored again (published twice): nothing new, but the
-                        // game's subject now ends here.
+                        // game's subject now ends here (kept in the next snapshot).
                         entry.last_stream_seq = stream_seq;
+                        self.dirty.insert(event.game_id);
                         return Ok(None);
                     }
                     Some(entry) => {
@@ -212,6 +224,7 @@ impl Games {
                              game: {e}; nothing is appended to the game until its log is read \
                              again whole"
                         );
+                        self.dirty.insert(game_id.clone());
                         self.behind.insert(game_id, stream_seq);
                     }
                     None => tracing::error!(
@@ -234,13 +247,18 @@ impl Games {
     /// the log is not the one folded here).
     pub(crate) fn put_behind(&mut self, game_id: &str, stream_seq: u64) {
         self.behind.entry(game_id.to_owned()).or_insert(stream_seq);
+        // So that the next snapshot is written, with the mark.
+        self.dirty.insert(game_id.to_owned());
     }
 
     /// Game `game_id`'s subject ends at `stream_seq` in the log (its last record there is the
     /// one folded here).
     pub(crate) fn set_game_end(&mut self, game_id: &str, stream_seq: u64) {
-        if let Some(entry) = self.by_id.get_mut(game_id) {
+        if let Some(entry) = self.by_id.get_mut(game_id)
+            && entry.last_stream_seq != stream_seq
+        {
             entry.last_stream_seq = stream_seq;
+            self.dirty.insert(game_id.to_owned());
         }
     }
 
@@ -676,9 +694,26 @@ mod tests {
             Some(2),
             "others' records do not move it"
         );
-        // Stored twice: the subject ends at the copy.
+        // Stored twice: the subject ends at the copy, which the next snapshot keeps.
+        games.take_changes(false);
         games.fold(&second, 4);
         assert_eq!(end(&games, game.game_id()), Some(4));
+        let changed = games.take_changes(false).expect("a change");
+        assert_eq!(
+            changed
+                .games
+                .iter()
+                .map(|g| g.last_stream_seq)
+                .collect::<Vec<_>>(),
+            [4]
+        );
+        // So is a game put behind.
+        games.put_behind(other.game_id(), 9);
+        let changed = games.take_changes(false).expect("a change");
+        assert_eq!(changed.behind, [(other.game_id().to_owned(), 9)]);
+        games
+            .refolded(other.game_id(), vec![(2, other_first.clone())])
+            .expect("whole");
         // A record bad in itself is skipped here: where the subject ends is then learnt from the
         // log (`set_game_end`) or a reading again, which counts every record on the subject.
         games.fold(b"junk", 5);
@@ -693,6 +728,25 @@ mod tests {
             .expect("restores");
         assert_eq!(end(&restored, game.game_id()), Some(6));
         assert_eq!(end(&restored, other.game_id()), Some(2));
+    }
+
+    #[test]
+    fn a_last_record_is_taken_as_skipped_only_when_it_cannot_be_one_of_the_game_s_own() {
+        let (game, first) = started(1, "b1");
+        let (other, other_first) = started(2, "b2");
+        let id = game.game_id();
+        assert!(skipped_as_bad(b"junk", id, 1));
+        assert!(skipped_as_bad(&other_first, id, 1), "another game's record");
+        assert!(
+            skipped_as_bad(&note(&game), id, 1),
+            "past the game's last record"
+        );
+        assert!(
+            !skipped_as_bad(&first, id, 1),
+            "one of its own, compared by hash"
+        );
+        assert!(!skipped_as_bad(&note(&game), id, 2));
+        assert!(!skipped_as_bad(&note(&other), other.game_id(), 2));
     }
 
     #[test]

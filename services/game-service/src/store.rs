@@ -80,7 +80,7 @@ use futures::StreamExt;
 use prost::Message as _;
 use tracing::Instrument as _;
 
-use crate::games::{Entry, Games, refold};
+use crate::games::{Entry, Games, refold, skipped_as_bad};
 use crate::pipeline::{Admission, InFlight};
 use crate::silent_leader::SilentLeader;
 use crate::snapshot::SnapshotData;
@@ -876,10 +876,10 @@ impl Store {
                     if !self.continues(game_id, &record.prev_hash, *game_seq) {
                         return Ok(false);
                     }
-                    // Refused although the stream ended where expected: the game's subject
-                    // did not (see "A game's own end"). Read again whole, the game is decided
-                    // on afresh.
-                    if !stream_moved_on
+                    // Refused although the stream ended where expected, or again: the game's
+                    // subject may not have (see "A game's own end"). Read again whole, the game
+                    // is decided on afresh.
+                    if (!stream_moved_on || conflicts > 1)
                         && game_end.is_some()
                         && self.check_last_record(game_id).await? != LastRecord::AsFolded
                     {
@@ -1441,7 +1441,16 @@ impl Store {
             .and_then(|m| GameEventRecord::decode(m.payload.as_ref()).ok())
             .map(|record| record.hash);
         let mut games = self.write();
-        let head_here = games.get(game_id).map(|e| e.game.chain_head().to_vec());
+        let entry = games.get(game_id);
+        if let (Some(m), Some(entry)) = (&last, entry)
+            && m.sequence == entry.last_stream_seq
+            && skipped_as_bad(&m.payload, game_id, entry.game.last_game_seq())
+        {
+            // Where the game's subject was seen to end, on a record skipped here as bad in
+            // itself (a forgery, say): nothing of the game was missed.
+            return Ok(LastRecord::AsFolded);
+        }
+        let head_here = entry.map(|e| e.game.chain_head().to_vec());
         if head_in_log == head_here {
             // The same record: where the subject ends is taken from the log (the record was
             // stored twice, say).
