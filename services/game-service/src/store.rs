@@ -57,9 +57,9 @@
 //! also expects the game's subject to end where this instance folded the game's last record
 //! (`Nats-Expected-Last-Subject-Sequence`, `Entry::last_stream_seq`). That check can only
 //! refuse more, never accept what the stream-level check refuses, so nats-server #4320 does not
-//! matter here. A refusal that a catch-up does not explain (the stream ended where expected)
-//! makes the store compare the game's last record in the log with its own: a different one
-//! puts the game behind, to be read again whole before anything is appended to it.
+//! matter here. A refusal that a catch-up does not explain (the stream ended where expected),
+//! or that repeats, makes the store compare the game's last record in the log with its own: a
+//! different one puts the game behind, to be read again whole before anything is appended.
 //!
 //! A conflict is never resolved by writing anyway, so a game's log never forks. Every record is
 //! also published with `Nats-Msg-Id = <game>:<game_seq>`: a retry after an unknown outcome (a
