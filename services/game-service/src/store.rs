@@ -869,8 +869,9 @@ impl Store {
                     self.catch_up_alone(alone)
                         .await
                         .map_err(|e| unavailable(game_id, e))?;
-                    let stream_moved_on = self.read().folded_seq() != expected_last;
-                    expected_last = self.read().folded_seq();
+                    let caught_up_to = self.read().folded_seq();
+                    let stream_moved_on = caught_up_to != expected_last;
+                    expected_last = caught_up_to;
                     // The rest of the records are still valid if the game's chain still ends
                     // where they continue it (only other games were written meanwhile).
                     if !self.continues(game_id, &record.prev_hash, *game_seq) {
