@@ -835,3 +835,146 @@ async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> an
     }
     Ok(())
 }
+
+/// A game's first record that another writer stored and this instance's read left out (as
+/// nats-server 2.9 was seen to do after a node was killed; here a snapshot that claims the log
+/// up to past the record, without the game) is not written beside: setting the same game up
+/// again is refused by the log, the game is read again, and its log keeps one first record.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_game_set_up_elsewhere_and_left_out_here_is_read_not_set_up_twice() -> anyhow::Result<()>
+{
+    use boardcast_kit::nats::GAMES_STREAM;
+    use boardcast_schema::game::v1::GetGameRequest;
+    let nats = TestNats::start()?;
+    let dir = tempfile::tempdir()?;
+    let snapshot = dir.path().join("snapshot.redb");
+    let options = GameServiceOptions {
+        snapshot: Some(snapshot.clone()),
+        ..Default::default()
+    };
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let records_of = |game_id: String| {
+        let js = js.clone();
+        async move {
+            let stream = js.get_stream(GAMES_STREAM).await?;
+            anyhow::Ok(boardcast_kit::game_log::game_records(&stream, &game_id, u64::MAX).await?)
+        }
+    };
+    let pairing =
+        |board| boardcast_testkit::game_on_board("left-out", board, &format!("left-out-{board}"));
+
+    // A snapshot holding one game only.
+    let mut service = GameService::start_with(&nats.url(), options.clone())?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    client
+        .create_game(boardcast_testkit::create_request(pairing(1)))
+        .await?;
+    service.process.stop(Duration::from_secs(10))?;
+    let one_game = dir.path().join("one-game.redb");
+    std::fs::copy(&snapshot, &one_game)?;
+
+    // Another game set up after it.
+    service = GameService::start_with(&nats.url(), options.clone())?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let game_id = client
+        .create_game(boardcast_testkit::create_request(pairing(2)))
+        .await?
+        .into_inner()
+        .game_id;
+    service.process.stop(Duration::from_secs(10))?;
+    let first = records_of(game_id.clone()).await?;
+    let [(first_seq, _)] = first.as_slice() else {
+        anyhow::bail!("the game's log: {first:?}");
+    };
+
+    // The first snapshot, claiming the log folded up to the second game's record without it.
+    std::fs::copy(&one_game, &snapshot)?;
+    {
+        let db = redb::Database::open(&snapshot)?;
+        let txn = db.begin_write()?;
+        {
+            let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("meta"))?;
+            meta.insert("folded_seq", first_seq.to_le_bytes().as_slice())?;
+            meta.insert("last_game", b"".as_slice())?;
+        }
+        txn.commit()?;
+    }
+    service = GameService::start_with(&nats.url(), options)?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let unknown = client
+        .get_game(GetGameRequest {
+            game_id: game_id.clone(),
+        })
+        .await;
+    assert_eq!(
+        unknown.map(|_| ()).map_err(|s| s.code()),
+        Err(tonic::Code::NotFound),
+        "the game is not known here before the set-up"
+    );
+
+    // Set up again by another request: refused, and the game read from the log.
+    let again = client
+        .create_game(boardcast_testkit::create_request(pairing(2)))
+        .await;
+    assert!(again.is_err(), "set up twice: {again:?}");
+    let records = records_of(game_id.clone()).await?;
+    assert_eq!(
+        records.len(),
+        1,
+        "the game's log holds one first record, not two: {records:?}"
+    );
+    let state = client
+        .get_game(GetGameRequest {
+            game_id: game_id.clone(),
+        })
+        .await?
+        .into_inner();
+    assert_eq!(state.game_id, game_id);
+    service.process.stop(Duration::from_secs(10))?;
+    Ok(())
+}
+
+/// A game's subject that holds only a record the fold skips (here a first record signed with a
+/// key nobody trusts) does not stop the game from being set up: its first record expects the
+/// subject to be empty, is refused, and is appended after the forgery once the subject was read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forgery_on_a_new_game_s_subject_does_not_stop_its_set_up() -> anyhow::Result<()> {
+    use boardcast_game::signing::RecordSigner;
+    use boardcast_kit::nats::{GAMES_STREAM, game_subject};
+    use boardcast_schema::game::v1::GetGameRequest;
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let pairing = boardcast_testkit::game_on_board("forged-start", 1, "forged-start-1");
+    let (game_id, event) = Game::decide_start(&pairing, "intruder", "forged")?;
+    let forged = Game::record_signed(
+        None,
+        &game_id,
+        vec![event],
+        1_000,
+        &RecordSigner::from_seed([2; 32]),
+    );
+    js.publish(game_subject(&game_id), forged[0].encode_to_vec().into())
+        .await?
+        .await?;
+
+    let created = client
+        .create_game(boardcast_testkit::create_request(pairing))
+        .await?
+        .into_inner();
+    assert!(created.created);
+    let stream = js.get_stream(GAMES_STREAM).await?;
+    let on_subject = boardcast_kit::game_log::game_records(&stream, &game_id, u64::MAX).await?;
+    assert_eq!(
+        on_subject.len(),
+        2,
+        "the forgery, then the game's first record"
+    );
+    client
+        .get_game(GetGameRequest {
+            game_id: game_id.clone(),
+        })
+        .await?;
+    Ok(())
+}

@@ -836,7 +836,8 @@ impl Store {
         // The records stored so far, folded together so that a reader sees a decision whole.
         let mut stored: Vec<(Vec<u8>, u64)> = Vec::new();
         let mut expected_last = self.read().folded_seq();
-        let mut game_end = self.game_end(game_id);
+        let first_game_seq = records.first().map_or(0, |r| r.game_seq);
+        let mut game_end = self.expected_game_end(game_id, first_game_seq);
         let mut pending = records.iter();
         let mut next = pending.next();
         while let Some(Outgoing { game_seq, record }) = next {
@@ -880,14 +881,24 @@ impl Store {
                     // Refused although the stream ended where expected, or again: the game's
                     // subject may not have (see "A game's own end"). Read again whole, the game
                     // is decided on afresh.
-                    if (!stream_moved_on || conflicts > 1)
-                        && game_end.is_some()
+                    let subject_in_doubt =
+                        (!stream_moved_on || conflicts > 1) && game_end.is_some();
+                    if subject_in_doubt && self.read().get(game_id).is_none() {
+                        // Setting the game up: its subject holds records although none of the
+                        // game was folded here.
+                        match self.subject_end_without_game(alone, game_id).await? {
+                            Some(end) => game_end = Some(end),
+                            None => return Ok(false),
+                        }
+                        continue;
+                    }
+                    if subject_in_doubt
                         && self.check_last_record(game_id).await? != LastRecord::AsFolded
                     {
                         self.read_again_if_behind(alone, game_id).await?;
                         return Ok(false);
                     }
-                    game_end = self.game_end(game_id);
+                    game_end = self.expected_game_end(game_id, *game_seq);
                 }
                 Err(e) => {
                     self.fold_stored(&mut stored, sent_at);
@@ -1026,7 +1037,8 @@ impl Store {
         };
         // The game has nothing in flight (`InFlight::admit`): its subject ends where it was
         // folded. Only the first record expects that; the others follow it.
-        let mut game_end = self.game_end(game_id);
+        let mut game_end =
+            self.expected_game_end(game_id, records.first().map_or(0, |r| r.game_seq));
         let mut in_flight = Vec::with_capacity(records.len());
         // Before anything of this decision is sent: see `whole_log_at`.
         let sent_at = std::time::Instant::now();
@@ -1118,12 +1130,51 @@ impl Store {
         Ok(())
     }
 
-    /// Where game `game_id`'s subject ends in the log as read here, when known.
-    fn game_end(&self, game_id: &str) -> Option<u64> {
-        self.read()
-            .get(game_id)
-            .map(|e| e.last_stream_seq)
-            .filter(|&seq| seq > 0)
+    /// Where the first record of an append to game `game_id`, numbered `first_game_seq`,
+    /// expects the game's subject to end: where its last record was folded here, or, for the
+    /// first record of a game nothing of which is folded here, with no record at all (so that a
+    /// first record another writer stored, and this instance's read left out, is not written
+    /// beside). `None`: not known (a snapshot written before it was kept).
+    fn expected_game_end(&self, game_id: &str, first_game_seq: u64) -> Option<u64> {
+        let games = self.read();
+        match games.get(game_id) {
+            Some(entry) => Some(entry.last_stream_seq).filter(|&seq| seq > 0),
+            None => (first_game_seq == 1).then_some(0),
+        }
+    }
+
+    /// For game `game_id`, nothing of which is folded here although its subject holds records
+    /// up to what is folded (its first record was refused): where the subject ends, when every
+    /// record on it is one the fold skips (not a record of the game by a trusted key: a forgery,
+    /// say). When one is the game's, the game is read again whole (put behind first) and `None`
+    /// returned: it exists, and the decision is made afresh.
+    async fn subject_end_without_game(
+        &self,
+        alone: &Turn<'_>,
+        game_id: &str,
+    ) -> Result<Option<u64>, AppendError> {
+        let up_to = self.read().folded_seq();
+        let on_subject = game_log::game_records(&self.stream, game_id, up_to)
+            .await
+            .map_err(|e| unavailable(game_id, e))?;
+        let trusted = self.trusted_keys();
+        let first_of_game = on_subject.iter().find(|(_, payload)| {
+            Game::read_stored(payload, &trusted, false)
+                .is_ok_and(|opened| opened.event().game_id == game_id)
+        });
+        if let Some(&(seq, _)) = first_of_game {
+            tracing::warn!(
+                game = %game_id,
+                stream_seq = seq,
+                "the game's log holds a record not folded here: reading it again"
+            );
+            self.write().put_behind(game_id, seq);
+            self.read_again_if_behind(alone, game_id).await?;
+            return Ok(None);
+        }
+        // Nothing there (all of it past what is folded: the next refusal catches up) or nothing
+        // of the game.
+        Ok(Some(on_subject.last().map_or(0, |&(seq, _)| seq)))
     }
 
     /// Whether a record with `prev_hash` and `game_seq` continues game `game_id` as folded.
