@@ -334,3 +334,74 @@ async fn an_observation_between_a_games_set_up_and_its_creation_is_applied() -> 
     );
     Ok(())
 }
+
+/// A gap in a board's observations on replicated observation streams (a three-node cluster):
+/// before it is recorded as missing, the partition stream's leader is asked to step down and the
+/// board's messages are searched again on the next one (a nats-server 2.9 leader elected after a
+/// node was killed was seen to lack acknowledged observations its replicas held). An
+/// observation that is still missing then is recorded as missing.
+#[tokio::test(flavor = "multi_thread")]
+async fn before_a_gap_is_recorded_the_observation_stream_s_leader_is_asked_to_step_down()
+-> anyhow::Result<()> {
+    let base = baseline().await?;
+    let cluster = boardcast_testkit::TestCluster::start(3).await?;
+    let urls = cluster.urls();
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("game-service.log");
+    let service = GameService::start_with(
+        &urls,
+        GameServiceOptions {
+            log: Some(log.clone()),
+            rust_log: Some("warn,boardcast_game_service::ingest=info".into()),
+            args: vec!["--replicas".into(), "3".into()],
+            ..Default::default()
+        },
+    )?;
+    let js = jetstream::new(boardcast_kit::nats::connect(&urls, "test").await?);
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let info = base
+        .infos
+        .iter()
+        .max_by_key(|i| observations_of(base, &i.board_id).len())
+        .context("a game of the clean run")?
+        .clone();
+    let game_id = create(&mut client, &info).await?;
+    let partition = ingest_stream(Some(partition_of_board(&info.board_id, DEFAULT_PARTITIONS)));
+    let leader = cluster.stream_leader(&js, &partition).await?;
+
+    // The board's observations but one, which never comes.
+    let observations = observations_of(base, &info.board_id);
+    let never = 12;
+    let lost = Observation::decode(observations[never].as_slice())?.device_seq;
+    for (i, payload) in observations.iter().enumerate() {
+        if i != never {
+            publish(&js, payload).await?;
+        }
+    }
+    drained_within(&js, Duration::from_secs(90)).await?;
+    let state = states(&service.url())
+        .await?
+        .into_iter()
+        .find(|s| s.game_id == game_id)
+        .context("the game")?;
+    assert_eq!(
+        state
+            .missing_observations
+            .iter()
+            .map(|m| (m.first_device_seq, m.last_device_seq))
+            .collect::<Vec<_>>(),
+        vec![(lost, lost)]
+    );
+    assert_ne!(
+        cluster.stream_leader(&js, &partition).await?,
+        leader,
+        "the partition's stream has another leader"
+    );
+    drop(service);
+    let log = std::fs::read_to_string(&log)?;
+    assert!(
+        log.contains("asking the stream's leader to step down"),
+        "the step-down is logged"
+    );
+    Ok(())
+}

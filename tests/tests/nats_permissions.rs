@@ -403,26 +403,33 @@ async fn only_admin_deletes_purges_or_reconfigures() -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn only_the_game_service_asks_the_game_logs_leader_to_step_down() -> anyhow::Result<()> {
+async fn only_the_game_service_asks_the_leaders_of_the_game_log_and_observations_to_step_down()
+-> anyhow::Result<()> {
     let nats = TestNats::start_secured(&[("hall-a", &["a1"])])?;
     let game = with_streams(&nats).await?;
     // Allowed: the server answers (on one server, that it takes a cluster).
-    let answer = nats::step_down_stream_leader(&game.js, GAMES_STREAM)
-        .await
-        .expect_err("one server has no replicas to hand over to");
-    assert!(
-        format!("{answer:#}").contains("did not step down"),
-        "answered: {answer:#}"
-    );
+    for stream in [
+        GAMES_STREAM.to_owned(),
+        INGEST_STREAM.to_owned(),
+        ingest_stream(Some(0)),
+    ] {
+        let answer = nats::step_down_stream_leader(&game.js, &stream)
+            .await
+            .expect_err("one server has no replicas to hand over to");
+        assert!(
+            format!("{answer:#}").contains("did not step down"),
+            "{stream} answered: {answer:#}"
+        );
+    }
     assert_eq!(game.refusal_count(), 0);
     // Of no other stream, and nobody else.
-    for observations in [INGEST_STREAM.to_owned(), ingest_stream(Some(0))] {
+    for other_stream in [DEADLETTER_STREAM, ASSIGNMENTS_STREAM] {
         assert!(
-            nats::step_down_stream_leader(&game.js, &observations)
+            nats::step_down_stream_leader(&game.js, other_stream)
                 .await
                 .is_err()
         );
-        game.refused(&format!("$JS.API.STREAM.LEADER.STEPDOWN.{observations}"))
+        game.refused(&format!("$JS.API.STREAM.LEADER.STEPDOWN.{other_stream}"))
             .await?;
     }
     for role in [

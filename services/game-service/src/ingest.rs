@@ -410,6 +410,11 @@ struct PartitionState {
     /// stream, each first delivered (at most `RECENT_DELIVERIES`), for
     /// [`PartitionState::stored_by`].
     recent: std::collections::VecDeque<Delivery>,
+    /// When this instance last asked the partition stream's leader to step down before
+    /// recording a gap (see [`GapOpen::LeaderMayLack`]): at most once per
+    /// `LEADER_ASK_INTERVAL`, so that a board that really lost observations does not keep its
+    /// partition electing.
+    leader_asked_at: Option<std::time::Instant>,
 }
 
 /// How many of the partition's last deliveries [`PartitionState::stored_by`] looks back over.
@@ -584,7 +589,13 @@ async fn handle(
                 &observation,
                 known,
                 stream_seq,
-                attempts.gap_waited(),
+                GapWait {
+                    waited: attempts.gap_waited(),
+                    may_ask_leader: replicated(stream)
+                        && state
+                            .leader_asked_at
+                            .is_none_or(|at| at.elapsed() >= LEADER_ASK_INTERVAL),
+                },
             )
             .await;
             match closed {
@@ -594,6 +605,16 @@ async fn handle(
                     if attempts.gap_found.is_none() {
                         attempts.gap_found = Some(std::time::Instant::now());
                         tracing::info!(%board, seq = observation.device_seq, missing, "waiting for observations the board may still re-send");
+                    }
+                    crate::metrics::observation("retried");
+                    return nak_after(message, GAP_RECHECK).await;
+                }
+                Err(GapOpen::LeaderMayLack { missing }) => {
+                    state.leader_asked_at = Some(std::time::Instant::now());
+                    let name = &stream.cached_info().config.name;
+                    tracing::warn!(%board, seq = observation.device_seq, missing, stream = %name, "observations still missing: asking the stream's leader to step down and searching again on the next one before recording them as missing");
+                    if let Err(e) = boardcast_kit::nats::step_down_stream_leader(js, name).await {
+                        tracing::warn!("{e:#}");
                     }
                     crate::metrics::observation("retried");
                     return nak_after(message, GAP_RECHECK).await;
@@ -938,10 +959,19 @@ const GAP_PATIENCE: Duration = Duration::from_secs(10);
 /// How soon an observation waiting for a gap to close is delivered again.
 const GAP_RECHECK: Duration = Duration::from_millis(500);
 
+/// At most how often a partition stream's leader is asked to step down before a gap is recorded.
+const LEADER_ASK_INTERVAL: Duration = Duration::from_secs(60);
+
 /// Why a gap was left open for now.
 enum GapOpen {
     /// Observations are missing, but recently: wait for the board to re-send them.
     Waiting { missing: u64 },
+    /// Observations are still missing, and the stream is replicated: its leader may lack them.
+    /// On nats-server 2.9, a leader elected after a node was killed was seen to lack
+    /// acknowledged observations that its replicas held (each replica a different few), so
+    /// before the hole is recorded the leader is asked to step down and the board's messages
+    /// are searched again on the next one.
+    LeaderMayLack { missing: u64 },
     /// The board's observations could not be read or decided.
     Failed(String),
 }
@@ -952,10 +982,25 @@ impl From<String> for GapOpen {
     }
 }
 
+/// How far the wait for a gap's observations has gone.
+#[derive(Clone, Copy)]
+struct GapWait {
+    /// Since this instance first found them missing.
+    waited: Duration,
+    /// Whether the stream's leader may be asked to step down before they are recorded missing.
+    may_ask_leader: bool,
+}
+
+/// Whether `stream` has replicas (a leader that may lack what they hold).
+fn replicated(stream: &Stream) -> bool {
+    stream.cached_info().config.num_replicas > 1
+}
+
 /// Accounts for the board's `device_seq`s between `known` and `observation`: those in the stream
 /// before it were handled already and are decided again, in order (see the module comment);
 /// those published after it are decided now, in order; the rest were not found and, once the
-/// gap is no longer recent, are recorded as missing in the game's log.
+/// gap is no longer recent (and, if `may_ask_leader`, after the stream's leader was asked to
+/// step down: see [`GapOpen::LeaderMayLack`]), are recorded as missing in the game's log.
 async fn close_gap(
     stream: &Stream,
     store: &Store,
@@ -963,7 +1008,7 @@ async fn close_gap(
     observation: &Observation,
     known: u64,
     stream_seq: u64,
-    waited: Duration,
+    wait: GapWait,
 ) -> Result<(), GapOpen> {
     let board = &observation.board_id;
     if stream_seq == 0 {
@@ -1003,12 +1048,15 @@ async fn close_gap(
             .await?;
     }
     let missing = found.unaccounted(&gap.wanted);
-    if missing > 0 && found.complete && waited < GAP_PATIENCE {
+    if missing > 0 && found.complete && wait.waited < GAP_PATIENCE {
         return Err(GapOpen::Waiting { missing });
+    }
+    if missing > 0 && found.complete && wait.may_ask_leader {
+        return Err(GapOpen::LeaderMayLack { missing });
     }
     if missing > 0 {
         // What was searched, for whoever checks a hole recorded below.
-        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), "gap in the board's observations: not all found");
+        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(wait.waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), "gap in the board's observations: not all found");
     }
     if !found.passed_over.is_empty() {
         tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations handled before (by another instance, before a restart, or before the game was set up): deciding them again in order");

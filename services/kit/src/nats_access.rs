@@ -532,16 +532,18 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             allow.extend(follow_stream(GAMES_STREAM));
             // Asking the game log's leader to step down when it acknowledges no append (a
             // nats-server 2.9 leader after a network partition, see the game service's
-            // `silent_leader`): the stream keeps every record and its replicas elect a new
-            // leader. Of no other stream.
+            // `silent_leader`), and an observation stream's leader before a gap in a board's
+            // observations is recorded (a 2.9 leader lacking what its replicas hold, see
+            // `ingest::GapOpen::LeaderMayLack`): the stream keeps every message and its
+            // replicas elect a new leader. Of no other stream.
             let step_down = api("STREAM.LEADER.STEPDOWN.>");
             deny.retain(|s| *s != step_down);
-            allow.push(api(&format!("STREAM.LEADER.STEPDOWN.{GAMES_STREAM}")));
-            for s in observation_streams.iter().map(String::as_str).chain([
-                DEADLETTER_STREAM,
-                ASSIGNMENTS_STREAM,
-                DELAYS_STREAM,
-            ]) {
+            for s in
+                std::iter::once(GAMES_STREAM).chain(observation_streams.iter().map(String::as_str))
+            {
+                allow.push(api(&format!("STREAM.LEADER.STEPDOWN.{s}")));
+            }
+            for s in [DEADLETTER_STREAM, ASSIGNMENTS_STREAM, DELAYS_STREAM] {
                 deny.push(api(&format!("STREAM.LEADER.STEPDOWN.{s}")));
             }
             deny.push("boardcast.board.>".to_owned());
@@ -848,19 +850,20 @@ mod tests {
     }
 
     #[test]
-    fn the_game_service_may_step_down_the_game_logs_leader_only() {
+    fn the_game_service_may_step_down_the_leaders_of_the_game_log_and_observations_only() {
         let p = permissions(&Role::GameService, &[]).unwrap();
         let step_down = |s: &str| format!("$JS.API.STREAM.LEADER.STEPDOWN.{s}");
-        assert!(p.publish_allow.contains(&step_down(GAMES_STREAM)));
         assert!(!p.publish_deny.contains(&step_down(">")));
         for s in [
+            GAMES_STREAM,
             crate::nats::INGEST_STREAM,
             &ingest_stream(Some(0)),
             &ingest_stream(Some(DEFAULT_PARTITIONS - 1)),
-            DEADLETTER_STREAM,
-            ASSIGNMENTS_STREAM,
-            DELAYS_STREAM,
         ] {
+            assert!(p.publish_allow.contains(&step_down(s)), "{s}");
+            assert!(!p.publish_deny.contains(&step_down(s)), "{s}");
+        }
+        for s in [DEADLETTER_STREAM, ASSIGNMENTS_STREAM, DELAYS_STREAM] {
             assert!(p.publish_deny.contains(&step_down(s)), "{s}");
             assert!(!p.publish_allow.contains(&step_down(s)), "{s}");
         }
