@@ -978,3 +978,208 @@ async fn a_forgery_on_a_new_game_s_subject_does_not_stop_its_set_up() -> anyhow:
         .await?;
     Ok(())
 }
+
+/// An operator mends a game whose log forked: `boardcast fork show` lists the two branches,
+/// `boardcast fork keep` refuses what is not a branch of a fork and changes nothing then, and
+/// keeping the branch the broadcast did not show saves the other branch's records to a file and
+/// removes them from the log. The game service then decides on the game again, from the branch
+/// kept, and the broadcast shows that branch.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there()
+-> anyhow::Result<()> {
+    use boardcast_kit::nats::{GAMES_STREAM, game_subject};
+    use boardcast_schema::game::v1::{
+        ActRequest, ArbiterAction, EnterMove, GameEventRecord, GetGameRequest,
+        arbiter_action::Action,
+    };
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let broadcast = boardcast_testkit::BroadcastService::start(&nats.url())?;
+    let arbiter = boardcast_testkit::ArbiterService::start(&nats.url(), &service.url())?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let mut game_ids = Vec::new();
+    for board in 1..=2 {
+        let request = boardcast_testkit::create_request(boardcast_testkit::game_on_board(
+            "mend",
+            board,
+            &format!("mend-{board}"),
+        ));
+        game_ids.push(client.create_game(request).await?.into_inner().game_id);
+    }
+    let (forked, whole) = (&game_ids[0], &game_ids[1]);
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let records_of = |game_id: String| {
+        let js = js.clone();
+        async move {
+            let stream = js.get_stream(GAMES_STREAM).await?;
+            anyhow::Ok(boardcast_kit::game_log::game_records(&stream, &game_id, u64::MAX).await?)
+        }
+    };
+    let enter = |game_id: &str, san: &str| ActRequest {
+        game_id: game_id.to_owned(),
+        action: Some(ArbiterAction {
+            action: Some(Action::Move(EnterMove { san: san.into() })),
+            ..Default::default()
+        }),
+        request_id: boardcast_kit::client::new_request_id(),
+    };
+
+    // White's first move entered twice beside each other, each signed with the service's key:
+    // 1. e4 first, then 1. d4.
+    let mut game: Option<Game> = None;
+    for (_, payload) in &records_of(forked.clone()).await? {
+        let record = GameEventRecord::decode(payload.as_ref())?;
+        match &mut game {
+            Some(game) => game.apply(&record)?,
+            None => game = Some(Game::from_first_record(&record)?),
+        }
+    }
+    let game = game.context("the game's records")?;
+    let signer = boardcast_testkit::TestUsers::shared()?.signer()?;
+    let mut branch_starts = Vec::new();
+    for san in ["e4", "d4"] {
+        let action = ArbiterAction {
+            action: Some(Action::Move(EnterMove { san: san.into() })),
+            ..Default::default()
+        };
+        let events = game.decide_arbiter(&action, "intruder", san)?;
+        let records = Game::record_signed(Some(&game), game.game_id(), events, 1_000, &signer);
+        for (i, record) in records.iter().enumerate() {
+            let ack = js
+                .publish(game_subject(forked), record.encode_to_vec().into())
+                .await?
+                .await?;
+            if i == 0 {
+                branch_starts.push(ack.sequence);
+            }
+        }
+    }
+    let (e4_branch, d4_branch) = (branch_starts[0], branch_starts[1]);
+    let pgn_url = broadcast.url(&format!("/games/{forked}.pgn"));
+    let shown = |wanted: &'static str| {
+        let pgn_url = pgn_url.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                let text = reqwest::get(&pgn_url).await?.text().await?;
+                if text.contains(wanted) {
+                    return anyhow::Ok(text);
+                }
+                if tokio::time::Instant::now() > deadline {
+                    anyhow::bail!("the feed never showed {wanted:?}: {text}");
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    shown("1. e4").await?;
+    let refused = client.act(enter(forked, "Nf6")).await;
+    assert!(refused.is_err(), "a decision on a forked game: {refused:?}");
+    let in_log = records_of(forked.clone()).await?.len();
+
+    // The operator looks.
+    let nats_url = nats.url();
+    let (ok, out) = boardcast_cli(&["fork", "show", forked, "--nats", &nats_url])?;
+    assert!(ok, "{out}");
+    assert!(out.contains("forks at record 2: 2 branches"), "{out}");
+    for branch in [e4_branch, d4_branch] {
+        assert!(out.contains(&format!("branch {branch}:")), "{out}");
+    }
+    let (ok, out) = boardcast_cli(&["fork", "show", whole, "--nats", &nats_url])?;
+    assert!(ok && out.contains("does not fork"), "{out}");
+
+    // Refusals change nothing: a record that starts no branch, a game that does not fork.
+    let dir = tempfile::tempdir()?;
+    let save = dir.path().join("removed.json");
+    let save_arg = save.to_string_lossy().into_owned();
+    for (game_id, branch) in [(forked, 1), (whole, 1)] {
+        let (ok, out) = boardcast_cli(&[
+            "fork",
+            "keep",
+            game_id,
+            "--branch",
+            &branch.to_string(),
+            "--save",
+            &save_arg,
+            "--nats",
+            &nats_url,
+        ])?;
+        assert!(!ok, "{out}");
+        assert!(out.contains("nothing removed"), "{out}");
+        assert!(!save.exists(), "nothing saved");
+    }
+    assert_eq!(records_of(forked.clone()).await?.len(), in_log);
+
+    // The operator keeps 1. d4, the branch the broadcast did not show.
+    let (ok, out) = boardcast_cli(&[
+        "fork",
+        "keep",
+        forked,
+        "--branch",
+        &d4_branch.to_string(),
+        "--save",
+        &save_arg,
+        "--nats",
+        &nats_url,
+    ])?;
+    assert!(ok, "{out}");
+    assert!(out.contains("follows on from branch"), "{out}");
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&save)?)?;
+    let removed: Vec<u64> = saved["removed"]
+        .as_array()
+        .context("the records removed")?
+        .iter()
+        .filter_map(|r| r["stream_seq"].as_u64())
+        .collect();
+    assert!(removed.contains(&e4_branch), "{saved}");
+    let after = records_of(forked.clone()).await?;
+    assert_eq!(after.len(), in_log - removed.len());
+    assert!(after.iter().all(|(seq, _)| !removed.contains(seq)));
+
+    // The game goes on from 1. d4, in the game service and in the broadcast.
+    client.act(enter(forked, "Nf6")).await?;
+    let state = client
+        .get_game(GetGameRequest {
+            game_id: forked.clone(),
+        })
+        .await?
+        .into_inner();
+    let moves: Vec<&str> = state.moves.iter().map(|m| m.san.as_str()).collect();
+    assert_eq!(moves, ["d4", "Nf6"]);
+    let pgn = shown("Nf6").await?;
+    assert!(pgn.contains("1. d4") && !pgn.contains("e4"), "{pgn}");
+    let session = arbiter
+        .login("admin", boardcast_testkit::TEST_PASSWORD)
+        .await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let detail = session.get(&format!("/api/games/{forked}")).await?;
+        if detail["board"]["last_game_seq"].as_u64() == Some(state.last_game_seq) {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the dashboard never caught up: {detail}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.act(enter(whole, "e4")).await?;
+    Ok(())
+}
+
+/// Runs the `boardcast` tool; whether it succeeded, with what it printed.
+fn boardcast_cli(args: &[&str]) -> anyhow::Result<(bool, String)> {
+    let out = std::process::Command::new(boardcast_testkit::program("boardcast")?)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .context("running boardcast")?;
+    Ok((
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    ))
+}

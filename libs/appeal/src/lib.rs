@@ -5,10 +5,12 @@
 //! - `verify`: sequence, chain, signatures, and every decision made again.
 //! - `replay`: the same fold as the live service, with the timeline and any moment.
 //! - `html`: the replay as one self-contained page.
+//! - `fork`: a game's log that forks, its branches, and what keeping one removes.
 //!
 //! Pure: the caller opens files and connects to NATS.
 
 pub mod file;
+pub mod fork;
 pub mod html;
 mod parallel;
 pub mod replay;

@@ -4,6 +4,7 @@ mod analyze;
 mod appeal;
 mod delay;
 mod demo;
+mod fork;
 mod gateway;
 mod keys;
 mod nats_config;
@@ -60,6 +61,9 @@ enum Command {
     /// Replay games from an exported file (or the live log): the timeline, the moment at a
     /// record or time, claims judged then, verification, PGN, JSON or one HTML page.
     Replay(appeal::ReplayArgs),
+    /// A game whose log forks (two records with one number): show its branches, or keep one
+    /// and remove the others' records from the log (saved to a file first).
+    Fork(fork::ForkArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -85,6 +89,7 @@ fn main() -> anyhow::Result<()> {
         Command::NatsConfig(args) => runtime.block_on(nats_config::run(args)),
         Command::Delay(args) => runtime.block_on(delay::run(args)),
         Command::Export(args) => runtime.block_on(appeal::export(args)),
+        Command::Fork(args) => runtime.block_on(fork::run(args)),
         Command::Replay(args) => {
             let code = runtime.block_on(appeal::replay_command(args))?;
             std::process::exit(if code == std::process::ExitCode::SUCCESS {

@@ -1,0 +1,220 @@
+//! `boardcast fork`: a game whose log forks (two records with one number, written beside each
+//! other) is shown with its branches; an operator keeps one, and the records of the others are
+//! saved to a file and removed from the log, so that the game goes on from the branch kept.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use async_nats::jetstream;
+use base64::Engine as _;
+use boardcast_appeal::fork::{Fork, find_fork};
+use boardcast_kit::nats::GAMES_STREAM;
+
+#[derive(clap::Args, Debug)]
+pub struct ForkArgs {
+    #[command(subcommand)]
+    command: ForkCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum ForkCommand {
+    /// Show where a game's log forks and the records of each branch, named by where its first
+    /// record is stored (nothing is changed). The game service refuses every decision on a game
+    /// whose log forks, and says so in its log (`boardcast_games_read_again_total{outcome="forked"}`).
+    Show {
+        /// The game, as the game service names it (e.g. `london-r1-b3`).
+        game_id: String,
+        #[command(flatten)]
+        log: LogArgs,
+    },
+    /// Keep one branch of a game's forked log: the records of the other branches are written,
+    /// exactly as stored, to a file, then removed from the log. The game service reads the game
+    /// again at its next decision (or within a minute) and goes on from the branch kept; the
+    /// broadcast and arbiter services read it again at its next record. Needs the admin's NATS
+    /// URL (`boardcast nats-config --print-url admin`).
+    Keep {
+        /// The game, as the game service names it.
+        game_id: String,
+        /// The branch to keep: the stream sequence of its first record, as `show` lists it.
+        #[arg(long)]
+        branch: u64,
+        /// Where to save the records removed (a new file: an existing one is not overwritten).
+        #[arg(long)]
+        save: PathBuf,
+        #[command(flatten)]
+        log: LogArgs,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct LogArgs {
+    /// NATS server holding the game log.
+    #[arg(
+        long,
+        env = "BOARDCAST_NATS_URL",
+        default_value = "nats://127.0.0.1:4222"
+    )]
+    nats: String,
+}
+
+pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
+    match args.command {
+        ForkCommand::Show { game_id, log } => {
+            let (_, stored) = read(&log.nats, &game_id).await?;
+            match find_fork(&game_id, &stored) {
+                None => println!(
+                    "the log of game {game_id} does not fork ({} messages on its subject)",
+                    stored.len()
+                ),
+                Some(fork) => print_fork(&game_id, &fork),
+            }
+            Ok(())
+        }
+        ForkCommand::Keep {
+            game_id,
+            branch,
+            save,
+            log,
+        } => keep(&log.nats, &game_id, branch, &save).await,
+    }
+}
+
+/// The game log stream and every message on game `game_id`'s subject.
+async fn read(
+    nats: &str,
+    game_id: &str,
+) -> anyhow::Result<(jetstream::stream::Stream, Vec<(u64, Vec<u8>)>)> {
+    let client = boardcast_kit::nats::connect(nats, "boardcast-fork").await?;
+    let js = jetstream::new(client);
+    let stream = js
+        .get_stream(GAMES_STREAM)
+        .await
+        .with_context(|| format!("opening the game log ({GAMES_STREAM})"))?;
+    let stored = boardcast_kit::game_log::game_records(&stream, game_id, u64::MAX)
+        .await?
+        .into_iter()
+        .map(|(seq, payload)| (seq, payload.to_vec()))
+        .collect();
+    Ok((stream, stored))
+}
+
+fn print_fork(game_id: &str, fork: &Fork) {
+    println!(
+        "the log of game {game_id} forks at record {}: {} branches",
+        fork.game_seq,
+        fork.branches.len()
+    );
+    for branch in &fork.branches {
+        println!("\nbranch {}:", branch.first_stream_seq());
+        for r in &branch.records {
+            let stored_at = r
+                .stream_seqs
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let signed = if r.key_id.is_empty() {
+                "unsigned".to_owned()
+            } else {
+                format!("signed by key {}", r.key_id)
+            };
+            println!(
+                "  record {} (stored at {stored_at}; recorded {}; {signed}): {}",
+                r.game_seq,
+                time_of(r.recorded_unix_ms),
+                r.words
+            );
+        }
+    }
+    println!(
+        "\nkeep one with: boardcast fork keep {game_id} --branch <first stream sequence> --save <file>"
+    );
+}
+
+async fn keep(nats: &str, game_id: &str, kept: u64, save: &Path) -> anyhow::Result<()> {
+    let (stream, stored) = read(nats, game_id).await?;
+    let fork = find_fork(game_id, &stored)
+        .with_context(|| format!("the log of game {game_id} does not fork: nothing removed"))?;
+    let removed = fork
+        .removed_keeping(kept)
+        .with_context(|| format!("nothing removed from the log of game {game_id}"))?;
+    save_removed(save, game_id, kept, &stored, &removed)?;
+    eprintln!(
+        "saved the {} records to remove to {}",
+        removed.len(),
+        save.display()
+    );
+    for seq in &removed {
+        stream.delete_message(*seq).await.with_context(|| {
+            format!(
+                "removing stream sequence {seq} from {GAMES_STREAM} (the admin's NATS URL is \
+                 needed); the records are saved in {}",
+                save.display()
+            )
+        })?;
+    }
+    let (_, after) = read(nats, game_id).await?;
+    match find_fork(game_id, &after) {
+        None => eprintln!(
+            "removed {} records: the log of game {game_id} follows on from branch {kept}",
+            removed.len()
+        ),
+        Some(again) => {
+            eprintln!(
+                "removed {} records; the log of game {game_id} forks again further on:",
+                removed.len()
+            );
+            print_fork(game_id, &again);
+        }
+    }
+    Ok(())
+}
+
+/// Writes the messages of `stored` at the stream sequences `removed`, exactly as stored, to
+/// `path` (a new file, complete before anything is removed).
+fn save_removed(
+    path: &Path,
+    game_id: &str,
+    kept: u64,
+    stored: &[(u64, Vec<u8>)],
+    removed: &[u64],
+) -> anyhow::Result<()> {
+    let records: Vec<serde_json::Value> = stored
+        .iter()
+        .filter(|(seq, _)| removed.contains(seq))
+        .map(|(seq, payload)| {
+            serde_json::json!({
+                "stream_seq": seq,
+                "record_base64": base64::engine::general_purpose::STANDARD.encode(payload),
+            })
+        })
+        .collect();
+    let saved = serde_json::json!({
+        "game_id": game_id,
+        "kept_branch": kept,
+        "removed_at": time_of(boardcast_kit::now_unix_ms()),
+        "removed": records,
+    });
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("creating {} (not overwritten)", path.display()))?;
+    serde_json::to_writer_pretty(&mut file, &saved)?;
+    file.write_all(b"\n")?;
+    file.sync_all()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// A time in milliseconds since 1970 as RFC 3339 (UTC), or as the number when out of range.
+fn time_of(unix_ms: i64) -> String {
+    u64::try_from(unix_ms)
+        .ok()
+        .and_then(|ms| std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_millis(ms)))
+        .map_or_else(
+            || format!("{unix_ms} ms since 1970"),
+            |at| humantime::format_rfc3339_millis(at).to_string(),
+        )
+}
