@@ -964,6 +964,11 @@ async fn a_forgery_on_a_new_game_s_subject_does_not_stop_its_set_up() -> anyhow:
         .await?
         .into_inner();
     assert!(created.created);
+    assert_eq!(
+        counted(&service, "boardcast_append_conflicts_total").await?,
+        1.0,
+        "the first record, expecting an empty subject, was refused once"
+    );
     let stream = js.get_stream(GAMES_STREAM).await?;
     let on_subject = boardcast_kit::game_log::game_records(&stream, &game_id, u64::MAX).await?;
     assert_eq!(
@@ -1055,6 +1060,19 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
         }
     }
     let (e4_branch, d4_branch) = (branch_starts[0], branch_starts[1]);
+    // And a third 1. c4 that no trusted key signed: a forgery, which makes no branch.
+    let action = ArbiterAction {
+        action: Some(Action::Move(EnterMove { san: "c4".into() })),
+        ..Default::default()
+    };
+    let events = game.decide_arbiter(&action, "intruder", "c4")?;
+    let intruder = boardcast_game::signing::RecordSigner::from_seed([66; 32]);
+    for record in Game::record_signed(Some(&game), game.game_id(), events, 1_000, &intruder) {
+        js.publish(game_subject(forked), record.encode_to_vec().into())
+            .await?
+            .await?;
+    }
+    let before_keep = records_of(forked.clone()).await?;
     let pgn_url = broadcast.url(&format!("/games/{forked}.pgn"));
     let shown = |wanted: &'static str| {
         let pgn_url = pgn_url.clone();
@@ -1075,17 +1093,28 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
     shown("1. e4").await?;
     let refused = client.act(enter(forked, "Nf6")).await;
     assert!(refused.is_err(), "a decision on a forked game: {refused:?}");
-    let in_log = records_of(forked.clone()).await?.len();
+    let in_log = before_keep.len();
 
     // The operator looks.
     let nats_url = nats.url();
-    let (ok, out) = boardcast_cli(&["fork", "show", forked, "--nats", &nats_url])?;
+    let trusted_keys = boardcast_testkit::TestUsers::shared()?
+        .trusted_keys()
+        .to_string_lossy()
+        .into_owned();
+    let trust = ["--trusted-keys", trusted_keys.as_str()];
+    let (ok, out) =
+        boardcast_cli(&[&["fork", "show", forked, "--nats", &nats_url], &trust[..]].concat())?;
     assert!(ok, "{out}");
     assert!(out.contains("forks at record 2: 2 branches"), "{out}");
     for branch in [e4_branch, d4_branch] {
         assert!(out.contains(&format!("branch {branch}:")), "{out}");
     }
-    let (ok, out) = boardcast_cli(&["fork", "show", whole, "--nats", &nats_url])?;
+    assert!(
+        out.contains("left aside"),
+        "the forgery is named apart: {out}"
+    );
+    let (ok, out) =
+        boardcast_cli(&[&["fork", "show", whole, "--nats", &nats_url], &trust[..]].concat())?;
     assert!(ok && out.contains("does not fork"), "{out}");
 
     // Refusals change nothing: a record that starts no branch, a game that does not fork.
@@ -1093,17 +1122,17 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
     let save = dir.path().join("removed.json");
     let save_arg = save.to_string_lossy().into_owned();
     for (game_id, branch) in [(forked, 1), (whole, 1)] {
-        let (ok, out) = boardcast_cli(&[
-            "fork",
-            "keep",
-            game_id,
-            "--branch",
-            &branch.to_string(),
-            "--save",
-            &save_arg,
-            "--nats",
-            &nats_url,
-        ])?;
+        let branch = branch.to_string();
+        let (ok, out) = boardcast_cli(
+            &[
+                &[
+                    "fork", "keep", game_id, "--branch", &branch, "--save", &save_arg, "--nats",
+                    &nats_url,
+                ],
+                &trust[..],
+            ]
+            .concat(),
+        )?;
         assert!(!ok, "{out}");
         assert!(out.contains("nothing removed"), "{out}");
         assert!(!save.exists(), "nothing saved");
@@ -1111,19 +1140,18 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
     assert_eq!(records_of(forked.clone()).await?.len(), in_log);
 
     // The operator keeps 1. d4, the branch the broadcast did not show.
-    let (ok, out) = boardcast_cli(&[
-        "fork",
-        "keep",
-        forked,
-        "--branch",
-        &d4_branch.to_string(),
-        "--save",
-        &save_arg,
-        "--nats",
-        &nats_url,
-    ])?;
+    let d4 = d4_branch.to_string();
+    let (ok, out) = boardcast_cli(
+        &[
+            &[
+                "fork", "keep", forked, "--branch", &d4, "--save", &save_arg, "--nats", &nats_url,
+            ],
+            &trust[..],
+        ]
+        .concat(),
+    )?;
     assert!(ok, "{out}");
-    assert!(out.contains("follows on from branch"), "{out}");
+    assert!(out.contains("its records follow on"), "{out}");
     let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&save)?)?;
     let removed: Vec<u64> = saved["removed"]
         .as_array()
@@ -1132,6 +1160,18 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
         .filter_map(|r| r["stream_seq"].as_u64())
         .collect();
     assert!(removed.contains(&e4_branch), "{saved}");
+    // Each record saved as it was stored.
+    for entry in saved["removed"].as_array().context("the records removed")? {
+        use base64::Engine as _;
+        let seq = entry["stream_seq"].as_u64().context("a stream sequence")?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(entry["record_base64"].as_str().context("the record")?)?;
+        let stored = before_keep
+            .iter()
+            .find(|(s, _)| *s == seq)
+            .context("stored")?;
+        assert_eq!(stored.1.as_ref(), bytes.as_slice());
+    }
     let after = records_of(forked.clone()).await?;
     assert_eq!(after.len(), in_log - removed.len());
     assert!(after.iter().all(|(seq, _)| !removed.contains(seq)));

@@ -398,10 +398,30 @@ async fn before_a_gap_is_recorded_the_observation_stream_s_leader_is_asked_to_st
         "the partition's stream has another leader"
     );
     drop(service);
+    // The hole was recorded after the new leader had had time to settle, on a search made then.
     let log = std::fs::read_to_string(&log)?;
+    let logged_at = |text: &str| {
+        log.lines()
+            .find(|line| line.contains(text))
+            .and_then(|line| seconds_of_day(line.get(11..26)?))
+            .with_context(|| format!("{text:?} in the log:\n{log}"))
+    };
+    let asked = logged_at("asking the stream's leader to step down")?;
+    let recorded = logged_at("recorded as missing")?;
+    // Across midnight, the next day's.
+    let since = (recorded - asked).rem_euclid(86_400.0);
     assert!(
-        log.contains("asking the stream's leader to step down"),
-        "the step-down is logged"
+        since >= 10.0,
+        "asked at {asked} s, recorded at {recorded} s"
     );
     Ok(())
+}
+
+/// `HH:MM:SS.ffffff` (a log line's time) in seconds since midnight.
+fn seconds_of_day(time: &str) -> Option<f64> {
+    let mut parts = time.splitn(3, ':');
+    let hours: f64 = parts.next()?.parse().ok()?;
+    let minutes: f64 = parts.next()?.parse().ok()?;
+    let seconds: f64 = parts.next()?.parse().ok()?;
+    Some(hours * 3600.0 + minutes * 60.0 + seconds)
 }

@@ -3,9 +3,8 @@
 //! branches that follow each record, and which stored messages keeping one branch removes.
 //! Pure: the caller reads the log and removes the messages.
 
-use boardcast_game::events::{GameEvent, GameEventRecord};
-use boardcast_game::{Game, wording};
-use prost::Message as _;
+use boardcast_game::signing::TrustedKeys;
+use boardcast_game::{Game, fork_point, trusted_records_of, wording};
 
 /// One record of a branch as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,106 +76,118 @@ impl Fork {
     }
 }
 
-/// A record of the game as read, with what chains it.
-struct Opened {
-    stream_seq: u64,
-    event: GameEvent,
-    record: GameEventRecord,
-}
-
 /// Where game `game_id`'s log, its stored messages `stored` (stream sequence and payload, in
-/// stream order), forks first; `None` when it does not. Messages that are not records of the
-/// game (undecodable, another game's, a bad hash) are left aside, as every reader leaves them.
-pub fn find_fork(game_id: &str, stored: &[(u64, Vec<u8>)]) -> Option<Fork> {
-    let opened: Vec<Opened> = stored
-        .iter()
-        .filter_map(|(stream_seq, payload)| {
-            let record = GameEventRecord::decode(payload.as_slice()).ok()?;
-            let event = Game::open_record(&record).ok()?;
-            (event.game_id == game_id).then_some(Opened {
-                stream_seq: *stream_seq,
-                event,
-                record,
-            })
-        })
-        .collect();
-    // The first number with two different records.
-    let mut first_hash: std::collections::HashMap<u64, &[u8]> = Default::default();
-    let game_seq = opened
-        .iter()
-        .filter(|o| {
-            let seen = *first_hash
-                .entry(o.event.game_seq)
-                .or_insert(o.record.hash.as_slice());
-            seen != o.record.hash.as_slice()
-        })
-        .map(|o| o.event.game_seq)
-        .min()?;
+/// stream order), forks first; `None` when it does not. Only records every reader takes count
+/// (decodable, hash intact, of the game, signed by a key of `trusted`): others (a forgery, say)
+/// are left aside, as the readers leave them, and never make a branch.
+pub fn find_fork(game_id: &str, stored: &[(u64, Vec<u8>)], trusted: &TrustedKeys) -> Option<Fork> {
+    let records = trusted_records_of(game_id, stored, trusted);
+    let game_seq = fork_point(&records)?;
     // Each branch from its first record on, following the chain; copies of a record join it.
     let mut branches: Vec<Branch> = Vec::new();
-    let mut branch_of: std::collections::HashMap<Vec<u8>, usize> = Default::default();
-    for o in &opened {
-        let branch = match branch_of.get(&o.record.hash) {
+    let mut branch_of: std::collections::HashMap<&[u8], usize> = Default::default();
+    for (stream_seq, opened) in &records {
+        let (record, event) = (opened.record(), opened.event());
+        let branch = match branch_of.get(record.hash.as_slice()) {
             Some(&b) => {
                 // A copy of a record already taken: one more place it is stored.
-                if let Some(record) = branches[b]
+                if let Some(taken) = branches[b]
                     .records
                     .iter_mut()
-                    .find(|r| r.game_seq == o.event.game_seq)
+                    .find(|r| r.game_seq == event.game_seq)
                 {
-                    record.stream_seqs.push(o.stream_seq);
+                    taken.stream_seqs.push(*stream_seq);
                 }
                 continue;
             }
-            None if o.event.game_seq == game_seq => {
+            None if event.game_seq == game_seq => {
                 branches.push(Branch {
                     records: Vec::new(),
                 });
                 branches.len() - 1
             }
-            None if o.event.game_seq > game_seq => match branch_of.get(&o.record.prev_hash) {
-                Some(&b) => b,
-                // Follows no branch: left aside (no reader folds it).
-                None => continue,
-            },
+            None if event.game_seq > game_seq => {
+                match branch_of.get(record.prev_hash.as_slice()) {
+                    Some(&b) => b,
+                    // Follows no branch: left aside (no reader folds it).
+                    None => continue,
+                }
+            }
             None => continue,
         };
-        branch_of.insert(o.record.hash.clone(), branch);
+        branch_of.insert(record.hash.as_slice(), branch);
         branches[branch].records.push(BranchRecord {
-            stream_seqs: vec![o.stream_seq],
-            game_seq: o.event.game_seq,
-            recorded_unix_ms: o.event.recorded_unix_ms,
-            key_id: o.record.key_id.clone(),
-            words: wording::words(&o.event, false, None),
+            stream_seqs: vec![*stream_seq],
+            game_seq: event.game_seq,
+            recorded_unix_ms: event.recorded_unix_ms,
+            key_id: record.key_id.clone(),
+            words: wording::words(event, false, None),
         });
     }
     Some(Fork { game_seq, branches })
 }
 
+/// Whether game `game_id`'s records among `stored` follow on as every reader folds them (a
+/// record bad in itself left aside, a copy of one taken once): the number of the last, or where
+/// they stop following on.
+pub fn follows_on(
+    game_id: &str,
+    stored: &[(u64, Vec<u8>)],
+    trusted: &TrustedKeys,
+) -> Result<u64, String> {
+    let mut game: Option<Game> = None;
+    let mut folded_hashes: std::collections::HashSet<Vec<u8>> = Default::default();
+    for (stream_seq, opened) in trusted_records_of(game_id, stored, trusted) {
+        if !folded_hashes.insert(opened.record().hash.clone()) {
+            // A copy of a record folded already.
+            continue;
+        }
+        let folded = match &mut game {
+            Some(g) => g.apply_opened(&opened),
+            None => Game::from_first_opened(&opened).map(|g| game = Some(g)),
+        };
+        folded.map_err(|e| format!("stream sequence {stream_seq}: {e}"))?;
+    }
+    game.map(|g| g.last_game_seq())
+        .ok_or_else(|| format!("no record of game {game_id} in the log"))
+}
+
 #[cfg(test)]
 mod tests {
-    use boardcast_game::events::{Annotation, GameStarted};
-    use boardcast_game::events::{ArbiterAction, arbiter_action::Action};
+    use boardcast_game::events::{
+        Annotation, ArbiterAction, GameEventRecord, GameStarted, Player, TimeControl, TimePeriod,
+        arbiter_action::Action,
+    };
+    use boardcast_game::signing::RecordSigner;
+    use prost::Message as _;
 
     use super::*;
 
-    /// A game set up on board `board`, with its first record stored at stream sequence 1.
+    fn hall() -> RecordSigner {
+        RecordSigner::from_seed([1; 32])
+    }
+
+    fn trusted() -> TrustedKeys {
+        TrustedKeys::new([hall().public_key().clone()])
+    }
+
+    /// A game set up on board `board`, its first record (signed by the hall) stored at 1.
     fn started(board: u32) -> (Game, Vec<(u64, Vec<u8>)>) {
+        let player = |name: &str| {
+            Some(Player {
+                name: name.into(),
+                ..Default::default()
+            })
+        };
         let info = GameStarted {
             tournament_id: "t".into(),
             round: 1,
             board_number: board,
             board_id: format!("b{board}"),
-            white: Some(boardcast_game::events::Player {
-                name: "W".into(),
-                ..Default::default()
-            }),
-            black: Some(boardcast_game::events::Player {
-                name: "B".into(),
-                ..Default::default()
-            }),
-            time_control: Some(boardcast_game::events::TimeControl {
-                periods: vec![boardcast_game::events::TimePeriod {
+            white: player("W"),
+            black: player("B"),
+            time_control: Some(TimeControl {
+                periods: vec![TimePeriod {
                     base_ms: 60_000,
                     ..Default::default()
                 }],
@@ -184,13 +195,13 @@ mod tests {
             ..Default::default()
         };
         let (game_id, event) = Game::decide_start(&info, "arbiter", "r").expect("a start");
-        let first = Game::record(None, &game_id, vec![event], 1_000);
+        let first = Game::record_signed(None, &game_id, vec![event], 1_000, &hall());
         let game = Game::from_first_record(&first[0]).expect("folds");
         (game, vec![(1, first[0].encode_to_vec())])
     }
 
-    /// A note continuing `game`, recorded at `at`.
-    fn note(game: &Game, text: &str, at: i64) -> GameEventRecord {
+    /// A note continuing `game`, recorded at `at`, signed by `signer`.
+    fn note(game: &Game, text: &str, at: i64, signer: &RecordSigner) -> GameEventRecord {
         let action = ArbiterAction {
             action: Some(Action::Annotation(Annotation { text: text.into() })),
             ..Default::default()
@@ -198,17 +209,20 @@ mod tests {
         let events = game
             .decide_arbiter(&action, "arbiter", text)
             .expect("a note");
-        Game::record(Some(game), game.game_id(), events, at).remove(0)
+        Game::record_signed(Some(game), game.game_id(), events, at, signer).remove(0)
     }
 
     #[test]
-    fn a_log_that_follows_on_does_not_fork_even_with_a_record_stored_twice() {
+    fn a_log_that_follows_on_does_not_fork_even_with_a_record_stored_twice_or_a_forgery() {
         let (mut game, mut stored) = started(1);
-        let one = note(&game, "one", 2_000);
+        let one = note(&game, "one", 2_000, &hall());
+        let forged = note(&game, "forged", 2_000, &RecordSigner::from_seed([9; 32]));
         game.apply(&one).expect("follows");
         stored.push((2, one.encode_to_vec()));
-        stored.push((3, one.encode_to_vec()));
-        assert_eq!(find_fork(game.game_id(), &stored), None);
+        stored.push((3, forged.encode_to_vec()));
+        stored.push((4, one.encode_to_vec()));
+        assert_eq!(find_fork(game.game_id(), &stored, &trusted()), None);
+        assert_eq!(follows_on(game.game_id(), &stored, &trusted()), Ok(2));
     }
 
     #[test]
@@ -217,12 +231,14 @@ mod tests {
         let game_id = game.game_id().to_owned();
         // Two notes numbered 2 beside each other; each goes on with a record of its own.
         let (mut a, mut b) = (game.clone(), game.clone());
-        let a2 = note(&a, "one", 2_000);
-        let b2 = note(&b, "another", 2_100);
+        let a2 = note(&a, "one", 2_000, &hall());
+        let b2 = note(&b, "another", 2_100, &hall());
         a.apply(&a2).expect("follows");
         b.apply(&b2).expect("follows");
-        let a3 = note(&a, "after one", 3_000);
-        let b3 = note(&b, "after another", 3_100);
+        let a3 = note(&a, "after one", 3_000, &hall());
+        let b3 = note(&b, "after another", 3_100, &hall());
+        // A third note numbered 2 that no trusted key signed: no branch.
+        let forged = note(&game, "forged", 2_200, &RecordSigner::from_seed([9; 32]));
         // Another game's record and a copy of b2 in between.
         let (_, other_stored) = started(2);
         stored.extend([
@@ -231,9 +247,10 @@ mod tests {
             (4, other_stored[0].1.clone()),
             (5, b3.encode_to_vec()),
             (6, b2.encode_to_vec()),
-            (7, a3.encode_to_vec()),
+            (7, forged.encode_to_vec()),
+            (8, a3.encode_to_vec()),
         ]);
-        let fork = find_fork(&game_id, &stored).expect("a fork");
+        let fork = find_fork(&game_id, &stored, &trusted()).expect("a fork");
         assert_eq!(fork.game_seq, 2);
         let seqs: Vec<Vec<Vec<u64>>> = fork
             .branches
@@ -242,17 +259,19 @@ mod tests {
             .collect();
         assert_eq!(
             seqs,
-            vec![vec![vec![2], vec![7]], vec![vec![3, 6], vec![5]]]
+            vec![vec![vec![2], vec![8]], vec![vec![3, 6], vec![5]]]
         );
         assert!(fork.branches[0].records[0].words.contains("one"));
+        assert!(follows_on(&game_id, &stored, &trusted()).is_err());
         assert_eq!(fork.removed_keeping(2), Ok(vec![3, 5, 6]));
-        assert_eq!(fork.removed_keeping(3), Ok(vec![2, 7]));
-        assert_eq!(fork.removed_keeping(5), Err(ForkError::NotABranch(5)));
-        // What remains after keeping the first branch follows on.
+        assert_eq!(fork.removed_keeping(3), Ok(vec![2, 8]));
+        assert_eq!(fork.removed_keeping(7), Err(ForkError::NotABranch(7)));
+        // What remains after keeping the second branch follows on.
         let kept: Vec<(u64, Vec<u8>)> = stored
             .into_iter()
-            .filter(|(seq, _)| ![3, 5, 6].contains(seq))
+            .filter(|(seq, _)| ![2, 8].contains(seq))
             .collect();
-        assert_eq!(find_fork(&game_id, &kept), None);
+        assert_eq!(find_fork(&game_id, &kept, &trusted()), None);
+        assert_eq!(follows_on(&game_id, &kept, &trusted()), Ok(3));
     }
 }

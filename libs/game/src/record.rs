@@ -218,3 +218,36 @@ impl Game {
         Ok(())
     }
 }
+
+/// The messages among `stored` (stream sequence and payload, in stream order) that are records
+/// of game `game_id` every reader would take: decodable, hash intact, signed by a key of
+/// `trusted` ([`Game::read_stored`]). Whether they follow on is not checked.
+pub fn trusted_records_of(
+    game_id: &str,
+    stored: &[(u64, Vec<u8>)],
+    trusted: &TrustedKeys,
+) -> Vec<(u64, OpenedRecord)> {
+    stored
+        .iter()
+        .filter_map(|(stream_seq, payload)| {
+            let opened = Game::read_stored(payload, trusted, false).ok()?;
+            (opened.event.game_id == game_id).then_some((*stream_seq, opened))
+        })
+        .collect()
+}
+
+/// Where a game's log forks: the first number that two different records of `records` (as
+/// [`trusted_records_of`] gives them) hold. A record stored twice is not a fork.
+pub fn fork_point(records: &[(u64, OpenedRecord)]) -> Option<u64> {
+    let mut first_hash: std::collections::HashMap<u64, &[u8]> = Default::default();
+    records
+        .iter()
+        .filter(|(_, opened)| {
+            let seen = *first_hash
+                .entry(opened.event.game_seq)
+                .or_insert(opened.record.hash.as_slice());
+            seen != opened.record.hash.as_slice()
+        })
+        .map(|(_, opened)| opened.event.game_seq)
+        .min()
+}

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use async_nats::jetstream;
 use base64::Engine as _;
-use boardcast_appeal::fork::{Fork, find_fork};
+use boardcast_appeal::fork::{Fork, find_fork, follows_on};
+use boardcast_game::signing::TrustedKeys;
 use boardcast_kit::nats::GAMES_STREAM;
 
 #[derive(clap::Args, Debug)]
@@ -28,11 +29,13 @@ enum ForkCommand {
         #[command(flatten)]
         log: LogArgs,
     },
-    /// Keep one branch of a game's forked log: the records of the other branches are written,
-    /// exactly as stored, to a file, then removed from the log. The game service reads the game
-    /// again at its next decision (or within a minute) and goes on from the branch kept; the
-    /// broadcast and arbiter services read it again at its next record. Needs the admin's NATS
-    /// URL (`boardcast nats-config --print-url admin`).
+    /// Keep one branch of a game's forked log: the records of the other branches (each one's
+    /// bytes as stored, with its stream sequence) are written to a file, then removed from the
+    /// log, the last first. The game service reads the game again at its next decision (or
+    /// within a minute) and goes on from the branch kept; the broadcast and arbiter services
+    /// read it again at its next record. Needs the admin's NATS URL (`boardcast nats-config
+    /// --print-url admin`). One operator at a time: two keeping different branches at once
+    /// would remove both.
     Keep {
         /// The game, as the game service names it.
         game_id: String,
@@ -56,16 +59,30 @@ struct LogArgs {
         default_value = "nats://127.0.0.1:4222"
     )]
     nats: String,
+    /// Only records signed by these keys count, as for every reader of the log: a record no
+    /// trusted key signed (a forgery) makes no branch and is never kept.
+    #[command(flatten)]
+    trust: boardcast_kit::signing::TrustArgs,
 }
 
 pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
     match args.command {
         ForkCommand::Show { game_id, log } => {
+            let trusted = log.trust.load()?;
             let (_, stored) = read(&log.nats, &game_id).await?;
-            match find_fork(&game_id, &stored) {
-                None => println!(
-                    "the log of game {game_id} does not fork ({} messages on its subject)",
+            let taken = boardcast_game::trusted_records_of(&game_id, &stored, &trusted).len();
+            if taken < stored.len() {
+                println!(
+                    "{} of the {} messages on the subject of game {game_id} are not records of \
+                     it that a trusted key signed: left aside, as every reader leaves them",
+                    stored.len() - taken,
                     stored.len()
+                );
+            }
+            match find_fork(&game_id, &stored, &trusted) {
+                None => println!(
+                    "the log of game {game_id} does not fork ({taken} records): {}",
+                    following(follows_on(&game_id, &stored, &trusted))
                 ),
                 Some(fork) => print_fork(&game_id, &fork),
             }
@@ -76,7 +93,7 @@ pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
             branch,
             save,
             log,
-        } => keep(&log.nats, &game_id, branch, &save).await,
+        } => keep(&log.nats, &log.trust.load()?, &game_id, branch, &save).await,
     }
 }
 
@@ -132,9 +149,23 @@ fn print_fork(game_id: &str, fork: &Fork) {
     );
 }
 
-async fn keep(nats: &str, game_id: &str, kept: u64, save: &Path) -> anyhow::Result<()> {
+/// How a game's records follow on, in words.
+fn following(followed: Result<u64, String>) -> String {
+    match followed {
+        Ok(last) => format!("its records follow on, up to record {last}"),
+        Err(e) => format!("its records do not follow on: {e}"),
+    }
+}
+
+async fn keep(
+    nats: &str,
+    trusted: &TrustedKeys,
+    game_id: &str,
+    kept: u64,
+    save: &Path,
+) -> anyhow::Result<()> {
     let (stream, stored) = read(nats, game_id).await?;
-    let fork = find_fork(game_id, &stored)
+    let fork = find_fork(game_id, &stored, trusted)
         .with_context(|| format!("the log of game {game_id} does not fork: nothing removed"))?;
     let removed = fork
         .removed_keeping(kept)
@@ -145,7 +176,9 @@ async fn keep(nats: &str, game_id: &str, kept: u64, save: &Path) -> anyhow::Resu
         removed.len(),
         save.display()
     );
-    for seq in &removed {
+    // The last first: stopped part way (a connection lost), the branch's first record is still
+    // there, and `show` and `keep` find the fork again.
+    for seq in removed.iter().rev() {
         stream.delete_message(*seq).await.with_context(|| {
             format!(
                 "removing stream sequence {seq} from {GAMES_STREAM} (the admin's NATS URL is \
@@ -155,19 +188,26 @@ async fn keep(nats: &str, game_id: &str, kept: u64, save: &Path) -> anyhow::Resu
         })?;
     }
     let (_, after) = read(nats, game_id).await?;
-    match find_fork(game_id, &after) {
-        None => eprintln!(
-            "removed {} records: the log of game {game_id} follows on from branch {kept}",
+    if let Some(again) = find_fork(game_id, &after, trusted) {
+        eprintln!(
+            "removed {} records; the log of game {game_id} forks again further on:",
             removed.len()
-        ),
-        Some(again) => {
-            eprintln!(
-                "removed {} records; the log of game {game_id} forks again further on:",
-                removed.len()
-            );
-            print_fork(game_id, &again);
-        }
+        );
+        print_fork(game_id, &again);
+        return Ok(());
     }
+    let followed = follows_on(game_id, &after, trusted);
+    let ok = followed.is_ok();
+    eprintln!(
+        "removed {} records, keeping branch {kept}: {}",
+        removed.len(),
+        following(followed)
+    );
+    anyhow::ensure!(
+        ok,
+        "the log of game {game_id} still does not follow on; the game service refuses to decide \
+         on it until it does"
+    );
     Ok(())
 }
 

@@ -412,8 +412,8 @@ struct PartitionState {
     recent: std::collections::VecDeque<Delivery>,
     /// When this instance last asked the partition stream's leader to step down before
     /// recording a gap (see [`GapOpen::LeaderMayLack`]): at most once per
-    /// `LEADER_ASK_INTERVAL`, so that a board that really lost observations does not keep its
-    /// partition electing.
+    /// `LEADER_ASK_INTERVAL` per instance, so that a board that really lost observations does
+    /// not keep its partition electing.
     leader_asked_at: Option<std::time::Instant>,
 }
 
@@ -591,10 +591,11 @@ async fn handle(
                 stream_seq,
                 GapWait {
                     waited: attempts.gap_waited(),
-                    may_ask_leader: replicated(stream)
-                        && state
-                            .leader_asked_at
-                            .is_none_or(|at| at.elapsed() >= LEADER_ASK_INTERVAL),
+                    leader: match state.leader_asked_at.map(|at| at.elapsed()) {
+                        _ if !replicated(stream) => LeaderAsk::Alone,
+                        Some(ago) if ago < LEADER_ASK_INTERVAL => LeaderAsk::AskedAgo(ago),
+                        _ => LeaderAsk::Due,
+                    },
                 },
             )
             .await;
@@ -611,11 +612,9 @@ async fn handle(
                 }
                 Err(GapOpen::LeaderMayLack { missing }) => {
                     state.leader_asked_at = Some(std::time::Instant::now());
-                    let name = &stream.cached_info().config.name;
+                    let name = stream.cached_info().config.name.clone();
                     tracing::warn!(%board, seq = observation.device_seq, missing, stream = %name, "observations still missing: asking the stream's leader to step down and searching again on the next one before recording them as missing");
-                    if let Err(e) = boardcast_kit::nats::step_down_stream_leader(js, name).await {
-                        tracing::warn!("{e:#}");
-                    }
+                    ask_leader_to_step_down(js.clone(), name);
                     crate::metrics::observation("retried");
                     return nak_after(message, GAP_RECHECK).await;
                 }
@@ -962,6 +961,10 @@ const GAP_RECHECK: Duration = Duration::from_millis(500);
 /// At most how often a partition stream's leader is asked to step down before a gap is recorded.
 const LEADER_ASK_INTERVAL: Duration = Duration::from_secs(60);
 
+/// How long after asking a stream's leader to step down a gap is still waited on: a leader just
+/// elected may still be applying what it holds, and answer "no message" for it meanwhile.
+const NEW_LEADER_SETTLES: Duration = Duration::from_secs(10);
+
 /// Why a gap was left open for now.
 enum GapOpen {
     /// Observations are missing, but recently: wait for the board to re-send them.
@@ -987,8 +990,30 @@ impl From<String> for GapOpen {
 struct GapWait {
     /// Since this instance first found them missing.
     waited: Duration,
-    /// Whether the stream's leader may be asked to step down before they are recorded missing.
-    may_ask_leader: bool,
+    leader: LeaderAsk,
+}
+
+/// Where the partition stream's leader stands for a gap (see [`GapOpen::LeaderMayLack`]).
+#[derive(Clone, Copy)]
+enum LeaderAsk {
+    /// The stream has no replicas: there is no other leader to ask.
+    Alone,
+    /// Not asked to step down within `LEADER_ASK_INTERVAL`: asked before a gap is recorded.
+    Due,
+    /// Asked that long ago.
+    AskedAgo(Duration),
+}
+
+/// Asks stream `name`'s leader to step down, without waiting for the answer (the partition
+/// waits for the new leader anyway: see `NEW_LEADER_SETTLES`).
+fn ask_leader_to_step_down(js: jetstream::Context, name: String) {
+    crate::metrics::leader_step_down_asked(&name);
+    tokio::spawn(async move {
+        match boardcast_kit::nats::step_down_stream_leader(&js, &name).await {
+            Ok(()) => tracing::info!(stream = %name, "the stream's leader stepped down"),
+            Err(e) => tracing::warn!("{e:#}"),
+        }
+    });
 }
 
 /// Whether `stream` has replicas (a leader that may lack what they hold).
@@ -1048,11 +1073,15 @@ async fn close_gap(
             .await?;
     }
     let missing = found.unaccounted(&gap.wanted);
-    if missing > 0 && found.complete && wait.waited < GAP_PATIENCE {
-        return Err(GapOpen::Waiting { missing });
-    }
-    if missing > 0 && found.complete && wait.may_ask_leader {
-        return Err(GapOpen::LeaderMayLack { missing });
+    if missing > 0 && found.complete {
+        match wait.leader {
+            _ if wait.waited < GAP_PATIENCE => return Err(GapOpen::Waiting { missing }),
+            LeaderAsk::Due => return Err(GapOpen::LeaderMayLack { missing }),
+            LeaderAsk::AskedAgo(ago) if ago < NEW_LEADER_SETTLES => {
+                return Err(GapOpen::Waiting { missing });
+            }
+            LeaderAsk::AskedAgo(_) | LeaderAsk::Alone => {}
+        }
     }
     if missing > 0 {
         // What was searched, for whoever checks a hole recorded below.

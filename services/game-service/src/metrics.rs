@@ -4,9 +4,10 @@
 //! - `boardcast_records_appended_total`: records this instance appended to the game log;
 //! - `boardcast_append_conflicts_total`: appends refused because the log had moved on (another
 //!   instance, or another partition of this one, appended first): each is caught up and retried;
-//! - `boardcast_leader_step_downs_asked_total`: times this instance asked the game log's leader to
-//!   step down because it acknowledged no append for longer than an election (see
-//!   `silent_leader`);
+//! - `boardcast_leader_step_downs_asked_total{stream}`: times this instance asked a stream's
+//!   leader to step down: the game log's because it acknowledged no append for longer than an
+//!   election (see `silent_leader`), an observation stream's before a gap in a board's
+//!   observations is recorded (see `ingest::GapOpen::LeaderMayLack`);
 //! - `boardcast_observation_applied_seconds`: from an observation's arrival in NATS to its events
 //!   stored in the game log and the observation acknowledged (a histogram);
 //! - `boardcast_ingest_lag{partition}`: observations of the partition waiting behind the one
@@ -131,8 +132,10 @@ pub fn append_conflict() {
     INSTRUMENTS.append_conflicts.add(1, &[]);
 }
 
-pub fn leader_step_down_asked() {
-    INSTRUMENTS.leader_step_downs_asked.add(1, &[]);
+pub fn leader_step_down_asked(stream: &str) {
+    INSTRUMENTS
+        .leader_step_downs_asked
+        .add(1, &[KeyValue::new("stream", stream.to_owned())]);
 }
 
 /// This standby instance began to consume `partition`.

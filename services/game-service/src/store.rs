@@ -1144,37 +1144,50 @@ impl Store {
     }
 
     /// For game `game_id`, nothing of which is folded here although its subject holds records
-    /// up to what is folded (its first record was refused): where the subject ends, when every
-    /// record on it is one the fold skips (not a record of the game by a trusted key: a forgery,
-    /// say). When one is the game's, the game is read again whole (put behind first) and `None`
-    /// returned: it exists, and the decision is made afresh.
+    /// up to what is folded (its first record was refused): where the subject ends, when no
+    /// record on it is one of the game's that a trusted key signed (a forgery, say, which every
+    /// reader skips). When its first record is there, the game is read again whole (put behind
+    /// first) and `None` returned: it exists, and the decision is made afresh. Later records of
+    /// the game without a first one that can start it: an error, for an operator.
     async fn subject_end_without_game(
         &self,
         alone: &Turn<'_>,
         game_id: &str,
     ) -> Result<Option<u64>, AppendError> {
         let up_to = self.read().folded_seq();
-        let on_subject = game_log::game_records(&self.stream, game_id, up_to)
+        let on_subject: Vec<(u64, Vec<u8>)> = game_log::game_records(&self.stream, game_id, up_to)
             .await
-            .map_err(|e| unavailable(game_id, e))?;
-        let trusted = self.trusted_keys();
-        let first_of_game = on_subject.iter().find(|(_, payload)| {
-            Game::read_stored(payload, &trusted, false)
-                .is_ok_and(|opened| opened.event().game_id == game_id)
-        });
-        if let Some(&(seq, _)) = first_of_game {
-            tracing::warn!(
-                game = %game_id,
-                stream_seq = seq,
-                "the game's log holds a record not folded here: reading it again"
-            );
-            self.write().put_behind(game_id, seq);
-            self.read_again_if_behind(alone, game_id).await?;
-            return Ok(None);
+            .map_err(|e| unavailable(game_id, e))?
+            .into_iter()
+            .map(|(seq, payload)| (seq, payload.to_vec()))
+            .collect();
+        let of_game =
+            boardcast_game::trusted_records_of(game_id, &on_subject, &self.trusted_keys());
+        let first = of_game
+            .iter()
+            .find(|(_, opened)| Game::from_first_opened(opened).is_ok());
+        match (first, of_game.first()) {
+            (Some(&(seq, _)), _) => {
+                tracing::warn!(
+                    game = %game_id,
+                    stream_seq = seq,
+                    "the game's log holds a record not folded here: reading it again"
+                );
+                self.write().put_behind(game_id, seq);
+                self.read_again_if_behind(alone, game_id).await?;
+                Ok(None)
+            }
+            (None, Some(&(seq, _))) => Err(failed(
+                game_id,
+                format!(
+                    "its log holds records of it (from stream sequence {seq}) but no first \
+                     record that can start it; an operator must look (`boardcast fork show`)"
+                ),
+            )),
+            // Nothing there (all of it past what is folded: the next refusal catches up), or
+            // nothing of the game.
+            (None, None) => Ok(Some(on_subject.last().map_or(0, |&(seq, _)| seq))),
         }
-        // Nothing there (all of it past what is folded: the next refusal catches up) or nothing
-        // of the game.
-        Ok(Some(on_subject.last().map_or(0, |&(seq, _)| seq)))
     }
 
     /// Whether a record with `prev_hash` and `game_seq` continues game `game_id` as folded.
@@ -1327,7 +1340,7 @@ impl Store {
 
     /// Asks the game log's leader to step down, without waiting for the answer.
     fn ask_leader_to_step_down(&self) {
-        crate::metrics::leader_step_down_asked();
+        crate::metrics::leader_step_down_asked(GAMES_STREAM);
         let js = self.js.clone();
         tokio::spawn(async move {
             match boardcast_kit::nats::step_down_stream_leader(&js, GAMES_STREAM).await {
@@ -1565,7 +1578,11 @@ impl Store {
             .into_iter()
             .map(|(seq, payload)| (seq, payload.to_vec()))
             .collect();
-        let forked = forks_at(&records);
+        let forked = boardcast_game::fork_point(&boardcast_game::trusted_records_of(
+            game_id,
+            &records,
+            &self.trusted_keys(),
+        ));
         self.write().refolded(game_id, records).map_err(|e| {
             let reason = format!(
                 "the log of game {game_id} does not follow on from stream sequence {from}, read \
@@ -1789,22 +1806,6 @@ enum Unread {
     /// For good: the log holds two records with one number, or a record has been missing for
     /// longer than `BEHIND_FOR_GOOD`.
     ForGood(String),
-}
-
-/// The first record number that `records` (one game's, as stored) hold twice with different
-/// content (the same record stored twice is only a copy).
-fn forks_at(records: &[(u64, Vec<u8>)]) -> Option<u64> {
-    let mut numbers = std::collections::HashMap::new();
-    records
-        .iter()
-        .filter_map(|(_, bytes)| GameEventRecord::decode(bytes.as_slice()).ok())
-        .filter_map(|record| Some((Game::open_record(&record).ok()?.game_seq, record.hash)))
-        .find(|(game_seq, hash)| {
-            numbers
-                .insert(*game_seq, hash.clone())
-                .is_some_and(|earlier| earlier != *hash)
-        })
-        .map(|(game_seq, _)| game_seq)
 }
 
 /// Rebuilds the games of a snapshot, after checking that the log still holds, at the snapshot's
