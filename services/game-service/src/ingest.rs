@@ -1024,8 +1024,9 @@ fn replicated(stream: &Stream) -> bool {
 /// Accounts for the board's `device_seq`s between `known` and `observation`: those in the stream
 /// before it were handled already and are decided again, in order (see the module comment);
 /// those published after it are decided now, in order; the rest were not found and, once the
-/// gap is no longer recent (and, if `may_ask_leader`, after the stream's leader was asked to
-/// step down: see [`GapOpen::LeaderMayLack`]), are recorded as missing in the game's log.
+/// gap is no longer recent (and, on replicated streams, the stream's leader was asked to step
+/// down and its successor had time to settle: see [`GapOpen::LeaderMayLack`]), are recorded as
+/// missing in the game's log.
 async fn close_gap(
     stream: &Stream,
     store: &Store,
