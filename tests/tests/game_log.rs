@@ -1203,7 +1203,98 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    client.act(enter(whole, "e4")).await?;
+
+    // A game whose log forks on its last record, mended: no record of it comes any more, and
+    // the broadcast and the dashboard still show the branch kept.
+    let last_forked = whole;
+    let mut game: Option<Game> = None;
+    for (_, payload) in &records_of(last_forked.clone()).await? {
+        let record = GameEventRecord::decode(payload.as_ref())?;
+        match &mut game {
+            Some(game) => game.apply(&record)?,
+            None => game = Some(Game::from_first_record(&record)?),
+        }
+    }
+    let game = game.context("the game's records")?;
+    let mut starts = Vec::new();
+    for san in ["e4", "d4"] {
+        let action = ArbiterAction {
+            action: Some(Action::Move(EnterMove { san: san.into() })),
+            ..Default::default()
+        };
+        let events = game.decide_arbiter(&action, "intruder", san)?;
+        let records = Game::record_signed(Some(&game), game.game_id(), events, 1_000, &signer);
+        for (i, record) in records.iter().enumerate() {
+            let ack = js
+                .publish(game_subject(last_forked), record.encode_to_vec().into())
+                .await?
+                .await?;
+            if i == 0 {
+                starts.push(ack.sequence);
+            }
+        }
+    }
+    let last_pgn = broadcast.url(&format!("/games/{last_forked}.pgn"));
+    let shows = |wanted: &'static str| {
+        let url = last_pgn.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+            loop {
+                let text = reqwest::get(&url).await?.text().await?;
+                if text.contains(wanted) {
+                    return anyhow::Ok(());
+                }
+                anyhow::ensure!(
+                    tokio::time::Instant::now() < deadline,
+                    "the feed never showed {wanted:?}: {text}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    shows("1. e4").await?;
+    let dashboard_state = |wanted: &'static str| {
+        let session = &session;
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+            loop {
+                let detail = session.get(&format!("/api/games/{last_forked}")).await?;
+                if detail["board"]["state"] == wanted {
+                    return anyhow::Ok(detail);
+                }
+                anyhow::ensure!(
+                    tokio::time::Instant::now() < deadline,
+                    "the dashboard never showed the game {wanted}: {detail}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    dashboard_state("damaged").await?;
+    let save_last = dir.path().join("removed-last.json");
+    let d4 = starts[1].to_string();
+    let save_last_arg = save_last.to_string_lossy().into_owned();
+    let (ok, out) = boardcast_cli(
+        &[
+            &[
+                "fork",
+                "keep",
+                last_forked,
+                "--branch",
+                &d4,
+                "--save",
+                &save_last_arg,
+                "--nats",
+                &nats_url,
+            ],
+            &trust[..],
+        ]
+        .concat(),
+    )?;
+    assert!(ok, "{out}");
+    shows("1. d4").await?;
+    let detail = dashboard_state("playing").await?;
+    assert_eq!(detail["board"]["last_move"], "1. d4", "{detail}");
     Ok(())
 }
 

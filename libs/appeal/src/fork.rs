@@ -3,8 +3,9 @@
 //! branches that follow each record, and which stored messages keeping one branch removes.
 //! Pure: the caller reads the log and removes the messages.
 
+pub use boardcast_game::follows_on;
 use boardcast_game::signing::TrustedKeys;
-use boardcast_game::{Game, fork_point, trusted_records_of, wording};
+use boardcast_game::{fork_point, trusted_records_of, wording};
 
 /// One record of a branch as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,33 +128,9 @@ pub fn find_fork(game_id: &str, stored: &[(u64, Vec<u8>)], trusted: &TrustedKeys
     Some(Fork { game_seq, branches })
 }
 
-/// Whether game `game_id`'s records among `stored` follow on as every reader folds them (a
-/// record bad in itself left aside, a copy of one taken once): the number of the last, or where
-/// they stop following on.
-pub fn follows_on(
-    game_id: &str,
-    stored: &[(u64, Vec<u8>)],
-    trusted: &TrustedKeys,
-) -> Result<u64, String> {
-    let mut game: Option<Game> = None;
-    let mut folded_hashes: std::collections::HashSet<Vec<u8>> = Default::default();
-    for (stream_seq, opened) in trusted_records_of(game_id, stored, trusted) {
-        if !folded_hashes.insert(opened.record().hash.clone()) {
-            // A copy of a record folded already.
-            continue;
-        }
-        let folded = match &mut game {
-            Some(g) => g.apply_opened(&opened),
-            None => Game::from_first_opened(&opened).map(|g| game = Some(g)),
-        };
-        folded.map_err(|e| format!("stream sequence {stream_seq}: {e}"))?;
-    }
-    game.map(|g| g.last_game_seq())
-        .ok_or_else(|| format!("no record of game {game_id} in the log"))
-}
-
 #[cfg(test)]
 mod tests {
+    use boardcast_game::Game;
     use boardcast_game::events::{
         Annotation, ArbiterAction, GameEventRecord, GameStarted, Player, TimeControl, TimePeriod,
         arbiter_action::Action,

@@ -233,8 +233,19 @@ impl Feeds {
                 })?;
         match self.games.get_mut(&event.game_id) {
             Some(game) => {
-                // Delivered again (the log re-read from an older position): already taken.
                 if event.game_seq <= game.last_game_seq {
+                    // Another record with the number of the last one taken: refused as any
+                    // record no trusted key signed, or else the log forks there.
+                    if event.game_seq == game.last_game_seq && head != game.chain_head {
+                        self.trusted
+                            .check(record, event.game_seq, game.signed)
+                            .map_err(GameError::from)?;
+                        return Err(FeedError::BrokenChain {
+                            game_id: event.game_id,
+                            game_seq: event.game_seq,
+                        });
+                    }
+                    // Delivered again (the log re-read from an older position): already taken.
                     return Ok(());
                 }
                 let expected = game.last_game_seq.saturating_add(1);

@@ -227,11 +227,17 @@ pub fn trusted_records_of(
     stored: &[(u64, Vec<u8>)],
     trusted: &TrustedKeys,
 ) -> Vec<(u64, OpenedRecord)> {
+    // As the readers take them: no unsigned record once the game holds a signed one.
+    let mut signed_seen = false;
     stored
         .iter()
         .filter_map(|(stream_seq, payload)| {
-            let opened = Game::read_stored(payload, trusted, false).ok()?;
-            (opened.event.game_id == game_id).then_some((*stream_seq, opened))
+            let opened = Game::read_stored(payload, trusted, signed_seen).ok()?;
+            if opened.event.game_id != game_id {
+                return None;
+            }
+            signed_seen |= !opened.record.signature.is_empty();
+            Some((*stream_seq, opened))
         })
         .collect()
 }
@@ -250,4 +256,29 @@ pub fn fork_point(records: &[(u64, OpenedRecord)]) -> Option<u64> {
         })
         .map(|(_, opened)| opened.event.game_seq)
         .min()
+}
+
+/// Whether game `game_id`'s records among `stored` follow on as every reader folds them (a
+/// record bad in itself left aside, a copy of one taken once): the number of the last, or where
+/// they stop following on.
+pub fn follows_on(
+    game_id: &str,
+    stored: &[(u64, Vec<u8>)],
+    trusted: &TrustedKeys,
+) -> Result<u64, String> {
+    let mut game: Option<Game> = None;
+    let mut folded_hashes: std::collections::HashSet<Vec<u8>> = Default::default();
+    for (stream_seq, opened) in trusted_records_of(game_id, stored, trusted) {
+        if !folded_hashes.insert(opened.record().hash.clone()) {
+            // A copy of a record folded already.
+            continue;
+        }
+        let folded = match &mut game {
+            Some(g) => g.apply_opened(&opened),
+            None => Game::from_first_opened(&opened).map(|g| game = Some(g)),
+        };
+        folded.map_err(|e| format!("stream sequence {stream_seq}: {e}"))?;
+    }
+    game.map(|g| g.last_game_seq())
+        .ok_or_else(|| format!("no record of game {game_id} in the log"))
 }

@@ -558,6 +558,18 @@ impl Games {
         self.write().status = status;
     }
 
+    /// The games whose log is damaged, with the keys their records are checked against.
+    fn damaged(&self) -> (Vec<String>, TrustedKeys) {
+        let state = self.read();
+        let games = state
+            .games
+            .iter()
+            .filter(|(_, entry)| entry.damage.is_some())
+            .map(|(game_id, _)| game_id.to_string())
+            .collect();
+        (games, state.trusted.clone())
+    }
+
     pub fn last_stream_seq(&self) -> u64 {
         self.read().last_stream_seq
     }
@@ -1035,6 +1047,35 @@ fn fold_record_into(
     }
 }
 
+/// How often a game whose log is damaged is read again.
+const READ_AGAIN_DAMAGED: Duration = Duration::from_secs(10);
+
+/// Reads the damaged games' logs again and folds afresh those that now follow on: an operator
+/// may have mended one (`boardcast fork keep`), and a game that gets no further record would
+/// otherwise stay shown damaged. Those that still do not follow on are left as they are (folding
+/// them again would announce their alerts again).
+async fn read_damaged_again(stream: &jetstream::stream::Stream, games: &Games) {
+    let (damaged, trusted) = games.damaged();
+    for game_id in damaged {
+        let up_to = games.last_stream_seq();
+        let records = match game_log::game_records(stream, &game_id, up_to).await {
+            Ok(records) => records,
+            Err(e) => {
+                tracing::warn!(game = %game_id, "{e}; trying again later");
+                continue;
+            }
+        };
+        let records: Vec<(u64, Vec<u8>)> = records
+            .into_iter()
+            .map(|(seq, payload)| (seq, payload.to_vec()))
+            .collect();
+        if boardcast_game::follows_on(&game_id, &records, &trusted).is_ok() {
+            tracing::info!(game = %game_id, up_to, "the game's damaged log, read again, follows on: shown as it holds it");
+            games.fold_read_again(&game_subject(&game_id), &records);
+        }
+    }
+}
+
 /// Waits until the game log's stream exists. This service never creates it: it may lack the
 /// right to, and a stream created here with the wrong settings would be worse than waiting.
 async fn wait_for_stream(js: &jetstream::Context, games: &Games) -> jetstream::stream::Stream {
@@ -1089,7 +1130,20 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
     let mut caught_up = false;
     let mut errors_in_a_row = 0;
     let mut to_read_again = std::collections::BTreeSet::new();
-    while let Some(message) = messages.next().await {
+    let mut damaged_again = tokio::time::interval(READ_AGAIN_DAMAGED);
+    damaged_again.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // (The log's reader keeps what it was reading when the timer comes first.)
+        let message = tokio::select! {
+            next = messages.next() => match next {
+                Some(message) => message,
+                None => break,
+            },
+            _ = damaged_again.tick() => {
+                read_damaged_again(stream, games).await;
+                continue;
+            }
+        };
         let message = match message {
             Ok(m) => m,
             Err(e @ game_log::LogError::NoPosition(_)) => {

@@ -74,7 +74,14 @@ pub struct Projection {
     nats: Option<mpsc::Sender<FeedUpdate>>,
     /// Games whose log could not be read again when they needed it: tried with the next records.
     to_read_again: Mutex<BTreeSet<String>>,
+    /// Games whose log, read again, did not follow on (forked, say): read again every
+    /// `READ_AGAIN_NOT_FOLLOWING`, so that one an operator mended (`boardcast fork keep`) is
+    /// shown as mended even when no record of it comes any more.
+    not_following_on: Mutex<BTreeSet<String>>,
 }
+
+/// How often a game whose log did not follow on is read again.
+const READ_AGAIN_NOT_FOLLOWING: Duration = Duration::from_secs(10);
 
 pub fn now_unix_ms() -> i64 {
     SystemTime::now()
@@ -110,6 +117,7 @@ impl Projection {
             changed: Notify::new(),
             nats,
             to_read_again: Mutex::new(BTreeSet::new()),
+            not_following_on: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -230,17 +238,30 @@ impl Projection {
                 .write()
                 .unwrap_or_else(|e| e.into_inner())
                 .read_again(&game_id, &records);
+            let mut not_following_on = self.lock_not_following_on();
             match read {
                 Ok(()) => {
+                    not_following_on.remove(&game_id);
                     tracing::info!(game = %game_id, up_to, "the game's log, read again, follows on: shown as it holds it")
                 }
                 // The display can be wrong; the log is the authority. Keep serving the rest.
                 Err(e) => {
-                    tracing::error!(game = %game_id, up_to, "the game's log, read again, does not follow on: {e}; its later records are not shown")
+                    // Logged as an error once, not at each periodic reading.
+                    if not_following_on.insert(game_id.clone()) {
+                        tracing::error!(game = %game_id, up_to, "the game's log, read again, does not follow on: {e}; its later records are not shown until it does");
+                    } else {
+                        tracing::debug!(game = %game_id, up_to, "the game's log, read again, still does not follow on: {e}");
+                    }
                 }
             }
         }
         self.release()
+    }
+
+    fn lock_not_following_on(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.not_following_on
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn lock_to_read_again(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
@@ -350,8 +371,21 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
     let mut batch = Vec::new();
     // Each message's time in the log and trace, beside `batch`.
     let mut stored = Vec::new();
+    let mut not_following_again = tokio::time::interval(READ_AGAIN_NOT_FOLLOWING);
+    not_following_again.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let next = messages.next().await;
+        // (The log's reader keeps what it was reading when the timer comes first.)
+        let next = tokio::select! {
+            next = messages.next() => next,
+            _ = not_following_again.tick() => {
+                let games = projection.lock_not_following_on().clone();
+                if !games.is_empty() {
+                    let up_to = projection.stream_seq.load(Ordering::Acquire);
+                    projection.read_again(&stream, games, up_to).await?;
+                }
+                continue;
+            }
+        };
         let message = match next {
             Some(Ok(m)) => m,
             Some(Err(e @ game_log::LogError::NoPosition(_))) => return Err(e.into()),

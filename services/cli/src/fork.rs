@@ -33,7 +33,7 @@ enum ForkCommand {
     /// bytes as stored, with its stream sequence) are written to a file, then removed from the
     /// log, the last first. The game service reads the game again at its next decision (or
     /// within a minute) and goes on from the branch kept; the broadcast and arbiter services
-    /// read it again at its next record. Needs the admin's NATS URL (`boardcast nats-config
+    /// read a game whose log did not follow on again every 10 s. Needs the admin's NATS URL (`boardcast nats-config
     /// --print-url admin`). One operator at a time: two keeping different branches at once
     /// would remove both.
     Keep {
