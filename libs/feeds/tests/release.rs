@@ -482,3 +482,55 @@ fn a_game_read_again_from_its_log_is_shown_as_the_log_holds_it() {
     // What follows is taken as usual.
     feed(&mut feeds, &game.play("d6", T0 + 5 * MINUTE));
 }
+
+#[test]
+fn another_record_with_the_last_number_is_a_fork_when_trusted_and_refused_when_not() {
+    let hall = RecordSigner::from_seed([1; 32]);
+    let intruder = RecordSigner::from_seed([2; 32]);
+    let mut feeds = Feeds::new(
+        Delays::none(),
+        TrustedKeys::new([hall.public_key().clone()]),
+    );
+    let signed = |records: &[GameEventRecord], by: &RecordSigner| -> Vec<GameEventRecord> {
+        records
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                by.sign(&mut r);
+                r
+            })
+            .collect()
+    };
+    let game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    feed(&mut feeds, &signed(&game.records, &hall));
+    // Two branches from the start: 1. e4, and 1. d4 numbered alike.
+    let (mut e4_branch, mut d4_branch) = (
+        Played {
+            game: game.game.clone(),
+            records: Vec::new(),
+        },
+        Played {
+            game: game.game.clone(),
+            records: Vec::new(),
+        },
+    );
+    let e4 = signed(&e4_branch.play("e4", T0 + 1), &hall);
+    let d4 = d4_branch.play("d4", T0 + 2);
+    feed(&mut feeds, &e4);
+    let last = d4.last().expect("a record");
+    // The same number as the last record shown: refused when no trusted key signed it…
+    let forged = signed(std::slice::from_ref(last), &intruder);
+    let refused = feeds.accept(&forged[0]).expect_err("a forgery");
+    assert_eq!(refused.game_out_of_chain(), None, "{refused}");
+    // …and a fork, to be read again, when one did.
+    let fork = signed(std::slice::from_ref(last), &hall);
+    let forked = feeds.accept(&fork[0]).expect_err("a fork");
+    assert_eq!(forked.game_out_of_chain(), Some(id.as_str()), "{forked}");
+    // The last record delivered again is still nothing new.
+    feeds
+        .accept(e4.last().expect("a record"))
+        .expect("delivered again");
+    feeds.release(T0 + 3);
+    assert_eq!(shown_moves(&feeds, &id), 1);
+}
