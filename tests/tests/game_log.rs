@@ -707,10 +707,9 @@ async fn a_reader_goes_past_only_records_removed_and_reads_a_game_again_by_seque
 /// game marked behind, so a restart from them finds it forked again rather than whole.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> anyhow::Result<()> {
-    use boardcast_kit::nats::{GAMES_STREAM, game_subject};
+    use boardcast_kit::nats::GAMES_STREAM;
     use boardcast_schema::game::v1::{
-        ActRequest, Annotation, ArbiterAction, GameEventRecord, GetGameRequest,
-        arbiter_action::Action,
+        ActRequest, Annotation, ArbiterAction, GetGameRequest, arbiter_action::Action,
     };
     let nats = TestNats::start()?;
     let dir = tempfile::tempdir()?;
@@ -744,32 +743,16 @@ async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> an
     // Two notes numbered alike, each signed with the game service's key, written beside each
     // other on the game's subject.
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    let stream = js.get_stream(GAMES_STREAM).await?;
-    let records = boardcast_kit::game_log::game_records(&stream, forked, u64::MAX).await?;
-    let mut game: Option<Game> = None;
-    for (_, payload) in &records {
-        let record = GameEventRecord::decode(payload.as_ref())?;
-        match &mut game {
-            Some(game) => game.apply(&record)?,
-            None => game = Some(Game::from_first_record(&record)?),
-        }
-    }
-    let game = game.context("the game's records")?;
+    let game = game_from_log(&js, forked).await?;
     let signer = boardcast_testkit::TestUsers::shared()?.signer()?;
-    let mut fork_seqs = Vec::new();
-    for text in ["one", "another"] {
-        let action = ArbiterAction {
-            action: Some(Action::Annotation(Annotation { text: text.into() })),
-            ..Default::default()
-        };
-        let events = game.decide_arbiter(&action, "intruder", text)?;
-        let record = Game::record_signed(Some(&game), game.game_id(), events, 1_000, &signer);
-        let ack = js
-            .publish(game_subject(forked), record[0].encode_to_vec().into())
-            .await?
-            .await?;
-        fork_seqs.push(ack.sequence);
-    }
+    let note_action = |text: &str| Action::Annotation(Annotation { text: text.into() });
+    let fork_seqs = write_beside(
+        &js,
+        &game,
+        &[note_action("one"), note_action("another")],
+        &signer,
+    )
+    .await?;
     let forked_records = |stream: jetstream::stream::Stream| async move {
         anyhow::Ok(
             boardcast_kit::game_log::game_records(&stream, forked, u64::MAX)
@@ -992,10 +975,9 @@ async fn a_forgery_on_a_new_game_s_subject_does_not_stop_its_set_up() -> anyhow:
 #[tokio::test(flavor = "multi_thread")]
 async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there()
 -> anyhow::Result<()> {
-    use boardcast_kit::nats::{GAMES_STREAM, game_subject};
+    use boardcast_kit::nats::GAMES_STREAM;
     use boardcast_schema::game::v1::{
-        ActRequest, ArbiterAction, EnterMove, GameEventRecord, GetGameRequest,
-        arbiter_action::Action,
+        ActRequest, ArbiterAction, EnterMove, GetGameRequest, arbiter_action::Action,
     };
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
@@ -1031,66 +1013,19 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
 
     // White's first move entered twice beside each other, each signed with the service's key:
     // 1. e4 first, then 1. d4.
-    let mut game: Option<Game> = None;
-    for (_, payload) in &records_of(forked.clone()).await? {
-        let record = GameEventRecord::decode(payload.as_ref())?;
-        match &mut game {
-            Some(game) => game.apply(&record)?,
-            None => game = Some(Game::from_first_record(&record)?),
-        }
-    }
-    let game = game.context("the game's records")?;
+    let move_action = |san: &str| Action::Move(EnterMove { san: san.into() });
+    let game = game_from_log(&js, forked).await?;
     let signer = boardcast_testkit::TestUsers::shared()?.signer()?;
-    let mut branch_starts = Vec::new();
-    for san in ["e4", "d4"] {
-        let action = ArbiterAction {
-            action: Some(Action::Move(EnterMove { san: san.into() })),
-            ..Default::default()
-        };
-        let events = game.decide_arbiter(&action, "intruder", san)?;
-        let records = Game::record_signed(Some(&game), game.game_id(), events, 1_000, &signer);
-        for (i, record) in records.iter().enumerate() {
-            let ack = js
-                .publish(game_subject(forked), record.encode_to_vec().into())
-                .await?
-                .await?;
-            if i == 0 {
-                branch_starts.push(ack.sequence);
-            }
-        }
-    }
-    let (e4_branch, d4_branch) = (branch_starts[0], branch_starts[1]);
+    let [e4_branch, d4_branch] =
+        write_beside(&js, &game, &[move_action("e4"), move_action("d4")], &signer).await?[..]
+    else {
+        anyhow::bail!("two branches");
+    };
     // And a third 1. c4 that no trusted key signed: a forgery, which makes no branch.
-    let action = ArbiterAction {
-        action: Some(Action::Move(EnterMove { san: "c4".into() })),
-        ..Default::default()
-    };
-    let events = game.decide_arbiter(&action, "intruder", "c4")?;
     let intruder = boardcast_game::signing::RecordSigner::from_seed([66; 32]);
-    for record in Game::record_signed(Some(&game), game.game_id(), events, 1_000, &intruder) {
-        js.publish(game_subject(forked), record.encode_to_vec().into())
-            .await?
-            .await?;
-    }
+    write_beside(&js, &game, &[move_action("c4")], &intruder).await?;
     let before_keep = records_of(forked.clone()).await?;
-    let pgn_url = broadcast.url(&format!("/games/{forked}.pgn"));
-    let shown = |wanted: &'static str| {
-        let pgn_url = pgn_url.clone();
-        async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-            loop {
-                let text = reqwest::get(&pgn_url).await?.text().await?;
-                if text.contains(wanted) {
-                    return anyhow::Ok(text);
-                }
-                if tokio::time::Instant::now() > deadline {
-                    anyhow::bail!("the feed never showed {wanted:?}: {text}");
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
-    shown("1. e4").await?;
+    pgn_shows(&broadcast, forked, "1. e4").await?;
     let refused = client.act(enter(forked, "Nf6")).await;
     assert!(refused.is_err(), "a decision on a forked game: {refused:?}");
     let in_log = before_keep.len();
@@ -1186,93 +1121,27 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
         .into_inner();
     let moves: Vec<&str> = state.moves.iter().map(|m| m.san.as_str()).collect();
     assert_eq!(moves, ["d4", "Nf6"]);
-    let pgn = shown("Nf6").await?;
+    let pgn = pgn_shows(&broadcast, forked, "Nf6").await?;
     assert!(pgn.contains("1. d4") && !pgn.contains("e4"), "{pgn}");
     let session = arbiter
         .login("admin", boardcast_testkit::TEST_PASSWORD)
         .await?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let detail = session.get(&format!("/api/games/{forked}")).await?;
-        if detail["board"]["last_game_seq"].as_u64() == Some(state.last_game_seq) {
-            break;
-        }
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the dashboard never caught up: {detail}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    dashboard_shows(&session, forked, |detail| {
+        detail["board"]["last_game_seq"].as_u64() == Some(state.last_game_seq)
+    })
+    .await?;
 
     // A game whose log forks on its last record, mended: no record of it comes any more, and
     // the broadcast and the dashboard still show the branch kept.
     let last_forked = whole;
-    let mut game: Option<Game> = None;
-    for (_, payload) in &records_of(last_forked.clone()).await? {
-        let record = GameEventRecord::decode(payload.as_ref())?;
-        match &mut game {
-            Some(game) => game.apply(&record)?,
-            None => game = Some(Game::from_first_record(&record)?),
-        }
-    }
-    let game = game.context("the game's records")?;
-    let mut starts = Vec::new();
-    for san in ["e4", "d4"] {
-        let action = ArbiterAction {
-            action: Some(Action::Move(EnterMove { san: san.into() })),
-            ..Default::default()
-        };
-        let events = game.decide_arbiter(&action, "intruder", san)?;
-        let records = Game::record_signed(Some(&game), game.game_id(), events, 1_000, &signer);
-        for (i, record) in records.iter().enumerate() {
-            let ack = js
-                .publish(game_subject(last_forked), record.encode_to_vec().into())
-                .await?
-                .await?;
-            if i == 0 {
-                starts.push(ack.sequence);
-            }
-        }
-    }
-    let last_pgn = broadcast.url(&format!("/games/{last_forked}.pgn"));
-    let shows = |wanted: &'static str| {
-        let url = last_pgn.clone();
-        async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-            loop {
-                let text = reqwest::get(&url).await?.text().await?;
-                if text.contains(wanted) {
-                    return anyhow::Ok(());
-                }
-                anyhow::ensure!(
-                    tokio::time::Instant::now() < deadline,
-                    "the feed never showed {wanted:?}: {text}"
-                );
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    };
-    shows("1. e4").await?;
-    let dashboard_state = |wanted: &'static str| {
-        let session = &session;
-        async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-            loop {
-                let detail = session.get(&format!("/api/games/{last_forked}")).await?;
-                if detail["board"]["state"] == wanted {
-                    return anyhow::Ok(detail);
-                }
-                anyhow::ensure!(
-                    tokio::time::Instant::now() < deadline,
-                    "the dashboard never showed the game {wanted}: {detail}"
-                );
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    };
-    dashboard_state("damaged").await?;
+    let game = game_from_log(&js, last_forked).await?;
+    let starts = write_beside(&js, &game, &[move_action("e4"), move_action("d4")], &signer).await?;
+    pgn_shows(&broadcast, last_forked, "1. e4").await?;
+    let state_is =
+        |wanted: &'static str| move |detail: &serde_json::Value| detail["board"]["state"] == wanted;
+    dashboard_shows(&session, last_forked, state_is("damaged")).await?;
     let save_last = dir.path().join("removed-last.json");
-    let d4 = starts[1].to_string();
+    let d4 = starts.get(1).context("two branches")?.to_string();
     let save_last_arg = save_last.to_string_lossy().into_owned();
     let (ok, out) = boardcast_cli(
         &[
@@ -1292,10 +1161,108 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
         .concat(),
     )?;
     assert!(ok, "{out}");
-    shows("1. d4").await?;
-    let detail = dashboard_state("playing").await?;
+    pgn_shows(&broadcast, last_forked, "1. d4").await?;
+    let detail = dashboard_shows(&session, last_forked, state_is("playing")).await?;
     assert_eq!(detail["board"]["last_move"], "1. d4", "{detail}");
     Ok(())
+}
+
+/// Game `game_id` folded from its records in the log (they must follow on).
+async fn game_from_log(js: &jetstream::Context, game_id: &str) -> anyhow::Result<Game> {
+    use boardcast_schema::game::v1::GameEventRecord;
+    let stream = js.get_stream(boardcast_kit::nats::GAMES_STREAM).await?;
+    let mut game: Option<Game> = None;
+    for (_, payload) in boardcast_kit::game_log::game_records(&stream, game_id, u64::MAX).await? {
+        let record = GameEventRecord::decode(payload.as_ref())?;
+        match &mut game {
+            Some(game) => game.apply(&record)?,
+            None => game = Some(Game::from_first_record(&record)?),
+        }
+    }
+    game.with_context(|| format!("the records of game {game_id}"))
+}
+
+/// Writes, one after the other on `game`'s subject, the records of each of `actions` decided on
+/// `game` as it stands and signed by `signer`: branches beside each other, as a fork. Returns
+/// where each branch's first record is stored.
+async fn write_beside(
+    js: &jetstream::Context,
+    game: &Game,
+    actions: &[boardcast_schema::game::v1::arbiter_action::Action],
+    signer: &boardcast_game::signing::RecordSigner,
+) -> anyhow::Result<Vec<u64>> {
+    use boardcast_schema::game::v1::ArbiterAction;
+    let mut starts = Vec::new();
+    for action in actions {
+        let action = ArbiterAction {
+            action: Some(action.clone()),
+            ..Default::default()
+        };
+        let events = game.decide_arbiter(&action, "intruder", "fork")?;
+        let records = Game::record_signed(Some(game), game.game_id(), events, 1_000, signer);
+        for (i, record) in records.iter().enumerate() {
+            let ack = js
+                .publish(
+                    boardcast_kit::nats::game_subject(game.game_id()),
+                    record.encode_to_vec().into(),
+                )
+                .await?
+                .await?;
+            if i == 0 {
+                starts.push(ack.sequence);
+            }
+        }
+    }
+    Ok(starts)
+}
+
+/// The broadcast's PGN of game `game_id` once it holds `wanted` (within 40 s).
+async fn pgn_shows(
+    broadcast: &boardcast_testkit::BroadcastService,
+    game_id: &str,
+    wanted: &str,
+) -> anyhow::Result<String> {
+    let url = broadcast.url(&format!("/games/{game_id}.pgn"));
+    until_within(Duration::from_secs(40), || async {
+        let text = reqwest::get(&url).await?.text().await?;
+        anyhow::Ok(text.contains(wanted).then_some(text))
+    })
+    .await
+    .with_context(|| format!("the feed of {game_id} showing {wanted:?}"))
+}
+
+/// The arbiter dashboard's detail of game `game_id` once `shows` holds of it (within 40 s).
+async fn dashboard_shows(
+    session: &boardcast_testkit::arbiter::ArbiterSession,
+    game_id: &str,
+    shows: impl Fn(&serde_json::Value) -> bool,
+) -> anyhow::Result<serde_json::Value> {
+    let path = format!("/api/games/{game_id}");
+    until_within(Duration::from_secs(40), || async {
+        let detail = session.get(&path).await?;
+        anyhow::Ok(shows(&detail).then_some(detail))
+    })
+    .await
+    .with_context(|| format!("the dashboard's {path}"))
+}
+
+/// Asks `check` every 200 ms until it gives something, for at most `limit`.
+async fn until_within<T, F, Fut>(limit: Duration, mut check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(found) = check().await? {
+            return Ok(found);
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "not seen within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Runs the `boardcast` tool; whether it succeeded, with what it printed.
