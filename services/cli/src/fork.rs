@@ -69,7 +69,7 @@ pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
     match args.command {
         ForkCommand::Show { game_id, log } => {
             let trusted = log.trust.load()?;
-            let (_, stored) = read(&log.nats, &game_id).await?;
+            let stored = read(&open_log(&log.nats).await?, &game_id).await?;
             let taken = boardcast_game::trusted_records_of(&game_id, &stored, &trusted).len();
             if taken < stored.len() {
                 println!(
@@ -97,23 +97,27 @@ pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
     }
 }
 
-/// The game log stream and every message on game `game_id`'s subject.
-async fn read(
-    nats: &str,
-    game_id: &str,
-) -> anyhow::Result<(jetstream::stream::Stream, Vec<(u64, Vec<u8>)>)> {
+/// The game log stream on NATS server `nats`.
+async fn open_log(nats: &str) -> anyhow::Result<jetstream::stream::Stream> {
     let client = boardcast_kit::nats::connect(nats, "boardcast-fork").await?;
-    let js = jetstream::new(client);
-    let stream = js
+    jetstream::new(client)
         .get_stream(GAMES_STREAM)
         .await
-        .with_context(|| format!("opening the game log ({GAMES_STREAM})"))?;
-    let stored = boardcast_kit::game_log::game_records(&stream, game_id, u64::MAX)
-        .await?
-        .into_iter()
-        .map(|(seq, payload)| (seq, payload.to_vec()))
-        .collect();
-    Ok((stream, stored))
+        .with_context(|| format!("opening the game log ({GAMES_STREAM})"))
+}
+
+/// Every message on game `game_id`'s subject.
+async fn read(
+    stream: &jetstream::stream::Stream,
+    game_id: &str,
+) -> anyhow::Result<Vec<(u64, Vec<u8>)>> {
+    Ok(
+        boardcast_kit::game_log::game_records(stream, game_id, u64::MAX)
+            .await?
+            .into_iter()
+            .map(|(seq, payload)| (seq, payload.to_vec()))
+            .collect(),
+    )
 }
 
 fn print_fork(game_id: &str, fork: &Fork) {
@@ -164,7 +168,8 @@ async fn keep(
     kept: u64,
     save: &Path,
 ) -> anyhow::Result<()> {
-    let (stream, stored) = read(nats, game_id).await?;
+    let stream = open_log(nats).await?;
+    let stored = read(&stream, game_id).await?;
     let fork = find_fork(game_id, &stored, trusted)
         .with_context(|| format!("the log of game {game_id} does not fork: nothing removed"))?;
     let removed = fork
@@ -187,7 +192,7 @@ async fn keep(
             )
         })?;
     }
-    let (_, after) = read(nats, game_id).await?;
+    let after = read(&stream, game_id).await?;
     if let Some(again) = find_fork(game_id, &after, trusted) {
         eprintln!(
             "removed {} records; the log of game {game_id} forks again further on:",
