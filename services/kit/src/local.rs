@@ -113,7 +113,9 @@ pub fn wait_for_port(
     let deadline = Instant::now() + timeout;
     loop {
         process.check_running()?;
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+        if let Ok(stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+            && !connected_to_itself(&stream)
+        {
             return Ok(());
         }
         if Instant::now() > deadline {
@@ -124,6 +126,13 @@ pub fn wait_for_port(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Linux may give a connection to a port nobody listens on that very port as its own source
+/// port, and the connection then succeeds by connecting to itself (TCP simultaneous open): that
+/// is nobody listening.
+fn connected_to_itself(stream: &TcpStream) -> bool {
+    matches!((stream.local_addr(), stream.peer_addr()), (Ok(local), Ok(peer)) if local == peer)
 }
 
 /// Where `nats-server` is, or a message saying how to get it.
@@ -311,5 +320,27 @@ fn wait_healthy(
             bail!("nats-server did not become healthy within {timeout:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_connection_to_itself_is_not_a_listener() -> anyhow::Result<()> {
+        // A socket bound to the port it then connects to: what Linux does now and then when it
+        // picks the source port of a connection to a port nobody listens on.
+        let port = free_port()?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(addr)?;
+        let itself = socket.connect(addr).await?.into_std()?;
+        assert!(connected_to_itself(&itself));
+
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let listened = TcpStream::connect(listener.local_addr()?)?;
+        assert!(!connected_to_itself(&listened));
+        Ok(())
     }
 }
