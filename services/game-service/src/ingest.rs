@@ -86,6 +86,7 @@ use futures::StreamExt;
 use prost::Message as _;
 use tracing::Instrument as _;
 
+use crate::partition_leader::LeaderWatch;
 use crate::store::{AppendError, Store};
 
 /// How the observations are consumed.
@@ -341,7 +342,10 @@ async fn consume(
         .messages()
         .await
         .context("subscribing to observations")?;
-    let mut state = PartitionState::default();
+    let mut state = PartitionState {
+        leader_watch: replicated(&stream).then(|| LeaderWatch::start(stream.clone())),
+        ..Default::default()
+    };
     while let Some(message) = messages.next().await {
         let message = match message {
             Ok(m) => m,
@@ -415,6 +419,8 @@ struct PartitionState {
     /// `LEADER_ASK_INTERVAL` per instance, so that a board that really lost observations does
     /// not keep its partition electing.
     leader_asked_at: Option<std::time::Instant>,
+    /// The partition stream's leader, on a replicated stream (see [`LeaderAsk::Unchanged`]).
+    leader_watch: Option<LeaderWatch>,
 }
 
 /// How many of the partition's last deliveries [`PartitionState::stored_by`] looks back over.
@@ -582,6 +588,23 @@ async fn handle(
             if let Err(e) = message.ack_with(AckKind::Progress).await {
                 tracing::debug!("telling JetStream the observation is in hand: {e}");
             }
+            let waited = attempts.gap_waited();
+            let leader = match state.leader_asked_at.map(|at| at.elapsed()) {
+                _ if !replicated(stream) => LeaderAsk::Alone,
+                Some(ago) if ago < LEADER_ASK_INTERVAL => LeaderAsk::AskedAgo(ago),
+                // Looked at only once the board has had its time to re-send (a request).
+                _ if waited < GAP_PATIENCE => LeaderAsk::Due,
+                _ => match (&state.leader_watch, seen_here) {
+                    (Some(watch), Some(last))
+                        if last.device_seq >= known
+                            && last.stream_seq > 0
+                            && watch.led_since(stream, last.stream_seq).await =>
+                    {
+                        LeaderAsk::Unchanged
+                    }
+                    _ => LeaderAsk::Due,
+                },
+            };
             let closed = close_gap(
                 stream,
                 store,
@@ -589,14 +612,7 @@ async fn handle(
                 &observation,
                 known,
                 stream_seq,
-                GapWait {
-                    waited: attempts.gap_waited(),
-                    leader: match state.leader_asked_at.map(|at| at.elapsed()) {
-                        _ if !replicated(stream) => LeaderAsk::Alone,
-                        Some(ago) if ago < LEADER_ASK_INTERVAL => LeaderAsk::AskedAgo(ago),
-                        _ => LeaderAsk::Due,
-                    },
-                },
+                GapWait { waited, leader },
             )
             .await;
             match closed {
@@ -969,7 +985,8 @@ const NEW_LEADER_SETTLES: Duration = Duration::from_secs(10);
 enum GapOpen {
     /// Observations are missing, but recently: wait for the board to re-send them.
     Waiting { missing: u64 },
-    /// Observations are still missing, and the stream is replicated: its leader may lack them.
+    /// Observations are still missing, and the stream is replicated: its leader may lack them
+    /// (it may have changed since they were stored: see [`LeaderAsk::Unchanged`]).
     /// On nats-server 2.9, a leader elected after a node was killed was seen to lack
     /// acknowledged observations that its replicas held (each replica a different few), so
     /// before the hole is recorded the leader is asked to step down and the board's messages
@@ -1002,6 +1019,10 @@ enum LeaderAsk {
     Due,
     /// Asked that long ago.
     AskedAgo(Duration),
+    /// Not asked: the leader has led since before the board's last observation handled here
+    /// was stored, so it stored every later one itself and lacks none it acknowledged (see
+    /// `partition_leader`).
+    Unchanged,
 }
 
 /// Asks stream `name`'s leader to step down, without waiting for the answer (the partition
@@ -1024,8 +1045,9 @@ fn replicated(stream: &Stream) -> bool {
 /// Accounts for the board's `device_seq`s between `known` and `observation`: those in the stream
 /// before it were handled already and are decided again, in order (see the module comment);
 /// those published after it are decided now, in order; the rest were not found and, once the
-/// gap is no longer recent (and, on replicated streams, the stream's leader was asked to step
-/// down and its successor had time to settle: see [`GapOpen::LeaderMayLack`]), are recorded as
+/// gap is no longer recent (and, on replicated streams whose leader may have changed, the
+/// stream's leader was asked to step down and its successor had time to settle: see
+/// [`GapOpen::LeaderMayLack`]), are recorded as
 /// missing in the game's log.
 async fn close_gap(
     stream: &Stream,
@@ -1081,12 +1103,12 @@ async fn close_gap(
             LeaderAsk::AskedAgo(ago) if ago < NEW_LEADER_SETTLES => {
                 return Err(GapOpen::Waiting { missing });
             }
-            LeaderAsk::AskedAgo(_) | LeaderAsk::Alone => {}
+            LeaderAsk::AskedAgo(_) | LeaderAsk::Alone | LeaderAsk::Unchanged => {}
         }
     }
     if missing > 0 {
         // What was searched, for whoever checks a hole recorded below.
-        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(wait.waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), "gap in the board's observations: not all found");
+        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(wait.waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), leader_unchanged = matches!(wait.leader, LeaderAsk::Unchanged), "gap in the board's observations: not all found");
     }
     if !found.passed_over.is_empty() {
         tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations handled before (by another instance, before a restart, or before the game was set up): deciding them again in order");
