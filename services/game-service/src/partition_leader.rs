@@ -8,7 +8,10 @@
 //! handled here: every observation of the board after that one was stored by this leader
 //! itself, so it cannot lack one that it acknowledged. The leader is looked at every
 //! `LEADER_LOOK`; a change between two looks is seen at the second, and a look that finds none
-//! (an election going on, NATS away) forgets what was seen.
+//! (an election going on, NATS away) forgets what was seen. Not covered: a missing observation
+//! that its gateway published before the board's last one handled here (which it re-sent after
+//! a lost acknowledgement), lost by a leader change between the two; the gap is then recorded
+//! without an election.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
