@@ -125,6 +125,9 @@ impl ClusterNode {
         let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
             return false;
         };
+        if boardcast_kit::local::connected_to_itself(&stream) {
+            return false;
+        }
         let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
         let request = "GET /healthz?js-enabled-only=true HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
         let mut response = String::new();

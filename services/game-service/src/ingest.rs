@@ -383,6 +383,8 @@ struct Seen(HashMap<String, (Option<String>, SeenBoard)>);
 struct SeenBoard {
     device_seq: u64,
     stream_seq: u64,
+    /// When the message at `stream_seq` was received here.
+    received: Option<std::time::Instant>,
 }
 
 /// At most how many later messages of the same board are searched for missing `device_seq`s: a
@@ -419,7 +421,7 @@ struct PartitionState {
     /// `LEADER_ASK_INTERVAL` per instance, so that a board that really lost observations does
     /// not keep its partition electing.
     leader_asked_at: Option<std::time::Instant>,
-    /// The partition stream's leader, on a replicated stream (see [`LeaderAsk::Unchanged`]).
+    /// The partition stream's leader, on a replicated stream (see [`LeaderAsk::Due`]).
     leader_watch: Option<LeaderWatch>,
 }
 
@@ -588,23 +590,6 @@ async fn handle(
             if let Err(e) = message.ack_with(AckKind::Progress).await {
                 tracing::debug!("telling JetStream the observation is in hand: {e}");
             }
-            let waited = attempts.gap_waited();
-            let leader = match state.leader_asked_at.map(|at| at.elapsed()) {
-                _ if !replicated(stream) => LeaderAsk::Alone,
-                Some(ago) if ago < LEADER_ASK_INTERVAL => LeaderAsk::AskedAgo(ago),
-                // Looked at only once the board has had its time to re-send (a request).
-                _ if waited < GAP_PATIENCE => LeaderAsk::Due,
-                _ => match (&state.leader_watch, seen_here) {
-                    (Some(watch), Some(last))
-                        if last.device_seq >= known
-                            && last.stream_seq > 0
-                            && watch.led_since(stream, last.stream_seq).await =>
-                    {
-                        LeaderAsk::Unchanged
-                    }
-                    _ => LeaderAsk::Due,
-                },
-            };
             let closed = close_gap(
                 stream,
                 store,
@@ -612,7 +597,19 @@ async fn handle(
                 &observation,
                 known,
                 stream_seq,
-                GapWait { waited, leader },
+                GapWait {
+                    waited: attempts.gap_waited(),
+                    leader: match (
+                        &state.leader_watch,
+                        state.leader_asked_at.map(|at| at.elapsed()),
+                    ) {
+                        (None, _) => LeaderAsk::Alone,
+                        (Some(_), Some(ago)) if ago < LEADER_ASK_INTERVAL => {
+                            LeaderAsk::AskedAgo(ago)
+                        }
+                        (Some(watch), _) => LeaderAsk::Due(watch),
+                    },
+                },
             )
             .await;
             match closed {
@@ -664,8 +661,11 @@ async fn handle(
         seen.note(
             &board,
             live_game.as_deref(),
-            observation.device_seq,
-            stream_seq,
+            SeenBoard {
+                device_seq: observation.device_seq,
+                stream_seq,
+                received: Some(received),
+            },
         );
     }
     match disposition {
@@ -872,15 +872,18 @@ impl Seen {
 
     /// Keeps the board's highest `device_seq` for `game` and where it is in the stream (a copy
     /// re-sent later, with a lower `device_seq`, does not move that point).
-    fn note(&mut self, board: &str, game: Option<&str>, device_seq: u64, stream_seq: u64) {
+    fn note(&mut self, board: &str, game: Option<&str>, handled: SeenBoard) {
         let (seen_for, entry) = self.0.entry(board.to_owned()).or_default();
         if seen_for.as_deref() != game {
             *seen_for = game.map(str::to_owned);
             *entry = SeenBoard::default();
         }
-        if device_seq >= entry.device_seq {
-            entry.device_seq = device_seq;
-            entry.stream_seq = entry.stream_seq.max(stream_seq);
+        if handled.device_seq >= entry.device_seq {
+            entry.device_seq = handled.device_seq;
+            if handled.stream_seq > entry.stream_seq {
+                entry.stream_seq = handled.stream_seq;
+                entry.received = handled.received;
+            }
         }
     }
 }
@@ -979,14 +982,14 @@ const LEADER_ASK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// How long after asking a stream's leader to step down a gap is still waited on: a leader just
 /// elected may still be applying what it holds, and answer "no message" for it meanwhile.
-const NEW_LEADER_SETTLES: Duration = Duration::from_secs(10);
+pub(crate) const NEW_LEADER_SETTLES: Duration = Duration::from_secs(10);
 
 /// Why a gap was left open for now.
 enum GapOpen {
     /// Observations are missing, but recently: wait for the board to re-send them.
     Waiting { missing: u64 },
     /// Observations are still missing, and the stream is replicated: its leader may lack them
-    /// (it may have changed since they were stored: see [`LeaderAsk::Unchanged`]).
+    /// (it may have changed since they were stored: see [`LeaderAsk::Due`]).
     /// On nats-server 2.9, a leader elected after a node was killed was seen to lack
     /// acknowledged observations that its replicas held (each replica a different few), so
     /// before the hole is recorded the leader is asked to step down and the board's messages
@@ -1004,25 +1007,23 @@ impl From<String> for GapOpen {
 
 /// How far the wait for a gap's observations has gone.
 #[derive(Clone, Copy)]
-struct GapWait {
+struct GapWait<'a> {
     /// Since this instance first found them missing.
     waited: Duration,
-    leader: LeaderAsk,
+    leader: LeaderAsk<'a>,
 }
 
 /// Where the partition stream's leader stands for a gap (see [`GapOpen::LeaderMayLack`]).
 #[derive(Clone, Copy)]
-enum LeaderAsk {
+enum LeaderAsk<'a> {
     /// The stream has no replicas: there is no other leader to ask.
     Alone,
-    /// Not asked to step down within `LEADER_ASK_INTERVAL`: asked before a gap is recorded.
-    Due,
+    /// Not asked to step down within `LEADER_ASK_INTERVAL`: asked before a gap is recorded,
+    /// unless the leader (watched here) stored all of the board's observations after the last
+    /// one handled here itself, and so lacks none it acknowledged (see `partition_leader`).
+    Due(&'a LeaderWatch),
     /// Asked that long ago.
     AskedAgo(Duration),
-    /// Not asked: the leader has led since before the board's last observation handled here
-    /// was stored, so it stored every later one itself and lacks none it acknowledged (see
-    /// `partition_leader`).
-    Unchanged,
 }
 
 /// Asks stream `name`'s leader to step down, without waiting for the answer (the partition
@@ -1056,7 +1057,7 @@ async fn close_gap(
     observation: &Observation,
     known: u64,
     stream_seq: u64,
-    wait: GapWait,
+    wait: GapWait<'_>,
 ) -> Result<(), GapOpen> {
     let board = &observation.board_id;
     if stream_seq == 0 {
@@ -1096,19 +1097,38 @@ async fn close_gap(
             .await?;
     }
     let missing = found.unaccounted(&gap.wanted);
+    // Whether the gap is recorded without asking for an election: its leader stored them all.
+    let mut leader_unchanged = false;
     if missing > 0 && found.complete {
         match wait.leader {
             _ if wait.waited < GAP_PATIENCE => return Err(GapOpen::Waiting { missing }),
-            LeaderAsk::Due => return Err(GapOpen::LeaderMayLack { missing }),
+            // Looked at after the search: a leader that changed meanwhile is not taken as the
+            // one that was searched.
+            LeaderAsk::Due(watch) => {
+                let stored_them_all = match seen_here {
+                    Some(SeenBoard {
+                        device_seq,
+                        stream_seq,
+                        received: Some(received),
+                    }) if device_seq >= known && stream_seq > 0 => {
+                        watch.stored_everything_from(stream_seq, received).await
+                    }
+                    _ => false,
+                };
+                if !stored_them_all {
+                    return Err(GapOpen::LeaderMayLack { missing });
+                }
+                leader_unchanged = true;
+            }
             LeaderAsk::AskedAgo(ago) if ago < NEW_LEADER_SETTLES => {
                 return Err(GapOpen::Waiting { missing });
             }
-            LeaderAsk::AskedAgo(_) | LeaderAsk::Alone | LeaderAsk::Unchanged => {}
+            LeaderAsk::AskedAgo(_) | LeaderAsk::Alone => {}
         }
     }
     if missing > 0 {
         // What was searched, for whoever checks a hole recorded below.
-        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(wait.waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), leader_unchanged = matches!(wait.leader, LeaderAsk::Unchanged), "gap in the board's observations: not all found");
+        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(wait.waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), leader_unchanged, "gap in the board's observations: not all found");
     }
     if !found.passed_over.is_empty() {
         tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations handled before (by another instance, before a restart, or before the game was set up): deciding them again in order");

@@ -4,45 +4,75 @@
 //! On nats-server 2.9 a leader elected after a node was killed was seen to lack acknowledged
 //! observations that its replicas held. Before a gap is recorded as missing, the ingest asks the
 //! stream's leader to step down and searches again (see `ingest::GapOpen::LeaderMayLack`). That
-//! is needless when the leader now in place has led since before the board's last observation
-//! handled here: every observation of the board after that one was stored by this leader
-//! itself, so it cannot lack one that it acknowledged. The leader is looked at every
-//! `LEADER_LOOK`; a change between two looks is seen at the second, and a look that finds none
-//! (an election going on, NATS away) forgets what was seen. Not covered: a missing observation
-//! that its gateway published before the board's last one handled here (which it re-sent after
-//! a lost acknowledgement), lost by a leader change between the two; the gap is then recorded
-//! without an election.
+//! is needless when the leader now in place already led, settled, before the board's last
+//! observation handled here was received, and the stream then ended before that observation:
+//! the observation and every later one of the board were stored by this leader itself, which
+//! cannot lack one that it acknowledged.
+//!
+//! The leader is looked at every `LEADER_LOOK`; a change between two looks is seen at the
+//! second, and a look that finds none (an election going on, NATS away) forgets what was seen.
+//! A new leader's stream counts only from a look `NEW_LEADER_SETTLES` after it was first found:
+//! a leader just elected may still be applying what it holds and report less. Not covered:
+//! leadership that went away and came back between two looks (an election takes seconds and a
+//! killed node is not elected again that fast, but two step-downs in a row could do it), and a
+//! missing observation that its gateway published before the board's last one handled here
+//! (which it re-sent after a lost acknowledgement), lost by a leader change between the two.
+//! Both leave the gap recorded without an election.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::stream::{Info, Stream};
 
-/// How often the leader is looked at. Leadership that went elsewhere and came back within one
-/// such interval goes unseen: an election takes seconds, and a killed node is not elected again
-/// that fast.
+use crate::ingest::NEW_LEADER_SETTLES;
+
+/// How often the leader is looked at.
 const LEADER_LOOK: Duration = Duration::from_secs(2);
 
-/// The leader found at the last look, and since when it has led as far as the looks can tell.
+/// The leader found at the last look, as far as the looks can tell since when.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Tenure {
     /// The leader's server name.
     leader: String,
-    /// The stream's last sequence at the first look that found this leader: every message
-    /// stored after it was stored while this leader led.
+    /// The first look that found it.
+    first_seen: Instant,
+    /// The first look at least `NEW_LEADER_SETTLES` after that, once made.
+    settled: Option<Settled>,
+}
+
+/// A look at a leader that had settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Settled {
+    at: Instant,
+    /// The stream's last sequence then: every message after it was stored by this leader.
     stored_all_after: u64,
 }
 
-/// What the looks so far say, updated by one more look that found `leader` with the stream's
-/// last sequence at `last_seq` (`None`: no leader found).
-fn next_tenure(before: Option<Tenure>, found: Option<(String, u64)>) -> Option<Tenure> {
-    match (before, found) {
-        (Some(tenure), Some((leader, _))) if tenure.leader == leader => Some(tenure),
-        (_, Some((leader, last_seq))) => Some(Tenure {
+/// What the looks so far say, after one more look at `at` that found `leader` with the
+/// stream's last sequence at `last_seq` (`None`: no leader found).
+fn next_tenure(
+    before: Option<Tenure>,
+    found: Option<(String, u64)>,
+    at: Instant,
+) -> Option<Tenure> {
+    let (leader, last_seq) = found?;
+    match before {
+        Some(mut tenure) if tenure.leader == leader => {
+            if tenure.settled.is_none()
+                && at.saturating_duration_since(tenure.first_seen) >= NEW_LEADER_SETTLES
+            {
+                tenure.settled = Some(Settled {
+                    at,
+                    stored_all_after: last_seq,
+                });
+            }
+            Some(tenure)
+        }
+        _ => Some(Tenure {
             leader,
-            stored_all_after: last_seq,
+            first_seen: at,
+            settled: None,
         }),
-        (_, None) => None,
     }
 }
 
@@ -55,6 +85,7 @@ fn leader_in(info: &Info) -> Option<(String, u64)> {
 /// A replicated partition stream's leader, looked at every `LEADER_LOOK` for as long as this
 /// is kept.
 pub struct LeaderWatch {
+    stream: Stream,
     tenure: Arc<Mutex<Option<Tenure>>>,
     looking: tokio::task::AbortHandle,
 }
@@ -62,35 +93,55 @@ pub struct LeaderWatch {
 impl LeaderWatch {
     pub fn start(stream: Stream) -> LeaderWatch {
         let tenure = Arc::new(Mutex::new(None));
-        let seen = tenure.clone();
+        let (seen, watched) = (tenure.clone(), stream.clone());
         let looking = tokio::spawn(async move {
             let mut look = tokio::time::interval(LEADER_LOOK);
+            // A look that took long (NATS slow to answer) is not made up for with a burst.
+            look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 look.tick().await;
-                let found = stream.get_info().await.ok().as_ref().and_then(leader_in);
+                let found = watched.get_info().await.ok().as_ref().and_then(leader_in);
                 let mut tenure = seen.lock().unwrap_or_else(PoisonError::into_inner);
-                *tenure = next_tenure(tenure.take(), found);
+                *tenure = next_tenure(tenure.take(), found, Instant::now());
             }
         })
         .abort_handle();
-        LeaderWatch { tenure, looking }
+        LeaderWatch {
+            stream,
+            tenure,
+            looking,
+        }
     }
 
-    /// Whether the stream's leader has led without a break since before stream sequence
-    /// `stream_seq` was stored, as the looks so far and one more now tell.
-    pub async fn led_since(&self, stream: &Stream, stream_seq: u64) -> bool {
-        let Some(tenure) = self
+    /// Whether the stream's leader had led, settled, since before the message at `stream_seq`
+    /// was stored and before it was `received` here, and leads still: then it stored that
+    /// message and every later one itself. Asks the stream once more.
+    pub async fn stored_everything_from(&self, stream_seq: u64, received: Instant) -> bool {
+        let tenure = self
             .tenure
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .clone();
+        let Some(Tenure {
+            leader,
+            settled: Some(settled),
+            ..
+        }) = tenure
         else {
             return false;
         };
+        if settled.at >= received || settled.stored_all_after >= stream_seq {
+            return false;
+        }
         // Since the last look: still the same leader?
-        let now = stream.get_info().await.ok().as_ref().and_then(leader_in);
-        tenure.stored_all_after < stream_seq
-            && next_tenure(Some(tenure.clone()), now) == Some(tenure)
+        let now = self
+            .stream
+            .get_info()
+            .await
+            .ok()
+            .as_ref()
+            .and_then(leader_in);
+        now.is_some_and(|(now, _)| now == leader)
     }
 }
 
@@ -109,40 +160,46 @@ mod tests {
     }
 
     #[test]
-    fn a_leader_s_tenure_starts_at_the_first_look_that_found_it() {
-        let first = next_tenure(None, found("n1", 40));
+    fn a_leader_s_stream_counts_from_a_look_once_it_has_settled() {
+        let t0 = Instant::now();
+        let first = next_tenure(None, found("n1", 40), t0);
         assert_eq!(
-            first,
-            Some(Tenure {
-                leader: "n1".into(),
-                stored_all_after: 40
-            })
+            first.as_ref().map(|t| (&*t.leader, t.settled)),
+            Some(("n1", None))
         );
-        // Still n1 later: the tenure keeps its start.
-        let later = next_tenure(first.clone(), found("n1", 900));
-        assert_eq!(later, first);
-        // Another leader: its tenure starts where the stream stood when it was found.
-        let other = next_tenure(later, found("n2", 950));
+        // Not yet settled: what it reports may still grow as it applies what it holds.
+        let early = next_tenure(first, found("n1", 45), t0 + Duration::from_secs(2));
+        assert_eq!(early.as_ref().and_then(|t| t.settled), None);
+        let settled_at = t0 + NEW_LEADER_SETTLES;
+        let settled = next_tenure(early, found("n1", 60), settled_at);
+        let expected = Some(Settled {
+            at: settled_at,
+            stored_all_after: 60,
+        });
+        assert_eq!(settled.as_ref().and_then(|t| t.settled), expected);
+        // Still n1 later: the settled look stands.
+        let later = next_tenure(settled, found("n1", 900), settled_at + LEADER_LOOK);
+        assert_eq!(later.as_ref().and_then(|t| t.settled), expected);
+        // Another leader: it starts afresh.
+        let other = next_tenure(later, found("n2", 950), settled_at + 2 * LEADER_LOOK);
         assert_eq!(
-            other,
-            Some(Tenure {
-                leader: "n2".into(),
-                stored_all_after: 950
-            })
+            other.as_ref().map(|t| (&*t.leader, t.settled)),
+            Some(("n2", None))
         );
     }
 
     #[test]
     fn a_look_that_finds_no_leader_forgets_the_tenure() {
-        let tenure = next_tenure(None, found("n1", 40));
-        assert_eq!(next_tenure(tenure, None), None);
-        // n1 again after an election whose leader went unseen: a new tenure, not the old one.
+        let t0 = Instant::now();
+        let settled = next_tenure(
+            next_tenure(None, found("n1", 40), t0),
+            found("n1", 40),
+            t0 + NEW_LEADER_SETTLES,
+        );
+        assert!(settled.as_ref().is_some_and(|t| t.settled.is_some()));
         assert_eq!(
-            next_tenure(None, found("n1", 70)),
-            Some(Tenure {
-                leader: "n1".into(),
-                stored_all_after: 70
-            })
+            next_tenure(settled, None, t0 + NEW_LEADER_SETTLES + LEADER_LOOK),
+            None
         );
     }
 }

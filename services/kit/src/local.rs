@@ -130,8 +130,8 @@ pub fn wait_for_port(
 
 /// Linux may give a connection to a port nobody listens on that very port as its own source
 /// port, and the connection then succeeds by connecting to itself (TCP simultaneous open): that
-/// is nobody listening.
-fn connected_to_itself(stream: &TcpStream) -> bool {
+/// is nobody listening, and the port is taken while it lasts.
+pub fn connected_to_itself(stream: &TcpStream) -> bool {
     matches!((stream.local_addr(), stream.peer_addr()), (Ok(local), Ok(peer)) if local == peer)
 }
 
@@ -305,7 +305,9 @@ fn wait_healthy(
     let addr = SocketAddr::from(([127, 0, 0, 1], monitor_port));
     loop {
         process.check_running()?;
-        if let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+        if let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+            && !connected_to_itself(&stream)
+        {
             let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
             let request = "GET /healthz?js-enabled-only=true HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
             let mut response = String::new();
