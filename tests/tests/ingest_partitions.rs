@@ -338,9 +338,10 @@ async fn an_observation_between_a_games_set_up_and_its_creation_is_applied() -> 
 /// A gap in a board's observations on a replicated partition stream: when the stream's leader
 /// has led since before the board's last observation, the gap is recorded as missing without an
 /// election (that leader stored every later observation itself); after a leader change, the
-/// new leader is first asked to step down and the board's messages are searched again on its
-/// successor (a nats-server 2.9 leader elected after a node was killed was seen to lack
-/// acknowledged observations its replicas held), and what is still missing then is recorded.
+/// board's messages are searched again on the other replicas as leaders, each asked to step
+/// down in turn and given time to settle (a nats-server 2.9 leader elected after a node was
+/// killed was seen to lack acknowledged observations its replicas held), and what is still
+/// missing then is recorded.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_gap_costs_an_election_only_after_the_observation_stream_s_leader_changed()
 -> anyhow::Result<()> {
@@ -420,18 +421,18 @@ async fn a_gap_costs_an_election_only_after_the_observation_stream_s_leader_chan
         "{searched:?}"
     );
 
-    // The leader changes; the board's next gap makes the new leader step down before the hole is
-    // recorded, on a search made after its successor had time to settle.
+    // The leader changes; the board's next gap makes the leaders step down until every replica
+    // has led a search, and the hole is recorded on a search made after the last one settled.
     boardcast_kit::nats::step_down_stream_leader(&js, &partition).await?;
     let until = Instant::now() + Duration::from_secs(30);
-    let second_leader = loop {
+    loop {
         let leader = cluster.stream_leader(&js, &partition).await?;
         if leader != first_leader {
-            break leader;
+            break;
         }
         anyhow::ensure!(Instant::now() < until, "the stream's leader did not change");
         tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    }
     for (i, payload) in observations.iter().enumerate().skip(never_again) {
         if i != never_again {
             publish(&js, payload).await?;
@@ -445,24 +446,21 @@ async fn a_gap_costs_an_election_only_after_the_observation_stream_s_leader_chan
             (lost(never_again)?, lost(never_again)?)
         ]
     );
-    assert_ne!(
-        cluster.stream_leader(&js, &partition).await?,
-        second_leader,
-        "the partition's stream has another leader again"
-    );
     drop(service);
     let logged_at = |line: &str| {
         line.get(11..26)
             .and_then(seconds_of_day)
             .with_context(|| format!("the time of {line:?}"))
     };
+    // Three replicas: at least two step-downs (each elects one of the others), at most six.
     let asked = log_lines(ASKED)?;
-    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!((2..=6).contains(&asked.len()), "{asked:?}");
+    let last_ask = asked.last().context("a step-down asked")?;
     let recorded = log_lines("recorded as missing")?;
     let recorded = recorded.last().context("a hole recorded")?;
     // Across midnight, the next day's.
-    let since = (logged_at(recorded)? - logged_at(&asked[0])?).rem_euclid(86_400.0);
-    assert!(since >= 10.0, "asked: {}, recorded: {recorded}", asked[0]);
+    let since = (logged_at(recorded)? - logged_at(last_ask)?).rem_euclid(86_400.0);
+    assert!(since >= 10.0, "asked: {last_ask}, recorded: {recorded}");
     assert!(
         log_lines("not all found")?
             .last()

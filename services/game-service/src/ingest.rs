@@ -86,7 +86,7 @@ use futures::StreamExt;
 use prost::Message as _;
 use tracing::Instrument as _;
 
-use crate::partition_leader::LeaderWatch;
+use crate::partition_leader::{AfterSearch, PartitionLeader};
 use crate::store::{AppendError, Store};
 
 /// How the observations are consumed.
@@ -343,7 +343,7 @@ async fn consume(
         .await
         .context("subscribing to observations")?;
     let mut state = PartitionState {
-        leader_watch: replicated(&stream).then(|| LeaderWatch::start(stream.clone())),
+        leader: replicated(&stream).then(|| PartitionLeader::start(stream.clone())),
         ..Default::default()
     };
     while let Some(message) = messages.next().await {
@@ -416,13 +416,9 @@ struct PartitionState {
     /// stream, each first delivered (at most `RECENT_DELIVERIES`), for
     /// [`PartitionState::stored_by`].
     recent: std::collections::VecDeque<Delivery>,
-    /// When this instance last asked the partition stream's leader to step down before
-    /// recording a gap (see [`GapOpen::LeaderMayLack`]): at most once per
-    /// `LEADER_ASK_INTERVAL` per instance, so that a board that really lost observations does
-    /// not keep its partition electing.
-    leader_asked_at: Option<std::time::Instant>,
-    /// The partition stream's leader, on a replicated stream (see [`LeaderAsk::Due`]).
-    leader_watch: Option<LeaderWatch>,
+    /// The partition stream's leader, on a replicated stream: whether it may lack observations
+    /// of a gap, and which leaders they were searched on (see [`GapOpen::LeaderMayLack`]).
+    leader: Option<PartitionLeader>,
 }
 
 /// How many of the partition's last deliveries [`PartitionState::stored_by`] looks back over.
@@ -599,16 +595,7 @@ async fn handle(
                 stream_seq,
                 GapWait {
                     waited: attempts.gap_waited(),
-                    leader: match (
-                        &state.leader_watch,
-                        state.leader_asked_at.map(|at| at.elapsed()),
-                    ) {
-                        (None, _) => LeaderAsk::Alone,
-                        (Some(_), Some(ago)) if ago < LEADER_ASK_INTERVAL => {
-                            LeaderAsk::AskedAgo(ago)
-                        }
-                        (Some(watch), _) => LeaderAsk::Due(watch),
-                    },
+                    leader: state.leader.as_mut(),
                 },
             )
             .await;
@@ -624,7 +611,6 @@ async fn handle(
                     return nak_after(message, GAP_RECHECK).await;
                 }
                 Err(GapOpen::LeaderMayLack { missing }) => {
-                    state.leader_asked_at = Some(std::time::Instant::now());
                     let name = stream.cached_info().config.name.clone();
                     tracing::warn!(%board, seq = observation.device_seq, missing, stream = %name, "observations still missing: asking the stream's leader to step down and searching again on the next one before recording them as missing");
                     ask_leader_to_step_down(js.clone(), name);
@@ -977,23 +963,15 @@ const GAP_PATIENCE: Duration = Duration::from_secs(10);
 /// How soon an observation waiting for a gap to close is delivered again.
 const GAP_RECHECK: Duration = Duration::from_millis(500);
 
-/// At most how often a partition stream's leader is asked to step down before a gap is recorded.
-const LEADER_ASK_INTERVAL: Duration = Duration::from_secs(60);
-
-/// How long after asking a stream's leader to step down a gap is still waited on: a leader just
-/// elected may still be applying what it holds, and answer "no message" for it meanwhile.
-pub(crate) const NEW_LEADER_SETTLES: Duration = Duration::from_secs(10);
-
 /// Why a gap was left open for now.
 enum GapOpen {
     /// Observations are missing, but recently: wait for the board to re-send them.
     Waiting { missing: u64 },
-    /// Observations are still missing, and the stream is replicated: its leader may lack them
-    /// (it may have changed since they were stored: see [`LeaderAsk::Due`]).
+    /// Observations are still missing, and the stream is replicated: its leader may lack them.
     /// On nats-server 2.9, a leader elected after a node was killed was seen to lack
     /// acknowledged observations that its replicas held (each replica a different few), so
     /// before the hole is recorded the leader is asked to step down and the board's messages
-    /// are searched again on the next one.
+    /// are searched again on the next one (see `partition_leader`).
     LeaderMayLack { missing: u64 },
     /// The board's observations could not be read or decided.
     Failed(String),
@@ -1006,28 +984,15 @@ impl From<String> for GapOpen {
 }
 
 /// How far the wait for a gap's observations has gone.
-#[derive(Clone, Copy)]
 struct GapWait<'a> {
     /// Since this instance first found them missing.
     waited: Duration,
-    leader: LeaderAsk<'a>,
-}
-
-/// Where the partition stream's leader stands for a gap (see [`GapOpen::LeaderMayLack`]).
-#[derive(Clone, Copy)]
-enum LeaderAsk<'a> {
-    /// The stream has no replicas: there is no other leader to ask.
-    Alone,
-    /// Not asked to step down within `LEADER_ASK_INTERVAL`: asked before a gap is recorded,
-    /// unless the leader (watched here) stored all of the board's observations after the last
-    /// one handled here itself, and so lacks none it acknowledged (see `partition_leader`).
-    Due(&'a LeaderWatch),
-    /// Asked that long ago.
-    AskedAgo(Duration),
+    /// The partition stream's leader, when it has replicas (another leader to search on).
+    leader: Option<&'a mut PartitionLeader>,
 }
 
 /// Asks stream `name`'s leader to step down, without waiting for the answer (the partition
-/// waits for the new leader anyway: see `NEW_LEADER_SETTLES`).
+/// waits for the new leader to settle anyway: see `partition_leader`).
 fn ask_leader_to_step_down(js: jetstream::Context, name: String) {
     crate::metrics::leader_step_down_asked(&name);
     tokio::spawn(async move {
@@ -1100,30 +1065,25 @@ async fn close_gap(
     // Whether the gap is recorded without asking for an election: its leader stored them all.
     let mut leader_unchanged = false;
     if missing > 0 && found.complete {
-        match wait.leader {
-            _ if wait.waited < GAP_PATIENCE => return Err(GapOpen::Waiting { missing }),
-            // Looked at after the search: a leader that changed meanwhile is not taken as the
-            // one that was searched.
-            LeaderAsk::Due(watch) => {
-                let stored_them_all = match seen_here {
-                    Some(SeenBoard {
-                        device_seq,
-                        stream_seq,
-                        received: Some(received),
-                    }) if device_seq >= known && stream_seq > 0 => {
-                        watch.stored_everything_from(stream_seq, received).await
-                    }
-                    _ => false,
-                };
-                if !stored_them_all {
-                    return Err(GapOpen::LeaderMayLack { missing });
-                }
-                leader_unchanged = true;
+        if wait.waited < GAP_PATIENCE {
+            return Err(GapOpen::Waiting { missing });
+        }
+        if let Some(leader) = wait.leader {
+            let last_handled = match seen_here {
+                Some(SeenBoard {
+                    device_seq,
+                    stream_seq,
+                    received: Some(received),
+                }) if device_seq >= known && stream_seq > 0 => Some((stream_seq, received)),
+                _ => None,
+            };
+            match leader.after_search(last_handled).await {
+                AfterSearch::Record {
+                    leader_unchanged: unchanged,
+                } => leader_unchanged = unchanged,
+                AfterSearch::Wait => return Err(GapOpen::Waiting { missing }),
+                AfterSearch::AskToStepDown => return Err(GapOpen::LeaderMayLack { missing }),
             }
-            LeaderAsk::AskedAgo(ago) if ago < NEW_LEADER_SETTLES => {
-                return Err(GapOpen::Waiting { missing });
-            }
-            LeaderAsk::AskedAgo(_) | LeaderAsk::Alone => {}
         }
     }
     if missing > 0 {

@@ -1,13 +1,20 @@
-//! Watching a replicated partition stream's leader, so that a gap in a board's observations
-//! costs the partition an election only when a leader change could explain it.
+//! A replicated partition stream's leader, for a gap in a board's observations: whether it may
+//! lack them, and which leaders they were searched on.
 //!
 //! On nats-server 2.9 a leader elected after a node was killed was seen to lack acknowledged
-//! observations that its replicas held. Before a gap is recorded as missing, the ingest asks the
-//! stream's leader to step down and searches again (see `ingest::GapOpen::LeaderMayLack`). That
-//! is needless when the leader now in place already led, settled, before the board's last
-//! observation handled here was received, and the stream then ended before that observation:
-//! the observation and every later one of the board were stored by this leader itself, which
-//! cannot lack one that it acknowledged.
+//! observations that its replicas held, each replica a different few. So before a gap is
+//! recorded as missing, the board's messages are searched on each replica of the stream as
+//! leader: the leader is asked to step down (`ingest::GapOpen::LeaderMayLack`), the next one is
+//! given `NEW_LEADER_SETTLES` to apply what it holds, and the search is made again, until every
+//! replica has led a search. A step-down elects one of the others at random, so a round asks at
+//! most `2 × replicas` times; it ends `LEADER_ASK_INTERVAL` after its last step-down, and until
+//! then the next gap is recorded once its leader was searched on.
+//!
+//! None of that is needed when the leader now in place already led, settled, before the
+//! board's last observation handled here was received, and the stream then ended before that
+//! observation: the observation and every later one of the board were stored by this leader
+//! itself, which cannot lack one that it acknowledged. A board that really lost observations
+//! under a steady leader therefore costs no election.
 //!
 //! The leader is looked at every `LEADER_LOOK`; a change between two looks is seen at the
 //! second, and a look that finds none (an election going on, NATS away) forgets what was seen.
@@ -19,12 +26,18 @@
 //! (which it re-sent after a lost acknowledgement), lost by a leader change between the two.
 //! Both leave the gap recorded without an election.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::stream::{Info, Stream};
 
-use crate::ingest::NEW_LEADER_SETTLES;
+/// How long after asking a stream's leader to step down a gap is still waited on: a leader just
+/// elected may still be applying what it holds, and answer "no message" for it meanwhile.
+const NEW_LEADER_SETTLES: Duration = Duration::from_secs(10);
+
+/// A round of searches on each leader ends this long after its last step-down.
+const LEADER_ASK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// How often the leader is looked at.
 const LEADER_LOOK: Duration = Duration::from_secs(2);
@@ -82,16 +95,65 @@ fn leader_in(info: &Info) -> Option<(String, u64)> {
     Some((leader, info.state.last_sequence))
 }
 
+/// The searches of missing observations in a round (see the module comment).
+#[derive(Debug, Default)]
+struct LeaderSearches {
+    /// The leaders that missing observations were searched on.
+    searched_on: BTreeSet<String>,
+    /// How many times a leader was asked to step down, and when last.
+    asks: u32,
+    last_ask: Option<Instant>,
+}
+
+/// What to do about observations that a search of their board's messages did not find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterSearch {
+    /// Record them as missing. `leader_unchanged`: the leader stored all of them itself.
+    Record { leader_unchanged: bool },
+    /// Search again shortly: a leader just elected is settling, or there is none.
+    Wait,
+    /// Ask the leader to step down, then search again on the next one.
+    AskToStepDown,
+}
+
+impl LeaderSearches {
+    /// After a search that ended at `now` on `leader`, of a stream with `replicas`.
+    fn after_search(&mut self, leader: String, replicas: usize, now: Instant) -> AfterSearch {
+        let since_last_ask = |searches: &Self| {
+            searches
+                .last_ask
+                .map(|at| now.saturating_duration_since(at))
+        };
+        if since_last_ask(self).is_some_and(|ago| ago >= LEADER_ASK_INTERVAL) {
+            *self = LeaderSearches::default();
+        }
+        if since_last_ask(self).is_some_and(|ago| ago < NEW_LEADER_SETTLES) {
+            return AfterSearch::Wait;
+        }
+        self.searched_on.insert(leader);
+        let max_asks = u32::try_from(replicas.saturating_mul(2)).unwrap_or(u32::MAX);
+        if self.searched_on.len() >= replicas || self.asks >= max_asks {
+            return AfterSearch::Record {
+                leader_unchanged: false,
+            };
+        }
+        self.asks = self.asks.saturating_add(1);
+        self.last_ask = Some(now);
+        AfterSearch::AskToStepDown
+    }
+}
+
 /// A replicated partition stream's leader, looked at every `LEADER_LOOK` for as long as this
-/// is kept.
-pub struct LeaderWatch {
+/// is kept, and the searches of missing observations on it.
+pub struct PartitionLeader {
     stream: Stream,
     tenure: Arc<Mutex<Option<Tenure>>>,
     looking: tokio::task::AbortHandle,
+    searches: LeaderSearches,
 }
 
-impl LeaderWatch {
-    pub fn start(stream: Stream) -> LeaderWatch {
+impl PartitionLeader {
+    pub fn start(stream: Stream) -> PartitionLeader {
         let tenure = Arc::new(Mutex::new(None));
         let (seen, watched) = (tenure.clone(), stream.clone());
         let looking = tokio::spawn(async move {
@@ -106,46 +168,49 @@ impl LeaderWatch {
             }
         })
         .abort_handle();
-        LeaderWatch {
+        PartitionLeader {
             stream,
             tenure,
             looking,
+            searches: LeaderSearches::default(),
         }
     }
 
-    /// Whether the stream's leader had led, settled, since before the message at `stream_seq`
-    /// was stored and before it was `received` here, and leads still: then it stored that
-    /// message and every later one itself. Asks the stream once more.
-    pub async fn stored_everything_from(&self, stream_seq: u64, received: Instant) -> bool {
-        let tenure = self
-            .tenure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let Some(Tenure {
-            leader,
-            settled: Some(settled),
-            ..
-        }) = tenure
-        else {
-            return false;
+    /// What to do about observations of a board that a search which ended just now did not
+    /// find; `last_handled`: the stream sequence of the board's last observation handled here
+    /// and when it was received. Looks at the leader once more, after the search: a leader that
+    /// changed during it is not taken for the one searched.
+    pub async fn after_search(&mut self, last_handled: Option<(u64, Instant)>) -> AfterSearch {
+        let now = self.stream.get_info().await.ok();
+        let Some((leader, _)) = now.as_ref().and_then(leader_in) else {
+            return AfterSearch::Wait;
         };
-        if settled.at >= received || settled.stored_all_after >= stream_seq {
-            return false;
+        if last_handled.is_some_and(|(stream_seq, received)| {
+            self.stored_all_from(&leader, stream_seq, received)
+        }) {
+            return AfterSearch::Record {
+                leader_unchanged: true,
+            };
         }
-        // Since the last look: still the same leader?
-        let now = self
-            .stream
-            .get_info()
-            .await
-            .ok()
-            .as_ref()
-            .and_then(leader_in);
-        now.is_some_and(|(now, _)| now == leader)
+        let replicas = self.stream.cached_info().config.num_replicas;
+        self.searches.after_search(leader, replicas, Instant::now())
+    }
+
+    /// Whether `leader` (leading now) had led, settled, since before the message at
+    /// `stream_seq` was stored and before it was `received` here: then it stored that message
+    /// and every later one itself.
+    fn stored_all_from(&self, leader: &str, stream_seq: u64, received: Instant) -> bool {
+        let tenure = self.tenure.lock().unwrap_or_else(PoisonError::into_inner);
+        tenure.as_ref().is_some_and(|tenure| {
+            tenure.leader == leader
+                && tenure.settled.is_some_and(|settled| {
+                    settled.at < received && settled.stored_all_after < stream_seq
+                })
+        })
     }
 }
 
-impl Drop for LeaderWatch {
+impl Drop for PartitionLeader {
     fn drop(&mut self) {
         self.looking.abort();
     }
@@ -186,6 +251,66 @@ mod tests {
             other.as_ref().map(|t| (&*t.leader, t.settled)),
             Some(("n2", None))
         );
+    }
+
+    #[test]
+    fn missing_observations_are_searched_on_every_replica_as_leader_before_they_are_recorded() {
+        let t0 = Instant::now();
+        let mut searches = LeaderSearches::default();
+        let record = AfterSearch::Record {
+            leader_unchanged: false,
+        };
+        assert_eq!(
+            searches.after_search("n1".into(), 3, t0),
+            AfterSearch::AskToStepDown
+        );
+        // The next leader is settling: searched again later.
+        let settling = t0 + NEW_LEADER_SETTLES / 2;
+        assert_eq!(
+            searches.after_search("n2".into(), 3, settling),
+            AfterSearch::Wait
+        );
+        let t1 = t0 + NEW_LEADER_SETTLES;
+        assert_eq!(
+            searches.after_search("n2".into(), 3, t1),
+            AfterSearch::AskToStepDown
+        );
+        // The step-down elected n1 again, searched already: asked once more.
+        let t2 = t1 + NEW_LEADER_SETTLES;
+        assert_eq!(
+            searches.after_search("n1".into(), 3, t2),
+            AfterSearch::AskToStepDown
+        );
+        let t3 = t2 + NEW_LEADER_SETTLES;
+        assert_eq!(searches.after_search("n3".into(), 3, t3), record);
+        // Every replica searched in this round: the next gap is recorded at once.
+        assert_eq!(
+            searches.after_search("n3".into(), 3, t3 + LEADER_LOOK),
+            record
+        );
+        // A minute after the last step-down, a new round.
+        let later = t2 + LEADER_ASK_INTERVAL;
+        assert_eq!(
+            searches.after_search("n3".into(), 3, later),
+            AfterSearch::AskToStepDown
+        );
+    }
+
+    #[test]
+    fn a_round_asks_at_most_twice_as_often_as_there_are_replicas() {
+        let mut searches = LeaderSearches::default();
+        let mut at = Instant::now();
+        let mut asks = 0;
+        // The step-downs elect the same two leaders in turn: the third replica never leads.
+        for leader in ["n1", "n2"].iter().cycle().take(20) {
+            match searches.after_search((*leader).into(), 3, at) {
+                AfterSearch::AskToStepDown => asks += 1,
+                AfterSearch::Record { .. } => break,
+                AfterSearch::Wait => unreachable!("searched once settled"),
+            }
+            at += NEW_LEADER_SETTLES;
+        }
+        assert_eq!(asks, 6);
     }
 
     #[test]
