@@ -86,7 +86,6 @@ use futures::StreamExt;
 use prost::Message as _;
 use tracing::Instrument as _;
 
-use crate::partition_leader::{AfterSearch, PartitionLeader};
 use crate::store::{AppendError, Store};
 
 /// How the observations are consumed.
@@ -342,10 +341,7 @@ async fn consume(
         .messages()
         .await
         .context("subscribing to observations")?;
-    let mut state = PartitionState {
-        leader: replicated(&stream).then(|| PartitionLeader::start(stream.clone())),
-        ..Default::default()
-    };
+    let mut state = PartitionState::default();
     while let Some(message) = messages.next().await {
         let message = match message {
             Ok(m) => m,
@@ -383,8 +379,6 @@ struct Seen(HashMap<String, (Option<String>, SeenBoard)>);
 struct SeenBoard {
     device_seq: u64,
     stream_seq: u64,
-    /// When the message at `stream_seq` was received here.
-    received: Option<std::time::Instant>,
 }
 
 /// At most how many later messages of the same board are searched for missing `device_seq`s: a
@@ -416,9 +410,11 @@ struct PartitionState {
     /// stream, each first delivered (at most `RECENT_DELIVERIES`), for
     /// [`PartitionState::stored_by`].
     recent: std::collections::VecDeque<Delivery>,
-    /// The partition stream's leader, on a replicated stream: whether it may lack observations
-    /// of a gap, and which leaders they were searched on (see [`GapOpen::LeaderMayLack`]).
-    leader: Option<PartitionLeader>,
+    /// When this instance last asked the partition stream's leader to step down before
+    /// recording a gap (see [`GapOpen::LeaderMayLack`]): at most once per
+    /// `LEADER_ASK_INTERVAL` per instance, so that a board that really lost observations does
+    /// not keep its partition electing.
+    leader_asked_at: Option<std::time::Instant>,
 }
 
 /// How many of the partition's last deliveries [`PartitionState::stored_by`] looks back over.
@@ -595,7 +591,11 @@ async fn handle(
                 stream_seq,
                 GapWait {
                     waited: attempts.gap_waited(),
-                    leader: state.leader.as_mut(),
+                    leader: match state.leader_asked_at.map(|at| at.elapsed()) {
+                        _ if !replicated(stream) => LeaderAsk::Alone,
+                        Some(ago) if ago < LEADER_ASK_INTERVAL => LeaderAsk::AskedAgo(ago),
+                        _ => LeaderAsk::Due,
+                    },
                 },
             )
             .await;
@@ -611,6 +611,7 @@ async fn handle(
                     return nak_after(message, GAP_RECHECK).await;
                 }
                 Err(GapOpen::LeaderMayLack { missing }) => {
+                    state.leader_asked_at = Some(std::time::Instant::now());
                     let name = stream.cached_info().config.name.clone();
                     tracing::warn!(%board, seq = observation.device_seq, missing, stream = %name, "observations still missing: asking the stream's leader to step down and searching again on the next one before recording them as missing");
                     ask_leader_to_step_down(js.clone(), name);
@@ -647,11 +648,8 @@ async fn handle(
         seen.note(
             &board,
             live_game.as_deref(),
-            SeenBoard {
-                device_seq: observation.device_seq,
-                stream_seq,
-                received: Some(received),
-            },
+            observation.device_seq,
+            stream_seq,
         );
     }
     match disposition {
@@ -858,18 +856,15 @@ impl Seen {
 
     /// Keeps the board's highest `device_seq` for `game` and where it is in the stream (a copy
     /// re-sent later, with a lower `device_seq`, does not move that point).
-    fn note(&mut self, board: &str, game: Option<&str>, handled: SeenBoard) {
+    fn note(&mut self, board: &str, game: Option<&str>, device_seq: u64, stream_seq: u64) {
         let (seen_for, entry) = self.0.entry(board.to_owned()).or_default();
         if seen_for.as_deref() != game {
             *seen_for = game.map(str::to_owned);
             *entry = SeenBoard::default();
         }
-        if handled.device_seq >= entry.device_seq {
-            entry.device_seq = handled.device_seq;
-            if handled.stream_seq > entry.stream_seq {
-                entry.stream_seq = handled.stream_seq;
-                entry.received = handled.received;
-            }
+        if device_seq >= entry.device_seq {
+            entry.device_seq = device_seq;
+            entry.stream_seq = entry.stream_seq.max(stream_seq);
         }
     }
 }
@@ -963,6 +958,13 @@ const GAP_PATIENCE: Duration = Duration::from_secs(10);
 /// How soon an observation waiting for a gap to close is delivered again.
 const GAP_RECHECK: Duration = Duration::from_millis(500);
 
+/// At most how often a partition stream's leader is asked to step down before a gap is recorded.
+const LEADER_ASK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// How long after asking a stream's leader to step down a gap is still waited on: a leader just
+/// elected may still be applying what it holds, and answer "no message" for it meanwhile.
+const NEW_LEADER_SETTLES: Duration = Duration::from_secs(10);
+
 /// Why a gap was left open for now.
 enum GapOpen {
     /// Observations are missing, but recently: wait for the board to re-send them.
@@ -971,7 +973,7 @@ enum GapOpen {
     /// On nats-server 2.9, a leader elected after a node was killed was seen to lack
     /// acknowledged observations that its replicas held (each replica a different few), so
     /// before the hole is recorded the leader is asked to step down and the board's messages
-    /// are searched again on the next one (see `partition_leader`).
+    /// are searched again on the next one.
     LeaderMayLack { missing: u64 },
     /// The board's observations could not be read or decided.
     Failed(String),
@@ -984,15 +986,26 @@ impl From<String> for GapOpen {
 }
 
 /// How far the wait for a gap's observations has gone.
-struct GapWait<'a> {
+#[derive(Clone, Copy)]
+struct GapWait {
     /// Since this instance first found them missing.
     waited: Duration,
-    /// The partition stream's leader, when it has replicas (another leader to search on).
-    leader: Option<&'a mut PartitionLeader>,
+    leader: LeaderAsk,
+}
+
+/// Where the partition stream's leader stands for a gap (see [`GapOpen::LeaderMayLack`]).
+#[derive(Clone, Copy)]
+enum LeaderAsk {
+    /// The stream has no replicas: there is no other leader to ask.
+    Alone,
+    /// Not asked to step down within `LEADER_ASK_INTERVAL`: asked before a gap is recorded.
+    Due,
+    /// Asked that long ago.
+    AskedAgo(Duration),
 }
 
 /// Asks stream `name`'s leader to step down, without waiting for the answer (the partition
-/// waits for the new leader to settle anyway: see `partition_leader`).
+/// waits for the new leader anyway: see `NEW_LEADER_SETTLES`).
 fn ask_leader_to_step_down(js: jetstream::Context, name: String) {
     crate::metrics::leader_step_down_asked(&name);
     tokio::spawn(async move {
@@ -1011,9 +1024,8 @@ fn replicated(stream: &Stream) -> bool {
 /// Accounts for the board's `device_seq`s between `known` and `observation`: those in the stream
 /// before it were handled already and are decided again, in order (see the module comment);
 /// those published after it are decided now, in order; the rest were not found and, once the
-/// gap is no longer recent (and, on replicated streams whose leader may have changed, the
-/// stream's leader was asked to step down and its successor had time to settle: see
-/// [`GapOpen::LeaderMayLack`]), are recorded as
+/// gap is no longer recent (and, on replicated streams, the stream's leader was asked to step
+/// down and its successor had time to settle: see [`GapOpen::LeaderMayLack`]), are recorded as
 /// missing in the game's log.
 async fn close_gap(
     stream: &Stream,
@@ -1022,7 +1034,7 @@ async fn close_gap(
     observation: &Observation,
     known: u64,
     stream_seq: u64,
-    wait: GapWait<'_>,
+    wait: GapWait,
 ) -> Result<(), GapOpen> {
     let board = &observation.board_id;
     if stream_seq == 0 {
@@ -1062,33 +1074,19 @@ async fn close_gap(
             .await?;
     }
     let missing = found.unaccounted(&gap.wanted);
-    // Whether the gap is recorded without asking for an election: its leader stored them all.
-    let mut leader_unchanged = false;
     if missing > 0 && found.complete {
-        if wait.waited < GAP_PATIENCE {
-            return Err(GapOpen::Waiting { missing });
-        }
-        if let Some(leader) = wait.leader {
-            let last_handled = match seen_here {
-                Some(SeenBoard {
-                    device_seq,
-                    stream_seq,
-                    received: Some(received),
-                }) if device_seq >= known && stream_seq > 0 => Some((stream_seq, received)),
-                _ => None,
-            };
-            match leader.after_search(last_handled).await {
-                AfterSearch::Record {
-                    leader_unchanged: unchanged,
-                } => leader_unchanged = unchanged,
-                AfterSearch::Wait => return Err(GapOpen::Waiting { missing }),
-                AfterSearch::AskToStepDown => return Err(GapOpen::LeaderMayLack { missing }),
+        match wait.leader {
+            _ if wait.waited < GAP_PATIENCE => return Err(GapOpen::Waiting { missing }),
+            LeaderAsk::Due => return Err(GapOpen::LeaderMayLack { missing }),
+            LeaderAsk::AskedAgo(ago) if ago < NEW_LEADER_SETTLES => {
+                return Err(GapOpen::Waiting { missing });
             }
+            LeaderAsk::AskedAgo(_) | LeaderAsk::Alone => {}
         }
     }
     if missing > 0 {
         // What was searched, for whoever checks a hole recorded below.
-        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(wait.waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), leader_unchanged, "gap in the board's observations: not all found");
+        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(wait.waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), "gap in the board's observations: not all found");
     }
     if !found.passed_over.is_empty() {
         tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations handled before (by another instance, before a restart, or before the game was set up): deciding them again in order");

@@ -9,7 +9,6 @@ mod games;
 mod grpc;
 mod ingest;
 mod metrics;
-mod partition_leader;
 mod pipeline;
 mod silent_leader;
 mod snapshot;
