@@ -81,7 +81,11 @@ impl Fork {
 /// stream order), forks first; `None` when it does not. Only records every reader takes count
 /// (decodable, hash intact, of the game, signed by a key of `trusted`): others (a forgery, say)
 /// are left aside, as the readers leave them, and never make a branch.
-pub fn find_fork(game_id: &str, stored: &[(u64, Vec<u8>)], trusted: &TrustedKeys) -> Option<Fork> {
+pub fn find_fork<P: AsRef<[u8]>>(
+    game_id: &str,
+    stored: &[(u64, P)],
+    trusted: &TrustedKeys,
+) -> Option<Fork> {
     let records = trusted_records_of(game_id, stored, trusted);
     let game_seq = fork_point(&records)?;
     // Each branch from its first record on, following the chain; copies of a record join it.

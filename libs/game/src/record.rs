@@ -222,9 +222,9 @@ impl Game {
 /// The messages among `stored` (stream sequence and payload, in stream order) that are records
 /// of game `game_id` every reader would take: decodable, hash intact, signed by a key of
 /// `trusted` ([`Game::read_stored`]). Whether they follow on is not checked.
-pub fn trusted_records_of(
+pub fn trusted_records_of<P: AsRef<[u8]>>(
     game_id: &str,
-    stored: &[(u64, Vec<u8>)],
+    stored: &[(u64, P)],
     trusted: &TrustedKeys,
 ) -> Vec<(u64, OpenedRecord)> {
     // As the readers take them: no unsigned record once the game holds a signed one.
@@ -232,7 +232,7 @@ pub fn trusted_records_of(
     stored
         .iter()
         .filter_map(|(stream_seq, payload)| {
-            let opened = Game::read_stored(payload, trusted, signed_seen).ok()?;
+            let opened = Game::read_stored(payload.as_ref(), trusted, signed_seen).ok()?;
             if opened.event.game_id != game_id {
                 return None;
             }
@@ -261,9 +261,9 @@ pub fn fork_point(records: &[(u64, OpenedRecord)]) -> Option<u64> {
 /// Whether game `game_id`'s records among `stored` follow on as every reader folds them (a
 /// record bad in itself left aside, a copy of one taken once): the number of the last, or where
 /// they stop following on.
-pub fn follows_on(
+pub fn follows_on<P: AsRef<[u8]>>(
     game_id: &str,
-    stored: &[(u64, Vec<u8>)],
+    stored: &[(u64, P)],
     trusted: &TrustedKeys,
 ) -> Result<u64, String> {
     let mut game: Option<Game> = None;

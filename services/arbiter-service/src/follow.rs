@@ -1050,8 +1050,8 @@ const READ_AGAIN_DAMAGED: Duration = Duration::from_secs(10);
 /// them again would announce their alerts again).
 async fn read_damaged_again(stream: &jetstream::stream::Stream, games: &Games) {
     let (damaged, trusted) = games.damaged();
+    let up_to = games.last_stream_seq();
     for game_id in damaged {
-        let up_to = games.last_stream_seq();
         let records = match game_log::game_records(stream, &game_id, up_to).await {
             Ok(records) => records,
             Err(e) => {
@@ -1059,10 +1059,6 @@ async fn read_damaged_again(stream: &jetstream::stream::Stream, games: &Games) {
                 continue;
             }
         };
-        let records: Vec<(u64, Vec<u8>)> = records
-            .into_iter()
-            .map(|(seq, payload)| (seq, payload.to_vec()))
-            .collect();
         if boardcast_game::follows_on(&game_id, &records, &trusted).is_ok() {
             tracing::info!(game = %game_id, up_to, "the game's damaged log, read again, follows on: shown as it holds it");
             games.fold_read_again(&game_subject(&game_id), &records);

@@ -10,6 +10,7 @@ use async_nats::jetstream;
 use base64::Engine as _;
 use boardcast_appeal::fork::{Fork, find_fork, follows_on};
 use boardcast_game::signing::TrustedKeys;
+use boardcast_kit::game_log::game_records;
 use boardcast_kit::nats::GAMES_STREAM;
 
 #[derive(clap::Args, Debug)]
@@ -69,7 +70,7 @@ pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
     match args.command {
         ForkCommand::Show { game_id, log } => {
             let trusted = log.trust.load()?;
-            let stored = read(&open_log(&log.nats).await?, &game_id).await?;
+            let stored = game_records(&open_log(&log.nats).await?, &game_id, u64::MAX).await?;
             let taken = boardcast_game::trusted_records_of(&game_id, &stored, &trusted).len();
             if taken < stored.len() {
                 println!(
@@ -104,20 +105,6 @@ async fn open_log(nats: &str) -> anyhow::Result<jetstream::stream::Stream> {
         .get_stream(GAMES_STREAM)
         .await
         .with_context(|| format!("opening the game log ({GAMES_STREAM})"))
-}
-
-/// Every message on game `game_id`'s subject.
-async fn read(
-    stream: &jetstream::stream::Stream,
-    game_id: &str,
-) -> anyhow::Result<Vec<(u64, Vec<u8>)>> {
-    Ok(
-        boardcast_kit::game_log::game_records(stream, game_id, u64::MAX)
-            .await?
-            .into_iter()
-            .map(|(seq, payload)| (seq, payload.to_vec()))
-            .collect(),
-    )
 }
 
 fn print_fork(game_id: &str, fork: &Fork) {
@@ -169,7 +156,7 @@ async fn keep(
     save: &Path,
 ) -> anyhow::Result<()> {
     let stream = open_log(nats).await?;
-    let stored = read(&stream, game_id).await?;
+    let stored = game_records(&stream, game_id, u64::MAX).await?;
     let fork = find_fork(game_id, &stored, trusted)
         .with_context(|| format!("the log of game {game_id} does not fork: nothing removed"))?;
     let removed = fork
@@ -192,7 +179,7 @@ async fn keep(
             )
         })?;
     }
-    let after = read(&stream, game_id).await?;
+    let after = game_records(&stream, game_id, u64::MAX).await?;
     if let Some(again) = find_fork(game_id, &after, trusted) {
         eprintln!(
             "removed {} records; the log of game {game_id} forks again further on:",
@@ -222,7 +209,7 @@ fn save_removed(
     path: &Path,
     game_id: &str,
     kept: u64,
-    stored: &[(u64, Vec<u8>)],
+    stored: &[(u64, impl AsRef<[u8]>)],
     removed: &[u64],
 ) -> anyhow::Result<()> {
     let records: Vec<serde_json::Value> = stored
@@ -231,7 +218,7 @@ fn save_removed(
         .map(|(seq, payload)| {
             serde_json::json!({
                 "stream_seq": seq,
-                "record_base64": base64::engine::general_purpose::STANDARD.encode(payload),
+                "record_base64": base64::engine::general_purpose::STANDARD.encode(payload.as_ref()),
             })
         })
         .collect();

@@ -1155,12 +1155,9 @@ impl Store {
         game_id: &str,
     ) -> Result<Option<u64>, AppendError> {
         let up_to = self.read().folded_seq();
-        let on_subject: Vec<(u64, Vec<u8>)> = game_log::game_records(&self.stream, game_id, up_to)
+        let on_subject = game_log::game_records(&self.stream, game_id, up_to)
             .await
-            .map_err(|e| unavailable(game_id, e))?
-            .into_iter()
-            .map(|(seq, payload)| (seq, payload.to_vec()))
-            .collect();
+            .map_err(|e| unavailable(game_id, e))?;
         let of_game =
             boardcast_game::trusted_records_of(game_id, &on_subject, &self.trusted_keys());
         let first = of_game
