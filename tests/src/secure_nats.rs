@@ -30,38 +30,21 @@ impl SecureNats {
             .map(|(name, boards)| GatewayBoards::new(*name, boards.iter().copied()))
             .collect();
         let access = NatsAccess::generate(&dir.path().join("access"), &gateways)?;
-        // A server that exits at start (once in CI, status 1, its log gone with the directory)
-        // is started again on other ports, and what it logged is in the error if it keeps
-        // failing: ports found free a moment before may have been taken meanwhile.
-        let mut attempt = 0;
-        let server = loop {
-            attempt += 1;
-            let log_path = dir.path().join(format!("nats-{attempt}.log"));
-            let log = std::fs::File::create(&log_path).context("creating the NATS log")?;
-            let started = LocalNats::start_with_config(
-                &dir.path().join("store"),
-                0,
-                Stdio::from(log),
-                Some(&access.auth_config_path()),
-            );
-            match started {
-                Ok(server) => break server,
-                Err(e) if attempt < 3 => {
-                    eprintln!(
-                        "nats-server did not start ({e:#}); its log:\n{}",
-                        std::fs::read_to_string(&log_path).unwrap_or_default()
-                    );
-                }
-                Err(e) => {
-                    return Err(e).with_context(|| {
-                        format!(
-                            "its log:\n{}",
-                            std::fs::read_to_string(&log_path).unwrap_or_default()
-                        )
-                    });
-                }
-            }
-        };
+        // The server's log stays in the directory, and is in the error if it does not start.
+        let log_path = dir.path().join("nats.log");
+        let log = std::fs::File::create(&log_path).context("creating the NATS log")?;
+        let server = LocalNats::start_with_config(
+            &dir.path().join("store"),
+            0,
+            Stdio::from(log),
+            Some(&access.auth_config_path()),
+        )
+        .with_context(|| {
+            format!(
+                "its log:\n{}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            )
+        })?;
         Ok(SecureNats {
             server,
             access,
