@@ -26,6 +26,11 @@ fn unsigned_logs() -> TrustedKeys {
     TrustedKeys::default().accepting_unsigned(true)
 }
 
+/// Logs whose records `hall` signed, and only those.
+fn signed_by(hall: &RecordSigner) -> TrustedKeys {
+    TrustedKeys::new([hall.public_key().clone()])
+}
+
 fn key(round: u32) -> RoundKey {
     RoundKey {
         tournament_id: "open".into(),
@@ -257,10 +262,7 @@ fn a_record_out_of_order_altered_or_from_nowhere_is_refused_and_changes_nothing(
 fn a_record_without_a_trusted_signature_is_refused_and_changes_nothing() {
     let hall = RecordSigner::from_seed([1; 32]);
     let intruder = RecordSigner::from_seed([2; 32]);
-    let mut feeds = Feeds::new(
-        Delays::none(),
-        TrustedKeys::new([hall.public_key().clone()]),
-    );
+    let mut feeds = Feeds::new(Delays::none(), signed_by(&hall));
     let mut game = start(1, 1, T0);
     let id = game.game.game_id().to_owned();
     let unsigned_start = game.records[0].clone();
@@ -487,10 +489,7 @@ fn a_game_read_again_from_its_log_is_shown_as_the_log_holds_it() {
 fn another_record_with_the_last_number_is_a_fork_when_trusted_and_refused_when_not() {
     let hall = RecordSigner::from_seed([1; 32]);
     let intruder = RecordSigner::from_seed([2; 32]);
-    let mut feeds = Feeds::new(
-        Delays::none(),
-        TrustedKeys::new([hall.public_key().clone()]),
-    );
+    let mut feeds = Feeds::new(Delays::none(), signed_by(&hall));
     let signed = |records: &[GameEventRecord], by: &RecordSigner| -> Vec<GameEventRecord> {
         records
             .iter()
