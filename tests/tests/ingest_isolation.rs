@@ -10,7 +10,10 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, ensure};
 use async_nats::jetstream;
 use boardcast_game::events::{GetGameRequest, game_event::Kind};
-use boardcast_kit::nats::{DEADLETTER_STREAM, REASON_HEADER, observation_subject};
+use boardcast_kit::nats::{
+    DEADLETTER_STREAM, ORIGINAL_BYTES_HEADER, ORIGINAL_SEQUENCE_HEADER, ORIGINAL_STREAM_HEADER,
+    REASON_HEADER, observation_subject,
+};
 use boardcast_rules::pgn::read_games;
 use boardcast_schema::device::v1::{
     ClockReading, ClockRun, DeviceState, DeviceStatus, Observation, Piece, PieceLifted, SourceKind,
@@ -43,8 +46,19 @@ fn clock(white_ms: u64) -> ObservationKind {
     })
 }
 
-/// The dead letters of the poisoned board: (reason, payload).
-async fn dead_letters(js: &jetstream::Context) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+/// A dead letter of the poisoned board.
+struct DeadLetter {
+    reason: String,
+    /// The observation, or its first bytes.
+    payload: Vec<u8>,
+    /// How long the observation was, when the dead letter keeps only its first bytes.
+    original_bytes: Option<usize>,
+    /// The observation stream and sequence that keep the observation whole.
+    original: Option<(String, u64)>,
+}
+
+/// The dead letters of the poisoned board.
+async fn dead_letters(js: &jetstream::Context) -> anyhow::Result<Vec<DeadLetter>> {
     let stream = js.get_stream(DEADLETTER_STREAM).await?;
     let mut letters = Vec::new();
     let mut seq = 1;
@@ -53,14 +67,36 @@ async fn dead_letters(js: &jetstream::Context) -> anyhow::Result<Vec<(String, Ve
             .await?
     {
         seq = message.sequence + 1;
-        let reason = message
-            .headers
-            .get(REASON_HEADER)
-            .map(|v| v.as_str().to_owned())
-            .unwrap_or_default();
-        letters.push((reason, message.payload.to_vec()));
+        let header = |name: &str| message.headers.get(name).map(|v| v.as_str().to_owned());
+        letters.push(DeadLetter {
+            reason: header(REASON_HEADER).unwrap_or_default(),
+            payload: message.payload.to_vec(),
+            original_bytes: header(ORIGINAL_BYTES_HEADER).and_then(|n| n.parse().ok()),
+            original: header(ORIGINAL_STREAM_HEADER)
+                .zip(header(ORIGINAL_SEQUENCE_HEADER).and_then(|n| n.parse().ok())),
+        });
     }
     Ok(letters)
+}
+
+/// A status observation of the poisoned board that encodes to `max_payload` bytes at most, and
+/// nearly that.
+fn as_large_as(max_payload: usize, device_seq: u64) -> Observation {
+    let status = |detail_len: usize| {
+        ObservationKind::Status(DeviceStatus {
+            state: DeviceState::Connected as i32,
+            detail: "x".repeat(detail_len),
+            ..Default::default()
+        })
+    };
+    let mut detail_len = max_payload;
+    loop {
+        let large = observation(device_seq, status(detail_len));
+        match large.encoded_len().checked_sub(max_payload) {
+            Some(0) | None => return large,
+            Some(over) => detail_len -= over,
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -68,7 +104,9 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
     let nats = TestNats::start()?;
     let mut service = GameService::start(&nats.url())?;
     let pid = service.process.pid();
-    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let nats_client = async_nats::connect(nats.url()).await?;
+    let max_payload = nats_client.server_info().max_payload;
+    let js = jetstream::new(nats_client);
 
     // The poisoned board's game, set up by the operator.
     let mut client = service.client().await?;
@@ -92,16 +130,12 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
         .spawn()?;
     let started = std::time::Instant::now();
     let subject = observation_subject(POISONED);
-    let huge = ObservationKind::Status(DeviceStatus {
-        state: DeviceState::Connected as i32,
-        detail: "x".repeat(100_000),
-        ..Default::default()
-    });
     let poisons: Vec<Vec<u8>> = vec![
         // A clock no chess clock shows: arithmetic on it would overflow.
         observation(1, clock(u64::MAX)).encode_to_vec(),
-        // An observation far larger than any board sends: its record would not fit a message.
-        observation(2, huge).encode_to_vec(),
+        // An observation as large as the server takes: its record would not fit a message, and
+        // neither would the observation with a dead letter's headers.
+        as_large_as(max_payload, 2).encode_to_vec(),
         // A device_seq near the end of the numbers.
         observation(u64::MAX - 1, clock(5_000_000)).encode_to_vec(),
         // Not an observation at all.
@@ -152,9 +186,10 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
         assert_eq!(ucis, support::uci_moves(game)?, "moves of {id}");
     }
 
-    // Each poison is kept with its reason.
+    // Each poison is kept with its reason (the one as large as a message: its first bytes), and
+    // its dead letter names where it is kept whole.
     let letters = dead_letters(&js).await?;
-    let reasons: Vec<&str> = letters.iter().map(|(r, _)| r.as_str()).collect();
+    let reasons: Vec<&str> = letters.iter().map(|l| l.reason.as_str()).collect();
     assert_eq!(letters.len(), 4, "{reasons:?}");
     for (poison, expected) in poisons.iter().zip([
         "more than a day",
@@ -162,13 +197,30 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
         "ahead of the board's last one",
         "undecodable observation",
     ]) {
-        let (reason, _) = letters
+        let kept = &poison[..poison.len().min(boardcast_game::MAX_OBSERVATION_BYTES)];
+        let letter = letters
             .iter()
-            .find(|(_, payload)| payload == poison)
+            .find(|l| l.payload == kept)
             .with_context(|| format!("a poison is missing from the dead letters: {reasons:?}"))?;
         assert!(
-            reason.contains(expected),
-            "{reason:?} should say {expected:?}"
+            letter.reason.contains(expected),
+            "{:?} should say {expected:?}",
+            letter.reason
+        );
+        let cut = (kept.len() < poison.len()).then_some(poison.len());
+        assert_eq!(
+            letter.original_bytes, cut,
+            "{expected}: the length of what was cut"
+        );
+        let (stream, sequence) = letter
+            .original
+            .clone()
+            .with_context(|| format!("{expected}: where the observation is kept"))?;
+        let original = js.get_stream(&stream).await?;
+        let stored = original.get_raw_message(sequence).await?;
+        assert!(
+            stored.payload == poison.as_slice(),
+            "{expected}: kept whole"
         );
     }
 

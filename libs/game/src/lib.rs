@@ -44,8 +44,8 @@ pub use chain::{ChainError, GENESIS_HASH, HASH_CHAIN_VERSION, chain_hash};
 pub use claims::{ClaimAssessment, ClaimStatement, UnconfirmedMove};
 pub use clock::CURRENT_INTERPRETATION;
 pub use observation::{
-    Ignored, MAX_DEVICE_SEQ_JUMP, MAX_FIRST_DEVICE_SEQ, ObservationOutcome, Rejected,
-    plausible_device_seq,
+    Ignored, MAX_DEVICE_SEQ_JUMP, MAX_FIRST_DEVICE_SEQ, MAX_OBSERVATION_BYTES, ObservationOutcome,
+    Rejected, plausible_device_seq,
 };
 pub use pgn::pgn_tags;
 pub use record::{NewEvent, OpenedRecord, follows_on, fork_point, trusted_records_of};

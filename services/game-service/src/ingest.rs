@@ -78,8 +78,10 @@ use boardcast_game::{
     plausible_device_seq,
 };
 use boardcast_kit::nats::{
-    DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, REASON_HEADER, board_observations,
-    board_of_subject, deadletter_subject, ingest_stream, next_message, observation_partitions,
+    DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, ORIGINAL_BYTES_HEADER,
+    ORIGINAL_SEQUENCE_HEADER, ORIGINAL_STREAM_HEADER, ORIGINAL_SUBJECT_HEADER, REASON_HEADER,
+    board_observations, board_of_subject, deadletter_subject, ingest_stream, next_message,
+    observation_partitions,
 };
 use boardcast_kit::nats_access::{GAME_SERVICE_CONSUMER, ingest_consumer};
 use futures::StreamExt;
@@ -1286,14 +1288,19 @@ async fn ack(message: Message) {
     }
 }
 
+/// At most how much of an unusable observation its dead letter keeps. Anything longer was
+/// refused for its size (no observation used is longer), and an observation near the server's
+/// `max_payload` would not fit a message any more with the dead letter's headers: it could never
+/// be kept, and its partition would wait on it for ever. Its start tells what it was; the whole
+/// of it stays in its observation stream, at the sequence the headers name.
+const DEAD_LETTER_PAYLOAD_BYTES: usize = boardcast_game::MAX_OBSERVATION_BYTES;
+
 /// Keeps an unusable observation, with the reason, and acknowledges it.
 async fn dead_letter(js: &jetstream::Context, message: Message, board: Option<&str>, reason: &str) {
     tracing::warn!(subject = %message.subject, "rejected observation: {reason}");
-    let mut headers = HeaderMap::new();
-    headers.insert(REASON_HEADER, reason);
-    headers.insert("Boardcast-Original-Subject", message.subject.as_str());
+    let (headers, payload) = dead_letter_of(&message, reason);
     let kept = match js
-        .publish_with_headers(deadletter_subject(board), headers, message.payload.clone())
+        .publish_with_headers(deadletter_subject(board), headers, payload)
         .await
     {
         Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
@@ -1310,6 +1317,27 @@ async fn dead_letter(js: &jetstream::Context, message: Message, board: Option<&s
                 .await;
         }
     }
+}
+
+/// The dead letter of `message`: its reason, where the observation is kept whole, and the
+/// observation, cut to [`DEAD_LETTER_PAYLOAD_BYTES`].
+fn dead_letter_of(message: &Message, reason: &str) -> (HeaderMap, bytes::Bytes) {
+    let mut headers = HeaderMap::new();
+    headers.insert(REASON_HEADER, reason);
+    headers.insert(ORIGINAL_SUBJECT_HEADER, message.subject.as_str());
+    if let Ok(info) = message.info() {
+        headers.insert(ORIGINAL_STREAM_HEADER, info.stream);
+        headers.insert(
+            ORIGINAL_SEQUENCE_HEADER,
+            info.stream_sequence.to_string().as_str(),
+        );
+    }
+    let mut payload = message.payload.clone();
+    if payload.len() > DEAD_LETTER_PAYLOAD_BYTES {
+        headers.insert(ORIGINAL_BYTES_HEADER, payload.len().to_string().as_str());
+        payload.truncate(DEAD_LETTER_PAYLOAD_BYTES);
+    }
+    (headers, payload)
 }
 
 #[cfg(test)]

@@ -14,7 +14,9 @@
 //! - `BOARDCAST_GAMES` — game event records on `boardcast.game.<game_id>.events`, one subject per
 //!   game so a game's log is read in order on its own.
 //! - `BOARDCAST_DEADLETTER` — observations that could not be used, on
-//!   `boardcast.deadletter.<board_id or "unknown">`, with the reason in the `Boardcast-Reason` header.
+//!   `boardcast.deadletter.<board_id or "unknown">`, with the reason in the `Boardcast-Reason` header
+//!   and where the observation is kept whole in the `Boardcast-Original-*` headers (a dead letter
+//!   keeps at most the first 4 KB of an observation refused for its size).
 
 use std::time::Duration;
 
@@ -45,6 +47,16 @@ pub const DELAYS_SUBJECTS: &str = "boardcast.delays.*";
 
 /// Header carrying the reason an observation went to the dead-letter stream.
 pub const REASON_HEADER: &str = "Boardcast-Reason";
+
+/// Headers of a dead letter naming where the observation itself is kept: the subject it was
+/// published on, and the observation stream and stream sequence that hold it whole.
+pub const ORIGINAL_SUBJECT_HEADER: &str = "Boardcast-Original-Subject";
+pub const ORIGINAL_STREAM_HEADER: &str = "Boardcast-Original-Stream";
+pub const ORIGINAL_SEQUENCE_HEADER: &str = "Boardcast-Original-Sequence";
+
+/// Header of a dead letter that keeps only the start of its observation: how many bytes the
+/// observation had.
+pub const ORIGINAL_BYTES_HEADER: &str = "Boardcast-Original-Bytes";
 
 pub fn observation_subject(board_id: &str) -> String {
     format!("boardcast.board.{board_id}.obs")
