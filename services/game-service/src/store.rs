@@ -933,13 +933,6 @@ impl Store {
         // below, so that nobody folds (and changes what they look at) between them and the
         // publishing.
         let acks = self.acks.try_lock().ok();
-        // Decided outside the turn: the game may have changed since (here or elsewhere; then a
-        // publish below is refused).
-        if !self.still_live(game_id, on_board)
-            || !self.continues(game_id, &first.record.prev_hash, first.game_seq)
-        {
-            return Ok(false);
-        }
         // A game whose records as read here do not follow on is read again first, alone.
         let admission = if self.read().behind_from(game_id).is_some() {
             Admission::Alone
@@ -964,6 +957,17 @@ impl Store {
             game_id,
             folded: false,
         };
+        // Decided outside the turn: the game may have changed since (here or elsewhere; then a
+        // publish below is refused). Looked at once the game is admitted: an earlier decision of
+        // this instance on it, in flight a moment ago, has been folded by then (its game is
+        // settled only after its records are), so this sees the game as the log will hold it.
+        if !self.still_live(game_id, on_board)
+            || !self.continues(game_id, &first.record.prev_hash, first.game_seq)
+        {
+            // Nothing sent.
+            admitted.settle(true);
+            return Ok(false);
+        }
         let published = self
             .publish_in_pipeline(game_id, &records, writer, acks)
             .await;
