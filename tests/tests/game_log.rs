@@ -819,6 +819,93 @@ async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> an
     Ok(())
 }
 
+/// A forked game's observations do not hold up their partition, even when a restarted service
+/// (which has handled nothing of the board yet) finds one of them out of order and decides it
+/// while closing the gap before the other: each is given up after its attempts and goes to the
+/// dead-letter stream, and a board of another game in the same partition goes on being decided.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() -> anyhow::Result<()>
+{
+    use boardcast_kit::nats::{observation_subject, partition_of_board};
+    use boardcast_schema::device::v1::{
+        Observation, Piece, PieceLifted, SourceKind, observation::Kind as ObservationKind,
+    };
+    use boardcast_schema::game::v1::{Annotation, arbiter_action::Action, game_event::Kind};
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    // A board of another game in the forked board's partition.
+    let partitions = boardcast_kit::nats::DEFAULT_PARTITIONS;
+    let forked_board = "forked-1";
+    let neighbour = (2..)
+        .map(|n| format!("neighbour-{n}"))
+        .find(|b| partition_of_board(b, partitions) == partition_of_board(forked_board, partitions))
+        .context("a board in the same partition")?;
+    let mut game_ids = Vec::new();
+    for (number, board) in [(1, forked_board), (2, neighbour.as_str())] {
+        let request = boardcast_testkit::create_request(boardcast_testkit::game_on_board(
+            "forked-partition",
+            number,
+            board,
+        ));
+        game_ids.push(client.create_game(request).await?.into_inner().game_id);
+    }
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let game = game_from_log(&js, &game_ids[0]).await?;
+    let signer = boardcast_testkit::TestUsers::shared()?.signer()?;
+    let note = |text: &str| Action::Annotation(Annotation { text: text.into() });
+    write_beside(&js, &game, &[note("one"), note("another")], &signer).await?;
+    drop(service);
+
+    // Published while no service runs: the forked board's second observation before its
+    // first, then the neighbour's.
+    let lift = |board: &str, device_seq: u64| {
+        let now = boardcast_kit::now_unix_ms();
+        Observation {
+            board_id: board.to_owned(),
+            device_seq,
+            device_time_unix_ms: now,
+            receive_time_unix_ms: now,
+            source: SourceKind::Simulator as i32,
+            kind: Some(ObservationKind::Lifted(PieceLifted {
+                square: 12,
+                piece: Piece::WhitePawn as i32,
+            })),
+        }
+    };
+    for observation in [
+        lift(forked_board, 2),
+        lift(forked_board, 1),
+        lift(&neighbour, 1),
+    ] {
+        js.publish(
+            observation_subject(&observation.board_id),
+            observation.encode_to_vec().into(),
+        )
+        .await?
+        .await?;
+    }
+    let service = GameService::start(&nats.url())?;
+    drained(&js).await?;
+
+    let letters = dead_letters(&js, 2).await?;
+    for (subject, reason) in &letters {
+        assert_eq!(subject, &format!("boardcast.deadletter.{forked_board}"));
+        assert!(reason.contains("could not be stored"), "{reason}");
+    }
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let events = game_events(&mut client, &game_ids[1]).await?;
+    assert!(
+        events.iter().any(|e| matches!(
+            &e.kind,
+            Some(Kind::ObservationRecorded(r))
+                if r.observation.as_ref().is_some_and(|o| o.device_seq == 1)
+        )),
+        "the neighbour's observation is decided"
+    );
+    Ok(())
+}
+
 /// A game's first record that another writer stored and this instance's read left out (as
 /// nats-server 2.9 was seen to do after a node was killed; here a snapshot that claims the log
 /// up to past the record, without the game) is not written beside: setting the same game up

@@ -258,3 +258,77 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
     assert_eq!(service.process.pid(), pid);
     Ok(())
 }
+
+/// An unusable observation that a board published after a later one (a gateway re-sending out
+/// of order) is found while the gap before the later one is closed: its hole is recorded there,
+/// in order, with the reason, and it still goes to the dead-letter stream when delivered itself.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unusable_observation_found_in_a_gap_leaves_its_hole() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let mut client = service.client().await?;
+    let created = client
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("isolation", 1, POISONED),
+        ))
+        .await?
+        .into_inner();
+    // Both in the stream before a service looks at them: the lift first, then the clock no
+    // chess clock shows that the board numbered before it.
+    drop(client);
+    drop(service);
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let lift = observation(
+        2,
+        ObservationKind::Lifted(PieceLifted {
+            square: 12,
+            piece: Piece::WhitePawn as i32,
+        }),
+    );
+    let unusable = observation(1, clock(u64::MAX));
+    for published in [&lift, &unusable] {
+        js.publish(
+            observation_subject(POISONED),
+            published.encode_to_vec().into(),
+        )
+        .await?
+        .await?;
+    }
+    let service = GameService::start(&nats.url())?;
+    support::drained(&js).await?;
+
+    let mut client = service.client().await?;
+    let state = client
+        .get_game(GetGameRequest {
+            game_id: created.game_id.clone(),
+        })
+        .await?
+        .into_inner();
+    let holes: Vec<(u64, u64, &str)> = state
+        .missing_observations
+        .iter()
+        .map(|m| {
+            (
+                m.first_device_seq,
+                m.last_device_seq,
+                m.unusable_reason.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(holes.len(), 1, "{holes:?}");
+    assert_eq!((holes[0].0, holes[0].1), (1, 1));
+    assert!(holes[0].2.contains("more than a day"), "{holes:?}");
+    let events = support::game_events(&mut client, &created.game_id).await?;
+    assert!(
+        events.iter().any(|e| matches!(
+            &e.kind,
+            Some(Kind::ObservationRecorded(r))
+                if r.observation.as_ref().is_some_and(|o| o.device_seq == 2)
+        )),
+        "the lift is in the log"
+    );
+    let letters = dead_letters(&js).await?;
+    assert_eq!(letters.len(), 1);
+    assert!(letters[0].payload == unusable.encode_to_vec());
+    Ok(())
+}

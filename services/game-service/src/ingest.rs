@@ -11,9 +11,9 @@
 //! # One bad observation never stops the hall
 //!
 //! An observation is rejected (impossible values: see `Rejected`), or its decision panics (a bug,
-//! caught here: retrying would panic again), or its decision cannot be stored `MAX_FAILURES`
-//! times in a row (each time after a longer pause; NATS refusing the record, not NATS being
-//! away): it is dead-lettered with the reason and the board's next observations are decided as
+//! caught here: retrying would panic again), or NATS refuses `MAX_FAILURES` times to store its
+//! decision (each attempt after a longer pause; NATS refusing the record, not NATS being away):
+//! it is dead-lettered with the reason and the board's next observations are decided as
 //! usual. NATS being away (no leader during an election, a timeout, the connection lost) is
 //! waited out however long it lasts, so nothing is given up for it.
 //!
@@ -396,9 +396,10 @@ const MAX_LOOKBACK: usize = 20_000;
 /// after a restart, for boards whose messages are out of order where a gateway re-sent them.
 const RESEND_MARGIN: u64 = 256;
 
-/// After this many failed attempts to store an observation's decision, it is given up
-/// (dead-lettered, a hole recorded). The pauses between them grow from `FIRST_RETRY_PAUSE`.
-/// Counted here rather than from JetStream's deliveries, which also count the waits for a gap.
+/// After NATS refused this many times to store an observation's decision, it is given up
+/// (dead-lettered, a hole recorded). The pauses between attempts grow from `FIRST_RETRY_PAUSE`.
+/// Counted here rather than from JetStream's deliveries, which also count the waits for a gap
+/// and for NATS to come back.
 const MAX_FAILURES: u32 = 5;
 
 /// What a partition's task keeps between observations.
@@ -470,7 +471,12 @@ impl PartitionState {
 
 struct Attempts {
     stream_seq: u64,
+    /// Earlier attempts that did not store its decision, for whatever reason: the pause before
+    /// the next one grows with them.
     failures: u32,
+    /// Of those, the ones where NATS refused the records (`AppendError::Failed`): only these
+    /// count towards giving it up (`MAX_FAILURES`). NATS being away, however long, does not.
+    refusals: u32,
     /// When a search of the stream first found observations missing before it: the board's
     /// time to re-send them counts from there, not from earlier attempts that could not search
     /// (NATS away during a fault would otherwise use the time up).
@@ -485,10 +491,18 @@ impl Default for Attempts {
 }
 
 impl Attempts {
+    fn tried(&self) -> Tried {
+        Tried {
+            failures: self.failures,
+            refusals: self.refusals,
+        }
+    }
+
     fn at(stream_seq: u64) -> Attempts {
         Attempts {
             stream_seq,
             failures: 0,
+            refusals: 0,
             gap_found: None,
         }
     }
@@ -576,6 +590,9 @@ async fn handle(
     let live_game = in_progress.as_ref().map(|(game, _)| game.clone());
     let seen_here = seen.of(&board, live_game.as_deref());
     // Gaps matter only to a game in progress on the board (and looking for them costs reads).
+    // A decision that NATS refused while the gap before it was being closed: it stands for this
+    // observation's own (counted towards giving it up).
+    let mut refused_in_gap = None;
     if let Some((_, accounted)) = in_progress {
         let known = seen_here.map_or(0, |s| s.device_seq).max(accounted);
         if gap_before(known, observation.device_seq).is_some() {
@@ -626,12 +643,16 @@ async fn handle(
                     crate::metrics::observation("retried");
                     return nak(message).await;
                 }
+                Err(GapOpen::Refused(e)) => refused_in_gap = Some(e),
             }
         }
     }
-    let decided = decide(store, &observation, stored_by).await;
+    let decided = match refused_in_gap {
+        Some(refused) => Err(refused),
+        None => decide(store, &observation, stored_by).await,
+    };
     let seen_before = seen_here.map_or(0, |s| s.device_seq);
-    let disposition = disposition(&decided, &observation, attempts.failures, seen_before);
+    let disposition = disposition(&decided, &observation, attempts.tried(), seen_before);
     // Delivered again after its decision was appended, or after only part of it was (a crash
     // between appends): completed first, and delivered again if that fails.
     if disposition
@@ -665,6 +686,9 @@ async fn handle(
         }
         Disposition::Retry { pause } => {
             attempts.failures = attempts.failures.saturating_add(1);
+            if matches!(decided, Err(AppendError::Failed { .. })) {
+                attempts.refusals = attempts.refusals.saturating_add(1);
+            }
             nak_after(message, pause).await
         }
         Disposition::DeadLetter {
@@ -728,27 +752,27 @@ impl Disposition {
     }
 }
 
-/// The disposition of `observation` decided as `decided`, after `failures` earlier failed
-/// attempts to store its decision; `seen_before`: the board's last observation this instance had
-/// seen (to tell one that arrived too late from a plain duplicate).
+/// How often storing an observation's decision failed before (see [`Attempts`]).
+#[derive(Debug, Default, Clone, Copy)]
+struct Tried {
+    failures: u32,
+    refusals: u32,
+}
+
+/// The disposition of `observation` decided as `decided`, after the earlier attempts `tried` to
+/// store its decision; `seen_before`: the board's last observation this instance had seen (to
+/// tell one that arrived too late from a plain duplicate).
 fn disposition(
     decided: &Result<Option<Decision>, AppendError>,
     observation: &Observation,
-    failures: u32,
+    Tried { failures, refusals }: Tried,
     seen_before: u64,
 ) -> Disposition {
     let board = &observation.board_id;
     let dead = |reason: String, hole: Hole| Disposition::DeadLetter { reason, hole };
     match decided {
         Ok(None) => dead(format!("no game is live on board {board}"), Hole::NoGame),
-        Ok(Some(Err(Undecided::Rejected(rejected)))) => dead(rejected.to_string(), Hole::ToRecord),
-        Ok(Some(Err(Undecided::Panicked(panic)))) => {
-            tracing::error!(%board, seq = observation.device_seq, "deciding an observation panicked (a bug): {panic}");
-            dead(
-                format!("deciding it failed unexpectedly (a bug): {panic}"),
-                Hole::ToRecord,
-            )
-        }
+        Ok(Some(Err(undecided))) => dead(undecided.reason(board, observation), Hole::ToRecord),
         Ok(Some(Ok(ObservationOutcome::Events(events)))) => {
             tracing::debug!(%board, seq = observation.device_seq, events = events.len(), "applied");
             Disposition::Ack {
@@ -787,7 +811,7 @@ fn disposition(
                 complete_first: false,
             }
         }
-        Err(e @ AppendError::Failed { .. }) if failures + 1 >= MAX_FAILURES => dead(
+        Err(e @ AppendError::Failed { .. }) if refusals.saturating_add(1) >= MAX_FAILURES => dead(
             format!("its decision could not be stored in {MAX_FAILURES} attempts: {e}"),
             Hole::ToRecord,
         ),
@@ -798,25 +822,23 @@ fn disposition(
             | AppendError::Failed { .. }
             | AppendError::Unavailable { .. }),
         ) => {
-            tracing::warn!(%board, seq = observation.device_seq, attempt = failures + 1, "{e}");
+            let attempt = failures.saturating_add(1);
+            tracing::warn!(%board, seq = observation.device_seq, attempt, "{e}");
             Disposition::Retry {
-                pause: FIRST_RETRY_PAUSE.saturating_mul(1 << (failures + 1).clamp(1, 6)),
+                pause: FIRST_RETRY_PAUSE.saturating_mul(1 << attempt.clamp(1, 6)),
             }
         }
     }
 }
 
-/// Gives an observation up: the hole in its board's record first (when a game is in progress and
-/// it is not accounted for already), then the observation to the dead-letter stream with the
-/// reason. If the hole cannot be recorded the observation is delivered again.
-async fn give_up(
-    js: &jetstream::Context,
+/// Records in the game live on its board that `observation` is unusable, and why: a hole in the
+/// board's record (nothing when its number is accounted for already).
+async fn record_unusable(
     store: &Store,
-    message: Message,
     observation: &Observation,
     reason: &str,
-) {
-    let hole = store
+) -> Result<(), AppendError> {
+    store
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
@@ -830,8 +852,21 @@ async fn give_up(
             },
             Vec::clone,
         )
-        .await;
-    match hole {
+        .await
+        .map(|_| ())
+}
+
+/// Gives an observation up: the hole in its board's record first (when a game is in progress and
+/// it is not accounted for already), then the observation to the dead-letter stream with the
+/// reason. If the hole cannot be recorded the observation is delivered again.
+async fn give_up(
+    js: &jetstream::Context,
+    store: &Store,
+    message: Message,
+    observation: &Observation,
+    reason: &str,
+) {
+    match record_unusable(store, observation, reason).await {
         Ok(_) => dead_letter(js, message, Some(&observation.board_id), reason).await,
         // Nothing can be appended to the game (its log forks): the observation goes without
         // its hole, rather than holding its partition up for good.
@@ -893,6 +928,19 @@ enum Undecided {
     Rejected(Rejected),
     /// The decision panicked: a bug, with the panic's message.
     Panicked(String),
+}
+
+impl Undecided {
+    /// Why `observation` of `board` is unusable, as its dead letter and its hole say.
+    fn reason(&self, board: &str, observation: &Observation) -> String {
+        match self {
+            Undecided::Rejected(rejected) => rejected.to_string(),
+            Undecided::Panicked(panic) => {
+                tracing::error!(%board, seq = observation.device_seq, "deciding an observation panicked (a bug): {panic}");
+                format!("deciding it failed unexpectedly (a bug): {panic}")
+            }
+        }
+    }
 }
 
 type Decision = Result<ObservationOutcome, Undecided>;
@@ -979,6 +1027,8 @@ enum GapOpen {
     LeaderMayLack { missing: u64 },
     /// The board's observations could not be read or decided.
     Failed(String),
+    /// NATS refused to store the decision on one of them (`AppendError::Failed`).
+    Refused(AppendError),
 }
 
 impl From<String> for GapOpen {
@@ -1121,9 +1171,23 @@ async fn close_gap(
             if published_after {
                 tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
             }
-            decide(store, &earlier, std::time::Instant::now())
-                .await
-                .map_err(|e| e.to_string())?;
+            match decide(store, &earlier, std::time::Instant::now()).await {
+                Ok(Some(Err(undecided))) => {
+                    // Unusable: its hole is recorded now, in order. Delivered itself later, it
+                    // goes to the dead-letter stream, but its number is accounted for by then.
+                    let reason = undecided.reason(board, &earlier);
+                    record_unusable(store, &earlier, &reason)
+                        .await
+                        .map_err(|e| {
+                            format!("recording the hole of observation {device_seq}: {e}")
+                        })?;
+                }
+                Ok(_) => {}
+                Err(refused @ AppendError::Failed { .. }) => {
+                    return Err(GapOpen::Refused(refused));
+                }
+                Err(e) => return Err(GapOpen::Failed(e.to_string())),
+            }
         }
         first_unaccounted = device_seq + 1;
     }
@@ -1427,9 +1491,9 @@ mod tests {
             complete_first: false,
         };
         let applied = decided(Ok(ObservationOutcome::Events(Vec::new())));
-        assert_eq!(disposition(&applied, &obs, 0, 6), ack);
+        assert_eq!(disposition(&applied, &obs, Tried::default(), 6), ack);
         let no_change = decided(Ok(ObservationOutcome::Ignored(Ignored::ClockTick)));
-        assert_eq!(disposition(&no_change, &obs, 0, 6), ack);
+        assert_eq!(disposition(&no_change, &obs, Tried::default(), 6), ack);
         // The last applied one again: its decision may be stored in part, complete it.
         let again = |last_applied| {
             decided(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
@@ -1438,15 +1502,15 @@ mod tests {
             })))
         };
         assert_eq!(
-            disposition(&again(7), &obs, 0, 7),
+            disposition(&again(7), &obs, Tried::default(), 7),
             Disposition::Ack {
                 complete_first: true
             }
         );
-        assert_eq!(disposition(&again(9), &obs, 0, 9), ack);
+        assert_eq!(disposition(&again(9), &obs, Tried::default(), 9), ack);
         // No game on the board: dead-lettered, not counted as seen (a game set up a moment later
         // brings it back).
-        let none = disposition(&Ok(None), &obs, 0, 6);
+        let none = disposition(&Ok(None), &obs, Tried::default(), 6);
         assert!(
             matches!(&none, Disposition::DeadLetter { hole: Hole::NoGame, reason } if reason.contains("b1"))
         );
@@ -1455,7 +1519,7 @@ mod tests {
         let refused = decided(Err(Undecided::Rejected(Rejected::InvalidSquare(99))));
         let panicked = decided(Err(Undecided::Panicked("overflow".into())));
         for decided in [refused, panicked] {
-            let d = disposition(&decided, &obs, 0, 6);
+            let d = disposition(&decided, &obs, Tried::default(), 6);
             assert!(
                 matches!(
                     &d,
@@ -1473,7 +1537,7 @@ mod tests {
             device_seq: 7,
         })));
         assert!(matches!(
-            disposition(&late, &obs, 0, 9),
+            disposition(&late, &obs, Tried::default(), 9),
             Disposition::DeadLetter {
                 hole: Hole::Recorded,
                 ..
@@ -1488,19 +1552,32 @@ mod tests {
             game_id: "g".into(),
             reason: "maximum payload exceeded".into(),
         });
+        let refused = |n: u32| Tried {
+            failures: n,
+            refusals: n,
+        };
         let pauses: Vec<Duration> = (0..MAX_FAILURES - 1)
-            .map(|failures| match disposition(&failed, &obs, failures, 6) {
+            .map(|n| match disposition(&failed, &obs, refused(n), 6) {
                 Disposition::Retry { pause } => pause,
-                other => panic!("attempt {failures}: {other:?}"),
+                other => panic!("attempt {n}: {other:?}"),
             })
             .collect();
         assert!(pauses.windows(2).all(|p| p[0] < p[1]), "{pauses:?}");
         assert!(matches!(
-            disposition(&failed, &obs, MAX_FAILURES - 1, 6),
+            disposition(&failed, &obs, refused(MAX_FAILURES - 1), 6),
             Disposition::DeadLetter {
                 hole: Hole::ToRecord,
                 ..
             }
+        ));
+        // Only refusals count: after an election's many attempts, a first refusal is tried again.
+        let after_an_election = Tried {
+            failures: 50,
+            refusals: 0,
+        };
+        assert!(matches!(
+            disposition(&failed, &obs, after_an_election, 6),
+            Disposition::Retry { .. }
         ));
         // A conflict is never given up here: the log moved on, the decision is made again. Nor
         // is NATS being away (an election can last longer than the five attempts).
@@ -1511,7 +1588,7 @@ mod tests {
         });
         for not_given_up in [conflict, unavailable] {
             assert!(matches!(
-                disposition(&not_given_up, &obs, 50, 6),
+                disposition(&not_given_up, &obs, refused(50), 6),
                 Disposition::Retry { .. }
             ));
         }
