@@ -20,11 +20,19 @@ trap 'rm -rf "$work"' EXIT
 if [ -n "${BENCH_QUICK:-}" ]; then
   live_env="BENCH_BOARDS=100 BENCH_SUBSCRIBERS=100 BENCH_SECONDS=30 BENCH_MOVE_EVERY=10 BENCH_TICKS=9"
   decided_env="BENCH_BOARDS=100 BENCH_TICKS=5"
+  blitz_env="BENCH_BOARDS=100 BENCH_TICKS=7"
+  classical_env="BENCH_BOARDS=100 BENCH_TICKS=59"
+  ingest_live_env="BENCH_BOARDS=100 BENCH_SECONDS=20"
+  memory_env="BENCH_GAMES=50"
   replay_env="BENCH_GAMES=50"
   rules_env="BENCH_REPEAT=1"
 else
   live_env="BENCH_TICKS=59 BENCH_MOVE_EVERY=60"
   decided_env="BENCH_TICKS=5"
+  blitz_env="BENCH_TICKS=7"
+  classical_env="BENCH_TICKS=59"
+  ingest_live_env="BENCH_MOVE_SECONDS=8"
+  memory_env=""
   replay_env=""
   rules_env=""
 fi
@@ -53,6 +61,10 @@ numbers() {
 
 step live "$live_env" cargo test -p boardcast-testkit --release --test broadcast_bench -- --ignored --nocapture
 step decided "$decided_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
+step blitz "$blitz_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
+step classical "$classical_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
+step ingest-live "$ingest_live_env" cargo test -p boardcast-testkit --release --test game_log_bench live_hall_latency -- --ignored --nocapture
+step memory "$memory_env" cargo test -p boardcast-testkit --release --test game_log_bench restart_time_with_and_without_snapshot -- --ignored --nocapture
 step replay "$replay_env" cargo bench -p boardcast-appeal --bench replay
 step rules "$rules_env" cargo bench -p boardcast-rules --bench versus_python_chess
 step faults "" cargo test -p boardcast-testkit --release --test faults -- --nocapture --test-threads 1
@@ -96,13 +108,37 @@ EOF
   cat <<EOF
 ## Observations decided per second
 
-Every observation of 1,000 boards already in the ingest stream (the reference games, 5 clock
+Every observation of 1,000 boards already in the observation streams (the reference games, 5 clock
 readings after each press), timed from the game service's start until all are decided; 16
 partitions, one instance. More, with two instances and on nats-server 2.15.1, in
 [ingest-benchmark.md](ingest-benchmark.md).
 
 EOF
   section decided 'decided in'
+  cat <<EOF
+The same with a blitz hall's mix (a press every 8 s: 7 clock readings between presses) and a
+classical hall's (a press a minute: 59), the rates the ingest was built for:
+
+EOF
+  section blitz 'decided in'
+  section classical 'decided in'
+  cat <<EOF
+## The game service in a live blitz hall
+
+1,000 boards publishing live for 60 s, every clock reporting each second and a move on every
+board every 8 s; latency from an observation's arrival in NATS to the first record of the game log
+that names it (both stamped by the NATS server); 16 partitions, one instance.
+
+EOF
+  section ingest-live '^live hall'
+  cat <<EOF
+## The game service's memory with 1,000 finished games
+
+1,000 finished games (the reference games) in the log, and the game service started on them
+without and with its snapshot.
+
+EOF
+  section memory '^(wrote|without|with)'
   cat <<EOF
 ## Replay and verification of a 1,000-game round
 
