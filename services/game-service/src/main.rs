@@ -107,9 +107,10 @@ struct Args {
     /// Run as a standby: consume a partition's observations only once no other instance has
     /// decided any of them for half of --ack-wait (it died, or stalled), then go on consuming it.
     /// Two instances that share every partition make each other's appends conflict (the game
-    /// log is one sequence), which costs latency and throughput; an instance for failover
-    /// started with --standby does not compete while the first one runs. It serves gRPC as any
-    /// instance.
+    /// log is one sequence), which costs latency and throughput, and with a single partition (a
+    /// server without the mapping) more than a live hall of 1,000 boards can wait; an instance
+    /// for failover started with --standby does not compete while the first one runs. It serves
+    /// gRPC as any instance.
     #[arg(long, env = "BOARDCAST_STANDBY")]
     standby: bool,
 }
