@@ -1171,22 +1171,26 @@ async fn close_gap(
             if published_after {
                 tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
             }
-            match decide(store, &earlier, std::time::Instant::now()).await {
+            let stored = match decide(store, &earlier, std::time::Instant::now()).await {
+                // Unusable: its hole is recorded now, in order. Delivered itself later, it goes
+                // to the dead-letter stream, but its number is accounted for by then.
                 Ok(Some(Err(undecided))) => {
-                    // Unusable: its hole is recorded now, in order. Delivered itself later, it
-                    // goes to the dead-letter stream, but its number is accounted for by then.
                     let reason = undecided.reason(board, &earlier);
-                    record_unusable(store, &earlier, &reason)
-                        .await
-                        .map_err(|e| {
-                            format!("recording the hole of observation {device_seq}: {e}")
-                        })?;
+                    record_unusable(store, &earlier, &reason).await
                 }
-                Ok(_) => {}
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            };
+            match stored {
+                Ok(()) => {}
                 Err(refused @ AppendError::Failed { .. }) => {
                     return Err(GapOpen::Refused(refused));
                 }
-                Err(e) => return Err(GapOpen::Failed(e.to_string())),
+                Err(e) => {
+                    return Err(GapOpen::Failed(format!(
+                        "deciding observation {device_seq} before it: {e}"
+                    )));
+                }
             }
         }
         first_unaccounted = device_seq + 1;
