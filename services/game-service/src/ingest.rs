@@ -1464,6 +1464,61 @@ mod tests {
             prop_assert_eq!(elsewhere.is_ok(), other == board);
         }
 
+        /// Whatever a decision came to, after any number of attempts and whatever the board's
+        /// numbers: a disposition and no panic, a reason for every dead letter, a bounded pause
+        /// for every retry, and never a give-up for a conflict or for NATS being away.
+        #[test]
+        fn every_decision_has_a_disposition(
+            outcome in 0u8..12,
+            device_seq in any::<u64>(),
+            other_seq in any::<u64>(),
+            ms in any::<u64>(),
+            failures in any::<u32>(),
+            refusals in any::<u32>(),
+            seen_before in any::<u64>(),
+        ) {
+            let obs = observation("b1".into(), device_seq, ms);
+            let ignored = |why: Ignored| decided(Ok(ObservationOutcome::Ignored(why)));
+            let decision = match outcome {
+                0 => Ok(None),
+                1 => decided(Err(Undecided::Rejected(Rejected::ImplausibleClock { ms }))),
+                2 => decided(Err(Undecided::Rejected(Rejected::ImplausibleSequence {
+                    device_seq,
+                    accounted: other_seq,
+                }))),
+                3 => decided(Err(Undecided::Panicked("attempt to add with overflow".into()))),
+                4 => decided(Ok(ObservationOutcome::Events(Vec::new()))),
+                5 => ignored(Ignored::Duplicate { device_seq, last_applied: other_seq }),
+                6 => ignored(Ignored::EarlierGame { device_seq, earlier_game_last: other_seq }),
+                7 => ignored(Ignored::AfterItsGap { device_seq }),
+                8 => ignored(Ignored::GameOver),
+                9 => Err(AppendError::Conflict("g".into())),
+                10 => Err(AppendError::Unavailable {
+                    game_id: "g".into(),
+                    reason: "timed out".into(),
+                }),
+                _ => Err(AppendError::Failed {
+                    game_id: "g".into(),
+                    reason: "maximum payload exceeded".into(),
+                }),
+            };
+            let tried = Tried { failures, refusals };
+            match disposition(&decision, &obs, tried, seen_before) {
+                Disposition::DeadLetter { reason, .. } => prop_assert!(!reason.is_empty()),
+                Disposition::Retry { pause } => {
+                    prop_assert!(pause <= FIRST_RETRY_PAUSE.saturating_mul(64), "{pause:?}");
+                }
+                Disposition::Ack { .. } => prop_assert!((4..=8).contains(&outcome)),
+            }
+            if outcome == 9 || outcome == 10 {
+                let retried = matches!(
+                    disposition(&decision, &obs, tried, seen_before),
+                    Disposition::Retry { .. }
+                );
+                prop_assert!(retried, "a conflict or NATS away is tried again");
+            }
+        }
+
         /// The gap arithmetic never overflows: a gap is the numbers strictly between the last
         /// one accounted for and the new one, and only for a plausible jump.
         #[test]
