@@ -924,6 +924,7 @@ async fn game_in_progress(store: &Store, board: &str) -> Option<(String, u64)> {
 }
 
 /// Why an observation was not decided.
+#[derive(Debug)]
 enum Undecided {
     Rejected(Rejected),
     /// The decision panicked: a bug, with the panic's message.
@@ -956,20 +957,22 @@ async fn decide(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
             stored_by,
-            |game| {
-                // Deciding only reads the game: a panic leaves nothing half-changed.
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    game.decide_observation(observation)
-                }))
-                .map_err(|payload| Undecided::Panicked(panic_text(payload.as_ref())))?
-                .map_err(Undecided::Rejected)
-            },
+            |game| caught(|| game.decide_observation(observation)),
             |decision| match decision {
                 Ok(ObservationOutcome::Events(events)) => events.clone(),
                 _ => Vec::new(),
             },
         )
         .await
+}
+
+/// Runs a decision, a panic in it (a bug) becoming `Undecided::Panicked` with its message:
+/// deciding only reads the game, so a panic leaves nothing half-changed, and deciding again would
+/// panic again.
+fn caught<T>(decide: impl FnOnce() -> Result<T, Rejected>) -> Result<T, Undecided> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decide))
+        .map_err(|payload| Undecided::Panicked(panic_text(payload.as_ref())))?
+        .map_err(Undecided::Rejected)
 }
 
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
@@ -1541,6 +1544,27 @@ mod tests {
         outcome: Result<ObservationOutcome, Undecided>,
     ) -> Result<Option<Decision>, AppendError> {
         Ok(Some(outcome))
+    }
+
+    #[test]
+    fn a_panic_in_a_decision_becomes_an_undecided_observation_with_its_message() {
+        // An arithmetic overflow (overflow checks are on in every build profile).
+        let overflowed = caught(|| Ok(std::hint::black_box(u64::MAX) + 1));
+        assert!(
+            matches!(&overflowed, Err(Undecided::Panicked(m)) if m.contains("overflow")),
+            "{overflowed:?}"
+        );
+        let with_text = caught::<()>(|| panic!("a bug on board {}", 7));
+        assert!(
+            matches!(&with_text, Err(Undecided::Panicked(m)) if m == "a bug on board 7"),
+            "{with_text:?}"
+        );
+        let rejected = caught::<()>(|| Err(Rejected::Empty));
+        assert!(matches!(
+            rejected,
+            Err(Undecided::Rejected(Rejected::Empty))
+        ));
+        assert!(matches!(caught(|| Ok(5)), Ok(5)));
     }
 
     #[test]
