@@ -1,7 +1,8 @@
 //! One bad board never stops the hall: poison observations on one board while 20 boards play.
 //! The other games are complete and exact, each poison is in the dead-letter stream with its
 //! reason, the poisoned board's log shows the holes, the board goes on being decided, and the
-//! game service never restarts.
+//! game service never restarts. An unusable observation published after a later one leaves its
+//! hole too.
 
 mod support;
 
