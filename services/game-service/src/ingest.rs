@@ -491,13 +491,6 @@ impl Default for Attempts {
 }
 
 impl Attempts {
-    fn tried(&self) -> Tried {
-        Tried {
-            failures: self.failures,
-            refusals: self.refusals,
-        }
-    }
-
     fn at(stream_seq: u64) -> Attempts {
         Attempts {
             stream_seq,
@@ -652,7 +645,7 @@ async fn handle(
         None => decide(store, &observation, stored_by).await,
     };
     let seen_before = seen_here.map_or(0, |s| s.device_seq);
-    let disposition = disposition(&decided, &observation, attempts.tried(), seen_before);
+    let disposition = disposition(&decided, &observation, attempts, seen_before);
     // Delivered again after its decision was appended, or after only part of it was (a crash
     // between appends): completed first, and delivered again if that fails.
     if disposition
@@ -752,20 +745,15 @@ impl Disposition {
     }
 }
 
-/// How often storing an observation's decision failed before (see [`Attempts`]).
-#[derive(Debug, Default, Clone, Copy)]
-struct Tried {
-    failures: u32,
-    refusals: u32,
-}
-
-/// The disposition of `observation` decided as `decided`, after the earlier attempts `tried` to
-/// store its decision; `seen_before`: the board's last observation this instance had seen (to
+/// The disposition of `observation` decided as `decided`, after the earlier `attempts` to store
+/// its decision; `seen_before`: the board's last observation this instance had seen (to
 /// tell one that arrived too late from a plain duplicate).
 fn disposition(
     decided: &Result<Option<Decision>, AppendError>,
     observation: &Observation,
-    Tried { failures, refusals }: Tried,
+    &Attempts {
+        failures, refusals, ..
+    }: &Attempts,
     seen_before: u64,
 ) -> Disposition {
     let board = &observation.board_id;
@@ -1505,7 +1493,7 @@ mod tests {
                     reason: "maximum payload exceeded".into(),
                 }),
             };
-            let tried = Tried { failures, refusals };
+            let tried = &Attempts { failures, refusals, ..Attempts::default() };
             match disposition(&decision, &obs, tried, seen_before) {
                 Disposition::DeadLetter { reason, .. } => prop_assert!(!reason.is_empty()),
                 Disposition::Retry { pause } => {
@@ -1574,9 +1562,9 @@ mod tests {
             complete_first: false,
         };
         let applied = decided(Ok(ObservationOutcome::Events(Vec::new())));
-        assert_eq!(disposition(&applied, &obs, Tried::default(), 6), ack);
+        assert_eq!(disposition(&applied, &obs, &Attempts::default(), 6), ack);
         let no_change = decided(Ok(ObservationOutcome::Ignored(Ignored::ClockTick)));
-        assert_eq!(disposition(&no_change, &obs, Tried::default(), 6), ack);
+        assert_eq!(disposition(&no_change, &obs, &Attempts::default(), 6), ack);
         // The last applied one again: its decision may be stored in part, complete it.
         let again = |last_applied| {
             decided(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
@@ -1585,15 +1573,15 @@ mod tests {
             })))
         };
         assert_eq!(
-            disposition(&again(7), &obs, Tried::default(), 7),
+            disposition(&again(7), &obs, &Attempts::default(), 7),
             Disposition::Ack {
                 complete_first: true
             }
         );
-        assert_eq!(disposition(&again(9), &obs, Tried::default(), 9), ack);
+        assert_eq!(disposition(&again(9), &obs, &Attempts::default(), 9), ack);
         // No game on the board: dead-lettered, not counted as seen (a game set up a moment later
         // brings it back).
-        let none = disposition(&Ok(None), &obs, Tried::default(), 6);
+        let none = disposition(&Ok(None), &obs, &Attempts::default(), 6);
         assert!(
             matches!(&none, Disposition::DeadLetter { hole: Hole::NoGame, reason } if reason.contains("b1"))
         );
@@ -1602,7 +1590,7 @@ mod tests {
         let refused = decided(Err(Undecided::Rejected(Rejected::InvalidSquare(99))));
         let panicked = decided(Err(Undecided::Panicked("overflow".into())));
         for decided in [refused, panicked] {
-            let d = disposition(&decided, &obs, Tried::default(), 6);
+            let d = disposition(&decided, &obs, &Attempts::default(), 6);
             assert!(
                 matches!(
                     &d,
@@ -1620,7 +1608,7 @@ mod tests {
             device_seq: 7,
         })));
         assert!(matches!(
-            disposition(&late, &obs, Tried::default(), 9),
+            disposition(&late, &obs, &Attempts::default(), 9),
             Disposition::DeadLetter {
                 hole: Hole::Recorded,
                 ..
@@ -1635,31 +1623,32 @@ mod tests {
             game_id: "g".into(),
             reason: "maximum payload exceeded".into(),
         });
-        let refused = |n: u32| Tried {
+        let refused = |n: u32| Attempts {
             failures: n,
             refusals: n,
+            ..Attempts::default()
         };
         let pauses: Vec<Duration> = (0..MAX_FAILURES - 1)
-            .map(|n| match disposition(&failed, &obs, refused(n), 6) {
+            .map(|n| match disposition(&failed, &obs, &refused(n), 6) {
                 Disposition::Retry { pause } => pause,
                 other => panic!("attempt {n}: {other:?}"),
             })
             .collect();
         assert!(pauses.windows(2).all(|p| p[0] < p[1]), "{pauses:?}");
         assert!(matches!(
-            disposition(&failed, &obs, refused(MAX_FAILURES - 1), 6),
+            disposition(&failed, &obs, &refused(MAX_FAILURES - 1), 6),
             Disposition::DeadLetter {
                 hole: Hole::ToRecord,
                 ..
             }
         ));
         // Only refusals count: after an election's many attempts, a first refusal is tried again.
-        let after_an_election = Tried {
+        let after_an_election = Attempts {
             failures: 50,
-            refusals: 0,
+            ..Attempts::default()
         };
         assert!(matches!(
-            disposition(&failed, &obs, after_an_election, 6),
+            disposition(&failed, &obs, &after_an_election, 6),
             Disposition::Retry { .. }
         ));
         // A conflict is never given up here: the log moved on, the decision is made again. Nor
@@ -1671,7 +1660,7 @@ mod tests {
         });
         for not_given_up in [conflict, unavailable] {
             assert!(matches!(
-                disposition(&not_given_up, &obs, refused(50), 6),
+                disposition(&not_given_up, &obs, &refused(50), 6),
                 Disposition::Retry { .. }
             ));
         }
