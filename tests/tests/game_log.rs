@@ -830,7 +830,7 @@ async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() 
     use boardcast_schema::device::v1::{
         Observation, Piece, PieceLifted, SourceKind, observation::Kind as ObservationKind,
     };
-    use boardcast_schema::game::v1::{Annotation, arbiter_action::Action, game_event::Kind};
+    use boardcast_schema::game::v1::{Annotation, arbiter_action::Action};
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
@@ -896,11 +896,7 @@ async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() 
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let events = game_events(&mut client, &game_ids[1]).await?;
     assert!(
-        events.iter().any(|e| matches!(
-            &e.kind,
-            Some(Kind::ObservationRecorded(r))
-                if r.observation.as_ref().is_some_and(|o| o.device_seq == 1)
-        )),
+        recorded_observations(&events).contains(&1),
         "the neighbour's observation is decided"
     );
     Ok(())

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context as _, ensure};
 use async_nats::jetstream;
-use boardcast_game::events::{GetGameRequest, game_event::Kind};
+use boardcast_game::events::GetGameRequest;
 use boardcast_kit::nats::{
     DEADLETTER_STREAM, ORIGINAL_BYTES_HEADER, ORIGINAL_SEQUENCE_HEADER, ORIGINAL_STREAM_HEADER,
     REASON_HEADER, observation_subject,
@@ -246,11 +246,7 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
     assert_eq!(holes, [(1, 1, true), (2, 2, true)]);
     let events = support::game_events(&mut client, &created.game_id).await?;
     assert!(
-        events.iter().any(|e| matches!(
-            &e.kind,
-            Some(Kind::ObservationRecorded(r))
-                if r.observation.as_ref().is_some_and(|o| o.device_seq == 3)
-        )),
+        support::recorded_observations(&events).contains(&3),
         "the lift after the poison is in the log"
     );
 
@@ -321,11 +317,7 @@ async fn an_unusable_observation_found_in_a_gap_leaves_its_hole() -> anyhow::Res
     assert!(holes[0].2.contains("more than a day"), "{holes:?}");
     let events = support::game_events(&mut client, &created.game_id).await?;
     assert!(
-        events.iter().any(|e| matches!(
-            &e.kind,
-            Some(Kind::ObservationRecorded(r))
-                if r.observation.as_ref().is_some_and(|o| o.device_seq == 2)
-        )),
+        support::recorded_observations(&events).contains(&2),
         "the lift is in the log"
     );
     let letters = dead_letters(&js).await?;

@@ -16,7 +16,7 @@ use boardcast_kit::nats::{
 };
 use boardcast_schema::{
     device::v1::{Observation, Piece, PieceLifted, PiecePlaced, SourceKind, observation::Kind},
-    game::v1::{CreateGameRequest, GameStarted, GameState, game_event},
+    game::v1::{CreateGameRequest, GameStarted, GameState},
 };
 use boardcast_testkit::{GameService, GameServiceOptions, TestNats, TestUsers};
 use futures::StreamExt as _;
@@ -307,15 +307,7 @@ async fn an_observation_between_a_games_set_up_and_its_creation_is_applied() -> 
     let deadline = Instant::now() + Duration::from_secs(30);
     let recorded = loop {
         let events = game_events(&mut client, &game_id).await?;
-        let recorded: Vec<u64> = events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                Some(game_event::Kind::ObservationRecorded(r)) => {
-                    r.observation.as_ref().map(|o| o.device_seq)
-                }
-                _ => None,
-            })
-            .collect();
+        let recorded = recorded_observations(&events);
         if recorded.len() >= 2 || Instant::now() > deadline {
             break recorded;
         }

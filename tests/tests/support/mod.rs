@@ -400,6 +400,18 @@ pub fn with_clock_ticks(
         .collect())
 }
 
+/// The `device_seq`s of the observations recorded among `events`, in log order.
+pub fn recorded_observations(events: &[boardcast_schema::game::v1::GameEvent]) -> Vec<u64> {
+    use boardcast_schema::game::v1::game_event::Kind;
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(Kind::ObservationRecorded(r)) => r.observation.as_ref().map(|o| o.device_seq),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Every event of game `game_id`'s log so far, through the game service's `StreamGameEvents`
 /// (the stream goes on with live events; it is read until the game's last record).
 pub async fn game_events(
