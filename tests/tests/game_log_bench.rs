@@ -199,12 +199,38 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         ack.await?;
     }
 
+    let games_stream = boardcast_kit::nats::GAMES_STREAM;
+    let records_before = js
+        .get_stream(games_stream)
+        .await?
+        .info()
+        .await?
+        .state
+        .messages;
     let started = Instant::now();
+    let nats_cpu_before = nats.server.pid().and_then(process_cpu_seconds);
     let services = (0..instances)
         .map(|i| partitioned_service(&nats.url(), partitions, standby && i > 0))
         .collect::<anyhow::Result<Vec<_>>>()?;
     drained_within(&js, Duration::from_secs(3600)).await?;
     let elapsed = started.elapsed();
+    // The CPU each side spent: steadier than the rate when comparing builds, since the rate
+    // also moves with whatever else the machine does.
+    let service_cpu: Option<f64> = services.iter().map(cpu_seconds).sum();
+    let nats_cpu = nats
+        .server
+        .pid()
+        .and_then(process_cpu_seconds)
+        .zip(nats_cpu_before)
+        .map(|(after, before)| after - before);
+    let records = js
+        .get_stream(games_stream)
+        .await?
+        .info()
+        .await?
+        .state
+        .messages
+        - records_before;
     eprintln!(
         "{boards} boards, {ticks} ticks after each press, {partitions} partitions, {instances} instance(s){}: \
          {total} observations decided in {elapsed:?}: {:.0} per second; peak resident memory {}",
@@ -216,6 +242,18 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         total as f64 / elapsed.as_secs_f64(),
         peak_memory(&services)
     );
+    let per_observation = |seconds: f64| seconds * 1e6 / total as f64;
+    eprintln!(
+        "  {records} records appended ({:.2} an observation)",
+        records as f64 / total as f64
+    );
+    if let (Some(service_cpu), Some(nats_cpu)) = (service_cpu, nats_cpu) {
+        eprintln!(
+            "  CPU: game service {service_cpu:.1} s ({:.0} µs an observation), nats-server {nats_cpu:.1} s ({:.0} µs)",
+            per_observation(service_cpu),
+            per_observation(nats_cpu)
+        );
+    }
     // How the decisions that appended nothing were made sure of their game (a request each when
     // asked).
     for service in &services {
@@ -291,7 +329,11 @@ fn peak_memory(services: &[GameService]) -> String {
 
 /// CPU seconds a service has used so far (user and system, from `/proc/<pid>/stat`).
 fn cpu_seconds(service: &GameService) -> Option<f64> {
-    let pid = service.process.pid()?;
+    process_cpu_seconds(service.process.pid()?)
+}
+
+/// CPU seconds process `pid` has used so far.
+fn process_cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The fields after the command name (which is in parentheses and may hold spaces).
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();

@@ -168,6 +168,11 @@ pub struct LocalNats {
 }
 
 impl LocalNats {
+    /// The server's process id while it runs (benchmarks read its CPU time).
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
     /// Starts nats-server with JetStream on `port` (0 = a free one), keeping its data under
     /// `store_dir`, and waits until it reports healthy. Anyone may connect and do anything.
     /// Boards are spread over [`crate::nats::DEFAULT_PARTITIONS`] partitions.
