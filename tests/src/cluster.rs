@@ -119,6 +119,17 @@ impl ClusterNode {
         Ok(())
     }
 
+    /// The last lines of the node's log (why it did not start, say: a port taken meanwhile).
+    fn log_tail(&self) -> String {
+        match std::fs::read_to_string(&self.log) {
+            Ok(log) => {
+                let lines: Vec<&str> = log.lines().collect();
+                lines[lines.len().saturating_sub(20)..].join("\n")
+            }
+            Err(e) => format!("({} cannot be read: {e})", self.log.display()),
+        }
+    }
+
     /// True when the node answers `/healthz?js-enabled-only=true` with 200.
     fn healthy(&self) -> bool {
         let addr = SocketAddr::from((self.host, self.monitor_port));
@@ -432,7 +443,11 @@ impl TestCluster {
         for node in &self.nodes {
             while !node.healthy() {
                 if Instant::now() > deadline {
-                    bail!("node {} did not become healthy", node.name);
+                    bail!(
+                        "node {} did not become healthy; the end of its log:\n{}",
+                        node.name,
+                        node.log_tail()
+                    );
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }

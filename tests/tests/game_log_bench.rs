@@ -230,7 +230,7 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         .await?
         .state
         .messages
-        - records_before;
+        .saturating_sub(records_before);
     eprintln!(
         "{boards} boards, {ticks} ticks after each press, {partitions} partitions, {instances} instance(s){}: \
          {total} observations decided in {elapsed:?}: {:.0} per second; peak resident memory {}",
