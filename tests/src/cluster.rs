@@ -24,6 +24,16 @@ use async_nats::jetstream::{self, stream};
 use boardcast_kit::local::{ManagedProcess, find_nats_server, free_port};
 use tempfile::TempDir;
 
+/// How many times [`TestCluster::start_on`] starts a cluster whose node exited at start.
+const START_ATTEMPTS: u32 = 3;
+
+/// A node's server exited while the cluster was starting (a port taken, say).
+#[derive(Debug, thiserror::Error)]
+#[error("a node exited at start: {detail}")]
+struct NodeExited {
+    detail: String,
+}
+
 /// Which nats-server a cluster runs.
 #[derive(Clone, Debug)]
 pub struct NatsServer {
@@ -249,9 +259,20 @@ impl TestCluster {
         Self::start_on(size, &NatsServer::system()?).await
     }
 
-    /// `start`, on `server`.
+    /// `start`, on `server`. The nodes' ports are found free and then bound by the servers, and
+    /// another test may take one in between: a node that exits at start is started afresh, on
+    /// new ports, up to [`START_ATTEMPTS`] times.
     pub async fn start_on(size: usize, server: &NatsServer) -> anyhow::Result<TestCluster> {
-        Self::start_with(size, server, None).await
+        let mut attempt = 1;
+        loop {
+            match Self::start_with(size, server, None).await {
+                Err(e) if attempt < START_ATTEMPTS && e.is::<NodeExited>() => {
+                    eprintln!("starting the cluster again: {e:#}");
+                    attempt += 1;
+                }
+                started => return started,
+            }
+        }
     }
 
     /// `start_on`, each node in a network namespace of its own (see the module comment). Fails
@@ -324,7 +345,7 @@ impl TestCluster {
         for node in &mut nodes {
             node.spawn()?;
         }
-        let cluster = TestCluster {
+        let mut cluster = TestCluster {
             nodes,
             network,
             dir,
@@ -438,10 +459,18 @@ impl TestCluster {
 
     /// Waits for every running node to be healthy, then until a stream replicated on all nodes
     /// can be created (which needs a JetStream meta leader and every peer known).
-    pub async fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
+    pub async fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
-        for node in &self.nodes {
+        for node in &mut self.nodes {
             while !node.healthy() {
+                if let Some(process) = node.process.as_mut()
+                    && let Err(exited) = process.check_running()
+                {
+                    return Err(NodeExited {
+                        detail: format!("{exited:#}; the end of its log:\n{}", node.log_tail()),
+                    }
+                    .into());
+                }
                 if Instant::now() > deadline {
                     bail!(
                         "node {} did not become healthy; the end of its log:\n{}",
@@ -533,5 +562,28 @@ impl TestCluster {
             }
         }
         report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that cannot start is reported with why as soon as it exits (after the attempts),
+    /// not as a node that did not become healthy within the minute a slow cluster is given.
+    #[tokio::test]
+    async fn a_node_that_exits_at_start_is_tried_again_then_reported() {
+        let server = NatsServer {
+            binary: PathBuf::from("/bin/false"),
+            sync_always: false,
+        };
+        let error = match TestCluster::start_on(3, &server).await {
+            Ok(_) => panic!("/bin/false is no nats-server"),
+            Err(e) => e,
+        };
+        assert!(error.is::<NodeExited>(), "{error:#}");
+        let message = format!("{error:#}");
+        assert!(message.contains("exited"), "{message}");
+        assert!(message.contains("the end of its log"), "{message}");
     }
 }
