@@ -52,25 +52,10 @@ fn now_us() -> i64 {
 
 /// The service's CPU seconds (user + system) and peak resident memory (MB), from /proc.
 fn usage(pid: u32) -> anyhow::Result<(f64, f64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    // Fields 14 and 15 of stat (utime, stime), counted after the command name.
-    let ticks: f64 = fields
-        .get(11..13)
-        .context("short /proc stat")?
-        .iter()
-        .map(|f| f.parse::<f64>().unwrap_or(0.0))
-        .sum();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let peak_kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0);
-    Ok((ticks / 100.0, peak_kb / 1024.0))
+    let cpu = support::cpu_seconds_of(pid).with_context(|| format!("no CPU time of {pid}"))?;
+    let peak_kb =
+        support::peak_resident_kb(pid).with_context(|| format!("no peak memory of {pid}"))?;
+    Ok((cpu, peak_kb as f64 / 1024.0))
 }
 
 #[derive(serde::Deserialize)]

@@ -199,16 +199,9 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         ack.await?;
     }
 
-    let games_stream = boardcast_kit::nats::GAMES_STREAM;
-    let records_before = js
-        .get_stream(games_stream)
-        .await?
-        .info()
-        .await?
-        .state
-        .messages;
+    let records_before = records_in_log(&js).await?;
     let started = Instant::now();
-    let nats_cpu_before = nats.server.pid().and_then(process_cpu_seconds);
+    let nats_cpu_before = nats.server.pid().and_then(cpu_seconds_of);
     let services = (0..instances)
         .map(|i| partitioned_service(&nats.url(), partitions, standby && i > 0))
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -220,17 +213,10 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     let nats_cpu = nats
         .server
         .pid()
-        .and_then(process_cpu_seconds)
+        .and_then(cpu_seconds_of)
         .zip(nats_cpu_before)
         .map(|(after, before)| after - before);
-    let records = js
-        .get_stream(games_stream)
-        .await?
-        .info()
-        .await?
-        .state
-        .messages
-        .saturating_sub(records_before);
+    let records = records_in_log(&js).await?.saturating_sub(records_before);
     eprintln!(
         "{boards} boards, {ticks} ticks after each press, {partitions} partitions, {instances} instance(s){}: \
          {total} observations decided in {elapsed:?}: {:.0} per second; peak resident memory {}",
@@ -315,30 +301,22 @@ fn peak_memory(services: &[GameService]) -> String {
         .map(|s| {
             s.process
                 .pid()
-                .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
-                .and_then(|status| {
-                    status
-                        .lines()
-                        .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_owned()))
-                })
-                .unwrap_or_else(|| "?".into())
+                .and_then(peak_resident_kb)
+                .map_or_else(|| "?".into(), |kb| format!("{kb} kB"))
         })
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-/// CPU seconds a service has used so far (user and system, from `/proc/<pid>/stat`).
+/// CPU seconds a service has used so far.
 fn cpu_seconds(service: &GameService) -> Option<f64> {
-    process_cpu_seconds(service.process.pid()?)
+    cpu_seconds_of(service.process.pid()?)
 }
 
-/// CPU seconds process `pid` has used so far.
-fn process_cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The fields after the command name (which is in parentheses and may hold spaces).
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
+/// How many records the game log holds.
+async fn records_in_log(js: &jetstream::Context) -> anyhow::Result<u64> {
+    let mut log = js.get_stream(boardcast_kit::nats::GAMES_STREAM).await?;
+    Ok(log.info().await?.state.messages)
 }
 
 /// The stored time of every message of `stream` (by stream sequence), with its subject and

@@ -400,6 +400,28 @@ pub fn with_clock_ticks(
         .collect())
 }
 
+/// CPU seconds process `pid` has used so far (user and system, from `/proc/<pid>/stat`); `None`
+/// once it has gone.
+pub fn cpu_seconds_of(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which is in parentheses and may hold spaces).
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
+/// Process `pid`'s peak resident memory in kB, as the kernel counts it (`VmHWM`).
+pub fn peak_resident_kb(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The `device_seq`s of the observations recorded among `events`, in log order.
 pub fn recorded_observations(events: &[boardcast_schema::game::v1::GameEvent]) -> Vec<u64> {
     use boardcast_schema::game::v1::game_event::Kind;
