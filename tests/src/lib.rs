@@ -367,6 +367,8 @@ pub struct GameServiceOptions {
     pub log: Option<PathBuf>,
     /// `RUST_LOG` for the service; `warn` when `None`.
     pub rust_log: Option<String>,
+    /// More environment variables, e.g. fault points armed (`BOARDCAST_FAULT_PANIC`).
+    pub env: Vec<(String, String)>,
 }
 
 impl GameService {
@@ -412,6 +414,7 @@ impl GameService {
                 .arg(TestUsers::shared()?.signing_key())
                 .args(&options.args)
                 .env("RUST_LOG", options.rust_log.as_deref().unwrap_or("warn"))
+                .envs(options.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stderr(stderr),
         )?;

@@ -1,8 +1,8 @@
 //! One bad board never stops the hall: poison observations on one board while 20 boards play.
 //! The other games are complete and exact, each poison is in the dead-letter stream with its
 //! reason, the poisoned board's log shows the holes, the board goes on being decided, and the
-//! game service never restarts. An unusable observation published after a later one leaves its
-//! hole too.
+//! game service never restarts; so it is when handling an observation panics (a bug, armed by a
+//! fault point). An unusable observation published after a later one leaves its hole too.
 
 mod support;
 
@@ -17,10 +17,10 @@ use boardcast_kit::nats::{
 };
 use boardcast_rules::pgn::read_games;
 use boardcast_schema::device::v1::{
-    ClockReading, ClockRun, DeviceState, DeviceStatus, Observation, Piece, PieceLifted, SourceKind,
-    observation::Kind as ObservationKind,
+    ClockReading, ClockRun, DeviceState, DeviceStatus, Observation, Piece, PieceLifted,
+    PiecePlaced, SourceKind, observation::Kind as ObservationKind,
 };
-use boardcast_testkit::{GameService, TestNats, program, repo_root};
+use boardcast_testkit::{GameService, GameServiceOptions, TestNats, program, repo_root};
 use prost::Message as _;
 
 const BOARDS: usize = 20;
@@ -100,6 +100,71 @@ fn as_large_as(max_payload: usize, device_seq: u64) -> Observation {
     }
 }
 
+/// The simulator playing the first twenty games of the London Chess Classic 2016 at full speed,
+/// each on a board of its own.
+fn twenty_boards_play(
+    nats: &TestNats,
+    service: &GameService,
+) -> anyhow::Result<std::process::Child> {
+    Ok(std::process::Command::new(program("boardcast")?)
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
+        .arg("simulate")
+        .arg("--pgn")
+        .arg(repo_root().join(SOURCE_PGN))
+        .args(["--boards", &BOARDS.to_string(), "--speed", "max"])
+        .args(["--nats", &nats.url(), "--game-service", &service.url()])
+        .stdout(std::process::Stdio::null())
+        .spawn()?)
+}
+
+const SOURCE_PGN: &str = "data/london-classic-2016.pgn";
+
+/// The twenty simulated games are all in the service, each with exactly the moves played.
+async fn other_games_are_complete_and_exact(service: &GameService) -> anyhow::Result<()> {
+    let source = read_games(&std::fs::read_to_string(repo_root().join(SOURCE_PGN))?)?;
+    let states: BTreeMap<String, _> = support::states(&service.url())
+        .await?
+        .into_iter()
+        .map(|s| (s.game_id.clone(), s))
+        .collect();
+    for game in source.iter().take(BOARDS) {
+        let round = game.tag("Round").context("a Round tag")?;
+        let (r, b) = round.split_once('.').context("round.board")?;
+        let id = format!("london-chess-classic-2016-r{r}-b{b}");
+        let state = states
+            .get(&id)
+            .with_context(|| format!("{id} was not played"))?;
+        let ucis: Vec<String> = state.moves.iter().map(|m| m.uci.clone()).collect();
+        assert_eq!(ucis, support::uci_moves(game)?, "moves of {id}");
+    }
+    Ok(())
+}
+
+/// The holes in a game's record of its board: first and last `device_seq`, and whether a reason
+/// why they are unusable is given.
+async fn holes(
+    client: &mut boardcast_kit::client::GameClient,
+    game_id: &str,
+) -> anyhow::Result<Vec<(u64, u64, bool)>> {
+    let state = client
+        .get_game(GetGameRequest {
+            game_id: game_id.to_owned(),
+        })
+        .await?
+        .into_inner();
+    Ok(state
+        .missing_observations
+        .iter()
+        .map(|m| {
+            (
+                m.first_device_seq,
+                m.last_device_seq,
+                !m.unusable_reason.is_empty(),
+            )
+        })
+        .collect())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<()> {
     let nats = TestNats::start()?;
@@ -119,16 +184,7 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
         .into_inner();
 
     // Twenty boards play while the poison arrives.
-    let source_path = repo_root().join("data/london-classic-2016.pgn");
-    let mut simulation = std::process::Command::new(program("boardcast")?)
-        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
-        .arg("simulate")
-        .arg("--pgn")
-        .arg(&source_path)
-        .args(["--boards", &BOARDS.to_string(), "--speed", "max"])
-        .args(["--nats", &nats.url(), "--game-service", &service.url()])
-        .stdout(std::process::Stdio::null())
-        .spawn()?;
+    let mut simulation = twenty_boards_play(&nats, &service)?;
     let started = std::time::Instant::now();
     let subject = observation_subject(POISONED);
     let poisons: Vec<Vec<u8>> = vec![
@@ -169,23 +225,7 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
         started.elapsed().as_secs_f64()
     );
 
-    // The other games: complete and exact.
-    let source = read_games(&std::fs::read_to_string(&source_path)?)?;
-    let states: BTreeMap<String, _> = support::states(&service.url())
-        .await?
-        .into_iter()
-        .map(|s| (s.game_id.clone(), s))
-        .collect();
-    for game in source.iter().take(BOARDS) {
-        let round = game.tag("Round").context("a Round tag")?;
-        let (r, b) = round.split_once('.').context("round.board")?;
-        let id = format!("london-chess-classic-2016-r{r}-b{b}");
-        let state = states
-            .get(&id)
-            .with_context(|| format!("{id} was not played"))?;
-        let ucis: Vec<String> = state.moves.iter().map(|m| m.uci.clone()).collect();
-        assert_eq!(ucis, support::uci_moves(game)?, "moves of {id}");
-    }
+    other_games_are_complete_and_exact(&service).await?;
 
     // Each poison is kept with its reason (the one as large as a message: its first bytes), and
     // its dead letter names where it is kept whole.
@@ -226,24 +266,10 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
     }
 
     // The poisoned board's log shows the holes, and its next observation was decided.
-    let state = client
-        .get_game(GetGameRequest {
-            game_id: created.game_id.clone(),
-        })
-        .await?
-        .into_inner();
-    let holes: Vec<(u64, u64, bool)> = state
-        .missing_observations
-        .iter()
-        .map(|m| {
-            (
-                m.first_device_seq,
-                m.last_device_seq,
-                !m.unusable_reason.is_empty(),
-            )
-        })
-        .collect();
-    assert_eq!(holes, [(1, 1, true), (2, 2, true)]);
+    assert_eq!(
+        holes(&mut client, &created.game_id).await?,
+        [(1, 1, true), (2, 2, true)]
+    );
     let events = support::game_events(&mut client, &created.game_id).await?;
     assert!(
         support::recorded_observations(&events).contains(&3),
@@ -253,6 +279,104 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
     // The service never restarted.
     service.process.check_running()?;
     assert_eq!(service.process.pid(), pid);
+    Ok(())
+}
+
+/// A bug that panics while an observation is handled, at three places (armed in the real
+/// service by its fault points, which debug builds have): in the decision, before it, and after
+/// its events were stored. While twenty boards play, the first two are given up with the reason
+/// (their holes recorded, to the dead-letter stream), the third is applied exactly once, the
+/// board goes on, and the service never restarts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_panic_while_an_observation_is_handled_stops_nothing_else() -> anyhow::Result<()> {
+    if !cfg!(debug_assertions) {
+        eprintln!("not run: fault points exist in debug builds only");
+        return Ok(());
+    }
+    let nats = TestNats::start()?;
+    let options = GameServiceOptions {
+        env: vec![(
+            "BOARDCAST_FAULT_PANIC".into(),
+            format!("deciding:{POISONED}:1,handling:{POISONED}:2,stored:{POISONED}:3"),
+        )],
+        ..Default::default()
+    };
+    let mut service = GameService::start_with(&nats.url(), options)?;
+    let pid = service.process.pid();
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let mut client = service.client().await?;
+    let created = client
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("isolation", 1, POISONED),
+        ))
+        .await?
+        .into_inner();
+
+    let mut simulation = twenty_boards_play(&nats, &service)?;
+    // White's hand on the e2 pawn, again and again, then the pawn put back.
+    let lift = |device_seq| {
+        observation(
+            device_seq,
+            ObservationKind::Lifted(PieceLifted {
+                square: 12,
+                piece: Piece::WhitePawn as i32,
+            }),
+        )
+    };
+    let put_back = observation(
+        4,
+        ObservationKind::Placed(PiecePlaced {
+            square: 12,
+            piece: Piece::WhitePawn as i32,
+        }),
+    );
+    let published: Vec<Vec<u8>> = [lift(1), lift(2), lift(3), put_back]
+        .iter()
+        .map(|o| o.encode_to_vec())
+        .collect();
+    for payload in &published {
+        js.publish(observation_subject(POISONED), payload.clone().into())
+            .await?
+            .await?;
+    }
+    ensure!(
+        simulation.wait()?.success(),
+        "boardcast simulate failed while the panics were handled"
+    );
+    support::drained(&js).await?;
+
+    other_games_are_complete_and_exact(&service).await?;
+    // The panic in the decision and the one before it: given up, each with its reason, the
+    // holes in the board's record.
+    let letters = dead_letters(&js).await?;
+    let reasons: Vec<&str> = letters.iter().map(|l| l.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("deciding it failed unexpectedly (a bug): fault point Deciding"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].starts_with("handling it failed unexpectedly (a bug): fault point Handling"),
+        "{reasons:?}"
+    );
+    assert!(letters[0].payload == published[0]);
+    assert!(letters[1].payload == published[1]);
+    assert_eq!(
+        holes(&mut client, &created.game_id).await?,
+        [(1, 1, true), (2, 2, true)]
+    );
+    // The panic after its events were stored: they are in the log once, and the board went on.
+    let events = support::game_events(&mut client, &created.game_id).await?;
+    let recorded = support::recorded_observations(&events);
+    assert_eq!(
+        recorded.iter().filter(|&&seq| seq == 3).count(),
+        1,
+        "observation 3 recorded once: {recorded:?}"
+    );
+    assert!(recorded.contains(&4), "the pawn put back: {recorded:?}");
+
+    service.process.check_running()?;
+    assert_eq!(service.process.pid(), pid, "the service never restarted");
     Ok(())
 }
 

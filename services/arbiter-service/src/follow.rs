@@ -514,14 +514,6 @@ fn game_of_subject(subject: &str) -> String {
         .to_owned()
 }
 
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_owned())
-}
-
 impl Games {
     pub fn new(trusted: TrustedKeys) -> Games {
         Games {
@@ -1008,7 +1000,12 @@ fn fold_record_into(
         return Ok(Vec::new());
     }
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| entry.fold(opened, stream_seq)))
-        .map_err(|panic| format!("folding it failed: {}", panic_text(panic.as_ref())))
+        .map_err(|panic| {
+            format!(
+                "folding it failed: {}",
+                boardcast_kit::panic_text(panic.as_ref())
+            )
+        })
         .and_then(|folded| folded.map_err(|e| e.to_string()));
     match result {
         Ok(alerts) => {

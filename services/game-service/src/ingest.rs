@@ -84,10 +84,12 @@ use boardcast_kit::nats::{
     observation_partitions,
 };
 use boardcast_kit::nats_access::{GAME_SERVICE_CONSUMER, ingest_consumer};
-use futures::StreamExt;
+use boardcast_kit::panic_text;
+use futures::{FutureExt as _, StreamExt};
 use prost::Message as _;
 use tracing::Instrument as _;
 
+use crate::fault_points::Place;
 use crate::store::{AppendError, Store};
 
 /// How the observations are consumed.
@@ -183,7 +185,15 @@ pub async fn run(
                         if settings.standby {
                             wait_until_unattended(&mut consumer.1, partition, settings.ack_wait).await;
                         }
-                        let ended = consume(js, store, consumer, partition).await;
+                        // A panic outside an observation's handling (a bug) stops this
+                        // partition's consumer only, which is then started again like one NATS
+                        // ended: the others go on, and the service does not restart.
+                        let ended = std::panic::AssertUnwindSafe(consume(js, store, consumer, partition))
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|panic| {
+                                Err(anyhow::anyhow!("it panicked (a bug): {}", panic_text(panic.as_ref())))
+                            });
                         (partition, ended)
                     });
                 }
@@ -191,7 +201,7 @@ pub async fn run(
             Some(ended) = tasks.join_next() => {
                 // A partition whose consumer ended (NATS away for long) is consumed again from
                 // the next check; the others go on meanwhile.
-                let (partition, ended) = ended.context("a partition's consumer panicked")?;
+                let (partition, ended) = ended.context("a partition's consumer was cancelled")?;
                 let why = ended.err().map_or_else(|| "ended".to_owned(), |e| format!("{e:#}"));
                 tracing::warn!(partition = partition_name(partition), "consuming the partition stopped: {why}; resuming shortly");
                 consumed.remove(&partition);
@@ -361,11 +371,77 @@ async fn consume(
             &span,
             boardcast_kit::telemetry::context_from_nats(message.headers.as_ref()),
         );
-        handle(&js, &stream, &store, &mut state, message)
+        // A panic while handling it (a bug) is caught here: the service must not crash-loop
+        // on one observation, nor the partition stop on it.
+        let handled = std::panic::AssertUnwindSafe(
+            handle(&js, &stream, &store, &mut state, message.clone()).instrument(span.clone()),
+        )
+        .catch_unwind()
+        .await;
+        if let Err(panic) = handled {
+            after_panic(
+                &js,
+                &store,
+                &mut state,
+                message,
+                &panic_text(panic.as_ref()),
+            )
             .instrument(span)
             .await;
+        }
     }
     anyhow::bail!("the observation consumer ended")
+}
+
+/// How many times handling one observation may panic on this instance before it is given up. A
+/// panic after its decision was stored is passed on the next delivery, which finds the decision
+/// applied; one before is a bug that panics again, and goes as a rejected observation does.
+const MAX_PANICS: u32 = 2;
+
+/// After handling `message` panicked (a bug, with the panic's `text`): it is delivered again
+/// after a pause, up to `MAX_PANICS` times, then given up (its hole recorded, to the dead-letter
+/// stream). Its partition goes on either way.
+async fn after_panic(
+    js: &jetstream::Context,
+    store: &Store,
+    state: &mut PartitionState,
+    message: Message,
+    text: &str,
+) {
+    tracing::error!(subject = %message.subject, "handling an observation panicked (a bug): {text}");
+    // Whether this instance was handed the partition's messages one after the other is no
+    // longer known: decisions that append nothing ask the log until it is again.
+    state.recent.clear();
+    let stream_seq = message.info().map_or(0, |info| info.stream_sequence);
+    let attempts = state.current.of(stream_seq);
+    attempts.panics = attempts.panics.saturating_add(1);
+    if attempts.panics < MAX_PANICS {
+        crate::metrics::observation("retried");
+        return nak_after(message, FIRST_RETRY_PAUSE).await;
+    }
+    crate::metrics::observation("dead_lettered");
+    let reason = format!("handling it failed unexpectedly (a bug): {text}");
+    let observation = match read_observation(&message.subject, message.payload.as_ref()) {
+        Ok(observation) => observation,
+        Err(unreadable) => {
+            let board = board_of_subject(&message.subject).map(str::to_owned);
+            let reason = format!("{reason}; {unreadable}");
+            return dead_letter(js, message, board.as_deref(), &reason).await;
+        }
+    };
+    // Recording the hole goes through the game aggregate, which may be where the bug is: the
+    // observation then goes without it.
+    let recorded =
+        std::panic::AssertUnwindSafe(give_up(js, store, message.clone(), &observation, &reason))
+            .catch_unwind()
+            .await;
+    if let Err(panic) = recorded {
+        let reason = format!(
+            "{reason}; recording its hole failed unexpectedly too: {}",
+            panic_text(panic.as_ref())
+        );
+        dead_letter(js, message, Some(&observation.board_id), &reason).await
+    }
 }
 
 /// What this instance has handled of each board of a partition for the game live on it then:
@@ -477,6 +553,8 @@ struct Attempts {
     /// Of those, the ones where NATS refused the records (`AppendError::Failed`): only these
     /// count towards giving it up (`MAX_FAILURES`). NATS being away, however long, does not.
     refusals: u32,
+    /// How often handling it panicked (a bug: see [`after_panic`]).
+    panics: u32,
     /// When a search of the stream first found observations missing before it: the board's
     /// time to re-send them counts from there, not from earlier attempts that could not search
     /// (NATS away during a fault would otherwise use the time up).
@@ -496,6 +574,7 @@ impl Attempts {
             stream_seq,
             failures: 0,
             refusals: 0,
+            panics: 0,
             gap_found: None,
         }
     }
@@ -556,6 +635,11 @@ async fn handle(
             return dead_letter(js, message, subject_board.as_deref(), &reason).await;
         }
     };
+    crate::fault_points::panic_at(
+        Place::Handling,
+        &observation.board_id,
+        observation.device_seq,
+    );
     let board = observation.board_id.clone();
     // Where it stands in its stream (read from its reply subject once), and when NATS stored it:
     // the start of its latency to the game log.
@@ -670,6 +754,9 @@ async fn handle(
     }
     match disposition {
         Disposition::Ack { .. } => {
+            if label == "applied" {
+                crate::fault_points::panic_at(Place::Stored, &board, observation.device_seq);
+            }
             ack(message).await;
             if label == "applied"
                 && let Some(arrived) = arrived_unix_ns
@@ -945,7 +1032,16 @@ async fn decide(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
             stored_by,
-            |game| caught(|| game.decide_observation(observation)),
+            |game| {
+                caught(|| {
+                    crate::fault_points::panic_at(
+                        Place::Deciding,
+                        &observation.board_id,
+                        observation.device_seq,
+                    );
+                    game.decide_observation(observation)
+                })
+            },
             |decision| match decision {
                 Ok(ObservationOutcome::Events(events)) => events.clone(),
                 _ => Vec::new(),
@@ -961,14 +1057,6 @@ fn caught<T>(decide: impl FnOnce() -> Result<T, Rejected>) -> Result<T, Undecide
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(decide))
         .map_err(|payload| Undecided::Panicked(panic_text(payload.as_ref())))?
         .map_err(Undecided::Rejected)
-}
-
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 async fn complete(store: &Store, observation: &Observation) -> Result<usize, AppendError> {

@@ -5,6 +5,7 @@
 
 mod assignments;
 mod auth;
+mod fault_points;
 mod games;
 mod grpc;
 mod ingest;

@@ -1,0 +1,114 @@
+//! Fault points for the tests: a panic at a chosen place while handling a chosen observation, so
+//! that the tests can show on the real service that a bug never stops the hall nor crash-loops
+//! the service (`tests/tests/ingest_isolation.rs`).
+//!
+//! Armed by `BOARDCAST_FAULT_PANIC`, a comma-separated list of `<place>:<board>:<device_seq>`
+//! (`handling`, `deciding` or `stored`, see [`Place`]). Debug builds only, which are what the
+//! tests run: a release build has no fault points and ignores the variable.
+
+/// Where in handling an observation a fault point panics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Before it is decided, on every delivery.
+    Handling,
+    /// Inside the decision.
+    Deciding,
+    /// Once its events are stored in the game log, before it is acknowledged (its next delivery
+    /// finds them applied and passes).
+    Stored,
+}
+
+/// One armed fault point.
+#[cfg_attr(not(debug_assertions), allow(dead_code))]
+#[derive(Debug, PartialEq, Eq)]
+struct Armed {
+    place: Place,
+    board: String,
+    device_seq: u64,
+}
+
+/// The fault points `spec` arms; the items it cannot read are returned apart, to be reported.
+#[cfg_attr(not(debug_assertions), allow(dead_code))]
+fn parse(spec: &str) -> (Vec<Armed>, Vec<&str>) {
+    let mut armed = Vec::new();
+    let mut unreadable = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let read = item.split_once(':').and_then(|(place, rest)| {
+            let place = match place {
+                "handling" => Place::Handling,
+                "deciding" => Place::Deciding,
+                "stored" => Place::Stored,
+                _ => return None,
+            };
+            let (board, seq) = rest.rsplit_once(':')?;
+            Some(Armed {
+                place,
+                board: board.to_owned(),
+                device_seq: seq.parse().ok()?,
+            })
+        });
+        match read {
+            Some(point) => armed.push(point),
+            None => unreadable.push(item),
+        }
+    }
+    (armed, unreadable)
+}
+
+/// Panics if a fault point is armed at `place` for observation `device_seq` of `board`.
+#[cfg(debug_assertions)]
+pub fn panic_at(place: Place, board: &str, device_seq: u64) {
+    static ARMED: std::sync::OnceLock<Vec<Armed>> = std::sync::OnceLock::new();
+    let armed = ARMED.get_or_init(|| {
+        let spec = std::env::var("BOARDCAST_FAULT_PANIC").unwrap_or_default();
+        let (armed, unreadable) = parse(&spec);
+        if !unreadable.is_empty() {
+            tracing::error!(
+                ?unreadable,
+                "BOARDCAST_FAULT_PANIC: not <handling|deciding|stored>:<board>:<device_seq>"
+            );
+        }
+        if !armed.is_empty() {
+            tracing::warn!(?armed, "fault points armed: these observations will panic");
+        }
+        armed
+    });
+    if armed
+        .iter()
+        .any(|a| a.place == place && a.board == board && a.device_seq == device_seq)
+    {
+        panic!("fault point {place:?} for observation {device_seq} of board {board}");
+    }
+}
+
+/// Release builds have no fault points.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn panic_at(_place: Place, _board: &str, _device_seq: u64) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_arms_its_points_and_reports_what_it_cannot_read() {
+        let (armed, unreadable) =
+            parse("handling:b:1, stored:hall:b:2,deciding:b:x,later:b:3,stored:b,");
+        assert_eq!(
+            armed,
+            [
+                Armed {
+                    place: Place::Handling,
+                    board: "b".into(),
+                    device_seq: 1
+                },
+                Armed {
+                    place: Place::Stored,
+                    board: "hall:b".into(),
+                    device_seq: 2
+                },
+            ]
+        );
+        assert_eq!(unreadable, ["deciding:b:x", "later:b:3", "stored:b"]);
+    }
+}
