@@ -374,7 +374,7 @@ async fn consume(
         // A panic while handling it (a bug) is caught here: the service must not crash-loop
         // on one observation, nor the partition stop on it.
         let handled = std::panic::AssertUnwindSafe(
-            handle(&js, &stream, &store, &mut state, message.clone()).instrument(span.clone()),
+            handle(&js, &stream, &store, &mut state, &message).instrument(span.clone()),
         )
         .catch_unwind()
         .await;
@@ -383,7 +383,7 @@ async fn consume(
                 &js,
                 &store,
                 &mut state,
-                message,
+                &message,
                 &panic_text(panic.as_ref()),
             )
             .instrument(span)
@@ -405,7 +405,7 @@ async fn after_panic(
     js: &jetstream::Context,
     store: &Store,
     state: &mut PartitionState,
-    message: Message,
+    message: &Message,
     text: &str,
 ) {
     tracing::error!(subject = %message.subject, "handling an observation panicked (a bug): {text}");
@@ -431,10 +431,9 @@ async fn after_panic(
     };
     // Recording the hole goes through the game aggregate, which may be where the bug is: the
     // observation then goes without it.
-    let recorded =
-        std::panic::AssertUnwindSafe(give_up(js, store, message.clone(), &observation, &reason))
-            .catch_unwind()
-            .await;
+    let recorded = std::panic::AssertUnwindSafe(give_up(js, store, message, &observation, &reason))
+        .catch_unwind()
+        .await;
     if let Err(panic) = recorded {
         let reason = format!(
             "{reason}; recording its hole failed unexpectedly too: {}",
@@ -624,7 +623,7 @@ async fn handle(
     stream: &Stream,
     store: &Store,
     state: &mut PartitionState,
-    message: Message,
+    message: &Message,
 ) {
     let received = std::time::Instant::now();
     let observation = match read_observation(&message.subject, message.payload.as_ref()) {
@@ -937,7 +936,7 @@ async fn record_unusable(
 async fn give_up(
     js: &jetstream::Context,
     store: &Store,
-    message: Message,
+    message: &Message,
     observation: &Observation,
     reason: &str,
 ) {
@@ -1419,17 +1418,17 @@ impl BoardMessages<'_> {
     }
 }
 
-async fn nak(message: Message) {
+async fn nak(message: &Message) {
     nak_after(message, Duration::from_millis(500)).await
 }
 
-async fn nak_after(message: Message, pause: Duration) {
+async fn nak_after(message: &Message, pause: Duration) {
     if let Err(e) = message.ack_with(AckKind::Nak(Some(pause))).await {
         tracing::warn!("negative acknowledgement failed: {e}");
     }
 }
 
-async fn ack(message: Message) {
+async fn ack(message: &Message) {
     if let Err(e) = message.ack().await {
         tracing::warn!("acknowledging an observation failed (it will be delivered again): {e}");
     }
@@ -1443,9 +1442,14 @@ async fn ack(message: Message) {
 const DEAD_LETTER_PAYLOAD_BYTES: usize = boardcast_game::MAX_OBSERVATION_BYTES;
 
 /// Keeps an unusable observation, with the reason, and acknowledges it.
-async fn dead_letter(js: &jetstream::Context, message: Message, board: Option<&str>, reason: &str) {
+async fn dead_letter(
+    js: &jetstream::Context,
+    message: &Message,
+    board: Option<&str>,
+    reason: &str,
+) {
     tracing::warn!(subject = %message.subject, "rejected observation: {reason}");
-    let (headers, payload) = dead_letter_of(&message, reason);
+    let (headers, payload) = dead_letter_of(message, reason);
     let kept = match js
         .publish_with_headers(deadletter_subject(board), headers, payload)
         .await
