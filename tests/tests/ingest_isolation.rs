@@ -294,7 +294,10 @@ async fn a_panic_while_an_observation_is_handled_stops_nothing_else() -> anyhow:
         return Ok(());
     }
     let nats = TestNats::start()?;
+    let log_dir = tempfile::tempdir()?;
+    let log = log_dir.path().join("game-service.log");
     let options = GameServiceOptions {
+        log: Some(log.clone()),
         env: vec![(
             "BOARDCAST_FAULT_PANIC".into(),
             format!("deciding:{POISONED}:1,handling:{POISONED}:2,stored:{POISONED}:3"),
@@ -375,8 +378,115 @@ async fn a_panic_while_an_observation_is_handled_stops_nothing_else() -> anyhow:
     );
     assert!(recorded.contains(&4), "the pawn put back: {recorded:?}");
 
+    // Each fault point struck as armed: the one before the decision on both deliveries, the
+    // one after its events were stored once (its next delivery found them applied).
+    let logged = std::fs::read_to_string(&log)?;
+    let struck = |place: &str| {
+        logged
+            .matches(&format!(
+                "handling an observation panicked (a bug): fault point {place}"
+            ))
+            .count()
+    };
+    assert_eq!((struck("Handling"), struck("Stored")), (2, 1), "{logged}");
+
     service.process.check_running()?;
     assert_eq!(service.process.pid(), pid, "the service never restarted");
+    Ok(())
+}
+
+/// A panic (a bug) while a decision's records are folded into the games: what is folded may then
+/// differ from the log, so the service stops without writing its snapshot rather than decide on
+/// it. Started again it folds the games afresh, and the observation, delivered again, is found
+/// applied: nothing lost, nothing recorded twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_panic_while_records_are_folded_stops_the_service_and_a_restart_folds_afresh()
+-> anyhow::Result<()> {
+    if !cfg!(debug_assertions) {
+        eprintln!("not run: fault points exist in debug builds only");
+        return Ok(());
+    }
+    let nats = TestNats::start()?;
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("game-service.log");
+    let options = |fault: Option<String>| GameServiceOptions {
+        snapshot: Some(dir.path().join("snapshot.redb")),
+        // The observation in flight when the service stopped is handed out again soon.
+        args: vec!["--ack-wait".into(), "5".into()],
+        log: Some(log.clone()),
+        env: fault
+            .map(|f| ("BOARDCAST_FAULT_PANIC".to_owned(), f))
+            .into_iter()
+            .collect(),
+        ..Default::default()
+    };
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let service = GameService::start_with(&nats.url(), options(None))?;
+    let mut client = service.client().await?;
+    let game_id = client
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("isolation", 1, POISONED),
+        ))
+        .await?
+        .into_inner()
+        .game_id;
+    let last_before = client
+        .get_game(GetGameRequest {
+            game_id: game_id.clone(),
+        })
+        .await?
+        .into_inner()
+        .last_game_seq;
+    drop(client);
+    drop(service);
+
+    // The first record of the lift's decision panics as it is folded.
+    let fault = format!("folding:{game_id}:{}", last_before + 1);
+    let mut faulty = GameService::start_with(&nats.url(), options(Some(fault)))?;
+    let lift = observation(
+        1,
+        ObservationKind::Lifted(PieceLifted {
+            square: 12,
+            piece: Piece::WhitePawn as i32,
+        }),
+    );
+    js.publish(observation_subject(POISONED), lift.encode_to_vec().into())
+        .await?
+        .await?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while faulty.process.check_running().is_ok() {
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the service went on after a panic while folding"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let logged = std::fs::read_to_string(&log)?;
+    assert!(
+        logged.contains("a panic (a bug) struck while games were being folded"),
+        "{logged}"
+    );
+    assert!(
+        logged.contains("not writing the snapshot"),
+        "the last snapshot is not written: {logged}"
+    );
+    drop(faulty);
+
+    let service = GameService::start_with(&nats.url(), options(None))?;
+    support::drained(&js).await?;
+    let mut client = service.client().await?;
+    let events = support::game_events(&mut client, &game_id).await?;
+    assert_eq!(
+        support::recorded_observations(&events),
+        [1],
+        "the lift recorded once"
+    );
+    assert_eq!(holes(&mut client, &game_id).await?, []);
+    let seqs: Vec<u64> = events.iter().map(|e| e.game_seq).collect();
+    let expected: Vec<u64> = (seqs.first().copied().unwrap_or(0)..)
+        .take(seqs.len())
+        .collect();
+    assert_eq!(seqs, expected, "one record of each number");
     Ok(())
 }
 

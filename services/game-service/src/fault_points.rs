@@ -1,10 +1,11 @@
-//! Fault points for the tests: a panic at a chosen place while handling a chosen observation, so
-//! that the tests can show on the real service that a bug never stops the hall nor crash-loops
-//! the service (`tests/tests/ingest_isolation.rs`).
+//! Fault points for the tests: a panic at a chosen place while handling a chosen observation or
+//! folding a chosen record, so that the tests can show on the real service that a bug never
+//! stops the hall nor crash-loops the service (`tests/tests/ingest_isolation.rs`).
 //!
 //! Armed by `BOARDCAST_FAULT_PANIC`, a comma-separated list of `<place>:<board>:<device_seq>`
-//! (`handling`, `deciding` or `stored`, see [`Place`]). Debug builds only, which are what the
-//! tests run: a release build has no fault points and ignores the variable.
+//! (`handling`, `deciding` or `stored`) or `folding:<game>:<game_seq>` (see [`Place`]). Debug
+//! builds only, which are what the tests run: a release build has no fault points and ignores
+//! the variable.
 
 /// Where in handling an observation a fault point panics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +17,8 @@ pub enum Place {
     /// Once its events are stored in the game log, before it is acknowledged (its next delivery
     /// finds them applied and passes).
     Stored,
+    /// While a game's record is folded into the games, keyed by game and `game_seq`.
+    Folding,
 }
 
 /// One armed fault point.
@@ -23,8 +26,10 @@ pub enum Place {
 #[derive(Debug, PartialEq, Eq)]
 struct Armed {
     place: Place,
-    board: String,
-    device_seq: u64,
+    /// The board, or the game for `Folding`.
+    key: String,
+    /// The observation's `device_seq`, or the record's `game_seq` for `Folding`.
+    number: u64,
 }
 
 /// The fault points `spec` arms; the items it cannot read are returned apart, to be reported.
@@ -38,13 +43,14 @@ fn parse(spec: &str) -> (Vec<Armed>, Vec<&str>) {
                 "handling" => Place::Handling,
                 "deciding" => Place::Deciding,
                 "stored" => Place::Stored,
+                "folding" => Place::Folding,
                 _ => return None,
             };
-            let (board, seq) = rest.rsplit_once(':')?;
+            let (key, number) = rest.rsplit_once(':')?;
             Some(Armed {
                 place,
-                board: board.to_owned(),
-                device_seq: seq.parse().ok()?,
+                key: key.to_owned(),
+                number: number.parse().ok()?,
             })
         });
         match read {
@@ -55,9 +61,10 @@ fn parse(spec: &str) -> (Vec<Armed>, Vec<&str>) {
     (armed, unreadable)
 }
 
-/// Panics if a fault point is armed at `place` for observation `device_seq` of `board`.
+/// Panics if a fault point is armed at `place` for observation `number` of board `key` (record
+/// `number` of game `key` for `Folding`).
 #[cfg(debug_assertions)]
-pub fn panic_at(place: Place, board: &str, device_seq: u64) {
+pub fn panic_at(place: Place, key: &str, number: u64) {
     static ARMED: std::sync::OnceLock<Vec<Armed>> = std::sync::OnceLock::new();
     let armed = ARMED.get_or_init(|| {
         let spec = std::env::var("BOARDCAST_FAULT_PANIC").unwrap_or_default();
@@ -65,7 +72,8 @@ pub fn panic_at(place: Place, board: &str, device_seq: u64) {
         if !unreadable.is_empty() {
             tracing::error!(
                 ?unreadable,
-                "BOARDCAST_FAULT_PANIC: not <handling|deciding|stored>:<board>:<device_seq>"
+                "BOARDCAST_FAULT_PANIC: not <handling|deciding|stored>:<board>:<device_seq> \
+                 nor folding:<game>:<game_seq>"
             );
         }
         if !armed.is_empty() {
@@ -75,16 +83,19 @@ pub fn panic_at(place: Place, board: &str, device_seq: u64) {
     });
     if armed
         .iter()
-        .any(|a| a.place == place && a.board == board && a.device_seq == device_seq)
+        .any(|a| a.place == place && a.key == key && a.number == number)
     {
-        panic!("fault point {place:?} for observation {device_seq} of board {board}");
+        match place {
+            Place::Folding => panic!("fault point {place:?} for record {number} of game {key}"),
+            _ => panic!("fault point {place:?} for observation {number} of board {key}"),
+        }
     }
 }
 
 /// Release builds have no fault points.
 #[cfg(not(debug_assertions))]
 #[inline(always)]
-pub fn panic_at(_place: Place, _board: &str, _device_seq: u64) {}
+pub fn panic_at(_place: Place, _key: &str, _number: u64) {}
 
 #[cfg(test)]
 mod tests {
@@ -93,19 +104,24 @@ mod tests {
     #[test]
     fn a_spec_arms_its_points_and_reports_what_it_cannot_read() {
         let (armed, unreadable) =
-            parse("handling:b:1, stored:hall:b:2,deciding:b:x,later:b:3,stored:b,");
+            parse("handling:b:1, stored:hall:b:2,deciding:b:x,later:b:3,stored:b,folding:g:4");
         assert_eq!(
             armed,
             [
                 Armed {
                     place: Place::Handling,
-                    board: "b".into(),
-                    device_seq: 1
+                    key: "b".into(),
+                    number: 1
                 },
                 Armed {
                     place: Place::Stored,
-                    board: "hall:b".into(),
-                    device_seq: 2
+                    key: "hall:b".into(),
+                    number: 2
+                },
+                Armed {
+                    place: Place::Folding,
+                    key: "g".into(),
+                    number: 4
                 },
             ]
         );

@@ -184,6 +184,11 @@ impl Games {
                         return Ok(None);
                     }
                     Some(entry) => {
+                        crate::fault_points::panic_at(
+                            crate::fault_points::Place::Folding,
+                            &event.game_id,
+                            event.game_seq,
+                        );
                         match signature {
                             Signature::Check => entry.game.apply_trusted(&record, &self.trusted),
                             Signature::OwnRecord => entry.game.apply(&record),

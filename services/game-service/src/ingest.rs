@@ -398,9 +398,10 @@ async fn consume(
 /// applied; one before is a bug that panics again, and goes as a rejected observation does.
 const MAX_PANICS: u32 = 2;
 
-/// After handling `message` panicked (a bug, with the panic's `text`): it is delivered again
-/// after a pause, up to `MAX_PANICS` times, then given up (its hole recorded, to the dead-letter
-/// stream). Its partition goes on either way.
+/// After handling `message` panicked (a bug, with the panic's `text`): until it has panicked
+/// `MAX_PANICS` times it is delivered again after a pause, then it is given up (its hole
+/// recorded, to the dead-letter stream). Its partition goes on either way. A panic while games
+/// were being folded is left to the service's stop (see `main`).
 async fn after_panic(
     js: &jetstream::Context,
     store: &Store,
@@ -409,6 +410,11 @@ async fn after_panic(
     text: &str,
 ) {
     tracing::error!(subject = %message.subject, "handling an observation panicked (a bug): {text}");
+    if store.games_poisoned() {
+        // It struck while games were being folded: nothing more is decided on them here (the
+        // service stops and folds them afresh), and the observation is delivered again then.
+        return;
+    }
     // Whether this instance was handed the partition's messages one after the other is no
     // longer known: decisions that append nothing ask the log until it is again.
     state.recent.clear();
@@ -430,13 +436,13 @@ async fn after_panic(
         }
     };
     // Recording the hole goes through the game aggregate, which may be where the bug is: the
-    // observation then goes without it.
+    // observation then goes to the dead-letter stream without it.
     let recorded = std::panic::AssertUnwindSafe(give_up(js, store, message, &observation, &reason))
         .catch_unwind()
         .await;
     if let Err(panic) = recorded {
         let reason = format!(
-            "{reason}; recording its hole failed unexpectedly too: {}",
+            "{reason}; giving it up failed unexpectedly too: {}",
             panic_text(panic.as_ref())
         );
         dead_letter(js, message, Some(&observation.board_id), &reason).await
@@ -1474,7 +1480,7 @@ async fn dead_letter(
 /// observation, cut to [`DEAD_LETTER_PAYLOAD_BYTES`].
 fn dead_letter_of(message: &Message, reason: &str) -> (HeaderMap, bytes::Bytes) {
     let mut headers = HeaderMap::new();
-    headers.insert(REASON_HEADER, reason);
+    headers.insert(REASON_HEADER, header_value(reason).as_str());
     headers.insert(ORIGINAL_SUBJECT_HEADER, message.subject.as_str());
     if let Ok(info) = message.info() {
         headers.insert(ORIGINAL_STREAM_HEADER, info.stream);
@@ -1489,6 +1495,19 @@ fn dead_letter_of(message: &Message, reason: &str) -> (HeaderMap, bytes::Bytes) 
         payload.truncate(DEAD_LETTER_PAYLOAD_BYTES);
     }
     (headers, payload)
+}
+
+/// At most how long a dead letter's reason header is.
+const REASON_HEADER_BYTES: usize = 2_000;
+
+/// `text` as a NATS header value: on one line (a header cannot hold a line break, and a panic's
+/// message often has several), and not longer than `REASON_HEADER_BYTES`.
+fn header_value(text: &str) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    boardcast_kit::cut_to(one_line, REASON_HEADER_BYTES)
 }
 
 #[cfg(test)]
@@ -1510,6 +1529,21 @@ mod tests {
             })),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_reason_with_several_lines_makes_a_header() {
+        let caught = std::panic::catch_unwind(|| assert_eq!(1 + 1, 3)).expect_err("it panics");
+        let reason = format!(
+            "handling it failed unexpectedly (a bug): {}",
+            panic_text(caught.as_ref())
+        );
+        assert!(reason.contains('\n'), "{reason:?}");
+        let mut headers = HeaderMap::new();
+        headers.insert(REASON_HEADER, header_value(&reason).as_str());
+        let kept = headers.get(REASON_HEADER).map(|v| v.as_str().to_owned());
+        assert!(kept.is_some_and(|v| v.contains("left: 2") && v.contains("right: 3")));
+        assert!(header_value(&"x".repeat(5_000)).len() <= REASON_HEADER_BYTES);
     }
 
     proptest! {

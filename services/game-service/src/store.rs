@@ -355,6 +355,12 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Whether a panic (a bug) struck while the games were being changed: what is folded here
+    /// may then differ from the log, and only folding it afresh (a restart) can be trusted.
+    pub fn games_poisoned(&self) -> bool {
+        self.games.is_poisoned()
+    }
+
     async fn turn(&self) -> Turn<'_> {
         let writer = self.writer.lock().await;
         let acks = self.acks.lock().await;

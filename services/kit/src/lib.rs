@@ -21,11 +21,45 @@ pub fn now_unix_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// What a caught panic said (its message), for the log and for a dead letter's reason.
+/// At most how much of a caught panic's message is kept: it goes into a dead letter's reason
+/// and the game log's record of the hole, and a panic may print a whole value.
+pub const PANIC_TEXT_BYTES: usize = 1_000;
+
+/// What a caught panic said (its message, at most `PANIC_TEXT_BYTES`), for the log and for a
+/// dead letter's reason.
 pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
+    let text = payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    cut_to(text, PANIC_TEXT_BYTES)
+}
+
+/// `text` cut to at most `bytes` bytes (on a character boundary), with `…` where it was cut.
+pub fn cut_to(mut text: String, bytes: usize) -> String {
+    if text.len() > bytes {
+        let mut end = bytes.saturating_sub('…'.len_utf8());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_panic_message_is_cut_on_a_character_boundary() {
+        let long = "é".repeat(PANIC_TEXT_BYTES);
+        let caught = std::panic::catch_unwind(|| panic!("{long}")).expect_err("it panics");
+        let text = panic_text(caught.as_ref());
+        assert!(text.len() <= PANIC_TEXT_BYTES, "{}", text.len());
+        assert!(text.starts_with("éé") && text.ends_with('…'));
+        assert_eq!(cut_to("short".into(), 10), "short");
+    }
 }
