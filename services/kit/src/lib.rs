@@ -36,15 +36,17 @@ pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     cut_to(text, PANIC_TEXT_BYTES)
 }
 
-/// `text` cut to at most `bytes` bytes (on a character boundary), with `…` where it was cut.
+/// `text` cut to at most `bytes` bytes (on a character boundary), ending in `…` where it was cut
+/// if that fits.
 pub fn cut_to(mut text: String, bytes: usize) -> String {
     if text.len() > bytes {
-        let mut end = bytes.saturating_sub('…'.len_utf8());
+        let marker = if bytes >= '…'.len_utf8() { "…" } else { "" };
+        let mut end = bytes - marker.len();
         while !text.is_char_boundary(end) {
             end -= 1;
         }
         text.truncate(end);
-        text.push('…');
+        text.push_str(marker);
     }
     text
 }
@@ -61,5 +63,6 @@ mod tests {
         assert!(text.len() <= PANIC_TEXT_BYTES, "{}", text.len());
         assert!(text.starts_with("éé") && text.ends_with('…'));
         assert_eq!(cut_to("short".into(), 10), "short");
+        assert_eq!(cut_to("éé".into(), 1), "");
     }
 }
