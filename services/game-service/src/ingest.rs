@@ -758,6 +758,9 @@ async fn handle(
         );
     }
     match disposition {
+        // Decided on games that a panic may have left different from the log: not
+        // acknowledged, decided again after the restart (see `Store::games_poisoned`).
+        _ if store.games_poisoned() => {}
         Disposition::Ack { .. } => {
             if label == "applied" {
                 crate::fault_points::panic_at(Place::Stored, &board, observation.device_seq);

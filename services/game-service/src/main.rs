@@ -271,20 +271,13 @@ async fn main() -> anyhow::Result<()> {
         },
     ));
     // Other instances may append too: follow the log so reads here are at most this far behind.
-    let mut follow = {
+    let follow = {
         let store = store.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(250));
             let mut serving = true;
             loop {
                 tick.tick().await;
-                if store.games_poisoned() {
-                    break Err::<(), _>(anyhow::anyhow!(
-                        "a panic (a bug) struck while games were being folded: the games here \
-                         may no longer match the game log; stopping, so that a restart folds \
-                         them afresh from the log"
-                    ));
-                }
                 // A decision or append that has not finished for this long: no progress is being
                 // made (NATS does not answer), whatever the reads still answer.
                 let stuck = store.busy_for().is_some_and(|d| d > STUCK_AFTER);
@@ -384,10 +377,11 @@ async fn main() -> anyhow::Result<()> {
             Ok(r) => r.context("ingest stopped"),
             Err(e) => Err(anyhow::Error::from(e).context("ingest task panicked")),
         },
-        result = &mut follow => match result {
-            Ok(r) => r.context("following the game log stopped"),
-            Err(e) => Err(anyhow::Error::from(e).context("following the game log panicked")),
-        },
+        _ = games_poisoned(&store) => Err(anyhow::anyhow!(
+            "a panic (a bug) struck while games were being folded: the games here may no longer \
+             match the game log; stopping, so that a restart folds them again from the last \
+             snapshot and the log"
+        )),
         _ = grace_over => Ok(()),
     };
     follow.abort();
@@ -401,16 +395,25 @@ async fn main() -> anyhow::Result<()> {
     outcome
 }
 
+/// Returns once a panic (a bug) struck while the games were being changed (see
+/// `Store::games_poisoned`). Nothing is decided on them from then on; this stops the service.
+async fn games_poisoned(store: &store::Store) {
+    let mut look = tokio::time::interval(Duration::from_millis(100));
+    while !store.games_poisoned() {
+        look.tick().await;
+    }
+}
+
 /// Writes the games changed since the last snapshot, with the log position, in one transaction.
 async fn write_snapshot(store: &Arc<store::Store>, snapshots: &Arc<snapshot::Snapshots>) {
-    // Games that may differ from the log are not kept: a restart folds them afresh.
-    if store.games_poisoned() {
-        tracing::error!("not writing the snapshot: a panic struck while games were being folded");
-        return;
-    }
     // After a failed write the file may lack games that changed then: write all of them.
     let full = snapshots.needs_full();
     let Some(changes) = store.take_changes(full).await else {
+        if store.games_poisoned() {
+            tracing::error!(
+                "not writing the snapshot: a panic struck while games were being folded"
+            );
+        }
         return;
     };
     let writer = snapshots.clone();

@@ -513,6 +513,14 @@ impl Store {
         mode: Mode,
         decide: impl Fn(&Games) -> Decision<T>,
     ) -> Result<T, AppendError> {
+        if self.games_poisoned() {
+            // Nothing is decided on games that may differ from the log; the service is stopping
+            // (see `main`), and what waits is decided after the restart.
+            return Err(unavailable(
+                target,
+                "a panic struck while games were being folded; the service is stopping",
+            ));
+        }
         let held = match mode {
             Mode::InTurn { catch_up_first } => {
                 let turn = self.turn().await;
@@ -1737,7 +1745,9 @@ impl Store {
     /// What a snapshot needs: the games changed since the last one (all of them when `all`), and
     /// the log position they are folded up to.
     pub(crate) async fn take_changes(&self, all: bool) -> Option<SnapshotData> {
-        self.write().take_changes(all)
+        // Not from games that a panic may have left different from the log (see
+        // `games_poisoned`): checked under the same lock, so no fold can panic in between.
+        self.games.write().ok()?.take_changes(all)
     }
 }
 
