@@ -412,7 +412,8 @@ async fn after_panic(
     tracing::error!(subject = %message.subject, "handling an observation panicked (a bug): {text}");
     if store.games_poisoned() {
         // It struck while games were being folded: nothing more is decided on them here (the
-        // service stops and folds them afresh), and the observation is delivered again then.
+        // service stops, and its restart folds them again), and the observation is delivered
+        // again then.
         return;
     }
     // Whether this instance was handed the partition's messages one after the other is no
