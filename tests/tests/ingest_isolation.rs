@@ -47,6 +47,29 @@ fn clock(white_ms: u64) -> ObservationKind {
     })
 }
 
+/// The game the operator sets up on the poisoned board.
+async fn poisoned_boards_game(
+    client: &mut boardcast_kit::client::GameClient,
+) -> anyhow::Result<boardcast_game::events::CreateGameResponse> {
+    Ok(client
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("isolation", 1, POISONED),
+        ))
+        .await?
+        .into_inner())
+}
+
+/// White's hand on the e2 pawn of the poisoned board.
+fn white_lifts_e2_pawn(device_seq: u64) -> Observation {
+    observation(
+        device_seq,
+        ObservationKind::Lifted(PieceLifted {
+            square: 12,
+            piece: Piece::WhitePawn as i32,
+        }),
+    )
+}
+
 /// A dead letter of the poisoned board.
 struct DeadLetter {
     reason: String,
@@ -176,12 +199,7 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
 
     // The poisoned board's game, set up by the operator.
     let mut client = service.client().await?;
-    let created = client
-        .create_game(boardcast_testkit::create_request(
-            boardcast_testkit::game_on_board("isolation", 1, POISONED),
-        ))
-        .await?
-        .into_inner();
+    let created = poisoned_boards_game(&mut client).await?;
 
     // Twenty boards play while the poison arrives.
     let mut simulation = twenty_boards_play(&nats, &service)?;
@@ -204,13 +222,7 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
             .await?;
     }
     // The board goes on: White's hand on the e2 pawn.
-    let lift = observation(
-        3,
-        ObservationKind::Lifted(PieceLifted {
-            square: 12,
-            piece: Piece::WhitePawn as i32,
-        }),
-    );
+    let lift = white_lifts_e2_pawn(3);
     js.publish(subject.clone(), lift.encode_to_vec().into())
         .await?
         .await?;
@@ -308,24 +320,10 @@ async fn a_panic_while_an_observation_is_handled_stops_nothing_else() -> anyhow:
     let pid = service.process.pid();
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let mut client = service.client().await?;
-    let created = client
-        .create_game(boardcast_testkit::create_request(
-            boardcast_testkit::game_on_board("isolation", 1, POISONED),
-        ))
-        .await?
-        .into_inner();
+    let created = poisoned_boards_game(&mut client).await?;
 
     let mut simulation = twenty_boards_play(&nats, &service)?;
     // White's hand on the e2 pawn, again and again, then the pawn put back.
-    let lift = |device_seq| {
-        observation(
-            device_seq,
-            ObservationKind::Lifted(PieceLifted {
-                square: 12,
-                piece: Piece::WhitePawn as i32,
-            }),
-        )
-    };
     let put_back = observation(
         4,
         ObservationKind::Placed(PiecePlaced {
@@ -333,10 +331,15 @@ async fn a_panic_while_an_observation_is_handled_stops_nothing_else() -> anyhow:
             piece: Piece::WhitePawn as i32,
         }),
     );
-    let published: Vec<Vec<u8>> = [lift(1), lift(2), lift(3), put_back]
-        .iter()
-        .map(|o| o.encode_to_vec())
-        .collect();
+    let published: Vec<Vec<u8>> = [
+        white_lifts_e2_pawn(1),
+        white_lifts_e2_pawn(2),
+        white_lifts_e2_pawn(3),
+        put_back,
+    ]
+    .iter()
+    .map(|o| o.encode_to_vec())
+    .collect();
     for payload in &published {
         js.publish(observation_subject(POISONED), payload.clone().into())
             .await?
@@ -423,13 +426,7 @@ async fn a_panic_while_records_are_folded_stops_the_service_and_a_restart_folds_
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let service = GameService::start_with(&nats.url(), options(None))?;
     let mut client = service.client().await?;
-    let game_id = client
-        .create_game(boardcast_testkit::create_request(
-            boardcast_testkit::game_on_board("isolation", 1, POISONED),
-        ))
-        .await?
-        .into_inner()
-        .game_id;
+    let game_id = poisoned_boards_game(&mut client).await?.game_id;
     let last_before = client
         .get_game(GetGameRequest {
             game_id: game_id.clone(),
@@ -443,13 +440,7 @@ async fn a_panic_while_records_are_folded_stops_the_service_and_a_restart_folds_
     // The first record of the lift's decision panics as it is folded.
     let fault = format!("folding:{game_id}:{}", last_before + 1);
     let mut faulty = GameService::start_with(&nats.url(), options(Some(fault)))?;
-    let lift = observation(
-        1,
-        ObservationKind::Lifted(PieceLifted {
-            square: 12,
-            piece: Piece::WhitePawn as i32,
-        }),
-    );
+    let lift = white_lifts_e2_pawn(1);
     js.publish(observation_subject(POISONED), lift.encode_to_vec().into())
         .await?
         .await?;
@@ -498,24 +489,13 @@ async fn an_unusable_observation_found_in_a_gap_leaves_its_hole() -> anyhow::Res
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
     let mut client = service.client().await?;
-    let created = client
-        .create_game(boardcast_testkit::create_request(
-            boardcast_testkit::game_on_board("isolation", 1, POISONED),
-        ))
-        .await?
-        .into_inner();
+    let created = poisoned_boards_game(&mut client).await?;
     // Both in the stream before a service looks at them: the lift first, then the clock no
     // chess clock shows that the board numbered before it.
     drop(client);
     drop(service);
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    let lift = observation(
-        2,
-        ObservationKind::Lifted(PieceLifted {
-            square: 12,
-            piece: Piece::WhitePawn as i32,
-        }),
-    );
+    let lift = white_lifts_e2_pawn(2);
     let unusable = observation(1, clock(u64::MAX));
     for published in [&lift, &unusable] {
         js.publish(
