@@ -421,6 +421,8 @@ impl Game {
             termination: termination as i32,
             last_game_seq: self.record.last_game_seq,
             chain_head: self.record.chain_head.to_vec(),
+            // Known to the service that folded the game, not to the game.
+            log_not_followed: None,
         }
     }
 

@@ -3,7 +3,8 @@
 //! stops the hall nor crash-loops the service (`tests/tests/ingest_isolation.rs`).
 //!
 //! Armed by `BOARDCAST_FAULT_PANIC`, a comma-separated list of `<place>:<board>:<device_seq>`
-//! (`handling`, `deciding` or `stored`) or `folding:<game>:<game_seq>` (see [`Place`]). Debug
+//! (`handling`, `deciding` or `stored`) or `<place>:<game>:<game_seq>` (`folding` or `folded`;
+//! see [`Place`]). Debug
 //! builds only, which are what the tests run: a release build has no fault points and ignores
 //! the variable.
 
@@ -17,8 +18,12 @@ pub enum Place {
     /// Once its events are stored in the game log, before it is acknowledged (its next delivery
     /// finds them applied and passes).
     Stored,
-    /// While a game's record is folded into the games, keyed by game and `game_seq`.
+    /// As a game's record is applied to the game (once it changed the game), keyed by game and
+    /// `game_seq`, on every fold of it (as a bug in the rules or the aggregate would).
     Folding,
+    /// Once a game's record is applied, in the games' own bookkeeping (outside the guard on
+    /// applying it), keyed like `Folding`.
+    Folded,
 }
 
 /// One armed fault point.
@@ -26,9 +31,9 @@ pub enum Place {
 #[derive(Debug, PartialEq, Eq)]
 struct Armed {
     place: Place,
-    /// The board, or the game for `Folding`.
+    /// The board, or the game for `Folding` and `Folded`.
     key: String,
-    /// The observation's `device_seq`, or the record's `game_seq` for `Folding`.
+    /// The observation's `device_seq`, or the record's `game_seq` for `Folding` and `Folded`.
     number: u64,
 }
 
@@ -44,6 +49,7 @@ fn parse(spec: &str) -> (Vec<Armed>, Vec<&str>) {
                 "deciding" => Place::Deciding,
                 "stored" => Place::Stored,
                 "folding" => Place::Folding,
+                "folded" => Place::Folded,
                 _ => return None,
             };
             let (key, number) = rest.rsplit_once(':')?;
@@ -62,7 +68,7 @@ fn parse(spec: &str) -> (Vec<Armed>, Vec<&str>) {
 }
 
 /// Panics if a fault point is armed at `place` for observation `number` of board `key` (record
-/// `number` of game `key` for `Folding`).
+/// `number` of game `key` for `Folding` and `Folded`).
 #[cfg(debug_assertions)]
 pub fn panic_at(place: Place, key: &str, number: u64) {
     static ARMED: std::sync::OnceLock<Vec<Armed>> = std::sync::OnceLock::new();
@@ -73,7 +79,7 @@ pub fn panic_at(place: Place, key: &str, number: u64) {
             tracing::error!(
                 ?unreadable,
                 "BOARDCAST_FAULT_PANIC: not <handling|deciding|stored>:<board>:<device_seq> \
-                 nor folding:<game>:<game_seq>"
+                 nor <folding|folded>:<game>:<game_seq>"
             );
         }
         if !armed.is_empty() {
@@ -86,7 +92,9 @@ pub fn panic_at(place: Place, key: &str, number: u64) {
         .any(|a| a.place == place && a.key == key && a.number == number)
     {
         match place {
-            Place::Folding => panic!("fault point {place:?} for record {number} of game {key}"),
+            Place::Folding | Place::Folded => {
+                panic!("fault point {place:?} for record {number} of game {key}")
+            }
             _ => panic!("fault point {place:?} for observation {number} of board {key}"),
         }
     }
@@ -103,8 +111,9 @@ mod tests {
 
     #[test]
     fn a_spec_arms_its_points_and_reports_what_it_cannot_read() {
-        let (armed, unreadable) =
-            parse("handling:b:1, stored:hall:b:2,deciding:b:x,later:b:3,stored:b,folding:g:4");
+        let (armed, unreadable) = parse(
+            "handling:b:1, stored:hall:b:2,deciding:b:x,later:b:3,stored:b,folding:g:4,folded:g:5",
+        );
         assert_eq!(
             armed,
             [
@@ -122,6 +131,11 @@ mod tests {
                     place: Place::Folding,
                     key: "g".into(),
                     number: 4
+                },
+                Armed {
+                    place: Place::Folded,
+                    key: "g".into(),
+                    number: 5
                 },
             ]
         );

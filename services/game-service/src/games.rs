@@ -3,9 +3,11 @@
 //! lock and feeds it what it reads from and appends to the log.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 
 use boardcast_game::signing::TrustedKeys;
 use boardcast_game::{ChainError, Game, GameError, events::GameEventRecord};
+use boardcast_kit::panic_text;
 use prost::Message as _;
 
 use crate::snapshot::{SnapshotData, SnapshotGame};
@@ -43,6 +45,65 @@ pub(crate) struct Games {
     /// ([`Games::refolded`]): a decision on the state folded here would be written beside the
     /// record not seen, and fork the game's log.
     behind: BTreeMap<String, u64>,
+    /// Games behind because folding one of their records panicked (a bug in the rules or the
+    /// aggregate), with what the panic said. They stay behind until a service without the bug
+    /// reads them: the record is in the log, so skipping it would decide on a game the log does
+    /// not hold. Not in snapshots: a restored game behind is read again, and panics again.
+    unfoldable: HashMap<String, String>,
+}
+
+/// Why a record was not applied to a game.
+enum Unapplied {
+    /// The game refused it.
+    Refused(GameError),
+    /// Applying it panicked (a bug), saying this.
+    Panicked(String),
+}
+
+/// `apply` (a record applied to a game, or a game started from its first record) with a panic in
+/// it caught: one record that folding panics on (a bug) must not stop every other game, nor
+/// the service at every start, as an uncaught panic under the games' lock would. After a panic
+/// the game `apply` changed may be half changed: callers fold it afresh or drop it.
+fn guarded<T>(
+    record: &GameEventRecord,
+    apply: impl FnOnce() -> Result<T, GameError>,
+) -> Result<T, Unapplied> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let applied = apply();
+        // After the game was changed, as the worst bug would: what it leaves must be undone.
+        #[cfg(debug_assertions)]
+        if let Ok(event) = Game::open_record(record) {
+            crate::fault_points::panic_at(
+                crate::fault_points::Place::Folding,
+                &event.game_id,
+                event.game_seq,
+            );
+        }
+        #[cfg(not(debug_assertions))]
+        let _ = record;
+        applied
+    }))
+    .map_err(|payload| Unapplied::Panicked(panic_text(payload.as_ref())))?
+    .map_err(Unapplied::Refused)
+}
+
+/// Why [`Games::refolded`] left a game behind.
+#[derive(Debug)]
+pub(crate) enum NotRefolded {
+    /// The log itself does not follow on: a record still missing, or two with one number.
+    DoesNotFollowOn(String),
+    /// Folding one of its records panicked (a bug): reading it again will not help.
+    Panicked(String),
+}
+
+impl std::fmt::Display for NotRefolded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRefolded::DoesNotFollowOn(reason) | NotRefolded::Panicked(reason) => {
+                f.write_str(reason)
+            }
+        }
+    }
 }
 
 /// Whether a record failed to fold because the game's records as read do not follow on (rather
@@ -161,6 +222,7 @@ impl Games {
         }
         self.folded_seq = stream_seq;
         let mut game_behind = None;
+        let mut panicked = None;
         let folded = GameEventRecord::decode(payload)
             .map_err(|e| e.to_string())
             .and_then(|record| {
@@ -169,11 +231,17 @@ impl Games {
                     // Read again whole once it can be; its later records cannot follow on here.
                     return Ok(None);
                 }
-                let behind_if = |e: GameError| {
-                    if missing_or_reordered(&e) {
-                        game_behind = Some(event.game_id.clone());
+                let mut not_applied = |e: Unapplied| match e {
+                    Unapplied::Refused(e) => {
+                        if missing_or_reordered(&e) {
+                            game_behind = Some(event.game_id.clone());
+                        }
+                        e.to_string()
                     }
-                    e.to_string()
+                    Unapplied::Panicked(text) => {
+                        panicked = Some((event.game_id.clone(), text.clone()));
+                        format!("folding it panicked (a bug): {text}")
+                    }
                 };
                 match self.by_id.get_mut(&event.game_id) {
                     Some(entry) if entry.holds(event.game_seq, &record.hash) => {
@@ -184,25 +252,25 @@ impl Games {
                         return Ok(None);
                     }
                     Some(entry) => {
+                        guarded(&record, || match signature {
+                            Signature::Check => entry.game.apply_trusted(&record, &self.trusted),
+                            Signature::OwnRecord => entry.game.apply(&record),
+                        })
+                        .map_err(&mut not_applied)?;
                         crate::fault_points::panic_at(
-                            crate::fault_points::Place::Folding,
+                            crate::fault_points::Place::Folded,
                             &event.game_id,
                             event.game_seq,
                         );
-                        match signature {
-                            Signature::Check => entry.game.apply_trusted(&record, &self.trusted),
-                            Signature::OwnRecord => entry.game.apply(&record),
-                        }
-                        .map_err(behind_if)?;
                         entry.records.push(payload.to_vec());
                         entry.last_stream_seq = stream_seq;
                     }
                     None => {
-                        let game = match signature {
+                        let game = guarded(&record, || match signature {
                             Signature::Check => Game::from_first_trusted(&record, &self.trusted),
                             Signature::OwnRecord => Game::from_first_record(&record),
-                        }
-                        .map_err(behind_if)?;
+                        })
+                        .map_err(&mut not_applied)?;
                         self.insert(Entry {
                             game,
                             first_stream_seq: stream_seq,
@@ -220,26 +288,53 @@ impl Games {
             }
             Ok(None) => self.last_game = None,
             Err(e) => {
-                match game_behind {
-                    Some(game_id) => {
-                        tracing::error!(
-                            stream_seq,
-                            game = %game_id,
-                            "a game log record does not follow on from what was read of its \
-                             game: {e}; nothing is appended to the game until its log is read \
-                             again whole"
-                        );
-                        self.dirty.insert(game_id.clone());
-                        self.behind.insert(game_id, stream_seq);
-                    }
-                    None => tracing::error!(
+                if let Some((game_id, text)) = panicked {
+                    tracing::error!(
+                        stream_seq,
+                        game = %game_id,
+                        "folding a game log record panicked (a bug): {text}; nothing is decided \
+                         on the game until a service without the bug reads its log"
+                    );
+                    self.after_panic(&game_id, stream_seq, text);
+                } else if let Some(game_id) = game_behind {
+                    tracing::error!(
+                        stream_seq,
+                        game = %game_id,
+                        "a game log record does not follow on from what was read of its \
+                         game: {e}; nothing is appended to the game until its log is read \
+                         again whole"
+                    );
+                    self.put_behind(&game_id, stream_seq);
+                } else {
+                    tracing::error!(
                         stream_seq,
                         "skipping a game log record that cannot be folded: {e}"
-                    ),
+                    );
                 }
                 self.last_game = None;
             }
         }
+    }
+
+    /// Folding game `game_id`'s record at `stream_seq` panicked, saying `text`. The panic may
+    /// have left the game half changed: it is folded again from its records before that one
+    /// (which folded a moment ago), and put behind from that record, so that nothing is decided
+    /// on it and reads say its state stops short of its log.
+    fn after_panic(&mut self, game_id: &str, stream_seq: u64, text: String) {
+        if let Some(entry) = self.by_id.get_mut(game_id) {
+            match refold(&entry.records) {
+                Ok(game) => entry.game = game,
+                Err(e) => {
+                    tracing::error!(game = %game_id, "folding the game again: {e}; dropped here until its log is read again");
+                    self.by_id.remove(game_id);
+                }
+            }
+        }
+        self.unfoldable.insert(
+            game_id.to_owned(),
+            format!("folding its record at stream sequence {stream_seq} panicked (a bug): {text}"),
+        );
+        self.put_behind(game_id, stream_seq);
     }
 
     /// The games whose records as read here do not follow on, with the stream sequence of the
@@ -272,6 +367,11 @@ impl Games {
         self.behind.get(game_id).copied()
     }
 
+    /// Why game `game_id` is behind, when folding one of its records panicked.
+    pub(crate) fn unfoldable(&self, game_id: &str) -> Option<&str> {
+        self.unfoldable.get(game_id).map(String::as_str)
+    }
+
     /// Game `game_id` folded afresh from `records` (stream sequence and record as stored, in
     /// stream order, up to `folded_seq`): every one must follow on and be signed by a trusted
     /// key. Replaces what was folded of the game, which is no longer behind. An error (the log
@@ -281,7 +381,7 @@ impl Games {
         &mut self,
         game_id: &str,
         records: Vec<(u64, Vec<u8>)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), NotRefolded> {
         // As `fold_record` folds them: a record bad in itself (undecodable, altered, not signed
         // by a trusted key, of another game) is skipped; one that does not follow on is not.
         let mut folded: Option<(Game, u64, Vec<Vec<u8>>)> = None;
@@ -308,26 +408,37 @@ impl Games {
                 // The same record stored again: nothing new.
                 continue;
             }
-            let applied = match &mut folded {
+            let applied = guarded(&record, || match &mut folded {
                 Some((game, _, _)) => game.apply_trusted(&record, &self.trusted),
                 None => Game::from_first_trusted(&record, &self.trusted)
                     .map(|game| folded = Some((game, seq, Vec::new()))),
-            };
+            });
             match applied {
                 Ok(()) => {
                     if let Some((_, _, kept)) = &mut folded {
                         kept.push(bytes);
                     }
                 }
-                Err(e) if missing_or_reordered(&e) => {
-                    return Err(format!("stream sequence {seq}: {e}"));
+                Err(Unapplied::Refused(e)) if missing_or_reordered(&e) => {
+                    return Err(NotRefolded::DoesNotFollowOn(format!(
+                        "stream sequence {seq}: {e}"
+                    )));
                 }
-                Err(e) => {
+                Err(Unapplied::Refused(e)) => {
                     tracing::error!(stream_seq = seq, game = %game_id, "skipping a game log record that cannot be folded: {e}")
+                }
+                Err(Unapplied::Panicked(text)) => {
+                    let reason = format!(
+                        "folding its record at stream sequence {seq} panicked (a bug): {text}"
+                    );
+                    self.unfoldable.insert(game_id.to_owned(), reason.clone());
+                    return Err(NotRefolded::Panicked(reason));
                 }
             }
         }
-        let (game, first_stream_seq, records) = folded.ok_or("no record of the game in the log")?;
+        let (game, first_stream_seq, records) = folded.ok_or_else(|| {
+            NotRefolded::DoesNotFollowOn("no record of the game in the log".to_owned())
+        })?;
         // Live on its board unless a game set up there later is known.
         let later_on_board = self.live_on(game.board_id()).is_some_and(|live| {
             live.game.game_id() != game_id && live.first_stream_seq > first_stream_seq
@@ -346,6 +457,7 @@ impl Games {
             self.live_on_board.insert(board, game_id.to_owned());
         }
         self.behind.remove(game_id);
+        self.unfoldable.remove(game_id);
         self.dirty.insert(game_id.to_owned());
         Ok(())
     }
@@ -454,17 +566,25 @@ impl Games {
     }
 }
 
-/// A game folded from its records as stored.
+/// A game folded from its records as stored (a panic folding one is an error too).
 pub(crate) fn refold(records: &[Vec<u8>]) -> Result<Game, String> {
     let mut iter = records
         .iter()
         .map(|bytes| GameEventRecord::decode(bytes.as_slice()).map_err(|e| e.to_string()));
     let first = iter.next().ok_or("a game without records")??;
-    let mut game = Game::from_first_record(&first).map_err(|e| e.to_string())?;
+    let mut game = guarded(&first, || Game::from_first_record(&first)).map_err(unapplied_text)?;
     for record in iter {
-        game.apply(&record?).map_err(|e| e.to_string())?;
+        let record = record?;
+        guarded(&record, || game.apply(&record)).map_err(unapplied_text)?;
     }
     Ok(game)
+}
+
+fn unapplied_text(e: Unapplied) -> String {
+    match e {
+        Unapplied::Refused(e) => e.to_string(),
+        Unapplied::Panicked(text) => format!("folding a record panicked (a bug): {text}"),
+    }
 }
 
 #[cfg(test)]

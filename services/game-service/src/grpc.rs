@@ -106,7 +106,15 @@ impl game_service_server::GameService for GameApi {
     ) -> Result<Response<GameState>, Status> {
         let reader = self.auth.identify_reader(request.metadata()).await?;
         let game_id = request.into_inner().game_id;
-        let state = self.known_game(&game_id, Game::to_state).await?;
+        let mut state = self.known_game(&game_id, Game::to_state).await?;
+        state.log_not_followed =
+            self.store
+                .not_followed(&game_id)
+                .await
+                .map(|(from_stream_seq, reason)| LogNotFollowed {
+                    from_stream_seq,
+                    reason,
+                });
         check_read(
             &reader,
             &state
@@ -279,6 +287,14 @@ impl game_service_server::GameService for GameApi {
         let request = request.into_inner();
         self.require_readable_game(&reader, &request.game_id)
             .await?;
+        // A verdict rests on the game's whole log, never on part of it.
+        if let Some((from, reason)) = self.store.not_followed(&request.game_id).await {
+            return Err(Status::unavailable(format!(
+                "game {}: its log is followed here only up to stream sequence {from}: {reason}; \
+                 no verdict is given on part of its log",
+                request.game_id
+            )));
+        }
         let verdict = self
             .store
             .with_game(&request.game_id, |game| {

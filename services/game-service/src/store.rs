@@ -80,7 +80,7 @@ use futures::StreamExt;
 use prost::Message as _;
 use tracing::Instrument as _;
 
-use crate::games::{Entry, Games, refold, skipped_as_bad};
+use crate::games::{Entry, Games, NotRefolded, refold, skipped_as_bad};
 use crate::pipeline::{Admission, InFlight};
 use crate::silent_leader::SilentLeader;
 use crate::snapshot::SnapshotData;
@@ -466,6 +466,18 @@ impl Store {
 
     pub async fn with_game<T>(&self, game_id: &str, f: impl FnOnce(&Game) -> T) -> Option<T> {
         self.read().get(game_id).map(|e| f(&e.game))
+    }
+
+    /// Where game `game_id`'s log goes on past what is folded here (stream sequence), and why,
+    /// when it does.
+    pub async fn not_followed(&self, game_id: &str) -> Option<(u64, String)> {
+        let games = self.read();
+        let from = games.behind_from(game_id)?;
+        let reason = games.unfoldable(game_id).map_or_else(
+            || "a record of the game in the log does not follow on from what was read of it here; it is read again".to_owned(),
+            str::to_owned,
+        );
+        Some((from, reason))
     }
 
     /// Runs `f` on the game live on `board_id`.
@@ -1427,7 +1439,7 @@ impl Store {
                     tracing::warn!(game = %game_id, "{e}");
                     Some(READ_AGAIN_MISSING)
                 }
-                Err(Unread::ForGood(e)) => {
+                Err(Unread::ForGood(e) | Unread::Unfoldable(e)) => {
                     tracing::error!(game = %game_id, "{e}");
                     Some(READ_AGAIN_FORKED)
                 }
@@ -1456,6 +1468,7 @@ impl Store {
             Err(Unread::Missing(_)) => "missing",
             Err(Unread::Unreadable(_)) => "unreadable",
             Err(Unread::ForGood(_)) => "forked",
+            Err(Unread::Unfoldable(_)) => "unfoldable",
         });
         self.missing_since
             .lock()
@@ -1564,8 +1577,9 @@ impl Store {
         self.read_again_counted(alone, game_id)
             .await
             .map_err(|unread| match unread {
-                // For good: only an operator can mend a forked log.
-                Unread::ForGood(reason) => AppendError::Failed {
+                // For good: only an operator can mend a forked log, only a fixed service fold
+                // a record that folding panics on.
+                Unread::ForGood(reason) | Unread::Unfoldable(reason) => AppendError::Failed {
                     game_id: game_id.to_owned(),
                     reason,
                 },
@@ -1598,18 +1612,26 @@ impl Store {
             &records,
             &self.trusted_keys(),
         ));
-        self.write().refolded(game_id, records).map_err(|e| {
-            let reason = format!(
-                "the log of game {game_id} does not follow on from stream sequence {from}, read \
-                 again: {e}; nothing is appended to it here until it does"
-            );
-            match forked {
-                Some(game_seq) => Unread::ForGood(format!(
-                    "{reason} (it holds two records numbered {game_seq}: forked)"
+        self.write()
+            .refolded(game_id, records)
+            .map_err(|not_refolded| match not_refolded {
+                NotRefolded::Panicked(e) => Unread::Unfoldable(format!(
+                    "game {game_id} cannot be folded here: {e}; nothing is decided on it until \
+                     a service without the bug reads its log"
                 )),
-                None => Unread::Missing(reason),
-            }
-        })?;
+                NotRefolded::DoesNotFollowOn(e) => {
+                    let reason = format!(
+                        "the log of game {game_id} does not follow on from stream sequence \
+                         {from}, read again: {e}; nothing is appended to it here until it does"
+                    );
+                    match forked {
+                        Some(game_seq) => Unread::ForGood(format!(
+                            "{reason} (it holds two records numbered {game_seq}: forked)"
+                        )),
+                        None => Unread::Missing(reason),
+                    }
+                }
+            })?;
         tracing::warn!(game = %game_id, from, "the game's log, read again whole, follows on: folded afresh");
         Ok(())
     }
@@ -1752,8 +1774,9 @@ impl Store {
 }
 
 /// How soon a game behind the log is read again at a catch-up while a record is missing (a
-/// leader catching up, or replaced, within seconds), and once its log was found forked (it
-/// stays so until an operator mends it).
+/// leader catching up, or replaced, within seconds), and once its log was found forked or a
+/// record of it unfoldable (it stays so until an operator mends the log, or a service without the
+/// bug reads it).
 const READ_AGAIN_MISSING: std::time::Duration = std::time::Duration::from_secs(1);
 const READ_AGAIN_FORKED: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -1823,6 +1846,9 @@ enum Unread {
     /// For good: the log holds two records with one number, or a record has been missing for
     /// longer than `BEHIND_FOR_GOOD`.
     ForGood(String),
+    /// Folding one of the game's records panicked (a bug): only a service without the bug can
+    /// fold it.
+    Unfoldable(String),
 }
 
 /// Rebuilds the games of a snapshot, after checking that the log still holds, at the snapshot's
@@ -1889,6 +1915,7 @@ mod tests {
             Err(Unread::Missing(_)) => "missing",
             Err(Unread::Unreadable(_)) => "unreadable",
             Err(Unread::ForGood(_)) => "for good",
+            Err(Unread::Unfoldable(_)) => "unfoldable",
         };
         assert_eq!(judge("g", missing(), 0), "missing");
         assert_eq!(judge("g", missing(), 100), "missing");
@@ -1903,6 +1930,10 @@ mod tests {
         assert_eq!(judge("h", missing(), 841), "missing");
         assert_eq!(judge("h", Ok(()), 900), "whole");
         assert_eq!(judge("h", missing(), 1000), "missing");
+        // A record that folding panics on is no record missing: it is not put on the clock.
+        let unfoldable = || Err(Unread::Unfoldable("folding it panicked".to_owned()));
+        assert_eq!(judge("u", unfoldable(), 0), "unfoldable");
+        assert_eq!(judge("u", unfoldable(), 1000), "unfoldable");
     }
 
     #[test]
