@@ -278,6 +278,39 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
         );
     }
 
+    // What an operator is shown of them.
+    let listed = |args: &[&str]| -> anyhow::Result<String> {
+        let listing = std::process::Command::new(program("boardcast")?)
+            .arg("dead-letters")
+            .args(args)
+            .args(["--nats", &nats.url()])
+            .output()?;
+        ensure!(
+            listing.status.success(),
+            "{}",
+            String::from_utf8_lossy(&listing.stderr)
+        );
+        Ok(String::from_utf8(listing.stdout)?)
+    };
+    let listing = listed(&["--board", POISONED])?;
+    for expected in [
+        "board poisoned: observation 1 (clock reading)\n  why: ",
+        "more than a day",
+        "board poisoned: an observation too large to keep here",
+        "board poisoned: observation 18446744073709551614 (clock reading)",
+        "board poisoned: 16 bytes that are no observation",
+        "undecodable observation",
+        "kept whole: BOARDCAST_INGEST_",
+        "4 dead letters",
+    ] {
+        assert!(listing.contains(expected), "{expected:?} in:\n{listing}");
+    }
+    assert!(listed(&["--after", "1"])?.ends_with("3 dead letters\n"));
+    assert_eq!(
+        listed(&["--board", "sim-1"])?,
+        "no dead letters of board sim-1\n"
+    );
+
     // The poisoned board's log shows the holes, and its next observation was decided.
     assert_eq!(
         holes(&mut client, &created.game_id).await?,
@@ -402,9 +435,10 @@ async fn a_panic_while_an_observation_is_handled_stops_nothing_else() -> anyhow:
 /// A record that folding panics on every time (a bug in the rules or the aggregate, armed by a
 /// fault point for the whole of the service's life): while twenty boards play, the service goes
 /// on, the other games are complete and exact, the game says that its state stops short of its
-/// log and why, and its board's next observation goes to the dead-letter stream with the reason.
-/// Started again with the bug still there, and with no snapshot (so folding the whole log from
-/// the start), the service comes up rather than crash-looping; started without the bug, it reads
+/// log and why, and its board's next observation goes to the dead-letter stream with the reason;
+/// so it is for a game whose first record panics. Started again with the bug still there, from
+/// its snapshot or with none (so folding the whole log from the start), the service comes up
+/// rather than crash-looping; started without the bug, it reads
 /// the game whole, and the board's next observation and the one given up are decided in order.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::Result<()> {
@@ -438,8 +472,12 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
     drop(client);
     drop(service);
 
-    // The record of White's lift panics whenever it is folded.
-    let fault = format!("folding:{game_id}:{}", last_before + 1);
+    // The record of White's lift panics whenever it is folded, and so does the first record of
+    // the game set up on a second board.
+    let fault = format!(
+        "folding:{game_id}:{},folding:{SECOND_GAME}:1",
+        last_before + 1
+    );
     let mut faulty = GameService::start_with(&nats.url(), options(Some(&fault), &snapshot))?;
     let pid = faulty.process.pid();
     let mut simulation = twenty_boards_play(&nats, &faulty)?;
@@ -498,13 +536,75 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
     let reasons: Vec<&str> = letters.iter().map(|l| l.reason.as_str()).collect();
     assert_eq!(reasons.len(), 1, "{reasons:?}");
     assert!(
-        reasons[0].contains(&format!("game {game_id} cannot be folded here"))
+        reasons[0].contains(&format!("nothing is decided on game {game_id} here"))
             && reasons[0].contains("fault point Folding"),
         "{reasons:?}"
     );
     assert!(letters[0].payload == put_back.encode_to_vec());
+
+    // A game whose first record panics as it is folded: set up, but nothing of it can be read or
+    // decided here, and its board's observations are not taken for another game.
+    let second = client
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("isolation", 2, SECOND_BOARD),
+        ))
+        .await?
+        .into_inner();
+    assert_eq!(second.game_id, SECOND_GAME);
+    let unreadable = client
+        .get_game(state(SECOND_GAME.to_owned()))
+        .await
+        .err()
+        .context("the second game cannot be read")?;
+    assert_eq!(
+        unreadable.code(),
+        tonic::Code::Unavailable,
+        "{unreadable:?}"
+    );
+    assert!(
+        unreadable.message().contains("fault point Folding"),
+        "{unreadable:?}"
+    );
+    let mut lift_on_second = white_lifts_e2_pawn(1);
+    lift_on_second.board_id = SECOND_BOARD.to_owned();
+    js.publish(
+        observation_subject(SECOND_BOARD),
+        lift_on_second.encode_to_vec().into(),
+    )
+    .await?
+    .await?;
+    support::drained(&js).await?;
+    let listing = std::process::Command::new(program("boardcast")?)
+        .args([
+            "dead-letters",
+            "--board",
+            SECOND_BOARD,
+            "--nats",
+            &nats.url(),
+        ])
+        .output()?;
+    let listing = String::from_utf8(listing.stdout)?;
+    assert!(
+        listing.contains(&format!("nothing is decided on game {SECOND_GAME} here"))
+            && listing.ends_with("1 dead letter\n"),
+        "{listing}"
+    );
     faulty.process.check_running()?;
     assert_eq!(faulty.process.pid(), pid, "the service never restarted");
+    drop(client);
+    drop(faulty);
+
+    // Started again with the bug from its snapshot: the game restored behind is read again at
+    // start, and found unfoldable.
+    let faulty = GameService::start_with(&nats.url(), options(Some(&fault), &snapshot))?;
+    let mut client = faulty.client().await?;
+    let poisoned = client.get_game(state(game_id.clone())).await?.into_inner();
+    assert_eq!(poisoned.last_game_seq, last_before);
+    let reason = poisoned
+        .log_not_followed
+        .map(|n| n.reason)
+        .unwrap_or_default();
+    assert!(reason.contains("fault point Folding"), "{reason:?}");
     drop(client);
     drop(faulty);
 
@@ -541,8 +641,18 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
     let seqs: Vec<u64> = events.iter().map(|e| e.game_seq).collect();
     let expected: Vec<u64> = (1..).take(seqs.len()).collect();
     assert_eq!(seqs, expected, "one record of each number");
+    let second = client
+        .get_game(state(SECOND_GAME.to_owned()))
+        .await?
+        .into_inner();
+    assert!(second.log_not_followed.is_none(), "{second:?}");
     Ok(())
 }
+
+/// The second board of `a_record_that_folding_always_panics_on_stops_nothing_else`, and the
+/// game set up on it.
+const SECOND_BOARD: &str = "second";
+const SECOND_GAME: &str = "isolation-r1-b2";
 
 /// A panic (a bug) in the games' bookkeeping once a record is folded, under their lock (outside
 /// the guard on applying a record): what is folded may then differ from the log, so the service

@@ -2,6 +2,7 @@
 
 mod analyze;
 mod appeal;
+mod dead_letters;
 mod delay;
 mod demo;
 mod fork;
@@ -64,6 +65,9 @@ enum Command {
     /// A game whose log forks (two records with one number): show its branches, or keep one
     /// and remove the others' records from the log (saved to a file first).
     Fork(fork::ForkArgs),
+    /// The observations the game service gave up (the dead-letter stream), each with why and
+    /// where it is kept whole: a board sending impossible values, a bug struck on one. Read-only.
+    DeadLetters(dead_letters::DeadLettersArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -90,6 +94,7 @@ fn main() -> anyhow::Result<()> {
         Command::Delay(args) => runtime.block_on(delay::run(args)),
         Command::Export(args) => runtime.block_on(appeal::export(args)),
         Command::Fork(args) => runtime.block_on(fork::run(args)),
+        Command::DeadLetters(args) => runtime.block_on(dead_letters::run(args)),
         Command::Replay(args) => {
             let code = runtime.block_on(appeal::replay_command(args))?;
             std::process::exit(if code == std::process::ExitCode::SUCCESS {

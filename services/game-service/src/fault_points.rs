@@ -18,8 +18,9 @@ pub enum Place {
     /// Once its events are stored in the game log, before it is acknowledged (its next delivery
     /// finds them applied and passes).
     Stored,
-    /// As a game's record is applied to the game (once it changed the game), keyed by game and
-    /// `game_seq`, on every fold of it (as a bug in the rules or the aggregate would).
+    /// As a game's record is applied to the game (right after applying it, so with the game
+    /// changed), keyed by game and `game_seq`, on every fold of it (as a bug in the rules or the
+    /// aggregate would).
     Folding,
     /// Once a game's record is applied, in the games' own bookkeeping (outside the guard on
     /// applying it), keyed like `Folding`.

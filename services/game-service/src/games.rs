@@ -5,8 +5,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 
+use boardcast_game::events::{GameEventRecord, GameState, LogNotFollowed, game_event};
 use boardcast_game::signing::TrustedKeys;
-use boardcast_game::{ChainError, Game, GameError, events::GameEventRecord};
+use boardcast_game::{ChainError, Game, GameError};
 use boardcast_kit::panic_text;
 use prost::Message as _;
 
@@ -44,13 +45,26 @@ pub(crate) struct Games {
     /// not. Nothing is appended to them until they were read again whole
     /// ([`Games::refolded`]): a decision on the state folded here would be written beside the
     /// record not seen, and fork the game's log.
-    behind: BTreeMap<String, u64>,
-    /// Games behind because folding one of their records panicked (a bug in the rules or the
-    /// aggregate), with what the panic said. They stay behind until a service without the bug
-    /// reads them: the record is in the log, so skipping it would decide on a game the log does
-    /// not hold. Not in snapshots: a restored game behind is read again, and panics again.
-    unfoldable: HashMap<String, String>,
+    behind: BTreeMap<String, Behind>,
 }
+
+/// Where a game's records as read here stopped following on, and whether folding one panicked.
+#[derive(Clone, Debug, PartialEq)]
+struct Behind {
+    /// The stream sequence of the first record that did not follow on (or of the game's last
+    /// record in the log, when that is not the one folded here).
+    from: u64,
+    /// What the panic said, when folding a record of the game panicked (a bug in the rules or
+    /// the aggregate). Nothing is decided on such a game until a service without the bug reads
+    /// it whole: the record is in the log, so skipping it would decide on a game the log does
+    /// not hold. Not in snapshots: a restored game behind is read again, and panics again.
+    unfoldable: Option<String>,
+}
+
+/// What `GetGame` says of a game behind for want of a record.
+const NOT_FOLLOWING_ON: &str = "a record of the game in the log does not follow on from what \
+     was read of it here (one missing from what was delivered, or the log forks); it is read \
+     again";
 
 /// Why a record was not applied to a game.
 enum Unapplied {
@@ -94,16 +108,6 @@ pub(crate) enum NotRefolded {
     DoesNotFollowOn(String),
     /// Folding one of its records panicked (a bug): reading it again will not help.
     Panicked(String),
-}
-
-impl std::fmt::Display for NotRefolded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NotRefolded::DoesNotFollowOn(reason) | NotRefolded::Panicked(reason) => {
-                f.write_str(reason)
-            }
-        }
-    }
 }
 
 /// Whether a record failed to fold because the game's records as read do not follow on (rather
@@ -190,7 +194,17 @@ impl Games {
         }
         games.folded_seq = snapshot.folded_seq;
         games.last_game = Some(snapshot.last_game).filter(|g| !g.is_empty());
-        games.behind = snapshot.behind.into_iter().collect();
+        games.behind = snapshot
+            .behind
+            .into_iter()
+            .map(|(game_id, from)| {
+                let behind = Behind {
+                    from,
+                    unfoldable: None,
+                };
+                (game_id, behind)
+            })
+            .collect();
         Ok(games)
     }
 
@@ -239,8 +253,13 @@ impl Games {
                         e.to_string()
                     }
                     Unapplied::Panicked(text) => {
-                        panicked = Some((event.game_id.clone(), text.clone()));
-                        format!("folding it panicked (a bug): {text}")
+                        // The board of a game whose first record it was: live there now.
+                        let set_up_on = match &event.kind {
+                            Some(game_event::Kind::Started(info)) => Some(info.board_id.clone()),
+                            _ => None,
+                        };
+                        panicked = Some((event.game_id.clone(), text, set_up_on));
+                        String::new()
                     }
                 };
                 match self.by_id.get_mut(&event.game_id) {
@@ -288,14 +307,14 @@ impl Games {
             }
             Ok(None) => self.last_game = None,
             Err(e) => {
-                if let Some((game_id, text)) = panicked {
+                if let Some((game_id, text, set_up_on)) = panicked {
                     tracing::error!(
                         stream_seq,
                         game = %game_id,
                         "folding a game log record panicked (a bug): {text}; nothing is decided \
                          on the game until a service without the bug reads its log"
                     );
-                    self.after_panic(&game_id, stream_seq, text);
+                    self.after_panic(&game_id, stream_seq, &text, set_up_on);
                 } else if let Some(game_id) = game_behind {
                     tracing::error!(
                         stream_seq,
@@ -319,34 +338,47 @@ impl Games {
     /// Folding game `game_id`'s record at `stream_seq` panicked, saying `text`. The panic may
     /// have left the game half changed: it is folded again from its records before that one
     /// (which folded a moment ago), and put behind from that record, so that nothing is decided
-    /// on it and reads say its state stops short of its log.
-    fn after_panic(&mut self, game_id: &str, stream_seq: u64, text: String) {
+    /// on it and reads say its state stops short of its log. When it was the game's first
+    /// record (the game set up on board `set_up_on`), the game is live on that board all the
+    /// same, with nothing folded: the board's observations are not decided for the game before.
+    fn after_panic(
+        &mut self,
+        game_id: &str,
+        stream_seq: u64,
+        text: &str,
+        set_up_on: Option<String>,
+    ) {
         if let Some(entry) = self.by_id.get_mut(game_id) {
             match refold(&entry.records) {
                 Ok(game) => entry.game = game,
                 Err(e) => {
-                    tracing::error!(game = %game_id, "folding the game again: {e}; dropped here until its log is read again");
+                    tracing::error!(game = %game_id, "folding the game again: {e}; nothing of it is kept here until its log is read again");
                     self.by_id.remove(game_id);
                 }
             }
         }
-        self.unfoldable.insert(
-            game_id.to_owned(),
-            format!("folding its record at stream sequence {stream_seq} panicked (a bug): {text}"),
-        );
-        self.put_behind(game_id, stream_seq);
+        if let Some(board) = set_up_on {
+            self.live_on_board.insert(board, game_id.to_owned());
+        }
+        self.put_unfoldable(game_id, stream_seq, text);
     }
 
     /// The games whose records as read here do not follow on, with the stream sequence of the
     /// first that did not (see `behind`).
     pub(crate) fn behind(&self) -> Vec<(String, u64)> {
-        self.behind.iter().map(|(g, s)| (g.clone(), *s)).collect()
+        self.behind
+            .iter()
+            .map(|(g, b)| (g.clone(), b.from))
+            .collect()
     }
 
     /// Puts game `game_id` behind the log from stream sequence `stream_seq` (its last record in
     /// the log is not the one folded here).
     pub(crate) fn put_behind(&mut self, game_id: &str, stream_seq: u64) {
-        self.behind.entry(game_id.to_owned()).or_insert(stream_seq);
+        self.behind.entry(game_id.to_owned()).or_insert(Behind {
+            from: stream_seq,
+            unfoldable: None,
+        });
         // So that the next snapshot is written, with the mark.
         self.dirty.insert(game_id.to_owned());
     }
@@ -364,12 +396,50 @@ impl Games {
 
     /// Where game `game_id`'s records as read here stopped following on, if they did.
     pub(crate) fn behind_from(&self, game_id: &str) -> Option<u64> {
-        self.behind.get(game_id).copied()
+        self.behind.get(game_id).map(|b| b.from)
     }
 
-    /// Why game `game_id` is behind, when folding one of its records panicked.
+    /// Why nothing can be decided on game `game_id` here, when folding one of its records
+    /// panicked.
     pub(crate) fn unfoldable(&self, game_id: &str) -> Option<&str> {
-        self.unfoldable.get(game_id).map(String::as_str)
+        self.behind.get(game_id)?.unfoldable.as_deref()
+    }
+
+    /// Game `game_id` is behind from `stream_seq` because folding its record there panicked,
+    /// saying `text`.
+    fn put_unfoldable(&mut self, game_id: &str, stream_seq: u64, text: &str) -> String {
+        let reason =
+            format!("folding its record at stream sequence {stream_seq} panicked (a bug): {text}");
+        self.put_behind(game_id, stream_seq);
+        if let Some(behind) = self.behind.get_mut(game_id) {
+            behind.unfoldable = Some(reason.clone());
+        }
+        reason
+    }
+
+    /// Where game `game_id`'s log goes on past what is folded here, and why, when it does.
+    pub(crate) fn not_followed(&self, game_id: &str) -> Option<LogNotFollowed> {
+        self.behind.get(game_id).map(|b| LogNotFollowed {
+            from_stream_seq: b.from,
+            reason: b
+                .unfoldable
+                .clone()
+                .unwrap_or_else(|| NOT_FOLLOWING_ON.to_owned()),
+        })
+    }
+
+    /// `game`'s state as the API shows it, saying whether its log goes on past it.
+    pub(crate) fn state_of(&self, game: &Game) -> GameState {
+        GameState {
+            log_not_followed: self.not_followed(game.game_id()),
+            ..game.to_state()
+        }
+    }
+
+    /// The game live on `board_id` cannot be folded here: its id and why.
+    pub(crate) fn unfoldable_on(&self, board_id: &str) -> Option<(&str, &str)> {
+        let game_id = self.live_on_board.get(board_id)?;
+        Some((game_id, self.unfoldable(game_id)?))
     }
 
     /// Game `game_id` folded afresh from `records` (stream sequence and record as stored, in
@@ -428,11 +498,9 @@ impl Games {
                     tracing::error!(stream_seq = seq, game = %game_id, "skipping a game log record that cannot be folded: {e}")
                 }
                 Err(Unapplied::Panicked(text)) => {
-                    let reason = format!(
-                        "folding its record at stream sequence {seq} panicked (a bug): {text}"
-                    );
-                    self.unfoldable.insert(game_id.to_owned(), reason.clone());
-                    return Err(NotRefolded::Panicked(reason));
+                    return Err(NotRefolded::Panicked(
+                        self.put_unfoldable(game_id, seq, &text),
+                    ));
                 }
             }
         }
@@ -457,7 +525,6 @@ impl Games {
             self.live_on_board.insert(board, game_id.to_owned());
         }
         self.behind.remove(game_id);
-        self.unfoldable.remove(game_id);
         self.dirty.insert(game_id.to_owned());
         Ok(())
     }

@@ -72,6 +72,7 @@ fn append_status(e: AppendError) -> Status {
         AppendError::Failed { .. } | AppendError::Unavailable { .. } => {
             Status::unavailable(e.to_string())
         }
+        AppendError::Unfoldable { .. } => Status::failed_precondition(e.to_string()),
     }
 }
 
@@ -106,15 +107,12 @@ impl game_service_server::GameService for GameApi {
     ) -> Result<Response<GameState>, Status> {
         let reader = self.auth.identify_reader(request.metadata()).await?;
         let game_id = request.into_inner().game_id;
-        let mut state = self.known_game(&game_id, Game::to_state).await?;
-        state.log_not_followed =
-            self.store
-                .not_followed(&game_id)
-                .await
-                .map(|(from_stream_seq, reason)| LogNotFollowed {
-                    from_stream_seq,
-                    reason,
-                });
+        self.known_game(&game_id, |_| ()).await?;
+        let state = self
+            .store
+            .game_state(&game_id)
+            .await
+            .ok_or_else(|| Status::not_found(format!("no game {game_id:?}")))?;
         check_read(
             &reader,
             &state
@@ -137,13 +135,11 @@ impl game_service_server::GameService for GameApi {
         }
         let mut games = self
             .store
-            .all_games(|g| {
+            .game_states(|g| {
                 let info = g.info();
-                let wanted = (filter.tournament_id.is_empty()
-                    || info.tournament_id == filter.tournament_id)
+                (filter.tournament_id.is_empty() || info.tournament_id == filter.tournament_id)
                     && (filter.round == 0 || info.round == filter.round)
-                    && may_read(&reader, &info.tournament_id);
-                wanted.then(|| g.to_state())
+                    && may_read(&reader, &info.tournament_id)
             })
             .await;
         games.sort_by(|a, b| a.game_id.cmp(&b.game_id));
@@ -186,6 +182,14 @@ impl game_service_server::GameService for GameApi {
         let last = self
             .require_readable_game(&reader, &request.game_id)
             .await?;
+        if request.game_seq > last
+            && let Some(not_followed) = self.store.not_followed(&request.game_id).await
+        {
+            return Err(Status::unavailable(format!(
+                "game {} is folded here up to log entry {last}, and its log goes on past it: {}",
+                request.game_id, not_followed.reason
+            )));
+        }
         if request.game_seq == 0 || request.game_seq > last {
             return Err(Status::out_of_range(format!(
                 "game {} has log entries 1 to {last}, not {}",
@@ -287,17 +291,9 @@ impl game_service_server::GameService for GameApi {
         let request = request.into_inner();
         self.require_readable_game(&reader, &request.game_id)
             .await?;
-        // A verdict rests on the game's whole log, never on part of it.
-        if let Some((from, reason)) = self.store.not_followed(&request.game_id).await {
-            return Err(Status::unavailable(format!(
-                "game {}: its log is followed here only up to stream sequence {from}: {reason}; \
-                 no verdict is given on part of its log",
-                request.game_id
-            )));
-        }
         let verdict = self
             .store
-            .with_game(&request.game_id, |game| {
+            .with_whole_game(&request.game_id, |game| {
                 let claim = game
                     .draw_claim(&ClaimStatement {
                         kind: request.kind(),
@@ -311,7 +307,15 @@ impl game_service_server::GameService for GameApi {
                     .map_err(|e| Status::failed_precondition(e.to_string()))
             })
             .await
-            .ok_or_else(|| Status::not_found(format!("no game {:?}", request.game_id)))??;
+            .ok_or_else(|| Status::not_found(format!("no game {:?}", request.game_id)))?
+            // A verdict rests on the game's whole log, never on part of it.
+            .map_err(|not_followed| {
+                Status::unavailable(format!(
+                    "game {}: its log goes on past stream sequence {} here: {}; no verdict is \
+                     given on part of a log",
+                    request.game_id, not_followed.from_stream_seq, not_followed.reason
+                ))
+            })??;
         let report = &verdict.report;
         let judgement = verdict.judgement();
         Ok(Response::new(ClaimVerdict {
@@ -387,7 +391,7 @@ impl game_service_server::GameService for GameApi {
             other => Status::invalid_argument(other.to_string()),
         })?;
         tracing::info!(game_id = %request.game_id, actor = %who.user, request_id, "arbiter action recorded");
-        let state = self.store.with_game(&request.game_id, Game::to_state).await;
+        let state = self.store.game_state(&request.game_id).await;
         Ok(Response::new(ActResponse { state }))
     }
 
@@ -818,10 +822,18 @@ impl GameApi {
             .refresh()
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
-        self.store
-            .with_game(game_id, f)
-            .await
-            .ok_or_else(|| Status::not_found(format!("no game {game_id:?}")))
+        if let Some(found) = self.store.with_game(game_id, f).await {
+            return Ok(found);
+        }
+        // Known from its log, but nothing of it could be folded here (folding its first record
+        // panicked): not "no game".
+        match self.store.not_followed(game_id).await {
+            Some(not_followed) => Err(Status::unavailable(format!(
+                "game {game_id} cannot be read here: {}",
+                not_followed.reason
+            ))),
+            None => Err(Status::not_found(format!("no game {game_id:?}"))),
+        }
     }
 }
 

@@ -667,6 +667,15 @@ async fn handle(
             (0, received, None)
         }
     };
+    // Nothing is decided on a game that cannot be folded here (a bug struck on one of its
+    // records): its board's observations go, with the reason, before any gap is looked for. Not
+    // counted as seen, so that a service without the bug finds them in the gap before the
+    // board's next observation.
+    if let Some((game_id, reason)) = store.unfoldable_on_board(&board).await {
+        crate::metrics::observation("dead_lettered");
+        let reason = AppendError::Unfoldable { game_id, reason }.to_string();
+        return dead_letter(js, message, Some(&board), &reason).await;
+    }
     let seen = &mut state.seen;
     let attempts = state.current.of(stream_seq);
     let in_progress = game_in_progress(store, &board).await;
@@ -812,6 +821,10 @@ enum Hole {
     Recorded,
     /// To be recorded before it goes (for a game in progress).
     ToRecord,
+    /// None can be recorded: the board's game cannot be folded here (`AppendError::Unfoldable`).
+    /// Not accounted for, as with no game: a service without the bug finds the observation in
+    /// the gap before the board's next one.
+    Unrecordable,
 }
 
 impl Disposition {
@@ -836,7 +849,9 @@ impl Disposition {
         match self {
             Disposition::Ack { .. } => true,
             Disposition::Retry { .. } => false,
-            Disposition::DeadLetter { hole, .. } => *hole != Hole::NoGame,
+            Disposition::DeadLetter { hole, .. } => {
+                !matches!(hole, Hole::NoGame | Hole::Unrecordable)
+            }
         }
     }
 }
@@ -895,6 +910,7 @@ fn disposition(
                 complete_first: false,
             }
         }
+        Err(e @ AppendError::Unfoldable { .. }) => dead(e.to_string(), Hole::Unrecordable),
         Err(e @ AppendError::Failed { .. }) if refusals.saturating_add(1) >= MAX_FAILURES => dead(
             format!("its decision could not be stored in {MAX_FAILURES} attempts: {e}"),
             Hole::ToRecord,
@@ -952,9 +968,9 @@ async fn give_up(
 ) {
     match record_unusable(store, observation, reason).await {
         Ok(_) => dead_letter(js, message, Some(&observation.board_id), reason).await,
-        // Nothing can be appended to the game (its log forks): the observation goes without
-        // its hole, rather than holding its partition up for good.
-        Err(e @ AppendError::Failed { .. }) => {
+        // Nothing can be appended to the game (its log forks, or it cannot be folded here): the
+        // observation goes without its hole, rather than holding its partition up for good.
+        Err(e @ (AppendError::Failed { .. } | AppendError::Unfoldable { .. })) => {
             tracing::error!(board = %observation.board_id, seq = observation.device_seq, "the hole cannot be recorded: {e}");
             let reason = format!("{reason}; the hole could not be recorded in the game's log: {e}");
             dead_letter(js, message, Some(&observation.board_id), &reason).await
@@ -1271,7 +1287,7 @@ async fn close_gap(
             };
             match stored {
                 Ok(()) => {}
-                Err(refused @ AppendError::Failed { .. }) => {
+                Err(refused @ (AppendError::Failed { .. } | AppendError::Unfoldable { .. })) => {
                     return Err(GapOpen::Refused(refused));
                 }
                 Err(e) => {

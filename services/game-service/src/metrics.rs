@@ -16,8 +16,8 @@
 //!   consume because nobody else was deciding them (see `ingest`);
 //! - `boardcast_games_read_again_total{outcome}`: games whose records as read skipped one, read
 //!   again from the log before an append (`whole`, `missing`: still lacking one, `unreadable`:
-//!   NATS away, `forked`: two records with one number or one missing for long; see
-//!   `Games::behind`);
+//!   NATS away, `forked`: two records with one number or one missing for long, `unfoldable`:
+//!   folding one of its records panicked; see `Games::behind`);
 //! - `boardcast_nothing_decided_total{how}`: decisions on observations that append nothing (a
 //!   clock reading, most of a hall's), by how their game was known not to have moved on since:
 //!   `witnessed` by a record this instance appended after the decision began, `asked` of the log

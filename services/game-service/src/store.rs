@@ -70,8 +70,9 @@
 use async_nats::jetstream::{
     self, context::PublishErrorKind, message::PublishMessage, stream::Stream,
 };
+use boardcast_game::events::{GameEvent, GameEventRecord, GameState, LogNotFollowed};
 use boardcast_game::signing::{PublicKey, RecordSigner, TrustedKeys};
-use boardcast_game::{Game, NewEvent, events::GameEvent, events::GameEventRecord};
+use boardcast_game::{Game, NewEvent};
 use boardcast_kit::game_log;
 use boardcast_kit::nats::{
     GAMES_STREAM, GAMES_SUBJECTS, game_message_id, game_subject, next_message,
@@ -118,6 +119,11 @@ pub enum AppendError {
     /// connection lost): nothing is wrong with the decision; it is tried again.
     #[error("appending to the log of game {game_id}: NATS is unavailable: {reason}")]
     Unavailable { game_id: String, reason: String },
+    /// Nothing is decided on the game here: folding one of its records panicked (a bug), so
+    /// what is folded of it stops short of its log. Trying again does not help; a service
+    /// without the bug does.
+    #[error("nothing is decided on game {game_id} here: {reason}")]
+    Unfoldable { game_id: String, reason: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -148,6 +154,8 @@ enum Decision<T> {
         outcome: T,
         rests_on: Option<String>,
     },
+    /// None can be made: game `game_id` cannot be folded here (see `Games::unfoldable`).
+    Unfoldable { game_id: String, reason: String },
     /// `records` continue game `game_id`'s chain; `outcome` once they are stored. `on_board`:
     /// the board whose live game the decision was made for (the append is decided again if
     /// another game was set up there meanwhile).
@@ -157,6 +165,15 @@ enum Decision<T> {
         on_board: Option<String>,
         outcome: T,
     },
+}
+
+impl<T> Decision<T> {
+    fn unfoldable(game_id: &str, reason: &str) -> Decision<T> {
+        Decision::Unfoldable {
+            game_id: game_id.to_owned(),
+            reason: reason.to_owned(),
+        }
+    }
 }
 
 enum PublishOutcome {
@@ -443,6 +460,12 @@ impl Store {
             }
             tracing::warn!("rebuilding the games: {e}; going on from where it stopped");
         }
+        // Games restored behind are read again now, not at the first catch-up that finds
+        // something new: one whose record folding panics on is then known as such before
+        // anything is decided on it.
+        let turn = store.turn().await;
+        store.read_again_when_due(&turn).await;
+        drop(turn);
         Ok((store, used))
     }
 
@@ -468,16 +491,47 @@ impl Store {
         self.read().get(game_id).map(|e| f(&e.game))
     }
 
-    /// Where game `game_id`'s log goes on past what is folded here (stream sequence), and why,
-    /// when it does.
-    pub async fn not_followed(&self, game_id: &str) -> Option<(u64, String)> {
+    /// Where game `game_id`'s log goes on past what is folded here, and why, when it does.
+    pub async fn not_followed(&self, game_id: &str) -> Option<LogNotFollowed> {
+        self.read().not_followed(game_id)
+    }
+
+    /// The game live on `board_id` when it cannot be folded here: its id and why.
+    pub async fn unfoldable_on_board(&self, board_id: &str) -> Option<(String, String)> {
+        self.read()
+            .unfoldable_on(board_id)
+            .map(|(game_id, reason)| (game_id.to_owned(), reason.to_owned()))
+    }
+
+    /// Game `game_id`'s state as the API shows it (saying whether its log goes on past it).
+    pub async fn game_state(&self, game_id: &str) -> Option<GameState> {
         let games = self.read();
-        let from = games.behind_from(game_id)?;
-        let reason = games.unfoldable(game_id).map_or_else(
-            || "a record of the game in the log does not follow on from what was read of it here; it is read again".to_owned(),
-            str::to_owned,
-        );
-        Some((from, reason))
+        games.get(game_id).map(|e| games.state_of(&e.game))
+    }
+
+    /// The states of the games `wanted`, as [`Store::game_state`].
+    pub async fn game_states(&self, mut wanted: impl FnMut(&Game) -> bool) -> Vec<GameState> {
+        let games = self.read();
+        games
+            .all()
+            .filter(|e| wanted(&e.game))
+            .map(|e| games.state_of(&e.game))
+            .collect()
+    }
+
+    /// Runs `f` on game `game_id` when what is folded of it here is its whole log as read;
+    /// otherwise says where its log goes on past it, and why.
+    pub async fn with_whole_game<T>(
+        &self,
+        game_id: &str,
+        f: impl FnOnce(&Game) -> T,
+    ) -> Option<Result<T, LogNotFollowed>> {
+        let games = self.read();
+        let entry = games.get(game_id)?;
+        Some(match games.not_followed(game_id) {
+            Some(not_followed) => Err(not_followed),
+            None => Ok(f(&entry.game)),
+        })
     }
 
     /// Runs `f` on the game live on `board_id`.
@@ -558,6 +612,9 @@ impl Store {
                 )
             };
             match decision {
+                Decision::Unfoldable { game_id, reason } => {
+                    return Err(AppendError::Unfoldable { game_id, reason });
+                }
                 Decision::Nothing { outcome, rests_on } => {
                     let Some(subject) = rests_on.filter(|_| !caught_up) else {
                         return Ok(outcome);
@@ -648,6 +705,9 @@ impl Store {
         events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
         self.decide_and_append(board_id, Mode::Concurrent { whole_after }, |games| {
+            if let Some((game_id, reason)) = games.unfoldable_on(board_id) {
+                return Decision::unfoldable(game_id, reason);
+            }
             let Some(entry) = games.live_on(board_id) else {
                 return Decision::Nothing {
                     outcome: None,
@@ -699,6 +759,9 @@ impl Store {
                         outcome,
                         rests_on: None,
                     };
+                    if let Some((game_id, reason)) = games.unfoldable_on(board_id) {
+                        return Decision::unfoldable(game_id, reason);
+                    }
                     let Some(entry) = games.live_on(board_id) else {
                         return nothing(Ok(0));
                     };
@@ -778,6 +841,9 @@ impl Store {
                 catch_up_first: true,
             },
             |games| {
+                if let Some(reason) = games.unfoldable(game_id) {
+                    return Decision::unfoldable(game_id, reason);
+                }
                 let Some(entry) = games.get(game_id) else {
                     return Decision::Nothing {
                         outcome: None,
@@ -820,6 +886,9 @@ impl Store {
                 catch_up_first: false,
             },
             |games| {
+                if let Some(reason) = games.unfoldable(game_id) {
+                    return Decision::unfoldable(game_id, reason);
+                }
                 if games.get(game_id).is_some() {
                     return Decision::Nothing {
                         outcome: false,
@@ -1577,9 +1646,13 @@ impl Store {
         self.read_again_counted(alone, game_id)
             .await
             .map_err(|unread| match unread {
-                // For good: only an operator can mend a forked log, only a fixed service fold
-                // a record that folding panics on.
-                Unread::ForGood(reason) | Unread::Unfoldable(reason) => AppendError::Failed {
+                // For good: only an operator can mend a forked log,
+                Unread::ForGood(reason) => AppendError::Failed {
+                    game_id: game_id.to_owned(),
+                    reason,
+                },
+                // only a service without the bug fold a record that folding panics on.
+                Unread::Unfoldable(reason) => AppendError::Unfoldable {
                     game_id: game_id.to_owned(),
                     reason,
                 },
@@ -1615,10 +1688,7 @@ impl Store {
         self.write()
             .refolded(game_id, records)
             .map_err(|not_refolded| match not_refolded {
-                NotRefolded::Panicked(e) => Unread::Unfoldable(format!(
-                    "game {game_id} cannot be folded here: {e}; nothing is decided on it until \
-                     a service without the bug reads its log"
-                )),
+                NotRefolded::Panicked(reason) => Unread::Unfoldable(reason),
                 NotRefolded::DoesNotFollowOn(e) => {
                     let reason = format!(
                         "the log of game {game_id} does not follow on from stream sequence \
