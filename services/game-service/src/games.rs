@@ -259,6 +259,7 @@ impl Games {
                             _ => None,
                         };
                         panicked = Some((event.game_id.clone(), text, set_up_on));
+                        // Reported below, with the panic.
                         String::new()
                     }
                 };
@@ -445,8 +446,9 @@ impl Games {
     /// Game `game_id` folded afresh from `records` (stream sequence and record as stored, in
     /// stream order, up to `folded_seq`): every one must follow on and be signed by a trusted
     /// key. Replaces what was folded of the game, which is no longer behind. An error (the log
-    /// itself does not follow on: a record still missing, or two with one number) leaves it
-    /// behind.
+    /// itself does not follow on: a record still missing, or two with one number; or folding a
+    /// record panicked, which marks the game unfoldable) leaves it behind, and what was folded
+    /// of it as it was.
     pub(crate) fn refolded(
         &mut self,
         game_id: &str,
@@ -647,6 +649,7 @@ pub(crate) fn refold(records: &[Vec<u8>]) -> Result<Game, String> {
     Ok(game)
 }
 
+/// What [`refold`] says of a record it could not apply.
 fn unapplied_text(e: Unapplied) -> String {
     match e {
         Unapplied::Refused(e) => e.to_string(),
