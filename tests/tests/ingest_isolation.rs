@@ -104,6 +104,21 @@ async fn dead_letters(js: &jetstream::Context) -> anyhow::Result<Vec<DeadLetter>
     Ok(letters)
 }
 
+/// What `boardcast dead-letters` lists, with `args`.
+fn dead_letter_listing(nats: &TestNats, args: &[&str]) -> anyhow::Result<String> {
+    let listing = std::process::Command::new(program("boardcast")?)
+        .arg("dead-letters")
+        .args(args)
+        .args(["--nats", &nats.url()])
+        .output()?;
+    ensure!(
+        listing.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listing.stderr)
+    );
+    Ok(String::from_utf8(listing.stdout)?)
+}
+
 /// A status observation of the poisoned board that encodes to `max_payload` bytes at most, and
 /// nearly that.
 fn as_large_as(max_payload: usize, device_seq: u64) -> Observation {
@@ -279,20 +294,7 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
     }
 
     // What an operator is shown of them.
-    let listed = |args: &[&str]| -> anyhow::Result<String> {
-        let listing = std::process::Command::new(program("boardcast")?)
-            .arg("dead-letters")
-            .args(args)
-            .args(["--nats", &nats.url()])
-            .output()?;
-        ensure!(
-            listing.status.success(),
-            "{}",
-            String::from_utf8_lossy(&listing.stderr)
-        );
-        Ok(String::from_utf8(listing.stdout)?)
-    };
-    let listing = listed(&["--board", POISONED])?;
+    let listing = dead_letter_listing(&nats, &["--board", POISONED])?;
     for expected in [
         "board poisoned: observation 1 (clock reading)\n  why: ",
         "more than a day",
@@ -305,9 +307,9 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
     ] {
         assert!(listing.contains(expected), "{expected:?} in:\n{listing}");
     }
-    assert!(listed(&["--after", "1"])?.ends_with("3 dead letters\n"));
+    assert!(dead_letter_listing(&nats, &["--after", "1"])?.ends_with("3 dead letters\n"));
     assert_eq!(
-        listed(&["--board", "sim-1"])?,
+        dead_letter_listing(&nats, &["--board", "sim-1"])?,
         "no dead letters of board sim-1\n"
     );
 
@@ -562,7 +564,7 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
         "{unreadable:?}"
     );
     assert!(
-        unreadable.message().contains("fault point Folding"),
+        unreadable.message().contains("cannot be read here"),
         "{unreadable:?}"
     );
     let mut lift_on_second = white_lifts_e2_pawn(1);
@@ -574,16 +576,7 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
     .await?
     .await?;
     support::drained(&js).await?;
-    let listing = std::process::Command::new(program("boardcast")?)
-        .args([
-            "dead-letters",
-            "--board",
-            SECOND_BOARD,
-            "--nats",
-            &nats.url(),
-        ])
-        .output()?;
-    let listing = String::from_utf8(listing.stdout)?;
+    let listing = dead_letter_listing(&nats, &["--board", SECOND_BOARD])?;
     assert!(
         listing.contains(&format!("nothing is decided on game {SECOND_GAME} here"))
             && listing.ends_with("1 dead letter\n"),
@@ -605,6 +598,21 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
         .map(|n| n.reason)
         .unwrap_or_default();
     assert!(reason.contains("fault point Folding"), "{reason:?}");
+    // The second game, of which nothing is folded, is still live on its board.
+    lift_on_second.device_seq = 2;
+    js.publish(
+        observation_subject(SECOND_BOARD),
+        lift_on_second.encode_to_vec().into(),
+    )
+    .await?
+    .await?;
+    support::drained(&js).await?;
+    let listing = dead_letter_listing(&nats, &["--board", SECOND_BOARD])?;
+    let unfoldable = format!("nothing is decided on game {SECOND_GAME} here");
+    assert!(
+        listing.ends_with("2 dead letters\n") && listing.matches(&unfoldable).count() == 2,
+        "{listing}"
+    );
     drop(client);
     drop(faulty);
 

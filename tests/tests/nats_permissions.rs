@@ -704,3 +704,52 @@ async fn strangers_are_refused_and_a_restart_keeps_the_users() -> anyhow::Result
     assert_eq!(again.append("g1", "record 2", 1).await?, 2);
     Ok(())
 }
+
+/// An operator lists the dead letters as the admin (`boardcast dead-letters`); with a reader's
+/// credentials the listing is refused, and says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_lists_the_dead_letters_as_the_admin() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[])?;
+    let game = with_streams(&nats).await?;
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(
+        boardcast_kit::nats::REASON_HEADER,
+        "a clock showing 90000000 ms (25 h): more than a day is no chess clock's",
+    );
+    game.js
+        .publish_with_headers(
+            deadletter_subject(Some("a1")),
+            headers,
+            observation("a1", 7).into(),
+        )
+        .await?
+        .await?;
+    let listing = |role: Role| -> anyhow::Result<std::process::Output> {
+        Ok(
+            std::process::Command::new(boardcast_testkit::program("boardcast")?)
+                .args(["dead-letters", "--nats", &nats.url_for(&role)?])
+                .output()?,
+        )
+    };
+    let admin = listing(Role::Admin)?;
+    let shown = String::from_utf8(admin.stdout)?;
+    assert!(
+        admin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&admin.stderr)
+    );
+    assert!(
+        shown.contains("board a1: observation 7 (no kind)\n  why: a clock showing 90000000 ms")
+            && shown.ends_with("1 dead letter\n"),
+        "{shown}"
+    );
+    let reader = listing(Role::BroadcastService)?;
+    let said = String::from_utf8_lossy(&reader.stderr);
+    assert!(
+        !reader.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reader.stdout)
+    );
+    assert!(said.contains("Permissions Violation"), "{said}");
+    Ok(())
+}

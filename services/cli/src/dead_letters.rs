@@ -21,8 +21,9 @@ pub struct DeadLettersArgs {
     /// came since.
     #[arg(long, default_value_t = 0)]
     after: u64,
-    /// NATS server holding the dead-letter stream: the admin's or the game service's URL
-    /// (`boardcast nats-config --print-url admin`); other roles may not read it.
+    /// NATS server holding the dead-letter stream, as the admin
+    /// (`boardcast nats-config --print-url admin`): no other role an operator is given may read
+    /// it.
     #[arg(
         long,
         env = "BOARDCAST_NATS_URL",
@@ -32,10 +33,8 @@ pub struct DeadLettersArgs {
 }
 
 pub async fn run(args: DeadLettersArgs) -> anyhow::Result<()> {
-    let client = async_nats::connect(&args.nats)
-        .await
-        .with_context(|| format!("connecting to NATS at {}", args.nats))?;
-    let js = jetstream::new(client);
+    let js =
+        jetstream::new(boardcast_kit::nats::connect(&args.nats, "boardcast-dead-letters").await?);
     let stream = match js.get_stream(DEADLETTER_STREAM).await {
         Ok(stream) => stream,
         Err(e)
@@ -84,12 +83,14 @@ fn describe(message: &StreamMessage) -> String {
         .subject
         .strip_prefix("boardcast.deadletter.")
         .unwrap_or(message.subject.as_str());
-    let observation = match Observation::decode(message.payload.as_ref()) {
-        Ok(o) => format!("observation {} ({})", o.device_seq, kind_name(&o)),
-        Err(_) if header(ORIGINAL_BYTES_HEADER).is_some() => {
-            "an observation too large to keep here".to_owned()
+    // Only its first bytes are kept when it was too large: those may decode as something else.
+    let observation = if header(ORIGINAL_BYTES_HEADER).is_some() {
+        "an observation too large to keep here".to_owned()
+    } else {
+        match Observation::decode(message.payload.as_ref()) {
+            Ok(o) => format!("observation {} ({})", o.device_seq, kind_name(&o)),
+            Err(_) => format!("{} bytes that are no observation", message.payload.len()),
         }
-        Err(_) => format!("{} bytes that are no observation", message.payload.len()),
     };
     let time = message
         .time

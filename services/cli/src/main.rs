@@ -94,7 +94,11 @@ fn main() -> anyhow::Result<()> {
         Command::Delay(args) => runtime.block_on(delay::run(args)),
         Command::Export(args) => runtime.block_on(appeal::export(args)),
         Command::Fork(args) => runtime.block_on(fork::run(args)),
-        Command::DeadLetters(args) => runtime.block_on(dead_letters::run(args)),
+        Command::DeadLetters(args) => {
+            // So that a refusal by NATS (credentials that may not read the stream) says why.
+            init_logging();
+            runtime.block_on(dead_letters::run(args))
+        }
         Command::Replay(args) => {
             let code = runtime.block_on(appeal::replay_command(args))?;
             std::process::exit(if code == std::process::ExitCode::SUCCESS {

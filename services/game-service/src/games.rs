@@ -31,7 +31,7 @@ pub(crate) struct Entry {
 pub(crate) struct Games {
     by_id: HashMap<String, Entry>,
     /// The game live on each physical board: the latest one started there.
-    live_on_board: HashMap<String, String>,
+    live_on_board: HashMap<String, LiveGame>,
     /// Every record of the stream up to this sequence has been folded.
     folded_seq: u64,
     /// The game whose record is at `folded_seq` (checked against the log when a snapshot is used).
@@ -46,6 +46,16 @@ pub(crate) struct Games {
     /// ([`Games::refolded`]): a decision on the state folded here would be written beside the
     /// record not seen, and fork the game's log.
     behind: BTreeMap<String, Behind>,
+}
+
+/// The game live on a board.
+#[derive(Debug)]
+struct LiveGame {
+    game_id: String,
+    /// The stream sequence of its first record: a game set up on the board later (a higher
+    /// one) takes the board, one read again that was set up earlier does not. Kept here, not
+    /// only in the game's entry, for a game live on its board with nothing of it folded.
+    first_stream_seq: u64,
 }
 
 /// Where a game's records as read here stopped following on, and whether folding one panicked.
@@ -210,9 +220,25 @@ impl Games {
 
     fn insert(&mut self, entry: Entry) {
         let game_id = entry.game.game_id().to_owned();
-        self.live_on_board
-            .insert(entry.game.board_id().to_owned(), game_id.clone());
+        self.set_up_on(entry.game.board_id(), &game_id, entry.first_stream_seq);
         self.by_id.insert(game_id, entry);
+    }
+
+    /// Game `game_id`, whose first record is at `first_stream_seq`, is live on `board_id`
+    /// unless a game set up there later is.
+    fn set_up_on(&mut self, board_id: &str, game_id: &str, first_stream_seq: u64) {
+        let later_known = self.live_on_board.get(board_id).is_some_and(|live| {
+            live.game_id != game_id && live.first_stream_seq > first_stream_seq
+        });
+        if !later_known {
+            self.live_on_board.insert(
+                board_id.to_owned(),
+                LiveGame {
+                    game_id: game_id.to_owned(),
+                    first_stream_seq,
+                },
+            );
+        }
     }
 
     /// Folds the record stored at `stream_seq`. A record bad in itself (undecodable, altered,
@@ -359,7 +385,7 @@ impl Games {
             }
         }
         if let Some(board) = set_up_on {
-            self.live_on_board.insert(board, game_id.to_owned());
+            self.set_up_on(&board, game_id, stream_seq);
         }
         self.put_unfoldable(game_id, stream_seq, text);
     }
@@ -439,7 +465,7 @@ impl Games {
 
     /// The game live on `board_id` cannot be folded here: its id and why.
     pub(crate) fn unfoldable_on(&self, board_id: &str) -> Option<(&str, &str)> {
-        let game_id = self.live_on_board.get(board_id)?;
+        let game_id = &self.live_on_board.get(board_id)?.game_id;
         Some((game_id, self.unfoldable(game_id)?))
     }
 
@@ -500,6 +526,10 @@ impl Games {
                     tracing::error!(stream_seq = seq, game = %game_id, "skipping a game log record that cannot be folded: {e}")
                 }
                 Err(Unapplied::Panicked(text)) => {
+                    // Its first record: set up on its board all the same (as `after_panic`).
+                    if let Some(game_event::Kind::Started(info)) = &event.kind {
+                        self.set_up_on(&info.board_id, game_id, seq);
+                    }
                     return Err(NotRefolded::Panicked(
                         self.put_unfoldable(game_id, seq, &text),
                     ));
@@ -510,10 +540,7 @@ impl Games {
             NotRefolded::DoesNotFollowOn("no record of the game in the log".to_owned())
         })?;
         // Live on its board unless a game set up there later is known.
-        let later_on_board = self.live_on(game.board_id()).is_some_and(|live| {
-            live.game.game_id() != game_id && live.first_stream_seq > first_stream_seq
-        });
-        let board = game.board_id().to_owned();
+        self.set_up_on(game.board_id(), game_id, first_stream_seq);
         self.by_id.insert(
             game_id.to_owned(),
             Entry {
@@ -523,9 +550,6 @@ impl Games {
                 last_stream_seq,
             },
         );
-        if !later_on_board {
-            self.live_on_board.insert(board, game_id.to_owned());
-        }
         self.behind.remove(game_id);
         self.dirty.insert(game_id.to_owned());
         Ok(())
@@ -561,14 +585,14 @@ impl Games {
 
     /// The game live on `board_id`: the latest set up there.
     pub(crate) fn live_on(&self, board_id: &str) -> Option<&Entry> {
-        self.by_id.get(self.live_on_board.get(board_id)?)
+        self.by_id.get(&self.live_on_board.get(board_id)?.game_id)
     }
 
     /// The game live on each board.
     pub(crate) fn live(&self) -> impl Iterator<Item = &Entry> {
         self.live_on_board
             .values()
-            .filter_map(|id| self.by_id.get(id))
+            .filter_map(|live| self.by_id.get(&live.game_id))
     }
 
     pub(crate) fn all(&self) -> impl Iterator<Item = &Entry> {

@@ -825,12 +825,12 @@ impl GameApi {
         if let Some(found) = self.store.with_game(game_id, f).await {
             return Ok(found);
         }
-        // Known from its log, but nothing of it could be folded here (folding its first record
-        // panicked): not "no game".
+        // Known from its log, but nothing of it is folded here (its first record was missed, or
+        // folding it panicked): not "no game". Why is not said: whose game it is, and so who
+        // may read it, is not known here (the game service's log and metrics say).
         match self.store.not_followed(game_id).await {
-            Some(not_followed) => Err(Status::unavailable(format!(
-                "game {game_id} cannot be read here: {}",
-                not_followed.reason
+            Some(_) => Err(Status::unavailable(format!(
+                "game {game_id} is in the game log but cannot be read here yet"
             ))),
             None => Err(Status::not_found(format!("no game {game_id:?}"))),
         }
