@@ -881,6 +881,33 @@ mod tests {
     }
 
     #[test]
+    fn a_game_read_again_never_takes_its_board_from_one_set_up_there_later() {
+        let mut games = Games::new(trusted());
+        let (earlier, earlier_first) = started(1, "b1");
+        let earlier_second = note(&earlier);
+        let mut earlier_then = earlier.clone();
+        earlier_then
+            .apply(&GameEventRecord::decode(earlier_second.as_slice()).expect("a record"))
+            .expect("follows");
+        let (later, later_first) = started(2, "b1");
+        games.fold(&earlier_first, 1);
+        // Record 2 of the earlier game (stream sequence 2) was left out of what was delivered.
+        games.fold(&note(&earlier_then), 3);
+        games.fold(&later_first, 5);
+        assert_eq!(games.behind_from(earlier.game_id()), Some(3));
+        let whole = vec![
+            (1, earlier_first),
+            (2, earlier_second),
+            (3, note(&earlier_then)),
+        ];
+        games.refolded(earlier.game_id(), whole).expect("whole");
+        assert_eq!(
+            games.live_on("b1").map(|e| e.game.game_id()),
+            Some(later.game_id())
+        );
+    }
+
+    #[test]
     fn the_same_record_stored_twice_is_a_duplicate_not_a_fork() {
         let mut games = Games::new(trusted());
         let (game, first) = started(1, "b1");
