@@ -104,6 +104,37 @@ async fn dead_letters(js: &jetstream::Context) -> anyhow::Result<Vec<DeadLetter>
     Ok(letters)
 }
 
+/// The game service's options with its log kept in `log` and the fault points `fault` armed
+/// (`BOARDCAST_FAULT_PANIC`, see the service's `fault_points.rs`).
+fn armed(log: &std::path::Path, fault: Option<&str>) -> GameServiceOptions {
+    GameServiceOptions {
+        log: Some(log.to_owned()),
+        env: fault
+            .map(|f| ("BOARDCAST_FAULT_PANIC".to_owned(), f.to_owned()))
+            .into_iter()
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// A service with `options` sets up the poisoned board's game and stops: the game, and the
+/// number of its last record.
+async fn poisoned_game_set_up(
+    nats: &TestNats,
+    options: GameServiceOptions,
+) -> anyhow::Result<(String, u64)> {
+    let service = GameService::start_with(&nats.url(), options)?;
+    let mut client = service.client().await?;
+    let game_id = poisoned_boards_game(&mut client).await?.game_id;
+    let state = client
+        .get_game(GetGameRequest {
+            game_id: game_id.clone(),
+        })
+        .await?
+        .into_inner();
+    Ok((game_id, state.last_game_seq))
+}
+
 /// What `boardcast dead-letters` lists, with `args`.
 fn dead_letter_listing(nats: &TestNats, args: &[&str]) -> anyhow::Result<String> {
     let listing = std::process::Command::new(program("boardcast")?)
@@ -344,14 +375,12 @@ async fn a_panic_while_an_observation_is_handled_stops_nothing_else() -> anyhow:
     let nats = TestNats::start()?;
     let log_dir = tempfile::tempdir()?;
     let log = log_dir.path().join("game-service.log");
-    let options = GameServiceOptions {
-        log: Some(log.clone()),
-        env: vec![(
-            "BOARDCAST_FAULT_PANIC".into(),
-            format!("deciding:{POISONED}:1,handling:{POISONED}:2,stored:{POISONED}:3"),
-        )],
-        ..Default::default()
-    };
+    let options = armed(
+        &log,
+        Some(&format!(
+            "deciding:{POISONED}:1,handling:{POISONED}:2,stored:{POISONED}:3"
+        )),
+    );
     let mut service = GameService::start_with(&nats.url(), options)?;
     let pid = service.process.pid();
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
@@ -454,25 +483,11 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
     let snapshot = dir.path().join("snapshot.redb");
     let options = |fault: Option<&str>, snapshot: &std::path::Path| GameServiceOptions {
         snapshot: Some(snapshot.to_owned()),
-        log: Some(log.clone()),
-        env: fault
-            .map(|f| ("BOARDCAST_FAULT_PANIC".to_owned(), f.to_owned()))
-            .into_iter()
-            .collect(),
-        ..Default::default()
+        ..armed(&log, fault)
     };
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    let service = GameService::start_with(&nats.url(), options(None, &snapshot))?;
-    let mut client = service.client().await?;
-    let game_id = poisoned_boards_game(&mut client).await?.game_id;
+    let (game_id, last_before) = poisoned_game_set_up(&nats, options(None, &snapshot)).await?;
     let state = |game_id: String| GetGameRequest { game_id };
-    let last_before = client
-        .get_game(state(game_id.clone()))
-        .await?
-        .into_inner()
-        .last_game_seq;
-    drop(client);
-    drop(service);
 
     // The record of White's lift panics whenever it is folded, and so does the first record of
     // the game set up on a second board.
@@ -677,34 +692,18 @@ async fn a_panic_while_records_are_folded_stops_the_service_and_a_restart_folds_
     let nats = TestNats::start()?;
     let dir = tempfile::tempdir()?;
     let log = dir.path().join("game-service.log");
-    let options = |fault: Option<String>| GameServiceOptions {
+    let options = |fault: Option<&str>| GameServiceOptions {
         snapshot: Some(dir.path().join("snapshot.redb")),
         // The observation in flight when the service stopped is handed out again soon.
         args: vec!["--ack-wait".into(), "5".into()],
-        log: Some(log.clone()),
-        env: fault
-            .map(|f| ("BOARDCAST_FAULT_PANIC".to_owned(), f))
-            .into_iter()
-            .collect(),
-        ..Default::default()
+        ..armed(&log, fault)
     };
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    let service = GameService::start_with(&nats.url(), options(None))?;
-    let mut client = service.client().await?;
-    let game_id = poisoned_boards_game(&mut client).await?.game_id;
-    let last_before = client
-        .get_game(GetGameRequest {
-            game_id: game_id.clone(),
-        })
-        .await?
-        .into_inner()
-        .last_game_seq;
-    drop(client);
-    drop(service);
+    let (game_id, last_before) = poisoned_game_set_up(&nats, options(None)).await?;
 
     // The first record of the lift's decision panics once it is folded.
     let fault = format!("folded:{game_id}:{}", last_before + 1);
-    let mut faulty = GameService::start_with(&nats.url(), options(Some(fault)))?;
+    let mut faulty = GameService::start_with(&nats.url(), options(Some(&fault)))?;
     let lift = white_lifts_e2_pawn(1);
     js.publish(observation_subject(POISONED), lift.encode_to_vec().into())
         .await?
