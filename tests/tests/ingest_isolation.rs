@@ -71,6 +71,17 @@ fn white_lifts_e2_pawn(device_seq: u64) -> Observation {
     )
 }
 
+/// `observation` published by its board, once JetStream has stored it.
+async fn publish(js: &jetstream::Context, observation: &Observation) -> anyhow::Result<()> {
+    js.publish(
+        observation_subject(&observation.board_id),
+        observation.encode_to_vec().into(),
+    )
+    .await?
+    .await?;
+    Ok(())
+}
+
 /// A dead letter of the poisoned board.
 struct DeadLetter {
     reason: String,
@@ -270,9 +281,7 @@ async fn poison_observations_on_one_board_stop_nothing_else() -> anyhow::Result<
     }
     // The board goes on: White's hand on the e2 pawn.
     let lift = white_lifts_e2_pawn(3);
-    js.publish(subject.clone(), lift.encode_to_vec().into())
-        .await?
-        .await?;
+    publish(&js, &lift).await?;
 
     ensure!(
         simulation.wait()?.success(),
@@ -396,20 +405,16 @@ async fn a_panic_while_an_observation_is_handled_stops_nothing_else() -> anyhow:
             piece: Piece::WhitePawn as i32,
         }),
     );
-    let published: Vec<Vec<u8>> = [
+    let observations = [
         white_lifts_e2_pawn(1),
         white_lifts_e2_pawn(2),
         white_lifts_e2_pawn(3),
         put_back,
-    ]
-    .iter()
-    .map(|o| o.encode_to_vec())
-    .collect();
-    for payload in &published {
-        js.publish(observation_subject(POISONED), payload.clone().into())
-            .await?
-            .await?;
+    ];
+    for published in &observations {
+        publish(&js, published).await?;
     }
+    let published: Vec<Vec<u8>> = observations.iter().map(|o| o.encode_to_vec()).collect();
     ensure!(
         simulation.wait()?.success(),
         "boardcast simulate failed while the panics were handled"
@@ -507,12 +512,7 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
         }),
     );
     for published in [&lift, &put_back] {
-        js.publish(
-            observation_subject(POISONED),
-            published.encode_to_vec().into(),
-        )
-        .await?
-        .await?;
+        publish(&js, published).await?;
         // The lift's record is in the log before the placement is decided.
         support::drained(&js).await?;
     }
@@ -584,12 +584,7 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
     );
     let mut lift_on_second = white_lifts_e2_pawn(1);
     lift_on_second.board_id = SECOND_BOARD.to_owned();
-    js.publish(
-        observation_subject(SECOND_BOARD),
-        lift_on_second.encode_to_vec().into(),
-    )
-    .await?
-    .await?;
+    publish(&js, &lift_on_second).await?;
     support::drained(&js).await?;
     let listing = dead_letter_listing(&nats, &["--board", SECOND_BOARD])?;
     assert!(
@@ -615,12 +610,7 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
     assert!(reason.contains("fault point Folding"), "{reason:?}");
     // The second game, of which nothing is folded, is still live on its board.
     lift_on_second.device_seq = 2;
-    js.publish(
-        observation_subject(SECOND_BOARD),
-        lift_on_second.encode_to_vec().into(),
-    )
-    .await?
-    .await?;
+    publish(&js, &lift_on_second).await?;
     support::drained(&js).await?;
     let listing = dead_letter_listing(&nats, &["--board", SECOND_BOARD])?;
     let unfoldable = format!("nothing is decided on game {SECOND_GAME} here");
@@ -645,12 +635,7 @@ async fn a_record_that_folding_always_panics_on_stops_nothing_else() -> anyhow::
     // Without the bug: the game is read whole and the board goes on.
     let fixed = GameService::start_with(&nats.url(), options(None, &snapshot))?;
     let pawn_lifted_again = white_lifts_e2_pawn(3);
-    js.publish(
-        observation_subject(POISONED),
-        pawn_lifted_again.encode_to_vec().into(),
-    )
-    .await?
-    .await?;
+    publish(&js, &pawn_lifted_again).await?;
     support::drained(&js).await?;
     let mut client = fixed.client().await?;
     let poisoned = client.get_game(state(game_id.clone())).await?.into_inner();
@@ -705,9 +690,7 @@ async fn a_panic_while_records_are_folded_stops_the_service_and_a_restart_folds_
     let fault = format!("folded:{game_id}:{}", last_before + 1);
     let mut faulty = GameService::start_with(&nats.url(), options(Some(&fault)))?;
     let lift = white_lifts_e2_pawn(1);
-    js.publish(observation_subject(POISONED), lift.encode_to_vec().into())
-        .await?
-        .await?;
+    publish(&js, &lift).await?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while faulty.process.check_running().is_ok() {
         ensure!(
@@ -762,12 +745,7 @@ async fn an_unusable_observation_found_in_a_gap_leaves_its_hole() -> anyhow::Res
     let lift = white_lifts_e2_pawn(2);
     let unusable = observation(1, clock(u64::MAX));
     for published in [&lift, &unusable] {
-        js.publish(
-            observation_subject(POISONED),
-            published.encode_to_vec().into(),
-        )
-        .await?
-        .await?;
+        publish(&js, published).await?;
     }
     let service = GameService::start(&nats.url())?;
     support::drained(&js).await?;
