@@ -620,6 +620,17 @@ pub fn words(event: &GameEvent, clock_swapped: bool, edition: Option<&str>) -> S
     text
 }
 
+/// An observation's kind as a stable name (the oneof field).
+pub fn observation_kind_name(kind: &observation::Kind) -> &'static str {
+    match kind {
+        observation::Kind::Lifted(_) => "piece_lifted",
+        observation::Kind::Placed(_) => "piece_placed",
+        observation::Kind::Placement(_) => "board_placement",
+        observation::Kind::Clock(_) => "clock_reading",
+        observation::Kind::Status(_) => "device_status",
+    }
+}
+
 /// The entry's kind as a stable name (the oneof field), for the page and tests.
 pub fn kind_name(event: &GameEvent) -> &'static str {
     let Some(kind) = event.kind.as_ref() else {
@@ -631,16 +642,11 @@ pub fn kind_name(event: &GameEvent) -> &'static str {
         Kind::ProvisionalWithdrawn(_) => "provisional_withdrawn",
         Kind::MoveCompleted(_) => "move_completed",
         Kind::Ended(_) => "ended",
-        Kind::ObservationRecorded(o) => {
-            match o.observation.as_ref().and_then(|o| o.kind.as_ref()) {
-                Some(observation::Kind::Lifted(_)) => "piece_lifted",
-                Some(observation::Kind::Placed(_)) => "piece_placed",
-                Some(observation::Kind::Placement(_)) => "board_placement",
-                Some(observation::Kind::Clock(_)) => "clock_reading",
-                Some(observation::Kind::Status(_)) => "device_status",
-                None => "observation",
-            }
-        }
+        Kind::ObservationRecorded(o) => o
+            .observation
+            .as_ref()
+            .and_then(|o| o.kind.as_ref())
+            .map_or("observation", observation_kind_name),
         Kind::Touch(_) => "touch",
         Kind::Reconstructed(_) => "reconstructed",
         Kind::Irregularity(_) => "irregularity",

@@ -8,7 +8,7 @@ use boardcast_kit::nats::{
     DEADLETTER_STREAM, ORIGINAL_BYTES_HEADER, ORIGINAL_SEQUENCE_HEADER, ORIGINAL_STREAM_HEADER,
     REASON_HEADER, deadletter_subject, next_message,
 };
-use boardcast_schema::device::v1::{Observation, observation::Kind};
+use boardcast_schema::device::v1::Observation;
 use prost::Message as _;
 
 #[derive(clap::Args, Debug)]
@@ -88,7 +88,12 @@ fn describe(message: &StreamMessage) -> String {
         "an observation too large to keep here".to_owned()
     } else {
         match Observation::decode(message.payload.as_ref()) {
-            Ok(o) => format!("observation {} ({})", o.device_seq, kind_name(&o)),
+            Ok(o) => {
+                let kind = o.kind.as_ref().map_or("no kind".to_owned(), |kind| {
+                    boardcast_game::wording::observation_kind_name(kind).replace('_', " ")
+                });
+                format!("observation {} ({kind})", o.device_seq)
+            }
             Err(_) => format!("{} bytes that are no observation", message.payload.len()),
         }
     };
@@ -111,16 +116,4 @@ fn describe(message: &StreamMessage) -> String {
         text.push_str(&format!("  kept whole: {stream} sequence {at}{bytes}\n"));
     }
     text
-}
-
-/// What kind of observation it is, in a board operator's words.
-fn kind_name(observation: &Observation) -> &'static str {
-    match observation.kind {
-        Some(Kind::Lifted(_)) => "piece lifted",
-        Some(Kind::Placed(_)) => "piece placed",
-        Some(Kind::Placement(_)) => "board placement",
-        Some(Kind::Clock(_)) => "clock reading",
-        Some(Kind::Status(_)) => "device status",
-        None => "no kind",
-    }
 }
