@@ -821,8 +821,9 @@ async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> an
 
 /// A forked game's observations do not hold up their partition, even when a restarted service
 /// (which has handled nothing of the board yet) finds one of them out of order and decides it
-/// while closing the gap before the other: each is given up after its attempts and goes to the
-/// dead-letter stream, and a board of another game in the same partition goes on being decided.
+/// while closing the gap before the other: trying again cannot mend a fork, so each goes to the
+/// dead-letter stream at its first attempt, naming what an operator does, and a board of another
+/// game in the same partition goes on being decided.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() -> anyhow::Result<()>
 {
@@ -891,8 +892,20 @@ async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() 
     let letters = dead_letters(&js, 2).await?;
     for (subject, reason) in &letters {
         assert_eq!(subject, &format!("boardcast.deadletter.{forked_board}"));
-        assert!(reason.contains("could not be stored"), "{reason}");
+        assert!(
+            reason.contains("forked") && reason.contains("boardcast fork show"),
+            "{reason}"
+        );
     }
+    assert_eq!(
+        counted(
+            &service,
+            "boardcast_observations_total{disposition=\"retried\"}"
+        )
+        .await?,
+        0.0,
+        "given up at the first attempt, not tried again"
+    );
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let events = game_events(&mut client, &game_ids[1]).await?;
     assert!(

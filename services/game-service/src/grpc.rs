@@ -72,7 +72,9 @@ fn append_status(e: AppendError) -> Status {
         AppendError::Failed { .. } | AppendError::Unavailable { .. } => {
             Status::unavailable(e.to_string())
         }
-        AppendError::Unfoldable { .. } => Status::failed_precondition(e.to_string()),
+        AppendError::Unfoldable { .. } | AppendError::Forked { .. } => {
+            Status::failed_precondition(e.to_string())
+        }
     }
 }
 

@@ -12,9 +12,10 @@
 //!
 //! An observation is rejected (impossible values: see `Rejected`), or its decision panics (a bug,
 //! caught here: retrying would panic again), or NATS refuses `MAX_FAILURES` times to store its
-//! decision (each attempt after a longer pause; NATS refusing the record, not NATS being away):
-//! it is dead-lettered with the reason and the board's next observations are decided as
-//! usual. NATS being away (no leader during an election, a timeout, the connection lost) is
+//! decision (each attempt after a longer pause; NATS refusing the record, not NATS being away),
+//! or its board's game can take nothing until someone mends it (its log forked, or a record of
+//! it cannot be folded here: given up at once): it is dead-lettered with the reason and the
+//! board's next observations are decided as usual. NATS being away (no leader during an election, a timeout, the connection lost) is
 //! waited out however long it lasts, so nothing is given up for it.
 //!
 //! # Partitions, and order across instances
@@ -821,9 +822,11 @@ enum Hole {
     Recorded,
     /// To be recorded before it goes (for a game in progress).
     ToRecord,
-    /// None can be recorded: the board's game cannot be folded here (`AppendError::Unfoldable`).
-    /// Not accounted for, as with no game: a service without the bug finds the observation in
-    /// the gap before the board's next one.
+    /// None can be recorded: the board's game cannot be folded here (`AppendError::Unfoldable`)
+    /// or its log forked (`AppendError::Forked`). Not accounted for, as with no game: once the
+    /// game can be decided on again (a service without the bug, a branch kept), the gap before
+    /// the board's next observation brings it back, unless a later one was accounted for
+    /// meanwhile (a forked game's clock readings, which append nothing, are).
     Unrecordable,
 }
 
@@ -910,7 +913,10 @@ fn disposition(
                 complete_first: false,
             }
         }
-        Err(e @ AppendError::Unfoldable { .. }) => dead(e.to_string(), Hole::Unrecordable),
+        // Trying again cannot help (a bug, a forked log) and no hole can be recorded.
+        Err(e @ (AppendError::Unfoldable { .. } | AppendError::Forked { .. })) => {
+            dead(e.to_string(), Hole::Unrecordable)
+        }
         Err(e @ AppendError::Failed { .. }) if refusals.saturating_add(1) >= MAX_FAILURES => dead(
             format!("its decision could not be stored in {MAX_FAILURES} attempts: {e}"),
             Hole::ToRecord,
@@ -970,7 +976,11 @@ async fn give_up(
         Ok(_) => dead_letter(js, message, Some(&observation.board_id), reason).await,
         // Nothing can be appended to the game (its log forks, or it cannot be folded here): the
         // observation goes without its hole, rather than holding its partition up for good.
-        Err(e @ (AppendError::Failed { .. } | AppendError::Unfoldable { .. })) => {
+        Err(
+            e @ (AppendError::Failed { .. }
+            | AppendError::Unfoldable { .. }
+            | AppendError::Forked { .. }),
+        ) => {
             tracing::error!(board = %observation.board_id, seq = observation.device_seq, "the hole cannot be recorded: {e}");
             let reason = format!("{reason}; the hole could not be recorded in the game's log: {e}");
             dead_letter(js, message, Some(&observation.board_id), &reason).await
@@ -1287,7 +1297,11 @@ async fn close_gap(
             };
             match stored {
                 Ok(()) => {}
-                Err(refused @ (AppendError::Failed { .. } | AppendError::Unfoldable { .. })) => {
+                Err(
+                    refused @ (AppendError::Failed { .. }
+                    | AppendError::Unfoldable { .. }
+                    | AppendError::Forked { .. }),
+                ) => {
                     return Err(GapOpen::Refused(refused));
                 }
                 Err(e) => {
@@ -1809,6 +1823,30 @@ mod tests {
                 disposition(&not_given_up, &obs, &refused(50), 6),
                 Disposition::Retry { .. }
             ));
+        }
+    }
+
+    #[test]
+    fn a_game_that_trying_again_cannot_mend_gives_its_observations_up_at_once() {
+        let obs = observation("b1".into(), 7, 1_000);
+        let forked = Err(AppendError::Forked {
+            game_id: "g".into(),
+            reason: "it holds two records numbered 4: forked".into(),
+        });
+        let unfoldable = Err(AppendError::Unfoldable {
+            game_id: "g".into(),
+            reason: "folding record 4 panicked".into(),
+        });
+        for stuck in [forked, unfoldable] {
+            let d = disposition(&stuck, &obs, &Attempts::default(), 6);
+            match &d {
+                Disposition::DeadLetter {
+                    reason,
+                    hole: Hole::Unrecordable,
+                } => assert!(reason.contains("record"), "{reason}"),
+                other => panic!("{other:?}"),
+            }
+            assert!(!d.accounts_for_it(), "found in the gap once it is mended");
         }
     }
 

@@ -124,6 +124,13 @@ pub enum AppendError {
     /// without the bug does.
     #[error("nothing is decided on game {game_id} here: {reason}")]
     Unfoldable { game_id: String, reason: String },
+    /// Nothing is appended to the game: its log holds two records with one number (forked).
+    /// Trying again does not help; an operator keeping one branch (`boardcast fork keep`) does.
+    #[error(
+        "nothing is appended to game {game_id} until an operator keeps one branch of its log \
+         (boardcast fork show): {reason}"
+    )]
+    Forked { game_id: String, reason: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -1647,7 +1654,7 @@ impl Store {
             .await
             .map_err(|unread| match unread {
                 // For good: only an operator can mend a forked log,
-                Unread::ForGood(reason) => AppendError::Failed {
+                Unread::ForGood(reason) => AppendError::Forked {
                     game_id: game_id.to_owned(),
                     reason,
                 },
