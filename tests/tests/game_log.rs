@@ -67,15 +67,20 @@ async fn moves_applied_reaching(service: &GameService, at_least: usize) -> anyho
     }
 }
 
-/// The sum of a counter's samples on a service's Prometheus page (0 before its first count).
+/// The sum of a counter's samples on a service's Prometheus page (0 before its first count);
+/// `name{label="value"}` sums those samples that carry the label (among the exporter's own).
 async fn counted(service: &GameService, counter: &str) -> anyhow::Result<f64> {
     let page = reqwest::get(service.metrics_url("/metrics"))
         .await?
         .text()
         .await?;
+    let (name, label) = match counter.split_once('{') {
+        Some((name, label)) => (name, label.trim_end_matches('}')),
+        None => (counter, ""),
+    };
     Ok(page
         .lines()
-        .filter(|line| line.starts_with(counter))
+        .filter(|line| line.starts_with(name) && line.contains(label))
         .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
         .sum())
 }
@@ -823,7 +828,9 @@ async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> an
 /// (which has handled nothing of the board yet) finds one of them out of order and decides it
 /// while closing the gap before the other: trying again cannot mend a fork, so each goes to the
 /// dead-letter stream at its first attempt, naming what an operator does, and a board of another
-/// game in the same partition goes on being decided.
+/// game in the same partition goes on being decided. The board's later observations go too,
+/// without the game being read again for each; once an operator keeps a branch, the board goes
+/// on and every observation given up meanwhile is decided, in order.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() -> anyhow::Result<()>
 {
@@ -855,7 +862,7 @@ async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() 
     let game = game_from_log(&js, &game_ids[0]).await?;
     let signer = boardcast_testkit::TestUsers::shared()?.signer()?;
     let note = |text: &str| Action::Annotation(Annotation { text: text.into() });
-    write_beside(&js, &game, &[note("one"), note("another")], &signer).await?;
+    let branches = write_beside(&js, &game, &[note("one"), note("another")], &signer).await?;
     drop(service);
 
     // Published while no service runs: the forked board's second observation before its
@@ -912,6 +919,86 @@ async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() 
         recorded_observations(&events).contains(&1),
         "the neighbour's observation is decided"
     );
+
+    // The board plays on: its observations go as they come, the game is not read again for
+    // each of them, and the neighbour's go on being decided.
+    let read_again = "boardcast_games_read_again_total{outcome=\"forked\"}";
+    let reads_before = counted(&service, read_again).await?;
+    for device_seq in 3..=6 {
+        let observation = lift(forked_board, device_seq);
+        js.publish(
+            observation_subject(forked_board),
+            observation.encode_to_vec().into(),
+        )
+        .await?
+        .await?;
+    }
+    js.publish(
+        observation_subject(&neighbour),
+        lift(&neighbour, 2).encode_to_vec().into(),
+    )
+    .await?
+    .await?;
+    drained(&js).await?;
+    let letters = dead_letters(&js, 6).await?;
+    for (_, reason) in &letters[2..] {
+        assert!(reason.contains("until its log is mended"), "{reason}");
+    }
+    assert!(
+        counted(&service, read_again).await? <= reads_before + 1.0,
+        "read again at most once more for four observations"
+    );
+    let events = game_events(&mut client, &game_ids[1]).await?;
+    assert_eq!(recorded_observations(&events), [1, 2]);
+
+    // An operator keeps the second branch; the board's next observations bring back, in
+    // order, every one given up since the fork.
+    let trusted_keys = boardcast_testkit::TestUsers::shared()?
+        .trusted_keys()
+        .to_string_lossy()
+        .into_owned();
+    let branch = branches.get(1).context("two branches")?.to_string();
+    let dir = tempfile::tempdir()?;
+    let save = dir
+        .path()
+        .join("removed.json")
+        .to_string_lossy()
+        .into_owned();
+    let nats_url = nats.url();
+    let (ok, out) = boardcast_cli(&[
+        "fork",
+        "keep",
+        &game_ids[0],
+        "--branch",
+        &branch,
+        "--save",
+        &save,
+        "--nats",
+        &nats_url,
+        "--trusted-keys",
+        &trusted_keys,
+    ])?;
+    assert!(ok, "{out}");
+    let mut device_seq = 6;
+    let recorded = until_within(Duration::from_secs(40), || {
+        device_seq += 1;
+        let (js, mut client, game_id) = (js.clone(), client.clone(), game_ids[0].clone());
+        let observation = lift(forked_board, device_seq);
+        async move {
+            js.publish(
+                observation_subject(forked_board),
+                observation.encode_to_vec().into(),
+            )
+            .await?
+            .await?;
+            drained(&js).await?;
+            let recorded = recorded_observations(&game_events(&mut client, &game_id).await?);
+            anyhow::Ok((!recorded.is_empty()).then_some(recorded))
+        }
+    })
+    .await?;
+    let expected: Vec<u64> = (1..=device_seq).collect();
+    assert_eq!(recorded, expected, "each given up since the fork, in order");
     Ok(())
 }
 

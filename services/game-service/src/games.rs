@@ -58,17 +58,29 @@ struct LiveGame {
     first_stream_seq: u64,
 }
 
-/// Where a game's records as read here stopped following on, and whether folding one panicked.
+/// Where a game's records as read here stopped following on, and whether reading it again
+/// cannot help.
 #[derive(Clone, Debug, PartialEq)]
 struct Behind {
     /// The stream sequence of the first record that did not follow on (or of the game's last
     /// record in the log, when that is not the one folded here).
     from: u64,
-    /// What the panic said, when folding a record of the game panicked (a bug in the rules or
-    /// the aggregate). Nothing is decided on such a game until a service without the bug reads
-    /// it whole: the record is in the log, so skipping it would decide on a game the log does
-    /// not hold. Not in snapshots: a restored game behind is read again, and panics again.
-    unfoldable: Option<String>,
+    /// Why it stays behind however often it is read again, when that is known. Not in
+    /// snapshots: a restored game behind is read again, and found so again.
+    stuck: Option<Stuck>,
+}
+
+/// Why a game behind stays so when read again, with what was found.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Stuck {
+    /// Folding one of its records panicked (a bug in the rules or the aggregate). Nothing is
+    /// decided on it until a service without the bug reads it whole: the record is in the log,
+    /// so skipping it would decide on a game the log does not hold.
+    Unfoldable(String),
+    /// Its log, read again, does not follow on for good: two records with one number (forked),
+    /// or one missing for longer than a leader takes to come back. Only an operator mends it;
+    /// every decision on it reads it again first, and finds it mended or refuses.
+    Broken(String),
 }
 
 /// What `GetGame` says of a game behind for want of a record.
@@ -208,10 +220,7 @@ impl Games {
             .behind
             .into_iter()
             .map(|(game_id, from)| {
-                let behind = Behind {
-                    from,
-                    unfoldable: None,
-                };
+                let behind = Behind { from, stuck: None };
                 (game_id, behind)
             })
             .collect();
@@ -404,7 +413,7 @@ impl Games {
     pub(crate) fn put_behind(&mut self, game_id: &str, stream_seq: u64) {
         self.behind.entry(game_id.to_owned()).or_insert(Behind {
             from: stream_seq,
-            unfoldable: None,
+            stuck: None,
         });
         // So that the next snapshot is written, with the mark.
         self.dirty.insert(game_id.to_owned());
@@ -429,7 +438,10 @@ impl Games {
     /// Why nothing can be decided on game `game_id` here, when folding one of its records
     /// panicked.
     pub(crate) fn unfoldable(&self, game_id: &str) -> Option<&str> {
-        self.behind.get(game_id)?.unfoldable.as_deref()
+        match self.behind.get(game_id)?.stuck.as_ref()? {
+            Stuck::Unfoldable(reason) => Some(reason),
+            Stuck::Broken(_) => None,
+        }
     }
 
     /// Game `game_id` is behind from `stream_seq` because folding its record there panicked,
@@ -439,19 +451,29 @@ impl Games {
             format!("folding its record at stream sequence {stream_seq} panicked (a bug): {text}");
         self.put_behind(game_id, stream_seq);
         if let Some(behind) = self.behind.get_mut(game_id) {
-            behind.unfoldable = Some(reason.clone());
+            behind.stuck = Some(Stuck::Unfoldable(reason.clone()));
         }
         reason
+    }
+
+    /// Game `game_id`, behind, was read again and its log does not follow on for good (see
+    /// `Stuck::Broken`), as `reason` says. A game that cannot be folded stays marked so.
+    pub(crate) fn put_broken(&mut self, game_id: &str, reason: &str) {
+        if let Some(behind) = self.behind.get_mut(game_id)
+            && !matches!(behind.stuck, Some(Stuck::Unfoldable(_)))
+        {
+            behind.stuck = Some(Stuck::Broken(reason.to_owned()));
+        }
     }
 
     /// Where game `game_id`'s log goes on past what is folded here, and why, when it does.
     pub(crate) fn not_followed(&self, game_id: &str) -> Option<LogNotFollowed> {
         self.behind.get(game_id).map(|b| LogNotFollowed {
             from_stream_seq: b.from,
-            reason: b
-                .unfoldable
-                .clone()
-                .unwrap_or_else(|| NOT_FOLLOWING_ON.to_owned()),
+            reason: match &b.stuck {
+                Some(Stuck::Unfoldable(reason) | Stuck::Broken(reason)) => reason.clone(),
+                None => NOT_FOLLOWING_ON.to_owned(),
+            },
         })
     }
 
@@ -467,6 +489,12 @@ impl Games {
     pub(crate) fn unfoldable_on(&self, board_id: &str) -> Option<(&str, &str)> {
         let game_id = &self.live_on_board.get(board_id)?.game_id;
         Some((game_id, self.unfoldable(game_id)?))
+    }
+
+    /// The game live on `board_id` when it is stuck behind its log: its id and why.
+    pub(crate) fn stuck_on(&self, board_id: &str) -> Option<(&str, &Stuck)> {
+        let game_id = &self.live_on_board.get(board_id)?.game_id;
+        Some((game_id, self.behind.get(game_id)?.stuck.as_ref()?))
     }
 
     /// Game `game_id` folded afresh from `records` (stream sequence and record as stored, in
@@ -861,16 +889,37 @@ mod tests {
         let partial = vec![(1, first.clone()), (3, third.clone())];
         assert!(games.refolded(game.game_id(), partial).is_err());
         assert_eq!(games.behind_from(game.game_id()), Some(3));
-        // A snapshot meanwhile keeps the mark: restored, the game is behind still.
+        assert!(
+            games.stuck_on("b1").is_none(),
+            "read again, it may still follow on"
+        );
+        // Taken as broken for good: its board's observations wait on nothing, and its state
+        // says why.
+        games.put_broken(game.game_id(), "forked");
+        assert_eq!(
+            games.stuck_on("b1"),
+            Some((game.game_id(), &Stuck::Broken("forked".to_owned())))
+        );
+        assert_eq!(
+            games.unfoldable(game.game_id()),
+            None,
+            "decisions read it again"
+        );
+        let not_followed = games.not_followed(game.game_id()).expect("behind");
+        assert_eq!(not_followed.reason, "forked");
+        // A snapshot meanwhile keeps the mark: restored, the game is behind still (broken or
+        // not is found again by reading it).
         let restored = Games::from_snapshot(games.take_changes(true).expect("all"), trusted())
             .expect("restores");
         assert_eq!(restored.behind_from(game.game_id()), Some(3));
+        assert!(restored.stuck_on("b1").is_none());
         assert!(restored.get(other.game_id()).is_some());
         // Read again whole: folded afresh, live on its board, no longer behind (a record bad in
         // itself is skipped, as when folded).
         let whole = vec![(1, first), (2, second), (3, b"junk".to_vec()), (4, third)];
         games.refolded(game.game_id(), whole).expect("whole");
         assert_eq!(games.behind_from(game.game_id()), None);
+        assert!(games.stuck_on("b1").is_none(), "mended");
         let entry = games.get(game.game_id()).expect("known");
         assert_eq!((entry.game.last_game_seq(), entry.records.len()), (3, 3));
         assert_eq!(

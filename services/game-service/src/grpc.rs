@@ -72,7 +72,7 @@ fn append_status(e: AppendError) -> Status {
         AppendError::Failed { .. } | AppendError::Unavailable { .. } => {
             Status::unavailable(e.to_string())
         }
-        AppendError::Unfoldable { .. } | AppendError::Forked { .. } => {
+        AppendError::Unfoldable { .. } | AppendError::LogBroken { .. } => {
             Status::failed_precondition(e.to_string())
         }
     }

@@ -669,13 +669,13 @@ async fn handle(
         }
     };
     // Nothing is decided on a game that cannot be folded here (a bug struck on one of its
-    // records): its board's observations go, with the reason, before any gap is looked for. Not
-    // counted as seen, so that a service without the bug finds them in the gap before the
-    // board's next observation.
-    if let Some((game_id, reason)) = store.unfoldable_on_board(&board).await {
+    // records) or whose log is broken (forked): its board's observations go, with the reason,
+    // before any gap is looked for (each search would decide the first one given up again).
+    // Not counted as seen, so that once the game can be decided on again (a service without
+    // the bug, the log mended) they are found in the gap before the board's next observation.
+    if let Some(stuck) = store.stuck_on_board(&board).await {
         crate::metrics::observation("dead_lettered");
-        let reason = AppendError::Unfoldable { game_id, reason }.to_string();
-        return dead_letter(js, message, Some(&board), &reason).await;
+        return dead_letter(js, message, Some(&board), &stuck.to_string()).await;
     }
     let seen = &mut state.seen;
     let attempts = state.current.of(stream_seq);
@@ -823,10 +823,10 @@ enum Hole {
     /// To be recorded before it goes (for a game in progress).
     ToRecord,
     /// None can be recorded: the board's game cannot be folded here (`AppendError::Unfoldable`)
-    /// or its log forked (`AppendError::Forked`). Not accounted for, as with no game: once the
-    /// game can be decided on again (a service without the bug, a branch kept), the gap before
-    /// the board's next observation brings it back, unless a later one was accounted for
-    /// meanwhile (a forked game's clock readings, which append nothing, are).
+    /// or its log is broken (`AppendError::LogBroken`). Not accounted for, as with no game: once
+    /// the game can be decided on again (a service without the bug, the log mended), the gap
+    /// before the board's next observation brings it back (the board's observations meanwhile
+    /// go the same way, see `handle`).
     Unrecordable,
 }
 
@@ -914,7 +914,7 @@ fn disposition(
             }
         }
         // Trying again cannot help (a bug, a forked log) and no hole can be recorded.
-        Err(e @ (AppendError::Unfoldable { .. } | AppendError::Forked { .. })) => {
+        Err(e @ (AppendError::Unfoldable { .. } | AppendError::LogBroken { .. })) => {
             dead(e.to_string(), Hole::Unrecordable)
         }
         Err(e @ AppendError::Failed { .. }) if refusals.saturating_add(1) >= MAX_FAILURES => dead(
@@ -979,7 +979,7 @@ async fn give_up(
         Err(
             e @ (AppendError::Failed { .. }
             | AppendError::Unfoldable { .. }
-            | AppendError::Forked { .. }),
+            | AppendError::LogBroken { .. }),
         ) => {
             tracing::error!(board = %observation.board_id, seq = observation.device_seq, "the hole cannot be recorded: {e}");
             let reason = format!("{reason}; the hole could not be recorded in the game's log: {e}");
@@ -1141,7 +1141,9 @@ enum GapOpen {
     LeaderMayLack { missing: u64 },
     /// The board's observations could not be read or decided.
     Failed(String),
-    /// NATS refused to store the decision on one of them (`AppendError::Failed`).
+    /// NATS refused to store the decision on one of them or the hole (`AppendError::Failed`),
+    /// or their game can take nothing (`Unfoldable`, `LogBroken`): decided as this
+    /// observation's own.
     Refused(AppendError),
 }
 
@@ -1300,7 +1302,7 @@ async fn close_gap(
                 Err(
                     refused @ (AppendError::Failed { .. }
                     | AppendError::Unfoldable { .. }
-                    | AppendError::Forked { .. }),
+                    | AppendError::LogBroken { .. }),
                 ) => {
                     return Err(GapOpen::Refused(refused));
                 }
@@ -1401,7 +1403,7 @@ async fn record_missing(
     observation: &Observation,
     (first, last): (u64, u64),
     search_complete: bool,
-) -> Result<(), String> {
+) -> Result<(), GapOpen> {
     let board = &observation.board_id;
     if !search_complete {
         tracing::warn!(%board, from = first, to = last, before = observation.device_seq, "gap in the board's observations: too many messages to tell it from passed-over ones; not recorded");
@@ -1418,7 +1420,12 @@ async fn record_missing(
         )
         .await
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(|e| match e {
+            refused @ (AppendError::Failed { .. }
+            | AppendError::Unfoldable { .. }
+            | AppendError::LogBroken { .. }) => GapOpen::Refused(refused),
+            e => GapOpen::Failed(format!("recording the observations missing: {e}")),
+        })
 }
 
 /// One board's messages in the observation stream, read by stream sequence.
@@ -1829,7 +1836,7 @@ mod tests {
     #[test]
     fn a_game_that_trying_again_cannot_mend_gives_its_observations_up_at_once() {
         let obs = observation("b1".into(), 7, 1_000);
-        let forked = Err(AppendError::Forked {
+        let forked = Err(AppendError::LogBroken {
             game_id: "g".into(),
             reason: "it holds two records numbered 4: forked".into(),
         });

@@ -81,7 +81,7 @@ use futures::StreamExt;
 use prost::Message as _;
 use tracing::Instrument as _;
 
-use crate::games::{Entry, Games, NotRefolded, refold, skipped_as_bad};
+use crate::games::{Entry, Games, NotRefolded, Stuck, refold, skipped_as_bad};
 use crate::pipeline::{Admission, InFlight};
 use crate::silent_leader::SilentLeader;
 use crate::snapshot::SnapshotData;
@@ -124,13 +124,11 @@ pub enum AppendError {
     /// without the bug does.
     #[error("nothing is decided on game {game_id} here: {reason}")]
     Unfoldable { game_id: String, reason: String },
-    /// Nothing is appended to the game: its log holds two records with one number (forked).
-    /// Trying again does not help; an operator keeping one branch (`boardcast fork keep`) does.
-    #[error(
-        "nothing is appended to game {game_id} until an operator keeps one branch of its log \
-         (boardcast fork show): {reason}"
-    )]
-    Forked { game_id: String, reason: String },
+    /// Nothing is appended to the game: its log, read again, does not follow on for good (two
+    /// records with one number, or one missing for long). Trying again does not help; an
+    /// operator mending the log (`boardcast fork keep` for a fork) does.
+    #[error("nothing is appended to game {game_id} until its log is mended: {reason}")]
+    LogBroken { game_id: String, reason: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -359,6 +357,21 @@ fn unavailable(game_id: &str, reason: impl ToString) -> AppendError {
     }
 }
 
+/// What a decision on game `game_id`, stuck behind its log, comes to.
+fn stuck_error(game_id: &str, stuck: &Stuck) -> AppendError {
+    let game_id = game_id.to_owned();
+    match stuck {
+        Stuck::Unfoldable(reason) => AppendError::Unfoldable {
+            game_id,
+            reason: reason.clone(),
+        },
+        Stuck::Broken(reason) => AppendError::LogBroken {
+            game_id,
+            reason: reason.clone(),
+        },
+    }
+}
+
 fn failed(game_id: &str, reason: impl ToString) -> AppendError {
     AppendError::Failed {
         game_id: game_id.to_owned(),
@@ -503,11 +516,24 @@ impl Store {
         self.read().not_followed(game_id)
     }
 
-    /// The game live on `board_id` when it cannot be folded here: its id and why.
-    pub async fn unfoldable_on_board(&self, board_id: &str) -> Option<(String, String)> {
-        self.read()
-            .unfoldable_on(board_id)
-            .map(|(game_id, reason)| (game_id.to_owned(), reason.to_owned()))
+    /// Why nothing can be decided now on the game live on `board_id`, when it is stuck behind
+    /// its log (see `Stuck`): it cannot be folded here, or its log is broken. A broken one is
+    /// read again first when that is due, so that its board goes on once an operator mended it.
+    pub async fn stuck_on_board(&self, board_id: &str) -> Option<AppendError> {
+        let broken = {
+            let games = self.read();
+            match games.stuck_on(board_id)? {
+                (game_id, Stuck::Broken(_)) if self.read_again_due(game_id) => game_id.to_owned(),
+                (game_id, stuck) => return Some(stuck_error(game_id, stuck)),
+            }
+        };
+        {
+            let turn = self.turn().await;
+            self.read_again_if_due(&turn, &broken).await;
+        }
+        let games = self.read();
+        let (game_id, stuck) = games.stuck_on(board_id)?;
+        Some(stuck_error(game_id, stuck))
     }
 
     /// Game `game_id`'s state as the API shows it (saying whether its log goes on past it).
@@ -1497,35 +1523,44 @@ impl Store {
     /// deciding a game's observations, and then no append here would.
     async fn read_again_when_due(&self, alone: &Turn<'_>) {
         let behind = self.read().behind();
-        if behind.is_empty() {
+        for (game_id, _) in behind {
+            self.read_again_if_due(alone, &game_id).await;
+        }
+    }
+
+    /// Whether game `game_id`, behind, is due to be read again (see `read_again_at`).
+    fn read_again_due(&self, game_id: &str) -> bool {
+        self.lock_read_again_at()
+            .get(game_id)
+            .is_none_or(|&at| at <= std::time::Instant::now())
+    }
+
+    /// Reads game `game_id` again if it is due, and sets when it is next.
+    async fn read_again_if_due(&self, alone: &Turn<'_>, game_id: &str) {
+        if !self.read_again_due(game_id) {
             return;
         }
         let now = std::time::Instant::now();
-        for (game_id, _) in behind {
-            let due = self
-                .lock_read_again_at()
-                .get(&game_id)
-                .is_none_or(|&at| at <= now);
-            if !due {
-                continue;
+        let pause = match self.read_again_counted(alone, game_id).await {
+            Ok(()) => None,
+            Err(Unread::Missing(e) | Unread::Unreadable(e)) => {
+                tracing::warn!(game = %game_id, "{e}");
+                Some(READ_AGAIN_MISSING)
             }
-            let pause = match self.read_again_counted(alone, &game_id).await {
-                Ok(()) => None,
-                Err(Unread::Missing(e) | Unread::Unreadable(e)) => {
-                    tracing::warn!(game = %game_id, "{e}");
-                    Some(READ_AGAIN_MISSING)
-                }
-                Err(Unread::ForGood(e) | Unread::Unfoldable(e)) => {
-                    tracing::error!(game = %game_id, "{e}");
-                    Some(READ_AGAIN_FORKED)
-                }
-            };
-            let mut read_again_at = self.lock_read_again_at();
-            match pause {
-                Some(pause) => read_again_at.insert(game_id, now + pause),
-                None => read_again_at.remove(&game_id),
-            };
-        }
+            Err(Unread::ForGood(e)) => {
+                tracing::error!(game = %game_id, "{e}");
+                Some(READ_AGAIN_BROKEN)
+            }
+            Err(Unread::Unfoldable(e)) => {
+                tracing::error!(game = %game_id, "{e}");
+                Some(READ_AGAIN_UNFOLDABLE)
+            }
+        };
+        let mut read_again_at = self.lock_read_again_at();
+        match pause {
+            Some(pause) => read_again_at.insert(game_id.to_owned(), now + pause),
+            None => read_again_at.remove(game_id),
+        };
     }
 
     fn lock_read_again_at(
@@ -1546,10 +1581,15 @@ impl Store {
             Err(Unread::ForGood(_)) => "forked",
             Err(Unread::Unfoldable(_)) => "unfoldable",
         });
-        self.missing_since
+        let judged = self
+            .missing_since
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .judge(game_id, read_again, std::time::Instant::now())
+            .judge(game_id, read_again, std::time::Instant::now());
+        if let Err(Unread::ForGood(reason)) = &judged {
+            self.write().put_broken(game_id, reason);
+        }
+        judged
     }
 
     /// A catch-up went past stream sequences it was not given (see `passed_over_at`).
@@ -1654,7 +1694,7 @@ impl Store {
             .await
             .map_err(|unread| match unread {
                 // For good: only an operator can mend a forked log,
-                Unread::ForGood(reason) => AppendError::Forked {
+                Unread::ForGood(reason) => AppendError::LogBroken {
                     game_id: game_id.to_owned(),
                     reason,
                 },
@@ -1703,7 +1743,8 @@ impl Store {
                     );
                     match forked {
                         Some(game_seq) => Unread::ForGood(format!(
-                            "{reason} (it holds two records numbered {game_seq}: forked)"
+                            "{reason} (it holds two records numbered {game_seq}: forked; an \
+                             operator keeps one branch, see boardcast fork show {game_id})"
                         )),
                         None => Unread::Missing(reason),
                     }
@@ -1850,12 +1891,14 @@ impl Store {
     }
 }
 
-/// How soon a game behind the log is read again at a catch-up while a record is missing (a
-/// leader catching up, or replaced, within seconds), and once its log was found forked or a
-/// record of it unfoldable (it stays so until an operator mends the log, or a service without the
-/// bug reads it).
+/// How soon a game behind the log is read again while a record is missing (a leader catching
+/// up, or replaced, within seconds); once its log was found broken (it stays so until an
+/// operator mends it, and then its board should go on within seconds, as the broadcast and the
+/// arbiters' dashboards do); and once a record of it was found unfoldable (until a service
+/// without the bug reads it, which a restart does at once).
 const READ_AGAIN_MISSING: std::time::Duration = std::time::Duration::from_secs(1);
-const READ_AGAIN_FORKED: std::time::Duration = std::time::Duration::from_secs(60);
+const READ_AGAIN_BROKEN: std::time::Duration = std::time::Duration::from_secs(10);
+const READ_AGAIN_UNFOLDABLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// See `Store::note_leader_lacking`.
 #[derive(Default)]
