@@ -7,6 +7,7 @@ use crate::events::{
     ArbiterAction, GameEnded, GameResult, MoveCompleted, PositionRestored, Provenance, Side,
     Source, Termination, arbiter_action::Action, game_event::Kind,
 };
+use crate::observation::MAX_CLOCK_MS;
 use crate::record::NewEvent;
 use crate::state::{Game, fen_of};
 use crate::terms::{self, ending_of};
@@ -181,6 +182,7 @@ impl Game {
                 }
             }
             Action::Restore(restore) => {
+                clocks_within_a_day(restore.white_remaining_ms, restore.black_remaining_ms)?;
                 if restore.ply as usize > self.moves.len() {
                     return Err(ActionRejected::Invalid(format!(
                         "cannot restore ply {}: the game has {} completed moves",
@@ -300,8 +302,34 @@ impl Game {
                     )));
                 }
             }
-            Action::Clocks(_) | Action::Annotation(_) => {}
+            Action::Clocks(adjusted) => {
+                for (side, added) in [
+                    ("White", adjusted.white_added_ms),
+                    ("Black", adjusted.black_added_ms),
+                ] {
+                    if added.unsigned_abs() > MAX_CLOCK_MS {
+                        return Err(ActionRejected::Invalid(format!(
+                            "{added} ms for {side}: more than a day is no clock adjustment"
+                        )));
+                    }
+                }
+                clocks_within_a_day(adjusted.white_remaining_ms, adjusted.black_remaining_ms)?;
+            }
+            Action::Annotation(_) => {}
         }
         Ok(events)
     }
+}
+
+/// Refuses clocks set to more than any chess clock shows (a typing slip, or a hostile number
+/// that the clock arithmetic would otherwise carry).
+fn clocks_within_a_day(white: Option<u64>, black: Option<u64>) -> Result<(), ActionRejected> {
+    for (side, ms) in [("White", white), ("Black", black)] {
+        if let Some(ms) = ms.filter(|&ms| ms > MAX_CLOCK_MS) {
+            return Err(ActionRejected::Invalid(format!(
+                "{side}'s clock set to {ms} ms: more than a day is no chess clock's"
+            )));
+        }
+    }
+    Ok(())
 }

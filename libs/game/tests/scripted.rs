@@ -809,6 +809,101 @@ fn a_claim_ruled_on_by_the_arbiter_is_recorded_with_the_log_verdict() {
 }
 
 #[test]
+fn clock_times_no_clock_shows_are_refused_and_never_overflow_when_in_the_log() {
+    use boardcast_game::NewEvent;
+    use boardcast_game::events::{
+        AdjustClocks, ArbiterAction, Provenance, RestorePosition, arbiter_action::Action,
+    };
+    let periods = vec![TimePeriod {
+        moves: 0,
+        base_ms: 300_000,
+        ..Default::default()
+    }];
+    let mut board = Board::with("fide-2023", "", periods);
+    let mut pos = Chess::default();
+    let day = 24 * 3_600_000;
+    // Refused with a reason, nothing recorded; a day itself is taken.
+    let before = board.game.last_game_seq();
+    for (added, set) in [
+        (i64::MAX, None),
+        (i64::MIN, None),
+        (day + 1, None),
+        (-(day + 1), None),
+        (0, Some(u64::MAX)),
+        (0, Some(day as u64 + 1)),
+    ] {
+        let adjusted = Action::Clocks(AdjustClocks {
+            white_added_ms: added,
+            black_remaining_ms: set,
+            reason: "slip".into(),
+            ..Default::default()
+        });
+        let refused = act(&mut board, adjusted, "IA Smith").expect_err("refused");
+        assert!(refused.to_string().contains("a day"), "{refused}");
+    }
+    let restored = Action::Restore(RestorePosition {
+        ply: 0,
+        reason: "slip".into(),
+        white_remaining_ms: Some(u64::MAX),
+        black_remaining_ms: None,
+    });
+    let refused = act(&mut board, restored, "IA Smith").expect_err("refused");
+    assert!(refused.to_string().contains("a day"), "{refused}");
+    assert_eq!(board.game.last_game_seq(), before, "nothing recorded");
+    let a_day = Action::Clocks(AdjustClocks {
+        white_added_ms: day,
+        reason: "a day".into(),
+        ..Default::default()
+    });
+    act(&mut board, a_day, "IA Smith").expect("a day is taken");
+
+    // The same numbers in the log (another writer's records): the moves after them are decided
+    // and their clocks compared without an overflow; where nothing can be predicted, no alert.
+    let mut t = 1_000_000i64;
+    let mut play = |board: &mut Board, pos: &mut Chess, san: &str| {
+        t += 3_000;
+        board.play_timed(pos, san, t, (297_000, 297_000));
+    };
+    play(&mut board, &mut pos, "e4");
+    play(&mut board, &mut pos, "e5");
+    for (added, set) in [(i64::MAX, None), (i64::MIN, Some(u64::MAX))] {
+        board.append(vec![NewEvent {
+            kind: Kind::Arbiter(ArbiterAction {
+                action: Some(Action::Clocks(AdjustClocks {
+                    white_added_ms: added,
+                    black_added_ms: added,
+                    white_remaining_ms: set,
+                    black_remaining_ms: set,
+                    reason: "written elsewhere".into(),
+                })),
+                ..Default::default()
+            }),
+            provenance: Provenance {
+                source: Source::Arbiter as i32,
+                actor: "elsewhere".into(),
+                ..Default::default()
+            },
+        }]);
+        play(&mut board, &mut pos, "Nf3");
+        play(&mut board, &mut pos, "Nc6");
+        pos = Chess::default();
+        for san in ["e4", "e5"] {
+            play_san(&mut pos, san);
+        }
+        let back = Action::Restore(RestorePosition {
+            ply: 2,
+            reason: "again".into(),
+            white_remaining_ms: Some(297_000),
+            black_remaining_ms: Some(297_000),
+        });
+        act(&mut board, back, "IA Smith").expect("accepted");
+        board.placement(pos.board());
+    }
+    assert_eq!(board.game.moves().len(), 2);
+    board.assert_refolds();
+}
+
+#[test]
 fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
     use boardcast_game::events::{AdjustClocks, RestorePosition, arbiter_action::Action};
     // 5 minutes, no increment; every move takes 3 s.

@@ -19,7 +19,7 @@ impl Game {
         ply: u32,
         clocks: (u64, u64),
     ) -> Option<NewEvent> {
-        const TOLERANCE_MS: i64 = 5_000;
+        const TOLERANCE_MS: u64 = 5_000;
         let mover_is_white = ply % 2 == 1;
         let mover = if mover_is_white {
             Side::White
@@ -30,12 +30,14 @@ impl Game {
         let index = ply as usize - 1;
         let previous = self.moves.get(index.checked_sub(2)?)?;
         let opponent = self.moves.get(index.checked_sub(1)?)?;
+        // Values from the log (an arbiter's, a clock's) are checked as they are combined: a
+        // number no clock shows leaves nothing to predict from, never an overflow.
         let mut start_ms = if mover_is_white {
             previous.event.white_remaining_ms
         } else {
             previous.event.black_remaining_ms
         }
-        .map(|ms| ms as i64);
+        .and_then(|ms| i64::try_from(ms).ok());
         if opponent.device_time_unix_ms <= 0
             || obs.device_time_unix_ms < opponent.device_time_unix_ms
         {
@@ -63,29 +65,36 @@ impl Game {
             match *change {
                 ClockChange::Added { white_ms, black_ms } => {
                     let added = if mover_is_white { white_ms } else { black_ms };
-                    start_ms = start_ms.map(|ms| ms + added);
+                    start_ms = start_ms.and_then(|ms| ms.checked_add(added));
                 }
                 ClockChange::Set { white, black } => {
                     if let Some(ms) = mover(white, black) {
                         if while_running {
                             return None;
                         }
-                        start_ms = Some(ms as i64);
+                        start_ms = i64::try_from(ms).ok();
                     }
                 }
                 ClockChange::Restored { white, black } => match mover(white, black) {
-                    Some(ms) if !while_running => start_ms = Some(ms as i64),
+                    Some(ms) if !while_running => start_ms = i64::try_from(ms).ok(),
                     _ => return None,
                 },
             }
         }
-        let used = (thinking - effect.delay_ms as i64).max(0);
-        let expected = start_ms? - used + effect.increment_ms as i64 + bonus as i64;
-        let reported = if mover_is_white { clocks.0 } else { clocks.1 } as i64;
-        if (reported - expected).abs() <= TOLERANCE_MS {
+        let delay = i64::try_from(effect.delay_ms).ok()?;
+        let increment = i64::try_from(effect.increment_ms).ok()?;
+        let bonus_ms = i64::try_from(bonus).ok()?;
+        let used = thinking.checked_sub(delay)?.max(0);
+        let expected = start_ms?
+            .checked_sub(used)?
+            .checked_add(increment)?
+            .checked_add(bonus_ms)?;
+        let reported = i64::try_from(if mover_is_white { clocks.0 } else { clocks.1 }).ok()?;
+        let difference = reported.checked_sub(expected)?;
+        if difference.unsigned_abs() <= TOLERANCE_MS {
             return None;
         }
-        let reason = if boundary && reported < expected - bonus as i64 / 2 {
+        let reason = if boundary && reported < expected.saturating_sub(bonus_ms / 2) {
             format!(
                 "the next period's {} min were not added after move {own_move}",
                 bonus / 60_000
@@ -93,7 +102,7 @@ impl Game {
         } else {
             format!(
                 "the clock differs by {} s from the time control's prediction",
-                (reported - expected) / 1000
+                difference / 1000
             )
         };
         Some(NewEvent {
