@@ -1074,8 +1074,8 @@ async fn a_game_set_up_elsewhere_and_left_out_here_is_read_not_set_up_twice() ->
         .await;
     assert_eq!(
         unknown.map(|_| ()).map_err(|s| s.code()),
-        Err(tonic::Code::NotFound),
-        "the game is not known here before the set-up"
+        Err(tonic::Code::Unavailable),
+        "the game is not folded here before the set-up, but it is in the log: not \"no game\""
     );
 
     // Set up again by another request: refused, and the game read from the log.

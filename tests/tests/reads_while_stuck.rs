@@ -61,6 +61,15 @@ async fn reads_are_answered_while_an_append_waits_on_a_frozen_nats() -> anyhow::
         .games;
     let game = games.first().context("a game")?.clone();
     assert_eq!(health(&service).await?, ServingStatus::Serving);
+    // A game nobody set up, looked up in the log.
+    let unknown = client
+        .get_game(GetGameRequest {
+            game_id: "nobody-r1-b1".into(),
+        })
+        .await
+        .map(|_| ())
+        .map_err(|status| status.code());
+    assert_eq!(unknown, Err(tonic::Code::NotFound));
 
     // NATS freezes; a ruling starts and waits on it.
     nats.server.pause()?;
@@ -106,12 +115,21 @@ async fn reads_are_answered_while_an_append_waits_on_a_frozen_nats() -> anyhow::
                 ..Default::default()
             })
             .await;
-        anyhow::Ok((state, listed, verdict))
+        // An id no game can have is not looked up in the log.
+        let no_such = client
+            .get_game(GetGameRequest {
+                game_id: "no.such*game".into(),
+            })
+            .await
+            .map(|_| ())
+            .map_err(|status| status.code());
+        anyhow::Ok((state, listed, verdict, no_such))
     })
     .await
     .context("a read waited on the frozen NATS")??;
     assert_eq!(answered.0.last_game_seq, game.last_game_seq);
     assert_eq!(answered.1, games.len());
+    assert_eq!(answered.3, Err(tonic::Code::NotFound));
 
     // No progress while NATS stays frozen: health says so.
     wait_for_health(&service, ServingStatus::NotServing).await?;

@@ -820,23 +820,50 @@ impl GameApi {
         if let Some(found) = self.store.with_game(game_id, &f).await {
             return Ok(found);
         }
+        // Known from its log, but nothing of it is folded here (its first record was missed, or
+        // folding it panicked): not "no game". Why is not said: whose game it is, and so who
+        // may read it, is not known here (the game service's log and metrics say).
+        let not_readable_yet = || {
+            Status::unavailable(format!(
+                "game {game_id} is in the game log but cannot be read here yet"
+            ))
+        };
+        if self.store.not_followed(game_id).await.is_some() {
+            return Err(not_readable_yet());
+        }
+        // Game ids are made of a tournament id's characters (see `game_id_for`): any other is
+        // no game's, and not a subject to look up (a `*` in it would match others).
+        if !could_be_game_id(game_id) {
+            return Err(Status::not_found(format!("no game {game_id:?}")));
+        }
+        // Perhaps set up a moment ago by another instance: one look at the game's own subject
+        // says whether it is in the log at all, without waiting on appends in progress here;
+        // only a game there is caught up with.
+        let in_log = self
+            .store
+            .in_log(game_id)
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        if !in_log {
+            return Err(Status::not_found(format!("no game {game_id:?}")));
+        }
         self.store
             .refresh()
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
-        if let Some(found) = self.store.with_game(game_id, f).await {
-            return Ok(found);
-        }
-        // Known from its log, but nothing of it is folded here (its first record was missed, or
-        // folding it panicked): not "no game". Why is not said: whose game it is, and so who
-        // may read it, is not known here (the game service's log and metrics say).
-        match self.store.not_followed(game_id).await {
-            Some(_) => Err(Status::unavailable(format!(
-                "game {game_id} is in the game log but cannot be read here yet"
-            ))),
-            None => Err(Status::not_found(format!("no game {game_id:?}"))),
+        match self.store.with_game(game_id, f).await {
+            Some(found) => Ok(found),
+            None => Err(not_readable_yet()),
         }
     }
+}
+
+/// Whether `id` is made as game ids are: ASCII letters, digits, `-` and `_`, not too long.
+fn could_be_game_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// FAILED_PRECONDITION for a set-up request that is not the one that created the game.

@@ -587,6 +587,21 @@ impl Store {
         self.read().all().filter_map(|e| f(&e.game)).collect()
     }
 
+    /// Whether the game log holds anything on game `game_id`'s subject (one lookup, no turn).
+    pub async fn in_log(&self, game_id: &str) -> Result<bool, ReadError> {
+        match self
+            .checks
+            .get_last_raw_message_by_subject(&game_subject(game_id))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
+                Ok(false)
+            }
+            Err(e) => Err(ReadError::Log(e.to_string())),
+        }
+    }
+
     /// Folds what other instances have appended since this one last looked (asked often, and
     /// usually nothing: that is found with one message lookup).
     pub async fn refresh(&self) -> Result<(), ReadError> {
