@@ -824,13 +824,13 @@ async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> an
     Ok(())
 }
 
-/// A forked game's observations do not hold up their partition, even when a restarted service
-/// (which has handled nothing of the board yet) finds one of them out of order and decides it
-/// while closing the gap before the other: trying again cannot mend a fork, so each goes to the
-/// dead-letter stream at its first attempt, naming what an operator does, and a board of another
-/// game in the same partition goes on being decided. The board's later observations go too,
-/// without the game being read again for each; once an operator keeps a branch, the board goes
-/// on and every observation given up meanwhile is decided, in order.
+/// A forked game's observations do not hold up their partition: a restarted service finds the
+/// game's log broken as it loads, and since trying again cannot mend a fork, the board's
+/// observations (published out of order) go to the dead-letter stream at their first attempt,
+/// naming what an operator does, while a board of another game in the same partition goes on
+/// being decided. The board's later observations go too, without the game being read again for
+/// each; once an operator keeps a branch, the board goes on and every observation given up
+/// meanwhile is decided, in order.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() -> anyhow::Result<()>
 {

@@ -22,6 +22,17 @@ const MAX_PERIOD_MS: u64 = 24 * 3_600_000;
 const MAX_BONUS_MS: u64 = 3_600_000;
 const MAX_PERIOD_MOVES: u32 = 1_000;
 
+/// Whether `id` could be a game's: made as `game_id_for` makes them (a tournament id's
+/// characters; at most 88 long). Any other id is no game's, and never a NATS subject.
+pub fn could_be_game_id(id: &str) -> bool {
+    (1..=128).contains(&id.len()) && id.chars().all(id_char)
+}
+
+/// The characters of ids, which end up in NATS subjects and URLs.
+fn id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '-' || c == '_'
+}
+
 /// Ids end up in NATS subjects and URLs: ASCII letters, digits, `-` and `_` only.
 pub(crate) fn validate_id(what: &str, id: &str) -> Result<(), GameError> {
     if id.is_empty() || id.len() > 64 {
@@ -30,10 +41,7 @@ pub(crate) fn validate_id(what: &str, id: &str) -> Result<(), GameError> {
             id
         )));
     }
-    if let Some(c) = id
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
-    {
+    if let Some(c) = id.chars().find(|&c| !id_char(c)) {
         return Err(GameError::InvalidGame(format!(
             "{what} {id:?} contains {c:?}; use ASCII letters, digits, '-' and '_'"
         )));

@@ -33,7 +33,7 @@ enum ForkCommand {
     /// Keep one branch of a game's forked log: the records of the other branches (each one's
     /// bytes as stored, with its stream sequence) are written to a file, then removed from the
     /// log, the last first. The game service reads the game again at its next decision (or
-    /// within a minute) and goes on from the branch kept; the broadcast and arbiter services
+    /// within 10 s) and goes on from the branch kept; the broadcast and arbiter services
     /// read a game whose log did not follow on again every 10 s. Needs the admin's NATS URL (`boardcast nats-config
     /// --print-url admin`). One operator at a time: two keeping different branches at once
     /// would remove both.

@@ -66,7 +66,8 @@ struct Behind {
     /// record in the log, when that is not the one folded here).
     from: u64,
     /// Why it stays behind however often it is read again, when that is known. Not in
-    /// snapshots: a restored game behind is read again, and found so again.
+    /// snapshots: a restored game behind is read again, and found so again (a record missing
+    /// for good only once it has been missing for as long again).
     stuck: Option<Stuck>,
 }
 
@@ -79,7 +80,9 @@ pub(crate) enum Stuck {
     Unfoldable(String),
     /// Its log, read again, does not follow on for good: two records with one number (forked),
     /// or one missing for longer than a leader takes to come back. Only an operator mends it;
-    /// every decision on it reads it again first, and finds it mended or refuses.
+    /// a decision asked for (an arbiter's) reads it again first, and finds it mended or
+    /// refuses; its board's observations are refused without reading it again, which is done
+    /// every 10 s at most.
     Broken(String),
 }
 
@@ -487,8 +490,10 @@ impl Games {
 
     /// The game live on `board_id` cannot be folded here: its id and why.
     pub(crate) fn unfoldable_on(&self, board_id: &str) -> Option<(&str, &str)> {
-        let game_id = &self.live_on_board.get(board_id)?.game_id;
-        Some((game_id, self.unfoldable(game_id)?))
+        match self.stuck_on(board_id)? {
+            (game_id, Stuck::Unfoldable(reason)) => Some((game_id, reason)),
+            (_, Stuck::Broken(_)) => None,
+        }
     }
 
     /// The game live on `board_id` when it is stuck behind its log: its id and why.

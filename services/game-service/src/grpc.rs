@@ -831,9 +831,8 @@ impl GameApi {
         if self.store.not_followed(game_id).await.is_some() {
             return Err(not_readable_yet());
         }
-        // Game ids are made of a tournament id's characters (see `game_id_for`): any other is
-        // no game's, and not a subject to look up (a `*` in it would match others).
-        if !could_be_game_id(game_id) {
+        // Not a subject to look up (a `*` in it would match others).
+        if !boardcast_game::could_be_game_id(game_id) {
             return Err(Status::not_found(format!("no game {game_id:?}")));
         }
         // Perhaps set up a moment ago by another instance: one look at the game's own subject
@@ -856,14 +855,6 @@ impl GameApi {
             None => Err(not_readable_yet()),
         }
     }
-}
-
-/// Whether `id` is made as game ids are: ASCII letters, digits, `-` and `_`, not too long.
-fn could_be_game_id(id: &str) -> bool {
-    (1..=128).contains(&id.len())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// FAILED_PRECONDITION for a set-up request that is not the one that created the game.

@@ -14,8 +14,8 @@
 //! caught here: retrying would panic again), or NATS refuses `MAX_FAILURES` times to store its
 //! decision (each attempt after a longer pause; NATS refusing the record, not NATS being away),
 //! or its board's game can take nothing until someone mends it (its log forked, or a record of
-//! it cannot be folded here: given up at once): it is dead-lettered with the reason and the
-//! board's next observations are decided as usual. NATS being away (no leader during an election, a timeout, the connection lost) is
+//! it cannot be folded here: given up at once, and so are the board's next ones until then): it
+//! is dead-lettered with the reason and the board's next observations are decided as usual. NATS being away (no leader during an election, a timeout, the connection lost) is
 //! waited out however long it lasts, so nothing is given up for it.
 //!
 //! # Partitions, and order across instances
@@ -1141,9 +1141,8 @@ enum GapOpen {
     LeaderMayLack { missing: u64 },
     /// The board's observations could not be read or decided.
     Failed(String),
-    /// NATS refused to store the decision on one of them or the hole (`AppendError::Failed`),
-    /// or their game can take nothing (`Unfoldable`, `LogBroken`): decided as this
-    /// observation's own.
+    /// NATS refused to store the decision on one of them (`AppendError::Failed`), or their game
+    /// can take nothing (`Unfoldable`, `LogBroken`): decided as this observation's own.
     Refused(AppendError),
 }
 
@@ -1421,9 +1420,12 @@ async fn record_missing(
         .await
         .map(|_| ())
         .map_err(|e| match e {
-            refused @ (AppendError::Failed { .. }
-            | AppendError::Unfoldable { .. }
-            | AppendError::LogBroken { .. }) => GapOpen::Refused(refused),
+            // The game can take nothing: given up at once, as its own decision would be.
+            stuck @ (AppendError::Unfoldable { .. } | AppendError::LogBroken { .. }) => {
+                GapOpen::Refused(stuck)
+            }
+            // Anything else is tried again: the observation must not be given up with a hole
+            // of its own only, which would pass over the ones missing before it unrecorded.
             e => GapOpen::Failed(format!("recording the observations missing: {e}")),
         })
 }
@@ -1846,11 +1848,12 @@ mod tests {
         });
         for stuck in [forked, unfoldable] {
             let d = disposition(&stuck, &obs, &Attempts::default(), 6);
+            let said = stuck.as_ref().err().map(ToString::to_string);
             match &d {
                 Disposition::DeadLetter {
                     reason,
                     hole: Hole::Unrecordable,
-                } => assert!(reason.contains("record"), "{reason}"),
+                } => assert_eq!(Some(reason), said.as_ref()),
                 other => panic!("{other:?}"),
             }
             assert!(!d.accounts_for_it(), "found in the gap once it is mended");

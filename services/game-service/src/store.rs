@@ -225,8 +225,9 @@ pub struct Store {
     /// This instance's appends that got no acknowledgement in a row: a leader that stopped
     /// acknowledging is asked to step down (see `silent_leader`).
     silent_leader: std::sync::Mutex<SilentLeader>,
-    /// When each game behind the log (`Games::behind`) is next read again at a catch-up: often
-    /// while a record is missing, seldom once its log was found forked.
+    /// When each game behind the log (`Games::behind`) is next read again at a catch-up (and,
+    /// for one found broken, before its board's next observation): often while a record is
+    /// missing, every `READ_AGAIN_BROKEN` once its log was found broken.
     read_again_at: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// Since when each game behind the log has been found still missing a record when read
     /// again: past `BEHIND_FOR_GOOD`, decisions on it fail rather than hold its partition up.
@@ -589,16 +590,28 @@ impl Store {
 
     /// Whether the game log holds anything on game `game_id`'s subject (one lookup, no turn).
     pub async fn in_log(&self, game_id: &str) -> Result<bool, ReadError> {
+        self.last_on_subject(game_id)
+            .await
+            .map(|last| last.is_some())
+            .map_err(|e| ReadError::Log(e.to_string()))
+    }
+
+    /// The last message on game `game_id`'s subject in the log, if there is one.
+    async fn last_on_subject(
+        &self,
+        game_id: &str,
+    ) -> Result<Option<jetstream::message::StreamMessage>, jetstream::stream::LastRawMessageError>
+    {
         match self
             .checks
             .get_last_raw_message_by_subject(&game_subject(game_id))
             .await
         {
-            Ok(_) => Ok(true),
+            Ok(message) => Ok(Some(message)),
             Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
-                Ok(false)
+                Ok(None)
             }
-            Err(e) => Err(ReadError::Log(e.to_string())),
+            Err(e) => Err(e),
         }
     }
 
@@ -1589,18 +1602,19 @@ impl Store {
     /// [`Store::read_game_again`], counted by outcome.
     async fn read_again_counted(&self, alone: &Turn<'_>, game_id: &str) -> Result<(), Unread> {
         let read_again = self.read_game_again(alone, game_id).await;
-        crate::metrics::game_read_again(match &read_again {
+        let judged = self
+            .missing_since
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .judge(game_id, read_again, std::time::Instant::now());
+        // Counted as judged: a record missing for long counts as broken for good.
+        crate::metrics::game_read_again(match &judged {
             Ok(()) => "whole",
             Err(Unread::Missing(_)) => "missing",
             Err(Unread::Unreadable(_)) => "unreadable",
             Err(Unread::ForGood(_)) => "forked",
             Err(Unread::Unfoldable(_)) => "unfoldable",
         });
-        let judged = self
-            .missing_since
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .judge(game_id, read_again, std::time::Instant::now());
         if let Err(Unread::ForGood(reason)) = &judged {
             self.write().put_broken(game_id, reason);
         }
@@ -1644,17 +1658,10 @@ impl Store {
     /// Whether game `game_id`'s last record in the log is the one folded here; when it is not,
     /// the game is put behind (read again before anything is appended to it).
     async fn check_last_record(&self, game_id: &str) -> Result<LastRecord, AppendError> {
-        let last = match self
-            .checks
-            .get_last_raw_message_by_subject(&game_subject(game_id))
+        let last = self
+            .last_on_subject(game_id)
             .await
-        {
-            Ok(message) => Some(message),
-            Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
-                None
-            }
-            Err(e) => return Err(unavailable(game_id, e)),
-        };
+            .map_err(|e| unavailable(game_id, e))?;
         let folded_seq = self.read().folded_seq();
         if last.as_ref().is_some_and(|m| m.sequence > folded_seq) {
             // Newer than what is folded: the append, expecting `folded_seq`, is refused anyway.
