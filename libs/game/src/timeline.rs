@@ -128,10 +128,13 @@ impl FoldedGame {
             }
             Some(Kind::Arbiter(a)) => {
                 if let Some(Action::Clocks(c)) = a.action.as_ref() {
+                    // As the aggregate applies them: time added, then clocks set.
                     let adjust = |current: Option<u64>, set: Option<u64>, added: i64| {
-                        set.or(current)
-                            .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
-                            .map(|ms| ms.saturating_add(added).max(0).unsigned_abs())
+                        set.or_else(|| {
+                            current
+                                .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
+                                .map(|ms| ms.saturating_add(added).max(0).unsigned_abs())
+                        })
                     };
                     self.clocks.white_ms =
                         adjust(self.clocks.white_ms, c.white_remaining_ms, c.white_added_ms);

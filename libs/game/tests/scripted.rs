@@ -904,6 +904,52 @@ fn clock_times_no_clock_shows_are_refused_and_never_overflow_when_in_the_log() {
 }
 
 #[test]
+fn the_appeal_timeline_and_the_broadcast_read_an_adjustment_that_adds_and_sets_alike() {
+    use boardcast_game::display::DisplayGame;
+    use boardcast_game::events::{AdjustClocks, arbiter_action::Action};
+    use boardcast_game::timeline::FoldedGame;
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    board.play_timed(&mut pos, "e4", 10_000, (5_390_000, 5_400_000));
+    act(
+        &mut board,
+        Action::Clocks(AdjustClocks {
+            white_added_ms: 60_000,
+            black_added_ms: 60_000,
+            white_remaining_ms: Some(3_000_000),
+            black_remaining_ms: None,
+            reason: "both given".into(),
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    let mut folded: Option<FoldedGame> = None;
+    let mut display: Option<DisplayGame> = None;
+    for record in &board.records {
+        let opened = Game::open(record.clone()).expect("opens");
+        match folded.as_mut() {
+            Some(f) => {
+                f.apply(&opened).expect("folds");
+            }
+            None => folded = Some(FoldedGame::start(&opened).expect("folds").0),
+        }
+        match display.as_mut() {
+            Some(d) => d.evolve(opened.event()).expect("shows"),
+            None => display = Some(DisplayGame::start(opened.event()).expect("shows")),
+        }
+    }
+    let timeline = folded.expect("folded").clocks;
+    let shown = display.and_then(|d| d.clocks).expect("clocks shown");
+    // Time added, then the clock set: White's is what was set, Black's has the minute.
+    assert_eq!(timeline.white_ms, Some(3_000_000));
+    assert_eq!(timeline.black_ms, Some(5_460_000));
+    assert_eq!(
+        (timeline.white_ms, timeline.black_ms),
+        (Some(shown.white_ms), Some(shown.black_ms))
+    );
+}
+
+#[test]
 fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
     use boardcast_game::events::{AdjustClocks, RestorePosition, arbiter_action::Action};
     // 5 minutes, no increment; every move takes 3 s.
