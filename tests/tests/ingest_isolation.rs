@@ -3,7 +3,7 @@
 //! reason, the poisoned board's log shows the holes, the board goes on being decided, and the
 //! game service never restarts; so it is when handling an observation or folding a record panics
 //! (a bug, armed by a fault point). An unusable observation published after a later one leaves
-//! its hole too.
+//! its hole too, and a board whose last message is corrupt still gets its game.
 
 mod support;
 
@@ -779,5 +779,49 @@ async fn an_unusable_observation_found_in_a_gap_leaves_its_hole() -> anyhow::Res
     let letters = dead_letters(&js).await?;
     assert_eq!(letters.len(), 1);
     assert!(letters[0].payload == unusable.encode_to_vec());
+    Ok(())
+}
+
+/// A board whose last message in its stream is no usable observation (numbered as no board
+/// numbers, or not an observation at all) still gets its game: the set-up numbers the game from
+/// the board's last usable observation, so the board's next observations are decided for it,
+/// not passed over as an earlier game's; and a gateway or simulator numbers on from there too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_board_whose_last_message_is_corrupt_still_gets_its_game() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    // Before any game: a usable observation, then a number near the end of the numbers.
+    publish(&js, &white_lifts_e2_pawn(5)).await?;
+    publish(&js, &white_lifts_e2_pawn(1 << 60)).await?;
+    // Another board: a usable observation, then bytes that are no observation.
+    let garbled = "garbled";
+    let mut usable = white_lifts_e2_pawn(3);
+    usable.board_id = garbled.into();
+    publish(&js, &usable).await?;
+    js.publish(observation_subject(garbled), vec![0xff, 0xff, 0xff].into())
+        .await?
+        .await?;
+    support::drained(&js).await?;
+    assert_eq!(boardcast_kit::nats::last_board_seq(&js, POISONED).await?, 5);
+    assert_eq!(boardcast_kit::nats::last_board_seq(&js, garbled).await?, 3);
+
+    let mut client = service.client().await?;
+    let created = poisoned_boards_game(&mut client).await?;
+    let garbled_game = client
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("isolation", 2, garbled),
+        ))
+        .await?
+        .into_inner();
+    let mut next = white_lifts_e2_pawn(4);
+    next.board_id = garbled.into();
+    publish(&js, &white_lifts_e2_pawn(6)).await?;
+    publish(&js, &next).await?;
+    support::drained(&js).await?;
+    for (game_id, wanted) in [(&created.game_id, 6), (&garbled_game.game_id, 4)] {
+        let events = support::game_events(&mut client, game_id).await?;
+        assert_eq!(support::recorded_observations(&events), [wanted]);
+    }
     Ok(())
 }

@@ -543,8 +543,8 @@ pub async fn require_streams_within(
 /// The first message of `stream` at or after stream sequence `seq` on `subject` (wildcards
 /// allowed), found by the server in one request whatever lies in between; `None` when there is
 /// none.
-pub async fn next_message(
-    stream: &stream::Stream,
+pub async fn next_message<I>(
+    stream: &stream::Stream<I>,
     seq: u64,
     subject: &str,
 ) -> Result<Option<jetstream::message::StreamMessage>, stream::RawMessageError> {
@@ -565,10 +565,14 @@ pub async fn next_message(
 /// sent none. A game set up on the board now follows it from there; a simulated board continues
 /// its numbering from there, as a gateway does (a board's numbers are never reused). Every
 /// observation stream is asked, since the board may have been in another partition before
-/// (the partition count changed between rounds) or stored unpartitioned.
+/// (the partition count changed between rounds) or stored unpartitioned. A last message that is
+/// no observation, or numbered as no board numbers (beyond `MAX_FIRST_DEVICE_SEQ`: corrupt or
+/// hostile, and rejected by every game), is passed over for the last one before it that is:
+/// taken as it is, it would stop the set-up, or make every observation of the new game look
+/// like one of an earlier game.
 pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::Result<u64> {
     use async_nats::jetstream::stream::LastRawMessageErrorKind;
-    use prost::Message as _;
+    let subject = board_observations(board_id);
     let mut last = 0;
     for partition in observation_partitions(js).await? {
         let name = ingest_stream(partition);
@@ -577,27 +581,66 @@ pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::
             .get_stream_no_info(&name)
             .await
             .with_context(|| format!("opening the observation stream {name}"))?;
-        match stream
-            .get_last_raw_message_by_subject(&board_observations(board_id))
-            .await
-        {
-            Ok(message) => {
-                let observation =
-                    boardcast_schema::device::v1::Observation::decode(message.payload.as_ref())
+        let in_stream = match stream.get_last_raw_message_by_subject(&subject).await {
+            Ok(message) => match usable_device_seq(&message) {
+                Some(seq) => seq,
+                None => {
+                    tracing::warn!(board = board_id, stream = %name, stream_seq = message.sequence, "the board's last message is no usable observation: numbering from the last one before it");
+                    last_usable_before(&stream, &subject, message.sequence)
+                        .await
                         .with_context(|| {
-                            format!("board {board_id}'s last observation in {name} is undecodable")
-                        })?;
-                last = last.max(observation.device_seq);
-            }
-            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => {}
+                            format!("reading board {board_id}'s observations in {name}")
+                        })?
+                }
+            },
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => 0,
             Err(e) => {
                 return Err(e).with_context(|| {
                     format!("reading board {board_id}'s last observation in {name}")
                 });
             }
-        }
+        };
+        last = last.max(in_stream);
     }
     Ok(last)
+}
+
+/// The `device_seq` of `message` when it is an observation numbered as boards number them.
+fn usable_device_seq(message: &jetstream::message::StreamMessage) -> Option<u64> {
+    use prost::Message as _;
+    boardcast_schema::device::v1::Observation::decode(message.payload.as_ref())
+        .ok()
+        .map(|observation| observation.device_seq)
+        .filter(|&seq| seq <= boardcast_game::MAX_FIRST_DEVICE_SEQ)
+}
+
+/// The highest usable `device_seq` among the messages on `subject` before stream sequence
+/// `before` (0 when there is none), looking back over a window of the stream that grows
+/// fourfold until one is found or the stream's start is reached.
+async fn last_usable_before<I>(
+    stream: &stream::Stream<I>,
+    subject: &str,
+    before: u64,
+) -> anyhow::Result<u64> {
+    let mut window: u64 = 256;
+    loop {
+        let from = before.saturating_sub(window).max(1);
+        let mut found = None;
+        let mut seq = from;
+        while let Some(message) = next_message(stream, seq, subject).await? {
+            if message.sequence >= before {
+                break;
+            }
+            if let Some(device_seq) = usable_device_seq(&message) {
+                found = found.max(Some(device_seq));
+            }
+            seq = message.sequence.saturating_add(1);
+        }
+        if found.is_some() || from == 1 {
+            return Ok(found.unwrap_or(0));
+        }
+        window = window.saturating_mul(4);
+    }
 }
 
 #[cfg(test)]
