@@ -35,6 +35,16 @@ impl Board {
     }
 
     /// The clock started; observation `n` at `n` seconds unless a test says when.
+    /// 5 minutes, no increment; the clock started.
+    fn five_minutes() -> Board {
+        let periods = vec![TimePeriod {
+            moves: 0,
+            base_ms: 300_000,
+            ..Default::default()
+        }];
+        Board::with("fide-2023", "", periods)
+    }
+
     fn with(edition: &str, start_fen: &str, periods: Vec<TimePeriod>) -> Board {
         let mut board = Board::start(&started(edition, start_fen, periods), 0);
         board.clock(ClockRun::White);
@@ -814,12 +824,7 @@ fn clock_times_no_clock_shows_are_refused_and_never_overflow_when_in_the_log() {
     use boardcast_game::events::{
         AdjustClocks, ArbiterAction, Provenance, RestorePosition, arbiter_action::Action,
     };
-    let periods = vec![TimePeriod {
-        moves: 0,
-        base_ms: 300_000,
-        ..Default::default()
-    }];
-    let mut board = Board::with("fide-2023", "", periods);
+    let mut board = Board::five_minutes();
     let mut pos = Chess::default();
     let day = 24 * 3_600_000;
     // Refused with a reason, nothing recorded; a day itself is taken.
@@ -952,13 +957,8 @@ fn the_appeal_timeline_and_the_broadcast_read_an_adjustment_that_adds_and_sets_a
 #[test]
 fn time_the_arbiter_gives_or_sets_is_expected_on_the_clock() {
     use boardcast_game::events::{AdjustClocks, RestorePosition, arbiter_action::Action};
-    // 5 minutes, no increment; every move takes 3 s.
-    let periods = vec![TimePeriod {
-        moves: 0,
-        base_ms: 300_000,
-        ..Default::default()
-    }];
-    let mut board = Board::with("fide-2023", "", periods);
+    // Every move takes 3 s.
+    let mut board = Board::five_minutes();
     let mut pos = Chess::default();
     let mut t = 1_000_000i64;
     let mut play = |board: &mut Board, pos: &mut Chess, san: &str, white: u64, black: u64| {
