@@ -15,8 +15,9 @@
 //! decision (each attempt after a longer pause; NATS refusing the record, not NATS being away),
 //! or its board's game can take nothing until someone mends it (its log forked, or a record of
 //! it cannot be folded here: given up at once, and so are the board's next ones until then): it
-//! is dead-lettered with the reason and the board's next observations are decided as usual. NATS being away (no leader during an election, a timeout, the connection lost) is
-//! waited out however long it lasts, so nothing is given up for it.
+//! is dead-lettered with the reason and the board's next observations are decided as usual.
+//! NATS being away (no leader during an election, a timeout, the connection lost) is waited out
+//! however long it lasts, so nothing is given up for it.
 //!
 //! # Partitions, and order across instances
 //!
