@@ -801,6 +801,14 @@ async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> an
             .map(|row| row.map(|(id, _)| id.value().to_owned()))
             .collect::<Result<_, _>>()?;
         assert_eq!(listed, std::slice::from_ref(forked));
+        // Marked broken, with why: restored so, its board waits on nothing after a restart.
+        let broken = txn.open_table(redb::TableDefinition::<&str, &str>::new("broken"))?;
+        let why = broken
+            .get(forked.as_str())?
+            .context("the forked game marked broken")?
+            .value()
+            .to_owned();
+        assert!(why.contains("forked"), "{why}");
     }
 
     // Restarted from that snapshot: the game is still refused, the other still goes on, and

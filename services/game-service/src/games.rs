@@ -65,9 +65,8 @@ struct Behind {
     /// The stream sequence of the first record that did not follow on (or of the game's last
     /// record in the log, when that is not the one folded here).
     from: u64,
-    /// Why it stays behind however often it is read again, when that is known. Not in
-    /// snapshots: a restored game behind is read again, and found so again (a record missing
-    /// for good only once it has been missing for as long again).
+    /// Why it stays behind however often it is read again, when that is known. Kept in
+    /// snapshots when broken; one that cannot be folded is found so again when read again.
     stuck: Option<Stuck>,
 }
 
@@ -227,6 +226,9 @@ impl Games {
                 (game_id, behind)
             })
             .collect();
+        for (game_id, why) in snapshot.broken {
+            games.put_broken(&game_id, &why);
+        }
         Ok(games)
     }
 
@@ -466,6 +468,8 @@ impl Games {
             && !matches!(behind.stuck, Some(Stuck::Unfoldable(_)))
         {
             behind.stuck = Some(Stuck::Broken(reason.to_owned()));
+            // So that the next snapshot is written, with the mark.
+            self.dirty.insert(game_id.to_owned());
         }
     }
 
@@ -688,6 +692,14 @@ impl Games {
             last_game: self.last_game.clone().unwrap_or_default(),
             games: changed,
             behind: self.behind(),
+            broken: self
+                .behind
+                .iter()
+                .filter_map(|(game_id, behind)| match &behind.stuck {
+                    Some(Stuck::Broken(why)) => Some((game_id.clone(), why.clone())),
+                    _ => None,
+                })
+                .collect(),
         })
     }
 }
@@ -912,12 +924,14 @@ mod tests {
         );
         let not_followed = games.not_followed(game.game_id()).expect("behind");
         assert_eq!(not_followed.reason, "forked");
-        // A snapshot meanwhile keeps the mark: restored, the game is behind still (broken or
-        // not is found again by reading it).
+        // A snapshot meanwhile keeps the marks: restored, the game is behind still, and broken.
         let restored = Games::from_snapshot(games.take_changes(true).expect("all"), trusted())
             .expect("restores");
         assert_eq!(restored.behind_from(game.game_id()), Some(3));
-        assert!(restored.stuck_on("b1").is_none());
+        assert_eq!(
+            restored.stuck_on("b1"),
+            Some((game.game_id(), &Stuck::Broken("forked".to_owned())))
+        );
         assert!(restored.get(other.game_id()).is_some());
         // Read again whole: folded afresh, live on its board, no longer behind (a record bad in
         // itself is skipped, as when folded).

@@ -23,6 +23,9 @@ const GAME_ENDS: TableDefinition<&str, u64> = TableDefinition::new("game_ends");
 /// The games behind the log when the snapshot was written (see `SnapshotData::behind`), with the
 /// stream sequence of the first record that did not follow on; rewritten whole each time.
 const BEHIND: TableDefinition<&str, u64> = TableDefinition::new("behind");
+/// Of those, the ones whose log was found broken for good (see `SnapshotData::broken`), with
+/// why; rewritten whole each time, and absent from snapshots written before it was kept.
+const BROKEN: TableDefinition<&str, &str> = TableDefinition::new("broken");
 const FOLDED_SEQ: &str = "folded_seq";
 const LAST_GAME: &str = "last_game";
 
@@ -53,6 +56,11 @@ pub struct SnapshotData {
     /// the stream sequence of the first that did not: restored behind, so that they are read
     /// again from the log before anything is appended to them, and do not hold snapshots up.
     pub behind: Vec<(String, u64)>,
+    /// Of the games behind, those whose log was found broken for good (forked, or a record
+    /// missing for long), with why: restored so, their boards' observations go to the
+    /// dead-letter stream at once after a restart too, rather than holding their partitions up
+    /// while a record missing is judged afresh.
+    pub broken: Vec<(String, String)>,
 }
 
 pub struct Snapshots {
@@ -173,11 +181,24 @@ impl Snapshots {
             Err(redb::TableError::TableDoesNotExist(_)) => Vec::new(),
             Err(e) => return Err(self.storage(e)),
         };
+        let broken = match txn.open_table(BROKEN) {
+            Ok(table) => table
+                .iter()
+                .map_err(|e| self.storage(e))?
+                .map(|row| {
+                    row.map(|(id, why)| (id.value().to_owned(), why.value().to_owned()))
+                        .map_err(|e| self.storage(e))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            Err(redb::TableError::TableDoesNotExist(_)) => Vec::new(),
+            Err(e) => return Err(self.storage(e)),
+        };
         Ok(Some(SnapshotData {
             folded_seq,
             last_game,
             games,
             behind,
+            broken,
         }))
     }
 
@@ -190,6 +211,7 @@ impl Snapshots {
         for table in [GAME_ENDS, BEHIND] {
             txn.delete_table(table).map_err(|e| self.storage(e))?;
         }
+        txn.delete_table(BROKEN).map_err(|e| self.storage(e))?;
         txn.commit().map_err(|e| self.storage(e))?;
         Ok(())
     }
@@ -241,6 +263,15 @@ impl Snapshots {
                     .map_err(|e| self.storage(e))?;
             }
         }
+        txn.delete_table(BROKEN).map_err(|e| self.storage(e))?;
+        {
+            let mut broken = txn.open_table(BROKEN).map_err(|e| self.storage(e))?;
+            for (game_id, why) in &data.broken {
+                broken
+                    .insert(game_id.as_str(), why.as_str())
+                    .map_err(|e| self.storage(e))?;
+            }
+        }
         txn.commit().map_err(|e| self.storage(e))?;
         Ok(())
     }
@@ -261,6 +292,7 @@ mod tests {
                 last_stream_seq,
             }],
             behind: vec![("g2".into(), 8)],
+            broken: vec![("g2".into(), "forked".into())],
         }
     }
 
@@ -276,22 +308,28 @@ mod tests {
         assert_eq!((game.first_stream_seq, game.last_stream_seq), (2, 7));
         assert_eq!(game.records, [b"one".to_vec(), b"two".to_vec()]);
         assert_eq!(read.behind, [("g2".to_owned(), 8)]);
+        assert_eq!(read.broken, [("g2".to_owned(), "forked".to_owned())]);
         // Rewritten whole: a game read again since is no longer listed.
         snapshots.write(
             &SnapshotData {
                 games: Vec::new(),
                 behind: Vec::new(),
+                broken: Vec::new(),
                 ..data(7)
             },
             false,
         )?;
         let read = snapshots.read()?.expect("written");
-        assert_eq!((read.games.len(), read.behind.len()), (1, 0));
+        assert_eq!(
+            (read.games.len(), read.behind.len(), read.broken.len()),
+            (1, 0, 0)
+        );
         // Written before the games' ends and the games behind were kept: the ends are not known
         // (0), nothing else is lost.
         let txn = snapshots.db.begin_write()?;
         txn.delete_table(GAME_ENDS)?;
         txn.delete_table(BEHIND)?;
+        txn.delete_table(BROKEN)?;
         txn.commit()?;
         let read = snapshots.read()?.expect("still there");
         assert_eq!(
