@@ -126,6 +126,28 @@ impl Snapshots {
         }
     }
 
+    /// Every row of a table keyed by game id; none when the table is absent (a snapshot written
+    /// before it was kept).
+    fn rows<V: redb::Value + 'static, T>(
+        &self,
+        txn: &redb::ReadTransaction,
+        table: TableDefinition<&'static str, V>,
+        owned: impl Fn(V::SelfType<'_>) -> T,
+    ) -> Result<Vec<(String, T)>, SnapshotError> {
+        match txn.open_table(table) {
+            Ok(table) => table
+                .iter()
+                .map_err(|e| self.storage(e))?
+                .map(|row| {
+                    row.map(|(id, value)| (id.value().to_owned(), owned(value.value())))
+                        .map_err(|e| self.storage(e))
+                })
+                .collect(),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
+            Err(e) => Err(self.storage(e)),
+        }
+    }
+
     /// Reads the whole snapshot; `None` when it is empty.
     pub fn read(&self) -> Result<Option<SnapshotData>, SnapshotError> {
         let txn = self.db.begin_read().map_err(|e| self.storage(e))?;
@@ -169,30 +191,8 @@ impl Snapshots {
             }
             games.push(game);
         }
-        let behind = match txn.open_table(BEHIND) {
-            Ok(table) => table
-                .iter()
-                .map_err(|e| self.storage(e))?
-                .map(|row| {
-                    row.map(|(id, from)| (id.value().to_owned(), from.value()))
-                        .map_err(|e| self.storage(e))
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            Err(redb::TableError::TableDoesNotExist(_)) => Vec::new(),
-            Err(e) => return Err(self.storage(e)),
-        };
-        let broken = match txn.open_table(BROKEN) {
-            Ok(table) => table
-                .iter()
-                .map_err(|e| self.storage(e))?
-                .map(|row| {
-                    row.map(|(id, why)| (id.value().to_owned(), why.value().to_owned()))
-                        .map_err(|e| self.storage(e))
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            Err(redb::TableError::TableDoesNotExist(_)) => Vec::new(),
-            Err(e) => return Err(self.storage(e)),
-        };
+        let behind = self.rows(&txn, BEHIND, |from| from)?;
+        let broken = self.rows(&txn, BROKEN, str::to_owned)?;
         Ok(Some(SnapshotData {
             folded_seq,
             last_game,
@@ -232,6 +232,23 @@ impl Snapshots {
         result
     }
 
+    /// Replaces every row of a table keyed by game id with `rows`.
+    fn rewrite<'v, V: redb::Value + 'static>(
+        &self,
+        txn: &redb::WriteTransaction,
+        table: TableDefinition<&'static str, V>,
+        rows: impl Iterator<Item = (&'v String, V::SelfType<'v>)>,
+    ) -> Result<(), SnapshotError> {
+        txn.delete_table(table).map_err(|e| self.storage(e))?;
+        let mut opened = txn.open_table(table).map_err(|e| self.storage(e))?;
+        for (game_id, value) in rows {
+            opened
+                .insert(game_id.as_str(), value)
+                .map_err(|e| self.storage(e))?;
+        }
+        Ok(())
+    }
+
     fn write_txn(&self, data: &SnapshotData, full: bool) -> Result<(), SnapshotError> {
         let txn = self.db.begin_write().map_err(|e| self.storage(e))?;
         if full {
@@ -254,24 +271,16 @@ impl Snapshots {
             meta.insert(LAST_GAME, data.last_game.as_bytes())
                 .map_err(|e| self.storage(e))?;
         }
-        txn.delete_table(BEHIND).map_err(|e| self.storage(e))?;
-        {
-            let mut behind = txn.open_table(BEHIND).map_err(|e| self.storage(e))?;
-            for (game_id, from) in &data.behind {
-                behind
-                    .insert(game_id.as_str(), *from)
-                    .map_err(|e| self.storage(e))?;
-            }
-        }
-        txn.delete_table(BROKEN).map_err(|e| self.storage(e))?;
-        {
-            let mut broken = txn.open_table(BROKEN).map_err(|e| self.storage(e))?;
-            for (game_id, why) in &data.broken {
-                broken
-                    .insert(game_id.as_str(), why.as_str())
-                    .map_err(|e| self.storage(e))?;
-            }
-        }
+        self.rewrite(
+            &txn,
+            BEHIND,
+            data.behind.iter().map(|(id, from)| (id, *from)),
+        )?;
+        self.rewrite(
+            &txn,
+            BROKEN,
+            data.broken.iter().map(|(id, why)| (id, why.as_str())),
+        )?;
         txn.commit().map_err(|e| self.storage(e))?;
         Ok(())
     }
