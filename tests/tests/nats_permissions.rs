@@ -534,6 +534,50 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
             .await?
             .is_some()
     );
+    // A board whose game's log was mended has its last observation handed over again by a
+    // short-lived consumer filtered to the board (`ingest::Redrive`).
+    let sim_2_subject = format!(
+        "{}.{}",
+        nats::observation_subject("sim-2"),
+        nats::partition_of_board("sim-2", DEFAULT_PARTITIONS)
+    );
+    let last = sim_2
+        .get_last_raw_message_by_subject(&sim_2_subject)
+        .await?;
+    let redrive = sim_2
+        .create_consumer(pull::Config {
+            name: Some("redrive-0123456789abcdef".to_owned()),
+            filter_subject: sim_2_subject,
+            deliver_policy: DeliverPolicy::ByStartSequence {
+                start_sequence: last.sequence,
+            },
+            ack_policy: AckPolicy::Explicit,
+            inactive_threshold: Duration::from_secs(30),
+            memory_storage: true,
+            ..Default::default()
+        })
+        .await?;
+    let message = redrive
+        .fetch()
+        .max_messages(1)
+        .expires(Duration::from_secs(5))
+        .messages()
+        .await?
+        .next()
+        .await
+        .context("the board's last observation is delivered")?
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    assert_eq!(
+        message
+            .info()
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .stream_sequence,
+        last.sequence
+    );
+    message
+        .double_ack()
+        .await
+        .map_err(|e| anyhow::anyhow!("ack: {e}"))?;
 
     // Appends with the stream-level expected sequence; a stale one is a conflict, not a
     // permission problem.

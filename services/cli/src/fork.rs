@@ -33,8 +33,9 @@ enum ForkCommand {
     /// Keep one branch of a game's forked log: the records of the other branches (each one's
     /// bytes as stored, with its stream sequence) are written to a file, then removed from the
     /// log, the last first. The game service reads the game again at its next decision (or
-    /// within 10 s) and goes on from the branch kept; the broadcast and arbiter services
-    /// read a game whose log did not follow on again every 10 s. Needs the admin's NATS URL (`boardcast nats-config
+    /// within 15 s), decides the board's observations it gave up meanwhile, and goes on from
+    /// the branch kept; the broadcast and arbiter services read a game whose log did not
+    /// follow on again every 10 s. Needs the admin's NATS URL (`boardcast nats-config
     /// --print-url admin`). One operator at a time: two keeping different branches at once
     /// would remove both.
     Keep {

@@ -500,6 +500,28 @@ impl Games {
         }
     }
 
+    /// The games whose logs were found broken (see `Stuck::Broken`).
+    pub(crate) fn broken(&self) -> Vec<String> {
+        self.behind
+            .iter()
+            .filter(|(_, b)| matches!(b.stuck, Some(Stuck::Broken(_))))
+            .map(|(g, _)| g.clone())
+            .collect()
+    }
+
+    /// The board game `game_id` is live on, when its log is marked broken: its board's
+    /// observations are being given up until the log is mended.
+    pub(crate) fn broken_live_board(&self, game_id: &str) -> Option<String> {
+        let behind = self.behind.get(game_id)?;
+        if !matches!(behind.stuck, Some(Stuck::Broken(_))) {
+            return None;
+        }
+        self.live_on_board
+            .iter()
+            .find(|(_, live)| live.game_id == game_id)
+            .map(|(board, _)| board.clone())
+    }
+
     /// The game live on `board_id` when it is stuck behind its log: its id and why.
     pub(crate) fn stuck_on(&self, board_id: &str) -> Option<(&str, &Stuck)> {
         let game_id = &self.live_on_board.get(board_id)?.game_id;
@@ -891,7 +913,8 @@ mod tests {
             .apply(&GameEventRecord::decode(second.as_slice()).expect("a record"))
             .expect("follows");
         let third = note(&second_game);
-        let (other, other_first) = started(1, "b2");
+        let (other, other_first) = started(2, "b2");
+        assert_ne!(other.game_id(), game.game_id());
         games.fold(&first, 1);
         // Record 2 (stream sequence 2) was left out of what was delivered.
         games.fold(&third, 3);
@@ -924,6 +947,13 @@ mod tests {
         );
         let not_followed = games.not_followed(game.game_id()).expect("behind");
         assert_eq!(not_followed.reason, "forked");
+        // Read again each turn; found mended, its board's observations given up are decided.
+        assert_eq!(games.broken(), [game.game_id()]);
+        assert_eq!(
+            games.broken_live_board(game.game_id()).as_deref(),
+            Some("b1")
+        );
+        assert_eq!(games.broken_live_board(other.game_id()), None);
         // A snapshot meanwhile keeps the marks: restored, the game is behind still, and broken.
         let restored = Games::from_snapshot(games.take_changes(true).expect("all"), trusted())
             .expect("restores");
@@ -939,6 +969,8 @@ mod tests {
         games.refolded(game.game_id(), whole).expect("whole");
         assert_eq!(games.behind_from(game.game_id()), None);
         assert!(games.stuck_on("b1").is_none(), "mended");
+        assert!(games.broken().is_empty());
+        assert_eq!(games.broken_live_board(game.game_id()), None);
         let entry = games.get(game.game_id()).expect("known");
         assert_eq!((entry.game.last_game_seq(), entry.records.len()), (3, 3));
         assert_eq!(

@@ -16,6 +16,8 @@
 //! or its board's game can take nothing until someone mends it (its log forked, or a record of
 //! it cannot be folded here: given up at once, and so are the board's next ones until then): it
 //! is dead-lettered with the reason and the board's next observations are decided as usual.
+//! Those given up because the board's game could take nothing are decided once it can again
+//! (see [`Redrive`]).
 //! NATS being away (no leader during an election, a timeout, the connection lost) is waited out
 //! however long it lasts, so nothing is given up for it.
 //!
@@ -72,7 +74,7 @@ use async_nats::{
         consumer::{DeliverPolicy, pull},
         context::ConsumerInfoErrorKind,
         message::Message,
-        stream::Stream,
+        stream::{LastRawMessageErrorKind, Stream},
     },
 };
 use boardcast_game::{
@@ -83,7 +85,7 @@ use boardcast_kit::nats::{
     DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, ORIGINAL_BYTES_HEADER,
     ORIGINAL_SEQUENCE_HEADER, ORIGINAL_STREAM_HEADER, ORIGINAL_SUBJECT_HEADER, REASON_HEADER,
     board_observations, board_of_subject, deadletter_subject, ingest_stream, next_message,
-    observation_partitions,
+    observation_partitions, observation_subject,
 };
 use boardcast_kit::nats_access::{GAME_SERVICE_CONSUMER, ingest_consumer};
 use boardcast_kit::panic_text;
@@ -118,6 +120,10 @@ pub const CONNECTIONS: usize = 4;
 /// started with more `--partitions`, for a mapping with more partitions).
 const PARTITION_CHECK: Duration = Duration::from_secs(30);
 
+/// How often the games whose logs were found broken are looked at, to be read again when it
+/// is their turn (see `Store::read_broken_again`).
+const READ_BROKEN_EVERY: Duration = Duration::from_secs(5);
+
 /// How soon creating a partition's consumer is tried again after it failed.
 const CONSUMER_RETRY: Duration = Duration::from_secs(5);
 
@@ -151,8 +157,10 @@ pub async fn run(
     let mut consumed = BTreeSet::new();
     let mut tasks = tokio::task::JoinSet::new();
     let mut check = tokio::time::interval(PARTITION_CHECK);
+    let mut read_broken = tokio::time::interval(READ_BROKEN_EVERY);
     loop {
         tokio::select! {
+            _ = read_broken.tick() => store.read_broken_again().await,
             _ = check.tick() => {
                 let mut wanted: BTreeSet<Option<u32>> =
                     std::iter::once(None).chain((0..settings.partitions).map(Some)).collect();
@@ -356,43 +364,220 @@ async fn consume(
         .await
         .context("subscribing to observations")?;
     let mut state = PartitionState::default();
-    while let Some(message) = messages.next().await {
+    let mut mended = store.mended_boards();
+    loop {
+        let next_redrive = state.redrives.values().map(|r| r.due).min();
+        let message = tokio::select! {
+            message = messages.next() => message,
+            board = mended.recv() => {
+                if let Ok(board) = board {
+                    state.redrives.insert(board, Redrive::now());
+                }
+                continue;
+            }
+            () = sleep_until(next_redrive), if next_redrive.is_some() => {
+                redrive_due(&js, &stream, &store, &mut state, partition).await;
+                continue;
+            }
+        };
         let message = match message {
-            Ok(m) => m,
-            Err(e) => {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => {
                 tracing::warn!("observation stream: {e}");
                 continue;
             }
+            None => break,
         };
         if let Ok(info) = message.info() {
             crate::metrics::partition_lag(&name, info.pending);
         }
-        // The observation's trace, begun by its gateway, goes on here.
-        let span = tracing::info_span!("observation.decide", subject = %message.subject);
-        boardcast_kit::telemetry::continue_trace(
-            &span,
-            boardcast_kit::telemetry::context_from_nats(message.headers.as_ref()),
-        );
-        // A panic while handling it (a bug) is caught here: the service must not crash-loop
-        // on one observation, nor the partition stop on it.
-        let handled = std::panic::AssertUnwindSafe(
-            handle(&js, &stream, &store, &mut state, &message).instrument(span.clone()),
-        )
-        .catch_unwind()
-        .await;
-        if let Err(panic) = handled {
-            after_panic(
-                &js,
-                &store,
-                &mut state,
-                &message,
-                &panic_text(panic.as_ref()),
-            )
-            .instrument(span)
-            .await;
-        }
+        handle_guarded(&js, &stream, &store, &mut state, &message).await;
     }
     anyhow::bail!("the observation consumer ended")
+}
+
+/// [`handle`] in the observation's trace, begun by its gateway. A panic while handling it (a
+/// bug) is caught here: the service must not crash-loop on one observation, nor the partition
+/// stop on it.
+async fn handle_guarded(
+    js: &jetstream::Context,
+    stream: &Stream,
+    store: &Store,
+    state: &mut PartitionState,
+    message: &Message,
+) {
+    let span = tracing::info_span!("observation.decide", subject = %message.subject);
+    boardcast_kit::telemetry::continue_trace(
+        &span,
+        boardcast_kit::telemetry::context_from_nats(message.headers.as_ref()),
+    );
+    let handled = std::panic::AssertUnwindSafe(
+        handle(js, stream, store, state, message).instrument(span.clone()),
+    )
+    .catch_unwind()
+    .await;
+    if let Err(panic) = handled {
+        after_panic(js, store, state, message, &panic_text(panic.as_ref()))
+            .instrument(span)
+            .await;
+    }
+}
+
+async fn sleep_until(at: Option<std::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at.into()).await;
+    }
+}
+
+/// A board of the partition whose game's log was mended: the observations given up while it
+/// was broken wait in the stream, and are decided by handing the board's last one to
+/// [`handle`] again (the gap before it brings the others back, in order), without waiting for
+/// the board's next observation, which a finished game's board may never send.
+struct Redrive {
+    due: std::time::Instant,
+    /// How often it was tried and left the board's last observation undecided (NATS away, or
+    /// observations missing before it that the board may still re-send).
+    tries: u32,
+    /// The attempts at its last observation, kept between tries as for a delivery (so that a
+    /// gap found is recorded once the board's time to re-send is up).
+    attempts: Attempts,
+}
+
+impl Redrive {
+    fn now() -> Redrive {
+        Redrive {
+            due: std::time::Instant::now(),
+            tries: 0,
+            attempts: Attempts::default(),
+        }
+    }
+}
+
+/// How often a mended board's observations are tried (every `REDRIVE_PAUSE`) before they are
+/// left to the board's next observation: longer than a gap is waited for and NATS refusals
+/// take to give an observation up.
+const MAX_REDRIVES: u32 = 30;
+const REDRIVE_PAUSE: Duration = Duration::from_secs(2);
+
+/// How long the consumer that hands a mended board's last observation over outlives its use
+/// (it is not deleted: only the admin may delete consumers).
+const REDRIVE_CONSUMER_INACTIVE: Duration = Duration::from_secs(30);
+
+/// Decides the mended boards' observations whose turn it is (see [`Redrive`]).
+async fn redrive_due(
+    js: &jetstream::Context,
+    stream: &Stream,
+    store: &Store,
+    state: &mut PartitionState,
+    partition: Option<u32>,
+) {
+    let now = std::time::Instant::now();
+    let due: Vec<String> = state
+        .redrives
+        .iter()
+        .filter(|(_, r)| r.due <= now)
+        .map(|(board, _)| board.clone())
+        .collect();
+    for board in due {
+        let Some(mut redrive) = state.redrives.remove(&board) else {
+            continue;
+        };
+        // The attempts at the observation in flight stay as they were (see `Attempts::of`).
+        let delivered = std::mem::replace(&mut state.current, redrive.attempts);
+        let decided = redrive_board(js, stream, store, state, partition, &board).await;
+        redrive.attempts = std::mem::replace(&mut state.current, delivered);
+        // The observation handed over came out of the partition's order: the next one's
+        // deliveries tell nothing of when it was stored (see `PartitionState::stored_by`).
+        state.recent.clear();
+        match decided {
+            Ok(true) => {}
+            Ok(false) if redrive.tries < MAX_REDRIVES => {
+                redrive.tries += 1;
+                redrive.due = std::time::Instant::now() + REDRIVE_PAUSE;
+                state.redrives.insert(board, redrive);
+            }
+            Ok(false) => {
+                tracing::warn!(%board, tries = MAX_REDRIVES, "observations given up while the board's game log was broken are still undecided: left to the board's next observation");
+            }
+            Err(e) => {
+                tracing::warn!(%board, "deciding observations given up while the board's game log was broken: {e:#}; left to the board's next observation");
+            }
+        }
+    }
+}
+
+/// Hands `board`'s last observation stored in this partition's stream to [`handle`], through a
+/// consumer of its own, when it is not accounted for by the game live on the board. Whether
+/// nothing is left to decide afterwards.
+async fn redrive_board(
+    js: &jetstream::Context,
+    stream: &Stream,
+    store: &Store,
+    state: &mut PartitionState,
+    partition: Option<u32>,
+    board: &str,
+) -> anyhow::Result<bool> {
+    let subject = match partition {
+        Some(p) => format!("{}.{p}", observation_subject(board)),
+        None => observation_subject(board),
+    };
+    let last = match stream.get_last_raw_message_by_subject(&subject).await {
+        Ok(last) => last,
+        // The board's observations are in another partition's stream.
+        Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(true),
+        Err(e) => return Err(e).context(format!("reading the last message on {subject}")),
+    };
+    // Whether the observation is left undecided by the game live on the board.
+    let left = |device_seq: u64| async move {
+        match game_in_progress(store, board).await {
+            Some((_, accounted)) => {
+                device_seq > accounted && store.stuck_on_board(board).await.is_none()
+            }
+            None => false,
+        }
+    };
+    let observation = match read_observation(&last.subject, &last.payload) {
+        Ok(observation) => observation,
+        // Its own delivery dead-lettered it; the ones before it are brought back by the
+        // board's next observation.
+        Err(_) => return Ok(true),
+    };
+    if !left(observation.device_seq).await {
+        return Ok(true);
+    }
+    let consumer = stream
+        .create_consumer(pull::Config {
+            name: Some(format!("redrive-{:016x}", rand::random::<u64>())),
+            filter_subject: subject.clone(),
+            deliver_policy: DeliverPolicy::ByStartSequence {
+                start_sequence: last.sequence,
+            },
+            ack_policy: jetstream::consumer::AckPolicy::Explicit,
+            inactive_threshold: REDRIVE_CONSUMER_INACTIVE,
+            memory_storage: true,
+            ..Default::default()
+        })
+        .await
+        .with_context(|| format!("creating a consumer of {subject}"))?;
+    let message = consumer
+        .fetch()
+        .max_messages(1)
+        .expires(REDRIVE_PAUSE)
+        .messages()
+        .await
+        .with_context(|| format!("fetching the last message on {subject}"))?
+        .next()
+        .await
+        .with_context(|| {
+            format!(
+                "no message on {subject} at stream sequence {}",
+                last.sequence
+            )
+        })?
+        .map_err(|e| anyhow::anyhow!("fetching the last message on {subject}: {e}"))?;
+    tracing::info!(%board, seq = observation.device_seq, "deciding the board's last observation again, and those given up before it");
+    handle_guarded(js, stream, store, state, &message).await;
+    Ok(!left(observation.device_seq).await)
 }
 
 /// How many times handling one observation may panic on this instance before it is given up. A
@@ -502,6 +687,9 @@ struct PartitionState {
     /// `LEADER_ASK_INTERVAL` per instance, so that a board that really lost observations does
     /// not keep its partition electing.
     leader_asked_at: Option<std::time::Instant>,
+    /// The partition's boards whose games' logs were mended, and when their observations
+    /// given up meanwhile are next tried (see [`Redrive`]).
+    redrives: HashMap<String, Redrive>,
 }
 
 /// How many of the partition's last deliveries [`PartitionState::stored_by`] looks back over.

@@ -247,6 +247,9 @@ pub struct Store {
     /// on (see `Mode::Concurrent`). Changed and read with `games` held, so that it goes with
     /// the state read.
     whole_log_at: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Tells the partitions' consumers of boards whose games' logs were found mended
+    /// ([`Store::mended_boards`]).
+    mended: tokio::sync::broadcast::Sender<String>,
 }
 
 /// Where this instance's last published record is expected in the stream, when records are in
@@ -471,6 +474,7 @@ impl Store {
             passed_over_at: std::sync::Mutex::default(),
             leader_lacking: std::sync::Mutex::default(),
             whole_log_at: std::sync::Mutex::default(),
+            mended: tokio::sync::broadcast::channel(MENDED_BOARDS_KEPT).0,
         };
         // A stalled read (see `CATCH_UP_STALL`) keeps what it folded: go on from there.
         let mut stalls = 0;
@@ -1599,8 +1603,10 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// [`Store::read_game_again`], counted by outcome.
+    /// [`Store::read_game_again`], counted by outcome. A broken game found mended has its
+    /// board sent to [`Store::mended_boards`].
     async fn read_again_counted(&self, alone: &Turn<'_>, game_id: &str) -> Result<(), Unread> {
+        let broken_on = self.read().broken_live_board(game_id);
         let read_again = self.read_game_again(alone, game_id).await;
         let judged = self
             .missing_since
@@ -1615,10 +1621,43 @@ impl Store {
             Err(Unread::ForGood(_)) => "forked",
             Err(Unread::Unfoldable(_)) => "unfoldable",
         });
-        if let Err(Unread::ForGood(reason)) = &judged {
-            self.write().put_broken(game_id, reason);
+        match (&judged, broken_on) {
+            (Err(Unread::ForGood(reason)), _) => self.write().put_broken(game_id, reason),
+            (Ok(()), Some(board)) => {
+                tracing::info!(game = %game_id, %board, "the game's log was mended: deciding the board's observations given up meanwhile");
+                // Nobody listening (a standby not consuming yet): the board's next observation
+                // brings them back.
+                let _ = self.mended.send(board);
+            }
+            _ => {}
         }
         judged
+    }
+
+    /// Boards whose games' logs were found mended (see `Stuck::Broken`), as they are: the
+    /// observations given up while the log was broken are decided then, without waiting for
+    /// the board's next one (a finished game's board may send none).
+    pub fn mended_boards(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.mended.subscribe()
+    }
+
+    /// Reads the games whose logs were found broken again, those whose turn it is (every
+    /// `READ_AGAIN_BROKEN`): an operator may have mended one while nothing was appended here
+    /// (the reads at catch-ups) and its board sent nothing (the read before each observation).
+    pub async fn read_broken_again(&self) {
+        let due: Vec<String> = self
+            .read()
+            .broken()
+            .into_iter()
+            .filter(|game_id| self.read_again_due(game_id))
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        let turn = self.turn().await;
+        for game_id in due {
+            self.read_again_if_due(&turn, &game_id).await;
+        }
     }
 
     /// A catch-up went past stream sequences it was not given (see `passed_over_at`).
@@ -1918,6 +1957,9 @@ impl Store {
 /// operator mends it, and then its board should go on within seconds, as the broadcast and the
 /// arbiters' dashboards do); and once a record of it was found unfoldable (until a service
 /// without the bug reads it, which a restart does at once).
+/// How many mended boards wait for a partition's consumer that has not seen them yet: more
+/// at once are passed over by it, and brought back by their boards' next observations.
+const MENDED_BOARDS_KEPT: usize = 256;
 const READ_AGAIN_MISSING: std::time::Duration = std::time::Duration::from_secs(1);
 const READ_AGAIN_BROKEN: std::time::Duration = std::time::Duration::from_secs(10);
 const READ_AGAIN_UNFOLDABLE: std::time::Duration = std::time::Duration::from_secs(60);

@@ -514,8 +514,9 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             // Finding the partitions' streams.
             allow.push(api("STREAM.NAMES"));
             // Observations: its durable consumers, one per partition's stream (named by
-            // `ingest_consumer`; the only durable consumer of that stream), and the earlier
-            // version's single one, only read.
+            // `ingest_consumer`; the only durable consumer of that stream), the earlier
+            // version's single one, only read, and short-lived ones filtered to a board (the
+            // last observation of a board whose game's log was mended, handed over again).
             for i in &observation_streams {
                 allow.extend([
                     api(&format!("CONSUMER.CREATE.{i}.*")),
