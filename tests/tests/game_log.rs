@@ -1016,6 +1016,156 @@ async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() 
     Ok(())
 }
 
+/// A game whose log lost records for good (as a NATS fault can): `boardcast fork show` lists
+/// what follows the gap, `fork cut` refuses a wrong cut changing nothing, then removes the
+/// records after the gap (saved to a file); the game service, whose state held them, reads the
+/// game again, and the board's observations since the last record kept are decided again from
+/// the observation stream, in order, so that nothing the board sent is lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_log_that_lost_records_is_cut_and_the_boards_observations_are_decided_again()
+-> anyhow::Result<()> {
+    use boardcast_kit::nats::{GAMES_STREAM, observation_subject};
+    use boardcast_schema::device::v1::{
+        Observation, Piece, PieceLifted, SourceKind, observation::Kind as ObservationKind,
+    };
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let board = "lost-1";
+    let request = boardcast_testkit::create_request(boardcast_testkit::game_on_board(
+        "lost-records",
+        1,
+        board,
+    ));
+    let game_id = client.create_game(request).await?.into_inner().game_id;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let lift = |device_seq: u64| {
+        let now = boardcast_kit::now_unix_ms();
+        Observation {
+            board_id: board.to_owned(),
+            device_seq,
+            device_time_unix_ms: now,
+            receive_time_unix_ms: now,
+            source: SourceKind::Simulator as i32,
+            kind: Some(ObservationKind::Lifted(PieceLifted {
+                square: 12,
+                piece: Piece::WhitePawn as i32,
+            })),
+        }
+    };
+    let publish = |device_seq: u64| {
+        let js = js.clone();
+        async move {
+            js.publish(
+                observation_subject(board),
+                lift(device_seq).encode_to_vec().into(),
+            )
+            .await?
+            .await?;
+            anyhow::Ok(())
+        }
+    };
+    for device_seq in 1..=6 {
+        publish(device_seq).await?;
+    }
+    drained(&js).await?;
+    assert_eq!(
+        recorded_observations(&game_events(&mut client, &game_id).await?),
+        [1, 2, 3, 4, 5, 6]
+    );
+
+    // Record 4 (observation 3's) is lost.
+    let log = js.get_stream(GAMES_STREAM).await?;
+    let records = || boardcast_kit::game_log::game_records(&log, &game_id, u64::MAX);
+    let stored = records().await?;
+    assert_eq!(stored.len(), 7, "the set-up and a record per observation");
+    log.delete_message(stored[3].0).await?;
+    let trusted_keys = boardcast_testkit::TestUsers::shared()?
+        .trusted_keys()
+        .to_string_lossy()
+        .into_owned();
+    let nats_url = nats.url();
+    let fork = |command: &str, extra: &[&str]| {
+        let mut args = vec![
+            "fork",
+            command,
+            &game_id,
+            "--nats",
+            &nats_url,
+            "--trusted-keys",
+            &trusted_keys,
+        ];
+        args.extend_from_slice(extra);
+        boardcast_cli(&args)
+    };
+    let (ok, shown) = fork("show", &[])?;
+    assert!(ok, "{shown}");
+    assert!(
+        shown.contains("follows on up to record 3, and records 4 to 4 are missing")
+            && shown.contains(&format!("boardcast fork cut {game_id} --after 3")),
+        "{shown}"
+    );
+
+    // A cut elsewhere than after the last record that follows on changes nothing.
+    let dir = tempfile::tempdir()?;
+    let save = dir.path().join("removed.json");
+    let save_arg = save.to_string_lossy().into_owned();
+    let (ok, refused) = fork("cut", &["--after", "2", "--save", &save_arg])?;
+    assert!(
+        !ok && refused.contains("follows on up to record 3, not 2"),
+        "{refused}"
+    );
+    assert_eq!(records().await?.len(), 6);
+    assert!(!save.exists());
+
+    let (ok, out) = fork("cut", &["--after", "3", "--save", &save_arg])?;
+    assert!(ok, "{out}");
+    assert_eq!(records().await?.len(), 3);
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&save)?)?;
+    assert_eq!(saved["kept_up_to_record"], 3);
+    let removed: Vec<u64> = saved["removed"]
+        .as_array()
+        .context("the records removed")?
+        .iter()
+        .filter_map(|r| r["stream_seq"].as_u64())
+        .collect();
+    assert_eq!(removed, [stored[4].0, stored[5].0, stored[6].0]);
+
+    // The board's next observation: the service finds its state past the log, reads the game
+    // again, and decides every observation since record 3 again, in order.
+    // (Read from the log: the service's event stream waits 30 s before it takes the records
+    // removed as removed, see `game_log::deleted_for_good`.)
+    publish(7).await?;
+    until_within(Duration::from_secs(40), || {
+        let (mut client, game_id) = (client.clone(), game_id.clone());
+        async move {
+            let state = client
+                .get_game(boardcast_schema::game::v1::GetGameRequest { game_id })
+                .await?
+                .into_inner();
+            anyhow::Ok((state.last_game_seq >= 8).then_some(()))
+        }
+    })
+    .await
+    .context("the board's observations since the cut are decided again")?;
+    let events = records()
+        .await?
+        .iter()
+        .map(|(_, payload)| {
+            let record = boardcast_schema::game::v1::GameEventRecord::decode(payload.as_ref())?;
+            anyhow::Ok(Game::open_record(&record)?)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    assert_eq!(recorded_observations(&events), [1, 2, 3, 4, 5, 6, 7]);
+    let game = game_from_log(&js, &game_id).await?;
+    assert_eq!(
+        game.last_game_seq(),
+        8,
+        "the log follows on, each observation once"
+    );
+    Ok(())
+}
+
 /// A game's first record that another writer stored and this instance's read left out (as
 /// nats-server 2.9 was seen to do after a node was killed; here a snapshot that claims the log
 /// up to past the record, without the game) is not written beside: setting the same game up

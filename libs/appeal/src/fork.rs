@@ -1,11 +1,13 @@
 //! A game's log that forks: two different records with one number, written beside each other
 //! (a nats-server fault, or a writer that bypassed the game service). Where it forks, the
 //! branches that follow each record, and which stored messages keeping one branch removes.
-//! Pure: the caller reads the log and removes the messages.
+//! Also a log that misses records (lost by a nats-server fault): the records after the gap,
+//! which no reader can fold, and which cutting the log after the last one that follows on
+//! removes. Pure: the caller reads the log and removes the messages.
 
 pub use boardcast_game::follows_on;
 use boardcast_game::signing::TrustedKeys;
-use boardcast_game::{fork_point, trusted_records_of, wording};
+use boardcast_game::{Game, GameError, OpenedRecord, fork_point, trusted_records_of, wording};
 
 /// One record of a branch as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +20,8 @@ pub struct BranchRecord {
     pub key_id: String,
     /// What it records, in words.
     pub words: String,
+    /// Its hash (which tells a copy of it from another record with its number).
+    pub hash: Vec<u8>,
 }
 
 /// The records that follow one of the records written beside each other, that one first.
@@ -77,6 +81,100 @@ impl Fork {
     }
 }
 
+/// Where a game's log that does not fork stops following on because records are missing from
+/// it: what every reader folds, and the records stored after the gap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Missing {
+    /// The number of the last record that follows on: the game as every reader folds it.
+    pub last_followed: u64,
+    /// The records stored after the gap, in stream order (each with every place it is
+    /// stored): none can be folded without the ones missing.
+    pub after: Vec<BranchRecord>,
+}
+
+impl Missing {
+    /// The stream sequences to remove so that the log ends with the last record that follows
+    /// on: every record after the gap, every copy.
+    pub fn removed(&self) -> Vec<u64> {
+        let mut removed: Vec<u64> = self
+            .after
+            .iter()
+            .flat_map(|r| r.stream_seqs.iter().copied())
+            .collect();
+        removed.sort_unstable();
+        removed
+    }
+}
+
+/// Where game `game_id`'s log, its stored messages `stored` (stream sequence and payload, in
+/// stream order), misses records; `None` when it follows on, forks (see [`find_fork`]), stops
+/// following on for another reason (a record the rules refuse), or misses its first record
+/// (nothing would be left of the game). Only records every reader takes count, as for
+/// [`find_fork`].
+pub fn find_missing<P: AsRef<[u8]>>(
+    game_id: &str,
+    stored: &[(u64, P)],
+    trusted: &TrustedKeys,
+) -> Option<Missing> {
+    let records = trusted_records_of(game_id, stored, trusted);
+    if fork_point(&records).is_some() {
+        return None;
+    }
+    let mut game: Option<Game> = None;
+    let mut folded: std::collections::HashSet<&[u8]> = Default::default();
+    let mut after: Vec<BranchRecord> = Vec::new();
+    for (stream_seq, opened) in &records {
+        let hash = opened.record().hash.as_slice();
+        if folded.contains(hash) {
+            continue;
+        }
+        if after.is_empty() {
+            let applied = match &mut game {
+                Some(g) => g.apply_opened(opened),
+                None => Game::from_first_opened(opened).map(|g| game = Some(g)),
+            };
+            match applied {
+                Ok(()) => {
+                    folded.insert(hash);
+                    continue;
+                }
+                Err(GameError::OutOfSequence {
+                    expected_after,
+                    got,
+                    ..
+                }) if game.is_some() && got > expected_after.saturating_add(1) => {}
+                Err(_) => return None,
+            }
+        }
+        // After the gap: a copy of a record found already is one more place it is stored.
+        match after
+            .iter_mut()
+            .find(|r| r.game_seq == opened.event().game_seq && r.hash == hash)
+        {
+            Some(found) => found.stream_seqs.push(*stream_seq),
+            None => after.push(branch_record(*stream_seq, opened)),
+        }
+    }
+    let last_followed = game?.last_game_seq();
+    (!after.is_empty()).then_some(Missing {
+        last_followed,
+        after,
+    })
+}
+
+/// A record as a branch (or the records after a gap) lists it.
+fn branch_record(stream_seq: u64, opened: &OpenedRecord) -> BranchRecord {
+    let (record, event) = (opened.record(), opened.event());
+    BranchRecord {
+        stream_seqs: vec![stream_seq],
+        game_seq: event.game_seq,
+        recorded_unix_ms: event.recorded_unix_ms,
+        key_id: record.key_id.clone(),
+        words: wording::words(event, false, None),
+        hash: record.hash.clone(),
+    }
+}
+
 /// Where game `game_id`'s log, its stored messages `stored` (stream sequence and payload, in
 /// stream order), forks first; `None` when it does not. Only records every reader takes count
 /// (decodable, hash intact, of the game, signed by a key of `trusted`): others (a forgery, say)
@@ -121,13 +219,9 @@ pub fn find_fork<P: AsRef<[u8]>>(
             None => continue,
         };
         branch_of.insert(record.hash.as_slice(), branch);
-        branches[branch].records.push(BranchRecord {
-            stream_seqs: vec![*stream_seq],
-            game_seq: event.game_seq,
-            recorded_unix_ms: event.recorded_unix_ms,
-            key_id: record.key_id.clone(),
-            words: wording::words(event, false, None),
-        });
+        branches[branch]
+            .records
+            .push(branch_record(*stream_seq, opened));
     }
     Some(Fork { game_seq, branches })
 }
@@ -204,6 +298,58 @@ mod tests {
         stored.push((4, one.encode_to_vec()));
         assert_eq!(find_fork(game.game_id(), &stored, &trusted()), None);
         assert_eq!(follows_on(game.game_id(), &stored, &trusted()), Ok(2));
+    }
+
+    #[test]
+    fn a_log_missing_records_is_cut_after_the_last_that_follows_on() {
+        let (mut game, mut stored) = started(1);
+        let game_id = game.game_id().to_owned();
+        let mut records = Vec::new();
+        for (n, text) in ["two", "three", "four", "five"].into_iter().enumerate() {
+            let record = note(&game, text, 2_000 + n as i64, &hall());
+            game.apply(&record).expect("follows");
+            records.push(record.encode_to_vec());
+        }
+        // Records 2, 3 (lost: not stored), 4, a copy of 4, 5, and another game's between.
+        let (_, other) = started(2);
+        stored.extend([
+            (2, records[0].clone()),
+            (4, records[2].clone()),
+            (5, other[0].1.clone()),
+            (6, records[2].clone()),
+            (7, records[3].clone()),
+        ]);
+        assert!(follows_on(&game_id, &stored, &trusted()).is_err());
+        assert_eq!(find_fork(&game_id, &stored, &trusted()), None);
+        let missing = find_missing(&game_id, &stored, &trusted()).expect("records missing");
+        assert_eq!(missing.last_followed, 2);
+        let after: Vec<(u64, Vec<u64>)> = missing
+            .after
+            .iter()
+            .map(|r| (r.game_seq, r.stream_seqs.clone()))
+            .collect();
+        assert_eq!(after, [(4, vec![4, 6]), (5, vec![7])]);
+        assert!(missing.after[0].words.contains("four"));
+        assert_eq!(missing.removed(), [4, 6, 7]);
+        // Cut there, the log follows on, and nothing is missing any more.
+        let cut: Vec<(u64, Vec<u8>)> = stored
+            .iter()
+            .filter(|(seq, _)| !missing.removed().contains(seq))
+            .cloned()
+            .collect();
+        assert_eq!(follows_on(&game_id, &cut, &trusted()), Ok(2));
+        assert_eq!(find_missing(&game_id, &cut, &trusted()), None);
+        // Not a log missing records: one that forks, or that lost its first record.
+        let mut forked = stored.clone();
+        let beside = started(1).0;
+        forked.push((
+            8,
+            note(&beside, "another two", 9_000, &hall()).encode_to_vec(),
+        ));
+        assert!(find_fork(&game_id, &forked, &trusted()).is_some());
+        assert_eq!(find_missing(&game_id, &forked, &trusted()), None);
+        let headless: Vec<(u64, Vec<u8>)> = stored.iter().skip(1).cloned().collect();
+        assert_eq!(find_missing(&game_id, &headless, &trusted()), None);
     }
 
     #[test]

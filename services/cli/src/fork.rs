@@ -1,6 +1,8 @@
 //! `boardcast fork`: a game whose log forks (two records with one number, written beside each
 //! other) is shown with its branches; an operator keeps one, and the records of the others are
-//! saved to a file and removed from the log, so that the game goes on from the branch kept.
+//! saved to a file and removed from the log, so that the game goes on from the branch kept. A
+//! game whose log lost records for good (a NATS fault) is cut after the last record that
+//! follows on the same way, the records after the gap saved and removed.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -8,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use async_nats::jetstream;
 use base64::Engine as _;
-use boardcast_appeal::fork::{Fork, find_fork, follows_on};
+use boardcast_appeal::fork::{BranchRecord, Fork, Missing, find_fork, find_missing, follows_on};
 use boardcast_game::signing::TrustedKeys;
 use boardcast_kit::game_log::game_records;
 use boardcast_kit::nats::GAMES_STREAM;
@@ -50,6 +52,28 @@ enum ForkCommand {
         #[command(flatten)]
         log: LogArgs,
     },
+    /// Cut a game's log that lost records for good (a NATS fault; the game service says
+    /// "missing ... taken as for good", and `show` lists what follows the gap): the records
+    /// after the gap, which no reader can fold, are written to a file, then removed from the
+    /// log, the last first. The game service reads the game again (within 15 s) and decides the
+    /// board's observations since the last record kept again, from the observation streams,
+    /// so the moves and clock presses come back; arbiters' decisions among the records removed
+    /// (listed) must be made again. Needs the admin's NATS URL. Refuses, changing nothing, a log
+    /// that forks (keep a branch first), that follows on, or whose last record following on is
+    /// not `--after`.
+    Cut {
+        /// The game, as the game service names it.
+        game_id: String,
+        /// The number of the last record that follows on, as `show` gives it: the log is kept
+        /// up to it.
+        #[arg(long)]
+        after: u64,
+        /// Where to save the records removed (a new file: an existing one is not overwritten).
+        #[arg(long)]
+        save: PathBuf,
+        #[command(flatten)]
+        log: LogArgs,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -82,11 +106,14 @@ pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
                 );
             }
             match find_fork(&game_id, &stored, &trusted) {
-                None => println!(
-                    "the log of game {game_id} does not fork ({taken} records): {}",
-                    following(follows_on(&game_id, &stored, &trusted))
-                ),
                 Some(fork) => print_fork(&game_id, &fork),
+                None => match find_missing(&game_id, &stored, &trusted) {
+                    Some(missing) => print_missing(&game_id, &missing),
+                    None => println!(
+                        "the log of game {game_id} does not fork ({taken} records): {}",
+                        following(follows_on(&game_id, &stored, &trusted))
+                    ),
+                },
             }
             Ok(())
         }
@@ -96,6 +123,12 @@ pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
             save,
             log,
         } => keep(&log.nats, &log.trust.load()?, &game_id, branch, &save).await,
+        ForkCommand::Cut {
+            game_id,
+            after,
+            save,
+            log,
+        } => cut(&log.nats, &log.trust.load()?, &game_id, after, &save).await,
     }
 }
 
@@ -116,29 +149,54 @@ fn print_fork(game_id: &str, fork: &Fork) {
     );
     for branch in &fork.branches {
         println!("\nbranch {}:", branch.first_stream_seq());
-        for r in &branch.records {
-            let stored_at = r
-                .stream_seqs
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ");
-            let signed = if r.key_id.is_empty() {
-                "unsigned".to_owned()
-            } else {
-                format!("signed by key {}", r.key_id)
-            };
-            println!(
-                "  record {} (stored at {stored_at}; recorded {}; {signed}): {}",
-                r.game_seq,
-                time_of(r.recorded_unix_ms),
-                r.words
-            );
-        }
+        print_records(&branch.records);
     }
     println!(
         "\nkeep one with: boardcast fork keep {game_id} --branch <first stream sequence> --save <file>"
     );
+}
+
+fn print_missing(game_id: &str, missing: &Missing) {
+    let first_after = missing.after.first().map_or(0, |r| r.game_seq);
+    println!(
+        "the log of game {game_id} does not fork; it follows on up to record {}, and records {} \
+         to {} are missing; stored after them, and not folded by any reader:",
+        missing.last_followed,
+        missing.last_followed.saturating_add(1),
+        first_after.saturating_sub(1),
+    );
+    print_records(&missing.after);
+    println!(
+        "\nA record still missing a minute after a fault (a node back, a leader elected) is lost \
+         for good (the game service says so after two minutes). Then cut the log after record \
+         {last} with: boardcast fork cut {game_id} --after {last} --save <file>\nThe board's \
+         observations since are decided again; arbiters' decisions listed above must be made \
+         again.",
+        last = missing.last_followed
+    );
+}
+
+/// The records of a branch, or after a gap, one a line.
+fn print_records(records: &[BranchRecord]) {
+    for r in records {
+        let stored_at = r
+            .stream_seqs
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let signed = if r.key_id.is_empty() {
+            "unsigned".to_owned()
+        } else {
+            format!("signed by key {}", r.key_id)
+        };
+        println!(
+            "  record {} (stored at {stored_at}; recorded {}; {signed}): {}",
+            r.game_seq,
+            time_of(r.recorded_unix_ms),
+            r.words
+        );
+    }
 }
 
 /// How a game's records follow on, in words.
@@ -163,23 +221,15 @@ async fn keep(
     let removed = fork
         .removed_keeping(kept)
         .with_context(|| format!("nothing removed from the log of game {game_id}"))?;
-    save_removed(save, game_id, kept, &stored, &removed)?;
-    eprintln!(
-        "saved the {} records to remove to {}",
-        removed.len(),
-        save.display()
-    );
-    // The last first: stopped part way (a connection lost), the branch's first record is still
-    // there, and `show` and `keep` find the fork again.
-    for seq in removed.iter().rev() {
-        stream.delete_message(*seq).await.with_context(|| {
-            format!(
-                "removing stream sequence {seq} from {GAMES_STREAM} (the admin's NATS URL is \
-                 needed); the records are saved in {}",
-                save.display()
-            )
-        })?;
-    }
+    remove_saved(
+        &stream,
+        game_id,
+        &stored,
+        &removed,
+        ("kept_branch", kept),
+        save,
+    )
+    .await?;
     let after = game_records(&stream, game_id, u64::MAX).await?;
     if let Some(again) = find_fork(game_id, &after, trusted) {
         eprintln!(
@@ -204,12 +254,101 @@ async fn keep(
     Ok(())
 }
 
+async fn cut(
+    nats: &str,
+    trusted: &TrustedKeys,
+    game_id: &str,
+    after: u64,
+    save: &Path,
+) -> anyhow::Result<()> {
+    let stream = open_log(nats).await?;
+    let stored = game_records(&stream, game_id, u64::MAX).await?;
+    anyhow::ensure!(
+        find_fork(game_id, &stored, trusted).is_none(),
+        "the log of game {game_id} forks: keep a branch first (boardcast fork show {game_id}); \
+         nothing removed"
+    );
+    let missing = find_missing(game_id, &stored, trusted).with_context(|| {
+        format!(
+            "the log of game {game_id} misses no record that cutting it mends ({}): nothing \
+             removed",
+            following(follows_on(game_id, &stored, trusted))
+        )
+    })?;
+    anyhow::ensure!(
+        missing.last_followed == after,
+        "the log of game {game_id} follows on up to record {}, not {after}: nothing removed \
+         (see boardcast fork show {game_id})",
+        missing.last_followed
+    );
+    let removed = missing.removed();
+    remove_saved(
+        &stream,
+        game_id,
+        &stored,
+        &removed,
+        ("kept_up_to_record", after),
+        save,
+    )
+    .await?;
+    let left = game_records(&stream, game_id, u64::MAX).await?;
+    let followed = follows_on(game_id, &left, trusted);
+    let ok = followed.is_ok();
+    eprintln!(
+        "removed {} records after record {after}: {}",
+        removed.len(),
+        following(followed)
+    );
+    anyhow::ensure!(
+        ok,
+        "the log of game {game_id} still does not follow on; the game service refuses to decide \
+         on it until it does"
+    );
+    eprintln!(
+        "the game service reads it again within 15 s and decides the board's observations since \
+         again; arbiters' decisions among the records removed must be made again (saved in {})",
+        save.display()
+    );
+    Ok(())
+}
+
+/// Saves the messages of `stored` at the stream sequences `removed` to `save` (with `kept`,
+/// what stays, named), then removes them from the log.
+async fn remove_saved(
+    stream: &jetstream::stream::Stream,
+    game_id: &str,
+    stored: &[(u64, impl AsRef<[u8]>)],
+    removed: &[u64],
+    kept: (&str, u64),
+    save: &Path,
+) -> anyhow::Result<()> {
+    save_removed(save, game_id, kept, stored, removed)?;
+    eprintln!(
+        "saved the {} records to remove to {}",
+        removed.len(),
+        save.display()
+    );
+    // The last first: stopped part way (a connection lost), the first record to remove is
+    // still there, and `show`, `keep` and `cut` find the same again.
+    for seq in removed.iter().rev() {
+        stream.delete_message(*seq).await.with_context(|| {
+            format!(
+                "removing stream sequence {seq} from {GAMES_STREAM} (the admin's NATS URL is \
+                 needed); the records are saved in {}",
+                save.display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Writes the messages of `stored` at the stream sequences `removed`, exactly as stored, to
-/// `path` (a new file, complete before anything is removed).
+/// `path` (a new file, complete before anything is removed), with what stays (`kept`, named
+/// `kept_as`).
 fn save_removed(
     path: &Path,
     game_id: &str,
-    kept: u64,
+    (kept_as, kept): (&str, u64),
     stored: &[(u64, impl AsRef<[u8]>)],
     removed: &[u64],
 ) -> anyhow::Result<()> {
@@ -223,12 +362,12 @@ fn save_removed(
             })
         })
         .collect();
-    let saved = serde_json::json!({
+    let mut saved = serde_json::json!({
         "game_id": game_id,
-        "kept_branch": kept,
         "removed_at": time_of(boardcast_kit::now_unix_ms()),
         "removed": records,
     });
+    saved[kept_as] = kept.into();
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

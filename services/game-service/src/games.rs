@@ -25,11 +25,18 @@ pub(crate) struct Entry {
     /// snapshot written before it was kept). An append expects the subject to end there, so that
     /// a record of the game this instance did not see is refused rather than written beside.
     pub(crate) last_stream_seq: u64,
+    /// When the game was last folded afresh from its log here (`Games::refolded`, counted
+    /// across all games; 0: never): records it held before may be gone (an operator removed
+    /// a branch, or the records after one lost), so what was noted of its board against the
+    /// earlier state no longer holds (see `ingest::Seen`).
+    pub(crate) folded_afresh: u64,
 }
 
 #[derive(Default)]
 pub(crate) struct Games {
     by_id: HashMap<String, Entry>,
+    /// How many times a game was folded afresh here (see `Entry::folded_afresh`).
+    refolds: u64,
     /// The game live on each physical board: the latest one started there.
     live_on_board: HashMap<String, LiveGame>,
     /// Every record of the stream up to this sequence has been folded.
@@ -214,6 +221,7 @@ impl Games {
                 first_stream_seq: g.first_stream_seq,
                 records: g.records,
                 last_stream_seq: g.last_stream_seq,
+                folded_afresh: 0,
             });
         }
         games.folded_seq = snapshot.folded_seq;
@@ -336,6 +344,7 @@ impl Games {
                             first_stream_seq: stream_seq,
                             records: vec![payload.to_vec()],
                             last_stream_seq: stream_seq,
+                            folded_afresh: 0,
                         });
                     }
                 }
@@ -600,6 +609,7 @@ impl Games {
         })?;
         // Live on its board unless a game set up there later is known.
         self.set_up_on(game.board_id(), game_id, first_stream_seq);
+        self.refolds = self.refolds.saturating_add(1);
         self.by_id.insert(
             game_id.to_owned(),
             Entry {
@@ -607,6 +617,7 @@ impl Games {
                 first_stream_seq,
                 records,
                 last_stream_seq,
+                folded_afresh: self.refolds,
             },
         );
         self.behind.remove(game_id);

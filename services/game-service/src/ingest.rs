@@ -94,6 +94,7 @@ use prost::Message as _;
 use tracing::Instrument as _;
 
 use crate::fault_points::Place;
+use crate::games::Entry;
 use crate::store::{AppendError, Store};
 
 /// How the observations are consumed.
@@ -625,9 +626,10 @@ async fn after_panic(
     };
     // Recording the hole goes through the game aggregate, which may be where the bug is: the
     // observation then goes to the dead-letter stream without it.
-    let recorded = std::panic::AssertUnwindSafe(give_up(js, store, message, &observation, &reason))
-        .catch_unwind()
-        .await;
+    let recorded =
+        std::panic::AssertUnwindSafe(give_up(js, store, message, &observation, &reason, None))
+            .catch_unwind()
+            .await;
     if let Err(panic) = recorded {
         let reason = format!(
             "{reason}; giving it up failed unexpectedly too: {}",
@@ -642,9 +644,19 @@ async fn after_panic(
 /// partition before the one being handled has been handled, by this instance or another (one
 /// observation in flight: see the module comment), so the board's messages in between were
 /// passed over by another instance. Kept per game: what was handled for a game the board no
-/// longer carries tells nothing about the new one.
+/// longer carries tells nothing about the new one, nor what was handled for a game before it
+/// was folded afresh (records it held then may have been removed).
 #[derive(Default)]
-struct Seen(HashMap<String, (Option<String>, SeenBoard)>);
+struct Seen(HashMap<String, (Option<GameFolded>, SeenBoard)>);
+
+/// A game in progress on a board as folded here: what a partition notes of the board holds
+/// for it only (see [`Seen`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct GameFolded {
+    game_id: String,
+    /// When it was last folded afresh from its log (`Entry::folded_afresh`).
+    folded_afresh: u64,
+}
 
 #[derive(Default, Clone, Copy)]
 struct SeenBoard {
@@ -870,7 +882,9 @@ async fn handle(
     let attempts = state.current.of(stream_seq);
     let in_progress = game_in_progress(store, &board).await;
     let live_game = in_progress.as_ref().map(|(game, _)| game.clone());
-    let seen_here = seen.of(&board, live_game.as_deref());
+    let seen_here = seen.of(&board, live_game.as_ref());
+    // What is concluded below (the gap before it) holds for the game as folded now only.
+    let looked_at = live_game.as_ref().map(|game| game.folded_afresh);
     // Gaps matter only to a game in progress on the board (and looking for them costs reads).
     // A decision that NATS refused while the gap before it was being closed: it stands for this
     // observation's own (counted towards giving it up).
@@ -886,7 +900,7 @@ async fn handle(
             let closed = close_gap(
                 stream,
                 store,
-                seen_here,
+                (seen_here, looked_at),
                 &observation,
                 known,
                 stream_seq,
@@ -931,7 +945,7 @@ async fn handle(
     }
     let decided = match refused_in_gap {
         Some(refused) => Err(refused),
-        None => decide(store, &observation, stored_by).await,
+        None => decide(store, &observation, stored_by, looked_at).await,
     };
     let seen_before = seen_here.map_or(0, |s| s.device_seq);
     let disposition = disposition(&decided, &observation, attempts, seen_before);
@@ -952,7 +966,7 @@ async fn handle(
     if disposition.accounts_for_it() {
         seen.note(
             &board,
-            live_game.as_deref(),
+            live_game.as_ref(),
             observation.device_seq,
             stream_seq,
         );
@@ -982,7 +996,7 @@ async fn handle(
         Disposition::DeadLetter {
             reason,
             hole: Hole::ToRecord,
-        } => give_up(js, store, message, &observation, &reason).await,
+        } => give_up(js, store, message, &observation, &reason, looked_at).await,
         Disposition::DeadLetter { reason, .. } => {
             dead_letter(js, message, Some(&observation.board_id), &reason).await
         }
@@ -1114,6 +1128,7 @@ fn disposition(
         // up for it, only tried again after a growing pause.
         Err(
             e @ (AppendError::Conflict(_)
+            | AppendError::FoldedAfresh(_)
             | AppendError::Failed { .. }
             | AppendError::Unavailable { .. }),
         ) => {
@@ -1132,12 +1147,14 @@ async fn record_unusable(
     store: &Store,
     observation: &Observation,
     reason: &str,
+    looked_at: Option<u64>,
 ) -> Result<(), AppendError> {
     store
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
             std::time::Instant::now(),
+            looked_at,
             |game| {
                 game.decide_unusable_observation(
                     observation.device_seq,
@@ -1160,8 +1177,9 @@ async fn give_up(
     message: &Message,
     observation: &Observation,
     reason: &str,
+    looked_at: Option<u64>,
 ) {
-    match record_unusable(store, observation, reason).await {
+    match record_unusable(store, observation, reason, looked_at).await {
         Ok(_) => dead_letter(js, message, Some(&observation.board_id), reason).await,
         // Nothing can be appended to the game (its log forks, or it cannot be folded here): the
         // observation goes without its hole, rather than holding its partition up for good.
@@ -1183,19 +1201,19 @@ async fn give_up(
 
 impl Seen {
     /// What was handled of `board` for `game`.
-    fn of(&self, board: &str, game: Option<&str>) -> Option<SeenBoard> {
+    fn of(&self, board: &str, game: Option<&GameFolded>) -> Option<SeenBoard> {
         self.0
             .get(board)
-            .filter(|(seen_for, _)| seen_for.as_deref() == game)
+            .filter(|(seen_for, _)| seen_for.as_ref() == game)
             .map(|(_, seen)| *seen)
     }
 
     /// Keeps the board's highest `device_seq` for `game` and where it is in the stream (a copy
     /// re-sent later, with a lower `device_seq`, does not move that point).
-    fn note(&mut self, board: &str, game: Option<&str>, device_seq: u64, stream_seq: u64) {
+    fn note(&mut self, board: &str, game: Option<&GameFolded>, device_seq: u64, stream_seq: u64) {
         let (seen_for, entry) = self.0.entry(board.to_owned()).or_default();
-        if seen_for.as_deref() != game {
-            *seen_for = game.map(str::to_owned);
+        if seen_for.as_ref() != game {
+            *seen_for = game.cloned();
             *entry = SeenBoard::default();
         }
         if device_seq >= entry.device_seq {
@@ -1207,17 +1225,23 @@ impl Seen {
 
 /// The game in progress on the board and its last observation accounted for, if there is one
 /// (looking at the log once more when this instance knows of none).
-async fn game_in_progress(store: &Store, board: &str) -> Option<(String, u64)> {
-    let accounted = |g: &boardcast_game::Game| {
-        (!g.is_over()).then(|| (g.game_id().to_owned(), g.board_seq_accounted()))
+async fn game_in_progress(store: &Store, board: &str) -> Option<(GameFolded, u64)> {
+    let accounted = |e: &Entry| {
+        (!e.game.is_over()).then(|| {
+            let folded = GameFolded {
+                game_id: e.game.game_id().to_owned(),
+                folded_afresh: e.folded_afresh,
+            };
+            (folded, e.game.board_seq_accounted())
+        })
     };
-    match store.with_board(board, accounted).await {
+    match store.with_board_entry(board, accounted).await {
         Some(known) => known,
         None => {
             if let Err(e) = store.refresh().await {
                 tracing::warn!(%board, "reading the game log: {e}");
             }
-            store.with_board(board, accounted).await.flatten()
+            store.with_board_entry(board, accounted).await.flatten()
         }
     }
 }
@@ -1250,12 +1274,14 @@ async fn decide(
     store: &Store,
     observation: &Observation,
     stored_by: std::time::Instant,
+    looked_at: Option<u64>,
 ) -> Result<Option<Decision>, AppendError> {
     store
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
             stored_by,
+            looked_at,
             |game| {
                 caught(|| {
                     crate::fault_points::panic_at(
@@ -1386,7 +1412,7 @@ fn replicated(stream: &Stream) -> bool {
 async fn close_gap(
     stream: &Stream,
     store: &Store,
-    seen_here: Option<SeenBoard>,
+    (seen_here, looked_at): (Option<SeenBoard>, Option<u64>),
     observation: &Observation,
     known: u64,
     stream_seq: u64,
@@ -1468,6 +1494,7 @@ async fn close_gap(
                 observation,
                 (first_unaccounted, device_seq - 1),
                 found.complete,
+                looked_at,
             )
             .await?;
         }
@@ -1475,12 +1502,12 @@ async fn close_gap(
             if published_after {
                 tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
             }
-            let stored = match decide(store, &earlier, std::time::Instant::now()).await {
+            let stored = match decide(store, &earlier, std::time::Instant::now(), looked_at).await {
                 // Unusable: its hole is recorded now, in order. Delivered itself later, it goes
                 // to the dead-letter stream, but its number is accounted for by then.
                 Ok(Some(Err(undecided))) => {
                     let reason = undecided.reason(board, &earlier);
-                    record_unusable(store, &earlier, &reason).await
+                    record_unusable(store, &earlier, &reason, looked_at).await
                 }
                 Ok(_) => Ok(()),
                 Err(e) => Err(e),
@@ -1509,6 +1536,7 @@ async fn close_gap(
             observation,
             (first_unaccounted, gap.wanted.end - 1),
             found.complete,
+            looked_at,
         )
         .await?;
     }
@@ -1591,6 +1619,7 @@ async fn record_missing(
     observation: &Observation,
     (first, last): (u64, u64),
     search_complete: bool,
+    looked_at: Option<u64>,
 ) -> Result<(), GapOpen> {
     let board = &observation.board_id;
     if !search_complete {
@@ -1603,6 +1632,7 @@ async fn record_missing(
             board,
             boardcast_kit::now_unix_ms(),
             std::time::Instant::now(),
+            looked_at,
             |game| game.decide_missing_observations(first, last, observation),
             Vec::clone,
         )
@@ -2085,6 +2115,27 @@ mod tests {
             at(0)
         );
         assert_eq!(state.stored_by(delivery(0, 2, 0), true), at(2));
+    }
+
+    #[test]
+    fn what_was_seen_of_a_board_holds_for_its_game_as_folded_then_only() {
+        let mut seen = Seen::default();
+        let game = |game_id: &str, folded_afresh| GameFolded {
+            game_id: game_id.to_owned(),
+            folded_afresh,
+        };
+        seen.note("b1", Some(&game("g", 0)), 6, 60);
+        seen.note("b1", Some(&game("g", 0)), 4, 70);
+        let of = |g: &GameFolded| seen.of("b1", Some(g)).map(|s| (s.device_seq, s.stream_seq));
+        assert_eq!(
+            of(&game("g", 0)),
+            Some((6, 60)),
+            "a re-sent one moves nothing"
+        );
+        // Folded afresh from its log (records it held may have been removed): none holds.
+        assert_eq!(of(&game("g", 1)), None);
+        // Nor for another game set up on the board.
+        assert_eq!(of(&game("h", 0)), None);
     }
 
     #[test]

@@ -112,6 +112,14 @@ const DIRECT_READING_ON: u64 = 64;
 pub enum AppendError {
     #[error("the log of game {0} kept changing under this decision; retry")]
     Conflict(String),
+    /// Game `0` was folded afresh from its log since the caller looked at it (records it held
+    /// then may have been removed by an operator): what the caller concluded from it (the gap
+    /// before an observation) may no longer hold; nothing was decided, look again.
+    #[error(
+        "game {0} was read again from its log since its board's observations were looked at; \
+         they are looked at again"
+    )]
+    FoldedAfresh(String),
     /// The decision cannot be stored (a record NATS refuses, a record that does not open).
     #[error("appending to the log of game {game_id}: {reason}")]
     Failed { game_id: String, reason: String },
@@ -161,6 +169,9 @@ enum Decision<T> {
     },
     /// None can be made: game `game_id` cannot be folded here (see `Games::unfoldable`).
     Unfoldable { game_id: String, reason: String },
+    /// None is made: game `game_id` was folded afresh since the caller looked at it (see
+    /// `AppendError::FoldedAfresh`).
+    FoldedAfresh { game_id: String },
     /// `records` continue game `game_id`'s chain; `outcome` once they are stored. `on_board`:
     /// the board whose live game the decision was made for (the append is decided again if
     /// another game was set up there meanwhile).
@@ -574,7 +585,16 @@ impl Store {
 
     /// Runs `f` on the game live on `board_id`.
     pub async fn with_board<T>(&self, board_id: &str, f: impl FnOnce(&Game) -> T) -> Option<T> {
-        self.read().live_on(board_id).map(|e| f(&e.game))
+        self.with_board_entry(board_id, |e| f(&e.game)).await
+    }
+
+    /// Runs `f` on the game live on `board_id`, with what it was folded from.
+    pub(crate) async fn with_board_entry<T>(
+        &self,
+        board_id: &str,
+        f: impl FnOnce(&Entry) -> T,
+    ) -> Option<T> {
+        self.read().live_on(board_id).map(f)
     }
 
     /// Runs `f` on the game live on each board.
@@ -680,6 +700,9 @@ impl Store {
                 Decision::Unfoldable { game_id, reason } => {
                     return Err(AppendError::Unfoldable { game_id, reason });
                 }
+                Decision::FoldedAfresh { game_id } => {
+                    return Err(AppendError::FoldedAfresh(game_id));
+                }
                 Decision::Nothing { outcome, rests_on } => {
                     let Some(subject) = rests_on.filter(|_| !caught_up) else {
                         return Ok(outcome);
@@ -760,12 +783,15 @@ impl Store {
     /// decision that produced nothing stands when the state it was made on was the whole log at
     /// a moment after `whole_after` (when the observation decided was stored, at the latest:
     /// see `ingest`); else it is made again after catching up if the game's log had moved on
-    /// since the state it was made on (one that found no game, if the log had).
+    /// since the state it was made on (one that found no game, if the log had). `looked_at`:
+    /// the game's `Entry::folded_afresh` when the caller looked at its board (a gap before the
+    /// observation); nothing is decided on it once it was folded afresh since.
     pub async fn decide_on_board<T>(
         &self,
         board_id: &str,
         recorded_unix_ms: i64,
         whole_after: std::time::Instant,
+        looked_at: Option<u64>,
         decide: impl Fn(&Game) -> T,
         events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
@@ -780,6 +806,9 @@ impl Store {
                 };
             };
             let game_id = entry.game.game_id().to_owned();
+            if looked_at.is_some_and(|folded_afresh| folded_afresh != entry.folded_afresh) {
+                return Decision::FoldedAfresh { game_id };
+            }
             let decision = decide(&entry.game);
             let new_events = events_of(&decision);
             if new_events.is_empty() {
@@ -1700,21 +1729,36 @@ impl Store {
         let last = self
             .last_on_subject(game_id)
             .await
-            .map_err(|e| unavailable(game_id, e))?;
+            .map_err(|e| unavailable(game_id, e))?
+            .map(|m| (m.sequence, m.payload));
+        // nats-server 2.9 finds no last message on a subject whose last messages were removed
+        // (an operator's `boardcast fork cut`), and its per-subject check then refuses every
+        // expected end but none, until a message is stored on the subject again. A game folded
+        // here is then looked for by reading its subject, and its appends leave that check out
+        // (the stream-level one stays) until one is stored.
+        let (last, lookup_lost) = match last {
+            None if self.read().get(game_id).is_some() => {
+                let read = game_log::game_records(&self.checks, game_id, u64::MAX)
+                    .await
+                    .map_err(|e| unavailable(game_id, e))?;
+                (read.into_iter().last(), true)
+            }
+            last => (last, false),
+        };
         let folded_seq = self.read().folded_seq();
-        if last.as_ref().is_some_and(|m| m.sequence > folded_seq) {
+        if last.as_ref().is_some_and(|(seq, _)| *seq > folded_seq) {
             // Newer than what is folded: the append, expecting `folded_seq`, is refused anyway.
             return Ok(LastRecord::AsFolded);
         }
         let head_in_log = last
             .as_ref()
-            .and_then(|m| GameEventRecord::decode(m.payload.as_ref()).ok())
+            .and_then(|(_, payload)| GameEventRecord::decode(payload.as_ref()).ok())
             .map(|record| record.hash);
         let mut games = self.write();
         let entry = games.get(game_id);
-        if let (Some(m), Some(entry)) = (&last, entry)
-            && m.sequence == entry.last_stream_seq
-            && skipped_as_bad(&m.payload, game_id, entry.game.last_game_seq())
+        if let (Some((seq, payload)), Some(entry)) = (&last, entry)
+            && *seq == entry.last_stream_seq
+            && skipped_as_bad(payload, game_id, entry.game.last_game_seq())
         {
             // Where the game's subject was seen to end, on a record skipped here as bad in
             // itself (a forgery, say): nothing of the game was missed.
@@ -1723,13 +1767,13 @@ impl Store {
         let head_here = entry.map(|e| e.game.chain_head().to_vec());
         if head_in_log == head_here {
             // The same record: where the subject ends is taken from the log (the record was
-            // stored twice, say).
-            if let Some(m) = &last {
-                games.set_game_end(game_id, m.sequence);
+            // stored twice, say), or left unknown (0) while the server's lookup lost it.
+            if let Some((seq, _)) = &last {
+                games.set_game_end(game_id, if lookup_lost { 0 } else { *seq });
             }
             return Ok(LastRecord::AsFolded);
         }
-        let at = last.map_or(folded_seq, |m| m.sequence);
+        let at = last.map_or(folded_seq, |(seq, _)| seq);
         games.put_behind(game_id, at);
         drop(games);
         tracing::warn!(
