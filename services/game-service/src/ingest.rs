@@ -490,19 +490,18 @@ async fn redrive_due(
         // The observation handed over came out of the partition's order: the next one's
         // deliveries tell nothing of when it was stored (see `PartitionState::stored_by`).
         state.recent.clear();
-        match decided {
-            Ok(true) => {}
-            Ok(false) if redrive.tries < MAX_REDRIVES => {
-                redrive.tries += 1;
-                redrive.due = std::time::Instant::now() + REDRIVE_PAUSE;
-                state.redrives.insert(board, redrive);
-            }
-            Ok(false) => {
-                tracing::warn!(%board, tries = MAX_REDRIVES, "observations given up while the board's game log was broken are still undecided: left to the board's next observation");
-            }
-            Err(e) => {
-                tracing::warn!(%board, "deciding observations given up while the board's game log was broken: {e:#}; left to the board's next observation");
-            }
+        let undecided = match decided {
+            Ok(true) => continue,
+            Ok(false) => "still undecided".to_owned(),
+            // NATS away, say: tried again as when undecided.
+            Err(e) => format!("{e:#}"),
+        };
+        if redrive.tries < MAX_REDRIVES {
+            redrive.tries += 1;
+            redrive.due = std::time::Instant::now() + REDRIVE_PAUSE;
+            state.redrives.insert(board, redrive);
+        } else {
+            tracing::warn!(%board, tries = MAX_REDRIVES, "observations given up while the board's game log was broken: {undecided}; left to the board's next observation");
         }
     }
 }

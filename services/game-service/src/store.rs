@@ -1996,14 +1996,15 @@ impl Store {
     }
 }
 
+/// How many mended boards wait for a partition's consumer that has not seen them yet: more
+/// at once are passed over by it, and brought back by their boards' next observations.
+const MENDED_BOARDS_KEPT: usize = 256;
+
 /// How soon a game behind the log is read again while a record is missing (a leader catching
 /// up, or replaced, within seconds); once its log was found broken (it stays so until an
 /// operator mends it, and then its board should go on within seconds, as the broadcast and the
 /// arbiters' dashboards do); and once a record of it was found unfoldable (until a service
 /// without the bug reads it, which a restart does at once).
-/// How many mended boards wait for a partition's consumer that has not seen them yet: more
-/// at once are passed over by it, and brought back by their boards' next observations.
-const MENDED_BOARDS_KEPT: usize = 256;
 const READ_AGAIN_MISSING: std::time::Duration = std::time::Duration::from_secs(1);
 const READ_AGAIN_BROKEN: std::time::Duration = std::time::Duration::from_secs(10);
 const READ_AGAIN_UNFOLDABLE: std::time::Duration = std::time::Duration::from_secs(60);
