@@ -536,17 +536,17 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     );
     // A board whose game's log was mended has its last observation handed over again by a
     // short-lived consumer filtered to the board (`ingest::Redrive`).
-    let sim_2_subject = format!(
-        "{}.{}",
-        nats::observation_subject("sim-2"),
-        nats::partition_of_board("sim-2", DEFAULT_PARTITIONS)
+    let sim_2_subject = nats::stored_observation_subject(
+        "sim-2",
+        Some(nats::partition_of_board("sim-2", DEFAULT_PARTITIONS)),
     );
     let last = sim_2
         .get_last_raw_message_by_subject(&sim_2_subject)
         .await?;
     let redrive = sim_2
         .create_consumer(pull::Config {
-            name: Some("redrive-0123456789abcdef".to_owned()),
+            name: Some(format!("redrive-{}", last.sequence)),
+            max_ack_pending: 1,
             filter_subject: sim_2_subject,
             deliver_policy: DeliverPolicy::ByStartSequence {
                 start_sequence: last.sequence,

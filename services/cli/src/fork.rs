@@ -55,10 +55,11 @@ enum ForkCommand {
     /// Cut a game's log that lost records for good (a NATS fault; the game service says
     /// "missing ... taken as for good", and `show` lists what follows the gap): the records
     /// after the gap, which no reader can fold, are written to a file, then removed from the
-    /// log, the last first. The game service reads the game again (within 15 s) and decides the
-    /// board's observations since the last record kept again, from the observation streams,
-    /// so the moves and clock presses come back; arbiters' decisions among the records removed
-    /// (listed) must be made again. Needs the admin's NATS URL. Refuses, changing nothing, a log
+    /// log, the last first. Each game service instance reads the game again (an instance that
+    /// found it broken within 15 s, any other when it next looks at the game, within 100 s in a
+    /// hall of 1,000 boards) and decides the board's observations since the last record kept
+    /// again, from the observation streams, so the moves and clock presses come back;
+    /// arbiters' decisions among the records removed (listed) must be made again. Needs the admin's NATS URL. Refuses, changing nothing, a log
     /// that forks (keep a branch first), that follows on, or whose last record following on is
     /// not `--after`.
     Cut {
@@ -305,8 +306,9 @@ async fn cut(
          on it until it does"
     );
     eprintln!(
-        "the game service reads it again within 15 s and decides the board's observations since \
-         again; arbiters' decisions among the records removed must be made again (saved in {})",
+        "the game service reads it again within 100 s (15 s where it found it broken) and \
+         decides the board's observations since again; arbiters' decisions among the records \
+         removed must be made again (saved in {})",
         save.display()
     );
     Ok(())

@@ -25,9 +25,9 @@ pub(crate) struct Entry {
     /// snapshot written before it was kept). An append expects the subject to end there, so that
     /// a record of the game this instance did not see is refused rather than written beside.
     pub(crate) last_stream_seq: u64,
-    /// When the game was last folded afresh from its log here (`Games::refolded`, counted
-    /// across all games; 0: never): records it held before may be gone (an operator removed
-    /// a branch, or the records after one lost), so what was noted of its board against the
+    /// When the game was last folded afresh from its log here without some of the records it
+    /// held (`Games::refolded`, counted across all games; 0: never): an operator removed a
+    /// branch, or the records after one lost, so what was noted of its board against the
     /// earlier state no longer holds (see `ingest::Seen`).
     pub(crate) folded_afresh: u64,
 }
@@ -518,17 +518,29 @@ impl Games {
             .collect()
     }
 
-    /// The board game `game_id` is live on, when its log is marked broken: its board's
-    /// observations are being given up until the log is mended.
-    pub(crate) fn broken_live_board(&self, game_id: &str) -> Option<String> {
-        let behind = self.behind.get(game_id)?;
-        if !matches!(behind.stuck, Some(Stuck::Broken(_))) {
-            return None;
-        }
+    /// Whether game `game_id`'s log is marked broken: its board's observations are being given
+    /// up until the log is mended.
+    pub(crate) fn is_broken(&self, game_id: &str) -> bool {
+        self.behind
+            .get(game_id)
+            .is_some_and(|b| matches!(b.stuck, Some(Stuck::Broken(_))))
+    }
+
+    /// The board game `game_id` is live on, if it is.
+    pub(crate) fn board_of_live(&self, game_id: &str) -> Option<String> {
         self.live_on_board
             .iter()
             .find(|(_, live)| live.game_id == game_id)
             .map(|(board, _)| board.clone())
+    }
+
+    /// The games live on their boards and in progress whose records as read here follow on:
+    /// those whose end in the log is looked at in turn (see `Store::look_at_games`).
+    pub(crate) fn in_progress(&self) -> Vec<String> {
+        self.live()
+            .filter(|e| !e.game.is_over() && !self.behind.contains_key(e.game.game_id()))
+            .map(|e| e.game.game_id().to_owned())
+            .collect()
     }
 
     /// The game live on `board_id` when it is stuck behind its log: its id and why.
@@ -609,7 +621,15 @@ impl Games {
         })?;
         // Live on its board unless a game set up there later is known.
         self.set_up_on(game.board_id(), game_id, first_stream_seq);
-        self.refolds = self.refolds.saturating_add(1);
+        // Records that only go on from those folded before (one left out of what was
+        // delivered, read now) remove nothing: what was noted against the game still holds.
+        let folded_afresh = match self.by_id.get(game_id) {
+            Some(before) if records.starts_with(&before.records) => before.folded_afresh,
+            _ => {
+                self.refolds = self.refolds.saturating_add(1);
+                self.refolds
+            }
+        };
         self.by_id.insert(
             game_id.to_owned(),
             Entry {
@@ -617,7 +637,7 @@ impl Games {
                 first_stream_seq,
                 records,
                 last_stream_seq,
-                folded_afresh: self.refolds,
+                folded_afresh,
             },
         );
         self.behind.remove(game_id);
@@ -960,11 +980,9 @@ mod tests {
         assert_eq!(not_followed.reason, "forked");
         // Read again each turn; found mended, its board's observations given up are decided.
         assert_eq!(games.broken(), [game.game_id()]);
-        assert_eq!(
-            games.broken_live_board(game.game_id()).as_deref(),
-            Some("b1")
-        );
-        assert_eq!(games.broken_live_board(other.game_id()), None);
+        assert!(games.is_broken(game.game_id()) && !games.is_broken(other.game_id()));
+        assert_eq!(games.board_of_live(game.game_id()).as_deref(), Some("b1"));
+        assert_eq!(games.in_progress(), [other.game_id()], "not one behind");
         // A snapshot meanwhile keeps the marks: restored, the game is behind still, and broken.
         let restored = Games::from_snapshot(games.take_changes(true).expect("all"), trusted())
             .expect("restores");
@@ -981,7 +999,7 @@ mod tests {
         assert_eq!(games.behind_from(game.game_id()), None);
         assert!(games.stuck_on("b1").is_none(), "mended");
         assert!(games.broken().is_empty());
-        assert_eq!(games.broken_live_board(game.game_id()), None);
+        assert!(!games.is_broken(game.game_id()));
         let entry = games.get(game.game_id()).expect("known");
         assert_eq!((entry.game.last_game_seq(), entry.records.len()), (3, 3));
         assert_eq!(

@@ -16,8 +16,8 @@
 //! or its board's game can take nothing until someone mends it (its log forked, or a record of
 //! it cannot be folded here: given up at once, and so are the board's next ones until then): it
 //! is dead-lettered with the reason and the board's next observations are decided as usual.
-//! Those given up because the board's game could take nothing are decided once it can again
-//! (see [`Redrive`]).
+//! Those given up because the log of the board's game was broken are decided once it is
+//! mended, and so are those decided into records an operator removed (see [`Redrive`]).
 //! NATS being away (no leader during an election, a timeout, the connection lost) is waited out
 //! however long it lasts, so nothing is given up for it.
 //!
@@ -85,7 +85,7 @@ use boardcast_kit::nats::{
     DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, ORIGINAL_BYTES_HEADER,
     ORIGINAL_SEQUENCE_HEADER, ORIGINAL_STREAM_HEADER, ORIGINAL_SUBJECT_HEADER, REASON_HEADER,
     board_observations, board_of_subject, deadletter_subject, ingest_stream, next_message,
-    observation_partitions, observation_subject,
+    observation_partitions, stored_observation_subject,
 };
 use boardcast_kit::nats_access::{GAME_SERVICE_CONSUMER, ingest_consumer};
 use boardcast_kit::panic_text;
@@ -125,6 +125,12 @@ const PARTITION_CHECK: Duration = Duration::from_secs(30);
 /// is their turn (see `Store::read_broken_again`).
 const READ_BROKEN_EVERY: Duration = Duration::from_secs(5);
 
+/// How often, and how many, games in progress are looked at in turn for records removed from
+/// their logs by an operator (see `Store::look_at_games`): a hall of 1,000 boards in 100 s,
+/// at one request each.
+const LOOK_AT_GAMES_EVERY: Duration = Duration::from_secs(1);
+const GAMES_LOOKED_AT: usize = 10;
+
 /// How soon creating a partition's consumer is tried again after it failed.
 const CONSUMER_RETRY: Duration = Duration::from_secs(5);
 
@@ -159,9 +165,11 @@ pub async fn run(
     let mut tasks = tokio::task::JoinSet::new();
     let mut check = tokio::time::interval(PARTITION_CHECK);
     let mut read_broken = tokio::time::interval(READ_BROKEN_EVERY);
+    let mut look = tokio::time::interval(LOOK_AT_GAMES_EVERY);
     loop {
         tokio::select! {
             _ = read_broken.tick() => store.read_broken_again().await,
+            _ = look.tick() => store.look_at_games(GAMES_LOOKED_AT).await,
             _ = check.tick() => {
                 let mut wanted: BTreeSet<Option<u32>> =
                     std::iter::once(None).chain((0..settings.partitions).map(Some)).collect();
@@ -365,19 +373,19 @@ async fn consume(
         .await
         .context("subscribing to observations")?;
     let mut state = PartitionState::default();
-    let mut mended = store.mended_boards();
+    let mut mended = store.mended_signal();
+    // Boards mended before this consumer started (at start-up, a standby taking over) too.
+    mended.mark_changed();
     loop {
         let next_redrive = state.redrives.values().map(|r| r.due).min();
         let message = tokio::select! {
             message = messages.next() => message,
-            board = mended.recv() => {
-                if let Ok(board) = board {
-                    state.redrives.insert(board, Redrive::now());
-                }
+            Ok(()) = mended.changed() => {
+                state.take_mended(store.mended_boards());
                 continue;
             }
             () = sleep_until(next_redrive), if next_redrive.is_some() => {
-                redrive_due(&js, &stream, &store, &mut state, partition).await;
+                redrive_next(&js, &stream, &store, &mut state, partition).await;
                 continue;
             }
         };
@@ -454,18 +462,34 @@ impl Redrive {
     }
 }
 
-/// How often a mended board's observations are tried (every `REDRIVE_PAUSE`) before they are
-/// left to the board's next observation: longer than a gap is waited for and NATS refusals
-/// take to give an observation up.
+/// How often a mended board's observations are found still undecided (every
+/// `REDRIVE_PAUSE`) before they are left to the board's next observation: longer than a gap is
+/// waited for and NATS refusals take to give an observation up. NATS being away does not
+/// count: it is waited out.
 const MAX_REDRIVES: u32 = 30;
 const REDRIVE_PAUSE: Duration = Duration::from_secs(2);
 
 /// How long the consumer that hands a mended board's last observation over outlives its use
 /// (it is not deleted: only the admin may delete consumers).
-const REDRIVE_CONSUMER_INACTIVE: Duration = Duration::from_secs(30);
+const REDRIVE_CONSUMER_INACTIVE: Duration = Duration::from_secs(60);
 
-/// Decides the mended boards' observations whose turn it is (see [`Redrive`]).
-async fn redrive_due(
+impl PartitionState {
+    /// Queues the boards found mended (`mended`, with when) that were not queued for that
+    /// mend yet.
+    fn take_mended(&mut self, mended: Vec<(String, std::time::Instant)>) {
+        self.mended_taken
+            .retain(|board, _| mended.iter().any(|(b, _)| b == board));
+        for (board, at) in mended {
+            if self.mended_taken.insert(board.clone(), at) != Some(at) {
+                self.redrives.insert(board, Redrive::now());
+            }
+        }
+    }
+}
+
+/// Decides the observations of the mended board whose turn it is first, one board at a time so
+/// that the partition's own deliveries are taken in between (see [`Redrive`]).
+async fn redrive_next(
     js: &jetstream::Context,
     stream: &Stream,
     store: &Store,
@@ -473,36 +497,37 @@ async fn redrive_due(
     partition: Option<u32>,
 ) {
     let now = std::time::Instant::now();
-    let due: Vec<String> = state
+    let Some(board) = state
         .redrives
         .iter()
         .filter(|(_, r)| r.due <= now)
+        .min_by_key(|(_, r)| r.due)
         .map(|(board, _)| board.clone())
-        .collect();
-    for board in due {
-        let Some(mut redrive) = state.redrives.remove(&board) else {
-            continue;
-        };
-        // The attempts at the observation in flight stay as they were (see `Attempts::of`).
-        let delivered = std::mem::replace(&mut state.current, redrive.attempts);
-        let decided = redrive_board(js, stream, store, state, partition, &board).await;
-        redrive.attempts = std::mem::replace(&mut state.current, delivered);
-        // The observation handed over came out of the partition's order: the next one's
-        // deliveries tell nothing of when it was stored (see `PartitionState::stored_by`).
-        state.recent.clear();
-        let undecided = match decided {
-            Ok(true) => continue,
-            Ok(false) => "still undecided".to_owned(),
-            // NATS away, say: tried again as when undecided.
-            Err(e) => format!("{e:#}"),
-        };
-        if redrive.tries < MAX_REDRIVES {
-            redrive.tries += 1;
-            redrive.due = std::time::Instant::now() + REDRIVE_PAUSE;
-            state.redrives.insert(board, redrive);
-        } else {
-            tracing::warn!(%board, tries = MAX_REDRIVES, "observations given up while the board's game log was broken: {undecided}; left to the board's next observation");
+    else {
+        return;
+    };
+    let Some(mut redrive) = state.redrives.remove(&board) else {
+        return;
+    };
+    // The attempts at the observation in flight stay as they were (see `Attempts::of`).
+    let delivered = std::mem::replace(&mut state.current, redrive.attempts);
+    let decided = redrive_board(js, stream, store, state, partition, &board).await;
+    redrive.attempts = std::mem::replace(&mut state.current, delivered);
+    // The observation handed over came out of the partition's order: the next one's
+    // deliveries tell nothing of when it was stored (see `PartitionState::stored_by`).
+    state.recent.clear();
+    match decided {
+        Ok(true) => return,
+        Ok(false) => redrive.tries += 1,
+        Err(e) => {
+            tracing::debug!(%board, "deciding observations given up while the board's game log was broken: {e:#}; trying again")
         }
+    }
+    if redrive.tries < MAX_REDRIVES {
+        redrive.due = std::time::Instant::now() + REDRIVE_PAUSE;
+        state.redrives.insert(board, redrive);
+    } else {
+        tracing::warn!(%board, tries = MAX_REDRIVES, "observations given up while the board's game log was broken are still undecided: left to the board's next observation");
     }
 }
 
@@ -517,10 +542,7 @@ async fn redrive_board(
     partition: Option<u32>,
     board: &str,
 ) -> anyhow::Result<bool> {
-    let subject = match partition {
-        Some(p) => format!("{}.{p}", observation_subject(board)),
-        None => observation_subject(board),
-    };
+    let subject = stored_observation_subject(board, partition);
     let last = match stream.get_last_raw_message_by_subject(&subject).await {
         Ok(last) => last,
         // The board's observations are in another partition's stream.
@@ -545,38 +567,40 @@ async fn redrive_board(
     if !left(observation.device_seq).await {
         return Ok(true);
     }
+    // Named after the message, with one in flight: every instance that found the log mended
+    // shares it (creating it again with the same settings is no change), so the message is
+    // handed to one of them at a time, as a partition's are, and to another after `ack_wait`
+    // if that one died.
     let consumer = stream
         .create_consumer(pull::Config {
-            name: Some(format!("redrive-{:016x}", rand::random::<u64>())),
+            name: Some(format!("redrive-{}", last.sequence)),
             filter_subject: subject.clone(),
             deliver_policy: DeliverPolicy::ByStartSequence {
                 start_sequence: last.sequence,
             },
             ack_policy: jetstream::consumer::AckPolicy::Explicit,
+            max_ack_pending: 1,
             inactive_threshold: REDRIVE_CONSUMER_INACTIVE,
             memory_storage: true,
             ..Default::default()
         })
         .await
         .with_context(|| format!("creating a consumer of {subject}"))?;
-    let message = consumer
+    // Returns at once when there is none to hand (another instance has it, or had it).
+    let fetched = consumer
         .fetch()
         .max_messages(1)
-        .expires(REDRIVE_PAUSE)
         .messages()
         .await
         .with_context(|| format!("fetching the last message on {subject}"))?
         .next()
         .await
-        .with_context(|| {
-            format!(
-                "no message on {subject} at stream sequence {}",
-                last.sequence
-            )
-        })?
+        .transpose()
         .map_err(|e| anyhow::anyhow!("fetching the last message on {subject}: {e}"))?;
-    tracing::info!(%board, seq = observation.device_seq, "deciding the board's last observation again, and those given up before it");
-    handle_guarded(js, stream, store, state, &message).await;
+    if let Some(message) = fetched {
+        tracing::info!(%board, seq = observation.device_seq, "deciding the board's last observation again, and those given up before it");
+        handle_guarded(js, stream, store, state, &message).await;
+    }
     Ok(!left(observation.device_seq).await)
 }
 
@@ -701,6 +725,8 @@ struct PartitionState {
     /// The partition's boards whose games' logs were mended, and when their observations
     /// given up meanwhile are next tried (see [`Redrive`]).
     redrives: HashMap<String, Redrive>,
+    /// The mends already queued in `redrives` (the board, and when it was found mended).
+    mended_taken: HashMap<String, std::time::Instant>,
 }
 
 /// How many of the partition's last deliveries [`PartitionState::stored_by`] looks back over.

@@ -258,9 +258,15 @@ pub struct Store {
     /// on (see `Mode::Concurrent`). Changed and read with `games` held, so that it goes with
     /// the state read.
     whole_log_at: std::sync::Mutex<Option<std::time::Instant>>,
-    /// Tells the partitions' consumers of boards whose games' logs were found mended
-    /// ([`Store::mended_boards`]).
-    mended: tokio::sync::broadcast::Sender<String>,
+    /// The boards whose games' logs were found mended in the last `MENDED_KEPT`, and when
+    /// ([`Store::mended_boards`]): kept rather than only announced, so that a partition's
+    /// consumer started after the mend (at start-up, a standby taking over) finds them too.
+    mended: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// Changes whenever a board is added to `mended`.
+    mended_signal: tokio::sync::watch::Sender<u64>,
+    /// The last game whose end in the log was looked at ([`Store::look_at_games`]): the next
+    /// look goes on after it.
+    looked_at_last: std::sync::Mutex<String>,
 }
 
 /// Where this instance's last published record is expected in the stream, when records are in
@@ -485,7 +491,9 @@ impl Store {
             passed_over_at: std::sync::Mutex::default(),
             leader_lacking: std::sync::Mutex::default(),
             whole_log_at: std::sync::Mutex::default(),
-            mended: tokio::sync::broadcast::channel(MENDED_BOARDS_KEPT).0,
+            mended: std::sync::Mutex::default(),
+            mended_signal: tokio::sync::watch::Sender::new(0),
+            looked_at_last: std::sync::Mutex::default(),
         };
         // A stalled read (see `CATCH_UP_STALL`) keeps what it folded: go on from there.
         let mut stalls = 0;
@@ -1632,10 +1640,16 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// [`Store::read_game_again`], counted by outcome. A broken game found mended has its
-    /// board sent to [`Store::mended_boards`].
+    /// [`Store::read_game_again`], counted by outcome. A game read whole that was broken, or
+    /// that holds fewer records than before (an operator removed some), has its board added
+    /// to [`Store::mended_boards`]: observations given up, or decided into the records removed,
+    /// are decided again.
     async fn read_again_counted(&self, alone: &Turn<'_>, game_id: &str) -> Result<(), Unread> {
-        let broken_on = self.read().broken_live_board(game_id);
+        let folded_afresh = |games: &Games| games.get(game_id).map(|e| e.folded_afresh);
+        let (was_broken, folded_before) = {
+            let games = self.read();
+            (games.is_broken(game_id), folded_afresh(&games))
+        };
         let read_again = self.read_game_again(alone, game_id).await;
         let judged = self
             .missing_since
@@ -1650,24 +1664,44 @@ impl Store {
             Err(Unread::ForGood(_)) => "forked",
             Err(Unread::Unfoldable(_)) => "unfoldable",
         });
-        match (&judged, broken_on) {
+        let mended = judged.is_ok() && {
+            let games = self.read();
+            was_broken || folded_before.is_some_and(|before| folded_afresh(&games) != Some(before))
+        };
+        let mended_board = mended.then(|| self.read().board_of_live(game_id)).flatten();
+        match (&judged, mended_board) {
             (Err(Unread::ForGood(reason)), _) => self.write().put_broken(game_id, reason),
             (Ok(()), Some(board)) => {
-                tracing::info!(game = %game_id, %board, "the game's log was mended: deciding the board's observations given up meanwhile");
-                // Nobody listening (a standby not consuming yet): the board's next observation
-                // brings them back.
-                let _ = self.mended.send(board);
+                tracing::info!(game = %game_id, %board, "the game's log was mended: deciding the board's observations given up or removed meanwhile");
+                let now = std::time::Instant::now();
+                let mut mended = self
+                    .mended
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                mended.retain(|_, at| now.saturating_duration_since(*at) < MENDED_KEPT);
+                mended.insert(board, now);
+                self.mended_signal.send_modify(|changes| *changes += 1);
             }
             _ => {}
         }
         judged
     }
 
-    /// Boards whose games' logs were found mended (see `Stuck::Broken`), as they are: the
-    /// observations given up while the log was broken are decided then, without waiting for
-    /// the board's next one (a finished game's board may send none).
-    pub fn mended_boards(&self) -> tokio::sync::broadcast::Receiver<String> {
-        self.mended.subscribe()
+    /// The boards whose games' logs were found mended (see `Stuck::Broken`) in the last
+    /// `MENDED_KEPT`, and when: the observations given up while a log was broken are decided
+    /// then, without waiting for the board's next one (a finished game's board may send none).
+    pub fn mended_boards(&self) -> Vec<(String, std::time::Instant)> {
+        self.mended
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .map(|(board, at)| (board.clone(), *at))
+            .collect()
+    }
+
+    /// Changes whenever a board is found mended (see [`Store::mended_boards`]).
+    pub fn mended_signal(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.mended_signal.subscribe()
     }
 
     /// Reads the games whose logs were found broken again, those whose turn it is (every
@@ -1686,6 +1720,46 @@ impl Store {
         let turn = self.turn().await;
         for game_id in due {
             self.read_again_if_due(&turn, &game_id).await;
+        }
+    }
+
+    /// Looks whether the next `count` games in progress (in turn, by id) still end in the log
+    /// where they were folded here, and reads one that does not again at once. An operator's
+    /// removal of records this instance folded (`boardcast fork cut`, or `fork keep` of another
+    /// branch) appends nothing: without this, an instance that never found the log broken
+    /// would notice only at the game's next append, which a finished game's board may never
+    /// cause, and the observations decided into the records removed would stay undecided.
+    pub async fn look_at_games(&self, count: usize) {
+        let next: Vec<String> = {
+            let mut in_progress = self.read().in_progress();
+            in_progress.sort_unstable();
+            let mut last = self
+                .looked_at_last
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let start = in_progress.partition_point(|g| g <= &*last);
+            let next: Vec<String> = in_progress
+                .iter()
+                .cycle()
+                .skip(start)
+                .take(count.min(in_progress.len()))
+                .cloned()
+                .collect();
+            if let Some(g) = next.last() {
+                last.clone_from(g);
+            }
+            next
+        };
+        for game_id in next {
+            // One game at a time in the writer's turn: appends wait one request at most.
+            let turn = self.turn().await;
+            match self.check_last_record(&game_id).await {
+                Ok(LastRecord::Other { .. }) => self.read_again_if_due(&turn, &game_id).await,
+                Ok(LastRecord::AsFolded) => {}
+                Err(e) => {
+                    tracing::debug!(game = %game_id, "looking at the game's end in the log: {e}")
+                }
+            }
         }
     }
 
@@ -1733,7 +1807,7 @@ impl Store {
             .map(|m| (m.sequence, m.payload));
         // nats-server 2.9 finds no last message on a subject whose last messages were removed
         // (an operator's `boardcast fork cut`), and its per-subject check then refuses every
-        // expected end but none, until a message is stored on the subject again. A game folded
+        // expected end but 0, until a message is stored on the subject again. A game folded
         // here is then looked for by reading its subject, and its appends leave that check out
         // (the stream-level one stays) until one is stored.
         let (last, lookup_lost) = match last {
@@ -1996,9 +2070,9 @@ impl Store {
     }
 }
 
-/// How many mended boards wait for a partition's consumer that has not seen them yet: more
-/// at once are passed over by it, and brought back by their boards' next observations.
-const MENDED_BOARDS_KEPT: usize = 256;
+/// How long a board found mended is kept for the partitions' consumers (see
+/// `Store::mended_boards`): longer than one takes to start, or a standby to take over.
+const MENDED_KEPT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// How soon a game behind the log is read again while a record is missing (a leader catching
 /// up, or replaced, within seconds); once its log was found broken (it stays so until an

@@ -67,6 +67,15 @@ pub fn board_observations(board_id: &str) -> String {
     format!("boardcast.board.{board_id}.>")
 }
 
+/// A board's observations as stored in partition `partition`'s stream (`None`: as stored
+/// unpartitioned, where the subject is the one published on).
+pub fn stored_observation_subject(board_id: &str, partition: Option<u32>) -> String {
+    match partition {
+        Some(p) => format!("{}.{p}", observation_subject(board_id)),
+        None => observation_subject(board_id),
+    }
+}
+
 /// The stored observations of one partition.
 pub fn partition_subjects(partition: u32) -> String {
     format!("boardcast.board.*.obs.{partition}")
