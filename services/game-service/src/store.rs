@@ -1751,7 +1751,11 @@ impl Store {
             next
         };
         for game_id in next {
-            // One game at a time in the writer's turn: appends wait one request at most.
+            if self.ends_as_folded(&game_id).await {
+                continue;
+            }
+            // Looked at again in the writer's turn, one game at a time: appends wait for that
+            // game only, and only when its end looked different.
             let turn = self.turn().await;
             match self.check_last_record(&game_id).await {
                 Ok(LastRecord::Other { .. }) => self.read_again_if_due(&turn, &game_id).await,
@@ -1761,6 +1765,22 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Whether game `game_id`'s last record on its subject is the one folded here, or one
+    /// newer than all that is folded (another instance's, read at the next catch-up), at one
+    /// lookup without the writer's turn. `false` when that cannot be told at once.
+    async fn ends_as_folded(&self, game_id: &str) -> bool {
+        let Ok(Some(last)) = self.last_on_subject(game_id).await else {
+            return false;
+        };
+        let head_in_log = GameEventRecord::decode(last.payload.as_ref()).map(|r| r.hash);
+        let games = self.read();
+        last.sequence > games.folded_seq()
+            || games
+                .get(game_id)
+                .zip(head_in_log.ok())
+                .is_some_and(|(entry, head)| entry.game.chain_head() == head.as_slice())
     }
 
     /// A catch-up went past stream sequences it was not given (see `passed_over_at`).
