@@ -56,8 +56,8 @@ enum ForkCommand {
     /// "missing ... taken as for good", and `show` lists what follows the gap): the records
     /// after the gap, which no reader can fold, are written to a file, then removed from the
     /// log, the last first. Each game service instance reads the game again (an instance that
-    /// found it broken within 15 s, any other when it next looks at the game, within 100 s in a
-    /// hall of 1,000 boards) and decides the board's observations since the last record kept
+    /// found it broken within 15 s, any other when it next looks at the game, within about two
+    /// minutes in a hall of 1,000 boards) and decides the board's observations since the last record kept
     /// again, from the observation streams, so the moves and clock presses come back;
     /// arbiters' decisions among the records removed (listed) must be made again. Needs the admin's NATS URL. Refuses, changing nothing, a log
     /// that forks (keep a branch first), that follows on, or whose last record following on is
@@ -306,7 +306,7 @@ async fn cut(
          on it until it does"
     );
     eprintln!(
-        "the game service reads it again within 100 s (15 s where it found it broken) and \
+        "the game service reads it again within about two minutes (15 s where it found it broken) and \
          decides the board's observations since again; arbiters' decisions among the records \
          removed must be made again (saved in {})",
         save.display()

@@ -534,11 +534,12 @@ impl Games {
             .map(|(board, _)| board.clone())
     }
 
-    /// The games live on their boards and in progress whose records as read here follow on:
-    /// those whose end in the log is looked at in turn (see `Store::look_at_games`).
-    pub(crate) fn in_progress(&self) -> Vec<String> {
+    /// The games live on their boards whose records as read here follow on: those whose end
+    /// in the log is looked at in turn (see `Store::look_at_games`). Finished ones too: the
+    /// records removed may be those that finished it.
+    pub(crate) fn live_following(&self) -> Vec<String> {
         self.live()
-            .filter(|e| !e.game.is_over() && !self.behind.contains_key(e.game.game_id()))
+            .filter(|e| !self.behind.contains_key(e.game.game_id()))
             .map(|e| e.game.game_id().to_owned())
             .collect()
     }
@@ -982,7 +983,7 @@ mod tests {
         assert_eq!(games.broken(), [game.game_id()]);
         assert!(games.is_broken(game.game_id()) && !games.is_broken(other.game_id()));
         assert_eq!(games.board_of_live(game.game_id()).as_deref(), Some("b1"));
-        assert_eq!(games.in_progress(), [other.game_id()], "not one behind");
+        assert_eq!(games.live_following(), [other.game_id()], "not one behind");
         // A snapshot meanwhile keeps the marks: restored, the game is behind still, and broken.
         let restored = Games::from_snapshot(games.take_changes(true).expect("all"), trusted())
             .expect("restores");

@@ -125,11 +125,20 @@ const PARTITION_CHECK: Duration = Duration::from_secs(30);
 /// is their turn (see `Store::read_broken_again`).
 const READ_BROKEN_EVERY: Duration = Duration::from_secs(5);
 
-/// How often, and how many, games in progress are looked at in turn for records removed from
-/// their logs by an operator (see `Store::look_at_games`): a hall of 1,000 boards in 100 s,
-/// at one request each.
+/// How often, and how many, games live on their boards are looked at in turn for records
+/// removed from their logs by an operator (see `Store::look_at_games`): a hall of 1,000 boards
+/// in 100 s, at one request each.
 const LOOK_AT_GAMES_EVERY: Duration = Duration::from_secs(1);
 const GAMES_LOOKED_AT: usize = 10;
+
+/// Aborts a task when dropped (the service's ingest ended).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 /// How soon creating a partition's consumer is tried again after it failed.
 const CONSUMER_RETRY: Duration = Duration::from_secs(5);
@@ -164,12 +173,28 @@ pub async fn run(
     let mut consumed = BTreeSet::new();
     let mut tasks = tokio::task::JoinSet::new();
     let mut check = tokio::time::interval(PARTITION_CHECK);
-    let mut read_broken = tokio::time::interval(READ_BROKEN_EVERY);
-    let mut look = tokio::time::interval(LOOK_AT_GAMES_EVERY);
+    // Reading broken games again and looking at games' ends take the writer's turn and wait
+    // on NATS: in a task of their own, so that the partitions' consumers are started
+    // meanwhile.
+    let looking = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut read_broken = tokio::time::interval(READ_BROKEN_EVERY);
+            let mut look = tokio::time::interval(LOOK_AT_GAMES_EVERY);
+            for every in [&mut read_broken, &mut look] {
+                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            }
+            loop {
+                tokio::select! {
+                    _ = read_broken.tick() => store.read_broken_again().await,
+                    _ = look.tick() => store.look_at_games(GAMES_LOOKED_AT).await,
+                }
+            }
+        })
+    };
+    let _stop_looking = AbortOnDrop(looking);
     loop {
         tokio::select! {
-            _ = read_broken.tick() => store.read_broken_again().await,
-            _ = look.tick() => store.look_at_games(GAMES_LOOKED_AT).await,
             _ = check.tick() => {
                 let mut wanted: BTreeSet<Option<u32>> =
                     std::iter::once(None).chain((0..settings.partitions).map(Some)).collect();
@@ -444,9 +469,11 @@ async fn sleep_until(at: Option<std::time::Instant>) {
 /// the board's next observation, which a finished game's board may never send.
 struct Redrive {
     due: std::time::Instant,
-    /// How often it was tried and left the board's last observation undecided (NATS away, or
-    /// observations missing before it that the board may still re-send).
+    /// How often it was tried and left the board's last observation undecided (observations
+    /// missing before it that the board may still re-send, say).
     tries: u32,
+    /// How often trying failed for NATS (not counted in `tries`: waited out).
+    errors: u32,
     /// The attempts at its last observation, kept between tries as for a delivery (so that a
     /// gap found is recorded once the board's time to re-send is up).
     attempts: Attempts,
@@ -457,6 +484,7 @@ impl Redrive {
         Redrive {
             due: std::time::Instant::now(),
             tries: 0,
+            errors: 0,
             attempts: Attempts::default(),
         }
     }
@@ -468,6 +496,8 @@ impl Redrive {
 /// count: it is waited out.
 const MAX_REDRIVES: u32 = 30;
 const REDRIVE_PAUSE: Duration = Duration::from_secs(2);
+/// Every how many tries that failed for NATS a redrive says so in the log.
+const REDRIVE_ERRORS_SAID: u32 = 30;
 
 /// How long the consumer that hands a mended board's last observation over outlives its use
 /// (it is not deleted: only the admin may delete consumers).
@@ -481,7 +511,8 @@ impl PartitionState {
             .retain(|board, _| mended.iter().any(|(b, _)| b == board));
         for (board, at) in mended {
             if self.mended_taken.insert(board.clone(), at) != Some(at) {
-                self.redrives.insert(board, Redrive::now());
+                // One already queued goes on as it is (its attempts kept).
+                self.redrives.entry(board).or_insert_with(Redrive::now);
             }
         }
     }
@@ -520,7 +551,13 @@ async fn redrive_next(
         Ok(true) => return,
         Ok(false) => redrive.tries += 1,
         Err(e) => {
-            tracing::debug!(%board, "deciding observations given up while the board's game log was broken: {e:#}; trying again")
+            redrive.errors = redrive.errors.saturating_add(1);
+            // NATS away is waited out; an error that lasts is said now and then.
+            if redrive.errors % REDRIVE_ERRORS_SAID == 0 {
+                tracing::warn!(%board, errors = redrive.errors, "deciding observations given up while the board's game log was broken: {e:#}; trying again");
+            } else {
+                tracing::debug!(%board, "deciding observations given up while the board's game log was broken: {e:#}; trying again");
+            }
         }
     }
     if redrive.tries < MAX_REDRIVES {
@@ -567,13 +604,17 @@ async fn redrive_board(
     if !left(observation.device_seq).await {
         return Ok(true);
     }
-    // Named after the message, with one in flight: every instance that found the log mended
-    // shares it (creating it again with the same settings is no change), so the message is
-    // handed to one of them at a time, as a partition's are, and to another after `ack_wait`
-    // if that one died.
+    // Named after the message and where the game's log ends, with one in flight: every
+    // instance that found the log mended shares it (creating it again with the same settings
+    // is no change), so the message is handed to one of them at a time, as a partition's are,
+    // and to another after `ack_wait` if that one died; a later mend gets a consumer of its own.
+    let game_end = store
+        .with_board_entry(board, |e| e.last_stream_seq)
+        .await
+        .unwrap_or(0);
     let consumer = stream
         .create_consumer(pull::Config {
-            name: Some(format!("redrive-{}", last.sequence)),
+            name: Some(format!("redrive-{}-{game_end}", last.sequence)),
             filter_subject: subject.clone(),
             deliver_policy: DeliverPolicy::ByStartSequence {
                 start_sequence: last.sequence,

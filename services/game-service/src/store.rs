@@ -267,6 +267,10 @@ pub struct Store {
     /// The last game whose end in the log was looked at ([`Store::look_at_games`]): the next
     /// look goes on after it.
     looked_at_last: std::sync::Mutex<String>,
+    /// The games whose end in the log looked moved when last looked at, and since when: read
+    /// again only once it still does `MOVED_CONFIRMED` later (a leader just elected, or
+    /// lacking a record, answers with an earlier end for a moment).
+    looked_moved: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
 }
 
 /// Where this instance's last published record is expected in the stream, when records are in
@@ -494,6 +498,7 @@ impl Store {
             mended: std::sync::Mutex::default(),
             mended_signal: tokio::sync::watch::Sender::new(0),
             looked_at_last: std::sync::Mutex::default(),
+            looked_moved: std::sync::Mutex::default(),
         };
         // A stalled read (see `CATCH_UP_STALL`) keeps what it folded: go on from there.
         let mut stalls = 0;
@@ -1695,6 +1700,7 @@ impl Store {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .iter()
+            .filter(|(_, at)| at.elapsed() < MENDED_KEPT)
             .map(|(board, at)| (board.clone(), *at))
             .collect()
     }
@@ -1723,15 +1729,16 @@ impl Store {
         }
     }
 
-    /// Looks whether the next `count` games in progress (in turn, by id) still end in the log
-    /// where they were folded here, and reads one that does not again at once. An operator's
+    /// Looks whether the next `count` games live on their boards (in turn, by id) still end in
+    /// the log where they were folded here, and reads one again that does not, twice at least
+    /// `MOVED_CONFIRMED` apart. An operator's
     /// removal of records this instance folded (`boardcast fork cut`, or `fork keep` of another
     /// branch) appends nothing: without this, an instance that never found the log broken
     /// would notice only at the game's next append, which a finished game's board may never
     /// cause, and the observations decided into the records removed would stay undecided.
     pub async fn look_at_games(&self, count: usize) {
         let next: Vec<String> = {
-            let mut in_progress = self.read().in_progress();
+            let mut in_progress = self.read().live_following();
             in_progress.sort_unstable();
             let mut last = self
                 .looked_at_last
@@ -1751,11 +1758,29 @@ impl Store {
             next
         };
         for game_id in next {
-            if self.ends_as_folded(&game_id).await {
+            let as_folded = self.ends_as_folded(&game_id).await;
+            let moved_since = {
+                let mut moved = self
+                    .looked_moved
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                match as_folded {
+                    // NATS away: looked at on the next round.
+                    None => continue,
+                    Some(true) => {
+                        moved.remove(&game_id);
+                        continue;
+                    }
+                    Some(false) => *moved
+                        .entry(game_id.clone())
+                        .or_insert_with(std::time::Instant::now),
+                }
+            };
+            if moved_since.elapsed() < MOVED_CONFIRMED {
                 continue;
             }
             // Looked at again in the writer's turn, one game at a time: appends wait for that
-            // game only, and only when its end looked different.
+            // game only, and only when its end still looks different.
             let turn = self.turn().await;
             match self.check_last_record(&game_id).await {
                 Ok(LastRecord::Other { .. }) => self.read_again_if_due(&turn, &game_id).await,
@@ -1764,23 +1789,34 @@ impl Store {
                     tracing::debug!(game = %game_id, "looking at the game's end in the log: {e}")
                 }
             }
+            drop(turn);
+            self.looked_moved
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .remove(&game_id);
         }
     }
 
-    /// Whether game `game_id`'s last record on its subject is the one folded here, or one
-    /// newer than all that is folded (another instance's, read at the next catch-up), at one
-    /// lookup without the writer's turn. `false` when that cannot be told at once.
-    async fn ends_as_folded(&self, game_id: &str) -> bool {
-        let Ok(Some(last)) = self.last_on_subject(game_id).await else {
-            return false;
-        };
-        let head_in_log = GameEventRecord::decode(last.payload.as_ref()).map(|r| r.hash);
+    /// Whether game `game_id`'s subject ends where it was folded here (its last record the
+    /// one folded, or where the subject was seen to end: a record skipped as bad, or an end
+    /// nats-server 2.9 no longer finds, see `check_last_record`), or on one newer than all that
+    /// is folded (another instance's, read at the next catch-up), at one lookup without the
+    /// writer's turn. `None`: NATS did not answer.
+    async fn ends_as_folded(&self, game_id: &str) -> Option<bool> {
+        let last = self.last_on_subject(game_id).await.ok()?;
         let games = self.read();
-        last.sequence > games.folded_seq()
-            || games
-                .get(game_id)
-                .zip(head_in_log.ok())
-                .is_some_and(|(entry, head)| entry.game.chain_head() == head.as_slice())
+        let Some(entry) = games.get(game_id) else {
+            return Some(true);
+        };
+        Some(match last {
+            None => entry.last_stream_seq == 0,
+            Some(last) => {
+                last.sequence > games.folded_seq()
+                    || last.sequence == entry.last_stream_seq
+                    || GameEventRecord::decode(last.payload.as_ref())
+                        .is_ok_and(|r| entry.game.chain_head() == r.hash.as_slice())
+            }
+        })
     }
 
     /// A catch-up went past stream sequences it was not given (see `passed_over_at`).
@@ -2089,6 +2125,10 @@ impl Store {
         self.games.write().ok()?.take_changes(all)
     }
 }
+
+/// How long a game's end in the log must keep looking moved before it is read again (see
+/// `Store::looked_moved`).
+const MOVED_CONFIRMED: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long a board found mended is kept for the partitions' consumers (see
 /// `Store::mended_boards`): longer than one takes to start, or a standby to take over.
