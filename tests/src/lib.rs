@@ -43,8 +43,32 @@ impl TestNats {
             .prefix("boardcast-nats-")
             .tempdir()
             .context("creating a store directory for NATS")?;
-        let server =
-            LocalNats::start_partitioned(&dir.path().join("store"), 0, Stdio::null(), partitions)?;
+        // Its log is kept beside the store, and is in the error if it does not start; a port
+        // taken by another process between being found free and the server listening on it
+        // makes it exit, and other ports are tried.
+        let log_path = dir.path().join("nats.log");
+        let mut attempts = 0;
+        let server = loop {
+            attempts += 1;
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+                .context("creating the NATS log")?;
+            match LocalNats::start_partitioned(
+                &dir.path().join("store"),
+                0,
+                Stdio::from(log),
+                partitions,
+            ) {
+                Ok(server) => break server,
+                Err(e) if attempts < 3 => eprintln!("nats-server did not start ({e:#}); again"),
+                Err(e) => {
+                    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                    return Err(e.context(format!("its log:\n{log}")));
+                }
+            }
+        };
         Ok(TestNats { server, dir })
     }
 

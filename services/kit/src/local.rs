@@ -13,6 +13,15 @@ use nix::{sys::signal, unistd::Pid};
 
 /// A port on 127.0.0.1 that was free a moment ago.
 pub fn free_port() -> anyhow::Result<u16> {
+    // Below Linux's default range of ports given to outgoing connections (32768–60999), so
+    // that no connection made meanwhile takes it before the process it is for listens on it
+    // (a nats-server then exits, the port in use); the system's choice if none is found.
+    for _ in 0..64 {
+        let port = rand::random_range(20_000..32_768);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(listener.local_addr()?.port())
 }
