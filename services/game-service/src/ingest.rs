@@ -1911,10 +1911,11 @@ mod tests {
 
         /// Whatever a decision came to, after any number of attempts and whatever the board's
         /// numbers: a disposition and no panic, a reason for every dead letter, a bounded pause
-        /// for every retry, and never a give-up for a conflict or for NATS being away.
+        /// for every retry, and never a give-up for a conflict, a game folded afresh meanwhile or
+        /// NATS being away.
         #[test]
         fn every_decision_has_a_disposition(
-            outcome in 0u8..12,
+            outcome in 0u8..13,
             device_seq in any::<u64>(),
             other_seq in any::<u64>(),
             ms in any::<u64>(),
@@ -1942,6 +1943,7 @@ mod tests {
                     game_id: "g".into(),
                     reason: "timed out".into(),
                 }),
+                11 => Err(AppendError::FoldedAfresh("g".into())),
                 _ => Err(AppendError::Failed {
                     game_id: "g".into(),
                     reason: "maximum payload exceeded".into(),
@@ -1955,12 +1957,12 @@ mod tests {
                 }
                 Disposition::Ack { .. } => prop_assert!((4..=8).contains(&outcome)),
             }
-            if outcome == 9 || outcome == 10 {
+            if (9..=11).contains(&outcome) {
                 let retried = matches!(
                     disposition(&decision, &obs, tried, seen_before),
                     Disposition::Retry { .. }
                 );
-                prop_assert!(retried, "a conflict or NATS away is tried again");
+                prop_assert!(retried, "a conflict, a refold or NATS away is tried again");
             }
         }
 
