@@ -843,9 +843,6 @@ async fn a_forked_game_fails_alone_and_snapshots_go_on_keeping_it_behind() -> an
 async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() -> anyhow::Result<()>
 {
     use boardcast_kit::nats::{observation_subject, partition_of_board};
-    use boardcast_schema::device::v1::{
-        Observation, Piece, PieceLifted, SourceKind, observation::Kind as ObservationKind,
-    };
     use boardcast_schema::game::v1::{Annotation, arbiter_action::Action};
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
@@ -875,20 +872,7 @@ async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() 
 
     // Published while no service runs: the forked board's second observation before its
     // first, then the neighbour's.
-    let lift = |board: &str, device_seq: u64| {
-        let now = boardcast_kit::now_unix_ms();
-        Observation {
-            board_id: board.to_owned(),
-            device_seq,
-            device_time_unix_ms: now,
-            receive_time_unix_ms: now,
-            source: SourceKind::Simulator as i32,
-            kind: Some(ObservationKind::Lifted(PieceLifted {
-                square: 12,
-                piece: Piece::WhitePawn as i32,
-            })),
-        }
-    };
+    let lift = pawn_lifted;
     for observation in [
         lift(forked_board, 2),
         lift(forked_board, 1),
@@ -1026,9 +1010,6 @@ async fn a_forked_games_observations_are_given_up_and_their_partition_goes_on() 
 async fn a_log_that_lost_records_is_cut_and_the_boards_observations_are_decided_again()
 -> anyhow::Result<()> {
     use boardcast_kit::nats::{GAMES_STREAM, observation_subject};
-    use boardcast_schema::device::v1::{
-        Observation, Piece, PieceLifted, SourceKind, observation::Kind as ObservationKind,
-    };
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
@@ -1040,20 +1021,7 @@ async fn a_log_that_lost_records_is_cut_and_the_boards_observations_are_decided_
     ));
     let game_id = client.create_game(request).await?.into_inner().game_id;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    let lift = |device_seq: u64| {
-        let now = boardcast_kit::now_unix_ms();
-        Observation {
-            board_id: board.to_owned(),
-            device_seq,
-            device_time_unix_ms: now,
-            receive_time_unix_ms: now,
-            source: SourceKind::Simulator as i32,
-            kind: Some(ObservationKind::Lifted(PieceLifted {
-                square: 12,
-                piece: Piece::WhitePawn as i32,
-            })),
-        }
-    };
+    let lift = |device_seq: u64| pawn_lifted(board, device_seq);
     let publish = |device_seq: u64| {
         let js = js.clone();
         async move {
@@ -1124,12 +1092,7 @@ async fn a_log_that_lost_records_is_cut_and_the_boards_observations_are_decided_
     assert_eq!(records().await?.len(), 3);
     let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&save)?)?;
     assert_eq!(saved["kept_up_to_record"], 3);
-    let removed: Vec<u64> = saved["removed"]
-        .as_array()
-        .context("the records removed")?
-        .iter()
-        .filter_map(|r| r["stream_seq"].as_u64())
-        .collect();
+    let removed = saved_stream_seqs(&saved)?;
     assert_eq!(removed, [stored[4].0, stored[5].0, stored[6].0]);
 
     // Without the board sending anything more (a finished game's board may not), the service
@@ -1438,12 +1401,7 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
     assert!(ok, "{out}");
     assert!(out.contains("its records follow on"), "{out}");
     let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&save)?)?;
-    let removed: Vec<u64> = saved["removed"]
-        .as_array()
-        .context("the records removed")?
-        .iter()
-        .filter_map(|r| r["stream_seq"].as_u64())
-        .collect();
+    let removed = saved_stream_seqs(&saved)?;
     assert!(removed.contains(&e4_branch), "{saved}");
     // Each record saved as it was stored.
     for entry in saved["removed"].as_array().context("the records removed")? {
@@ -1612,6 +1570,35 @@ where
             "not seen within {limit:?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Where the records saved by `boardcast fork keep` or `cut` (their file, `saved`) were stored.
+fn saved_stream_seqs(saved: &serde_json::Value) -> anyhow::Result<Vec<u64>> {
+    Ok(saved["removed"]
+        .as_array()
+        .context("the records removed")?
+        .iter()
+        .filter_map(|r| r["stream_seq"].as_u64())
+        .collect())
+}
+
+/// Board `board`'s observation `device_seq`: White's e-pawn lifted (each one is recorded).
+fn pawn_lifted(board: &str, device_seq: u64) -> boardcast_schema::device::v1::Observation {
+    use boardcast_schema::device::v1::{
+        Observation, Piece, PieceLifted, SourceKind, observation::Kind as ObservationKind,
+    };
+    let now = boardcast_kit::now_unix_ms();
+    Observation {
+        board_id: board.to_owned(),
+        device_seq,
+        device_time_unix_ms: now,
+        receive_time_unix_ms: now,
+        source: SourceKind::Simulator as i32,
+        kind: Some(ObservationKind::Lifted(PieceLifted {
+            square: 12,
+            piece: Piece::WhitePawn as i32,
+        })),
     }
 }
 

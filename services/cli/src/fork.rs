@@ -240,13 +240,21 @@ async fn keep(
         print_fork(game_id, &again);
         return Ok(());
     }
-    let followed = follows_on(game_id, &after, trusted);
+    let done = format!("removed {} records, keeping branch {kept}", removed.len());
+    say_it_follows_on(game_id, &after, trusted, &done)
+}
+
+/// Says what was `done` and whether game `game_id`'s records left in the log (`left`) follow
+/// on; an error when they do not.
+fn say_it_follows_on(
+    game_id: &str,
+    left: &[(u64, impl AsRef<[u8]>)],
+    trusted: &TrustedKeys,
+    done: &str,
+) -> anyhow::Result<()> {
+    let followed = follows_on(game_id, left, trusted);
     let ok = followed.is_ok();
-    eprintln!(
-        "removed {} records, keeping branch {kept}: {}",
-        removed.len(),
-        following(followed)
-    );
+    eprintln!("{done}: {}", following(followed));
     anyhow::ensure!(
         ok,
         "the log of game {game_id} still does not follow on; the game service refuses to decide \
@@ -293,22 +301,12 @@ async fn cut(
     )
     .await?;
     let left = game_records(&stream, game_id, u64::MAX).await?;
-    let followed = follows_on(game_id, &left, trusted);
-    let ok = followed.is_ok();
+    let done = format!("removed {} records after record {after}", removed.len());
+    say_it_follows_on(game_id, &left, trusted, &done)?;
     eprintln!(
-        "removed {} records after record {after}: {}",
-        removed.len(),
-        following(followed)
-    );
-    anyhow::ensure!(
-        ok,
-        "the log of game {game_id} still does not follow on; the game service refuses to decide \
-         on it until it does"
-    );
-    eprintln!(
-        "the game service reads it again within about two minutes (15 s where it found it broken) and \
-         decides the board's observations since again; arbiters' decisions among the records \
-         removed must be made again (saved in {})",
+        "the game service reads it again within about two minutes (15 s where it found it \
+         broken) and decides the board's observations since again; arbiters' decisions among \
+         the records removed must be made again (saved in {})",
         save.display()
     );
     Ok(())
