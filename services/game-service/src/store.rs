@@ -1738,18 +1738,22 @@ impl Store {
     /// cause, and the observations decided into the records removed would stay undecided.
     pub async fn look_at_games(&self, count: usize) {
         let next: Vec<String> = {
-            let mut in_progress = self.read().live_following();
-            in_progress.sort_unstable();
+            let mut live = self.read().live_following();
+            live.sort_unstable();
+            self.looked_moved
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .retain(|game_id, _| live.binary_search(game_id).is_ok());
             let mut last = self
                 .looked_at_last
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let start = in_progress.partition_point(|g| g <= &*last);
-            let next: Vec<String> = in_progress
+            let start = live.partition_point(|g| g <= &*last);
+            let next: Vec<String> = live
                 .iter()
                 .cycle()
                 .skip(start)
-                .take(count.min(in_progress.len()))
+                .take(count.min(live.len()))
                 .cloned()
                 .collect();
             if let Some(g) = next.last() {
