@@ -509,12 +509,14 @@ impl Games {
         }
     }
 
-    /// The games whose logs were found broken (see `Stuck::Broken`).
-    pub(crate) fn broken(&self) -> Vec<String> {
+    /// The games whose logs were found broken, and why (see `Stuck::Broken`).
+    pub(crate) fn broken(&self) -> Vec<(String, String)> {
         self.behind
             .iter()
-            .filter(|(_, b)| matches!(b.stuck, Some(Stuck::Broken(_))))
-            .map(|(g, _)| g.clone())
+            .filter_map(|(game_id, behind)| match &behind.stuck {
+                Some(Stuck::Broken(why)) => Some((game_id.clone(), why.clone())),
+                _ => None,
+            })
             .collect()
     }
 
@@ -746,14 +748,7 @@ impl Games {
             last_game: self.last_game.clone().unwrap_or_default(),
             games: changed,
             behind: self.behind(),
-            broken: self
-                .behind
-                .iter()
-                .filter_map(|(game_id, behind)| match &behind.stuck {
-                    Some(Stuck::Broken(why)) => Some((game_id.clone(), why.clone())),
-                    _ => None,
-                })
-                .collect(),
+            broken: self.broken(),
         })
     }
 }
@@ -980,7 +975,10 @@ mod tests {
         let not_followed = games.not_followed(game.game_id()).expect("behind");
         assert_eq!(not_followed.reason, "forked");
         // Read again each turn; found mended, its board's observations given up are decided.
-        assert_eq!(games.broken(), [game.game_id()]);
+        assert_eq!(
+            games.broken(),
+            [(game.game_id().to_owned(), "forked".to_owned())]
+        );
         assert!(games.is_broken(game.game_id()) && !games.is_broken(other.game_id()));
         assert_eq!(games.board_of_live(game.game_id()).as_deref(), Some("b1"));
         assert_eq!(games.live_following(), [other.game_id()], "not one behind");

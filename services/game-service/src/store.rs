@@ -1718,6 +1718,7 @@ impl Store {
             .read()
             .broken()
             .into_iter()
+            .map(|(game_id, _)| game_id)
             .filter(|game_id| self.read_again_due(game_id))
             .collect();
         if due.is_empty() {
