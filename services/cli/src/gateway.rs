@@ -199,7 +199,8 @@ impl Publishing {
             }
             None => None,
         };
-        let client = boardcast_kit::nats::connect(&args.nats, client_name).await?;
+        // Returns at once: the outbox keeps observations while NATS is away.
+        let client = boardcast_kit::nats::connect_observed(&args.nats, client_name, |_| {}).await?;
         let js = jetstream::new(client);
         let wake = Arc::new(Notify::new());
         let stop = Arc::new(Notify::new());

@@ -68,7 +68,7 @@ fn required_request_id(request_id: &str) -> Result<&str, Status> {
 
 fn append_status(e: AppendError) -> Status {
     match e {
-        AppendError::Conflict(_) | AppendError::FoldedAfresh(_) => Status::aborted(e.to_string()),
+        AppendError::Conflict(_) => Status::aborted(e.to_string()),
         AppendError::Failed { .. } | AppendError::Unavailable { .. } => {
             Status::unavailable(e.to_string())
         }

@@ -1,9 +1,9 @@
 //! Consuming board observations: decode, fold into the board's live game, append, then ack.
 //!
 //! An observation is acknowledged only after the events it produced are in the game log, so a
-//! crash before that means redelivery, and redelivery is harmless: the store catches up with the
-//! log before deciding, and the game ignores `device_seq`s it has already applied. A crash between
-//! two appends of one decision is completed on redelivery (`Store::complete_last_decision`).
+//! crash before that means redelivery, and redelivery is harmless: a decision's records are
+//! stored all or none, the store decides on the game as its log holds it, and the game ignores
+//! `device_seq`s it has already applied.
 //! Observations that cannot be used go to the dead-letter stream with the reason, and are then
 //! acknowledged; when a game is in progress on the board, its log first records the hole
 //! (`ObservationsMissing` with the reason), as for observations that never arrived.
@@ -13,11 +13,10 @@
 //! An observation is rejected (impossible values: see `Rejected`), or its decision panics (a bug,
 //! caught here: retrying would panic again), or NATS refuses `MAX_FAILURES` times to store its
 //! decision (each attempt after a longer pause; NATS refusing the record, not NATS being away),
-//! or its board's game can take nothing until someone mends it (its log forked, or a record of
-//! it cannot be folded here: given up at once, and so are the board's next ones until then): it
-//! is dead-lettered with the reason and the board's next observations are decided as usual.
-//! Those given up because the log of the board's game was broken are decided once it is
-//! mended, and so are those decided into records an operator removed (see [`Redrive`]).
+//! or its board's game can take nothing until someone mends it (its log does not follow on, or a
+//! record of it cannot be folded here: given up at once, and so are the board's next ones until
+//! then): it is dead-lettered with the reason and the board's next observations are decided as
+//! usual.
 //! NATS being away (no leader during an election, a timeout, the connection lost) is waited out
 //! however long it lasts, so nothing is given up for it.
 //!
@@ -31,10 +30,10 @@
 //! acknowledged, so a board's observations are decided one at a time, in stream order, whichever
 //! instance gets them, while the partitions are decided concurrently (each instance consumes
 //! every partition). Observations stored unpartitioned (a server without the mapping, in
-//! `BOARDCAST_INGEST`) are one more partition. (nats-server 2.9 has no per-subject limit on
-//! pending acks nor pinned consumers.) When an instance stalls past `ack_wait` its observation
-//! goes to another instance; if the stalled one wakes up, its append conflicts with the log (see
-//! `store`), it catches up and finds the observation applied. A lost acknowledgement holds up its partition only.
+//! `BOARDCAST_INGEST`) are one more partition. When an instance stalls past `ack_wait` its
+//! observation goes to another instance; if the stalled one wakes up, its append is refused (the
+//! game moved, see `store`), it folds the game's new records and finds the observation applied.
+//! A lost acknowledgement holds up its partition only.
 //!
 //! # Gaps and reordering
 //!
@@ -74,18 +73,17 @@ use async_nats::{
         consumer::{DeliverPolicy, pull},
         context::ConsumerInfoErrorKind,
         message::Message,
-        stream::{LastRawMessageErrorKind, Stream},
+        stream::Stream,
     },
 };
 use boardcast_game::{
-    Ignored, ObservationOutcome, Rejected, device::Observation, events::game_event::Kind,
-    plausible_device_seq,
+    Ignored, ObservationOutcome, Rejected, device::Observation, plausible_device_seq,
 };
 use boardcast_kit::nats::{
     DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, ORIGINAL_BYTES_HEADER,
     ORIGINAL_SEQUENCE_HEADER, ORIGINAL_STREAM_HEADER, ORIGINAL_SUBJECT_HEADER, REASON_HEADER,
     board_observations, board_of_subject, deadletter_subject, ingest_stream, next_message,
-    observation_partitions, stored_observation_subject,
+    observation_partitions,
 };
 use boardcast_kit::nats_access::{GAME_SERVICE_CONSUMER, ingest_consumer};
 use boardcast_kit::panic_text;
@@ -121,25 +119,6 @@ pub const CONNECTIONS: usize = 4;
 /// started with more `--partitions`, for a mapping with more partitions).
 const PARTITION_CHECK: Duration = Duration::from_secs(30);
 
-/// How often the games whose logs were found broken are looked at, to be read again when it
-/// is their turn (see `Store::read_broken_again`).
-const READ_BROKEN_EVERY: Duration = Duration::from_secs(5);
-
-/// How often, and how many, games live on their boards are looked at in turn for records
-/// removed from their logs by an operator (see `Store::look_at_games`): a hall of 1,000 boards
-/// in 100 s, at one request each.
-const LOOK_AT_GAMES_EVERY: Duration = Duration::from_secs(1);
-const GAMES_LOOKED_AT: usize = 10;
-
-/// Aborts a task when dropped (the service's ingest ended).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// How soon creating a partition's consumer is tried again after it failed.
 const CONSUMER_RETRY: Duration = Duration::from_secs(5);
 
@@ -173,26 +152,6 @@ pub async fn run(
     let mut consumed = BTreeSet::new();
     let mut tasks = tokio::task::JoinSet::new();
     let mut check = tokio::time::interval(PARTITION_CHECK);
-    // Reading broken games again and looking at games' ends take the writer's turn and wait
-    // on NATS: in a task of their own, so that the partitions' consumers are started
-    // meanwhile.
-    let looking = {
-        let store = store.clone();
-        tokio::spawn(async move {
-            let mut read_broken = tokio::time::interval(READ_BROKEN_EVERY);
-            let mut look = tokio::time::interval(LOOK_AT_GAMES_EVERY);
-            for every in [&mut read_broken, &mut look] {
-                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            }
-            loop {
-                tokio::select! {
-                    _ = read_broken.tick() => store.read_broken_again().await,
-                    _ = look.tick() => store.look_at_games(GAMES_LOOKED_AT).await,
-                }
-            }
-        })
-    };
-    let _stop_looking = AbortOnDrop(looking);
     loop {
         tokio::select! {
             _ = check.tick() => {
@@ -398,29 +357,13 @@ async fn consume(
         .await
         .context("subscribing to observations")?;
     let mut state = PartitionState::default();
-    let mut mended = store.mended_signal();
-    // Boards mended before this consumer started (at start-up, a standby taking over) too.
-    mended.mark_changed();
-    loop {
-        let next_redrive = state.redrives.values().map(|r| r.due).min();
-        let message = tokio::select! {
-            message = messages.next() => message,
-            Ok(()) = mended.changed() => {
-                state.take_mended(store.mended_boards());
-                continue;
-            }
-            () = sleep_until(next_redrive), if next_redrive.is_some() => {
-                redrive_next(&js, &stream, &store, &mut state, partition).await;
-                continue;
-            }
-        };
+    while let Some(message) = messages.next().await {
         let message = match message {
-            Some(Ok(m)) => m,
-            Some(Err(e)) => {
+            Ok(m) => m,
+            Err(e) => {
                 tracing::warn!("observation stream: {e}");
                 continue;
             }
-            None => break,
         };
         if let Ok(info) = message.info() {
             crate::metrics::partition_lag(&name, info.pending);
@@ -457,194 +400,6 @@ async fn handle_guarded(
     }
 }
 
-async fn sleep_until(at: Option<std::time::Instant>) {
-    if let Some(at) = at {
-        tokio::time::sleep_until(at.into()).await;
-    }
-}
-
-/// A board of the partition whose game's log was mended: the observations given up while it
-/// was broken wait in the stream, and are decided by handing the board's last one to
-/// [`handle`] again (the gap before it brings the others back, in order), without waiting for
-/// the board's next observation, which a finished game's board may never send.
-struct Redrive {
-    due: std::time::Instant,
-    /// How often it was tried and left the board's last observation undecided (observations
-    /// missing before it that the board may still re-send, say).
-    tries: u32,
-    /// How often trying failed for NATS (not counted in `tries`: waited out).
-    errors: u32,
-    /// The attempts at its last observation, kept between tries as for a delivery (so that a
-    /// gap found is recorded once the board's time to re-send is up).
-    attempts: Attempts,
-}
-
-impl Redrive {
-    fn now() -> Redrive {
-        Redrive {
-            due: std::time::Instant::now(),
-            tries: 0,
-            errors: 0,
-            attempts: Attempts::default(),
-        }
-    }
-}
-
-/// How often a mended board's observations are found still undecided (every
-/// `REDRIVE_PAUSE`) before they are left to the board's next observation: longer than a gap is
-/// waited for and NATS refusals take to give an observation up. NATS being away does not
-/// count: it is waited out.
-const MAX_REDRIVES: u32 = 30;
-const REDRIVE_PAUSE: Duration = Duration::from_secs(2);
-/// Every how many tries that failed for NATS a redrive says so in the log.
-const REDRIVE_ERRORS_SAID: u32 = 30;
-
-/// How long the consumer that hands a mended board's last observation over outlives its use
-/// (it is not deleted: only the admin may delete consumers).
-const REDRIVE_CONSUMER_INACTIVE: Duration = Duration::from_secs(60);
-
-impl PartitionState {
-    /// Queues the boards found mended (`mended`, with when) that were not queued for that
-    /// mend yet.
-    fn take_mended(&mut self, mended: Vec<(String, std::time::Instant)>) {
-        self.mended_taken
-            .retain(|board, _| mended.iter().any(|(b, _)| b == board));
-        for (board, at) in mended {
-            if self.mended_taken.insert(board.clone(), at) != Some(at) {
-                // One already queued goes on as it is (its attempts kept).
-                self.redrives.entry(board).or_insert_with(Redrive::now);
-            }
-        }
-    }
-}
-
-/// Decides the observations of the mended board whose turn it is first, one board at a time so
-/// that the partition's own deliveries are taken in between (see [`Redrive`]).
-async fn redrive_next(
-    js: &jetstream::Context,
-    stream: &Stream,
-    store: &Store,
-    state: &mut PartitionState,
-    partition: Option<u32>,
-) {
-    let now = std::time::Instant::now();
-    let Some(board) = state
-        .redrives
-        .iter()
-        .filter(|(_, r)| r.due <= now)
-        .min_by_key(|(_, r)| r.due)
-        .map(|(board, _)| board.clone())
-    else {
-        return;
-    };
-    let Some(mut redrive) = state.redrives.remove(&board) else {
-        return;
-    };
-    // The attempts at the observation in flight stay as they were (see `Attempts::of`).
-    let delivered = std::mem::replace(&mut state.current, redrive.attempts);
-    let decided = redrive_board(js, stream, store, state, partition, &board).await;
-    redrive.attempts = std::mem::replace(&mut state.current, delivered);
-    // The observation handed over came out of the partition's order: the next one's
-    // deliveries tell nothing of when it was stored (see `PartitionState::stored_by`).
-    state.recent.clear();
-    match decided {
-        Ok(true) => return,
-        Ok(false) => redrive.tries += 1,
-        Err(e) => {
-            redrive.errors = redrive.errors.saturating_add(1);
-            // NATS away is waited out; an error that lasts is said now and then.
-            if redrive.errors % REDRIVE_ERRORS_SAID == 0 {
-                tracing::warn!(%board, errors = redrive.errors, "deciding observations given up while the board's game log was broken: {e:#}; trying again");
-            } else {
-                tracing::debug!(%board, "deciding observations given up while the board's game log was broken: {e:#}; trying again");
-            }
-        }
-    }
-    if redrive.tries < MAX_REDRIVES {
-        redrive.due = std::time::Instant::now() + REDRIVE_PAUSE;
-        state.redrives.insert(board, redrive);
-    } else {
-        tracing::warn!(%board, tries = MAX_REDRIVES, "observations given up while the board's game log was broken are still undecided: left to the board's next observation");
-    }
-}
-
-/// Hands `board`'s last observation stored in this partition's stream to [`handle`], through a
-/// consumer of its own, when it is not accounted for by the game live on the board. Whether
-/// nothing is left to decide afterwards.
-async fn redrive_board(
-    js: &jetstream::Context,
-    stream: &Stream,
-    store: &Store,
-    state: &mut PartitionState,
-    partition: Option<u32>,
-    board: &str,
-) -> anyhow::Result<bool> {
-    let subject = stored_observation_subject(board, partition);
-    let last = match stream.get_last_raw_message_by_subject(&subject).await {
-        Ok(last) => last,
-        // The board's observations are in another partition's stream.
-        Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(true),
-        Err(e) => return Err(e).context(format!("reading the last message on {subject}")),
-    };
-    // Whether the observation is left undecided by the game live on the board.
-    let left = |device_seq: u64| async move {
-        match game_in_progress(store, board).await {
-            Some((_, accounted)) => {
-                device_seq > accounted && store.stuck_on_board(board).await.is_none()
-            }
-            None => false,
-        }
-    };
-    let observation = match read_observation(&last.subject, &last.payload) {
-        Ok(observation) => observation,
-        // Its own delivery dead-lettered it; the ones before it are brought back by the
-        // board's next observation.
-        Err(_) => return Ok(true),
-    };
-    if !left(observation.device_seq).await {
-        return Ok(true);
-    }
-    // Named after the message and where the game's log ends, with one in flight: every
-    // instance that found the log mended shares it (creating it again with the same settings
-    // is no change), so the message is handed to one of them at a time, as a partition's are,
-    // and to another after `ack_wait` if that one died; a later mend gets a consumer of its own.
-    let game_end = store
-        .with_board_entry(board, |e| e.last_stream_seq)
-        .await
-        .unwrap_or(0);
-    let consumer = stream
-        .create_consumer(pull::Config {
-            name: Some(format!("redrive-{}-{game_end}", last.sequence)),
-            filter_subject: subject.clone(),
-            deliver_policy: DeliverPolicy::ByStartSequence {
-                start_sequence: last.sequence,
-            },
-            ack_policy: jetstream::consumer::AckPolicy::Explicit,
-            max_ack_pending: 1,
-            inactive_threshold: REDRIVE_CONSUMER_INACTIVE,
-            memory_storage: true,
-            ..Default::default()
-        })
-        .await
-        .with_context(|| format!("creating a consumer of {subject}"))?;
-    // Returns at once when there is none to hand (another instance has it, or had it).
-    let fetched = consumer
-        .fetch()
-        .max_messages(1)
-        .messages()
-        .await
-        .with_context(|| format!("fetching the last message on {subject}"))?
-        .next()
-        .await
-        .transpose()
-        .map_err(|e| anyhow::anyhow!("fetching the last message on {subject}: {e}"))?;
-    if let Some(message) = fetched {
-        tracing::info!(%board, seq = observation.device_seq, "deciding the board's last observation again, and those given up before it");
-        handle_guarded(js, stream, store, state, &message).await;
-    }
-    Ok(!left(observation.device_seq).await)
-}
-
 /// How many times handling one observation may panic on this instance before it is given up. A
 /// panic after its decision was stored is passed on the next delivery, which finds the decision
 /// applied; one before is a bug that panics again, and goes as a rejected observation does.
@@ -668,9 +423,6 @@ async fn after_panic(
         // again then.
         return;
     }
-    // Whether this instance was handed the partition's messages one after the other is no
-    // longer known: decisions that append nothing ask the log until it is again.
-    state.recent.clear();
     let stream_seq = message.info().map_or(0, |info| info.stream_sequence);
     let attempts = state.current.of(stream_seq);
     attempts.panics = attempts.panics.saturating_add(1);
@@ -690,10 +442,9 @@ async fn after_panic(
     };
     // Recording the hole goes through the game aggregate, which may be where the bug is: the
     // observation then goes to the dead-letter stream without it.
-    let recorded =
-        std::panic::AssertUnwindSafe(give_up(js, store, message, &observation, &reason, None))
-            .catch_unwind()
-            .await;
+    let recorded = std::panic::AssertUnwindSafe(give_up(js, store, message, &observation, &reason))
+        .catch_unwind()
+        .await;
     if let Err(panic) = recorded {
         let reason = format!(
             "{reason}; giving it up failed unexpectedly too: {}",
@@ -708,19 +459,9 @@ async fn after_panic(
 /// partition before the one being handled has been handled, by this instance or another (one
 /// observation in flight: see the module comment), so the board's messages in between were
 /// passed over by another instance. Kept per game: what was handled for a game the board no
-/// longer carries tells nothing about the new one, nor what was handled for a game before it
-/// was folded afresh (records it held then may have been removed).
+/// longer carries tells nothing about the new one.
 #[derive(Default)]
-struct Seen(HashMap<String, (Option<GameFolded>, SeenBoard)>);
-
-/// A game in progress on a board as folded here: what a partition notes of the board holds
-/// for it only (see [`Seen`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct GameFolded {
-    game_id: String,
-    /// When it was last folded afresh from its log (`Entry::folded_afresh`).
-    folded_afresh: u64,
-}
+struct Seen(HashMap<String, (Option<String>, SeenBoard)>);
 
 #[derive(Default, Clone, Copy)]
 struct SeenBoard {
@@ -754,69 +495,6 @@ struct PartitionState {
     /// The observation being handled (one in flight per partition): how often storing its
     /// decision failed, and since when observations before it are missing.
     current: Attempts,
-    /// The partition's last messages handed to this instance one after the other in the
-    /// stream, each first delivered (at most `RECENT_DELIVERIES`), for
-    /// [`PartitionState::stored_by`].
-    recent: std::collections::VecDeque<Delivery>,
-    /// When this instance last asked the partition stream's leader to step down before
-    /// recording a gap (see [`GapOpen::LeaderMayLack`]): at most once per
-    /// `LEADER_ASK_INTERVAL` per instance, so that a board that really lost observations does
-    /// not keep its partition electing.
-    leader_asked_at: Option<std::time::Instant>,
-    /// The partition's boards whose games' logs were mended, and when their observations
-    /// given up meanwhile are next tried (see [`Redrive`]).
-    redrives: HashMap<String, Redrive>,
-    /// The mends already queued in `redrives` (the board, and when it was found mended).
-    mended_taken: HashMap<String, std::time::Instant>,
-}
-
-/// How many of the partition's last deliveries [`PartitionState::stored_by`] looks back over.
-const RECENT_DELIVERIES: usize = 16;
-
-/// A message of the partition as it was handed to this instance.
-#[derive(Clone, Copy)]
-struct Delivery {
-    stream_seq: u64,
-    /// When it was received here.
-    at: std::time::Instant,
-    /// How many messages of the partition the stream held after it then.
-    pending: u64,
-}
-
-impl PartitionState {
-    /// A moment by which the message just received (`delivery`) was stored in the stream, on
-    /// this instance's clock. A decision on it that appends nothing may rest on a state that
-    /// was the whole game log after that moment (see `Store::decide_on_board`): it then misses
-    /// nothing written before the observation came, by anyone, and nothing decided on the
-    /// partition's earlier observations. When this instance was handed, first delivered, every
-    /// message of the partition from an earlier one up to this one, and the stream held this
-    /// one already when that earlier one came, that is when the earlier one was received: a
-    /// record this instance sent since, once folded, then shows the log whole late enough, and
-    /// a busy hall needs no request to the log for it. Otherwise: now.
-    fn stored_by(&mut self, delivery: Delivery, first_delivery: bool) -> std::time::Instant {
-        let follows_on = first_delivery
-            && self
-                .recent
-                .back()
-                .is_some_and(|last| last.stream_seq.checked_add(1) == Some(delivery.stream_seq));
-        if !follows_on {
-            self.recent.clear();
-        }
-        let stored_by = self
-            .recent
-            .iter()
-            .find(|earlier| {
-                earlier.stream_seq.saturating_add(earlier.pending) >= delivery.stream_seq
-            })
-            .map_or(delivery.at, |earlier| earlier.at);
-        if first_delivery {
-            if self.recent.len() >= RECENT_DELIVERIES {
-                self.recent.pop_front();
-            }
-            self.recent.push_back(delivery);
-        }
-        stored_by
-    }
 }
 
 struct Attempts {
@@ -900,7 +578,6 @@ async fn handle(
     state: &mut PartitionState,
     message: &Message,
 ) {
-    let received = std::time::Instant::now();
     let observation = match read_observation(&message.subject, message.payload.as_ref()) {
         Ok(o) => o,
         Err(reason) => {
@@ -915,32 +592,21 @@ async fn handle(
         observation.device_seq,
     );
     let board = observation.board_id.clone();
-    // Where it stands in its stream (read from its reply subject once), and when NATS stored it:
-    // the start of its latency to the game log.
-    let (stream_seq, stored_by, arrived_unix_ns) = match message.info() {
+    // Where it stands in its stream, and when NATS stored it: the start of its latency to the
+    // game log.
+    let (stream_seq, arrived_unix_ns) = match message.info() {
         Ok(info) => (
             info.stream_sequence,
-            state.stored_by(
-                Delivery {
-                    stream_seq: info.stream_sequence,
-                    at: received,
-                    pending: info.pending,
-                },
-                info.delivered == 1,
-            ),
             Some(info.published.unix_timestamp_nanos()),
         ),
-        Err(_) => {
-            state.recent.clear();
-            (0, received, None)
-        }
+        Err(_) => (0, None),
     };
     // Nothing is decided on a game that cannot be folded here (a bug struck on one of its
-    // records) or whose log is broken (forked): its board's observations go, with the reason,
+    // records) or whose log does not follow on: its board's observations go, with the reason,
     // before any gap is looked for (each search would decide the first one given up again).
     // Not counted as seen, so that once the game can be decided on again (a service without
     // the bug, the log mended) they are found in the gap before the board's next observation.
-    if let Some(stuck) = store.stuck_on_board(&board).await {
+    if let Some(stuck) = store.broken_on_board(&board).await {
         crate::metrics::observation("dead_lettered");
         return dead_letter(js, message, Some(&board), &stuck.to_string()).await;
     }
@@ -949,8 +615,6 @@ async fn handle(
     let in_progress = game_in_progress(store, &board).await;
     let live_game = in_progress.as_ref().map(|(game, _)| game.clone());
     let seen_here = seen.of(&board, live_game.as_ref());
-    // What is concluded below (the gap before it) holds for the game as folded now only.
-    let looked_at = live_game.as_ref().map(|game| game.folded_afresh);
     // Gaps matter only to a game in progress on the board (and looking for them costs reads).
     // A decision that NATS refused while the gap before it was being closed: it stands for this
     // observation's own (counted towards giving it up).
@@ -966,18 +630,11 @@ async fn handle(
             let closed = close_gap(
                 stream,
                 store,
-                (seen_here, looked_at),
+                seen_here,
                 &observation,
                 known,
                 stream_seq,
-                GapWait {
-                    waited: attempts.gap_waited(),
-                    leader: match state.leader_asked_at.map(|at| at.elapsed()) {
-                        _ if !replicated(stream) => LeaderAsk::Alone,
-                        Some(ago) if ago < LEADER_ASK_INTERVAL => LeaderAsk::AskedAgo(ago),
-                        _ => LeaderAsk::Due,
-                    },
-                },
+                attempts.gap_waited(),
             )
             .await;
             match closed {
@@ -988,14 +645,6 @@ async fn handle(
                         attempts.gap_found = Some(std::time::Instant::now());
                         tracing::info!(%board, seq = observation.device_seq, missing, "waiting for observations the board may still re-send");
                     }
-                    crate::metrics::observation("retried");
-                    return nak_after(message, GAP_RECHECK).await;
-                }
-                Err(GapOpen::LeaderMayLack { missing }) => {
-                    state.leader_asked_at = Some(std::time::Instant::now());
-                    let name = stream.cached_info().config.name.clone();
-                    tracing::warn!(%board, seq = observation.device_seq, missing, stream = %name, "observations still missing: asking the stream's leader to step down and searching again on the next one before recording them as missing");
-                    ask_leader_to_step_down(js.clone(), name);
                     crate::metrics::observation("retried");
                     return nak_after(message, GAP_RECHECK).await;
                 }
@@ -1011,22 +660,10 @@ async fn handle(
     }
     let decided = match refused_in_gap {
         Some(refused) => Err(refused),
-        None => decide(store, &observation, stored_by, looked_at).await,
+        None => decide(store, &observation).await,
     };
     let seen_before = seen_here.map_or(0, |s| s.device_seq);
     let disposition = disposition(&decided, &observation, attempts, seen_before);
-    // Delivered again after its decision was appended, or after only part of it was (a crash
-    // between appends): completed first, and delivered again if that fails.
-    if disposition
-        == (Disposition::Ack {
-            complete_first: true,
-        })
-        && let Err(e) = complete(store, &observation).await
-    {
-        tracing::warn!(%board, seq = observation.device_seq, "{e}");
-        crate::metrics::observation("retried");
-        return nak(message).await;
-    }
     let label = disposition.label(&decided);
     crate::metrics::observation(label);
     if disposition.accounts_for_it() {
@@ -1041,7 +678,7 @@ async fn handle(
         // Decided on games that a panic may have left different from the log: not
         // acknowledged, decided again after the restart (see `Store::games_poisoned`).
         _ if store.games_poisoned() => {}
-        Disposition::Ack { .. } => {
+        Disposition::Ack => {
             if label == "applied" {
                 crate::fault_points::panic_at(Place::Stored, &board, observation.device_seq);
             }
@@ -1062,7 +699,7 @@ async fn handle(
         Disposition::DeadLetter {
             reason,
             hole: Hole::ToRecord,
-        } => give_up(js, store, message, &observation, &reason, looked_at).await,
+        } => give_up(js, store, message, &observation, &reason).await,
         Disposition::DeadLetter { reason, .. } => {
             dead_letter(js, message, Some(&observation.board_id), &reason).await
         }
@@ -1072,10 +709,8 @@ async fn handle(
 /// What becomes of a delivered observation once it was decided.
 #[derive(Debug, PartialEq, Eq)]
 enum Disposition {
-    /// Acknowledged: its decision is in the log (or it changed nothing). `complete_first`: it is
-    /// the game's last applied observation delivered again, whose decision may have been stored
-    /// only in part (a crash between appends): complete it before acknowledging.
-    Ack { complete_first: bool },
+    /// Acknowledged: its decision is in the log (or it changed nothing).
+    Ack,
     /// Not acknowledged: JetStream delivers it again after `pause`, and it is decided again.
     Retry { pause: Duration },
     /// To the dead-letter stream with `reason`.
@@ -1119,7 +754,7 @@ impl Disposition {
 
     fn accounts_for_it(&self) -> bool {
         match self {
-            Disposition::Ack { .. } => true,
+            Disposition::Ack => true,
             Disposition::Retry { .. } => false,
             Disposition::DeadLetter { hole, .. } => {
                 !matches!(hole, Hole::NoGame | Hole::Unrecordable)
@@ -1146,9 +781,7 @@ fn disposition(
         Ok(Some(Err(undecided))) => dead(undecided.reason(board, observation), Hole::ToRecord),
         Ok(Some(Ok(ObservationOutcome::Events(events)))) => {
             tracing::debug!(%board, seq = observation.device_seq, events = events.len(), "applied");
-            Disposition::Ack {
-                complete_first: false,
-            }
+            Disposition::Ack
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
             device_seq,
@@ -1157,18 +790,14 @@ fn disposition(
             if *device_seq != *last_applied && *device_seq > seen_before {
                 tracing::warn!(%board, device_seq, last_applied, "observation arrived too late: a later one of this board was already applied");
             }
-            Disposition::Ack {
-                complete_first: device_seq == last_applied,
-            }
+            Disposition::Ack
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::EarlierGame {
             device_seq,
             earlier_game_last,
         })))) => {
             tracing::info!(%board, device_seq, earlier_game_last, "observation of the board's previous game, delivered after the next game was set up: ignored");
-            Disposition::Ack {
-                complete_first: false,
-            }
+            Disposition::Ack
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::AfterItsGap { device_seq })))) => dead(
             format!(
@@ -1178,9 +807,7 @@ fn disposition(
         ),
         Ok(Some(Ok(ObservationOutcome::Ignored(why)))) => {
             tracing::debug!(%board, seq = observation.device_seq, ?why, "no change");
-            Disposition::Ack {
-                complete_first: false,
-            }
+            Disposition::Ack
         }
         // Trying again cannot help (a bug, a forked log) and no hole can be recorded.
         Err(e @ (AppendError::Unfoldable { .. } | AppendError::LogBroken { .. })) => {
@@ -1194,7 +821,6 @@ fn disposition(
         // up for it, only tried again after a growing pause.
         Err(
             e @ (AppendError::Conflict(_)
-            | AppendError::FoldedAfresh(_)
             | AppendError::Failed { .. }
             | AppendError::Unavailable { .. }),
         ) => {
@@ -1213,14 +839,11 @@ async fn record_unusable(
     store: &Store,
     observation: &Observation,
     reason: &str,
-    looked_at: Option<u64>,
 ) -> Result<(), AppendError> {
     store
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
-            std::time::Instant::now(),
-            looked_at,
             |game| {
                 game.decide_unusable_observation(
                     observation.device_seq,
@@ -1243,9 +866,8 @@ async fn give_up(
     message: &Message,
     observation: &Observation,
     reason: &str,
-    looked_at: Option<u64>,
 ) {
-    match record_unusable(store, observation, reason, looked_at).await {
+    match record_unusable(store, observation, reason).await {
         Ok(_) => dead_letter(js, message, Some(&observation.board_id), reason).await,
         // Nothing can be appended to the game (its log forks, or it cannot be folded here): the
         // observation goes without its hole, rather than holding its partition up for good.
@@ -1267,7 +889,7 @@ async fn give_up(
 
 impl Seen {
     /// What was handled of `board` for `game`.
-    fn of(&self, board: &str, game: Option<&GameFolded>) -> Option<SeenBoard> {
+    fn of(&self, board: &str, game: Option<&String>) -> Option<SeenBoard> {
         self.0
             .get(board)
             .filter(|(seen_for, _)| seen_for.as_ref() == game)
@@ -1276,7 +898,7 @@ impl Seen {
 
     /// Keeps the board's highest `device_seq` for `game` and where it is in the stream (a copy
     /// re-sent later, with a lower `device_seq`, does not move that point).
-    fn note(&mut self, board: &str, game: Option<&GameFolded>, device_seq: u64, stream_seq: u64) {
+    fn note(&mut self, board: &str, game: Option<&String>, device_seq: u64, stream_seq: u64) {
         let (seen_for, entry) = self.0.entry(board.to_owned()).or_default();
         if seen_for.as_ref() != game {
             *seen_for = game.cloned();
@@ -1291,15 +913,9 @@ impl Seen {
 
 /// The game in progress on the board and its last observation accounted for, if there is one
 /// (looking at the log once more when this instance knows of none).
-async fn game_in_progress(store: &Store, board: &str) -> Option<(GameFolded, u64)> {
+async fn game_in_progress(store: &Store, board: &str) -> Option<(String, u64)> {
     let accounted = |e: &Entry| {
-        (!e.game.is_over()).then(|| {
-            let folded = GameFolded {
-                game_id: e.game.game_id().to_owned(),
-                folded_afresh: e.folded_afresh,
-            };
-            (folded, e.game.board_seq_accounted())
-        })
+        (!e.game.is_over()).then(|| (e.game.game_id().to_owned(), e.game.board_seq_accounted()))
     };
     match store.with_board_entry(board, accounted).await {
         Some(known) => known,
@@ -1335,19 +951,12 @@ impl Undecided {
 
 type Decision = Result<ObservationOutcome, Undecided>;
 
-/// Decides `observation`, stored in the stream by `stored_by` (see `PartitionState::stored_by`).
-async fn decide(
-    store: &Store,
-    observation: &Observation,
-    stored_by: std::time::Instant,
-    looked_at: Option<u64>,
-) -> Result<Option<Decision>, AppendError> {
+/// Decides `observation` on the game live on its board.
+async fn decide(store: &Store, observation: &Observation) -> Result<Option<Decision>, AppendError> {
     store
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
-            stored_by,
-            looked_at,
             |game| {
                 caught(|| {
                     crate::fault_points::panic_at(
@@ -1375,26 +984,6 @@ fn caught<T>(decide: impl FnOnce() -> Result<T, Rejected>) -> Result<T, Undecide
         .map_err(Undecided::Rejected)
 }
 
-async fn complete(store: &Store, observation: &Observation) -> Result<usize, AppendError> {
-    store
-        .complete_last_decision(
-            &observation.board_id,
-            boardcast_kit::now_unix_ms(),
-            |event| match &event.kind {
-                Some(Kind::ObservationRecorded(recorded)) => recorded
-                    .observation
-                    .as_ref()
-                    .is_some_and(|o| o.device_seq == observation.device_seq),
-                _ => false,
-            },
-            |game| match game.decide_observation(observation) {
-                Ok(ObservationOutcome::Events(events)) => events,
-                _ => Vec::new(),
-            },
-        )
-        .await
-}
-
 /// How long after this instance first found observations missing before one the board is given
 /// to re-send them before they are recorded as missing (a gateway re-sends within seconds).
 /// Measured on this instance's own clock, so no clock skew lengthens it.
@@ -1403,23 +992,10 @@ const GAP_PATIENCE: Duration = Duration::from_secs(10);
 /// How soon an observation waiting for a gap to close is delivered again.
 const GAP_RECHECK: Duration = Duration::from_millis(500);
 
-/// At most how often a partition stream's leader is asked to step down before a gap is recorded.
-const LEADER_ASK_INTERVAL: Duration = Duration::from_secs(60);
-
-/// How long after asking a stream's leader to step down a gap is still waited on: a leader just
-/// elected may still be applying what it holds, and answer "no message" for it meanwhile.
-const NEW_LEADER_SETTLES: Duration = Duration::from_secs(10);
-
 /// Why a gap was left open for now.
 enum GapOpen {
     /// Observations are missing, but recently: wait for the board to re-send them.
     Waiting { missing: u64 },
-    /// Observations are still missing, and the stream is replicated: its leader may lack them.
-    /// On nats-server 2.9, a leader elected after a node was killed was seen to lack
-    /// acknowledged observations that its replicas held (each replica a different few), so
-    /// before the hole is recorded the leader is asked to step down and the board's messages
-    /// are searched again on the next one.
-    LeaderMayLack { missing: u64 },
     /// The board's observations could not be read or decided.
     Failed(String),
     /// NATS refused to store the decision on one of them (`AppendError::Failed`), or their game
@@ -1433,56 +1009,19 @@ impl From<String> for GapOpen {
     }
 }
 
-/// How far the wait for a gap's observations has gone.
-#[derive(Clone, Copy)]
-struct GapWait {
-    /// Since this instance first found them missing.
-    waited: Duration,
-    leader: LeaderAsk,
-}
-
-/// Where the partition stream's leader stands for a gap (see [`GapOpen::LeaderMayLack`]).
-#[derive(Clone, Copy)]
-enum LeaderAsk {
-    /// The stream has no replicas: there is no other leader to ask.
-    Alone,
-    /// Not asked to step down within `LEADER_ASK_INTERVAL`: asked before a gap is recorded.
-    Due,
-    /// Asked that long ago.
-    AskedAgo(Duration),
-}
-
-/// Asks stream `name`'s leader to step down, without waiting for the answer (the partition
-/// waits for the new leader anyway: see `NEW_LEADER_SETTLES`).
-fn ask_leader_to_step_down(js: jetstream::Context, name: String) {
-    crate::metrics::leader_step_down_asked(&name);
-    tokio::spawn(async move {
-        match boardcast_kit::nats::step_down_stream_leader(&js, &name).await {
-            Ok(()) => tracing::info!(stream = %name, "the stream's leader stepped down"),
-            Err(e) => tracing::warn!("{e:#}"),
-        }
-    });
-}
-
-/// Whether `stream` has replicas (a leader that may lack what they hold).
-fn replicated(stream: &Stream) -> bool {
-    stream.cached_info().config.num_replicas > 1
-}
-
 /// Accounts for the board's `device_seq`s between `known` and `observation`: those in the stream
 /// before it were handled already and are decided again, in order (see the module comment);
 /// those published after it are decided now, in order; the rest were not found and, once the
-/// gap is no longer recent (and, on replicated streams, the stream's leader was asked to step
-/// down and its successor had time to settle: see [`GapOpen::LeaderMayLack`]), are recorded as
+/// gap is no longer recent (`waited` since this instance first found it), are recorded as
 /// missing in the game's log.
 async fn close_gap(
     stream: &Stream,
     store: &Store,
-    (seen_here, looked_at): (Option<SeenBoard>, Option<u64>),
+    seen_here: Option<SeenBoard>,
     observation: &Observation,
     known: u64,
     stream_seq: u64,
-    wait: GapWait,
+    waited: Duration,
 ) -> Result<(), GapOpen> {
     let board = &observation.board_id;
     if stream_seq == 0 {
@@ -1522,19 +1061,12 @@ async fn close_gap(
             .await?;
     }
     let missing = found.unaccounted(&gap.wanted);
-    if missing > 0 && found.complete {
-        match wait.leader {
-            _ if wait.waited < GAP_PATIENCE => return Err(GapOpen::Waiting { missing }),
-            LeaderAsk::Due => return Err(GapOpen::LeaderMayLack { missing }),
-            LeaderAsk::AskedAgo(ago) if ago < NEW_LEADER_SETTLES => {
-                return Err(GapOpen::Waiting { missing });
-            }
-            LeaderAsk::AskedAgo(_) | LeaderAsk::Alone => {}
-        }
+    if missing > 0 && found.complete && waited < GAP_PATIENCE {
+        return Err(GapOpen::Waiting { missing });
     }
     if missing > 0 {
         // What was searched, for whoever checks a hole recorded below.
-        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(wait.waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), "gap in the board's observations: not all found");
+        tracing::warn!(%board, known, before = observation.device_seq, stream_seq, searched_from = start, from_stream_start, waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX), passed_over = found.passed_over.len(), later = found.later.len(), "gap in the board's observations: not all found");
     }
     if !found.passed_over.is_empty() {
         tracing::debug!(%board, count = found.passed_over.len(), before = observation.device_seq, "observations handled before (by another instance, before a restart, or before the game was set up): deciding them again in order");
@@ -1560,7 +1092,6 @@ async fn close_gap(
                 observation,
                 (first_unaccounted, device_seq - 1),
                 found.complete,
-                looked_at,
             )
             .await?;
         }
@@ -1568,12 +1099,12 @@ async fn close_gap(
             if published_after {
                 tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
             }
-            let stored = match decide(store, &earlier, std::time::Instant::now(), looked_at).await {
+            let stored = match decide(store, &earlier).await {
                 // Unusable: its hole is recorded now, in order. Delivered itself later, it goes
                 // to the dead-letter stream, but its number is accounted for by then.
                 Ok(Some(Err(undecided))) => {
                     let reason = undecided.reason(board, &earlier);
-                    record_unusable(store, &earlier, &reason, looked_at).await
+                    record_unusable(store, &earlier, &reason).await
                 }
                 Ok(_) => Ok(()),
                 Err(e) => Err(e),
@@ -1602,7 +1133,6 @@ async fn close_gap(
             observation,
             (first_unaccounted, gap.wanted.end - 1),
             found.complete,
-            looked_at,
         )
         .await?;
     }
@@ -1685,7 +1215,6 @@ async fn record_missing(
     observation: &Observation,
     (first, last): (u64, u64),
     search_complete: bool,
-    looked_at: Option<u64>,
 ) -> Result<(), GapOpen> {
     let board = &observation.board_id;
     if !search_complete {
@@ -1697,8 +1226,6 @@ async fn record_missing(
         .decide_on_board(
             board,
             boardcast_kit::now_unix_ms(),
-            std::time::Instant::now(),
-            looked_at,
             |game| game.decide_missing_observations(first, last, observation),
             Vec::clone,
         )
@@ -1911,11 +1438,10 @@ mod tests {
 
         /// Whatever a decision came to, after any number of attempts and whatever the board's
         /// numbers: a disposition and no panic, a reason for every dead letter, a bounded pause
-        /// for every retry, and never a give-up for a conflict, a game folded afresh meanwhile or
-        /// NATS being away.
+        /// for every retry, and never a give-up for a conflict or NATS being away.
         #[test]
         fn every_decision_has_a_disposition(
-            outcome in 0u8..13,
+            outcome in 0u8..12,
             device_seq in any::<u64>(),
             other_seq in any::<u64>(),
             ms in any::<u64>(),
@@ -1943,7 +1469,6 @@ mod tests {
                     game_id: "g".into(),
                     reason: "timed out".into(),
                 }),
-                11 => Err(AppendError::FoldedAfresh("g".into())),
                 _ => Err(AppendError::Failed {
                     game_id: "g".into(),
                     reason: "maximum payload exceeded".into(),
@@ -1955,14 +1480,14 @@ mod tests {
                 Disposition::Retry { pause } => {
                     prop_assert!(pause <= FIRST_RETRY_PAUSE.saturating_mul(64), "{pause:?}");
                 }
-                Disposition::Ack { .. } => prop_assert!((4..=8).contains(&outcome)),
+                Disposition::Ack => prop_assert!((4..=8).contains(&outcome)),
             }
-            if (9..=11).contains(&outcome) {
+            if (9..=10).contains(&outcome) {
                 let retried = matches!(
                     disposition(&decision, &obs, tried, seen_before),
                     Disposition::Retry { .. }
                 );
-                prop_assert!(retried, "a conflict, a refold or NATS away is tried again");
+                prop_assert!(retried, "a conflict or NATS away is tried again");
             }
         }
 
@@ -2014,26 +1539,19 @@ mod tests {
     #[test]
     fn each_decision_has_its_disposition() {
         let obs = observation("b1".into(), 7, 1_000);
-        let ack = Disposition::Ack {
-            complete_first: false,
-        };
+        let ack = Disposition::Ack;
         let applied = decided(Ok(ObservationOutcome::Events(Vec::new())));
         assert_eq!(disposition(&applied, &obs, &Attempts::default(), 6), ack);
         let no_change = decided(Ok(ObservationOutcome::Ignored(Ignored::ClockTick)));
         assert_eq!(disposition(&no_change, &obs, &Attempts::default(), 6), ack);
-        // The last applied one again: its decision may be stored in part, complete it.
+        // Delivered again: nothing to do.
         let again = |last_applied| {
             decided(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
                 device_seq: 7,
                 last_applied,
             })))
         };
-        assert_eq!(
-            disposition(&again(7), &obs, &Attempts::default(), 7),
-            Disposition::Ack {
-                complete_first: true
-            }
-        );
+        assert_eq!(disposition(&again(7), &obs, &Attempts::default(), 7), ack);
         assert_eq!(disposition(&again(9), &obs, &Attempts::default(), 9), ack);
         // No game on the board: dead-lettered, not counted as seen (a game set up a moment later
         // brings it back).
@@ -2148,62 +1666,18 @@ mod tests {
     }
 
     #[test]
-    fn an_observation_is_known_stored_by_an_earlier_delivery_only_when_all_in_between_came_here() {
-        let t0 = std::time::Instant::now();
-        let at = |ms| t0 + Duration::from_millis(ms);
-        let delivery = |stream_seq, ms, pending| Delivery {
-            stream_seq,
-            at: at(ms),
-            pending,
-        };
-        let mut state = PartitionState::default();
-        // The first one seen: only now.
-        assert_eq!(state.stored_by(delivery(10, 0, 5), true), at(0));
-        // The next ones in the stream, which the stream held when 10 came (five more: up to
-        // 15): stored by then.
-        assert_eq!(state.stored_by(delivery(11, 2, 4), true), at(0));
-        assert_eq!(state.stored_by(delivery(12, 4, 3), true), at(0));
-        assert_eq!(state.stored_by(delivery(13, 6, 3), true), at(0));
-        assert_eq!(state.stored_by(delivery(14, 8, 2), true), at(0));
-        assert_eq!(state.stored_by(delivery(15, 10, 0), true), at(0));
-        // 16 was stored after 12 was handed out, before 13 was.
-        assert_eq!(state.stored_by(delivery(16, 12, 0), true), at(6));
-        // Nothing was waiting when 16 came: 17 may have been stored after it.
-        assert_eq!(state.stored_by(delivery(17, 14, 0), true), at(14));
-        // A message skipped (handed to another instance, or removed): only now.
-        assert_eq!(state.stored_by(delivery(19, 16, 9), true), at(16));
-        // Delivered again (NAKed, or its acknowledgement lost): only now, and the run restarts.
-        assert_eq!(state.stored_by(delivery(20, 18, 9), false), at(18));
-        assert_eq!(state.stored_by(delivery(21, 20, 9), true), at(20));
-        assert_eq!(state.stored_by(delivery(22, 22, 9), true), at(20));
-        // Stream sequences at the end of u64 do not wrap around.
-        let mut state = PartitionState::default();
-        assert_eq!(
-            state.stored_by(delivery(u64::MAX, 0, u64::MAX), true),
-            at(0)
-        );
-        assert_eq!(state.stored_by(delivery(0, 2, 0), true), at(2));
-    }
-
-    #[test]
-    fn what_was_seen_of_a_board_holds_for_its_game_as_folded_then_only() {
+    fn what_was_seen_of_a_board_holds_for_its_game_then_only() {
         let mut seen = Seen::default();
-        let game = |game_id: &str, folded_afresh| GameFolded {
-            game_id: game_id.to_owned(),
-            folded_afresh,
+        let (g, h) = ("g".to_owned(), "h".to_owned());
+        seen.note("b1", Some(&g), 6, 60);
+        seen.note("b1", Some(&g), 4, 70);
+        let of = |game: &String| {
+            seen.of("b1", Some(game))
+                .map(|s| (s.device_seq, s.stream_seq))
         };
-        seen.note("b1", Some(&game("g", 0)), 6, 60);
-        seen.note("b1", Some(&game("g", 0)), 4, 70);
-        let of = |g: &GameFolded| seen.of("b1", Some(g)).map(|s| (s.device_seq, s.stream_seq));
-        assert_eq!(
-            of(&game("g", 0)),
-            Some((6, 60)),
-            "a re-sent one moves nothing"
-        );
-        // Folded afresh from its log (records it held may have been removed): none holds.
-        assert_eq!(of(&game("g", 1)), None);
-        // Nor for another game set up on the board.
-        assert_eq!(of(&game("h", 0)), None);
+        assert_eq!(of(&g), Some((6, 60)), "a re-sent one moves nothing");
+        // Not for another game set up on the board.
+        assert_eq!(of(&h), None);
     }
 
     #[test]

@@ -10,8 +10,6 @@ mod games;
 mod grpc;
 mod ingest;
 mod metrics;
-mod pipeline;
-mod silent_leader;
 mod snapshot;
 mod store;
 
@@ -31,7 +29,8 @@ use clap::Parser;
 It reads device observations from the JetStream stream BOARDCAST_INGEST, appends game events to \
 BOARDCAST_GAMES (one subject per game, hash-chained), and keeps unusable observations in \
 BOARDCAST_DEADLETTER with the reason. On start it rebuilds every game from its snapshot and the \
-log after it. Several instances may run at once: appends are serialised on the whole game log."
+log after it. Several instances may run at once: each game's appends are checked against the \
+game's own end in the log (nats-server 2.12 or newer), so no game's log ever forks."
 )]
 struct Args {
     /// NATS server to use.
@@ -107,11 +106,9 @@ struct Args {
     ack_wait: u64,
     /// Run as a standby: consume a partition's observations only once no other instance has
     /// decided any of them for half of --ack-wait (it died, or stalled), then go on consuming it.
-    /// Two instances that share every partition make each other's appends conflict (the game
-    /// log is one sequence), which costs latency and throughput, and with a single partition (a
-    /// server without the mapping) more than a live hall of 1,000 boards can wait; an instance
-    /// for failover started with --standby does not compete while the first one runs. It serves
-    /// gRPC as any instance.
+    /// Instances that share the partitions decide the hall together; an instance for failover
+    /// started with --standby does not compete while the others run. It serves gRPC as any
+    /// instance.
     #[arg(long, env = "BOARDCAST_STANDBY")]
     standby: bool,
 }
@@ -122,7 +119,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 /// A decision or append busy this long means the service is not making progress: health says
 /// NOT_SERVING until it is.
 const STUCK_AFTER: Duration = Duration::from_secs(20);
-/// How long following the log may take (its turn included) before the service counts as stuck.
+/// How long the follower may take to fold what the log holds before the service counts as stuck.
 const REFRESH_WITHIN: Duration = Duration::from_secs(15);
 
 #[tokio::main]
@@ -166,11 +163,7 @@ async fn main() -> anyhow::Result<()> {
 
     let client = nats::connect(&args.nats, "boardcast-game-service").await?;
     let js = async_nats::jetstream::new(client);
-    // Connections of their own for the checks of decisions (see `Store`) and for the partitions
-    // (see `ingest::CONNECTIONS`).
-    let checks = async_nats::jetstream::new(
-        nats::connect(&args.nats, "boardcast-game-service-checks").await?,
-    );
+    // Connections of their own for the partitions (see `ingest::CONNECTIONS`).
     let mut ingest_connections = Vec::with_capacity(ingest::CONNECTIONS);
     for i in 0..ingest::CONNECTIONS {
         let name = format!("boardcast-game-service-ingest-{i}");
@@ -207,16 +200,11 @@ async fn main() -> anyhow::Result<()> {
     let (store, used_snapshot) = retrying("rebuilding the games", || {
         let saved = read_snapshot();
         had_snapshot = saved.is_some();
-        store::Store::load(
-            js.clone(),
-            checks.clone(),
-            saved,
-            signer.clone(),
-            trusted.clone(),
-        )
+        store::Store::load(js.clone(), saved, signer.clone(), trusted.clone())
     })
     .await?;
     let store = Arc::new(store);
+    let following = tokio::spawn(store.clone().follow());
     if had_snapshot && !used_snapshot {
         // The snapshot belongs to another log: start it again from what was just folded.
         if let Some(s) = &snapshots
@@ -287,7 +275,7 @@ async fn main() -> anyhow::Result<()> {
                         STUCK_AFTER.as_secs()
                     ))
                 } else {
-                    // With news to fold the refresh waits for an append in progress, then reads.
+                    // The follower folds everything the log held a moment ago.
                     match tokio::time::timeout(REFRESH_WITHIN, store.refresh()).await {
                         Ok(result) => result.map_err(|e| e.to_string()),
                         Err(_) => Err(format!(
@@ -385,6 +373,7 @@ async fn main() -> anyhow::Result<()> {
         _ = grace_over => Ok(()),
     };
     follow.abort();
+    following.abort();
     let _ = stop_snapshots.send(true);
     if let Some(task) = snapshotting
         && let Err(e) = task.await

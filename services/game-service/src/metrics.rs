@@ -2,26 +2,16 @@
 //! - `boardcast_observations_total{disposition}`: observations delivered from the ingest stream
 //!   and what became of them (`applied`, `unchanged`, `duplicate`, `dead_lettered`, `retried`);
 //! - `boardcast_records_appended_total`: records this instance appended to the game log;
-//! - `boardcast_append_conflicts_total`: appends refused because the log had moved on (another
-//!   instance, or another partition of this one, appended first): each is caught up and retried;
-//! - `boardcast_leader_step_downs_asked_total{stream}`: times this instance asked a stream's
-//!   leader to step down: the game log's because it acknowledged no append for longer than an
-//!   election (see `silent_leader`), an observation stream's before a gap in a board's
-//!   observations is recorded (see `ingest::GapOpen::LeaderMayLack`);
+//! - `boardcast_append_conflicts_total`: decisions made again because their game moved (another
+//!   instance appended to it first, or its log ends elsewhere than folded here);
 //! - `boardcast_observation_applied_seconds`: from an observation's arrival in NATS to its events
 //!   stored in the game log and the observation acknowledged (a histogram);
 //! - `boardcast_ingest_lag{partition}`: observations of the partition waiting behind the one
 //!   being decided, as JetStream last said;
 //! - `boardcast_partitions_taken_over_total{partition}`: partitions a standby instance began to
 //!   consume because nobody else was deciding them (see `ingest`);
-//! - `boardcast_games_read_again_total{outcome}`: games whose records as read skipped one, read
-//!   again from the log before an append (`whole`, `missing`: still lacking one, `unreadable`:
-//!   NATS away, `forked`: two records with one number or one missing for long, `unfoldable`:
-//!   folding one of its records panicked; see `Games::behind`);
-//! - `boardcast_nothing_decided_total{how}`: decisions on observations that append nothing (a
-//!   clock reading, most of a hall's), by how their game was known not to have moved on since:
-//!   `witnessed` by a record this instance appended after the decision began, `asked` of the log
-//!   (a request each; see `Store::witnessed_after`).
+//! - `boardcast_nothing_decided_total{how}`: decisions that append nothing (a clock reading, most
+//!   of a hall's), each checked against its game's end in the log (`asked`).
 
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
@@ -33,9 +23,7 @@ pub struct Instruments {
     observations: Counter<u64>,
     records_appended: Counter<u64>,
     append_conflicts: Counter<u64>,
-    leader_step_downs_asked: Counter<u64>,
     partitions_taken_over: Counter<u64>,
-    games_read_again: Counter<u64>,
     nothing_decided: Counter<u64>,
     applied_seconds: Histogram<f64>,
     /// Reports `LAGS` when scraped; kept so that it goes on reporting.
@@ -66,22 +54,10 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
                 "Appends refused because the game log had moved on (caught up and retried)",
             )
             .build(),
-        leader_step_downs_asked: meter
-            .u64_counter("boardcast.leader.step_downs_asked")
-            .with_description(
-                "Times the game log's leader was asked to step down for acknowledging no append",
-            )
-            .build(),
         partitions_taken_over: meter
             .u64_counter("boardcast.partitions.taken_over")
             .with_description(
                 "Partitions this standby instance began to consume because nobody else decided them",
-            )
-            .build(),
-        games_read_again: meter
-            .u64_counter("boardcast.games.read_again")
-            .with_description(
-                "Games whose records as read skipped one, read again before an append, by outcome",
             )
             .build(),
         nothing_decided: meter
@@ -120,8 +96,7 @@ pub fn record_appended() {
     INSTRUMENTS.records_appended.add(1, &[]);
 }
 
-/// A decision on an observation that appends nothing, by how it was made sure that its game had
-/// not moved on: `witnessed` by a record this instance appended since, `asked` of the log.
+/// A decision that appends nothing, by how it was made sure that its game had not moved on.
 pub fn nothing_decided(how: &'static str) {
     INSTRUMENTS
         .nothing_decided
@@ -132,24 +107,11 @@ pub fn append_conflict() {
     INSTRUMENTS.append_conflicts.add(1, &[]);
 }
 
-pub fn leader_step_down_asked(stream: &str) {
-    INSTRUMENTS
-        .leader_step_downs_asked
-        .add(1, &[KeyValue::new("stream", stream.to_owned())]);
-}
-
 /// This standby instance began to consume `partition`.
 pub fn partition_taken_over(partition: &str) {
     INSTRUMENTS
         .partitions_taken_over
         .add(1, &[KeyValue::new("partition", partition.to_owned())]);
-}
-
-/// A game's log was read again: `outcome` is `whole`, `missing` or `forked`.
-pub fn game_read_again(outcome: &'static str) {
-    INSTRUMENTS
-        .games_read_again
-        .add(1, &[KeyValue::new("outcome", outcome)]);
 }
 
 /// An observation that arrived in NATS at `arrived_unix_ns` was applied and acknowledged now.

@@ -20,14 +20,13 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Where each game's subject ends in the log; a table of its own, so that snapshots written
 /// before it was kept still read (their games' ends are then not known until their next record).
 const GAME_ENDS: TableDefinition<&str, u64> = TableDefinition::new("game_ends");
-/// The games behind the log when the snapshot was written (see `SnapshotData::behind`), with the
-/// stream sequence of the first record that did not follow on; rewritten whole each time.
+/// Written by earlier versions (games read with a record skipped); removed when the snapshot is
+/// cleared.
 const BEHIND: TableDefinition<&str, u64> = TableDefinition::new("behind");
-/// Of those, the ones whose log was found broken for good (see `SnapshotData::broken`), with
-/// why; rewritten whole each time, and absent from snapshots written before it was kept.
+/// The games whose log does not follow on (see `SnapshotData::broken`), with why; rewritten
+/// whole each time, and absent from snapshots written before it was kept.
 const BROKEN: TableDefinition<&str, &str> = TableDefinition::new("broken");
 const FOLDED_SEQ: &str = "folded_seq";
-const LAST_GAME: &str = "last_game";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -49,17 +48,10 @@ pub struct SnapshotGame {
 pub struct SnapshotData {
     /// Every record of the log up to this stream sequence is in the snapshot.
     pub folded_seq: u64,
-    /// The game whose record is at `folded_seq` (empty if unknown).
-    pub last_game: String,
     pub games: Vec<SnapshotGame>,
-    /// Games whose records as read did not follow on (one left out, or the log forked), with
-    /// the stream sequence of the first that did not: restored behind, so that they are read
-    /// again from the log before anything is appended to them, and do not hold snapshots up.
-    pub behind: Vec<(String, u64)>,
-    /// Of the games behind, those whose log was found broken for good (forked, or a record
-    /// missing for long), with why: restored so, their boards' observations go to the
-    /// dead-letter stream at once after a restart too, rather than holding their partitions up
-    /// while a record missing is judged afresh.
+    /// The games whose log does not follow on (a record missing, two with one number), with
+    /// why: restored so, their boards' observations go to the dead-letter stream at once after
+    /// a restart too.
     pub broken: Vec<(String, String)>,
 }
 
@@ -164,11 +156,6 @@ impl Snapshots {
             .try_into()
             .map(u64::from_le_bytes)
             .map_err(|_| self.storage("bad folded_seq"))?;
-        let last_game = meta
-            .get(LAST_GAME)
-            .map_err(|e| self.storage(e))?
-            .map(|v| String::from_utf8_lossy(v.value()).into_owned())
-            .unwrap_or_default();
         let table = txn.open_table(GAMES).map_err(|e| self.storage(e))?;
         let ends = match txn.open_table(GAME_ENDS) {
             Ok(t) => Some(t),
@@ -191,13 +178,10 @@ impl Snapshots {
             }
             games.push(game);
         }
-        let behind = self.rows(&txn, BEHIND, |from| from)?;
         let broken = self.rows(&txn, BROKEN, str::to_owned)?;
         Ok(Some(SnapshotData {
             folded_seq,
-            last_game,
             games,
-            behind,
             broken,
         }))
     }
@@ -268,14 +252,8 @@ impl Snapshots {
             let mut meta = txn.open_table(META).map_err(|e| self.storage(e))?;
             meta.insert(FOLDED_SEQ, data.folded_seq.to_le_bytes().as_slice())
                 .map_err(|e| self.storage(e))?;
-            meta.insert(LAST_GAME, data.last_game.as_bytes())
-                .map_err(|e| self.storage(e))?;
         }
-        self.rewrite(
-            &txn,
-            BEHIND,
-            data.behind.iter().map(|(id, from)| (id, *from)),
-        )?;
+        txn.delete_table(BEHIND).map_err(|e| self.storage(e))?;
         self.rewrite(
             &txn,
             BROKEN,
@@ -293,51 +271,43 @@ mod tests {
     fn data(last_stream_seq: u64) -> SnapshotData {
         SnapshotData {
             folded_seq: 9,
-            last_game: "g1".into(),
             games: vec![SnapshotGame {
                 game_id: "g1".into(),
                 first_stream_seq: 2,
                 records: vec![b"one".to_vec(), b"two".to_vec()],
                 last_stream_seq,
             }],
-            behind: vec![("g2".into(), 8)],
             broken: vec![("g2".into(), "forked".into())],
         }
     }
 
     #[test]
-    fn each_game_s_end_and_the_games_behind_are_kept_and_an_older_snapshot_still_reads()
+    fn each_game_s_end_and_the_broken_games_are_kept_and_an_older_snapshot_still_reads()
     -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let snapshots = Snapshots::open(&dir.path().join("snapshot.redb"))?;
         snapshots.write(&data(7), true)?;
         let read = snapshots.read()?.expect("written");
-        assert_eq!((read.folded_seq, read.last_game.as_str()), (9, "g1"));
+        assert_eq!(read.folded_seq, 9);
         let game = &read.games[0];
         assert_eq!((game.first_stream_seq, game.last_stream_seq), (2, 7));
         assert_eq!(game.records, [b"one".to_vec(), b"two".to_vec()]);
-        assert_eq!(read.behind, [("g2".to_owned(), 8)]);
         assert_eq!(read.broken, [("g2".to_owned(), "forked".to_owned())]);
-        // Rewritten whole: a game read again since is no longer listed.
+        // Rewritten whole: a game mended since is no longer listed.
         snapshots.write(
             &SnapshotData {
                 games: Vec::new(),
-                behind: Vec::new(),
                 broken: Vec::new(),
                 ..data(7)
             },
             false,
         )?;
         let read = snapshots.read()?.expect("written");
-        assert_eq!(
-            (read.games.len(), read.behind.len(), read.broken.len()),
-            (1, 0, 0)
-        );
-        // Written before the games' ends and the games behind were kept: the ends are not known
+        assert_eq!((read.games.len(), read.broken.len()), (1, 0));
+        // Written before the games' ends and the broken games were kept: the ends are not known
         // (0), nothing else is lost.
         let txn = snapshots.db.begin_write()?;
         txn.delete_table(GAME_ENDS)?;
-        txn.delete_table(BEHIND)?;
         txn.delete_table(BROKEN)?;
         txn.commit()?;
         let read = snapshots.read()?.expect("still there");

