@@ -328,23 +328,15 @@ async fn an_observation_between_a_games_set_up_and_its_creation_is_applied() -> 
 }
 
 /// A gap in a board's observations on replicated observation streams (a three-node cluster):
-/// before it is recorded as missing, the partition stream's leader is asked to step down and the
-/// board's messages are searched again on the next one (a nats-server 2.9 leader elected after a
-/// node was killed was seen to lack acknowledged observations its replicas held). An
-/// observation that is still missing then is recorded as missing.
+/// an observation that never comes is recorded as missing, once, and the rest are decided.
 #[tokio::test(flavor = "multi_thread")]
-async fn before_a_gap_is_recorded_the_observation_stream_s_leader_is_asked_to_step_down()
--> anyhow::Result<()> {
+async fn a_gap_on_replicated_observation_streams_is_recorded_as_missing() -> anyhow::Result<()> {
     let base = baseline().await?;
     let cluster = boardcast_testkit::TestCluster::start(3).await?;
     let urls = cluster.urls();
-    let dir = tempfile::tempdir()?;
-    let log = dir.path().join("game-service.log");
     let service = GameService::start_with(
         &urls,
         GameServiceOptions {
-            log: Some(log.clone()),
-            rust_log: Some("warn,boardcast_game_service::ingest=info".into()),
             args: vec!["--replicas".into(), "3".into()],
             ..Default::default()
         },
@@ -358,8 +350,6 @@ async fn before_a_gap_is_recorded_the_observation_stream_s_leader_is_asked_to_st
         .context("a game of the clean run")?
         .clone();
     let game_id = create(&mut client, &info).await?;
-    let partition = ingest_stream(Some(partition_of_board(&info.board_id, DEFAULT_PARTITIONS)));
-    let leader = cluster.stream_leader(&js, &partition).await?;
 
     // The board's observations but one, which never comes.
     let observations = observations_of(base, &info.board_id);
@@ -384,36 +374,5 @@ async fn before_a_gap_is_recorded_the_observation_stream_s_leader_is_asked_to_st
             .collect::<Vec<_>>(),
         vec![(lost, lost)]
     );
-    assert_ne!(
-        cluster.stream_leader(&js, &partition).await?,
-        leader,
-        "the partition's stream has another leader"
-    );
-    drop(service);
-    // The hole was recorded after the new leader had had time to settle, on a search made then.
-    let log = std::fs::read_to_string(&log)?;
-    let logged_at = |text: &str| {
-        log.lines()
-            .find(|line| line.contains(text))
-            .and_then(|line| seconds_of_day(line.get(11..26)?))
-            .with_context(|| format!("{text:?} in the log:\n{log}"))
-    };
-    let asked = logged_at("asking the stream's leader to step down")?;
-    let recorded = logged_at("recorded as missing")?;
-    // Across midnight, the next day's.
-    let since = (recorded - asked).rem_euclid(86_400.0);
-    assert!(
-        since >= 10.0,
-        "asked at {asked} s, recorded at {recorded} s"
-    );
     Ok(())
-}
-
-/// `HH:MM:SS.ffffff` (a log line's time) in seconds since midnight.
-fn seconds_of_day(time: &str) -> Option<f64> {
-    let mut parts = time.splitn(3, ':');
-    let hours: f64 = parts.next()?.parse().ok()?;
-    let minutes: f64 = parts.next()?.parse().ok()?;
-    let seconds: f64 = parts.next()?.parse().ok()?;
-    Some(hours * 3600.0 + minutes * 60.0 + seconds)
 }

@@ -1,12 +1,14 @@
 //! `boardcast dead-letters`: the observations the game service gave up, each with why, as the
 //! dead-letter stream keeps them, so that an operator in the hall sees what a board sent that was
-//! not used without reading NATS by hand. Read-only.
+//! not used without reading NATS by hand. With `--redrive`, a board's given-up observations are
+//! published again, in order, to be decided again: after its game's log was mended
+//! (`boardcast fork`), or a service without a bug runs.
 
 use anyhow::Context as _;
 use async_nats::jetstream::{self, context::GetStreamErrorKind, message::StreamMessage};
 use boardcast_kit::nats::{
     DEADLETTER_STREAM, ORIGINAL_BYTES_HEADER, ORIGINAL_SEQUENCE_HEADER, ORIGINAL_STREAM_HEADER,
-    REASON_HEADER, deadletter_subject, next_message,
+    REASON_HEADER, deadletter_subject, next_message, observation_message_id, observation_subject,
 };
 use boardcast_schema::device::v1::Observation;
 use prost::Message as _;
@@ -21,6 +23,12 @@ pub struct DeadLettersArgs {
     /// came since.
     #[arg(long, default_value_t = 0)]
     after: u64,
+    /// Publish the board's dead letters listed (those after --after) again as its observations,
+    /// in order, so that the game service decides them again: once the board's game can take
+    /// them (its log mended with `boardcast fork`). Those already applied are ignored as
+    /// duplicates; one unusable for good is given up again. Needs --board.
+    #[arg(long, requires = "board")]
+    redrive: bool,
     /// NATS server holding the dead-letter stream, as the admin
     /// (`boardcast nats-config --print-url admin`): no other role an operator is given may read
     /// it.
@@ -61,6 +69,9 @@ pub async fn run(args: DeadLettersArgs) -> anyhow::Result<()> {
         .with_context(|| format!("reading {DEADLETTER_STREAM} from sequence {seq}"))?
     {
         print!("{}", describe(&message));
+        if args.redrive {
+            redrive(&js, &message).await?;
+        }
         listed += 1;
         let Some(next) = message.sequence.checked_add(1) else {
             break;
@@ -70,8 +81,40 @@ pub async fn run(args: DeadLettersArgs) -> anyhow::Result<()> {
     match (listed, &args.board) {
         (0, Some(board)) => println!("no dead letters of board {board}"),
         (0, None) => println!("no dead letters"),
+        (n, _) if args.redrive => println!(
+            "{n} dead letter{} published again as observations",
+            if n == 1 { "" } else { "s" }
+        ),
         (n, _) => println!("{n} dead letter{}", if n == 1 { "" } else { "s" }),
     }
+    Ok(())
+}
+
+/// Publishes the observation a dead letter keeps on its board's subject again, under a message
+/// id of its own (the first one's may still be in the stream's duplicate window).
+async fn redrive(js: &jetstream::Context, message: &StreamMessage) -> anyhow::Result<()> {
+    if message.headers.get(ORIGINAL_BYTES_HEADER).is_some() {
+        println!("  not published again: only its first bytes are kept");
+        return Ok(());
+    }
+    let Ok(observation) = Observation::decode(message.payload.as_ref()) else {
+        println!("  not published again: it is no observation");
+        return Ok(());
+    };
+    let board = &observation.board_id;
+    let publish = jetstream::message::PublishMessage::build()
+        .payload(message.payload.clone())
+        .message_id(format!(
+            "{}:again-{}",
+            observation_message_id(board, observation.device_seq),
+            message.sequence
+        ));
+    js.send_publish(observation_subject(board), publish)
+        .await
+        .context("publishing the observation again")?
+        .await
+        .context("publishing the observation again")?;
+    println!("  published again");
     Ok(())
 }
 

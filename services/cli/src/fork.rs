@@ -34,12 +34,11 @@ enum ForkCommand {
     },
     /// Keep one branch of a game's forked log: the records of the other branches (each one's
     /// bytes as stored, with its stream sequence) are written to a file, then removed from the
-    /// log, the last first. The game service reads the game again at its next decision (or
-    /// within 15 s), decides the board's observations it gave up meanwhile, and goes on from
-    /// the branch kept; the broadcast and arbiter services read a game whose log did not
-    /// follow on again every 10 s. Needs the admin's NATS URL (`boardcast nats-config
-    /// --print-url admin`). One operator at a time: two keeping different branches at once
-    /// would remove both.
+    /// log, the last first. Then the board's last observation is published again: the game
+    /// service folds the game afresh from the branch kept, decides the board's observations it
+    /// gave up meanwhile, in order, and goes on. Needs the admin's NATS URL (`boardcast
+    /// nats-config --print-url admin`). One operator at a time: two keeping different branches
+    /// at once would remove both.
     Keep {
         /// The game, as the game service names it.
         game_id: String,
@@ -55,11 +54,11 @@ enum ForkCommand {
     /// Cut a game's log that lost records for good (a NATS fault; the game service says
     /// "missing ... taken as for good", and `show` lists what follows the gap): the records
     /// after the gap, which no reader can fold, are written to a file, then removed from the
-    /// log, the last first. Each game service instance reads the game again (an instance that
-    /// found it broken within 15 s, any other when it next looks at the game, within about two
-    /// minutes in a hall of 1,000 boards) and decides the board's observations since the last record kept
-    /// again, from the observation streams, so the moves and clock presses come back;
-    /// arbiters' decisions among the records removed (listed) must be made again. Needs the admin's NATS URL. Refuses, changing nothing, a log
+    /// log, the last first. Then the board's last observation is published again: the game
+    /// service folds the game afresh and decides the board's observations since the last record
+    /// kept again, from the observation streams, so the moves and clock presses come back;
+    /// arbiters' decisions among the records removed (listed) must be made again. Needs the
+    /// admin's NATS URL. Refuses, changing nothing, a log
     /// that forks (keep a branch first), that follows on, or whose last record following on is
     /// not `--after`.
     Cut {
@@ -241,7 +240,8 @@ async fn keep(
         return Ok(());
     }
     let done = format!("removed {} records, keeping branch {kept}", removed.len());
-    say_it_follows_on(game_id, &after, trusted, &done)
+    say_it_follows_on(game_id, &after, trusted, &done)?;
+    decide_board_again(nats, game_id, &after).await
 }
 
 /// Says what was `done` and whether game `game_id`'s records left in the log (`left`) follow
@@ -303,11 +303,78 @@ async fn cut(
     let left = game_records(&stream, game_id, u64::MAX).await?;
     let done = format!("removed {} records after record {after}", removed.len());
     say_it_follows_on(game_id, &left, trusted, &done)?;
+    decide_board_again(nats, game_id, &left).await?;
     eprintln!(
-        "the game service reads it again within about two minutes (15 s where it found it \
-         broken) and decides the board's observations since again; arbiters' decisions among \
-         the records removed must be made again (saved in {})",
+        "arbiters' decisions among the records removed must be made again (saved in {})",
         save.display()
+    );
+    Ok(())
+}
+
+/// Publishes the last observation of game `game_id`'s board again (the game's records left in
+/// the log are `left`), so that the game service decides the board's observations since the
+/// log was mended without waiting for the board (a finished game's board sends nothing more):
+/// the game service folds the mended game afresh at that decision, and the gap before the
+/// observation brings back, in order, those given up while the log was broken or decided into
+/// records removed.
+async fn decide_board_again(
+    nats: &str,
+    game_id: &str,
+    left: &[(u64, impl AsRef<[u8]>)],
+) -> anyhow::Result<()> {
+    use boardcast_kit::nats::{
+        board_observations, ingest_stream, observation_message_id, observation_partitions,
+        observation_subject,
+    };
+    use boardcast_schema::device::v1::Observation;
+    use prost::Message as _;
+    let Some(board) = left.first().and_then(|(_, payload)| {
+        let record = boardcast_schema::game::v1::GameEventRecord::decode(payload.as_ref()).ok()?;
+        match boardcast_game::Game::open_record(&record).ok()?.kind? {
+            boardcast_schema::game::v1::game_event::Kind::Started(info) => Some(info.board_id),
+            _ => None,
+        }
+    }) else {
+        eprintln!("game {game_id} has no first record left: no board to decide again");
+        return Ok(());
+    };
+    let js = jetstream::new(boardcast_kit::nats::connect(nats, "boardcast-fork").await?);
+    let mut last: Option<(u64, Vec<u8>)> = None;
+    for partition in observation_partitions(&js).await? {
+        let stream = js.get_stream_no_info(ingest_stream(partition)).await?;
+        if let Ok(message) = stream
+            .get_last_raw_message_by_subject(&board_observations(&board))
+            .await
+            && let Ok(observation) = Observation::decode(message.payload.as_ref())
+            && last
+                .as_ref()
+                .is_none_or(|(seq, _)| observation.device_seq > *seq)
+        {
+            last = Some((observation.device_seq, message.payload.to_vec()));
+        }
+    }
+    let Some((device_seq, payload)) = last else {
+        eprintln!("board {board} has sent no observation: nothing to decide again");
+        return Ok(());
+    };
+    let message_id = format!(
+        "{}:again-{}",
+        observation_message_id(&board, device_seq),
+        boardcast_kit::now_unix_ms()
+    );
+    js.send_publish(
+        observation_subject(&board),
+        jetstream::message::PublishMessage::build()
+            .payload(payload.into())
+            .message_id(message_id),
+    )
+    .await
+    .context("publishing the board's last observation again")?
+    .await
+    .context("publishing the board's last observation again")?;
+    eprintln!(
+        "published board {board}'s last observation ({device_seq}) again: the game service \
+         folds the mended game afresh and decides the board's observations since, in order"
     );
     Ok(())
 }

@@ -30,6 +30,10 @@ pub(crate) struct Entry {
     /// Stream sequence of the game's last record as folded here: an append expects the game's
     /// subject to end there (`Nats-Expected-Last-Subject-Sequence`).
     pub(crate) last_stream_seq: u64,
+    /// Which folding afresh of the game this is (0: never folded afresh here): what a
+    /// partition noted of the board against an earlier one no longer holds (records it rested
+    /// on may have been removed; see `ingest::Seen`).
+    pub(crate) generation: u64,
 }
 
 #[derive(Default)]
@@ -45,6 +49,15 @@ pub(crate) struct Games {
     trusted: TrustedKeys,
     /// Games on which nothing is decided, and why (see [`Broken`]).
     broken: BTreeMap<String, Broken>,
+    /// Where the subjects of games with no entry here end (records on them skipped as bad: a
+    /// forgery, say): an append to such a game expects its subject to end there.
+    stray_ends: HashMap<String, u64>,
+    /// How many times a game was folded afresh here (see `Entry::generation`).
+    refolds: u64,
+    /// How many messages of each game's subject were read here, in stream order (not known for
+    /// a game restored broken from a snapshot): a broken game whose subject holds another
+    /// number was changed by an operator, and is folded afresh (see `Store`).
+    read_on_subject: HashMap<String, u64>,
 }
 
 /// The game live on a board.
@@ -185,6 +198,9 @@ impl Games {
                 ));
             }
             games.set_up_on(game.board_id(), &g.game_id, g.first_stream_seq);
+            games
+                .read_on_subject
+                .insert(g.game_id.clone(), g.records.len() as u64);
             games.by_id.insert(
                 g.game_id,
                 Entry {
@@ -192,11 +208,13 @@ impl Games {
                     first_stream_seq: g.first_stream_seq,
                     records: g.records,
                     last_stream_seq: g.last_stream_seq,
+                    generation: 0,
                 },
             );
         }
         games.folded_seq = snapshot.folded_seq;
         for (game_id, why) in snapshot.broken {
+            games.read_on_subject.remove(&game_id);
             games.broken.insert(
                 game_id,
                 Broken {
@@ -225,17 +243,65 @@ impl Games {
         }
     }
 
-    /// Folds the record stored at `stream_seq` as the follower read it, and moves the follower's
-    /// position there.
-    pub(crate) fn follow(&mut self, payload: &[u8], stream_seq: u64) -> Folded {
+    /// Folds the record stored on `subject` at `stream_seq` as the follower read it, and moves
+    /// the follower's position there.
+    pub(crate) fn follow(&mut self, subject: &str, payload: &[u8], stream_seq: u64) -> Folded {
         self.folded_seq = self.folded_seq.max(stream_seq);
-        self.fold(payload, stream_seq, Signature::Check)
+        match boardcast_kit::nats::game_of_subject(subject) {
+            Some(game_id) => self.fold(game_id, payload, stream_seq, Signature::Check),
+            None => Folded::Skipped,
+        }
     }
 
-    /// Folds one record of a game stored at `stream_seq`. A record bad in itself (undecodable,
-    /// altered, not signed by a trusted key) is reported and skipped, so one bad record does not
-    /// stop every other game; one that does not follow on marks its game broken.
-    pub(crate) fn fold(&mut self, payload: &[u8], stream_seq: u64, signature: Signature) -> Folded {
+    /// Folds one record stored at `stream_seq` on game `game_id`'s subject. A record bad in
+    /// itself (undecodable, altered, not signed by a trusted key, of another game) is reported
+    /// and skipped, so one bad record does not stop every other game; one that does not follow
+    /// on marks its game broken. Either way the game's subject now ends there.
+    pub(crate) fn fold(
+        &mut self,
+        game_id: &str,
+        payload: &[u8],
+        stream_seq: u64,
+        signature: Signature,
+    ) -> Folded {
+        if stream_seq > self.end_of(game_id) {
+            *self.read_on_subject.entry(game_id.to_owned()).or_default() += 1;
+        }
+        let folded = self.fold_record(game_id, payload, stream_seq, signature);
+        match self.by_id.get_mut(game_id) {
+            Some(entry) if entry.last_stream_seq < stream_seq => {
+                entry.last_stream_seq = stream_seq;
+                self.dirty.insert(game_id.to_owned());
+            }
+            Some(_) => {}
+            None => {
+                let end = self.stray_ends.entry(game_id.to_owned()).or_default();
+                *end = (*end).max(stream_seq);
+            }
+        }
+        folded
+    }
+
+    /// How many messages of game `game_id`'s subject were read here, when known.
+    pub(crate) fn read_on_subject(&self, game_id: &str) -> Option<u64> {
+        self.read_on_subject.get(game_id).copied()
+    }
+
+    /// Where game `game_id`'s subject ends as read here (0: nothing read of it).
+    pub(crate) fn end_of(&self, game_id: &str) -> u64 {
+        match self.by_id.get(game_id) {
+            Some(entry) => entry.last_stream_seq,
+            None => self.stray_ends.get(game_id).copied().unwrap_or(0),
+        }
+    }
+
+    fn fold_record(
+        &mut self,
+        subject_game: &str,
+        payload: &[u8],
+        stream_seq: u64,
+        signature: Signature,
+    ) -> Folded {
         let opened = GameEventRecord::decode(payload)
             .map_err(|e| e.to_string())
             .and_then(|record| {
@@ -243,12 +309,13 @@ impl Games {
                 Ok((record, event))
             });
         let (record, event) = match opened {
+            Ok((_, event)) if event.game_id != subject_game => {
+                tracing::error!(stream_seq, game = %subject_game, "skipping a record on the game's subject that is not one of its own");
+                return Folded::Skipped;
+            }
             Ok(opened) => opened,
             Err(e) => {
-                tracing::error!(
-                    stream_seq,
-                    "skipping a game log record that cannot be read: {e}"
-                );
+                tracing::error!(stream_seq, game = %subject_game, "skipping a game log record that cannot be read: {e}");
                 return Folded::Skipped;
             }
         };
@@ -260,17 +327,17 @@ impl Games {
         let applied = match self.by_id.get_mut(&game_id) {
             Some(entry) if event.game_seq <= entry.game.last_game_seq() => {
                 if holds(&entry.records, event.game_seq, &record.hash) {
-                    // Where its last record is stored, when not known (an older snapshot).
-                    if event.game_seq == entry.game.last_game_seq()
-                        && entry.last_stream_seq < stream_seq
-                    {
-                        entry.last_stream_seq = stream_seq;
-                        self.dirty.insert(game_id);
-                    }
                     return Folded::Known;
                 }
+                // A forgery (not signed by a trusted key) is no branch of the game's log.
+                if signature == Signature::Check
+                    && let Err(e) = Game::read_stored(payload, trusted, entry.game.is_signed())
+                {
+                    tracing::error!(stream_seq, game = %game_id, "skipping a game log record that cannot be folded: {e}");
+                    return Folded::Skipped;
+                }
                 let reason = format!(
-                    "two records numbered {} (the second at stream sequence {stream_seq}): the log forks",
+                    "two records numbered {} (the second at stream sequence {stream_seq}): the log forked",
                     event.game_seq
                 );
                 self.mark_broken(&game_id, stream_seq, BrokenWhy::LogDoesNotFollowOn(reason));
@@ -280,15 +347,13 @@ impl Games {
                 Signature::Check => entry.game.apply_trusted(&record, trusted),
                 Signature::OwnRecord => entry.game.apply(&record),
             })
-            .map(|()| {
-                entry.records.push(payload.to_vec());
-                entry.last_stream_seq = stream_seq;
-            }),
+            .map(|()| entry.records.push(payload.to_vec())),
             None => guarded(&record, || match signature {
                 Signature::Check => Game::from_first_trusted(&record, trusted),
                 Signature::OwnRecord => Game::from_first_record(&record),
             })
             .map(|game| {
+                self.stray_ends.remove(&game_id);
                 self.set_up_on(game.board_id(), &game_id, stream_seq);
                 self.by_id.insert(
                     game_id.clone(),
@@ -297,6 +362,7 @@ impl Games {
                         first_stream_seq: stream_seq,
                         records: vec![payload.to_vec()],
                         last_stream_seq: stream_seq,
+                        generation: 0,
                     },
                 );
             }),
@@ -367,20 +433,16 @@ impl Games {
     pub(crate) fn replace(&mut self, game_id: &str, records: &[(u64, Vec<u8>)]) {
         let before = self.by_id.remove(game_id);
         self.broken.remove(game_id);
+        self.stray_ends.remove(game_id);
+        self.read_on_subject.remove(game_id);
         self.dirty.insert(game_id.to_owned());
         for (stream_seq, payload) in records {
-            let is_own = GameEventRecord::decode(payload.as_slice())
-                .ok()
-                .and_then(|r| Game::open_record(&r).ok())
-                .is_some_and(|event| event.game_id == game_id);
-            if !is_own {
-                tracing::error!(stream_seq, game = %game_id, "skipping a record on the game's subject that is not one of its own");
-                continue;
-            }
-            self.fold(payload, *stream_seq, Signature::Check);
-            if self.broken.contains_key(game_id) {
-                break;
-            }
+            self.fold(game_id, payload, *stream_seq, Signature::Check);
+        }
+        self.refolds += 1;
+        let generation = self.refolds;
+        if let Some(entry) = self.by_id.get_mut(game_id) {
+            entry.generation = generation;
         }
         match (self.by_id.get(game_id), before) {
             (Some(_), _) => {}
@@ -526,5 +588,255 @@ fn unapplied_text(e: Unapplied) -> String {
     match e {
         Unapplied::Refused(e) => e.to_string(),
         Unapplied::Panicked(text) => format!("folding a record panicked (a bug): {text}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use boardcast_game::events::{
+        Annotation, ArbiterAction, GameStarted, Player, TimeControl, TimePeriod,
+        arbiter_action::Action,
+    };
+    use boardcast_game::signing::RecordSigner;
+
+    use super::*;
+
+    fn signer() -> RecordSigner {
+        RecordSigner::from_seed([7; 32])
+    }
+
+    fn trusted() -> TrustedKeys {
+        TrustedKeys::parse(&signer().public_key().to_text()).expect("a key")
+    }
+
+    /// The first record of a game on `board` (round `round`), encoded as stored.
+    fn started(round: u32, board: &str) -> (Game, Vec<u8>) {
+        let info = GameStarted {
+            tournament_id: "t".into(),
+            round,
+            board_number: 1,
+            board_id: board.into(),
+            edition: "fide-2023".into(),
+            white: Some(Player {
+                name: "W".into(),
+                ..Default::default()
+            }),
+            black: Some(Player {
+                name: "B".into(),
+                ..Default::default()
+            }),
+            time_control: Some(TimeControl {
+                periods: vec![TimePeriod {
+                    base_ms: 5_400_000,
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        };
+        let (id, event) = Game::decide_start(&info, "operator", "r").expect("valid");
+        let record = Game::record_signed(None, &id, vec![event], 1_000, &signer()).remove(0);
+        let game = Game::from_first_record(&record).expect("folds");
+        (game, record.encode_to_vec())
+    }
+
+    /// The next record of `game`: an arbiter's note.
+    fn note(game: &Game) -> Vec<u8> {
+        let action = ArbiterAction {
+            action: Some(Action::Annotation(Annotation { text: "n".into() })),
+            ..Default::default()
+        };
+        let events = game
+            .decide_arbiter(&action, "arbiter", &format!("n{}", game.last_game_seq()))
+            .expect("accepted");
+        let record = Game::record_signed(Some(game), game.game_id(), events, 2_000, &signer());
+        record[0].encode_to_vec()
+    }
+
+    /// Folds `payload` as the follower reads it, on its game's subject.
+    fn follow(games: &mut Games, payload: &[u8], stream_seq: u64) -> Folded {
+        let game_id = GameEventRecord::decode(payload)
+            .ok()
+            .and_then(|r| Game::open_record(&r).ok())
+            .map_or_else(|| "unknown".to_owned(), |e| e.game_id);
+        games.follow(
+            &boardcast_kit::nats::game_subject(&game_id),
+            payload,
+            stream_seq,
+        )
+    }
+
+    #[test]
+    fn own_records_fold_unchecked_but_still_in_chain() {
+        let (game, first) = started(1, "b1");
+        let second = note(&game);
+        let mut checked = Games::new(trusted());
+        follow(&mut checked, &first, 1);
+        follow(&mut checked, &second, 2);
+        let mut own = Games::new(trusted());
+        own.fold(game.game_id(), &first, 1, Signature::OwnRecord);
+        own.fold(game.game_id(), &second, 2, Signature::OwnRecord);
+        assert_eq!(
+            own.get(game.game_id()).map(|e| &e.records),
+            checked.get(game.game_id()).map(|e| &e.records)
+        );
+        assert_eq!(own.get(game.game_id()).map(|e| e.last_stream_seq), Some(2));
+    }
+
+    #[test]
+    fn a_record_folded_twice_is_known_and_the_follower_moves_on() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        let second = note(&game);
+        // This instance appended both (stream sequences 3 and 4) before its follower read them.
+        assert_eq!(
+            games.fold(game.game_id(), &first, 3, Signature::OwnRecord),
+            Folded::Applied
+        );
+        assert_eq!(
+            games.fold(game.game_id(), &second, 4, Signature::OwnRecord),
+            Folded::Applied
+        );
+        assert_eq!(games.folded_seq(), 0);
+        assert_eq!(follow(&mut games, &first, 3), Folded::Known);
+        assert_eq!(follow(&mut games, &second, 4), Folded::Known);
+        let entry = games.get(game.game_id()).expect("known");
+        assert_eq!(entry.records, vec![first, second]);
+        assert_eq!((games.folded_seq(), entry.last_stream_seq), (4, 4));
+        assert!(games.broken(game.game_id()).is_none());
+    }
+
+    #[test]
+    fn the_latest_game_set_up_on_a_board_is_live_there() {
+        let mut games = Games::new(trusted());
+        let (round_1, first_1) = started(1, "b1");
+        let (round_2, first_2) = started(2, "b1");
+        follow(&mut games, &first_1, 5);
+        follow(&mut games, &first_2, 9);
+        assert_eq!(
+            games.live_on("b1").map(|e| e.game.game_id()),
+            Some(round_2.game_id())
+        );
+        assert_eq!(games.live().count(), 1);
+        assert_eq!(games.len(), 2);
+        assert_eq!(games.round_start_seq("t", 1), 5);
+        assert_eq!(games.round_start_seq("t", 2), 9);
+        // A round with no game yet starts after what is folded.
+        assert_eq!(games.round_start_seq("t", 3), 10);
+        assert!(games.get(round_1.game_id()).is_some());
+        // Folded afresh, the earlier game does not take the board back.
+        games.replace(round_1.game_id(), &[(5, first_1)]);
+        assert_eq!(games.live_id_on("b1"), Some(round_2.game_id()));
+    }
+
+    #[test]
+    fn a_record_bad_in_itself_is_skipped_and_others_go_on() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        follow(&mut games, &first, 1);
+        assert_eq!(
+            games.follow(
+                &boardcast_kit::nats::game_subject(game.game_id()),
+                b"not a record",
+                2
+            ),
+            Folded::Skipped
+        );
+        // A game signed by a key nobody trusts.
+        let mut stranger = Games::new(TrustedKeys::default());
+        let (_, other_first) = started(1, "b2");
+        assert_eq!(follow(&mut stranger, &other_first, 1), Folded::Skipped);
+        assert_eq!(stranger.len(), 0);
+        let second = note(&game);
+        assert_eq!(follow(&mut games, &second, 3), Folded::Applied);
+        assert!(games.broken(game.game_id()).is_none());
+    }
+
+    #[test]
+    fn a_game_whose_log_skips_a_record_or_forks_is_broken_until_folded_afresh() {
+        let (game, first) = started(1, "b1");
+        let second = note(&game);
+        let mut after_second = game.clone();
+        after_second
+            .apply(&GameEventRecord::decode(second.as_slice()).expect("a record"))
+            .expect("folds");
+        let third = note(&after_second);
+        // A record missing: the third follows the first.
+        let mut games = Games::new(trusted());
+        follow(&mut games, &first, 1);
+        assert_eq!(follow(&mut games, &third, 3), Folded::Skipped);
+        let broken = games.not_followed(game.game_id()).expect("broken");
+        assert_eq!(broken.from_stream_seq, 3);
+        assert!(
+            broken.reason.contains("does not follow on"),
+            "{}",
+            broken.reason
+        );
+        // Nothing more is folded of it, and the snapshot keeps the mark.
+        assert_eq!(follow(&mut games, &second, 4), Folded::Skipped);
+        let saved = games.take_changes(true).expect("changes");
+        assert_eq!(saved.broken.len(), 1);
+        // Mended: folded afresh from the whole log.
+        games.replace(
+            game.game_id(),
+            &[(1, first.clone()), (2, second.clone()), (3, third)],
+        );
+        assert!(games.broken(game.game_id()).is_none());
+        assert_eq!(
+            games
+                .get(game.game_id())
+                .map(|e| (e.records.len(), e.last_stream_seq)),
+            Some((3, 3))
+        );
+        // Two records with one number: the log forked.
+        let mut games = Games::new(trusted());
+        follow(&mut games, &first, 1);
+        follow(&mut games, &second, 2);
+        let action = ArbiterAction {
+            action: Some(Action::Annotation(Annotation {
+                text: "another".into(),
+            })),
+            ..Default::default()
+        };
+        let events = game
+            .decide_arbiter(&action, "arbiter", "x")
+            .expect("accepted");
+        let other = Game::record_signed(Some(&game), game.game_id(), events, 3_000, &signer());
+        assert_eq!(
+            follow(&mut games, &other[0].encode_to_vec(), 3),
+            Folded::Skipped
+        );
+        let forked = games.not_followed(game.game_id()).expect("broken");
+        assert!(forked.reason.contains("forked"), "{}", forked.reason);
+    }
+
+    #[test]
+    fn a_game_whose_log_lost_its_last_records_is_folded_afresh_shorter() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        let second = note(&game);
+        follow(&mut games, &first, 1);
+        follow(&mut games, &second, 2);
+        games.replace(game.game_id(), &[(1, first)]);
+        let entry = games.get(game.game_id()).expect("known");
+        assert_eq!((entry.game.last_game_seq(), entry.last_stream_seq), (1, 1));
+        // Nothing of it left in the log: no longer live on its board.
+        games.replace(game.game_id(), &[]);
+        assert!(games.get(game.game_id()).is_none());
+        assert!(games.live_on("b1").is_none());
+    }
+
+    #[test]
+    fn snapshots_hold_the_changed_games_and_restore_them() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        follow(&mut games, &first, 1);
+        follow(&mut games, &note(&game), 2);
+        let saved = games.take_changes(false).expect("changes");
+        assert!(games.take_changes(false).is_none(), "nothing changed since");
+        let restored = Games::from_snapshot(saved, trusted()).expect("restores");
+        let entry = restored.get(game.game_id()).expect("restored");
+        assert_eq!((entry.game.last_game_seq(), entry.last_stream_seq), (2, 2));
+        assert_eq!(restored.folded_seq(), 2);
+        assert_eq!(restored.live_id_on("b1"), Some(game.game_id()));
     }
 }

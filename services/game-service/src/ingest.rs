@@ -458,10 +458,14 @@ async fn after_panic(
 /// the highest `device_seq`, and the stream sequence of the last message. Every message of the
 /// partition before the one being handled has been handled, by this instance or another (one
 /// observation in flight: see the module comment), so the board's messages in between were
-/// passed over by another instance. Kept per game: what was handled for a game the board no
-/// longer carries tells nothing about the new one.
+/// passed over by another instance. Kept per game as folded: what was handled for a game the
+/// board no longer carries tells nothing about the new one, nor what was handled for a game
+/// before it was folded afresh (records it held then may have been removed).
 #[derive(Default)]
-struct Seen(HashMap<String, (Option<String>, SeenBoard)>);
+struct Seen(HashMap<String, (Option<GameFolded>, SeenBoard)>);
+
+/// A game in progress on a board as folded here: its id and `Entry::generation`.
+type GameFolded = (String, u64);
 
 #[derive(Default, Clone, Copy)]
 struct SeenBoard {
@@ -889,7 +893,7 @@ async fn give_up(
 
 impl Seen {
     /// What was handled of `board` for `game`.
-    fn of(&self, board: &str, game: Option<&String>) -> Option<SeenBoard> {
+    fn of(&self, board: &str, game: Option<&GameFolded>) -> Option<SeenBoard> {
         self.0
             .get(board)
             .filter(|(seen_for, _)| seen_for.as_ref() == game)
@@ -898,7 +902,7 @@ impl Seen {
 
     /// Keeps the board's highest `device_seq` for `game` and where it is in the stream (a copy
     /// re-sent later, with a lower `device_seq`, does not move that point).
-    fn note(&mut self, board: &str, game: Option<&String>, device_seq: u64, stream_seq: u64) {
+    fn note(&mut self, board: &str, game: Option<&GameFolded>, device_seq: u64, stream_seq: u64) {
         let (seen_for, entry) = self.0.entry(board.to_owned()).or_default();
         if seen_for.as_ref() != game {
             *seen_for = game.cloned();
@@ -913,9 +917,12 @@ impl Seen {
 
 /// The game in progress on the board and its last observation accounted for, if there is one
 /// (looking at the log once more when this instance knows of none).
-async fn game_in_progress(store: &Store, board: &str) -> Option<(String, u64)> {
+async fn game_in_progress(store: &Store, board: &str) -> Option<(GameFolded, u64)> {
     let accounted = |e: &Entry| {
-        (!e.game.is_over()).then(|| (e.game.game_id().to_owned(), e.game.board_seq_accounted()))
+        (!e.game.is_over()).then(|| {
+            let folded = (e.game.game_id().to_owned(), e.generation);
+            (folded, e.game.board_seq_accounted())
+        })
     };
     match store.with_board_entry(board, accounted).await {
         Some(known) => known,
@@ -1666,18 +1673,21 @@ mod tests {
     }
 
     #[test]
-    fn what_was_seen_of_a_board_holds_for_its_game_then_only() {
+    fn what_was_seen_of_a_board_holds_for_its_game_as_folded_then_only() {
         let mut seen = Seen::default();
-        let (g, h) = ("g".to_owned(), "h".to_owned());
-        seen.note("b1", Some(&g), 6, 60);
-        seen.note("b1", Some(&g), 4, 70);
-        let of = |game: &String| {
-            seen.of("b1", Some(game))
-                .map(|s| (s.device_seq, s.stream_seq))
-        };
-        assert_eq!(of(&g), Some((6, 60)), "a re-sent one moves nothing");
-        // Not for another game set up on the board.
-        assert_eq!(of(&h), None);
+        let game = |id: &str, generation| (id.to_owned(), generation);
+        seen.note("b1", Some(&game("g", 0)), 6, 60);
+        seen.note("b1", Some(&game("g", 0)), 4, 70);
+        let of = |g: &GameFolded| seen.of("b1", Some(g)).map(|s| (s.device_seq, s.stream_seq));
+        assert_eq!(
+            of(&game("g", 0)),
+            Some((6, 60)),
+            "a re-sent one moves nothing"
+        );
+        // Folded afresh from its log (records it held may have been removed): none holds.
+        assert_eq!(of(&game("g", 1)), None);
+        // Nor for another game set up on the board.
+        assert_eq!(of(&game("h", 0)), None);
     }
 
     #[test]

@@ -64,7 +64,8 @@ pub enum AppendError {
     /// Nothing is appended to the game: its log does not follow on (a record missing, or two
     /// with one number). An operator mends it (`boardcast fork`).
     #[error(
-        "nothing is appended to game {game_id} until its log is mended (boardcast fork): {reason}"
+        "nothing is appended to game {game_id} until its log is mended (see boardcast fork show \
+         {game_id}): {reason}"
     )]
     LogBroken { game_id: String, reason: String },
 }
@@ -240,7 +241,7 @@ impl Store {
         let mut messages = game_log::read_from(&self.stream, GAMES_SUBJECTS, from).await?;
         while let Some(message) = messages.next().await {
             let message = message?;
-            self.follow_one(&message.payload, message.stream_seq);
+            self.follow_one(&message.subject, &message.payload, message.stream_seq);
             if message.stream_seq >= last || message.pending == 0 {
                 break;
             }
@@ -248,8 +249,8 @@ impl Store {
         Ok(())
     }
 
-    fn follow_one(&self, payload: &[u8], stream_seq: u64) {
-        self.write().follow(payload, stream_seq);
+    fn follow_one(&self, subject: &str, payload: &[u8], stream_seq: u64) {
+        self.write().follow(subject, payload, stream_seq);
         self.followed.send_replace(stream_seq);
     }
 
@@ -262,7 +263,11 @@ impl Store {
                 Ok(mut messages) => {
                     while let Some(message) = messages.next().await {
                         match message {
-                            Ok(message) => self.follow_one(&message.payload, message.stream_seq),
+                            Ok(message) => self.follow_one(
+                                &message.subject,
+                                &message.payload,
+                                message.stream_seq,
+                            ),
                             Err(e) => {
                                 tracing::warn!("following the game log: {e}");
                                 break;
@@ -328,10 +333,19 @@ impl Store {
     }
 
     /// Why nothing can be decided on the game live on `board_id`, when it is broken.
+    /// Its log is looked at first (one lookup): once mended, the game is folded afresh and the
+    /// board goes on.
     pub async fn broken_on_board(&self, board_id: &str) -> Option<AppendError> {
-        let games = self.read();
-        let game_id = games.live_id_on(board_id)?;
-        broken_error(&games, game_id)
+        let game_id = {
+            let games = self.read();
+            let game_id = games.live_id_on(board_id)?;
+            games.broken(game_id)?;
+            game_id.to_owned()
+        };
+        if let Err(e) = self.read_again_if_changed(&game_id).await {
+            tracing::warn!(game = %game_id, "looking whether its log was mended: {e:#}");
+        }
+        broken_error(&self.read(), &game_id)
     }
 
     /// Game `game_id`'s state as the API shows it (saying whether its log goes on past it).
@@ -445,6 +459,11 @@ impl Store {
         decide: impl Fn(&Games) -> Result<Decision<T>, AppendError>,
     ) -> Result<T, AppendError> {
         let _turn = self.turn(game_id).await;
+        if self.read().broken(game_id).is_some() {
+            self.read_again_if_changed(game_id)
+                .await
+                .map_err(|e| unavailable(game_id, e))?;
+        }
         for _ in 0..MAX_ATTEMPTS {
             if self.games_poisoned() {
                 // The service is stopping (see `main`); what waits is decided after the restart.
@@ -458,7 +477,7 @@ impl Store {
                 if let Some(e) = broken_error(&games, game_id) {
                     return Err(e);
                 }
-                let end = games.get(game_id).map_or(0, |e| e.last_stream_seq);
+                let end = games.end_of(game_id);
                 (decide(&games)?, end)
             };
             match decision {
@@ -484,9 +503,15 @@ impl Store {
                 }
             }
             crate::metrics::append_conflict();
-            self.catch_up_game(game_id, end)
+            let refolded = self
+                .catch_up_game(game_id, end)
                 .await
                 .map_err(|e| unavailable(game_id, e))?;
+            if refolded {
+                // Records the caller may have looked at were removed (the gap before an
+                // observation): it looks again.
+                return Err(AppendError::Conflict(game_id.to_owned()));
+            }
         }
         Err(AppendError::Conflict(game_id.to_owned()))
     }
@@ -496,7 +521,7 @@ impl Store {
         let first = last.saturating_sub(records.len() as u64 - 1);
         let mut games = self.write();
         for (record, seq) in records.iter().zip(first..) {
-            games.fold(&record.encode_to_vec(), seq, Signature::OwnRecord);
+            games.fold(game_id, &record.encode_to_vec(), seq, Signature::OwnRecord);
             crate::metrics::record_appended();
         }
         if games.get(game_id).is_none_or(|e| e.last_stream_seq != last) {
@@ -506,18 +531,55 @@ impl Store {
 
     /// Folds what game `game_id`'s log holds after stream sequence `after`, where it was folded
     /// up to. A log that holds nothing after it although the game moved ends before it: records
-    /// were removed (an operator's `fork cut`): the game is folded afresh from its whole log.
-    async fn catch_up_game(&self, game_id: &str, after: u64) -> anyhow::Result<()> {
+    /// were removed (an operator's `fork cut`): the game is folded afresh from its whole log,
+    /// and `true` says so.
+    async fn catch_up_game(&self, game_id: &str, after: u64) -> anyhow::Result<bool> {
         let news = self.read_game(game_id, after).await?;
         if news.is_empty() {
             let whole = self.read_game(game_id, 0).await?;
             tracing::warn!(game = %game_id, records = whole.len(), "the game's log ends before what was folded here: folding it afresh");
             self.write().replace(game_id, &whole);
-            return Ok(());
+            return Ok(true);
         }
         let mut games = self.write();
         for (seq, payload) in news {
-            games.fold(&payload, seq, Signature::Check);
+            games.fold(game_id, &payload, seq, Signature::Check);
+        }
+        Ok(false)
+    }
+
+    /// Folds game `game_id` afresh from its whole log when its subject holds another number of
+    /// messages than were read here: an operator mended it (`boardcast fork keep` or `cut`
+    /// removed records), or it was restored broken from a snapshot. One lookup otherwise; asked
+    /// only for a game marked broken, before a decision on it.
+    async fn read_again_if_changed(&self, game_id: &str) -> anyhow::Result<()> {
+        let subject = game_subject(game_id);
+        let mut counts = self
+            .stream
+            .info_with_subjects(&subject)
+            .await
+            .map_err(|e| anyhow::anyhow!("counting game {game_id}'s records: {e}"))?;
+        let mut in_log = 0;
+        while let Some(count) = counts.next().await {
+            let (on, count) =
+                count.map_err(|e| anyhow::anyhow!("counting game {game_id}'s records: {e}"))?;
+            if on == subject {
+                in_log = count as u64;
+            }
+        }
+        if self.read().read_on_subject(game_id) == Some(in_log) {
+            return Ok(());
+        }
+        let whole = self.read_game(game_id, 0).await?;
+        let mut games = self.write();
+        games.replace(game_id, &whole);
+        match games.broken(game_id) {
+            Some(broken) => {
+                tracing::warn!(game = %game_id, "folded afresh from its log, which still does not follow on: {}", broken.reason());
+            }
+            None => {
+                tracing::info!(game = %game_id, records = whole.len(), "folded afresh from its mended log: decisions on it go on")
+            }
         }
         Ok(())
     }

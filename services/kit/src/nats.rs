@@ -239,7 +239,7 @@ pub async fn require_current_server(client: &async_nats::Client, url: &str) -> a
     while client.connection_state() != async_nats::connection::State::Connected {
         tokio::time::sleep(Duration::from_millis(50)).await;
         waited += Duration::from_millis(50);
-        if waited.as_millis() % 10_000 == 0 {
+        if waited.as_millis().is_multiple_of(10_000) {
             tracing::warn!(
                 url = redact(url),
                 "waiting for NATS to answer ({waited:?} so far)"
