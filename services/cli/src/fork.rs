@@ -25,7 +25,7 @@ pub struct ForkArgs {
 enum ForkCommand {
     /// Show where a game's log forks and the records of each branch, named by where its first
     /// record is stored (nothing is changed). The game service refuses every decision on a game
-    /// whose log forks, and says so in its log (`boardcast_games_read_again_total{outcome="forked"}`).
+    /// whose log forks, and says why in its log and its dead letters ("the log forked").
     Show {
         /// The game, as the game service names it (e.g. `london-r1-b3`).
         game_id: String,
@@ -52,7 +52,7 @@ enum ForkCommand {
         log: LogArgs,
     },
     /// Cut a game's log that lost records for good (a NATS fault; the game service says
-    /// "missing ... taken as for good", and `show` lists what follows the gap): the records
+    /// "does not follow on", and `show` lists what follows the gap): the records
     /// after the gap, which no reader can fold, are written to a file, then removed from the
     /// log, the last first. Then the board's last observation is published again: the game
     /// service folds the game afresh and decides the board's observations since the last record
@@ -168,7 +168,7 @@ fn print_missing(game_id: &str, missing: &Missing) {
     print_records(&missing.after);
     println!(
         "\nA record still missing a minute after a fault (a node back, a leader elected) is lost \
-         for good (the game service says so after two minutes). Then cut the log after record \
+         for good (the game service refuses to decide on the game meanwhile). Then cut the log after record \
          {last} with: boardcast fork cut {game_id} --after {last} --save <file>\nThe board's \
          observations since are decided again; arbiters' decisions listed above must be made \
          again.",

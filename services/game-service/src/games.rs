@@ -499,6 +499,11 @@ impl Games {
         self.by_id.values()
     }
 
+    /// The games on which nothing is decided.
+    pub(crate) fn broken_ids(&self) -> Vec<String> {
+        self.broken.keys().cloned().collect()
+    }
+
     /// Why nothing is decided on game `game_id`, when nothing is.
     pub(crate) fn broken(&self, game_id: &str) -> Option<&Broken> {
         self.broken.get(game_id)
@@ -563,7 +568,6 @@ impl Games {
             broken: self
                 .broken
                 .iter()
-                .filter(|(_, b)| matches!(b.why, BrokenWhy::LogDoesNotFollowOn(_)))
                 .map(|(game_id, b)| (game_id.clone(), b.reason().to_owned()))
                 .collect(),
         })

@@ -229,6 +229,12 @@ impl Store {
             );
         }
         store.read_log_until(last).await?;
+        // Games restored broken are folded afresh from their logs now: mended meanwhile, or
+        // found broken again (and why) before anything is decided or read on them.
+        let broken = store.read().broken_ids();
+        for game_id in broken {
+            store.read_again_if_changed(&game_id).await?;
+        }
         Ok((store, used))
     }
 

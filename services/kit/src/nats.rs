@@ -451,6 +451,33 @@ fn percent_decode(s: &str) -> anyhow::Result<String> {
     String::from_utf8(out).context("the NATS URL's credentials are not UTF-8")
 }
 
+/// Turns atomic batch publish and direct gets on for a game log created by an earlier version
+/// (only the NATS admin may change a stream: a service with its own user says what to do).
+async fn allow_atomic_appends(
+    js: &jetstream::Context,
+    stream: stream::Stream,
+) -> anyhow::Result<()> {
+    let config = &stream.cached_info().config;
+    if config.allow_atomic_publish && config.allow_direct {
+        return Ok(());
+    }
+    let upgraded = stream::Config {
+        allow_atomic_publish: true,
+        allow_direct: true,
+        ..config.clone()
+    };
+    js.update_stream(upgraded).await.with_context(|| {
+        format!(
+            "{GAMES_STREAM} was created by an earlier version without atomic batch publish \
+             (allow_atomic), which every decision of several records needs; only the NATS admin \
+             may turn it on: start the game service once with the admin's URL \
+             (boardcast nats-config --print-url admin)"
+        )
+    })?;
+    tracing::info!("{GAMES_STREAM}: atomic batch publish and direct gets turned on");
+    Ok(())
+}
+
 /// Creates the streams if they do not exist yet, with one observation stream for each of
 /// `partitions` partitions. Safe to call from every service at start-up whose NATS user may
 /// create them (the game service, admin); the others call [`require_streams`].
@@ -512,6 +539,8 @@ pub async fn ensure_streams(
             .with_context(|| format!("creating JetStream stream {name}"))?;
         if name == INGEST_STREAM && stream.cached_info().config.subjects != [subjects.clone()] {
             leave_partitions_to_their_streams(js, stream).await?;
+        } else if name == GAMES_STREAM {
+            allow_atomic_appends(js, stream).await?;
         }
     }
     Ok(())

@@ -413,9 +413,8 @@ pub struct Permissions {
 }
 
 /// The JetStream API subjects no user but admin may use: deleting, purging or reconfiguring
-/// streams and consumers, removing messages, snapshots, cluster and account administration.
-/// One exception: the game service may ask the game log's leader to step down (see
-/// [`permissions`]).
+/// streams and consumers, removing messages, snapshots, cluster and account administration,
+/// asking a leader to step down.
 pub const ADMIN_ONLY_API: &[&str] = &[
     "$JS.API.STREAM.DELETE.>",
     "$JS.API.STREAM.PURGE.>",
@@ -515,8 +514,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             allow.push(api("STREAM.NAMES"));
             // Observations: its durable consumers, one per partition's stream (named by
             // `ingest_consumer`; the only durable consumer of that stream), the earlier
-            // version's single one, only read, and short-lived ones filtered to a board (the
-            // last observation of a board whose game's log was mended, handed over again).
+            // version's single one, only read.
             for i in &observation_streams {
                 allow.extend([
                     api(&format!("CONSUMER.CREATE.{i}.*")),
@@ -531,22 +529,6 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             // The game logs: ordered consumers for catching up and for the gRPC log streams.
             // (The assignments are read by message gets.)
             allow.extend(follow_stream(GAMES_STREAM));
-            // Asking the game log's leader to step down when it acknowledges no append (a
-            // nats-server 2.9 leader after a network partition, see the game service's
-            // `silent_leader`), and an observation stream's leader before a gap in a board's
-            // observations is recorded (a 2.9 leader lacking what its replicas hold, see
-            // `ingest::GapOpen::LeaderMayLack`): the stream keeps every message and its
-            // replicas elect a new leader. Of no other stream.
-            let step_down = api("STREAM.LEADER.STEPDOWN.>");
-            deny.retain(|s| *s != step_down);
-            for s in
-                std::iter::once(GAMES_STREAM).chain(observation_streams.iter().map(String::as_str))
-            {
-                allow.push(api(&format!("STREAM.LEADER.STEPDOWN.{s}")));
-            }
-            for s in [DEADLETTER_STREAM, ASSIGNMENTS_STREAM, DELAYS_STREAM] {
-                deny.push(api(&format!("STREAM.LEADER.STEPDOWN.{s}")));
-            }
             deny.push("boardcast.board.>".to_owned());
             allow
         }
@@ -842,36 +824,9 @@ mod tests {
         ] {
             let p = permissions(&role, &["b".to_owned()]).unwrap();
             for subject in ADMIN_ONLY_API {
-                if role == Role::GameService && *subject == "$JS.API.STREAM.LEADER.STEPDOWN.>" {
-                    continue;
-                }
                 assert!(p.publish_deny.contains(&(*subject).to_owned()), "{role}");
             }
         }
-    }
-
-    #[test]
-    fn the_game_service_may_step_down_the_leaders_of_the_game_log_and_observations_only() {
-        let p = permissions(&Role::GameService, &[]).unwrap();
-        let step_down = |s: &str| format!("$JS.API.STREAM.LEADER.STEPDOWN.{s}");
-        assert!(!p.publish_deny.contains(&step_down(">")));
-        for s in [
-            GAMES_STREAM,
-            crate::nats::INGEST_STREAM,
-            &ingest_stream(Some(0)),
-            &ingest_stream(Some(DEFAULT_PARTITIONS - 1)),
-        ] {
-            assert!(p.publish_allow.contains(&step_down(s)), "{s}");
-            assert!(!p.publish_deny.contains(&step_down(s)), "{s}");
-        }
-        for s in [DEADLETTER_STREAM, ASSIGNMENTS_STREAM, DELAYS_STREAM] {
-            assert!(p.publish_deny.contains(&step_down(s)), "{s}");
-            assert!(!p.publish_allow.contains(&step_down(s)), "{s}");
-        }
-        assert!(
-            p.publish_deny
-                .contains(&"$JS.API.CONSUMER.LEADER.STEPDOWN.>".to_owned())
-        );
     }
 
     #[test]
