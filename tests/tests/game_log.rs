@@ -686,8 +686,10 @@ async fn a_batch_expecting_a_moved_game_end_stores_nothing_and_one_on_time_store
     Ok(())
 }
 
+/// The one reader of the game log delivers what the log holds, in order, past records removed
+/// from within it or purged from its start, and reads one game's records by sequence.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_reader_goes_past_only_records_removed_and_reads_a_game_again_by_sequence()
+async fn a_reader_goes_past_records_removed_and_reads_a_game_again_by_sequence()
 -> anyhow::Result<()> {
     use boardcast_kit::game_log;
     use futures::StreamExt as _;
@@ -703,48 +705,27 @@ async fn a_reader_goes_past_only_records_removed_and_reads_a_game_again_by_seque
         .await?;
     }
     let stream = js.get_stream(boardcast_kit::nats::GAMES_STREAM).await?;
-    let take_deleted = |_| true;
-    // Kept records are never passed over.
-    assert!(matches!(
-        game_log::confirm_removed(&stream, 2..=3, take_deleted).await,
-        Err(game_log::LogError::NotDelivered(2))
-    ));
-    // One deleted from within the log is, when the reader takes it (a leader that lost records
-    // lists them deleted too: the game service takes them only after a while).
     stream.delete_message(3).await?;
-    game_log::confirm_removed(&stream, 3..4, take_deleted).await?;
-    assert!(
-        game_log::confirm_removed(&stream, 3..4, |_| false)
-            .await
-            .is_err()
-    );
-    // What was purged from the start is removed.
     stream.purge().sequence(2).await?;
-    game_log::confirm_removed(&stream, 1..2, |_| false).await?;
-    // The whole log read from the start delivers what is left, in order. It goes past the record
-    // deleted from within the log only once that has been listed so for a while
-    // (`DELETED_FOR_GOOD`): until then it may be a leader lacking it, and the reader reads
-    // again from it.
     let messages = game_log::read_from(&stream, boardcast_kit::nats::GAMES_SUBJECTS, 1).await?;
     let mut messages = std::pin::pin!(messages);
-    let (mut delivered, mut waited_for) = (Vec::new(), Vec::new());
+    let mut delivered = Vec::new();
     while delivered.len() < 2 {
         match messages.next().await {
-            Some(Ok(message)) => delivered.push(message.stream_seq),
-            Some(Err(game_log::LogError::NotDelivered(seq))) => waited_for.push(seq),
-            Some(Err(e)) => return Err(e.into()),
+            Some(message) => delivered.push(message?.stream_seq),
             None => anyhow::bail!("the reader ended"),
         }
     }
     assert_eq!(delivered, [2, 4]);
-    assert!(
-        !waited_for.is_empty() && waited_for.iter().all(|&seq| seq == 3),
-        "read again from: {waited_for:?}"
-    );
-    // One game's records again, by sequence, up to a point.
+    // One game's records again, by sequence, up to a point, and after one.
     let again = game_log::game_records(&stream, "g", 4).await?;
     let read: Vec<(u64, &[u8])> = again.iter().map(|(s, p)| (*s, p.as_ref())).collect();
     assert_eq!(read, [(4, b"g3".as_slice())]);
+    assert!(
+        game_log::game_records_between(&stream, "g", 4, u64::MAX)
+            .await?
+            .is_empty()
+    );
     Ok(())
 }
 
@@ -1136,9 +1117,7 @@ async fn a_log_that_lost_records_is_cut_and_the_boards_observations_are_decided_
     // Without the board sending anything more (a finished game's board may not: the cut hands
     // its last observation over again), the service finds the game's end in the log moved
     // back, reads the game again, and decides every observation since record 3 again, in
-    // order. (Read from the log: the service's event
-    // stream waits 30 s before it takes the records removed as removed, see
-    // `game_log::deleted_for_good`.)
+    // order.
     let recorded_in_log = || async {
         records()
             .await?

@@ -200,8 +200,7 @@ async fn a_restarted_game_service_rebuilds_its_games_from_the_log() -> anyhow::R
 }
 
 /// An operator may remove records from the game log; a restart that reads the log with a
-/// consumer (more than a few records) must not wait for the removed last one for good (only as
-/// long as a leader that lost records could list them as removed, `game_log::DELETED_FOR_GOOD`).
+/// consumer (more than a few records) must not wait for the removed last one.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restart_reads_a_log_whose_last_record_was_removed() -> anyhow::Result<()> {
     let nats = TestNats::start()?;

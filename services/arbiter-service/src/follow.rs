@@ -1139,13 +1139,6 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
                 tracing::error!("{e}");
                 continue;
             }
-            // A record not delivered that the log may still hold: the reader reads again from
-            // it until it comes or is known removed (`game_log::DELETED_FOR_GOOD` at most).
-            Err(e @ game_log::LogError::NotDelivered(_)) => {
-                errors_in_a_row = 0;
-                tracing::warn!("game log: {e}");
-                continue;
-            }
             Err(e) => {
                 errors_in_a_row += 1;
                 if errors_in_a_row >= 10 {

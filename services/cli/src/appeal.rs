@@ -237,24 +237,8 @@ async fn read_game_log<W: std::io::Write>(
             .await
             .context("reading the game log")?;
         let mut messages = std::pin::pin!(messages);
-        let mut waited_for = BTreeSet::new();
         while let Some(message) = messages.next().await {
-            let message = match message {
-                // A record not delivered that the log may still hold (a leader lacking it, or
-                // one an operator removed): the reader reads again from it until it comes or is
-                // known removed, `game_log::DELETED_FOR_GOOD` at most. Said once per record.
-                Err(game_log::LogError::NotDelivered(seq)) => {
-                    if waited_for.insert(seq) {
-                        bar.println(format!(
-                            "record {seq} was not delivered and is listed as deleted: waiting up \
-                             to {} s to be sure it was removed rather than missing from a leader",
-                            game_log::DELETED_FOR_GOOD.as_secs()
-                        ));
-                    }
-                    continue;
-                }
-                other => other?,
-            };
+            let message = message?;
             let (seq, pending) = (message.stream_seq, message.pending);
             bar.set_position(seq);
             let game_id = boardcast_kit::nats::game_of_subject(&message.subject)

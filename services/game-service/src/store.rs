@@ -592,30 +592,12 @@ impl Store {
 
     /// Game `game_id`'s records after stream sequence `after`, as the stream's leader holds them.
     async fn read_game(&self, game_id: &str, after: u64) -> anyhow::Result<Vec<(u64, Vec<u8>)>> {
-        let subject = game_subject(game_id);
-        let mut records = Vec::new();
-        let mut next = after + 1;
-        loop {
-            let read = self
-                .stream
-                .raw_message_builder()
-                .sequence(next)
-                .next_by_subject(subject.clone())
-                .send()
-                .await;
-            match read {
-                Ok(message) => {
-                    next = message.sequence + 1;
-                    records.push((message.sequence, message.payload.to_vec()));
-                }
-                Err(e)
-                    if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound =>
-                {
-                    return Ok(records);
-                }
-                Err(e) => anyhow::bail!("reading game {game_id}'s log: {e}"),
-            }
-        }
+        let records =
+            game_log::game_records_between(&self.stream, game_id, after, u64::MAX).await?;
+        Ok(records
+            .into_iter()
+            .map(|(seq, payload)| (seq, payload.to_vec()))
+            .collect())
     }
 
     /// Appends `records` to game `game_id`'s subject, expecting it to end at stream sequence

@@ -2,16 +2,12 @@
 //! arbiter services and `boardcast export` share: the messages of a subject in stream order from
 //! a sequence on, then live as they are stored.
 //!
-//! It reads through an ordered consumer: JetStream delivers every message once and in order,
-//! and the client recreates the consumer after a gap (a missed heartbeat, a server restart)
-//! from the last sequence it delivered. On nats-server 2.9 a consumer was still seen passing over
-//! a record the log holds, after a node was killed while the log was written: a reader of the
-//! whole stream goes past a sequence it was not delivered only when the stream confirms it
-//! removed ([`confirm_removed`]; one listed as deleted from within the log only once it has been
-//! for [`DELETED_FOR_GOOD`], see [`deleted_for_good`]), and otherwise reads again from there.
-//! An ordered consumer can also stall after a leader change, with heartbeats still coming: when
-//! nothing comes for [`STALL_CHECK`] although the log holds more, the reader makes the consumer
-//! again from the next sequence it owes, so no reader waits on it for good.
+//! It reads through an ordered consumer: JetStream (nats-server 2.12+) delivers every message
+//! once and in order, and the client recreates the consumer after a gap (a missed heartbeat, a
+//! server restart) from the last sequence it delivered; a sequence never delivered was removed.
+//! As a last resort, when nothing comes for [`STALL_CHECK`] although the log holds more, the
+//! reader makes the consumer again from the next sequence it owes, so no reader waits for good.
+//! [`game_records`] reads one game's records by sequence, from the stream's leader.
 
 use async_nats::jetstream::{
     consumer::{DeliverPolicy, pull::OrderedConfig},
@@ -48,13 +44,6 @@ pub enum LogError {
     /// repeat records, so a follower starts again from its last folded sequence.
     #[error("a game log message without its stream position: {0}")]
     NoPosition(String),
-    /// The record at this stream sequence was not delivered, or its leader does not have it,
-    /// though the log keeps it (see [`confirm_removed`]): read again from there later.
-    #[error(
-        "record {0} was not delivered and the log keeps it (or lists it as removed only for a \
-         moment: a leader still applying, or one whose store lacks it); reading again from there"
-    )]
-    NotDelivered(u64),
 }
 
 /// The messages on `subject` (one game's, or `GAMES_SUBJECTS` for every game) from stream
@@ -68,7 +57,6 @@ pub async fn read_from(
         messages: ordered_from(stream, subject, start).await?,
         stream: stream.clone(),
         subject: subject.to_owned(),
-        whole_stream: is_whole_stream(stream, subject),
         next_seq: start.max(1),
     };
     Ok(Box::pin(futures::stream::unfold(
@@ -87,9 +75,6 @@ struct Reader {
     messages: Messages,
     stream: Stream,
     subject: String,
-    /// Reading every message of the stream: then any stream sequence passed over must have been
-    /// removed.
-    whole_stream: bool,
     /// The sequence from which the messages not delivered yet start.
     next_seq: u64,
 }
@@ -99,20 +84,6 @@ impl Reader {
         loop {
             match tokio::time::timeout(STALL_CHECK, self.messages.next()).await {
                 Ok(Some(Ok(message))) => {
-                    if self.whole_stream
-                        && let Err(e) = confirm_removed(
-                            &self.stream,
-                            self.next_seq..message.stream_seq,
-                            deleted_for_good,
-                        )
-                        .await
-                    {
-                        // Read again from the first not delivered, after a moment (a leader
-                        // still applying, or one whose store lacks it until it is replaced).
-                        tokio::time::sleep(SKIPPED_PAUSE).await;
-                        self.restart().await;
-                        return Some(Err(e));
-                    }
                     self.next_seq = message.stream_seq.saturating_add(1);
                     return Some(Ok(message));
                 }
@@ -155,67 +126,6 @@ impl Reader {
     }
 }
 
-/// How long a reader waits before reading again from a record it was not delivered.
-const SKIPPED_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Checks that the stream sequences `seqs`, which a reader was not delivered (or its leader did
-/// not answer), were removed from the log, so that it may go past them: below the stream's first
-/// sequence (old games purged from its start), or listed as deleted from within it (an operator
-/// removed them) when `take_deleted` says so for that sequence. On nats-server 2.9, after a node
-/// was killed while the log was written, a leader was seen to lack records the log holds, and to
-/// list them as deleted, and consumers to pass over them; a leader newly elected may also not
-/// have applied one yet: going past such a record would leave its game short here, so that is an
-/// error ([`LogError::NotDelivered`]), and the record is read again later.
-pub async fn confirm_removed(
-    stream: &Stream,
-    seqs: impl IntoIterator<Item = u64>,
-    take_deleted: impl Fn(u64) -> bool,
-) -> Result<(), LogError> {
-    let mut seqs = seqs.into_iter().peekable();
-    if seqs.peek().is_none() {
-        return Ok(());
-    }
-    let state = stream
-        .info_builder()
-        .with_deleted(true)
-        .fetch()
-        .await
-        .map_err(|e| LogError::Read(e.to_string()))?
-        .info
-        .state;
-    let deleted: std::collections::HashSet<u64> =
-        state.deleted.unwrap_or_default().into_iter().collect();
-    match seqs
-        .find(|&seq| seq >= state.first_sequence && !(deleted.contains(&seq) && take_deleted(seq)))
-    {
-        Some(seq) => Err(LogError::NotDelivered(seq)),
-        None => Ok(()),
-    }
-}
-
-/// How long a record not delivered must have been listed as deleted from within the log before
-/// a reader goes past it: longer than a leader that lost it takes to be replaced (the game
-/// service asks it to step down after 10 s), after which the record is delivered.
-pub const DELETED_FOR_GOOD: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Whether the game log's record at stream sequence `seq`, listed as deleted from within the
-/// log, has been listed so for [`DELETED_FOR_GOOD`] as this process has seen (since now, the
-/// first time it asks). A leader that lost records lists them as deleted too, until it is
-/// replaced: every reader of the process (the game service's catch-ups, the broadcast and
-/// arbiter services, an export) takes such a record as removed only after that wait, which an
-/// operator's removal also costs, once. A process reads one game log.
-pub fn deleted_for_good(seq: u64) -> bool {
-    static LISTED_SINCE: std::sync::LazyLock<
-        std::sync::Mutex<std::collections::BTreeMap<u64, std::time::Instant>>,
-    > = std::sync::LazyLock::new(Default::default);
-    let now = std::time::Instant::now();
-    let mut listed = LISTED_SINCE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let since = *listed.entry(seq).or_insert(now);
-    now.duration_since(since) >= DELETED_FOR_GOOD
-}
-
 /// Whether `subject` is every message of `stream` (its one configured subject).
 fn is_whole_stream(stream: &Stream, subject: &str) -> bool {
     stream.cached_info().config.subjects == [subject]
@@ -230,11 +140,7 @@ async fn ordered_from(stream: &Stream, subject: &str, start: u64) -> Result<Mess
             start_sequence: start,
         }
     };
-    // A filter that is the stream's one subject filters nothing, but nats-server 2.9 still
-    // counts a filtered consumer's pending messages by going through the stream's blocks,
-    // again and again as it delivers: a standby instance reading the whole log from behind kept
-    // the server at a full core, and the hall went from about 5,400 to 1,300 observations
-    // decided per second (docs/ingest-benchmark.md).
+    // The whole stream unfiltered: the server then need not match subjects to deliver.
     let whole_stream = is_whole_stream(stream, subject);
     let consumer = stream
         .create_consumer(OrderedConfig {
@@ -269,17 +175,27 @@ async fn ordered_from(stream: &Stream, subject: &str, start: u64) -> Result<Mess
 }
 
 /// Game `game_id`'s records as stored up to stream sequence `up_to` (stream sequence and
-/// payload, in order), read one by one from the log's leader. What a reader reads again when a
-/// game's records as delivered do not follow on: on nats-server 2.9 a consumer, or a leader
-/// newly elected after a node was killed, was seen leaving a record out that the log holds.
+/// payload, in order), read one by one from the log's leader: a game read whole again (an
+/// operator mended its log), or checked (`boardcast fork`).
 pub async fn game_records(
     stream: &Stream,
     game_id: &str,
     up_to: u64,
 ) -> Result<Vec<(u64, bytes::Bytes)>, LogError> {
+    game_records_between(stream, game_id, 0, up_to).await
+}
+
+/// Game `game_id`'s records stored after stream sequence `after` and up to `up_to`, as
+/// [`game_records`].
+pub async fn game_records_between(
+    stream: &Stream,
+    game_id: &str,
+    after: u64,
+    up_to: u64,
+) -> Result<Vec<(u64, bytes::Bytes)>, LogError> {
     let subject = crate::nats::game_subject(game_id);
     let mut records = Vec::new();
-    let mut seq = 1;
+    let mut seq = after.saturating_add(1);
     while seq <= up_to {
         let message = crate::nats::next_message(stream, seq, &subject)
             .await
