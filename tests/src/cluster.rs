@@ -105,6 +105,11 @@ impl ClusterNode {
         format!("nats://{}:{}", self.host, self.port)
     }
 
+    /// The node's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(ManagedProcess::pid)
+    }
+
     fn spawn(&mut self) -> anyhow::Result<()> {
         let mut command = match &self.netns {
             // `ip netns exec` execs the server in place: the process is the server's.

@@ -143,11 +143,33 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
     let partitions = u32::try_from(setting("BENCH_PARTITIONS", 16)?)?;
     let instances = setting("BENCH_INSTANCES", 1)?.max(1);
     let standby = setting("BENCH_STANDBY", 0)? > 0;
+    // BENCH_NODES=3: a three-node cluster on this machine, every stream replicated (R3), as a
+    // hall runs (its mapping has the default 16 partitions).
+    let nodes = setting("BENCH_NODES", 1)?;
     let base = baseline().await?;
     let by_board = with_clock_ticks(&base.observations, ticks)?;
-    let nats = TestNats::start_partitioned(partitions)?;
-    let js = jetstream::new(async_nats::connect(nats.url()).await?);
-    let service = partitioned_service(&nats.url(), partitions, false)?;
+    let (nats, cluster) = if nodes > 1 {
+        (
+            None,
+            Some(boardcast_testkit::TestCluster::start(nodes).await?),
+        )
+    } else {
+        (Some(TestNats::start_partitioned(partitions)?), None)
+    };
+    let nats_url = match (&nats, &cluster) {
+        (Some(nats), _) => nats.url(),
+        (_, Some(cluster)) => cluster.urls(),
+        _ => unreachable!("one or the other"),
+    };
+    let nats_pids: Vec<u32> = match (&nats, &cluster) {
+        (Some(nats), _) => nats.server.pid().into_iter().collect(),
+        (_, Some(cluster)) => cluster.nodes.iter().filter_map(|n| n.pid()).collect(),
+        _ => Vec::new(),
+    };
+    let nats_cpu_now = || -> Option<f64> { nats_pids.iter().map(|&pid| cpu_seconds_of(pid)).sum() };
+    let replicas = if nodes > 1 { 3 } else { 1 };
+    let js = jetstream::new(boardcast_kit::nats::connect(&nats_url, "bench").await?);
+    let service = partitioned_service(&nats_url, partitions, false, replicas)?;
     let mut client = boardcast_testkit::admin_client(&service.url()).await?;
     let mut per_board: Vec<Vec<(String, Vec<u8>)>> = Vec::new();
     let mut game_ids = Vec::new();
@@ -201,24 +223,21 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
 
     let records_before = records_in_log(&js).await?;
     let started = Instant::now();
-    let nats_cpu_before = nats.server.pid().and_then(cpu_seconds_of);
+    let nats_cpu_before = nats_cpu_now();
     let services = (0..instances)
-        .map(|i| partitioned_service(&nats.url(), partitions, standby && i > 0))
+        .map(|i| partitioned_service(&nats_url, partitions, standby && i > 0, replicas))
         .collect::<anyhow::Result<Vec<_>>>()?;
     drained_within(&js, Duration::from_secs(3600)).await?;
     let elapsed = started.elapsed();
     // The CPU each side spent: steadier than the rate when comparing builds, since the rate
     // also moves with whatever else the machine does.
     let service_cpu: Option<f64> = services.iter().map(cpu_seconds).sum();
-    let nats_cpu = nats
-        .server
-        .pid()
-        .and_then(cpu_seconds_of)
+    let nats_cpu = nats_cpu_now()
         .zip(nats_cpu_before)
         .map(|(after, before)| after - before);
     let records = records_in_log(&js).await?.saturating_sub(records_before);
     eprintln!(
-        "{boards} boards, {ticks} ticks after each press, {partitions} partitions, {instances} instance(s){}: \
+        "{boards} boards, {ticks} ticks after each press, {partitions} partitions, {nodes} NATS node(s), {instances} instance(s){}: \
          {total} observations decided in {elapsed:?}: {:.0} per second; peak resident memory {}",
         if standby && instances > 1 {
             " (the others standing by)"
@@ -277,11 +296,13 @@ fn partitioned_service(
     nats_url: &str,
     partitions: u32,
     standby: bool,
+    replicas: usize,
 ) -> anyhow::Result<GameService> {
     let mut args = match partitions {
         0 => Vec::new(),
         n => vec!["--partitions".to_owned(), n.to_string()],
     };
+    args.extend(["--replicas".to_owned(), replicas.to_string()]);
     if standby {
         args.push("--standby".to_owned());
     }
@@ -354,7 +375,7 @@ async fn live_hall_latency() -> anyhow::Result<()> {
     let nats = TestNats::start_partitioned(partitions)?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let services = (0..instances)
-        .map(|i| partitioned_service(&nats.url(), partitions, standby && i > 0))
+        .map(|i| partitioned_service(&nats.url(), partitions, standby && i > 0, 1))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut client = boardcast_testkit::admin_client(&services[0].url()).await?;
     let mut plans = Vec::new();

@@ -417,6 +417,9 @@ async fn after_panic(
     text: &str,
 ) {
     tracing::error!(subject = %message.subject, "handling an observation panicked (a bug): {text}");
+    // Whether this instance was handed the partition's messages one after the other is no
+    // longer known.
+    state.recent.clear();
     if store.games_poisoned() {
         // It struck while games were being folded: nothing more is decided on them here (the
         // service stops, and its restart folds them again), and the observation is delivered
@@ -499,6 +502,59 @@ struct PartitionState {
     /// The observation being handled (one in flight per partition): how often storing its
     /// decision failed, and since when observations before it are missing.
     current: Attempts,
+    /// The partition's last messages handed to this instance one after the other in the
+    /// stream, each first delivered (at most `RECENT_DELIVERIES`), for
+    /// [`PartitionState::stored_by`].
+    recent: std::collections::VecDeque<Delivery>,
+}
+
+/// How many of the partition's last deliveries [`PartitionState::stored_by`] looks back over.
+const RECENT_DELIVERIES: usize = 16;
+
+/// A message of the partition as it was handed to this instance.
+#[derive(Clone, Copy)]
+struct Delivery {
+    stream_seq: u64,
+    /// When it was received here.
+    at: std::time::Instant,
+    /// How many messages of the partition the stream held after it then.
+    pending: u64,
+}
+
+impl PartitionState {
+    /// A moment by which the message just received (`delivery`) was stored in the stream, on
+    /// this instance's clock. A decision on it that appends nothing stands without asking the
+    /// log when this instance's state holds every record stored after that moment (see
+    /// `Store::decide_on_board`): it then misses nothing written before the observation came,
+    /// by anyone. When this instance was handed, first delivered, every
+    /// message of the partition from an earlier one up to this one, and the stream held this
+    /// one already when that earlier one came, that is when the earlier one was received: a
+    /// record this instance sent since, once folded, then shows the log whole late enough, and
+    /// a busy hall needs no request to the log for it. Otherwise: now.
+    fn stored_by(&mut self, delivery: Delivery, first_delivery: bool) -> std::time::Instant {
+        let follows_on = first_delivery
+            && self
+                .recent
+                .back()
+                .is_some_and(|last| last.stream_seq.checked_add(1) == Some(delivery.stream_seq));
+        if !follows_on {
+            self.recent.clear();
+        }
+        let stored_by = self
+            .recent
+            .iter()
+            .find(|earlier| {
+                earlier.stream_seq.saturating_add(earlier.pending) >= delivery.stream_seq
+            })
+            .map_or(delivery.at, |earlier| earlier.at);
+        if first_delivery {
+            if self.recent.len() >= RECENT_DELIVERIES {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(delivery);
+        }
+        stored_by
+    }
 }
 
 struct Attempts {
@@ -582,6 +638,7 @@ async fn handle(
     state: &mut PartitionState,
     message: &Message,
 ) {
+    let received = std::time::Instant::now();
     let observation = match read_observation(&message.subject, message.payload.as_ref()) {
         Ok(o) => o,
         Err(reason) => {
@@ -598,12 +655,23 @@ async fn handle(
     let board = observation.board_id.clone();
     // Where it stands in its stream, and when NATS stored it: the start of its latency to the
     // game log.
-    let (stream_seq, arrived_unix_ns) = match message.info() {
+    let (stream_seq, stored_by, arrived_unix_ns) = match message.info() {
         Ok(info) => (
             info.stream_sequence,
+            state.stored_by(
+                Delivery {
+                    stream_seq: info.stream_sequence,
+                    at: received,
+                    pending: info.pending,
+                },
+                info.delivered == 1,
+            ),
             Some(info.published.unix_timestamp_nanos()),
         ),
-        Err(_) => (0, None),
+        Err(_) => {
+            state.recent.clear();
+            (0, received, None)
+        }
     };
     // Nothing is decided on a game that cannot be folded here (a bug struck on one of its
     // records) or whose log does not follow on: its board's observations go, with the reason,
@@ -664,7 +732,7 @@ async fn handle(
     }
     let decided = match refused_in_gap {
         Some(refused) => Err(refused),
-        None => decide(store, &observation).await,
+        None => decide(store, &observation, stored_by).await,
     };
     let seen_before = seen_here.map_or(0, |s| s.device_seq);
     let disposition = disposition(&decided, &observation, attempts, seen_before);
@@ -848,6 +916,7 @@ async fn record_unusable(
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
+            std::time::Instant::now(),
             |game| {
                 game.decide_unusable_observation(
                     observation.device_seq,
@@ -958,12 +1027,18 @@ impl Undecided {
 
 type Decision = Result<ObservationOutcome, Undecided>;
 
-/// Decides `observation` on the game live on its board.
-async fn decide(store: &Store, observation: &Observation) -> Result<Option<Decision>, AppendError> {
+/// Decides `observation`, stored in the stream by `stored_by` (see `PartitionState::stored_by`),
+/// on the game live on its board.
+async fn decide(
+    store: &Store,
+    observation: &Observation,
+    stored_by: std::time::Instant,
+) -> Result<Option<Decision>, AppendError> {
     store
         .decide_on_board(
             &observation.board_id,
             boardcast_kit::now_unix_ms(),
+            stored_by,
             |game| {
                 caught(|| {
                     crate::fault_points::panic_at(
@@ -1106,7 +1181,7 @@ async fn close_gap(
             if published_after {
                 tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
             }
-            let stored = match decide(store, &earlier).await {
+            let stored = match decide(store, &earlier, std::time::Instant::now()).await {
                 // Unusable: its hole is recorded now, in order. Delivered itself later, it goes
                 // to the dead-letter stream, but its number is accounted for by then.
                 Ok(Some(Err(undecided))) => {
@@ -1233,6 +1308,7 @@ async fn record_missing(
         .decide_on_board(
             board,
             boardcast_kit::now_unix_ms(),
+            std::time::Instant::now(),
             |game| game.decide_missing_observations(first, last, observation),
             Vec::clone,
         )
@@ -1670,6 +1746,44 @@ mod tests {
             }
             assert!(!d.accounts_for_it(), "found in the gap once it is mended");
         }
+    }
+
+    #[test]
+    fn an_observation_is_known_stored_by_an_earlier_delivery_only_when_all_in_between_came_here() {
+        let t0 = std::time::Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let delivery = |stream_seq, ms, pending| Delivery {
+            stream_seq,
+            at: at(ms),
+            pending,
+        };
+        let mut state = PartitionState::default();
+        // The first one seen: only now.
+        assert_eq!(state.stored_by(delivery(10, 0, 5), true), at(0));
+        // The next ones in the stream, which the stream held when 10 came (five more: up to
+        // 15): stored by then.
+        assert_eq!(state.stored_by(delivery(11, 2, 4), true), at(0));
+        assert_eq!(state.stored_by(delivery(12, 4, 3), true), at(0));
+        assert_eq!(state.stored_by(delivery(13, 6, 3), true), at(0));
+        assert_eq!(state.stored_by(delivery(14, 8, 2), true), at(0));
+        assert_eq!(state.stored_by(delivery(15, 10, 0), true), at(0));
+        // 16 was stored after 12 was handed out, before 13 was.
+        assert_eq!(state.stored_by(delivery(16, 12, 0), true), at(6));
+        // Nothing was waiting when 16 came: 17 may have been stored after it.
+        assert_eq!(state.stored_by(delivery(17, 14, 0), true), at(14));
+        // A message skipped (handed to another instance, or removed): only now.
+        assert_eq!(state.stored_by(delivery(19, 16, 9), true), at(16));
+        // Delivered again (NAKed, or its acknowledgement lost): only now, and the run restarts.
+        assert_eq!(state.stored_by(delivery(20, 18, 9), false), at(18));
+        assert_eq!(state.stored_by(delivery(21, 20, 9), true), at(20));
+        assert_eq!(state.stored_by(delivery(22, 22, 9), true), at(20));
+        // Stream sequences at the end of u64 do not wrap around.
+        let mut state = PartitionState::default();
+        assert_eq!(
+            state.stored_by(delivery(u64::MAX, 0, u64::MAX), true),
+            at(0)
+        );
+        assert_eq!(state.stored_by(delivery(0, 2, 0), true), at(2));
     }
 
     #[test]

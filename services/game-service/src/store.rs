@@ -10,8 +10,11 @@
 //! is made again. Decisions on different games append concurrently; decisions on one game are
 //! made one after another here (its turn), so that they do not refuse each other.
 //!
-//! A decision that appends nothing (most clock readings) stands only if the game's subject still
-//! ends where it was made: one lookup on the leader.
+//! A decision that appends nothing (most clock readings) stands only if the state it was made on
+//! holds every record stored before its observation was: when this instance folded the whole
+//! log up to one of its own appends sent after that moment (a busy hall has many), or else when
+//! the game's subject still ends where it was made (one lookup on the stream's leader, which
+//! costs the server a search of the game's records).
 //!
 //! Every instance also follows the whole stream with one ordered consumer ([`Store::follow`]),
 //! folding what other instances append. Folding is idempotent per game (`games`), so a record
@@ -42,6 +45,10 @@ const MAX_ATTEMPTS: usize = 20;
 
 /// How long waiting for the follower to fold what the log held may take.
 const SYNC_WITHIN: Duration = Duration::from_secs(10);
+
+/// How long a decision that appends nothing waits for the follower to fold the log up to one of
+/// this instance's appends before it asks the log instead.
+const WITNESS_WAIT: Duration = Duration::from_millis(100);
 
 /// The server's error code for an expected last (subject) sequence that does not hold.
 const WRONG_LAST_SEQUENCE: u64 = 10071;
@@ -122,6 +129,18 @@ pub struct Store {
     appends: std::sync::Mutex<(u64, HashMap<u64, Instant>)>,
     /// The follower's position, for those waiting for it ([`Store::refresh`]).
     followed: tokio::sync::watch::Sender<u64>,
+    /// The latest-sent of this instance's appends that was stored: every record stored before
+    /// it was sent lies below its stream sequence, so once the follower folded up to there,
+    /// what is folded holds everything stored before that moment (see `Decision::Nothing`).
+    witness: std::sync::Mutex<Option<Witness>>,
+}
+
+/// One of this instance's appends, stored.
+#[derive(Clone, Copy)]
+struct Witness {
+    sent_at: Instant,
+    /// The stream sequence of its last record.
+    seq: u64,
 }
 
 /// A game's turn, given back when dropped.
@@ -219,6 +238,7 @@ impl Store {
             signer,
             appends: std::sync::Mutex::default(),
             followed: tokio::sync::watch::Sender::new(folded_seq),
+            witness: std::sync::Mutex::default(),
         };
         let last = store.log_end().await?;
         if last < folded_seq {
@@ -458,10 +478,13 @@ impl Store {
 
     /// The one loop every change to the log goes through, in game `game_id`'s turn: decide on
     /// the folded state, append expecting the game's subject to end where the decision was made,
-    /// and when the game moved, fold what it holds now and decide again.
+    /// and when the game moved, fold what it holds now and decide again. `stored_by`: a moment
+    /// by which what is decided on (an observation) was stored; a decision that appends
+    /// nothing must rest on every record stored before then.
     async fn decide_and_append<T>(
         &self,
         game_id: &str,
+        stored_by: Instant,
         decide: impl Fn(&Games) -> Result<Decision<T>, AppendError>,
     ) -> Result<T, AppendError> {
         let _turn = self.turn(game_id).await;
@@ -470,6 +493,7 @@ impl Store {
                 .await
                 .map_err(|e| unavailable(game_id, e))?;
         }
+        let mut witnessed_by = None;
         for _ in 0..MAX_ATTEMPTS {
             if self.games_poisoned() {
                 // The service is stopping (see `main`); what waits is decided after the restart.
@@ -478,17 +502,34 @@ impl Store {
                     "a panic struck while games were being folded; the service is stopping",
                 ));
             }
-            let (decision, end) = {
+            let (decision, end, followed) = {
                 let games = self.read();
                 if let Some(e) = broken_error(&games, game_id) {
                     return Err(e);
                 }
                 let end = games.end_of(game_id);
-                (decide(&games)?, end)
+                (decide(&games)?, end, games.folded_seq())
             };
             match decision {
                 Decision::BoardMoved => return Err(AppendError::Conflict(game_id.to_owned())),
                 Decision::Nothing(outcome) => {
+                    // Witnessed: everything stored before `stored_by` was folded. The first
+                    // witness found is kept: later ones lie further on.
+                    if witnessed_by.is_none() {
+                        witnessed_by = (*lock(&self.witness))
+                            .filter(|w| w.sent_at >= stored_by)
+                            .map(|w| w.seq);
+                    }
+                    if let Some(seq) = witnessed_by {
+                        if followed.saturating_add(1) >= seq {
+                            crate::metrics::nothing_decided("witnessed");
+                            return Ok(outcome);
+                        }
+                        if self.wait_followed(seq - 1).await {
+                            // Decided again on the state folded that far.
+                            continue;
+                        }
+                    }
                     let now = self
                         .subject_end(game_id)
                         .await
@@ -520,6 +561,15 @@ impl Store {
             }
         }
         Err(AppendError::Conflict(game_id.to_owned()))
+    }
+
+    /// Waits, at most `WITNESS_WAIT`, until the follower has folded the log up to `seq`.
+    async fn wait_followed(&self, seq: u64) -> bool {
+        let mut followed = self.followed.subscribe();
+        matches!(
+            tokio::time::timeout(WITNESS_WAIT, followed.wait_for(|&f| f >= seq)).await,
+            Ok(Ok(_))
+        )
     }
 
     /// Folds records this instance just stored, the last at stream sequence `last`.
@@ -621,14 +671,35 @@ impl Store {
         let mut trace = async_nats::HeaderMap::new();
         span.in_scope(|| boardcast_kit::telemetry::inject_into_nats(&mut trace));
         let subject = game_subject(game_id);
+        let sent_at = Instant::now();
+        let appended = self
+            .publish(game_id, subject, records, end, trace)
+            .instrument(span)
+            .await;
+        if let Ok(Appended::Stored(seq)) = appended {
+            let mut witness = lock(&self.witness);
+            if witness.is_none_or(|w| w.sent_at < sent_at) {
+                *witness = Some(Witness { sent_at, seq });
+            }
+        }
+        appended
+    }
+
+    /// Publishes `records` as [`Store::append`] says.
+    async fn publish(
+        &self,
+        game_id: &str,
+        subject: String,
+        records: &[GameEventRecord],
+        end: u64,
+        trace: async_nats::HeaderMap,
+    ) -> Result<Appended, AppendError> {
         if let [record] = records {
             let message = PublishMessage::build()
                 .payload(record.encode_to_vec().into())
                 .headers(trace)
                 .expected_last_subject_sequence(end);
-            let ack = async { self.js.send_publish(subject, message).await?.await }
-                .instrument(span)
-                .await;
+            let ack = async { self.js.send_publish(subject, message).await?.await }.await;
             return match ack {
                 Ok(ack) => Ok(Appended::Stored(ack.sequence)),
                 Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => Ok(Appended::Moved),
@@ -638,18 +709,18 @@ impl Store {
                 Err(e) => Err(unavailable(game_id, e)),
             };
         }
-        batch::publish(self.js.client(), &subject, records, end, &trace, game_id)
-            .instrument(span)
-            .await
+        batch::publish(self.js.client(), &subject, records, end, &trace, game_id).await
     }
 
     /// Runs `decide` on the game live on `board_id` and appends the events `events_of` finds in
-    /// what it returns. `None` when no game is live on the board (after making sure the log
-    /// holds none that this instance has not folded yet).
+    /// what it returns; the observation decided was stored by `stored_by` (see
+    /// [`Store::decide_and_append`]). `None` when no game is live on the board (after making
+    /// sure the log holds none that this instance has not folded yet).
     pub async fn decide_on_board<T>(
         &self,
         board_id: &str,
         recorded_unix_ms: i64,
+        stored_by: Instant,
         decide: impl Fn(&Game) -> T,
         events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
@@ -666,7 +737,7 @@ impl Store {
                 continue;
             };
             let decided = self
-                .decide_and_append(&game_id, |games| {
+                .decide_and_append(&game_id, stored_by, |games| {
                     if games.live_id_on(board_id) != Some(game_id.as_str()) {
                         return Ok(Decision::BoardMoved);
                     }
@@ -714,7 +785,7 @@ impl Store {
         recorded_unix_ms: i64,
         decide: impl Fn(&Game) -> Result<Vec<NewEvent>, E>,
     ) -> Result<Option<Result<(), E>>, AppendError> {
-        self.decide_and_append(game_id, |games| {
+        self.decide_and_append(game_id, Instant::now(), |games| {
             let Some(entry) = games.get(game_id) else {
                 return Ok(Decision::Nothing(None));
             };
@@ -739,7 +810,7 @@ impl Store {
     ) -> Result<bool, AppendError> {
         let records =
             Game::record_signed(None, game_id, vec![first], recorded_unix_ms, &self.signer);
-        self.decide_and_append(game_id, |games| {
+        self.decide_and_append(game_id, Instant::now(), |games| {
             Ok(if games.get(game_id).is_some() {
                 Decision::Nothing(false)
             } else {
