@@ -77,7 +77,8 @@ use async_nats::{
     },
 };
 use boardcast_game::{
-    Ignored, ObservationOutcome, Rejected, device::Observation, plausible_device_seq,
+    Ignored, ObservationOutcome, Rejected, device::Observation, events::game_event::Kind,
+    plausible_device_seq,
 };
 use boardcast_kit::nats::{
     DEADLETTER_STREAM, INGEST_STREAM, INGEST_SUBJECTS, ORIGINAL_BYTES_HEADER,
@@ -736,6 +737,19 @@ async fn handle(
     };
     let seen_before = seen_here.map_or(0, |s| s.device_seq);
     let disposition = disposition(&decided, &observation, attempts, seen_before);
+    // Delivered again after its decision was appended, or after only part of it was (on a
+    // single server, the service stopped between two of its records): completed first, and
+    // delivered again if that fails.
+    if disposition
+        == (Disposition::Ack {
+            complete_first: true,
+        })
+        && let Err(e) = complete(store, &observation).await
+    {
+        tracing::warn!(%board, seq = observation.device_seq, "{e}");
+        crate::metrics::observation("retried");
+        return nak(message).await;
+    }
     let label = disposition.label(&decided);
     crate::metrics::observation(label);
     if disposition.accounts_for_it() {
@@ -750,7 +764,7 @@ async fn handle(
         // Decided on games that a panic may have left different from the log: not
         // acknowledged, decided again after the restart (see `Store::games_poisoned`).
         _ if store.games_poisoned() => {}
-        Disposition::Ack => {
+        Disposition::Ack { .. } => {
             if label == "applied" {
                 crate::fault_points::panic_at(Place::Stored, &board, observation.device_seq);
             }
@@ -781,8 +795,10 @@ async fn handle(
 /// What becomes of a delivered observation once it was decided.
 #[derive(Debug, PartialEq, Eq)]
 enum Disposition {
-    /// Acknowledged: its decision is in the log (or it changed nothing).
-    Ack,
+    /// Acknowledged: its decision is in the log (or it changed nothing). `complete_first`: it is
+    /// the game's last applied observation delivered again, whose decision may have been stored
+    /// only in part: complete it before acknowledging.
+    Ack { complete_first: bool },
     /// Not acknowledged: JetStream delivers it again after `pause`, and it is decided again.
     Retry { pause: Duration },
     /// To the dead-letter stream with `reason`.
@@ -826,7 +842,7 @@ impl Disposition {
 
     fn accounts_for_it(&self) -> bool {
         match self {
-            Disposition::Ack => true,
+            Disposition::Ack { .. } => true,
             Disposition::Retry { .. } => false,
             Disposition::DeadLetter { hole, .. } => {
                 !matches!(hole, Hole::NoGame | Hole::Unrecordable)
@@ -853,7 +869,9 @@ fn disposition(
         Ok(Some(Err(undecided))) => dead(undecided.reason(board, observation), Hole::ToRecord),
         Ok(Some(Ok(ObservationOutcome::Events(events)))) => {
             tracing::debug!(%board, seq = observation.device_seq, events = events.len(), "applied");
-            Disposition::Ack
+            Disposition::Ack {
+                complete_first: false,
+            }
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
             device_seq,
@@ -862,14 +880,18 @@ fn disposition(
             if *device_seq != *last_applied && *device_seq > seen_before {
                 tracing::warn!(%board, device_seq, last_applied, "observation arrived too late: a later one of this board was already applied");
             }
-            Disposition::Ack
+            Disposition::Ack {
+                complete_first: device_seq == last_applied,
+            }
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::EarlierGame {
             device_seq,
             earlier_game_last,
         })))) => {
             tracing::info!(%board, device_seq, earlier_game_last, "observation of the board's previous game, delivered after the next game was set up: ignored");
-            Disposition::Ack
+            Disposition::Ack {
+                complete_first: false,
+            }
         }
         Ok(Some(Ok(ObservationOutcome::Ignored(Ignored::AfterItsGap { device_seq })))) => dead(
             format!(
@@ -879,7 +901,9 @@ fn disposition(
         ),
         Ok(Some(Ok(ObservationOutcome::Ignored(why)))) => {
             tracing::debug!(%board, seq = observation.device_seq, ?why, "no change");
-            Disposition::Ack
+            Disposition::Ack {
+                complete_first: false,
+            }
         }
         // Trying again cannot help (a bug, a forked log) and no hole can be recorded.
         Err(e @ (AppendError::Unfoldable { .. } | AppendError::LogBroken { .. })) => {
@@ -1064,6 +1088,26 @@ fn caught<T>(decide: impl FnOnce() -> Result<T, Rejected>) -> Result<T, Undecide
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(decide))
         .map_err(|payload| Undecided::Panicked(panic_text(payload.as_ref())))?
         .map_err(Undecided::Rejected)
+}
+
+async fn complete(store: &Store, observation: &Observation) -> Result<usize, AppendError> {
+    store
+        .complete_last_decision(
+            &observation.board_id,
+            boardcast_kit::now_unix_ms(),
+            |event| match &event.kind {
+                Some(Kind::ObservationRecorded(recorded)) => recorded
+                    .observation
+                    .as_ref()
+                    .is_some_and(|o| o.device_seq == observation.device_seq),
+                _ => false,
+            },
+            |game| match game.decide_observation(observation) {
+                Ok(ObservationOutcome::Events(events)) => events,
+                _ => Vec::new(),
+            },
+        )
+        .await
 }
 
 /// How long after this instance first found observations missing before one the board is given
@@ -1563,7 +1607,7 @@ mod tests {
                 Disposition::Retry { pause } => {
                     prop_assert!(pause <= FIRST_RETRY_PAUSE.saturating_mul(64), "{pause:?}");
                 }
-                Disposition::Ack => prop_assert!((4..=8).contains(&outcome)),
+                Disposition::Ack { .. } => prop_assert!((4..=8).contains(&outcome)),
             }
             if (9..=10).contains(&outcome) {
                 let retried = matches!(
@@ -1622,19 +1666,26 @@ mod tests {
     #[test]
     fn each_decision_has_its_disposition() {
         let obs = observation("b1".into(), 7, 1_000);
-        let ack = Disposition::Ack;
+        let ack = Disposition::Ack {
+            complete_first: false,
+        };
         let applied = decided(Ok(ObservationOutcome::Events(Vec::new())));
         assert_eq!(disposition(&applied, &obs, &Attempts::default(), 6), ack);
         let no_change = decided(Ok(ObservationOutcome::Ignored(Ignored::ClockTick)));
         assert_eq!(disposition(&no_change, &obs, &Attempts::default(), 6), ack);
-        // Delivered again: nothing to do.
+        // The last applied one again: its decision may be stored in part, complete it.
         let again = |last_applied| {
             decided(Ok(ObservationOutcome::Ignored(Ignored::Duplicate {
                 device_seq: 7,
                 last_applied,
             })))
         };
-        assert_eq!(disposition(&again(7), &obs, &Attempts::default(), 7), ack);
+        assert_eq!(
+            disposition(&again(7), &obs, &Attempts::default(), 7),
+            Disposition::Ack {
+                complete_first: true
+            }
+        );
         assert_eq!(disposition(&again(9), &obs, &Attempts::default(), 9), ack);
         // No game on the board: dead-lettered, not counted as seen (a game set up a moment later
         // brings it back).

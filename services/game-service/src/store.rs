@@ -1,13 +1,19 @@
 //! The game log and the games folded from it: every change is fetch → decide → append → fold.
 //!
 //! Each game's log is its own subject of `BOARDCAST_GAMES`. A decision is made on the game as
-//! folded here and its records are appended as one atomic batch (nats-server 2.12+,
-//! `allow_atomic`) whose first message expects the game's subject to end where this instance
-//! folded it (`Nats-Expected-Last-Subject-Sequence`). The server checks that on the stream's
-//! leader and stores the batch whole or not at all, so two decisions made on one state of a game
-//! never both land, whichever instances made them, and a decision's records are never stored in
-//! part. A refusal means the game moved: its new records are read and folded, and the decision
-//! is made again. Decisions on different games append concurrently; decisions on one game are
+//! folded here and its records are appended expecting the game's subject to end where this
+//! instance folded it (`Nats-Expected-Last-Subject-Sequence`), which the server checks on the
+//! stream's leader: two decisions made on one state of a game never both land, whichever
+//! instances made them. A refusal means the game moved: its new records are read and folded,
+//! and the decision is made again.
+//!
+//! On a replicated log (a hall's three nodes) a decision of several records is one atomic batch
+//! (nats-server 2.12+, `allow_atomic`), stored whole or not at all. On a single server
+//! nats-server stages each atomic batch in a file store of its own, which cost it about 2 ms of
+//! CPU a batch here and made a live hall of 1,000 boards wait seconds (docs/ingest-benchmark.md),
+//! so there each record follows the one before, expecting it; a decision stored in part (the
+//! service stopped between two records) is completed when its observation is delivered again
+//! ([`Store::complete_last_decision`]). Decisions on different games append concurrently; decisions on one game are
 //! made one after another here (its turn), so that they do not refuse each other.
 //!
 //! A decision that appends nothing (most clock readings) stands only if the state it was made on
@@ -27,7 +33,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::{
     self, context::PublishErrorKind, message::PublishMessage, stream::Stream,
 };
-use boardcast_game::events::{GameEventRecord, GameState, LogNotFollowed};
+use boardcast_game::events::{GameEvent, GameEventRecord, GameState, LogNotFollowed};
 use boardcast_game::signing::{PublicKey, RecordSigner, TrustedKeys};
 use boardcast_game::{Game, NewEvent};
 use boardcast_kit::game_log;
@@ -129,6 +135,9 @@ pub struct Store {
     appends: std::sync::Mutex<(u64, HashMap<u64, Instant>)>,
     /// The follower's position, for those waiting for it ([`Store::refresh`]).
     followed: tokio::sync::watch::Sender<u64>,
+    /// Whether the log is replicated: a decision of several records is then one atomic batch,
+    /// otherwise its records are appended one after the other (see the module comment).
+    batches: bool,
     /// The latest-sent of this instance's appends that was stored: every record stored before
     /// it was sent lies below its stream sequence, so once the follower folded up to there,
     /// what is folded holds everything stored before that moment (see `Decision::Nothing`).
@@ -230,7 +239,9 @@ impl Store {
             }
         }
         let folded_seq = games.folded_seq();
+        let batches = stream.cached_info().config.num_replicas > 1;
         let store = Store {
+            batches,
             js,
             stream,
             games: std::sync::RwLock::new(games),
@@ -709,7 +720,28 @@ impl Store {
                 Err(e) => Err(unavailable(game_id, e)),
             };
         }
-        batch::publish(self.js.client(), &subject, records, end, &trace, game_id).await
+        if self.batches {
+            return batch::publish(self.js.client(), &subject, records, end, &trace, game_id).await;
+        }
+        let mut end = end;
+        for (n, record) in records.iter().enumerate() {
+            let message = PublishMessage::build()
+                .payload(record.encode_to_vec().into())
+                .headers(trace.clone())
+                .expected_last_subject_sequence(end);
+            match async { self.js.send_publish(subject.clone(), message).await?.await }.await {
+                Ok(ack) => end = ack.sequence,
+                // Only the first can find the game moved: each later one expects the one before.
+                Err(e) if n == 0 && e.kind() == PublishErrorKind::WrongLastSequence => {
+                    return Ok(Appended::Moved);
+                }
+                Err(e) if e.kind() == PublishErrorKind::MaxPayloadExceeded => {
+                    return Err(failed(game_id, e));
+                }
+                Err(e) => return Err(unavailable(game_id, e)),
+            }
+        }
+        Ok(Appended::Stored(end))
     }
 
     /// Runs `decide` on the game live on `board_id` and appends the events `events_of` finds in
@@ -777,6 +809,45 @@ impl Store {
         )
     }
 
+    /// Completes a decision that was stored in part (the service stopped between two of its
+    /// records, on a single server: see the module comment): the game's last recorded
+    /// observation is decided again on the state before it, and the records the first attempt
+    /// did not append are appended. Returns how many.
+    pub async fn complete_last_decision(
+        &self,
+        board_id: &str,
+        recorded_unix_ms: i64,
+        is_decision_start: impl Fn(&GameEvent) -> bool,
+        decide: impl Fn(&Game) -> Vec<NewEvent>,
+    ) -> Result<usize, AppendError> {
+        let Some(game_id) = self.read().live_id_on(board_id).map(str::to_owned) else {
+            return Ok(0);
+        };
+        let added = self
+            .decide_and_append(&game_id, Instant::now(), |games| {
+                let Some(entry) = games.get(&game_id) else {
+                    return Ok(Decision::Nothing(0));
+                };
+                match completion(entry, &is_decision_start, &decide) {
+                    Ok(Some(missing)) => Ok(Decision::Append {
+                        outcome: missing.len(),
+                        records: self.sealed(entry, missing, recorded_unix_ms),
+                    }),
+                    Ok(None) => Ok(Decision::Nothing(0)),
+                    Err(e) => Err(failed(&game_id, e)),
+                }
+            })
+            .await?;
+        if added > 0 {
+            tracing::warn!(
+                board_id,
+                records = added,
+                "completed a decision stored in part"
+            );
+        }
+        Ok(added)
+    }
+
     /// Runs `decide` on the current state of game `game_id` and appends what it returns. `None`
     /// when there is no such game; `Some(Err)` when `decide` refused.
     pub async fn decide_on_game<E>(
@@ -822,6 +893,42 @@ impl Store {
         })
         .await
     }
+}
+
+/// The events `entry`'s last decision lacks: decided again on the state before it, those after
+/// the ones written, when the ones written are its beginning.
+fn completion(
+    entry: &Entry,
+    is_decision_start: impl Fn(&GameEvent) -> bool,
+    decide: impl Fn(&Game) -> Vec<NewEvent>,
+) -> Result<Option<Vec<NewEvent>>, String> {
+    let events: Vec<GameEvent> = entry
+        .records
+        .iter()
+        .filter_map(|bytes| GameEventRecord::decode(bytes.as_slice()).ok())
+        .filter_map(|record| GameEvent::decode(record.event.as_slice()).ok())
+        .collect();
+    let Some(start) = events.iter().rposition(&is_decision_start) else {
+        return Ok(None);
+    };
+    if start == 0 {
+        return Ok(None);
+    }
+    let before = crate::games::refold(&entry.records[..start])?;
+    let expected = decide(&before);
+    let written = &events[start..];
+    let same = |new: &NewEvent, old: &GameEvent| {
+        old.kind.as_ref() == Some(&new.kind) && old.provenance.as_ref() == Some(&new.provenance)
+    };
+    if expected.len() <= written.len()
+        || !expected
+            .iter()
+            .zip(written)
+            .all(|(new, old)| same(new, old))
+    {
+        return Ok(None);
+    }
+    Ok(Some(expected[written.len()..].to_vec()))
 }
 
 /// Why nothing is decided on game `game_id`, when it is broken.
