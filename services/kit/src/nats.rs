@@ -745,6 +745,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_server_of_2_12_or_newer_is_current() {
+        for current in ["2.12.0", "v2.12.3", "2.15.1", "2.12.0-RC.2", "3.0.0"] {
+            assert!(is_current_server(current), "{current}");
+        }
+        for older in ["2.9.10", "v2.11.9", "2.10.22-beta", "", "not a version", "2"] {
+            assert!(!is_current_server(older), "{older}");
+        }
+    }
+
+    #[test]
     fn credentials_are_taken_out_of_the_url() -> anyhow::Result<()> {
         let (servers, credentials) =
             parse_servers("nats://gw:p%40ss@127.0.0.1:4222, nats://gw:p%40ss@b:4223")?;
