@@ -749,7 +749,14 @@ mod tests {
         for current in ["2.12.0", "v2.12.3", "2.15.1", "2.12.0-RC.2", "3.0.0"] {
             assert!(is_current_server(current), "{current}");
         }
-        for older in ["2.9.10", "v2.11.9", "2.10.22-beta", "", "not a version", "2"] {
+        for older in [
+            "2.9.10",
+            "v2.11.9",
+            "2.10.22-beta",
+            "",
+            "not a version",
+            "2",
+        ] {
             assert!(!is_current_server(older), "{older}");
         }
     }
