@@ -112,8 +112,8 @@ enum Decision<T> {
 
 /// What became of an append.
 enum Appended {
-    /// Stored, the last record at this stream sequence (the batch's are consecutive).
-    Stored(u64),
+    /// Stored, each record at the stream sequence given in order.
+    Stored(Vec<u64>),
     /// Refused: the game's subject does not end where the decision was made.
     Moved,
 }
@@ -552,8 +552,8 @@ impl Store {
                 }
                 Decision::Append { records, outcome } => {
                     match self.append(game_id, &records, end).await? {
-                        Appended::Stored(last) => {
-                            self.fold_own(game_id, &records, last);
+                        Appended::Stored(seqs) => {
+                            self.fold_own(game_id, &records, &seqs);
                             return Ok(outcome);
                         }
                         Appended::Moved => {}
@@ -583,14 +583,14 @@ impl Store {
         )
     }
 
-    /// Folds records this instance just stored, the last at stream sequence `last`.
-    fn fold_own(&self, game_id: &str, records: &[GameEventRecord], last: u64) {
-        let first = last.saturating_sub(records.len() as u64 - 1);
+    /// Folds records this instance just stored, at the stream sequences `seqs`.
+    fn fold_own(&self, game_id: &str, records: &[GameEventRecord], seqs: &[u64]) {
         let mut games = self.write();
-        for (record, seq) in records.iter().zip(first..) {
+        for (record, &seq) in records.iter().zip(seqs) {
             games.fold(game_id, &record.encode_to_vec(), seq, Signature::OwnRecord);
             crate::metrics::record_appended();
         }
+        let last = seqs.last().copied().unwrap_or_default();
         if games.get(game_id).is_none_or(|e| e.last_stream_seq != last) {
             tracing::error!(game = %game_id, last, "a record just appended did not fold here");
         }
@@ -687,7 +687,9 @@ impl Store {
             .publish(game_id, subject, records, end, trace)
             .instrument(span)
             .await;
-        if let Ok(Appended::Stored(seq)) = appended {
+        if let Ok(Appended::Stored(seqs)) = &appended
+            && let Some(&seq) = seqs.last()
+        {
             let mut witness = lock(&self.witness);
             if witness.is_none_or(|w| w.sent_at < sent_at) {
                 *witness = Some(Witness { sent_at, seq });
@@ -712,7 +714,7 @@ impl Store {
                 .expected_last_subject_sequence(end);
             let ack = async { self.js.send_publish(subject, message).await?.await }.await;
             return match ack {
-                Ok(ack) => Ok(Appended::Stored(ack.sequence)),
+                Ok(ack) => Ok(Appended::Stored(vec![ack.sequence])),
                 Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => Ok(Appended::Moved),
                 Err(e) if e.kind() == PublishErrorKind::MaxPayloadExceeded => {
                     Err(failed(game_id, e))
@@ -724,13 +726,17 @@ impl Store {
             return batch::publish(self.js.client(), &subject, records, end, &trace, game_id).await;
         }
         let mut end = end;
+        let mut seqs = Vec::with_capacity(records.len());
         for (n, record) in records.iter().enumerate() {
             let message = PublishMessage::build()
                 .payload(record.encode_to_vec().into())
                 .headers(trace.clone())
                 .expected_last_subject_sequence(end);
             match async { self.js.send_publish(subject.clone(), message).await?.await }.await {
-                Ok(ack) => end = ack.sequence,
+                Ok(ack) => {
+                    end = ack.sequence;
+                    seqs.push(end);
+                }
                 // Only the first can find the game moved: each later one expects the one before.
                 Err(e) if n == 0 && e.kind() == PublishErrorKind::WrongLastSequence => {
                     return Ok(Appended::Moved);
@@ -741,7 +747,7 @@ impl Store {
                 Err(e) => return Err(unavailable(game_id, e)),
             }
         }
-        Ok(Appended::Stored(end))
+        Ok(Appended::Stored(seqs))
     }
 
     /// Runs `decide` on the game live on `board_id` and appends the events `events_of` finds in
@@ -995,7 +1001,9 @@ mod batch {
                                 format!("the batch of {count} records was stored as {stored}"),
                             ));
                         }
-                        return Ok(Appended::Stored(seq));
+                        // A batch is stored as one run of sequences, ending at `seq`.
+                        let first = seq.saturating_sub(stored.saturating_sub(1));
+                        return Ok(Appended::Stored((first..=seq).collect()));
                     }
                     Answer::Stored { .. } | Answer::Empty if !last => {}
                     Answer::Refused { code } if code == WRONG_LAST_SEQUENCE => {
