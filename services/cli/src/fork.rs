@@ -323,10 +323,8 @@ async fn decide_board_again(
     left: &[(u64, impl AsRef<[u8]>)],
 ) -> anyhow::Result<()> {
     use boardcast_kit::nats::{
-        board_observations, ingest_stream, observation_message_id, observation_partitions,
-        observation_subject,
+        last_board_observation, observation_message_id, observation_subject,
     };
-    use boardcast_schema::device::v1::Observation;
     use prost::Message as _;
     let Some(board) = left.first().and_then(|(_, payload)| {
         let record = boardcast_schema::game::v1::GameEventRecord::decode(payload.as_ref()).ok()?;
@@ -339,21 +337,7 @@ async fn decide_board_again(
         return Ok(());
     };
     let js = jetstream::new(boardcast_kit::nats::connect(nats, "boardcast-fork").await?);
-    let mut last: Option<(u64, Vec<u8>)> = None;
-    for partition in observation_partitions(&js).await? {
-        let stream = js.get_stream_no_info(ingest_stream(partition)).await?;
-        if let Ok(message) = stream
-            .get_last_raw_message_by_subject(&board_observations(&board))
-            .await
-            && let Ok(observation) = Observation::decode(message.payload.as_ref())
-            && last
-                .as_ref()
-                .is_none_or(|(seq, _)| observation.device_seq > *seq)
-        {
-            last = Some((observation.device_seq, message.payload.to_vec()));
-        }
-    }
-    let Some((device_seq, payload)) = last else {
+    let Some((device_seq, payload)) = last_board_observation(&js, &board).await? else {
         eprintln!("board {board} has sent no observation: nothing to decide again");
         return Ok(());
     };
@@ -365,7 +349,7 @@ async fn decide_board_again(
     js.send_publish(
         observation_subject(&board),
         jetstream::message::PublishMessage::build()
-            .payload(payload.into())
+            .payload(payload)
             .message_id(message_id),
     )
     .await

@@ -658,19 +658,20 @@ pub async fn next_message<I>(
     }
 }
 
-/// The `device_seq` of the board's last observation in the observation streams; 0 when it has
-/// sent none. A game set up on the board now follows it from there; a simulated board continues
-/// its numbering from there, as a gateway does (a board's numbers are never reused). Every
-/// observation stream is asked, since the board may have been in another partition before
-/// (the partition count changed between rounds) or stored unpartitioned. A last message that is
-/// no observation, or numbered as no board numbers (beyond `MAX_FIRST_DEVICE_SEQ`: corrupt or
-/// hostile, and rejected by every game), is passed over for the last one before it that is:
-/// taken as it is, it would stop the set-up, or make every observation of the new game look
-/// like one of an earlier game.
-pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::Result<u64> {
+/// The board's last usable observation in the observation streams (its `device_seq` and the
+/// message as stored), or `None` when it has sent none. Every observation stream is asked,
+/// since the board may have been in another partition before (the partition count changed
+/// between rounds) or stored unpartitioned. A last message that is no observation, or numbered
+/// as no board numbers (beyond `MAX_FIRST_DEVICE_SEQ`: corrupt or hostile, and rejected by
+/// every game), is passed over for the last one before it that is: taken as it is, it would stop
+/// a game's set-up, or make every observation of the new game look like one of an earlier game.
+pub async fn last_board_observation(
+    js: &jetstream::Context,
+    board_id: &str,
+) -> anyhow::Result<Option<(u64, bytes::Bytes)>> {
     use async_nats::jetstream::stream::LastRawMessageErrorKind;
     let subject = board_observations(board_id);
-    let mut last = 0;
+    let mut last: Option<(u64, bytes::Bytes)> = None;
     for partition in observation_partitions(js).await? {
         let name = ingest_stream(partition);
         // Without asking for the stream's info: a gateway may only get messages.
@@ -680,7 +681,7 @@ pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::
             .with_context(|| format!("opening the observation stream {name}"))?;
         let in_stream = match stream.get_last_raw_message_by_subject(&subject).await {
             Ok(message) => match usable_device_seq(&message) {
-                Some(seq) => seq,
+                Some(seq) => Some((seq, message.payload)),
                 None => {
                     tracing::warn!(board = board_id, stream = %name, stream_seq = message.sequence, "the board's last message is no usable observation: numbering from the last one before it");
                     last_usable_before(&stream, &subject, message.sequence)
@@ -690,16 +691,28 @@ pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::
                         })?
                 }
             },
-            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => 0,
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => None,
             Err(e) => {
                 return Err(e).with_context(|| {
                     format!("reading board {board_id}'s last observation in {name}")
                 });
             }
         };
-        last = last.max(in_stream);
+        if in_stream.as_ref().map(|(seq, _)| *seq) > last.as_ref().map(|(seq, _)| *seq) {
+            last = in_stream;
+        }
     }
     Ok(last)
+}
+
+/// The `device_seq` of the board's last observation in the observation streams (see
+/// [`last_board_observation`]); 0 when it has sent none. A game set up on the board now follows
+/// it from there; a simulated board continues its numbering from there, as a gateway does (a
+/// board's numbers are never reused).
+pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::Result<u64> {
+    Ok(last_board_observation(js, board_id)
+        .await?
+        .map_or(0, |(seq, _)| seq))
 }
 
 /// The `device_seq` of `message` when it is an observation numbered as boards number them.
@@ -711,30 +724,32 @@ fn usable_device_seq(message: &jetstream::message::StreamMessage) -> Option<u64>
         .filter(|&seq| seq <= boardcast_game::MAX_FIRST_DEVICE_SEQ)
 }
 
-/// The highest usable `device_seq` among the messages on `subject` before stream sequence
-/// `before` (0 when there is none), looking back over a window of the stream that grows
-/// fourfold until one is found or the stream's start is reached.
+/// The message with the highest usable `device_seq` on `subject` before stream sequence
+/// `before`, with that number (none when there is none), looking back over a window of the
+/// stream that grows fourfold until one is found or the stream's start is reached.
 async fn last_usable_before<I>(
     stream: &stream::Stream<I>,
     subject: &str,
     before: u64,
-) -> anyhow::Result<u64> {
+) -> anyhow::Result<Option<(u64, bytes::Bytes)>> {
     let mut window: u64 = 256;
     loop {
         let from = before.saturating_sub(window).max(1);
-        let mut found = None;
+        let mut found: Option<(u64, bytes::Bytes)> = None;
         let mut seq = from;
         while let Some(message) = next_message(stream, seq, subject).await? {
             if message.sequence >= before {
                 break;
             }
-            if let Some(device_seq) = usable_device_seq(&message) {
-                found = found.max(Some(device_seq));
+            if let Some(device_seq) = usable_device_seq(&message)
+                && found.as_ref().is_none_or(|(best, _)| device_seq > *best)
+            {
+                found = Some((device_seq, message.payload.clone()));
             }
             seq = message.sequence.saturating_add(1);
         }
         if found.is_some() || from == 1 {
-            return Ok(found.unwrap_or(0));
+            return Ok(found);
         }
         window = window.saturating_mul(4);
     }
