@@ -430,14 +430,14 @@ impl Games {
     /// stored, in stream order): replaces what was folded of it, broken or not. The game is
     /// broken again if its log does not follow on; nothing of it is kept when its log holds no
     /// record of it.
-    pub(crate) fn replace(&mut self, game_id: &str, records: &[(u64, Vec<u8>)]) {
+    pub(crate) fn replace(&mut self, game_id: &str, records: &[(u64, impl AsRef<[u8]>)]) {
         let before = self.by_id.remove(game_id);
         self.broken.remove(game_id);
         self.stray_ends.remove(game_id);
         self.read_on_subject.remove(game_id);
         self.dirty.insert(game_id.to_owned());
         for (stream_seq, payload) in records {
-            self.fold(game_id, payload, *stream_seq, Signature::Check);
+            self.fold(game_id, payload.as_ref(), *stream_seq, Signature::Check);
         }
         self.refolds += 1;
         let generation = self.refolds;
@@ -824,7 +824,7 @@ mod tests {
         let entry = games.get(game.game_id()).expect("known");
         assert_eq!((entry.game.last_game_seq(), entry.last_stream_seq), (1, 1));
         // Nothing of it left in the log: no longer live on its board.
-        games.replace(game.game_id(), &[]);
+        games.replace(game.game_id(), &[] as &[(u64, Vec<u8>)]);
         assert!(games.get(game.game_id()).is_none());
         assert!(games.live_on("b1").is_none());
     }

@@ -685,7 +685,15 @@ async fn handle(
     }
     let seen = &mut state.seen;
     let attempts = state.current.of(stream_seq);
-    let in_progress = game_in_progress(store, &board).await;
+    let in_progress = match game_in_progress(store, &board).await {
+        Ok(in_progress) => in_progress,
+        Err(e) => {
+            // Not acknowledged: decided once the log can be read.
+            tracing::warn!(%board, seq = observation.device_seq, "reading the game log: {e:#}");
+            crate::metrics::observation("retried");
+            return nak(message).await;
+        }
+    };
     let live_game = in_progress.as_ref().map(|(game, _)| game.clone());
     let seen_here = seen.of(&board, live_game.as_ref());
     // Gaps matter only to a game in progress on the board (and looking for them costs reads).
@@ -1008,24 +1016,22 @@ impl Seen {
     }
 }
 
-/// The game in progress on the board and its last observation accounted for, if there is one
-/// (looking at the log once more when this instance knows of none).
-async fn game_in_progress(store: &Store, board: &str) -> Option<(GameFolded, u64)> {
+/// The game in progress on the board and its last observation accounted for, if there is one.
+/// When this instance knows of no game on the board, the follower is first brought up to what
+/// the log holds (another instance may have set one up a moment ago): the gap before the
+/// observation and its decision then rest on that. An error when the log cannot be read.
+async fn game_in_progress(store: &Store, board: &str) -> anyhow::Result<Option<(GameFolded, u64)>> {
     let accounted = |e: &Entry| {
         (!e.game.is_over()).then(|| {
             let folded = (e.game.game_id().to_owned(), e.generation);
             (folded, e.game.board_seq_accounted())
         })
     };
-    match store.with_board_entry(board, accounted).await {
-        Some(known) => known,
-        None => {
-            if let Err(e) = store.refresh().await {
-                tracing::warn!(%board, "reading the game log: {e}");
-            }
-            store.with_board_entry(board, accounted).await.flatten()
-        }
+    if let Some(known) = store.with_board_entry(board, accounted).await {
+        return Ok(known);
     }
+    store.refresh().await?;
+    Ok(store.with_board_entry(board, accounted).await.flatten())
 }
 
 /// Why an observation was not decided.

@@ -30,6 +30,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use async_nats::jetstream::{
     self, context::PublishErrorKind, message::PublishMessage, stream::Stream,
 };
@@ -652,13 +654,8 @@ impl Store {
     }
 
     /// Game `game_id`'s records after stream sequence `after`, as the stream's leader holds them.
-    async fn read_game(&self, game_id: &str, after: u64) -> anyhow::Result<Vec<(u64, Vec<u8>)>> {
-        let records =
-            game_log::game_records_between(&self.stream, game_id, after, u64::MAX).await?;
-        Ok(records
-            .into_iter()
-            .map(|(seq, payload)| (seq, payload.to_vec()))
-            .collect())
+    async fn read_game(&self, game_id: &str, after: u64) -> anyhow::Result<Vec<(u64, Bytes)>> {
+        Ok(game_log::game_records_between(&self.stream, game_id, after, u64::MAX).await?)
     }
 
     /// Appends `records` to game `game_id`'s subject, expecting it to end at stream sequence
@@ -752,8 +749,10 @@ impl Store {
 
     /// Runs `decide` on the game live on `board_id` and appends the events `events_of` finds in
     /// what it returns; the observation decided was stored by `stored_by` (see
-    /// [`Store::decide_and_append`]). `None` when no game is live on the board (after making
-    /// sure the log holds none that this instance has not folded yet).
+    /// [`Store::decide_and_append`]). `None` when no game is live on the board as folded here:
+    /// the caller has made sure that the follower folded what the log held before
+    /// (`Store::refresh`, as `ingest::game_in_progress` does for every observation of a board
+    /// without a game).
     pub async fn decide_on_board<T>(
         &self,
         board_id: &str,
@@ -762,17 +761,10 @@ impl Store {
         decide: impl Fn(&Game) -> T,
         events_of: impl Fn(&T) -> Vec<NewEvent>,
     ) -> Result<Option<T>, AppendError> {
-        let mut refreshed = false;
         for _ in 0..MAX_ATTEMPTS {
             let live = self.read().live_id_on(board_id).map(str::to_owned);
             let Some(game_id) = live else {
-                if refreshed {
-                    return Ok(None);
-                }
-                // Another instance may have set a game up on the board a moment ago.
-                self.refresh().await.map_err(|e| unavailable(board_id, e))?;
-                refreshed = true;
-                continue;
+                return Ok(None);
             };
             let decided = self
                 .decide_and_append(&game_id, stored_by, |games| {
