@@ -161,6 +161,20 @@ async fn a_lost_acknowledgement_holds_up_its_partition_only() -> anyhow::Result<
     let held_game = create(&mut client, &held_info).await?;
     let free_game = create(&mut client, &free_info).await?;
     drop(client);
+    // The service makes its partitions' consumers once it serves; the test takes from one.
+    let stream = js.get_stream(ingest_stream(Some(held_partition))).await?;
+    let consumer_name = boardcast_kit::nats_access::ingest_consumer(Some(held_partition));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let consumer: PullConsumer = loop {
+        match stream.get_consumer(&consumer_name).await {
+            Ok(consumer) => break consumer,
+            Err(e) => anyhow::ensure!(
+                Instant::now() < deadline,
+                "the service never made the consumer {consumer_name}: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     drop(service);
 
     for info in [&held_info, &free_info] {
@@ -170,13 +184,6 @@ async fn a_lost_acknowledgement_holds_up_its_partition_only() -> anyhow::Result<
     }
     // An instance takes the held board's first observation and is never heard of again: its
     // acknowledgement never comes.
-    let stream = js.get_stream(ingest_stream(Some(held_partition))).await?;
-    let consumer: PullConsumer = stream
-        .get_consumer(&boardcast_kit::nats_access::ingest_consumer(Some(
-            held_partition,
-        )))
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut taken = consumer.fetch().max_messages(1).messages().await?;
     let lost = taken
         .next()
