@@ -555,6 +555,14 @@ impl BroadcastService {
         Ok(())
     }
 
+    /// Kills the service (SIGKILL: nothing stored on the way out) and starts it again on the
+    /// same address and state file.
+    pub fn crash_and_restart(&mut self) -> anyhow::Result<()> {
+        self.process.kill_hard()?;
+        self.process = Self::spawn(&self.nats_url, self.http, &self.dir, &self.extra)?;
+        Ok(())
+    }
+
     /// Waits until the service has caught up with the game log (`/readyz`).
     pub async fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
         let deadline = tokio::time::Instant::now() + timeout;

@@ -228,6 +228,44 @@ async fn the_round_feed_is_the_source_round_and_survives_a_restart() -> anyhow::
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_crash_the_feeds_are_whole_again_and_a_resuming_viewer_misses_nothing()
+-> anyhow::Result<()> {
+    const BOARDS: usize = 2;
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    // Nothing is stored while it runs: what viewers saw is on no disk when it crashes.
+    let mut broadcast =
+        BroadcastService::start_with(&nats.url(), &["--store-every-ms", "3600000"])?;
+    let file = write(&round_nine(BOARDS)?)?;
+    let status =
+        simulate(file.path(), BOARDS, "max", &nats.url(), &game_service.url())?.status()?;
+    assert!(status.success(), "boardcast simulate failed: {status}");
+    let shown = finished_feed(&broadcast, BOARDS).await?;
+    let round_url = broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9.json"));
+    let seen: serde_json::Value = get(&round_url, &[]).await?.json().await?;
+    let seen_version = seen["version"].as_u64().context("the round's version")?;
+
+    broadcast.crash_and_restart()?;
+    broadcast.wait_ready(Duration::from_secs(30)).await?;
+    let again = round_pgn(&broadcast, 9).await?;
+    assert_eq!(again.len(), shown.len());
+    for (again, shown) in again.iter().zip(&shown) {
+        assert_eq!(support::uci_moves(again)?, support::uci_moves(shown)?);
+        assert_eq!(again.result, shown.result);
+    }
+    // Every game was shown again after the crash, under versions past any a viewer saw before
+    // it: one resuming from the last version it had is sent each of them.
+    let updates = broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates"));
+    let resumed = sse_games(&updates, seen_version).await?;
+    assert_eq!(
+        resumed.len(),
+        BOARDS,
+        "{resumed:?} after version {seen_version}"
+    );
+    Ok(())
+}
+
 /// The versions of the game events a new connection gets at once, resuming after `since`.
 async fn sse_games(url: &str, since: u64) -> anyhow::Result<Vec<u64>> {
     let mut response = get(url, &[("last-event-id", &since.to_string())]).await?;

@@ -140,10 +140,10 @@ struct RoundFeed {
 }
 
 impl RoundFeed {
-    fn new() -> RoundFeed {
+    fn new(first_version: u64) -> RoundFeed {
         RoundFeed {
             released_until_unix_ms: i64::MIN,
-            version: 0,
+            version: first_version,
             boards: BTreeSet::new(),
             pgn: Mutex::new(None),
         }
@@ -162,7 +162,13 @@ pub struct Feeds {
     /// What changed since the last `take_dirty`, for the service to store.
     dirty_games: BTreeSet<String>,
     dirty_rounds: BTreeSet<RoundKey>,
+    /// Where this run's round versions start (see [`Feeds::restore`]).
+    first_version: u64,
 }
+
+/// How many versions one run of the feeds may use: runs' versions never overlap, and 2^53 (exact
+/// in every JSON reader) allows two million runs.
+pub const VERSIONS_PER_RUN: u64 = 1 << 32;
 
 /// A game as stored between runs of the service.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -204,6 +210,7 @@ impl Feeds {
             waiting: BTreeSet::new(),
             dirty_games: BTreeSet::new(),
             dirty_rounds: BTreeSet::new(),
+            first_version: 0,
         }
     }
 
@@ -300,7 +307,7 @@ impl Feeds {
                 };
                 self.rounds
                     .entry(round.clone())
-                    .or_insert_with(RoundFeed::new);
+                    .or_insert_with(|| RoundFeed::new(self.first_version));
                 let game_id = event.game_id.clone();
                 self.games.insert(
                     game_id.clone(),
@@ -595,18 +602,24 @@ impl Feeds {
         Dirty { games, rounds }
     }
 
-    /// Rebuilds the feeds from what a previous run stored.
+    /// Rebuilds the feeds from what a previous run stored, as the `run`-th run (counted from
+    /// 0). What was stored may be older than what viewers saw (the service stores a little
+    /// later); this run's versions all lie past `run` × [`VERSIONS_PER_RUN`], above any an
+    /// earlier run gave, so that a viewer resuming after the version it had is sent everything
+    /// shown again.
     pub fn restore(
         delays: Delays,
         trusted: TrustedKeys,
         games: impl IntoIterator<Item = (String, GameSnapshot)>,
         rounds: impl IntoIterator<Item = (RoundKey, RoundSnapshot)>,
+        run: u64,
     ) -> Result<Feeds, prost::DecodeError> {
         let mut feeds = Feeds::new(delays, trusted);
+        feeds.first_version = run.saturating_mul(VERSIONS_PER_RUN);
         for (key, snapshot) in rounds {
-            let mut round = RoundFeed::new();
+            let mut round = RoundFeed::new(feeds.first_version);
             round.released_until_unix_ms = snapshot.released_until_unix_ms;
-            round.version = snapshot.version;
+            round.version = snapshot.version.max(feeds.first_version);
             feeds.rounds.insert(key, round);
         }
         for (game_id, snapshot) in games {
@@ -621,7 +634,7 @@ impl Feeds {
             let round = feeds
                 .rounds
                 .entry(snapshot.round.clone())
-                .or_insert_with(RoundFeed::new);
+                .or_insert_with(|| RoundFeed::new(feeds.first_version));
             if snapshot.shown.is_some() {
                 round
                     .boards

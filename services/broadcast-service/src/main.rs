@@ -59,6 +59,12 @@ struct Args {
         default_value = "var/broadcast.redb"
     )]
     state: PathBuf,
+    /// How often what changed is written to --state (milliseconds). Nothing waits for the disk
+    /// before a viewer sees a move; after a crash the service reads the game log again from
+    /// what was last written.
+    #[arg(long, env = "BOARDCAST_STORE_EVERY_MS", default_value_t = 200,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    store_every_ms: u64,
     /// The organiser's delay, 0 to 60 minutes: MINUTES for every round, TOURNAMENT=MINUTES or
     /// TOURNAMENT/ROUND=MINUTES (or SECONDS followed by s, e.g. 90s); repeat the option for
     /// several. Moves, clocks, results and board status are shown that long after they were
@@ -200,6 +206,10 @@ async fn main() -> anyhow::Result<()> {
     ));
     let mut follow = tokio::spawn(projection::follow(js, projection.clone()));
     let mut release = tokio::spawn(projection::release_when_due(projection.clone()));
+    let mut store = tokio::spawn(projection::store_changes(
+        projection.clone(),
+        Duration::from_millis(args.store_every_ms),
+    ));
     background.spawn(watch_delays(args.clone(), projection.clone(), sources));
     let pushes: push::PushStatuses = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
     for target in &args.push_lichess {
@@ -226,7 +236,10 @@ async fn main() -> anyhow::Result<()> {
             .with_callback(move |gauge| gauge.observe(projection.subscriber_count(), &[]))
             .build()
     };
-    let app = http::App { projection, pushes };
+    let app = http::App {
+        projection: projection.clone(),
+        pushes,
+    };
     let router = http::router(app).merge(exposition.router());
     let serve = axum::serve(listener, router).with_graceful_shutdown(shutdown);
     let outcome: anyhow::Result<()> = tokio::select! {
@@ -237,14 +250,21 @@ async fn main() -> anyhow::Result<()> {
         result = &mut release => result
             .context("the release of delayed moves panicked")
             .and_then(|r| r.context("the release of delayed moves stopped")),
+        result = &mut store => result
+            .context("storing the feeds panicked")
+            .and_then(|r| r.context("storing the feeds stopped")),
         _ = grace_over => Ok(()),
     };
-    for task in [follow, release] {
+    for task in [follow, release, store] {
         task.abort();
         // Cancelled, or already ended with the outcome above.
         let _ = task.await;
     }
     background.shutdown().await;
+    // What was shown since the last store, so that a restart reads little of the log again.
+    projection
+        .store()
+        .context("storing the feeds before stopping")?;
     outcome?;
     tracing::info!("stopped");
     Ok(())

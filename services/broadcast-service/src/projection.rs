@@ -1,6 +1,12 @@
 //! The display projection as the service runs it: follows the game log into the feeds, releases
-//! what the delay allows, stores it with the log position, and tells live connections, the NATS
-//! feed subjects and the lichess push what changed.
+//! what the delay allows, tells live connections, the NATS feed subjects and the lichess push what
+//! changed, and stores it with the log position in the background.
+//!
+//! Nothing is written to disk between a record and the viewer: the stored state may lag what was
+//! shown by one period of `store_changes`. A restart reads the log again from the stored position, which
+//! shows again what was shown (the release point only moves forward with the clock; what was released
+//! is stored before a delay is raised), under versions past any a viewer may have seen
+//! (`Feeds::restore`).
 //!
 //! Display data only. Nothing on an arbiter's path reads it (Article 6.14: no claim may rest on
 //! what monitors show).
@@ -78,6 +84,9 @@ pub struct Projection {
     /// `READ_AGAIN_NOT_FOLLOWING`, so that one an operator mended (`boardcast fork keep`) is
     /// shown as mended even when no record of it comes any more.
     not_following_on: Mutex<BTreeSet<String>>,
+    /// Held by a store from taking the changes to writing them, so that two stores (the
+    /// timer's, a delay change's) land in the order their changes were taken.
+    writing: Mutex<()>,
 }
 
 /// How often a game whose log did not follow on is read again.
@@ -106,7 +115,7 @@ impl Projection {
         nats: Option<mpsc::Sender<FeedUpdate>>,
     ) -> anyhow::Result<Projection> {
         let stored = state.read()?;
-        let feeds = Feeds::restore(delays, trusted, stored.games, stored.rounds)
+        let feeds = Feeds::restore(delays, trusted, stored.games, stored.rounds, state.run())
             .context("reading the stored feed state")?;
         Ok(Projection {
             feeds: RwLock::new(feeds),
@@ -118,6 +127,7 @@ impl Projection {
             nats,
             to_read_again: Mutex::new(BTreeSet::new()),
             not_following_on: Mutex::new(BTreeSet::new()),
+            writing: Mutex::new(()),
         })
     }
 
@@ -145,8 +155,10 @@ impl Projection {
             .subscribe()
     }
 
-    /// Sets the delays from now on; a lower delay releases what is due at once.
+    /// Sets the delays from now on; a lower delay releases what is due at once. What was
+    /// released is stored first: with a raised delay, a restart would not release it again.
     pub fn set_delays(&self, delays: Delays) -> anyhow::Result<()> {
+        self.store()?;
         self.feeds
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -270,19 +282,31 @@ impl Projection {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Releases what is due, stores it with the log position, then tells everyone who follows.
-    /// Stored before it is announced: a restart never shows less than a live page saw.
+    /// Stores what changed since last time with the log position it was built from; the
+    /// feeds are held only while the changes are taken, not while they are written.
+    pub fn store(&self) -> anyhow::Result<()> {
+        // One store at a time from taking to writing: an older write never lands last.
+        let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        let (stream_seq, dirty) = {
+            let mut feeds = self.feeds.write().unwrap_or_else(|e| e.into_inner());
+            // Under the feeds' lock, as `fold` moves it: the position covers exactly these.
+            (self.stream_seq.load(Ordering::Acquire), feeds.take_dirty())
+        };
+        if dirty.games.is_empty() && dirty.rounds.is_empty() {
+            return Ok(());
+        }
+        tokio::task::block_in_place(|| self.state.write(stream_seq, &dirty))?;
+        Ok(())
+    }
+
+    /// Releases what is due, then tells everyone who follows. Nothing is stored on the way
+    /// (`store_changes` does that): see the module comment.
     pub fn release(&self) -> anyhow::Result<()> {
-        let changes = tokio::task::block_in_place(|| -> anyhow::Result<_> {
+        let changes = {
             let mut feeds = self.feeds.write().unwrap_or_else(|e| e.into_inner());
             let (changes, errors) = feeds.release(now_unix_ms());
             for e in errors {
                 tracing::error!("cannot show a game log record: {e}");
-            }
-            let dirty = feeds.take_dirty();
-            if !dirty.games.is_empty() || !dirty.rounds.is_empty() {
-                self.state
-                    .write(self.stream_seq.load(Ordering::Acquire), &dirty)?;
             }
             // Announced while the feeds are still held: two releases (the log's follower and
             // the timer) never hand their updates on in the other order.
@@ -313,13 +337,24 @@ impl Projection {
                     }
                 }
             }
-            Ok(changes)
-        })?;
+            changes
+        };
         if changes.is_empty() {
             return Ok(());
         }
         self.changed.notify_waiters();
         Ok(())
+    }
+}
+
+/// Stores what changed at each `period` (`--store-every-ms`: a few commits a second whatever
+/// the load), for as long as the service runs.
+pub async fn store_changes(projection: Arc<Projection>, period: Duration) -> anyhow::Result<()> {
+    let mut every = tokio::time::interval(period);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        projection.store()?;
     }
 }
 

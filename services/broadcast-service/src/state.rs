@@ -19,6 +19,10 @@ const STREAM_SEQ: &str = "stream_seq";
 /// another log (NATS set up afresh) is started over rather than resumed at a wrong position.
 const LOG: TableDefinition<&str, &str> = TableDefinition::new("log");
 const LOG_CREATED: &str = "created";
+/// How many times the state was opened before: each run's versions lie past the earlier runs'
+/// (`Feeds::restore`). Kept when the state is started afresh.
+const RUNS: TableDefinition<&str, u64> = TableDefinition::new("runs");
+const RUNS_KEY: &str = "runs";
 
 #[derive(Debug, thiserror::Error)]
 #[error("projection state {path}: {reason}")]
@@ -30,6 +34,8 @@ pub struct StateError {
 pub struct State {
     path: PathBuf,
     db: Database,
+    /// This run's number: how many times the state was opened before.
+    run: u64,
 }
 
 /// What a previous run left.
@@ -55,9 +61,10 @@ impl State {
             std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
         }
         let db = Database::create(path).map_err(|e| fail(e.to_string()))?;
-        let state = State {
+        let mut state = State {
             path: path.to_owned(),
             db,
+            run: 0,
         };
         let txn = state.db.begin_write().map_err(|e| state.fail(e))?;
         {
@@ -79,11 +86,28 @@ impl State {
             log.insert(LOG_CREATED, log_created)
                 .map_err(|e| state.fail(e))?;
         }
+        {
+            let mut runs = txn.open_table(RUNS).map_err(|e| state.fail(e))?;
+            state.run = runs
+                .get(RUNS_KEY)
+                .map_err(|e| state.fail(e))?
+                .map_or(0, |v| v.value());
+            let next = state
+                .run
+                .checked_add(1)
+                .ok_or_else(|| state.fail("too many runs"))?;
+            runs.insert(RUNS_KEY, next).map_err(|e| state.fail(e))?;
+        }
         txn.open_table(GAMES).map_err(|e| state.fail(e))?;
         txn.open_table(ROUNDS).map_err(|e| state.fail(e))?;
         txn.open_table(META).map_err(|e| state.fail(e))?;
         txn.commit().map_err(|e| state.fail(e))?;
         Ok(state)
+    }
+
+    /// This run's number, counted from 0 over every opening of the file.
+    pub fn run(&self) -> u64 {
+        self.run
     }
 
     fn fail(&self, reason: impl ToString) -> StateError {
