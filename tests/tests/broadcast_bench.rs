@@ -24,7 +24,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicI64, AtomicU64, Ordering},
     },
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use anyhow::Context as _;
@@ -34,21 +34,6 @@ use boardcast_schema::{device::v1::Observation, game::v1::CreateGameRequest};
 use boardcast_testkit::{ArbiterService, BroadcastService, GameService, TEST_PASSWORD, TestNats};
 use prost::Message as _;
 use support::*;
-
-fn setting(name: &str, default: u64) -> anyhow::Result<u64> {
-    match std::env::var(name) {
-        Ok(value) => value
-            .parse()
-            .with_context(|| format!("{name}={value:?} is not a whole number")),
-        Err(_) => Ok(default),
-    }
-}
-
-fn now_us() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
-}
 
 /// The service's CPU seconds (user + system) and peak resident memory (MB), from /proc.
 fn usage(pid: u32) -> anyhow::Result<(f64, f64)> {
@@ -90,14 +75,6 @@ fn press_without_move(press: &Observation, device_seq: u64) -> Observation {
         reading.set_running(back);
     }
     extra
-}
-
-fn percentile(sorted: &[i64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index] as f64 / 1000.0
 }
 
 #[tokio::test(flavor = "multi_thread")]

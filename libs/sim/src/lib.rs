@@ -41,6 +41,9 @@ pub struct ScriptOptions {
     pub clock: ClockSetup,
     /// Incidents injected into the game, each before its ply's move.
     pub incidents: Vec<Incident>,
+    /// A running clock's reading this often between the presses, as DGT clocks send one every
+    /// second; `None`: readings at the presses only.
+    pub clock_reports_every_ms: Option<u64>,
 }
 
 impl Default for ScriptOptions {
@@ -51,6 +54,7 @@ impl Default for ScriptOptions {
             default_think_ms: 10_000,
             clock: ClockSetup::default(),
             incidents: Vec::new(),
+            clock_reports_every_ms: None,
         }
     }
 }
@@ -465,7 +469,53 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
             steps.push(step(now + 150 * i as u64, kind));
         }
     }
-    Ok(steps)
+    Ok(match options.clock_reports_every_ms {
+        Some(every) if every > 0 => with_clock_reports(steps, every),
+        _ => steps,
+    })
+}
+
+/// The steps with a reading of the running clock every `every_ms` after each reading, up to the
+/// next reading: the running side's time goes down, the other's stands.
+fn with_clock_reports(steps: Vec<ScriptStep>, every_ms: u64) -> Vec<ScriptStep> {
+    let mut out = Vec::with_capacity(steps.len());
+    let mut running: Option<(u64, ClockReading)> = None;
+    let mut steps = steps.into_iter().peekable();
+    while let Some(step) = steps.next() {
+        if let Kind::Clock(reading) = &step.kind {
+            running = matches!(reading.running(), ClockRun::White | ClockRun::Black)
+                .then(|| (step.at_ms, *reading));
+        }
+        out.push(step);
+        let Some((read_at, reading)) = &running else {
+            continue;
+        };
+        // Up to the next step; none after the script's last.
+        let Some(until) = steps.peek().map(|next| next.at_ms) else {
+            break;
+        };
+        let mut at = out.last().map_or(*read_at, |s| s.at_ms);
+        loop {
+            let elapsed = (at - read_at) / every_ms * every_ms + every_ms;
+            let due = read_at + elapsed;
+            if due >= until {
+                break;
+            }
+            let mut tick = *reading;
+            let remaining = match tick.running() {
+                ClockRun::White => &mut tick.white_remaining_ms,
+                _ => &mut tick.black_remaining_ms,
+            };
+            *remaining = remaining.saturating_sub(elapsed);
+            out.push(ScriptStep {
+                at_ms: due,
+                kind: Kind::Clock(tick),
+                lost: false,
+            });
+            at = due;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -502,6 +552,40 @@ mod tests {
                 "time goes forward"
             );
         }
+    }
+
+    #[test]
+    fn a_running_clock_reports_every_second_between_presses() {
+        let games = read_games("[Result \"*\"]\n\n1. e4 e5 2. Nf3 *").expect("reads");
+        let options = ScriptOptions {
+            default_think_ms: 10_000,
+            clock_reports_every_ms: Some(1_000),
+            ..ScriptOptions::default()
+        };
+        let plain = script(&games[0], &ScriptOptions::default()).expect("scripts");
+        let steps = script(&games[0], &options).expect("scripts");
+        let readings: Vec<(u64, ClockReading)> = steps
+            .iter()
+            .filter_map(|s| match &s.kind {
+                Kind::Clock(r) => Some((s.at_ms, *r)),
+                _ => None,
+            })
+            .collect();
+        // Three presses and the start's reading, 10 s apart: 9 reports after each but the last.
+        assert_eq!(readings.len(), 4 + 3 * 9);
+        assert_eq!(
+            steps.len() - readings.len(),
+            plain.len() - 4,
+            "the rest is as without reports"
+        );
+        assert!(steps.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
+        // While White thinks over the first move, White's time goes down a second a second.
+        let (start_at, start) = &readings[0];
+        let (at, report) = &readings[3];
+        assert_eq!(at - start_at, 3_000);
+        assert_eq!(report.running(), ClockRun::White);
+        assert_eq!(report.white_remaining_ms, start.white_remaining_ms - 3_000);
+        assert_eq!(report.black_remaining_ms, start.black_remaining_ms);
     }
 
     #[test]

@@ -127,6 +127,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         edition: "fide-2023".to_owned(),
         white_clock: simulate::SimClockSide::Left,
         clock_turned_at_move: None,
+        clock_reports_every: 0,
         dgt: simulate::DgtOutArgs::default(),
     };
     // Check the games before starting anything.

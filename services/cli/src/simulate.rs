@@ -89,6 +89,10 @@ pub struct SimulateArgs {
     /// front of them) before this move number's White move.
     #[arg(long, value_name = "MOVE")]
     pub clock_turned_at_move: Option<u32>,
+    /// Each running clock also reports its time this often between presses (milliseconds of
+    /// game time), as a DGT clock does every second; 0: readings at the presses only.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub clock_reports_every: u64,
     #[command(flatten)]
     pub dgt: DgtOutArgs,
 }
@@ -431,6 +435,7 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
                 initial_clock_ms: first.base_ms,
                 increment_ms: first.increment_ms,
                 clock: args.clock_setup(),
+                clock_reports_every_ms: Some(args.clock_reports_every).filter(|ms| *ms > 0),
                 incidents: specs
                     .iter()
                     .filter(|s| s.board == i + 1)

@@ -514,3 +514,29 @@ pub async fn forks(js: &jetstream::Context) -> anyhow::Result<Vec<String>> {
 fn hex_prefix(bytes: &[u8]) -> String {
     bytes.iter().take(4).map(|b| format!("{b:02x}")).collect()
 }
+
+/// A benchmark's whole-number setting from the environment, or its default.
+pub fn setting(name: &str, default: u64) -> anyhow::Result<u64> {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .with_context(|| format!("{name}={value:?} is not a whole number")),
+        Err(_) => Ok(default),
+    }
+}
+
+/// Microseconds since the epoch.
+pub fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// The `p` quantile (0 to 1) of sorted samples in µs, in ms.
+pub fn percentile(sorted: &[i64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index] as f64 / 1000.0
+}
