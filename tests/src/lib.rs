@@ -39,6 +39,19 @@ impl TestNats {
 
     /// A server whose mapping spreads boards over `partitions` partitions (0: no mapping).
     pub fn start_partitioned(partitions: u32) -> anyhow::Result<TestNats> {
+        Self::start_partitioned_with(partitions, "")
+    }
+
+    /// A server that writes every JetStream message to disk before acknowledging it, as the
+    /// shipped configurations set it up (`sync_interval: always`).
+    pub fn start_synced() -> anyhow::Result<TestNats> {
+        Self::start_partitioned_with(
+            boardcast_kit::nats::DEFAULT_PARTITIONS,
+            "jetstream { sync_interval: always }",
+        )
+    }
+
+    fn start_partitioned_with(partitions: u32, more_config: &str) -> anyhow::Result<TestNats> {
         let dir = tempfile::Builder::new()
             .prefix("boardcast-nats-")
             .tempdir()
@@ -55,11 +68,12 @@ impl TestNats {
                 .append(true)
                 .open(&log_path)
                 .context("creating the NATS log")?;
-            match LocalNats::start_partitioned(
+            match LocalNats::start_partitioned_with(
                 &dir.path().join("store"),
                 0,
                 Stdio::from(log),
                 partitions,
+                more_config,
             ) {
                 Ok(server) => break server,
                 Err(e) if attempts < 3 => eprintln!("nats-server did not start ({e:#}); again"),

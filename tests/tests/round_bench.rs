@@ -13,7 +13,9 @@
 //!
 //! Ignored in the normal suite; build the release programs and run it explicitly:
 //! `cargo build --release --bins && cargo test -p boardcast-testkit --release --test round_bench
-//! -- --ignored --nocapture`. `BENCH_SECONDS` (240) is how long the boards play.
+//! -- --ignored --nocapture`. `BENCH_SECONDS` (240) is how long the boards play;
+//! `BENCH_SYNC_ALWAYS=1` has NATS write each message to disk before acknowledging it, as the
+//! shipped configurations do (`sync_interval: always`).
 
 mod support;
 
@@ -200,7 +202,11 @@ async fn a_round_from_its_start() -> anyhow::Result<()> {
         .map(|i| board(i, &games[i % games.len()], start_spread_ms))
         .collect::<anyhow::Result<Vec<_>>>()?;
 
-    let nats = TestNats::start()?;
+    let nats = if setting("BENCH_SYNC_ALWAYS", 0)? > 0 {
+        TestNats::start_synced()?
+    } else {
+        TestNats::start()?
+    };
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let game_service = GameService::start(&nats.url())?;
     let broadcast = BroadcastService::start(&nats.url())?;

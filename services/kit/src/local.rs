@@ -222,14 +222,30 @@ impl LocalNats {
         log: Stdio,
         partitions: u32,
     ) -> anyhow::Result<LocalNats> {
-        if partitions == 0 {
+        Self::start_partitioned_with(store_dir, port, log, partitions, "")
+    }
+
+    /// [`LocalNats::start_partitioned`] with more configuration, e.g. a `jetstream` block with
+    /// `sync_interval: always` as the shipped configurations have.
+    pub fn start_partitioned_with(
+        store_dir: &Path,
+        port: u16,
+        log: Stdio,
+        partitions: u32,
+        more_config: &str,
+    ) -> anyhow::Result<LocalNats> {
+        if partitions == 0 && more_config.is_empty() {
             return Self::start_with_config(store_dir, port, log, None);
         }
         let config = store_dir.with_file_name("partitions.conf");
         if let Some(dir) = config.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        std::fs::write(&config, crate::nats::partition_mapping(partitions))
+        let mapping = match partitions {
+            0 => String::new(),
+            n => crate::nats::partition_mapping(n),
+        };
+        std::fs::write(&config, format!("{mapping}\n{more_config}\n"))
             .with_context(|| format!("writing {}", config.display()))?;
         Self::start_with_config(store_dir, port, log, Some(&config))
     }
