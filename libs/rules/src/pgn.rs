@@ -507,8 +507,20 @@ fn comment_text(text: &str) -> String {
     text.replace('{', "(").replace('}', ")")
 }
 
+/// A tag value as PGN's string token allows it: quotes and backslashes escaped, and no line
+/// break or other control character (a value comes from registration data; a line break would
+/// end the tag and let the rest be read as tags or moves of its own).
 fn escape_tag(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"")
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// SAN of a move in a position, with `+` or `#`.
@@ -524,6 +536,32 @@ pub fn parse_san(pos: &Chess, text: &str) -> Option<shakmaty::Move> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tag_value_with_quotes_and_line_breaks_stays_one_tag() {
+        let mut game = read_games("[Result \"*\"]\n\n1. e4 *\n")
+            .expect("reads")
+            .remove(0);
+        let name = "Smith\"]\n\n[White \"Forged\"]\r\n1. d4 \\ *";
+        game.tags.push(("White".into(), name.into()));
+        game.tags.push(("Black".into(), "Jones".into()));
+        let text = write_game(&game);
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("[White ")).count(),
+            1,
+            "{text}"
+        );
+        let games = read_games(&text).expect("reads back");
+        assert_eq!(games.len(), 1, "{text}");
+        assert_eq!(
+            games[0].tag("White"),
+            Some("Smith\"]  [White \"Forged\"]  1. d4 \\ *"),
+            "the name, its line breaks as spaces"
+        );
+        assert_eq!(games[0].tag("Black"), Some("Jones"));
+        assert_eq!(games[0].moves.len(), 1);
+        assert_eq!(games[0].moves[0].san, "e4");
+    }
 
     #[test]
     fn clock_comments_are_parsed_and_written_back() {
