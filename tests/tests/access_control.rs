@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use anyhow::Context as _;
+
 use boardcast_access::{Grant, Role, SessionClaims};
 use boardcast_schema::game::v1::{
     ActRequest, Annotation, ArbiterAction, GameStarted, GetGameRequest, ListGamesRequest,
@@ -353,6 +355,83 @@ async fn repeated_failed_logins_are_slowed_down() -> anyhow::Result<()> {
     );
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     client.login(attempt(TEST_PASSWORD)).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_logins_keeps_memory_bounded_and_the_user_still_logs_in_from_elsewhere()
+-> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let pid = service.process.pid().context("the service's pid")?;
+    let users = TestUsers::shared()?;
+    let token = users.add("chief-cora", &[grant(TOURNAMENT, Role::ChiefArbiter, &[])])?;
+    service.wait_for_user(&token).await?;
+    let peak = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            })
+            .unwrap_or(0)
+    };
+    let before = peak();
+
+    // An attacker at another address: 200 logins at once as the chief arbiter, and names of a
+    // megabyte.
+    let attacker_channel = tonic::transport::Endpoint::from_shared(service.url())?
+        .local_address(Some("127.0.0.2".parse()?))
+        .connect()
+        .await?;
+    let attacker =
+        boardcast_schema::game::v1::game_service_client::GameServiceClient::new(attacker_channel);
+    let attempts = (0..210).map(|n| {
+        let mut client = attacker.clone();
+        let user = if n < 200 {
+            "chief-cora".to_owned()
+        } else {
+            "x".repeat(1 << 20)
+        };
+        async move {
+            client
+                .login(LoginRequest {
+                    user,
+                    password: format!("guess-{n}"),
+                })
+                .await
+                .err()
+                .map(|status| status.code())
+        }
+    });
+    let codes = futures::future::join_all(attempts).await;
+    assert!(
+        codes
+            .iter()
+            .all(|c| matches!(c, Some(Code::Unauthenticated | Code::ResourceExhausted))),
+        "{codes:?}"
+    );
+    let grew_mb = peak().saturating_sub(before) / 1024;
+    eprintln!("peak resident memory grew by {grew_mb} MB over the flood");
+    assert!(grew_mb < 150, "grew by {grew_mb} MB");
+
+    // The chief arbiter, at the hall's address, logs in; the attacker's address is slowed down.
+    let mut hall = boardcast_kit::client::game_client(&service.url(), None).await?;
+    hall.login(LoginRequest {
+        user: "chief-cora".into(),
+        password: TEST_PASSWORD.into(),
+    })
+    .await?;
+    let mut attacker = attacker;
+    let refused = attacker
+        .login(LoginRequest {
+            user: "chief-cora".into(),
+            password: TEST_PASSWORD.into(),
+        })
+        .await
+        .expect_err("slowed down at the attacker's address");
+    assert_eq!(refused.code(), Code::ResourceExhausted);
     Ok(())
 }
 

@@ -341,7 +341,38 @@ struct Failures {
     times: VecDeque<Instant>,
     blocked_until: Option<Instant>,
     next_block: Option<Duration>,
+    /// Attempts started and not answered yet: counted with the failures, so that many sent at
+    /// once cannot all pass before the first failure is known.
+    in_flight: usize,
 }
+
+/// A login attempt under way from an address (`LoginThrottle::begin`); ends when dropped.
+pub struct Attempt<'a> {
+    throttle: &'a LoginThrottle,
+    ip: IpAddr,
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        let mut addresses = self
+            .throttle
+            .addresses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(failures) = addresses.get_mut(&self.ip) {
+            failures.in_flight = failures.in_flight.saturating_sub(1);
+            if failures.in_flight == 0
+                && failures.times.is_empty()
+                && failures.blocked_until.is_none()
+            {
+                addresses.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// What an address sending more attempts at once than it may fail is told to wait.
+const TOO_MANY_AT_ONCE_WAIT: Duration = Duration::from_secs(1);
 
 /// Failed logins per client address, in memory (the game service also slows down per user: this
 /// stops one address trying many users).
@@ -370,6 +401,34 @@ impl LoginThrottle {
             Some(until) if until > now => Err(until - now),
             _ => Ok(()),
         }
+    }
+
+    /// Starts an attempt from `ip`: `Err(wait)` while the address is blocked, or while its
+    /// recent failures and the attempts it has under way reach what it may fail.
+    pub fn begin(&self, ip: IpAddr, now: Instant) -> Result<Attempt<'_>, Duration> {
+        self.check(ip, now)?;
+        let policy = self.policy;
+        let mut addresses = self.addresses.lock().unwrap_or_else(|e| e.into_inner());
+        if addresses.len() >= CACHE_LIMIT {
+            addresses.retain(|_, f| {
+                f.in_flight > 0
+                    || f.blocked_until.is_some_and(|u| u > now)
+                    || f.times
+                        .back()
+                        .is_some_and(|t| now.duration_since(*t) < policy.window)
+            });
+        }
+        let failures = addresses.entry(ip).or_default();
+        let recent = failures
+            .times
+            .iter()
+            .filter(|t| now.duration_since(**t) < policy.window)
+            .count();
+        if recent + failures.in_flight >= policy.allowed {
+            return Err(TOO_MANY_AT_ONCE_WAIT);
+        }
+        failures.in_flight += 1;
+        Ok(Attempt { throttle: self, ip })
     }
 
     /// Counts a failed login; `Some(block)` when the address is now blocked for that long.
@@ -566,6 +625,13 @@ mod tests {
         assert_eq!(blocks, [60, 120, 240, 300, 300]);
         // A success clears the address.
         throttle.succeeded(ip);
+        // Attempts under way count: an address may not start more at once than it may fail.
+        let burst = LoginThrottle::new(ThrottlePolicy::default());
+        let started: Vec<_> = (0..5).map(|_| burst.begin(other, t0)).collect();
+        assert!(started.iter().all(Result::is_ok));
+        assert_eq!(burst.begin(other, t0).err(), Some(Duration::from_secs(1)));
+        drop(started);
+        assert!(burst.begin(other, t0).is_ok());
         assert_eq!(throttle.check(ip, t), Ok(()));
         assert_eq!(throttle.failed(ip, t), None);
         // Failures older than the window no longer count.

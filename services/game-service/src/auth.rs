@@ -3,8 +3,9 @@
 //!
 //! The users file (`boardcast users`) is read at start and again whenever it changes, so a user
 //! added or a role revoked takes effect within seconds without a restart. Password and token
-//! checks are argon2id (slow on purpose): they run on the blocking pool, and a token's first
-//! successful check is remembered (keyed by its SHA-256) until the file changes.
+//! checks are argon2id (slow on purpose): they run on the blocking pool, a few at a time
+//! (`HASHES_AT_ONCE`), and a token's first successful check is remembered (keyed by its SHA-256)
+//! until the file changes. Failed logins slow down the user's attempts from that address only.
 
 use std::{
     collections::HashMap,
@@ -23,12 +24,21 @@ use rand::RngCore as _;
 use sha2::{Digest as _, Sha256};
 use tonic::{Status, metadata::MetadataMap};
 
-/// Failed logins for one user before further attempts are slowed down.
+/// Failed logins for one user from one address before further attempts are slowed down.
 const FREE_FAILURES: u32 = 5;
+/// The most (user, address) pairs whose failures are remembered; past it, the oldest go.
+const FAILURE_TABLE_LIMIT: usize = 10_000;
+/// Password and token hashes computed at once (argon2id, 19 MiB each): more wait their turn.
+const HASHES_AT_ONCE: usize = 4;
+/// How long a login or token check waits for its turn before it is refused as busy.
+const HASH_QUEUE_WAIT: Duration = Duration::from_secs(5);
 /// Failures older than this are forgotten.
 const FAILURE_MEMORY: Duration = Duration::from_secs(15 * 60);
 /// The longest a user is made to wait between attempts.
 const LONGEST_WAIT: Duration = Duration::from_secs(300);
+
+/// Who tried to log in from where: a user name and the calling address.
+type LoginFrom = (String, Option<IpAddr>);
 
 pub struct Authenticator {
     users_path: PathBuf,
@@ -40,8 +50,13 @@ pub struct Authenticator {
     open_reads: bool,
     /// SHA-256 of API tokens already checked, with the user: argon2 once per token, not per call.
     token_cache: RwLock<HashMap<[u8; 32], Identity>>,
-    /// Recent failed logins per user name: (count, time of the last one).
-    failures: RwLock<HashMap<String, (u32, std::time::Instant)>>,
+    /// Recent failed logins per user name and calling address: (count, time of the last one).
+    /// Keyed by both, so that failures from an attacker's address slow down only that address,
+    /// never the user logging in from elsewhere.
+    failures: RwLock<HashMap<LoginFrom, (u32, std::time::Instant)>>,
+    /// Turns for computing a password or token hash: memory and CPU stay bounded whatever
+    /// arrives at once.
+    hashing: tokio::sync::Semaphore,
     /// The chief arbiters' assignments in force (`AssignmentLog` keeps them up to date).
     assignments: RwLock<Assignments>,
 }
@@ -81,6 +96,7 @@ impl Authenticator {
             open_reads,
             token_cache: RwLock::new(HashMap::new()),
             failures: RwLock::new(HashMap::new()),
+            hashing: tokio::sync::Semaphore::new(HASHES_AT_ONCE),
             assignments: RwLock::new(Assignments::default()),
         })
     }
@@ -200,6 +216,7 @@ impl Authenticator {
         }
         let directory = self.directory();
         let token = token.to_owned();
+        let _turn = self.hashing_turn().await?;
         let identity = tokio::task::spawn_blocking(move || directory.check_token(&token))
             .await
             .map_err(|e| Status::internal(format!("checking the token: {e}")))?
@@ -228,27 +245,45 @@ impl Authenticator {
         password: &str,
         peer: Option<IpAddr>,
     ) -> Result<proto::LoginResponse, Status> {
-        if let Some(wait) = self.must_wait(user) {
-            return Err(Status::resource_exhausted(format!(
-                "too many failed logins for {user:?}; try again in {} s",
+        // A name no user can have is refused before anything is hashed or remembered.
+        if boardcast_access::validate_user_name(user).is_err() {
+            return Err(Status::unauthenticated(
+                "unknown user or wrong password (a user name is 1 to 64 lowercase letters, \
+                 digits, - or _)",
+            ));
+        }
+        let key = (user.to_owned(), peer);
+        let slowed = |wait: Duration| {
+            Status::resource_exhausted(format!(
+                "too many failed logins for {user:?} from this address; try again in {} s",
                 wait.as_secs().max(1)
-            )));
+            ))
+        };
+        if let Some(wait) = self.must_wait(&key) {
+            return Err(slowed(wait));
         }
         let directory = self.directory();
         let (who, secret) = (user.to_owned(), password.to_owned());
-        let checked = tokio::task::spawn_blocking(move || directory.check_password(&who, &secret))
-            .await
-            .map_err(|e| Status::internal(format!("checking the password: {e}")))?;
+        let checked = {
+            let _turn = self.hashing_turn().await?;
+            // Failures may have come in while this attempt waited its turn.
+            if let Some(wait) = self.must_wait(&key) {
+                return Err(slowed(wait));
+            }
+            tokio::task::spawn_blocking(move || directory.check_password(&who, &secret))
+                .await
+                .map_err(|e| Status::internal(format!("checking the password: {e}")))?
+        };
         let identity = match checked {
             Ok(identity) => identity,
             Err(e) => {
-                self.note_failure(user);
+                self.note_failure(key);
                 tracing::warn!(user, ?peer, "login refused: {e}");
                 return Err(unauthenticated(&e));
             }
         };
         if let Ok(mut failures) = self.failures.write() {
-            failures.remove(user);
+            failures.remove(&key);
         }
         let now = boardcast_kit::now_unix_ms();
         let lifetime = i64::try_from(self.session_lifetime.as_millis()).unwrap_or(i64::MAX);
@@ -271,10 +306,32 @@ impl Authenticator {
         })
     }
 
-    fn note_failure(&self, user: &str) {
+    /// A turn to compute a hash, or RESOURCE_EXHAUSTED when none comes soon (a flood of logins
+    /// or made-up tokens).
+    async fn hashing_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, Status> {
+        match tokio::time::timeout(HASH_QUEUE_WAIT, self.hashing.acquire()).await {
+            Ok(Ok(turn)) => Ok(turn),
+            _ => Err(Status::resource_exhausted(
+                "too many logins at once; try again in a few seconds",
+            )),
+        }
+    }
+
+    fn note_failure(&self, key: LoginFrom) {
         if let Ok(mut failures) = self.failures.write() {
             let now = std::time::Instant::now();
-            let entry = failures.entry(user.to_owned()).or_insert((0, now));
+            if failures.len() >= FAILURE_TABLE_LIMIT {
+                failures.retain(|_, (_, last)| now.duration_since(*last) <= FAILURE_MEMORY);
+            }
+            if failures.len() >= FAILURE_TABLE_LIMIT
+                && let Some(oldest) = failures
+                    .iter()
+                    .min_by_key(|(_, (_, last))| *last)
+                    .map(|(k, _)| k.clone())
+            {
+                failures.remove(&oldest);
+            }
+            let entry = failures.entry(key).or_insert((0, now));
             if now.duration_since(entry.1) > FAILURE_MEMORY {
                 *entry = (0, now);
             }
@@ -285,9 +342,9 @@ impl Authenticator {
 
     /// How long the user must still wait before the next attempt, if at all: nothing for the
     /// first failures, then 1, 2, 4 … s after the last one, at most `LONGEST_WAIT`.
-    fn must_wait(&self, user: &str) -> Option<Duration> {
+    fn must_wait(&self, key: &LoginFrom) -> Option<Duration> {
         let failures = self.failures.read().ok()?;
-        let &(count, last) = failures.get(user)?;
+        let &(count, last) = failures.get(key)?;
         if count < FREE_FAILURES || last.elapsed() > FAILURE_MEMORY {
             return None;
         }
