@@ -1,6 +1,6 @@
 //! The broadcast delay set by the organiser through the game service (`SetBroadcastDelay`,
-//! `boardcast delay`): only an operator or chief arbiter of the tournament may set it, every
-//! refusal records nothing, and the broadcast service applies what was set — also when it
+//! `boardcast delay`): only an operator or chief arbiter of the tournament may set it, only the
+//! chief arbiter may lower the delay in force, every refusal records nothing, and the broadcast service applies what was set — also when it
 //! starts after it was set.
 
 mod support;
@@ -69,7 +69,8 @@ async fn only_the_organiser_sets_the_delay_and_every_broadcast_service_applies_i
     let observer = users.add("delay-observer", &[grant(Role::Observer)])?;
     let arbiter = users.add("delay-arbiter", &[grant(Role::Arbiter)])?;
     let operator = users.add("delay-operator", &[grant(Role::Operator)])?;
-    for token in [&observer, &arbiter, &operator] {
+    let chief = users.add("delay-chief", &[grant(Role::ChiefArbiter)])?;
+    for token in [&observer, &arbiter, &operator, &chief] {
         game_service.wait_for_user(token).await?;
     }
 
@@ -121,8 +122,19 @@ async fn only_the_organiser_sets_the_delay_and_every_broadcast_service_applies_i
         "the hour's delay holds the round back"
     );
 
-    // Set to nothing: the round shows at once, whole.
-    operator_client.set_broadcast_delay(request(9, 0)).await?;
+    // Lowering it releases moves sooner: not the operator's call. Refused, nothing recorded,
+    // the round still held back.
+    let refused = operator_client
+        .set_broadcast_delay(request(9, 0))
+        .await
+        .err();
+    assert_eq!(refused.map(|s| s.code()), Some(Code::PermissionDenied));
+    assert_eq!(recorded(&nats).await?, 1, "a refusal records nothing");
+    assert_eq!(moves_shown(&broadcast).await?, None);
+
+    // The chief arbiter sets it to nothing: the round shows at once, whole.
+    let mut chief_client = game_service.client_as(&chief).await?;
+    chief_client.set_broadcast_delay(request(9, 0)).await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         if let Some(moves) = moves_shown(&broadcast).await?

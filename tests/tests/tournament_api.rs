@@ -231,16 +231,11 @@ async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Resul
             .await?
             .into_inner()
             .boards;
-        if boards
-            .iter()
-            .any(|b| b.board_id == "hall-1" && b.last_device_seq == 3)
-        {
-            let hall1 = boards.iter().find(|b| b.board_id == "hall-1");
-            assert_eq!(
-                hall1.map(|b| b.state()),
-                Some(DeviceState::Connected),
-                "{boards:?}"
-            );
+        // (A decision's records are appended one after the other: the observation's record
+        // can be seen before the board's state it changes.)
+        if boards.iter().any(|b| {
+            b.board_id == "hall-1" && b.last_device_seq == 3 && b.state() == DeviceState::Connected
+        }) {
             break;
         }
         anyhow::ensure!(
@@ -263,5 +258,62 @@ async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Resul
         .map(|r| (r.round, r.games, r.finished))
         .collect();
     assert_eq!(rounds, [(1, 2, 2), (2, 2, 0)]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn taking_over_a_board_needs_rights_on_the_tournament_it_is_taken_from() -> anyhow::Result<()>
+{
+    use boardcast_access::{Grant, Role};
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let users = boardcast_testkit::TestUsers::shared()?;
+    let grant = |tournament: &str| Grant {
+        tournament: tournament.into(),
+        role: Role::Operator,
+        boards: Vec::new(),
+    };
+    let side_operator = users.add("side-operator", &[grant("side-event")])?;
+    let main_operator = users.add("main-operator", &[grant("hall-open")])?;
+    for token in [&side_operator, &main_operator] {
+        service.wait_for_user(token).await?;
+    }
+    let mut admin = boardcast_testkit::admin_client(&service.url()).await?;
+    admin
+        .pair_round(round(1, vec![pairing(1, "hall-1", "Adams", "Brown")]))
+        .await?;
+    let carried = |boards: Vec<boardcast_schema::game::v1::BoardSummary>| {
+        boards
+            .into_iter()
+            .find(|b| b.board_id == "hall-1")
+            .map(|b| b.game_id)
+    };
+
+    // The side event's operator pairs its round on the main event's board, replacing its game:
+    // refused, and the board still carries the main event's game.
+    let mut side_round = round(1, vec![pairing(1, "hall-1", "Evans", "Foster")]);
+    side_round.tournament_id = "side-event".into();
+    side_round.replace_unfinished = true;
+    let mut side = service.client_as(&side_operator).await?;
+    let refused = side
+        .pair_round(side_round.clone())
+        .await
+        .expect_err("the main event's board");
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
+    assert!(refused.message().contains("hall-open"), "{refused:?}");
+    let boards = admin.list_boards(ListBoardsRequest {}).await?.into_inner();
+    assert_eq!(
+        carried(boards.boards).as_deref(),
+        Some("hall-open-r1-b1"),
+        "nothing changed"
+    );
+
+    // The main event's operator may give the board away.
+    let mut main = service.client_as(&main_operator).await?;
+    let mut again = round(2, vec![pairing(1, "hall-1", "Adams", "Clark")]);
+    again.replace_unfinished = true;
+    main.pair_round(again).await?;
+    let boards = admin.list_boards(ListBoardsRequest {}).await?.into_inner();
+    assert_eq!(carried(boards.boards).as_deref(), Some("hall-open-r2-b1"));
     Ok(())
 }

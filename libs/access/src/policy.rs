@@ -102,6 +102,9 @@ pub enum Operation<'a> {
     },
     /// Assign arbiters to boards.
     AssignArbiters { tournament: &'a str },
+    /// Lower the broadcast delay in force (raising it is setting up): releases moves sooner,
+    /// which is the chief arbiter's call against cheating.
+    LowerDelay { tournament: &'a str },
 }
 
 impl Operation<'_> {
@@ -110,7 +113,8 @@ impl Operation<'_> {
             Operation::Read { tournament }
             | Operation::SetUp { tournament }
             | Operation::Rule { tournament, .. }
-            | Operation::AssignArbiters { tournament } => tournament,
+            | Operation::AssignArbiters { tournament }
+            | Operation::LowerDelay { tournament } => tournament,
         }
     }
 
@@ -120,6 +124,7 @@ impl Operation<'_> {
             Operation::SetUp { .. } => "setting up games".to_owned(),
             Operation::Rule { board_number, .. } => format!("rulings on board {board_number}"),
             Operation::AssignArbiters { .. } => "assigning arbiters".to_owned(),
+            Operation::LowerDelay { .. } => "lowering the broadcast delay".to_owned(),
         }
     }
 }
@@ -202,9 +207,9 @@ impl Identity {
                     Operation::Rule { .. } => {
                         "an arbiter assigned to the board, or the chief arbiter"
                     }
-                    Operation::AssignArbiters { .. } | Operation::Read { .. } => {
-                        "the chief-arbiter role"
-                    }
+                    Operation::AssignArbiters { .. }
+                    | Operation::LowerDelay { .. }
+                    | Operation::Read { .. } => "the chief-arbiter role",
                 },
             }),
         }
@@ -252,6 +257,22 @@ mod tests {
                 .may(Operation::AssignArbiters { tournament: "open" })
                 .is_ok()
         );
+
+        assert!(
+            chief
+                .may(Operation::LowerDelay { tournament: "open" })
+                .is_ok()
+        );
+        let operator = identity(vec![grant("open", Role::Operator, &[])]);
+        assert!(
+            operator
+                .may(Operation::SetUp { tournament: "open" })
+                .is_ok()
+        );
+        assert!(matches!(
+            operator.may(Operation::LowerDelay { tournament: "open" }),
+            Err(Denied::RoleTooLow { .. })
+        ));
 
         let arbiter = identity(vec![grant("open", Role::Arbiter, &[1, 2])]);
         assert!(arbiter.may(rule(2)).is_ok());

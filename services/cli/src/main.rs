@@ -51,7 +51,8 @@ enum Command {
     /// deletes streams), or print a role's connection URL.
     NatsConfig(nats_config::NatsConfigArgs),
     /// Set the broadcast delay of a tournament or round (an operator's or chief arbiter's
-    /// token): every broadcast service holds moves, clocks and results back that long.
+    /// token; lowering the delay in force is the chief arbiter's): every broadcast service holds
+    /// moves, clocks and results back that long.
     Delay(delay::DelayArgs),
     /// The game service's signing key: create one, show its public key and fingerprint, or
     /// ask a running game service for its keys.

@@ -97,8 +97,14 @@ impl game_service_server::GameService for GameApi {
         let mut info = info;
         info.board_seq_before = self.board_seq_now(&info.board_id).await?;
         let (game_id, event) = decide_start(&info, &who.user, request_id)?;
-        self.check_board_free(&info, &game_id, request.replace_unfinished, request_id)
-            .await?;
+        self.check_board_free(
+            &who,
+            &info,
+            &game_id,
+            request.replace_unfinished,
+            request_id,
+        )
+        .await?;
         let created = self.create(game_id, event, &info, request_id).await?;
         Ok(Response::new(created))
     }
@@ -453,8 +459,14 @@ impl game_service_server::GameService for GameApi {
                         format!("board {}: {}", pairing.board_number, status.message()),
                     )
                 })?;
-            self.check_board_free(&info, &game_id, request.replace_unfinished, request_id)
-                .await?;
+            self.check_board_free(
+                &who,
+                &info,
+                &game_id,
+                request.replace_unfinished,
+                request_id,
+            )
+            .await?;
             games.push((game_id, event, info));
         }
         let mut created = Vec::with_capacity(games.len());
@@ -654,6 +666,15 @@ impl game_service_server::GameService for GameApi {
                 request.delay_ms / 1000
             )));
         }
+        let in_force = recorded_delay(&self.js, &request.tournament_id, request.round)
+            .await
+            .map_err(|e| Status::unavailable(format!("reading the delay in force: {e:#}")))?;
+        if request.delay_ms < in_force {
+            who.may(Operation::LowerDelay {
+                tournament: &request.tournament_id,
+            })
+            .map_err(denied)?;
+        }
         let delay = BroadcastDelay {
             tournament_id: request.tournament_id.clone(),
             round: request.round,
@@ -690,6 +711,32 @@ impl game_service_server::GameService for GameApi {
 /// The longest broadcast delay (as lichess allows).
 const MAX_BROADCAST_DELAY_MS: u64 = 60 * 60 * 1000;
 
+/// The delay recorded for the tournament's `round` (0: the tournament's own, for every round
+/// without one), 0 when none is: the round's last record, else the tournament's. The tournament's
+/// delays are few, read one by one.
+async fn recorded_delay(
+    js: &async_nats::jetstream::Context,
+    tournament_id: &str,
+    round: u32,
+) -> anyhow::Result<u64> {
+    let stream = js.get_stream(boardcast_kit::nats::DELAYS_STREAM).await?;
+    let subject = delay_subject(tournament_id);
+    let (mut of_round, mut of_tournament) = (None, None);
+    let mut seq = 1;
+    while let Some(message) = boardcast_kit::nats::next_message(&stream, seq, &subject).await? {
+        seq = message.sequence.saturating_add(1);
+        let Ok(delay) = BroadcastDelay::decode(message.payload.as_ref()) else {
+            continue;
+        };
+        match delay.round {
+            0 => of_tournament = Some(delay.delay_ms),
+            r if r == round => of_round = Some(delay.delay_ms),
+            _ => {}
+        }
+    }
+    Ok(of_round.or(of_tournament).unwrap_or(0))
+}
+
 /// The game's id and first event, or INVALID_ARGUMENT saying what is wrong with the pairing.
 fn decide_start(
     info: &GameStarted,
@@ -706,9 +753,11 @@ impl GameApi {
     /// A board's observations go to the latest game set up on it: refuse to set up another game
     /// while the board's game is unfinished, unless the operator says to replace it. The game
     /// itself, set up by another request, is refused too: only the request that created it may
-    /// retry.
+    /// retry. Replacing a game takes the board from its tournament: `who` must be able to set up
+    /// that tournament's games too (an operator of a side event cannot take a main-event board).
     async fn check_board_free(
         &self,
+        who: &boardcast_access::Identity,
         info: &GameStarted,
         game_id: &str,
         replace_unfinished: bool,
@@ -728,16 +777,33 @@ impl GameApi {
         }
         let live = self
             .store
-            .with_board(&info.board_id, |g| (g.game_id().to_owned(), g.is_over()))
+            .with_board(&info.board_id, |g| {
+                (
+                    g.game_id().to_owned(),
+                    g.is_over(),
+                    g.info().tournament_id.clone(),
+                )
+            })
             .await;
         match live {
-            Some((live_id, false)) if live_id != game_id && !replace_unfinished => {
+            Some((live_id, false, _)) if live_id != game_id && !replace_unfinished => {
                 Err(Status::failed_precondition(format!(
                     "board {:?} still carries game {live_id}, which is not finished; \
                      record its result first, or set replace_unfinished",
                     info.board_id
                 )))
             }
+            Some((live_id, false, tournament)) if live_id != game_id => who
+                .may(Operation::SetUp {
+                    tournament: &tournament,
+                })
+                .map_err(|e| {
+                    Status::permission_denied(format!(
+                        "board {:?} carries game {live_id} of tournament {tournament:?}, \
+                         not finished; replacing it: {e}",
+                        info.board_id
+                    ))
+                }),
             _ => Ok(()),
         }
     }
