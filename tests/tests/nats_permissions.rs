@@ -776,3 +776,64 @@ async fn an_operator_lists_the_dead_letters_as_the_admin() -> anyhow::Result<()>
     assert!(said.contains("Permissions Violation"), "{said}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_board_side_user_reads_what_is_addressed_to_another_program() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[("hall-a", &["a1"])])?;
+    let game = with_streams(&nats).await?;
+    let broadcast = As::connect(&nats, Role::BroadcastService).await?;
+
+    // A board PC's credentials, listening on every inbox and on the programs' own.
+    let mut snoopers = Vec::new();
+    for role in [Role::Simulator, Role::Gateway("hall-a".into())] {
+        let refusals = Arc::new(Mutex::new(Vec::new()));
+        let seen = refusals.clone();
+        let client = nats::connect_observed(&nats.url_for(&role)?, "snooper", move |event| {
+            if nats::is_refusal(event)
+                && let Ok(mut seen) = seen.lock()
+            {
+                seen.push(event.to_string());
+            }
+        })
+        .await?;
+        for inbox in [
+            "_INBOX.>",
+            "_INBOX.game-service.>",
+            "_INBOX.broadcast-service.>",
+            ">",
+        ] {
+            let subscription = client.subscribe(inbox).await?;
+            snoopers.push((role.clone(), inbox, subscription, refusals.clone()));
+        }
+        client.flush().await?;
+    }
+
+    // Traffic addressed to the programs: the game service's appends and their
+    // acknowledgements, observations it reads, the log delivered to the broadcast service.
+    for n in 1..=20u64 {
+        game.append("g1", &format!("record {n}"), n - 1).await?;
+    }
+    As::connect(&nats, Role::Simulator)
+        .await?
+        .publish_observation("a1", 1)
+        .await?;
+    assert_eq!(read_log(&broadcast.js, 20).await?.len(), 20);
+    assert_eq!(read_log(&game.js, 20).await?.len(), 20);
+
+    for (role, inbox, mut subscription, refusals) in snoopers {
+        let got = tokio::time::timeout(Duration::from_millis(500), subscription.next()).await;
+        assert!(
+            !matches!(got, Ok(Some(_))),
+            "{role} on {inbox} received a message addressed to another program"
+        );
+        let refused = refusals.lock().map(|r| r.clone()).unwrap_or_default();
+        assert!(
+            refused
+                .iter()
+                .any(|r| r.contains(&format!("Subscription to \"{inbox}\""))),
+            "{role} on {inbox}: no refusal among {refused:?}"
+        );
+    }
+    assert_eq!(game.refusal_count() + broadcast.refusal_count(), 0);
+    Ok(())
+}

@@ -299,7 +299,10 @@ pub async fn connect_observed(
             async move { observe(&event) }
         });
     if let Some((user, password)) = credentials {
-        options = options.user_and_password(user, password);
+        // The only inbox the user may subscribe to (see `nats_access::inbox_prefix`).
+        options = options
+            .custom_inbox_prefix(crate::nats_access::inbox_prefix(&user))
+            .user_and_password(user, password);
     }
     let client = options
         .connect(servers.as_slice())

@@ -404,6 +404,15 @@ impl NatsAccess {
     }
 }
 
+/// Where `user`'s replies come: every request's answer, every JetStream acknowledgement and
+/// every message a consumer delivers. Each user may subscribe to its own prefix only, so that no
+/// credential (a board PC's, say) can read what is addressed to another program: the game log's
+/// records delivered to the broadcast service, observations read by the game service.
+/// [`crate::nats::connect`] gives each connection its user's prefix.
+pub fn inbox_prefix(user: &str) -> String {
+    format!("_INBOX.{user}")
+}
+
 /// What a role may publish and subscribe to; `None` for admin (everything).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Permissions {
@@ -448,11 +457,12 @@ pub const ADMIN_ONLY_API: &[&str] = &[
 ///   restart, named `<first name>_<n>`); older clients used
 ///   `$JS.API.CONSUMER.DURABLE.CREATE.<stream>.<durable>`;
 /// - pulling (`messages`, `fetch`): `$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`, messages
-///   delivered to the client's `_INBOX.…`; consumer info: `$JS.API.CONSUMER.INFO.<stream>.<consumer>`;
+///   delivered to the client's inbox; consumer info: `$JS.API.CONSUMER.INFO.<stream>.<consumer>`;
 /// - acknowledging: the message's reply subject, `$JS.ACK.<stream>.<consumer>.…` (nats-server
 ///   2.9/2.10) or `$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.…` (the newer form);
 ///   flow control of push consumers: `$JS.FC.<stream>.<consumer>.…`;
-/// - every request, and every JetStream publish's acknowledgement, is answered on `_INBOX.…`.
+/// - every request, and every JetStream publish's acknowledgement, is answered on the user's
+///   own inbox, `_INBOX.<user>.…` ([`inbox_prefix`]), the only subjects it may subscribe to.
 ///
 /// Not allowed to anyone but admin, on purpose: `$JS.API.CONSUMER.DELETE`. An ordered consumer
 /// that recreates itself first deletes its old consumer and ignores a failure; refused, that
@@ -463,7 +473,7 @@ pub const ADMIN_ONLY_API: &[&str] = &[
 pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
     let api = |tail: &str| format!("$JS.API.{tail}");
     let mut deny: Vec<String> = ADMIN_ONLY_API.iter().map(|s| (*s).to_owned()).collect();
-    let subscribe_allow = vec!["_INBOX.>".to_owned()];
+    let subscribe_allow = vec![format!("{}.>", inbox_prefix(&role.user_name()))];
     // Reading a stream: its info, single messages, consumers of any name on it.
     let read_stream = |s: &str| -> Vec<String> {
         vec![
