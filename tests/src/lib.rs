@@ -512,6 +512,8 @@ impl GameService {
 pub struct BroadcastService {
     pub process: ManagedProcess,
     pub http: SocketAddr,
+    /// Its operators' address (`/metrics`).
+    pub metrics: SocketAddr,
     /// Holds the projection's redb file; kept across `restart`.
     pub dir: TempDir,
     nats_url: String,
@@ -530,10 +532,16 @@ impl BroadcastService {
             .tempdir()?;
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let extra: Vec<String> = ["--metrics-listen".to_owned(), metrics.to_string()]
+            .into_iter()
+            .chain(extra)
+            .collect();
         let process = Self::spawn(nats_url, http, &dir, &extra)?;
         Ok(BroadcastService {
             process,
             http,
+            metrics,
             dir,
             nats_url: nats_url.to_owned(),
             extra,
@@ -595,6 +603,11 @@ impl BroadcastService {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.http)
+    }
+
+    /// A URL on its operators' address.
+    pub fn metrics_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.metrics)
     }
 }
 

@@ -148,7 +148,7 @@ async fn metrics_count_what_happened_in_a_short_round() -> anyhow::Result<()> {
         .send()
         .await?;
     assert_eq!(live.status(), 200);
-    let broadcast_page = scraped_until(&http, &broadcast.url("/metrics"), |page| {
+    let broadcast_page = scraped_until(&http, &broadcast.metrics_url("/metrics"), |page| {
         total(page, "boardcast_feed_subscribers", "") == 1.0
     })
     .await?;
@@ -156,7 +156,7 @@ async fn metrics_count_what_happened_in_a_short_round() -> anyhow::Result<()> {
     let fed = total(&broadcast_page, "boardcast_log_to_fold_seconds_count", "");
     assert!(fed > 0.0 && fed <= records as f64, "{broadcast_page}");
     drop(live);
-    scraped_until(&http, &broadcast.url("/metrics"), |page| {
+    scraped_until(&http, &broadcast.metrics_url("/metrics"), |page| {
         total(page, "boardcast_feed_subscribers", "") == 0.0
     })
     .await?;

@@ -478,6 +478,11 @@ impl Feeds {
             .collect()
     }
 
+    /// Whether anything of the round is shown (released).
+    pub fn shows_round(&self, key: &RoundKey) -> bool {
+        self.rounds.get(key).is_some_and(|r| !r.boards.is_empty())
+    }
+
     /// The round's version (0 before anything of it was shown).
     pub fn round_version(&self, key: &RoundKey) -> u64 {
         self.rounds.get(key).map_or(0, |r| r.version)

@@ -565,7 +565,8 @@ async fn login(State(state): State<AppState>, request: Request) -> Response {
         );
     }
     let now = std::time::Instant::now();
-    if let Err(wait) = state.throttle.check(ip, now) {
+    let attempt = state.throttle.begin(ip, now);
+    if let Err(wait) = attempt {
         let seconds = auth::retry_after_secs(wait);
         tracing::warn!(%ip, "login refused: too many failed logins from this address");
         return with_retry_after(
@@ -807,12 +808,12 @@ async fn game_page(
     )
 }
 
+/// Alive, and whether the log is followed; nothing that moves with play (no position, no count):
+/// it answers without a login, and during a delay must not tell when moves are made.
 async fn healthz(State(state): State<AppState>) -> Response {
     no_store(&json!({
         "status": "ok",
         "game_log": state.games.status(),
-        "games": state.games.game_count(),
-        "last_stream_seq": state.games.last_stream_seq(),
     }))
 }
 

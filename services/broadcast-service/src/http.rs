@@ -357,6 +357,7 @@ fn language(code: Option<&str>) -> Option<Language> {
 fn live_items(
     app: App,
     key: RoundKey,
+    updates: broadcast::Receiver<Update>,
     only_game: Option<String>,
     since: u64,
     lang: Option<Language>,
@@ -410,7 +411,6 @@ fn live_items(
             Some(LiveItem::Game { version, json })
         }
     }
-    let updates = app.projection.subscribe(&key);
     let cursor = Cursor {
         app,
         key,
@@ -497,13 +497,25 @@ async fn round_updates(
     Query(query): Query<LiveQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let since = since_of(&query, &headers);
     let key = RoundKey {
         tournament_id: tournament,
         round,
     };
+    let Some(updates) = app.projection.subscribe(&key) else {
+        return no_round(&key);
+    };
+    let since = since_of(&query, &headers);
     let lang = language(query.lang.as_deref());
-    sse_of(live_items(app, key, None, since, lang)).into_response()
+    sse_of(live_items(app, key, updates, None, since, lang)).into_response()
+}
+
+/// A round nothing of which is shown (yet): like one that does not exist, and nothing is kept
+/// for it. Pages opened before the round starts ask again.
+fn no_round(key: &RoundKey) -> Response {
+    not_found(format!(
+        "no round {} of {:?} is shown (yet)",
+        key.round, key.tournament_id
+    ))
 }
 
 /// Server-sent events of one game.
@@ -513,17 +525,20 @@ async fn game_updates(
     Query(query): Query<LiveQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(key) = app
+    let key = app
         .projection
         .read()
         .game_round(&game_id)
-        .map(|(key, _)| key.clone())
-    else {
+        .map(|(key, _)| key.clone());
+    let Some((key, updates)) = key.and_then(|key| {
+        let updates = app.projection.subscribe(&key)?;
+        Some((key, updates))
+    }) else {
         return not_found(format!("no game {game_id:?}"));
     };
     let since = since_of(&query, &headers);
     let lang = language(query.lang.as_deref());
-    sse_of(live_items(app, key, Some(game_id), since, lang)).into_response()
+    sse_of(live_items(app, key, updates, Some(game_id), since, lang)).into_response()
 }
 
 /// The same live items over WebSocket, one JSON text message each:
@@ -538,10 +553,22 @@ async fn round_socket(
         tournament_id: tournament,
         round,
     };
+    let Some(updates) = app.projection.subscribe(&key) else {
+        return no_round(&key);
+    };
     let since = query.since.unwrap_or(0);
     let lang = language(query.lang.as_deref());
-    upgrade.on_upgrade(move |socket| serve_socket(socket, live_items(app, key, None, since, lang)))
+    upgrade
+        // Viewers send nothing but pings and a close: a big message is refused, not read.
+        .max_message_size(VIEWER_MESSAGE_LIMIT)
+        .max_frame_size(VIEWER_MESSAGE_LIMIT)
+        .on_upgrade(move |socket| {
+            serve_socket(socket, live_items(app, key, updates, None, since, lang))
+        })
 }
+
+/// The largest WebSocket message a viewer may send.
+const VIEWER_MESSAGE_LIMIT: usize = 4096;
 
 async fn serve_socket(mut socket: WebSocket, items: impl Stream<Item = LiveItem> + Send) {
     let mut items = std::pin::pin!(items);

@@ -9,6 +9,7 @@ mod http;
 mod metrics;
 mod projection;
 mod push;
+mod serve;
 mod state;
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -37,8 +38,8 @@ Routes (T = tournament id, N = round number, B = board number):\n  \
 /tournaments/T/rounds/N/ws         the same over WebSocket\n  \
 /games/ID/updates                  live updates of one game\n  \
 /api/push                          the lichess push's status per round\n  \
-/healthz, /readyz                  alive; caught up with the game log\n  \
-/metrics                           Prometheus text format (live connections, log-to-fold latency)\n\n\
+/healthz, /readyz                  alive; caught up with the game log\n\n\
+/metrics (Prometheus text: live connections, log-to-fold latency) is served on --metrics-listen only.\n\
 Live updates are also published as JSON on NATS, subject boardcast.feed.T.N.B."
 )]
 struct Args {
@@ -52,6 +53,19 @@ struct Args {
     /// Address to serve HTTP on.
     #[arg(long, env = "BOARDCAST_HTTP_LISTEN", default_value = "127.0.0.1:8080")]
     http_listen: SocketAddr,
+    /// Address to serve /metrics on, for operators (e.g. 127.0.0.1:9465); none without it. Not
+    /// on the public address: its counters move with play, which a delay must not show.
+    #[arg(long, env = "BOARDCAST_METRICS_LISTEN")]
+    metrics_listen: Option<SocketAddr>,
+    /// Open connections at once (live pages included); more are answered 503 and closed.
+    #[arg(long, env = "BOARDCAST_MAX_CONNECTIONS", default_value_t = 20_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections: u64,
+    /// Seconds a client may take to send a request's headers (the first, or the next on a
+    /// kept-alive connection) before the connection is closed.
+    #[arg(long, env = "BOARDCAST_HEADER_TIMEOUT", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    header_timeout: u64,
     /// Where the projection is kept between runs (a redb file).
     #[arg(
         long,
@@ -222,11 +236,12 @@ async fn main() -> anyhow::Result<()> {
         ));
     }
 
-    let listener = tokio::net::TcpListener::bind(args.http_listen)
-        .await
+    let listener = std::net::TcpListener::bind(args.http_listen)
         .with_context(|| format!("binding the HTTP address {}", args.http_listen))?;
     tracing::info!(addr = %args.http_listen, "serving HTTP");
-    let (shutdown, grace_over) = boardcast_kit::shutdown::with_grace(SHUTDOWN_GRACE);
+    if let Some(addr) = args.metrics_listen {
+        boardcast_kit::metrics::serve_metrics(addr, exposition).await?;
+    }
     // Kept for as long as the service runs: it reports the live connections when scraped.
     let _subscribers = {
         let projection = projection.clone();
@@ -240,10 +255,21 @@ async fn main() -> anyhow::Result<()> {
         projection: projection.clone(),
         pushes,
     };
-    let router = http::router(app).merge(exposition.router());
-    let serve = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+    let limits = serve::Limits {
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        header_timeout: Duration::from_secs(args.header_timeout),
+    };
+    let handle = axum_server::Handle::new();
+    let mut server = tokio::spawn(serve::serve(
+        listener,
+        http::router(app),
+        limits,
+        handle.clone(),
+    ));
     let outcome: anyhow::Result<()> = tokio::select! {
-        result = serve => result.context("HTTP server failed"),
+        result = &mut server => result
+            .context("the HTTP server panicked")
+            .and_then(|r| r),
         result = &mut follow => result
             .context("game log follower panicked")
             .and_then(|r| r.context("game log follower stopped")),
@@ -253,8 +279,19 @@ async fn main() -> anyhow::Result<()> {
         result = &mut store => result
             .context("storing the feeds panicked")
             .and_then(|r| r.context("storing the feeds stopped")),
-        _ = grace_over => Ok(()),
+        _ = boardcast_kit::shutdown::signal() => {
+            // Open live pages are cut after the grace: they reconnect (to another instance,
+            // if there is one).
+            handle.graceful_shutdown(Some(SHUTDOWN_GRACE));
+            match tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_secs(1), &mut server).await {
+                Ok(Ok(Err(e))) => tracing::warn!("stopping the HTTP server: {e:#}"),
+                Ok(_) => {}
+                Err(_) => tracing::warn!("live pages still open {SHUTDOWN_GRACE:?} after the signal: stopping"),
+            }
+            Ok(())
+        }
     };
+    server.abort();
     for task in [follow, release, store] {
         task.abort();
         // Cancelled, or already ended with the outcome above.

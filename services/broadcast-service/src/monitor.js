@@ -116,6 +116,14 @@ function connect(onGame) {
     onGame(g);
   });
   source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) {
+      // Refused (the round is not shown yet, or the server is full): the browser gives up, so
+      // ask again in a while.
+      status.textContent = "waiting for the round…";
+      status.dataset.state = "waiting";
+      setTimeout(() => connect(onGame), 5000);
+      return;
+    }
     status.textContent = "connection lost, reconnecting…";
     status.dataset.state = "reconnecting";
   };

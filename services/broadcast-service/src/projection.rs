@@ -147,12 +147,18 @@ impl Projection {
             .sum()
     }
 
-    /// Live updates of a round from now on.
-    pub fn subscribe(&self, round: &RoundKey) -> broadcast::Receiver<Update> {
+    /// Live updates of a round from now on; `None` for a round nothing of which is shown, for
+    /// which nothing is kept (a made-up name in a URL costs nothing).
+    pub fn subscribe(&self, round: &RoundKey) -> Option<broadcast::Receiver<Update>> {
+        if !self.read().shows_round(round) {
+            return None;
+        }
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        live.entry(round.clone())
-            .or_insert_with(|| broadcast::channel(LIVE_BACKLOG).0)
-            .subscribe()
+        Some(
+            live.entry(round.clone())
+                .or_insert_with(|| broadcast::channel(LIVE_BACKLOG).0)
+                .subscribe(),
+        )
     }
 
     /// Sets the delays from now on; a lower delay releases what is due at once. What was
@@ -310,7 +316,9 @@ impl Projection {
             }
             // Announced while the feeds are still held: two releases (the log's follower and
             // the timer) never hand their updates on in the other order.
-            let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            // A round's channel lives only while someone listens.
+            live.retain(|_, sender| sender.receiver_count() > 0);
             for change in &changes {
                 let (Some((version, json)), Some(game)) = (
                     feeds.game_json(&change.game_id),

@@ -106,9 +106,6 @@ pub async fn serve(
     exposition: Exposition,
     readiness: Readiness,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding the metrics address {addr}"))?;
     let app = exposition
         .router()
         .route("/healthz", get(|| async { "ok" }))
@@ -125,7 +122,28 @@ pub async fn serve(
                 }
             }),
         );
-    tracing::info!(%addr, "serving /metrics, /healthz and /readyz");
+    serve_on(addr, app, "/metrics, /healthz and /readyz").await
+}
+
+/// Serves `/metrics` alone on `addr`, an operators' address: for a service whose health is
+/// answered on its own HTTP address, and whose public address must not show counters that move
+/// with play.
+pub async fn serve_metrics(
+    addr: SocketAddr,
+    exposition: Exposition,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    serve_on(addr, exposition.router(), "/metrics").await
+}
+
+async fn serve_on(
+    addr: SocketAddr,
+    app: Router,
+    what: &'static str,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the metrics address {addr}"))?;
+    tracing::info!(%addr, "serving {what}");
     Ok(tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!("the metrics endpoint stopped: {e}");
