@@ -323,9 +323,19 @@ fn noting(sights: &Sights) -> Seen {
     Arc::new(move |endpoint, game| note(&sights, endpoint, game, now_ms()))
 }
 
-/// Reads the round's server-sent events for as long as the test runs.
+/// How often a watcher asks again for a round not shown yet (a 404, as a monitor page is told).
+const NOT_SHOWN_YET_RETRY: Duration = Duration::from_millis(200);
+
+/// Reads the round's server-sent events for as long as the test runs, from when the round is
+/// first shown.
 async fn watch_sse(url: String, seen: Seen) -> anyhow::Result<()> {
-    let mut response = get(&url, &[]).await?;
+    let mut response = loop {
+        let response = get(&url, &[]).await?;
+        if response.status() != reqwest::StatusCode::NOT_FOUND {
+            break response;
+        }
+        tokio::time::sleep(NOT_SHOWN_YET_RETRY).await;
+    };
     let mut buffer = String::new();
     while let Some(chunk) = response.chunk().await? {
         buffer.push_str(&String::from_utf8_lossy(&chunk));
@@ -345,7 +355,17 @@ async fn watch_sse(url: String, seen: Seen) -> anyhow::Result<()> {
 }
 
 async fn watch_websocket(url: String, seen: Seen) -> anyhow::Result<()> {
-    let (mut socket, _) = tokio_tungstenite::connect_async(url).await?;
+    let mut socket = loop {
+        match tokio_tungstenite::connect_async(&url).await {
+            Ok((socket, _)) => break socket,
+            Err(tokio_tungstenite::tungstenite::Error::Http(response))
+                if response.status() == 404 =>
+            {
+                tokio::time::sleep(NOT_SHOWN_YET_RETRY).await
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
     while let Some(message) = socket.next().await {
         if let tokio_tungstenite::tungstenite::Message::Text(text) = message? {
             let value: serde_json::Value = serde_json::from_str(&text)?;
