@@ -13,12 +13,13 @@ async fn the_live_page_shows_every_board_with_players_moves_and_result() -> anyh
     let game_service = GameService::start(&nats.url())?;
     let mut broadcast = BroadcastService::start(&nats.url())?;
     let browser = Browser::launch().await?;
-    // The page is opened before the games start: what it shows arrives as live updates.
+    // The page is opened before the games start: it waits for the round (nothing is kept for a
+    // round not shown), then what it shows arrives as live updates.
     let mut page = browser
         .open(&broadcast.url("/tournaments/london-chess-classic-2016/rounds/9/live"))
         .await?;
     page.wait_for(
-        "document.getElementById('status').textContent === 'live'",
+        "document.getElementById('status').dataset.state === 'waiting'",
         Duration::from_secs(20),
     )
     .await?;
@@ -38,6 +39,11 @@ async fn the_live_page_shows_every_board_with_players_moves_and_result() -> anyh
     page.wait_for(
         "document.querySelectorAll('.game .result').length === 3",
         Duration::from_secs(60),
+    )
+    .await?;
+    page.wait_for(
+        "document.getElementById('status').textContent === 'live'",
+        Duration::from_secs(20),
     )
     .await?;
     let boards = page

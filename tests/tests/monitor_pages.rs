@@ -51,9 +51,10 @@ async fn the_big_board_shows_moves_as_released_with_ticking_clocks_through_a_res
         .open(&broadcast.url(&format!("{ROUND}/boards/1")))
         .await?;
     board.set_viewport(1920, 1080).await?;
+    // Opened before the round: it waits for it, asking again.
     board
         .wait_for(
-            "document.getElementById('status').dataset.state === 'live'",
+            "document.getElementById('status').dataset.state === 'waiting'",
             Duration::from_secs(20),
         )
         .await?;
