@@ -23,7 +23,7 @@ const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/pla
 retry-after: 5\r\nconnection: close\r\ncontent-length: 33\r\n\r\ntoo many connections, try again\r\n";
 
 /// How long a refused connection may take to be told so and to close.
-const BUSY_WRITE: Duration = Duration::from_secs(1);
+const REFUSAL_TIME: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -68,10 +68,10 @@ where
                     service,
                 )),
                 Err(_) => {
-                    // Best effort, within `BUSY_WRITE`: told after its request's head, then what
+                    // Best effort, within `REFUSAL_TIME`: told after its request's head, then what
                     // else the client sends is read and dropped until it closes (closing on
                     // unread bytes resets the connection before the client reads the answer).
-                    let _ = tokio::time::timeout(BUSY_WRITE, async {
+                    let _ = tokio::time::timeout(REFUSAL_TIME, async {
                         // The request's head first: HTTP clients take an answer that comes
                         // before their request for a broken connection.
                         let mut head = Vec::new();
