@@ -1,7 +1,8 @@
 //! The broadcast delays that operators and chief arbiters set through the game service
 //! (`SetBroadcastDelay`), read from NATS (stream `BOARDCAST_DELAYS`). They take precedence over
 //! the delays in this service's configuration for the same tournament or round; the latest for
-//! a tournament or round is in force.
+//! a tournament or round is in force. Only one set by someone who may lower a delay (a chief
+//! arbiter: `may_lower`) goes below the delay in force; another only raises it.
 //!
 //! All of them are read before anything is released, so that a restart never shows a round under
 //! a shorter delay than the one set.
@@ -29,7 +30,16 @@ impl DelaySources {
     pub fn effective(&self) -> Delays {
         let mut delays = self.configured.clone();
         for recorded in &self.recorded {
-            if let Err(e) = delays.set(&recorded.tournament_id, recorded.round, recorded.delay_ms) {
+            let in_force = delays.delay_ms(&boardcast_feeds::RoundKey {
+                tournament_id: recorded.tournament_id.clone(),
+                round: recorded.round,
+            });
+            let delay_ms = if recorded.may_lower {
+                recorded.delay_ms
+            } else {
+                recorded.delay_ms.max(in_force)
+            };
+            if let Err(e) = delays.set(&recorded.tournament_id, recorded.round, delay_ms) {
                 tracing::error!("a recorded delay is not applied: {e}");
             }
         }
@@ -134,5 +144,56 @@ pub async fn follow(
             tracing::warn!("following the broadcast delays: {e:#}; resuming in a second");
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boardcast_feeds::RoundKey;
+
+    fn recorded(round: u32, minutes: u64, may_lower: bool) -> BroadcastDelay {
+        BroadcastDelay {
+            tournament_id: "open".into(),
+            round,
+            delay_ms: minutes * 60_000,
+            may_lower,
+            ..Default::default()
+        }
+    }
+
+    fn in_force(sources: &DelaySources, round: u32) -> u64 {
+        sources.effective().delay_ms(&RoundKey {
+            tournament_id: "open".into(),
+            round,
+        }) / 60_000
+    }
+
+    #[test]
+    fn only_a_delay_that_may_lower_goes_below_the_one_in_force() {
+        let configured = Delays::parse(["15"]).expect("valid");
+        let with = |recorded: Vec<BroadcastDelay>| DelaySources {
+            configured: configured.clone(),
+            recorded,
+        };
+        // An operator's delay raises, never lowers, the configured one.
+        assert_eq!(in_force(&with(vec![recorded(0, 0, false)]), 3), 15);
+        assert_eq!(in_force(&with(vec![recorded(0, 30, false)]), 3), 30);
+        // A chief arbiter's lowers it; an operator's after it raises from there.
+        assert_eq!(in_force(&with(vec![recorded(0, 0, true)]), 3), 0);
+        assert_eq!(
+            in_force(&with(vec![recorded(0, 10, true), recorded(0, 5, false)]), 3),
+            10
+        );
+        assert_eq!(
+            in_force(
+                &with(vec![recorded(0, 10, true), recorded(0, 20, false)]),
+                3
+            ),
+            20
+        );
+        // A round's own delay starts from the one in force for that round.
+        assert_eq!(in_force(&with(vec![recorded(9, 5, false)]), 9), 15);
+        assert_eq!(in_force(&with(vec![recorded(9, 5, true)]), 9), 5);
     }
 }

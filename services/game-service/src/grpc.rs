@@ -669,11 +669,11 @@ impl game_service_server::GameService for GameApi {
         let in_force = recorded_delay(&self.js, &request.tournament_id, request.round)
             .await
             .map_err(|e| Status::unavailable(format!("reading the delay in force: {e:#}")))?;
+        let may_lower = who.may(Operation::LowerDelay {
+            tournament: &request.tournament_id,
+        });
         if request.delay_ms < in_force {
-            who.may(Operation::LowerDelay {
-                tournament: &request.tournament_id,
-            })
-            .map_err(denied)?;
+            may_lower.clone().map_err(denied)?;
         }
         let delay = BroadcastDelay {
             tournament_id: request.tournament_id.clone(),
@@ -682,6 +682,7 @@ impl game_service_server::GameService for GameApi {
             set_by: who.user.clone(),
             set_unix_ms: boardcast_kit::now_unix_ms(),
             request_id: request_id.clone(),
+            may_lower: may_lower.is_ok(),
         };
         // The request id is the message id: a retry within the stream's duplicate window is
         // stored once.
