@@ -607,6 +607,15 @@ impl Feeds {
         Dirty { games, rounds }
     }
 
+    /// Marks games and rounds as changed again (their store failed): the next `take_dirty`
+    /// returns them as they are then.
+    pub fn mark_dirty(&mut self, dirty: &Dirty) {
+        self.dirty_games
+            .extend(dirty.games.iter().map(|(id, _)| id.clone()));
+        self.dirty_rounds
+            .extend(dirty.rounds.iter().map(|(key, _)| key.clone()));
+    }
+
     /// Rebuilds the feeds from what a previous run stored, as the `run`-th run (counted from
     /// 0). What was stored may be older than what viewers saw (the service stores a little
     /// later); this run's versions all lie past `run` × [`VERSIONS_PER_RUN`], above any an

@@ -496,8 +496,10 @@ fn with_clock_reports(steps: Vec<ScriptStep>, every_ms: u64) -> Vec<ScriptStep> 
         };
         let mut at = out.last().map_or(*read_at, |s| s.at_ms);
         loop {
-            let elapsed = (at - read_at) / every_ms * every_ms + every_ms;
-            let due = read_at + elapsed;
+            let elapsed = ((at - read_at) / every_ms)
+                .saturating_mul(every_ms)
+                .saturating_add(every_ms);
+            let due = read_at.saturating_add(elapsed);
             if due >= until {
                 break;
             }

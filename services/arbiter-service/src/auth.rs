@@ -424,7 +424,9 @@ impl LoginThrottle {
             .iter()
             .filter(|t| now.duration_since(**t) < policy.window)
             .count();
-        if recent + failures.in_flight >= policy.allowed {
+        // Up to the failures still allowed at once; one at a time once they are used up (a
+        // block that has passed lets the next attempt through, and its failure blocks again).
+        if failures.in_flight >= policy.allowed.saturating_sub(recent).max(1) {
             return Err(TOO_MANY_AT_ONCE_WAIT);
         }
         failures.in_flight += 1;
@@ -632,6 +634,16 @@ mod tests {
         assert_eq!(burst.begin(other, t0).err(), Some(Duration::from_secs(1)));
         drop(started);
         assert!(burst.begin(other, t0).is_ok());
+        // Once a block has passed, attempts go through one at a time.
+        for i in 0..5 {
+            burst.failed(other, t0 + Duration::from_secs(i));
+        }
+        assert!(burst.begin(other, t0 + Duration::from_secs(10)).is_err());
+        let after_block = t0 + Duration::from_secs(40);
+        let one = burst.begin(other, after_block);
+        assert!(one.is_ok());
+        assert!(burst.begin(other, after_block).is_err(), "one at a time");
+        drop(one);
         assert_eq!(throttle.check(ip, t), Ok(()));
         assert_eq!(throttle.failed(ip, t), None);
         // Failures older than the window no longer count.

@@ -411,6 +411,13 @@ fn live_items(
             Some(LiveItem::Game { version, json })
         }
     }
+    // A version past any this service gave (from another instance, or a state file started
+    // afresh) says nothing of what the viewer has: everything is sent.
+    let since = if since > app.projection.read().round_version(&key) {
+        0
+    } else {
+        since
+    };
     let cursor = Cursor {
         app,
         key,

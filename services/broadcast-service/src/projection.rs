@@ -301,8 +301,15 @@ impl Projection {
         if dirty.games.is_empty() && dirty.rounds.is_empty() {
             return Ok(());
         }
-        tokio::task::block_in_place(|| self.state.write(stream_seq, &dirty))?;
-        Ok(())
+        let written = tokio::task::block_in_place(|| self.state.write(stream_seq, &dirty));
+        if written.is_err() {
+            // Still to be stored: a later store must not write the position without them.
+            self.feeds
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .mark_dirty(&dirty);
+        }
+        Ok(written?)
     }
 
     /// Releases what is due, then tells everyone who follows. Nothing is stored on the way

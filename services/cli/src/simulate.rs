@@ -91,7 +91,8 @@ pub struct SimulateArgs {
     pub clock_turned_at_move: Option<u32>,
     /// Each running clock also reports its time this often between presses (milliseconds of
     /// game time), as a DGT clock does every second; 0: readings at the presses only.
-    #[arg(long, value_name = "MS", default_value_t = 0)]
+    #[arg(long, value_name = "MS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
     pub clock_reports_every: u64,
     #[command(flatten)]
     pub dgt: DgtOutArgs,
