@@ -412,9 +412,11 @@ async fn a_flood_of_logins_keeps_memory_bounded_and_the_user_still_logs_in_from_
             .all(|c| matches!(c, Some(Code::Unauthenticated | Code::ResourceExhausted))),
         "{codes:?}"
     );
+    // Bounded: a few hashes of 19 MiB at once and the megabyte names' buffers, where one hash
+    // per attempt at once would be some 200 × 19 MiB.
     let grew_mb = peak().saturating_sub(before) / 1024;
     eprintln!("peak resident memory grew by {grew_mb} MB over the flood");
-    assert!(grew_mb < 150, "grew by {grew_mb} MB");
+    assert!(grew_mb < 300, "grew by {grew_mb} MB");
 
     // The chief arbiter, at the hall's address, logs in; the attacker's address is slowed down.
     let mut hall = boardcast_kit::client::game_client(&service.url(), None).await?;
