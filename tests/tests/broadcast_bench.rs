@@ -182,7 +182,7 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
         readers.push(tokio::spawn(async move {
             let timed = n < measured;
             let mut seen = vec![0usize; last_sent.len()];
-            let mut buffer = String::new();
+            let mut events = SseEvents::default();
             let mut mine = Vec::new();
             while let Ok(Some(chunk)) = response.chunk().await {
                 received.fetch_add(chunk.len() as u64, Ordering::Relaxed);
@@ -190,13 +190,8 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
                     continue;
                 }
                 let at = now_us();
-                buffer.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buffer.find("\n\n") {
-                    let event: String = buffer.drain(..end + 2).collect();
-                    let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) else {
-                        continue;
-                    };
-                    let Ok(probe) = serde_json::from_str::<Probe>(data) else {
+                for data in events.data(&chunk) {
+                    let Ok(probe) = serde_json::from_str::<Probe>(&data) else {
                         continue;
                     };
                     let Some(&board) = game_index.get(probe.game_id) else {
@@ -249,15 +244,10 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
             let mut plies = vec![0usize; last_sent.len()];
             let mut alerted = vec![false; last_sent.len()];
             let mut known_alerts = std::collections::HashSet::new();
-            let mut buffer = String::new();
+            let mut events = SseEvents::default();
             while let Ok(Some(chunk)) = dashboard.chunk().await {
                 let at = now_us();
-                buffer.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buffer.find("\n\n") {
-                    let event: String = buffer.drain(..end + 2).collect();
-                    let Some(data) = event.lines().find_map(|l| l.strip_prefix("data:")) else {
-                        continue;
-                    };
+                for data in events.data(&chunk) {
                     let Ok(probe) = serde_json::from_str::<DashboardProbe>(data.trim()) else {
                         continue;
                     };

@@ -38,7 +38,7 @@ use boardcast_sim::{ScriptOptions, ScriptStep, script};
 use boardcast_testkit::{BroadcastService, GameService, TestNats, repo_root};
 use futures::StreamExt as _;
 use prost::Message as _;
-use support::{now_us, percentile, setting};
+use support::{SseEvents, now_us, percentile, setting};
 
 const TOURNAMENT: &str = "bench";
 
@@ -286,19 +286,14 @@ async fn a_round_from_its_start() -> anyhow::Result<()> {
         );
         viewers.push(tokio::spawn(async move {
             let mut shown = vec![0usize; presses.len()];
-            let mut buffer = String::new();
+            let mut events = SseEvents::default();
             while let Ok(Some(chunk)) = response.chunk().await {
                 if !timed {
                     continue;
                 }
                 let at = now_us();
-                buffer.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buffer.find("\n\n") {
-                    let event: String = buffer.drain(..end + 2).collect();
-                    let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) else {
-                        continue;
-                    };
-                    let Ok(game) = serde_json::from_str::<Shown>(data) else {
+                for data in events.data(&chunk) {
+                    let Ok(game) = serde_json::from_str::<Shown>(&data) else {
                         continue;
                     };
                     let Some(&board) = board_of_game.get(game.game_id) else {

@@ -540,3 +540,29 @@ pub fn percentile(sorted: &[i64], p: f64) -> f64 {
     let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[index] as f64 / 1000.0
 }
+
+/// Server-sent events as they arrive, in chunks that may end mid-event.
+#[derive(Default)]
+pub struct SseEvents {
+    buffer: String,
+}
+
+impl SseEvents {
+    /// The `data` of each event `chunk` completes (an event's data lines joined).
+    pub fn data(&mut self, chunk: &[u8]) -> Vec<String> {
+        self.buffer.push_str(&String::from_utf8_lossy(chunk));
+        let mut complete = Vec::new();
+        while let Some(end) = self.buffer.find("\n\n") {
+            let event: String = self.buffer.drain(..end + 2).collect();
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if !data.is_empty() {
+                complete.push(data.join("\n"));
+            }
+        }
+        complete
+    }
+}
