@@ -87,15 +87,10 @@ async fn made_up_rounds_and_idle_connections_cost_little_and_a_viewer_gets_every
     let viewing = tokio::spawn({
         let seen = seen.clone();
         async move {
-            let mut buffer = String::new();
+            let mut events = support::SseEvents::default();
             while let Ok(Some(chunk)) = viewer.chunk().await {
-                buffer.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buffer.find("\n\n") {
-                    let event: String = buffer.drain(..end + 2).collect();
-                    let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) else {
-                        continue;
-                    };
-                    if let Ok(game) = serde_json::from_str::<serde_json::Value>(data)
+                for data in events.data(&chunk) {
+                    if let Ok(game) = serde_json::from_str::<serde_json::Value>(&data)
                         && let (Some(id), Some(moves)) =
                             (game["game_id"].as_str(), game.get("moves"))
                     {
@@ -175,6 +170,31 @@ async fn made_up_rounds_and_idle_connections_cost_little_and_a_viewer_gets_every
     Ok(())
 }
 
+/// A connection that was answered once and is kept alive, sending nothing more.
+fn held_connection(address: std::net::SocketAddr) -> anyhow::Result<std::net::TcpStream> {
+    let mut connection = std::net::TcpStream::connect(address)?;
+    connection.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    connection.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 512];
+    // `/healthz` answers "ok": the response ends with it.
+    while !answer.ends_with(b"\r\n\r\nok") {
+        let n = connection.read(&mut buffer)?;
+        anyhow::ensure!(
+            n > 0,
+            "closed before its answer: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.extend_from_slice(&buffer[..n]);
+    }
+    anyhow::ensure!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    Ok(connection)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn connections_past_the_cap_are_answered_503_and_silent_ones_are_cut_off()
 -> anyhow::Result<()> {
@@ -182,12 +202,12 @@ async fn connections_past_the_cap_are_answered_503_and_silent_ones_are_cut_off()
     let _game_service = GameService::start(&nats.url())?;
     let broadcast = BroadcastService::start_with(
         &nats.url(),
-        &["--max-connections", "20", "--header-timeout", "2"],
+        &["--max-connections", "20", "--header-timeout", "5"],
     )?;
+    // Twenty connections, each admitted (it was answered) and kept alive without a next request.
     let idle = (0..20)
-        .map(|_| std::net::TcpStream::connect(broadcast.http))
-        .collect::<Result<Vec<_>, _>>()?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+        .map(|_| held_connection(broadcast.http))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let mut one_more = std::net::TcpStream::connect(broadcast.http)?;
     one_more.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")?;
     one_more.set_read_timeout(Some(Duration::from_secs(10)))?;
@@ -201,7 +221,7 @@ async fn connections_past_the_cap_are_answered_503_and_silent_ones_are_cut_off()
     let answer = reqwest::get(broadcast.url("/healthz")).await?;
     assert_eq!(answer.status(), 503);
 
-    // Each idle connection is closed by the service once its headers are overdue.
+    // Each idle connection is closed by the service once its next request's headers are overdue.
     for mut connection in idle {
         connection.set_read_timeout(Some(Duration::from_secs(30)))?;
         let mut byte = [0u8; 1];
@@ -225,7 +245,12 @@ async fn connections_past_the_cap_are_answered_503_and_silent_ones_are_cut_off()
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // A request that starts and never finishes its headers is cut off too.
+    // A connection that never sends a request is cut off, and one whose request starts and
+    // never finishes its headers.
+    let mut silent = std::net::TcpStream::connect(broadcast.http)?;
+    silent.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let read = silent.read(&mut [0u8; 1]);
+    assert!(matches!(read, Ok(0)) || read.is_err(), "{read:?}");
     let mut slow = std::net::TcpStream::connect(broadcast.http)?;
     slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")?;
     slow.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -244,14 +269,7 @@ async fn a_big_websocket_message_from_a_viewer_is_refused() -> anyhow::Result<()
     let nats = TestNats::start()?;
     let game_service = GameService::start(&nats.url())?;
     let broadcast = BroadcastService::start(&nats.url())?;
-    let status = support::simulate(
-        support::write_pgn()?.path(),
-        &nats.url(),
-        &game_service.url(),
-    )?
-    .stdout(std::process::Stdio::null())
-    .status()?;
-    assert!(status.success());
+    support::play(support::PGN, BOARDS, &[], &nats.url(), &game_service.url())?;
     let round = shown_round(&broadcast).await?;
     let url = format!("ws://{}{round}/ws", broadcast.http);
     let (mut socket, _) = tokio_tungstenite::connect_async(&url).await?;
@@ -313,14 +331,7 @@ async fn nothing_public_changes_with_moves_during_a_delay() -> anyhow::Result<()
     // The round of the six games (their event is "Log Open", round 1).
     let round = "/tournaments/log-open/rounds/1";
     let before = public_answers(&broadcast, round).await?;
-    let status = support::simulate(
-        support::write_pgn()?.path(),
-        &nats.url(),
-        &game_service.url(),
-    )?
-    .stdout(std::process::Stdio::null())
-    .status()?;
-    assert!(status.success());
+    support::play(support::PGN, BOARDS, &[], &nats.url(), &game_service.url())?;
     let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await?);
     support::drained(&js).await?;
     // The games are in the log; the broadcast service has folded them.
