@@ -286,7 +286,7 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
             .arg(&outbox),
     )?;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while boardcast_kit::nats::last_board_seq(&js, "gw-1")
+    while boardcast_kit::nats::last_board_seq(&js, "gw-1", boardcast_kit::nats::BoardRead::Leader)
         .await
         .unwrap_or(0)
         == 0
@@ -295,7 +295,9 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     gateway.kill_hard()?;
-    let published_before_the_kill = boardcast_kit::nats::last_board_seq(&js, "gw-1").await?;
+    let published_before_the_kill =
+        boardcast_kit::nats::last_board_seq(&js, "gw-1", boardcast_kit::nats::BoardRead::Leader)
+            .await?;
     let metrics = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()?));
     let mut restarted_gateway = ManagedProcess::spawn(
         "gateway serial",

@@ -803,8 +803,16 @@ async fn a_board_whose_last_message_is_corrupt_still_gets_its_game() -> anyhow::
         .await?
         .await?;
     support::drained(&js).await?;
-    assert_eq!(boardcast_kit::nats::last_board_seq(&js, POISONED).await?, 5);
-    assert_eq!(boardcast_kit::nats::last_board_seq(&js, garbled).await?, 3);
+    assert_eq!(
+        boardcast_kit::nats::last_board_seq(&js, POISONED, boardcast_kit::nats::BoardRead::Leader)
+            .await?,
+        5
+    );
+    assert_eq!(
+        boardcast_kit::nats::last_board_seq(&js, garbled, boardcast_kit::nats::BoardRead::OwnBoard)
+            .await?,
+        3
+    );
 
     let mut client = service.client().await?;
     let created = poisoned_boards_game(&mut client).await?;

@@ -20,9 +20,10 @@ use async_nats::jetstream::{
 };
 use boardcast_kit::{
     nats::{
-        self, ASSIGNMENTS_STREAM, DEADLETTER_STREAM, DEFAULT_PARTITIONS, DELAYS_STREAM,
-        GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, assignment_subject, deadletter_subject,
-        delay_subject, game_subject, ingest_stream, observation_message_id, observation_subject,
+        self, ASSIGNMENTS_STREAM, BoardRead::OwnBoard, DEADLETTER_STREAM, DEFAULT_PARTITIONS,
+        DELAYS_STREAM, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, assignment_subject,
+        deadletter_subject, delay_subject, game_subject, ingest_stream, observation_message_id,
+        observation_subject,
     },
     nats_access::{NatsAccess, Role, ingest_consumer},
 };
@@ -188,7 +189,7 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
     hall_a.refused(&mapped("z9")).await?;
     for board in ["b1", "z9"] {
         assert_eq!(
-            nats::last_board_seq(&admin.js, board).await?,
+            nats::last_board_seq(&admin.js, board, nats::BoardRead::Leader).await?,
             0,
             "nothing stored for {board}"
         );
@@ -200,9 +201,56 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
         hall_b.publish_observation("b1", 7).await?,
         (partition_stream("b1"), 1)
     );
-    assert_eq!(nats::last_board_seq(&hall_b.js, "b1").await?, 7);
-    assert_eq!(nats::last_board_seq(&hall_a.js, "a1").await?, 1);
-    assert_eq!(nats::last_board_seq(&hall_a.js, "a2").await?, 1);
+    assert_eq!(nats::last_board_seq(&hall_b.js, "b1", OwnBoard).await?, 7);
+    assert_eq!(nats::last_board_seq(&hall_a.js, "a1", OwnBoard).await?, 1);
+    assert_eq!(nats::last_board_seq(&hall_a.js, "a2", OwnBoard).await?, 1);
+
+    // Another gateway's board it may not read, by a direct get or a message get: it would see
+    // that board's moves live, before any broadcast delay.
+    let b1_stream = partition_stream("b1");
+    let b1_stored = format!(
+        "{}.{}",
+        observation_subject("b1"),
+        nats::partition_of_board("b1", DEFAULT_PARTITIONS)
+    );
+    let stream = hall_a.js.get_stream_no_info(&b1_stream).await?;
+    assert!(
+        stream
+            .direct_get_last_for_subject(&b1_stored)
+            .await
+            .is_err(),
+        "a direct get of another gateway's board must be refused"
+    );
+    hall_a
+        .refused(&format!("$JS.API.DIRECT.GET.{b1_stream}.{b1_stored}"))
+        .await?;
+    assert!(
+        stream
+            .get_last_raw_message_by_subject(&b1_stored)
+            .await
+            .is_err(),
+        "a message get must be refused"
+    );
+    hall_a
+        .refused(&format!("$JS.API.STREAM.MSG.GET.{b1_stream}"))
+        .await?;
+    assert!(
+        stream.direct_get(1).await.is_err(),
+        "a direct get by sequence must be refused"
+    );
+    hall_a
+        .refused(&format!("$JS.API.DIRECT.GET.{b1_stream}"))
+        .await?;
+    assert!(
+        nats::last_board_seq(&hall_a.js, "b1", OwnBoard)
+            .await
+            .is_err()
+    );
+    assert!(
+        nats::last_board_seq(&hall_a.js, "b1", nats::BoardRead::Leader)
+            .await
+            .is_err()
+    );
 
     // Nor may a gateway create consumers (it could read every board's observations).
     let created = create_ingest_consumer(&hall_a.js, "sneaky").await;
@@ -443,12 +491,18 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     nats::ensure_streams(&game.js, 1, boardcast_kit::nats::DEFAULT_PARTITIONS).await?;
 
     // Boards publish; a simulated board and a gateway continue their numbering from JetStream.
-    assert_eq!(nats::last_board_seq(&simulator.js, "sim-1").await?, 0);
+    assert_eq!(
+        nats::last_board_seq(&simulator.js, "sim-1", OwnBoard).await?,
+        0
+    );
     simulator.publish_observation("sim-1", 1).await?;
     simulator.publish_observation("sim-2", 1).await?;
     gateway.publish_observation("a1", 1).await?;
-    assert_eq!(nats::last_board_seq(&simulator.js, "sim-1").await?, 1);
-    assert_eq!(nats::last_board_seq(&gateway.js, "a1").await?, 1);
+    assert_eq!(
+        nats::last_board_seq(&simulator.js, "sim-1", OwnBoard).await?,
+        1
+    );
+    assert_eq!(nats::last_board_seq(&gateway.js, "a1", OwnBoard).await?, 1);
 
     // The game service: finds the partitions' streams; its durable pull consumers, one per
     // partition's stream (as ingest.rs creates them), fetch and ack.
@@ -500,7 +554,10 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     );
     // The game service reads a board's last number when it sets up a game, and messages by
     // sequence when it looks for gaps.
-    assert_eq!(nats::last_board_seq(&game.js, "sim-2").await?, 1);
+    assert_eq!(
+        nats::last_board_seq(&game.js, "sim-2", nats::BoardRead::Leader).await?,
+        1
+    );
     let sim_2 = game
         .js
         .get_stream(ingest_stream(Some(nats::partition_of_board(

@@ -323,7 +323,7 @@ async fn decide_board_again(
     left: &[(u64, impl AsRef<[u8]>)],
 ) -> anyhow::Result<()> {
     use boardcast_kit::nats::{
-        last_board_observation, observation_message_id, observation_subject,
+        BoardRead, last_board_observation, observation_message_id, observation_subject,
     };
     use prost::Message as _;
     let Some(board) = left.first().and_then(|(_, payload)| {
@@ -337,7 +337,9 @@ async fn decide_board_again(
         return Ok(());
     };
     let js = jetstream::new(boardcast_kit::nats::connect(nats, "boardcast-fork").await?);
-    let Some((device_seq, payload)) = last_board_observation(&js, &board).await? else {
+    let Some((device_seq, payload)) =
+        last_board_observation(&js, &board, BoardRead::Leader).await?
+    else {
         eprintln!("board {board} has sent no observation: nothing to decide again");
         return Ok(());
     };

@@ -518,7 +518,13 @@ async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> a
     let subject = observation_subject(&plan.board_id);
     // Numbered on from the board's last observation, as a gateway does: a board's numbers are
     // never reused, and a game set up on it ignores those sent before.
-    let first_seq = boardcast_kit::nats::last_board_seq(js, &plan.board_id).await? + 1;
+    let first_seq = boardcast_kit::nats::last_board_seq(
+        js,
+        &plan.board_id,
+        boardcast_kit::nats::BoardRead::OwnBoard,
+    )
+    .await?
+        + 1;
     for (i, step) in steps.into_iter().enumerate() {
         let device_seq = first_seq + i as u64;
         // Lost on the way: its number is used, the observation never arrives.

@@ -860,9 +860,13 @@ impl GameApi {
             // decide_start says what is wrong with it.
             return Ok(0);
         }
-        boardcast_kit::nats::last_board_seq(&self.js, board_id)
-            .await
-            .map_err(|e| Status::unavailable(format!("{e:#}")))
+        boardcast_kit::nats::last_board_seq(
+            &self.js,
+            board_id,
+            boardcast_kit::nats::BoardRead::Leader,
+        )
+        .await
+        .map_err(|e| Status::unavailable(format!("{e:#}")))
     }
 
     /// The game's last log entry, or NOT_FOUND, or PERMISSION_DENIED when the reader may not

@@ -105,7 +105,7 @@ pub async fn continue_board_numbering(
 ) -> Result<(), OutboxError> {
     let last = tokio::time::timeout(
         NUMBERING_CHECK_TIMEOUT,
-        boardcast_kit::nats::last_board_seq(js, board_id),
+        boardcast_kit::nats::last_board_seq(js, board_id, boardcast_kit::nats::BoardRead::OwnBoard),
     )
     .await;
     match last {

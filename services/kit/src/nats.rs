@@ -533,17 +533,40 @@ pub async fn ensure_streams(
                 num_replicas: replicas,
                 duplicate_window: Duration::from_secs(120),
                 // The game log: a decision's records are stored all or none (atomic batch
-                // publish), and any replica answers reads (direct gets).
+                // publish), and any replica answers reads (direct gets). Observations: direct
+                // gets by subject are how a gateway reads its own boards' numbering back.
                 allow_atomic_publish: name == GAMES_STREAM,
-                allow_direct: name == GAMES_STREAM,
+                allow_direct: name == GAMES_STREAM || partition_of_stream(&name).is_some(),
                 ..Default::default()
             })
             .await
             .with_context(|| format!("creating JetStream stream {name}"))?;
+        let lacks_direct_gets =
+            partition_of_stream(&name).is_some() && !stream.cached_info().config.allow_direct;
         if name == INGEST_STREAM && stream.cached_info().config.subjects != [subjects.clone()] {
             leave_partitions_to_their_streams(js, stream).await?;
         } else if name == GAMES_STREAM {
             allow_atomic_appends(js, stream).await?;
+        }
+        if lacks_direct_gets {
+            // Gateways then number on from their outboxes: worth a warning, not a refusal.
+            // As the stream is now (the unpartitioned one's subjects may just have changed).
+            let now = js
+                .get_stream(&name)
+                .await
+                .with_context(|| format!("reading stream {name}"))?;
+            let upgraded = stream::Config {
+                allow_direct: true,
+                ..now.cached_info().config.clone()
+            };
+            if let Err(e) = js.update_stream(upgraded).await {
+                tracing::warn!(
+                    stream = %name,
+                    "the stream was created by an earlier version without direct gets, by which \
+                     gateways read their boards' numbering back ({e}); only the NATS admin may \
+                     turn them on: start the game service once with the admin's URL"
+                );
+            }
         }
     }
     Ok(())
@@ -661,6 +684,20 @@ pub async fn next_message<I>(
     }
 }
 
+/// How a board's last observation is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BoardRead {
+    /// From each stream's leader (a message get): what the stream holds now, for the game
+    /// service setting a game up. The request names the subject in its payload, so it needs the
+    /// right to read any board: only the services and the admin have it.
+    Leader,
+    /// A direct get of the board's own stored subject, which names it in the request's subject:
+    /// the one read a board-side user (a gateway, the simulator) may make, for its own boards
+    /// only. Any replica answers; the board's own publisher is the one asking, so nothing newer
+    /// can be missing.
+    OwnBoard,
+}
+
 /// The board's last usable observation in the observation streams (its `device_seq` and the
 /// message as stored), or `None` when it has sent none. Every observation stream is asked,
 /// since the board may have been in another partition before (the partition count changed
@@ -668,11 +705,13 @@ pub async fn next_message<I>(
 /// as no board numbers (beyond `MAX_FIRST_DEVICE_SEQ`: corrupt or hostile, and rejected by
 /// every game), is passed over for the last one before it that is: taken as it is, it would stop
 /// a game's set-up, or make every observation of the new game look like one of an earlier game.
+/// (Looking back needs message gets by sequence, which a board-side user may not make: for one
+/// of them that is an error, and a gateway numbers on from its outbox.)
 pub async fn last_board_observation(
     js: &jetstream::Context,
     board_id: &str,
+    read: BoardRead,
 ) -> anyhow::Result<Option<(u64, bytes::Bytes)>> {
-    use async_nats::jetstream::stream::LastRawMessageErrorKind;
     let subject = board_observations(board_id);
     let mut last: Option<(u64, bytes::Bytes)> = None;
     for partition in observation_partitions(js).await? {
@@ -682,8 +721,11 @@ pub async fn last_board_observation(
             .get_stream_no_info(&name)
             .await
             .with_context(|| format!("opening the observation stream {name}"))?;
-        let in_stream = match stream.get_last_raw_message_by_subject(&subject).await {
-            Ok(message) => match usable_device_seq(&message) {
+        let stored = last_stored(&stream, board_id, partition, read)
+            .await
+            .with_context(|| format!("reading board {board_id}'s last observation in {name}"))?;
+        let in_stream = match stored {
+            Some(message) => match usable_device_seq(&message) {
                 Some(seq) => Some((seq, message.payload)),
                 None => {
                     tracing::warn!(board = board_id, stream = %name, stream_seq = message.sequence, "the board's last message is no usable observation: numbering from the last one before it");
@@ -694,12 +736,7 @@ pub async fn last_board_observation(
                         })?
                 }
             },
-            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => None,
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!("reading board {board_id}'s last observation in {name}")
-                });
-            }
+            None => None,
         };
         if in_stream.as_ref().map(|(seq, _)| *seq) > last.as_ref().map(|(seq, _)| *seq) {
             last = in_stream;
@@ -708,12 +745,48 @@ pub async fn last_board_observation(
     Ok(last)
 }
 
+/// The board's last message in one observation stream, read as `read` says.
+async fn last_stored(
+    stream: &stream::Stream<()>,
+    board_id: &str,
+    partition: Option<u32>,
+    read: BoardRead,
+) -> anyhow::Result<Option<jetstream::message::StreamMessage>> {
+    use async_nats::jetstream::stream::{DirectGetErrorKind, LastRawMessageErrorKind};
+    match read {
+        BoardRead::Leader => {
+            match stream
+                .get_last_raw_message_by_subject(&board_observations(board_id))
+                .await
+            {
+                Ok(message) => Ok(Some(message)),
+                Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        }
+        BoardRead::OwnBoard => {
+            match stream
+                .direct_get_last_for_subject(stored_observation_subject(board_id, partition))
+                .await
+            {
+                Ok(message) => Ok(Some(message)),
+                Err(e) if e.kind() == DirectGetErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
+}
+
 /// The `device_seq` of the board's last observation in the observation streams (see
 /// [`last_board_observation`]); 0 when it has sent none. A game set up on the board now follows
 /// it from there; a simulated board continues its numbering from there, as a gateway does (a
 /// board's numbers are never reused).
-pub async fn last_board_seq(js: &jetstream::Context, board_id: &str) -> anyhow::Result<u64> {
-    Ok(last_board_observation(js, board_id)
+pub async fn last_board_seq(
+    js: &jetstream::Context,
+    board_id: &str,
+    read: BoardRead,
+) -> anyhow::Result<u64> {
+    Ok(last_board_observation(js, board_id, read)
         .await?
         .map_or(0, |(seq, _)| seq))
 }

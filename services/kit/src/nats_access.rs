@@ -11,7 +11,7 @@
 //!   reconfigure them.
 //! - `broadcast-service` and `arbiter-service` read the game logs and nothing else.
 //! - each gateway (`gateway-<name>`) publishes the observations of its own boards only, and may
-//!   read the ingest stream to continue a board's numbering.
+//!   read back the last observation of its own boards (to continue their numbering), no other.
 //! - `simulator` publishes observations of any board (the demo and test simulator plays many),
 //!   and nothing on the game logs.
 //!
@@ -568,16 +568,18 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             allow
         }
         Role::Simulator | Role::Gateway(_) => {
-            // What `last_board_seq` needs: the observation streams' names, and their last
-            // message on a subject (a message get).
+            // What `last_board_seq` needs: the observation streams' names, and the last message
+            // on a board's own subject, by a direct get naming that subject in the request's
+            // subject (a message get names it in the payload, which permissions cannot see, so
+            // it would read any board).
             let mut allow = vec![api("INFO"), api("STREAM.NAMES")];
-            for i in &observation_streams {
-                allow.push(api(&format!("STREAM.MSG.GET.{i}")));
-            }
             match role {
                 Role::Gateway(_) => {
                     for board in boards {
                         let subject = observation_subject(board);
+                        // Unpartitioned and partitioned, in whichever stream holds it.
+                        allow.push(api(&format!("DIRECT.GET.*.{subject}")));
+                        allow.push(api(&format!("DIRECT.GET.*.{subject}.*")));
                         // The server checks a publish on the subject its partition mapping
                         // gives it: the board's own partition only, so that a gateway cannot
                         // put its board in a second partition by publishing there directly.
@@ -591,6 +593,8 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 _ => {
                     allow.push(INGEST_SUBJECTS.to_owned());
                     allow.push(PARTITIONED_INGEST_SUBJECTS.to_owned());
+                    allow.push(api(&format!("DIRECT.GET.*.{INGEST_SUBJECTS}")));
+                    allow.push(api(&format!("DIRECT.GET.*.{PARTITIONED_INGEST_SUBJECTS}")));
                 }
             }
             deny.extend(
@@ -814,11 +818,18 @@ mod tests {
                     .contains(&format!("boardcast.board.{board}.obs.{partition}"))
             );
         }
-        assert!(
-            !p.publish_allow
-                .iter()
-                .any(|s| s.contains('*') || s.ends_with('>'))
-        );
+        // No wildcard but a direct get's stream and its board's partition token: reads of its
+        // own boards only.
+        for subject in &p.publish_allow {
+            let board_part = subject
+                .strip_prefix("$JS.API.DIRECT.GET.*.")
+                .map(|rest| rest.trim_end_matches(".*"))
+                .unwrap_or(subject);
+            assert!(
+                !board_part.contains('*') && !board_part.ends_with('>'),
+                "{subject}"
+            );
+        }
         assert!(p.publish_deny.contains(&"boardcast.game.>".to_owned()));
         assert!(permissions(&Role::Admin, &[]).is_none());
     }
