@@ -127,6 +127,36 @@ impl ArbiterSession {
             .context("the service gave no request id")
     }
 
+    /// The session token the cookie carries (a bearer credential of the game service too).
+    pub fn token(&self) -> &str {
+        &self.cookie
+    }
+
+    /// The status `GET path` is answered with.
+    pub async fn status(&self, path: &str) -> anyhow::Result<reqwest::StatusCode> {
+        Ok(self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", format!("boardcast_session={}", self.cookie))
+            .header("accept", "application/json")
+            .send()
+            .await?
+            .status())
+    }
+
+    /// Logs out as the dashboard's button does (`POST /logout`); the status it answered with.
+    pub async fn logout(&self) -> anyhow::Result<reqwest::StatusCode> {
+        Ok(self
+            .client
+            .post(format!("{}/logout", self.base))
+            .header("cookie", format!("boardcast_session={}", self.cookie))
+            .header("origin", &self.base)
+            .form(&[("csrf", self.csrf.as_str())])
+            .send()
+            .await?
+            .status())
+    }
+
     /// The `Cookie` header value that carries the session.
     pub fn cookie_header(&self) -> String {
         format!("boardcast_session={}", self.cookie)

@@ -241,8 +241,8 @@ impl TestUsers {
                 boards: Vec::new(),
             },
         )?;
-        directory.set_password("admin", TEST_PASSWORD, &mut rng)?;
-        let admin_token = directory.new_token("admin", "tests", &mut rng, 0)?;
+        directory.set_password("admin", TEST_PASSWORD, &mut rng, 0)?;
+        let admin_token = directory.new_token("admin", "tests", i64::MAX, &mut rng, 0)?;
         boardcast_kit::secrets::write_users(&dir.path().join("users.json"), &directory)?;
         boardcast_kit::secrets::session_key(&dir.path().join("session.key"))?;
         boardcast_kit::signing::create_signing_key(
@@ -305,14 +305,31 @@ impl TestUsers {
         let mut rng = rand::rng();
         if !directory.users.contains_key(user) {
             directory.add_user(user, user)?;
-            directory.set_password(user, TEST_PASSWORD, &mut rng)?;
+            directory.set_password(user, TEST_PASSWORD, &mut rng, 0)?;
         }
         for grant in grants {
             directory.grant(user, grant.clone())?;
         }
-        let token = directory.new_token(user, "tests", &mut rng, 0)?;
+        let token = directory.new_token(user, "tests", i64::MAX, &mut rng, 0)?;
         boardcast_kit::secrets::write_users(&self.users_file(), &directory)?;
         Ok(token)
+    }
+}
+
+impl TestUsers {
+    /// Changes the users file as `boardcast users` would (a password, a disabled user, a
+    /// token); the game services read it again within about a second.
+    pub fn edit<T>(
+        &self,
+        change: impl FnOnce(&mut boardcast_access::Directory) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let mut directory = self
+            .directory
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the test users are poisoned"))?;
+        let changed = change(&mut directory)?;
+        boardcast_kit::secrets::write_users(&self.users_file(), &directory)?;
+        Ok(changed)
     }
 }
 
@@ -407,6 +424,8 @@ pub struct GameServiceOptions {
     pub rust_log: Option<String>,
     /// More environment variables, e.g. fault points armed (`BOARDCAST_FAULT_PANIC`).
     pub env: Vec<(String, String)>,
+    /// The users file (`--users`); the test process's shared one when `None`.
+    pub users_file: Option<PathBuf>,
 }
 
 impl GameService {
@@ -445,7 +464,10 @@ impl GameService {
                 .arg("--snapshot")
                 .arg(&snapshot)
                 .arg("--users")
-                .arg(TestUsers::shared()?.users_file())
+                .arg(match &options.users_file {
+                    Some(path) => path.clone(),
+                    None => TestUsers::shared()?.users_file(),
+                })
                 .arg("--session-key")
                 .arg(TestUsers::shared()?.session_key())
                 .arg("--signing-key")

@@ -10,6 +10,7 @@ use thiserror::Error;
 use crate::{
     policy::{Grant, Identity, Role},
     secret::{self, CredentialError},
+    session::SessionClaims,
 };
 
 /// The users file's format version.
@@ -41,6 +42,14 @@ pub struct UserRecord {
     /// A disabled user's password, tokens and sessions are refused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
+    /// Sessions issued before this moment are refused: set by a password change, by disabling
+    /// the user and by `boardcast users end-sessions`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sessions_from_unix_ms: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// An API token: `bct1.<user>.<id>.<secret>`; only the secret's hash is kept.
@@ -51,6 +60,10 @@ pub struct TokenRecord {
     /// What it is for, e.g. "simulator".
     pub label: String,
     pub created_unix_ms: i64,
+    /// When it stops working. (Tokens made before tokens expired have none, and are listed as
+    /// such so that they can be rotated.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_unix_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -67,6 +80,8 @@ pub enum DirectoryError {
     Exists(String),
     #[error("no user {0:?}")]
     NoUser(String),
+    #[error("user {0:?} has no token {1:?} (`boardcast users list` shows the ids)")]
+    NoToken(String, String),
     #[error("the password is too short: at least {MIN_PASSWORD_CHARS} characters")]
     WeakPassword,
     #[error("{0}")]
@@ -153,22 +168,43 @@ impl Directory {
             .ok_or_else(|| DirectoryError::NoUser(user.to_owned()))
     }
 
-    pub fn set_disabled(&mut self, user: &str, disabled: bool) -> Result<(), DirectoryError> {
-        self.user_mut(user)?.disabled = disabled;
+    /// Disables or enables a user. Disabling also ends the user's sessions.
+    pub fn set_disabled(
+        &mut self,
+        user: &str,
+        disabled: bool,
+        now_unix_ms: i64,
+    ) -> Result<(), DirectoryError> {
+        let record = self.user_mut(user)?;
+        record.disabled = disabled;
+        if disabled {
+            record.sessions_from_unix_ms = record.sessions_from_unix_ms.max(now_unix_ms);
+        }
         Ok(())
     }
 
+    /// Ends every session of the user issued before now ("log out everywhere").
+    pub fn end_sessions(&mut self, user: &str, now_unix_ms: i64) -> Result<(), DirectoryError> {
+        let record = self.user_mut(user)?;
+        record.sessions_from_unix_ms = record.sessions_from_unix_ms.max(now_unix_ms);
+        Ok(())
+    }
+
+    /// Sets the user's password; the sessions opened with the old one end.
     pub fn set_password(
         &mut self,
         user: &str,
         password: &str,
         rng: &mut impl RngCore,
+        now_unix_ms: i64,
     ) -> Result<(), DirectoryError> {
         if password.chars().count() < MIN_PASSWORD_CHARS {
             return Err(DirectoryError::WeakPassword);
         }
         let hash = secret::hash_secret(password, &random_salt(rng))?;
-        self.user_mut(user)?.password_hash = Some(hash);
+        let record = self.user_mut(user)?;
+        record.password_hash = Some(hash);
+        record.sessions_from_unix_ms = record.sessions_from_unix_ms.max(now_unix_ms);
         Ok(())
     }
 
@@ -199,11 +235,13 @@ impl Directory {
         Ok(before - record.grants.len())
     }
 
-    /// A new API token for `user`; the token itself is returned once and never stored.
+    /// A new API token for `user`, working until `expires_unix_ms`; the token itself is
+    /// returned once and never stored.
     pub fn new_token(
         &mut self,
         user: &str,
         label: &str,
+        expires_unix_ms: i64,
         rng: &mut impl RngCore,
         now_unix_ms: i64,
     ) -> Result<String, DirectoryError> {
@@ -220,8 +258,35 @@ impl Directory {
             hash,
             label: label.to_owned(),
             created_unix_ms: now_unix_ms,
+            expires_unix_ms: Some(expires_unix_ms),
         });
         Ok(format!("{TOKEN_PREFIX}.{user}.{id}.{secret}"))
+    }
+
+    /// Replaces the user's token `id` by a new one with the same label, working until
+    /// `expires_unix_ms`; the old one keeps working until `old_until_unix_ms` (if it would not
+    /// stop earlier), so that the program using it can be given the new one without a gap.
+    pub fn rotate_token(
+        &mut self,
+        user: &str,
+        id: &str,
+        expires_unix_ms: i64,
+        old_until_unix_ms: i64,
+        rng: &mut impl RngCore,
+        now_unix_ms: i64,
+    ) -> Result<String, DirectoryError> {
+        let old = self
+            .user_mut(user)?
+            .tokens
+            .iter_mut()
+            .find(|t| t.id == id)
+            .ok_or_else(|| DirectoryError::NoToken(user.to_owned(), id.to_owned()))?;
+        old.expires_unix_ms = Some(
+            old.expires_unix_ms
+                .map_or(old_until_unix_ms, |e| e.min(old_until_unix_ms)),
+        );
+        let label = old.label.clone();
+        self.new_token(user, &label, expires_unix_ms, rng, now_unix_ms)
     }
 
     /// Revokes the user's token with this id (all of them for `None`); says how many.
@@ -260,8 +325,37 @@ impl Directory {
         self.identity(user)
     }
 
-    /// Checks an API token. Slow on purpose (argon2id): callers cache the answer.
-    pub fn check_token(&self, token: &str) -> Result<Identity, CredentialError> {
+    /// The identity of a session's user, when the session (its verified claims) was issued
+    /// after the user's sessions were last ended.
+    pub fn session_identity(&self, claims: &SessionClaims) -> Result<Identity, CredentialError> {
+        let mut identity = self.identity(&claims.user)?;
+        let from = self
+            .users
+            .get(&claims.user)
+            .map_or(0, |r| r.sessions_from_unix_ms);
+        if claims.issued_unix_ms < from {
+            return Err(CredentialError::Ended);
+        }
+        identity.expires_unix_ms = Some(claims.expires_unix_ms);
+        Ok(identity)
+    }
+
+    /// Whether a token names a token of this file (its user and id), without checking its
+    /// secret: made-up tokens are refused before any slow hash is computed for them.
+    pub fn names_a_token(&self, token: &str) -> bool {
+        let mut parts = token.split('.');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(TOKEN_PREFIX), Some(user), Some(id)) => self
+                .users
+                .get(user)
+                .is_some_and(|r| r.tokens.iter().any(|t| t.id == id)),
+            _ => false,
+        }
+    }
+
+    /// Checks an API token at `now_unix_ms`. Slow on purpose (argon2id): callers cache the
+    /// answer, with the identity's `expires_unix_ms` (the token's expiry).
+    pub fn check_token(&self, token: &str, now_unix_ms: i64) -> Result<Identity, CredentialError> {
         let mut parts = token.split('.');
         let (Some(TOKEN_PREFIX), Some(user), Some(id), Some(secret), None) = (
             parts.next(),
@@ -280,7 +374,15 @@ impl Directory {
         if !secret::verify_secret(secret, &record.hash) {
             return Err(CredentialError::UnknownToken);
         }
-        self.identity(user)
+        if record
+            .expires_unix_ms
+            .is_some_and(|expires| now_unix_ms >= expires)
+        {
+            return Err(CredentialError::TokenExpired);
+        }
+        let mut identity = self.identity(user)?;
+        identity.expires_unix_ms = record.expires_unix_ms;
+        Ok(identity)
     }
 }
 
@@ -294,7 +396,7 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(7);
         let mut d = Directory::new();
         d.add_user("chief", "IA Chief").expect("add");
-        d.set_password("chief", "a long passphrase", &mut rng)
+        d.set_password("chief", "a long passphrase", &mut rng, 0)
             .expect("password");
         d.grant(
             "chief",
@@ -332,34 +434,104 @@ mod tests {
     fn tokens_check_until_revoked_and_are_never_stored() {
         let (mut d, mut rng) = directory();
         let token = d
-            .new_token("chief", "simulator", &mut rng, 5)
+            .new_token("chief", "simulator", 1_000, &mut rng, 5)
             .expect("token");
         assert!(
             !d.to_json()
                 .contains(token.rsplit('.').next().expect("secret"))
         );
         assert_eq!(
-            d.check_token(&token).map(|i| i.user),
-            Ok("chief".to_owned())
+            d.check_token(&token, 999)
+                .map(|i| (i.user, i.expires_unix_ms)),
+            Ok(("chief".to_owned(), Some(1_000)))
+        );
+        assert_eq!(
+            d.check_token(&token, 1_000),
+            Err(CredentialError::TokenExpired)
         );
         let altered = format!("{token}x");
-        assert_eq!(d.check_token(&altered), Err(CredentialError::UnknownToken));
-        assert_eq!(d.check_token("bct1.chief"), Err(CredentialError::Malformed));
+        assert_eq!(
+            d.check_token(&altered, 6),
+            Err(CredentialError::UnknownToken)
+        );
+        assert_eq!(
+            d.check_token("bct1.chief", 6),
+            Err(CredentialError::Malformed)
+        );
+        assert!(d.names_a_token(&altered));
+        assert!(!d.names_a_token("bct1.chief.nope.secret"));
         assert_eq!(d.revoke_tokens("chief", None), Ok(1));
-        assert_eq!(d.check_token(&token), Err(CredentialError::UnknownToken));
+        assert!(!d.names_a_token(&token));
+        assert_eq!(d.check_token(&token, 6), Err(CredentialError::UnknownToken));
+    }
+
+    #[test]
+    fn a_rotated_token_works_until_the_overlap_ends_and_its_successor_after() {
+        let (mut d, mut rng) = directory();
+        let old = d
+            .new_token("chief", "pairing", 10_000, &mut rng, 0)
+            .expect("token");
+        let id = d.users["chief"].tokens[0].id.clone();
+        let new = d
+            .rotate_token("chief", &id, 20_000, 600, &mut rng, 500)
+            .expect("rotate");
+        assert!(d.check_token(&old, 599).is_ok());
+        assert_eq!(d.check_token(&old, 600), Err(CredentialError::TokenExpired));
+        assert!(d.check_token(&new, 600).is_ok());
+        assert_eq!(d.users["chief"].tokens[1].label, "pairing");
+        assert!(matches!(
+            d.rotate_token("chief", "nope", 1, 1, &mut rng, 0),
+            Err(DirectoryError::NoToken(..))
+        ));
+    }
+
+    #[test]
+    fn a_password_change_a_disable_and_end_sessions_end_earlier_sessions() {
+        let (mut d, mut rng) = directory();
+        let session = |issued| SessionClaims {
+            user: "chief".into(),
+            issued_unix_ms: issued,
+            expires_unix_ms: issued + 10_000,
+            csrf: String::new(),
+        };
+        assert!(d.session_identity(&session(100)).is_ok());
+        d.set_password("chief", "another long passphrase", &mut rng, 200)
+            .expect("password");
+        assert_eq!(
+            d.session_identity(&session(100)),
+            Err(CredentialError::Ended)
+        );
+        assert!(d.session_identity(&session(200)).is_ok());
+        d.end_sessions("chief", 300).expect("end");
+        assert_eq!(
+            d.session_identity(&session(250)),
+            Err(CredentialError::Ended)
+        );
+        d.set_disabled("chief", true, 400).expect("disable");
+        d.set_disabled("chief", false, 500).expect("enable");
+        assert_eq!(
+            d.session_identity(&session(350)),
+            Err(CredentialError::Ended)
+        );
+        assert_eq!(
+            d.session_identity(&session(400)).map(|i| i.expires_unix_ms),
+            Ok(Some(10_400))
+        );
+        let d = Directory::parse(&d.to_json()).expect("parse");
+        assert_eq!(d.users["chief"].sessions_from_unix_ms, 400);
     }
 
     #[test]
     fn disabled_users_and_bad_input_are_refused_clearly() {
         let (mut d, _) = directory();
-        d.set_disabled("chief", true).expect("disable");
+        d.set_disabled("chief", true, 0).expect("disable");
         assert!(matches!(
             d.check_password("chief", "a long passphrase"),
             Err(CredentialError::Disabled(_))
         ));
         let mut rng = StdRng::seed_from_u64(1);
         assert_eq!(
-            d.set_password("chief", "short", &mut rng),
+            d.set_password("chief", "short", &mut rng, 0),
             Err(DirectoryError::WeakPassword)
         );
         assert!(matches!(

@@ -19,6 +19,13 @@ pub enum CredentialError {
     UnknownToken,
     #[error("the session has expired; log in again")]
     Expired,
+    #[error(
+        "the session has ended (logged out, the password changed or the user disabled); log in \
+         again"
+    )]
+    Ended,
+    #[error("the API token has expired; rotate it with `boardcast users rotate-token`")]
+    TokenExpired,
     #[error("the session's signature does not verify")]
     BadSignature,
     #[error("user {0:?} is disabled")]

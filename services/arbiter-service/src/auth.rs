@@ -1,5 +1,5 @@
 //! Who is using the dashboard: the session cookie, who a session belongs to (the game service's
-//! `WhoAmI`, cached briefly), the CSRF and Origin checks of every state-changing request, and the
+//! `WhoAmI`, cached for two seconds), the CSRF and Origin checks of every state-changing request, and the
 //! slow-down of failed logins per client address.
 //!
 //! The game service is the authority on sessions and permissions: this service only keeps the
@@ -27,9 +27,10 @@ pub const SESSION_COOKIE: &str = "boardcast_session";
 pub const CSRF_HEADER: &str = "x-csrf-token";
 /// The form field plain form posts carry it in.
 pub const CSRF_FIELD: &str = "csrf";
-/// How long a `WhoAmI` answer is used before the game service is asked again: a revoked or
-/// changed role takes at most this long to show.
-pub const IDENTITY_TTL: Duration = Duration::from_secs(30);
+/// How long a `WhoAmI` answer is used before the game service is asked again: a session ended
+/// elsewhere (a logout on another dashboard, a password change, a disabled user) or a changed
+/// role takes at most this long to show here, open live streams included.
+pub const IDENTITY_TTL: Duration = Duration::from_secs(2);
 /// Cached answers kept before old ones are swept out.
 const CACHE_LIMIT: usize = 10_000;
 
@@ -249,7 +250,7 @@ impl Sessions {
         cache.remove(&token_key(token));
     }
 
-    /// Who the session token belongs to, as the game service says (cached for 30 s).
+    /// Who the session token belongs to, as the game service says (cached for `IDENTITY_TTL`).
     pub async fn identity(
         &self,
         token: &str,

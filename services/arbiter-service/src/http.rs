@@ -662,6 +662,27 @@ async fn login(State(state): State<AppState>, request: Request) -> Response {
 
 async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(token) = auth::session_token(&headers) {
+        // Ended at the game service, so that the cookie is worth nothing anywhere, even if it
+        // was copied. A session that no longer counts there has nothing left to end.
+        match state.api.logout(token.clone()).await {
+            Ok(()) => {}
+            Err(e) if e.code == tonic::Code::Unauthenticated => {}
+            Err(e) => {
+                tracing::warn!(
+                    "logout: the game service could not end the session: {}",
+                    e.message
+                );
+                return message_page(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Not logged out",
+                    &format!(
+                        "The game service could not end your session ({}). It still works: \
+                         go back and log out again in a moment.",
+                        e.message
+                    ),
+                );
+            }
+        }
         state.sessions.forget(&token);
     }
     let mut response = Redirect::to("/login").into_response();

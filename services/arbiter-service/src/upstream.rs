@@ -9,7 +9,7 @@ use tracing::Instrument as _;
 use boardcast_schema::game::v1::{
     ActRequest, ActResponse, ArbiterAssignment, AssignArbiterRequest, ClaimVerdict,
     EvaluateClaimRequest, Identity, ListAssignmentsRequest, LoginRequest, LoginResponse,
-    WhoAmIRequest, game_service_client::GameServiceClient,
+    LogoutRequest, WhoAmIRequest, game_service_client::GameServiceClient,
 };
 use tonic::{Code, metadata::MetadataValue, transport::Channel};
 
@@ -133,6 +133,14 @@ impl GameApi {
         let mut client = self.client.clone();
         let request = with_bearer(WhoAmIRequest {}, &token)?;
         Ok(client.who_am_i(request).await?.into_inner())
+    }
+
+    /// Ends the session on every instance of the game service.
+    pub async fn logout(&self, token: String) -> Result<(), UpstreamError> {
+        let mut client = self.client.clone();
+        let request = with_bearer(LogoutRequest { everywhere: false }, &token)?;
+        client.logout(request).await?;
+        Ok(())
     }
 
     pub async fn evaluate_claim(

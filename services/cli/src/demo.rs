@@ -81,7 +81,12 @@ fn demo_users(data_dir: &Path) -> anyhow::Result<DemoAccess> {
     let mut rng = rand::rng();
     let chief_password = crate::users::generate_password();
     directory.add_user(DEMO_CHIEF, "Chief Arbiter (demo)")?;
-    directory.set_password(DEMO_CHIEF, &chief_password, &mut rng)?;
+    directory.set_password(
+        DEMO_CHIEF,
+        &chief_password,
+        &mut rng,
+        boardcast_kit::now_unix_ms(),
+    )?;
     directory.grant(
         DEMO_CHIEF,
         Grant {
@@ -99,8 +104,14 @@ fn demo_users(data_dir: &Path) -> anyhow::Result<DemoAccess> {
             boards: Vec::new(),
         },
     )?;
-    let simulator_token =
-        directory.new_token("simulator", "demo", &mut rng, boardcast_kit::now_unix_ms())?;
+    let simulator_token = directory.new_token(
+        "simulator",
+        "demo",
+        // As long as a demo runs.
+        boardcast_kit::now_unix_ms().saturating_add(30 * 24 * 3600 * 1000),
+        &mut rng,
+        boardcast_kit::now_unix_ms(),
+    )?;
     let users_file = data_dir.join("users.json");
     let session_key = data_dir.join("session.key");
     boardcast_kit::secrets::write_users(&users_file, &directory)?;

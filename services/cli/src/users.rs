@@ -108,10 +108,31 @@ enum UsersCommand {
         /// What it is for.
         #[arg(long, default_value = "")]
         label: String,
+        #[command(flatten)]
+        lifetime: TokenLifetime,
         /// Write the token to this file (mode 0600) instead of printing it.
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Replace an API token by a new one with the same label (printed once); the old one keeps
+    /// working for --overlap-hours, so that the program using it can be given the new one.
+    RotateToken {
+        user: String,
+        /// The token's id (`boardcast users list`; the third part of the token).
+        id: String,
+        #[command(flatten)]
+        lifetime: TokenLifetime,
+        /// How long the old token keeps working, in hours (0: it stops now).
+        #[arg(long, default_value_t = 24)]
+        overlap_hours: u32,
+        /// Write the new token to this file (mode 0600) instead of printing it.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// End every session of a user now ("log out everywhere"), on every instance of the game
+    /// service within a second of it reading this file. A password change and `disable` do the
+    /// same.
+    EndSessions { user: String },
     /// Revoke a user's API tokens (one with --id).
     RevokeTokens {
         user: String,
@@ -126,6 +147,31 @@ enum UsersCommand {
     Remove { user: String },
     /// List users, their roles and tokens (never secrets).
     List,
+}
+
+#[derive(Args, Debug, Clone)]
+struct TokenLifetime {
+    /// How many days the token works.
+    #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u32).range(1..=3660))]
+    valid_days: u32,
+}
+
+impl TokenLifetime {
+    fn expires_unix_ms(&self, now_unix_ms: i64) -> i64 {
+        now_unix_ms.saturating_add(i64::from(self.valid_days) * 24 * 3600 * 1000)
+    }
+}
+
+/// Writes a new token where it was asked for (a file, mode 0600, or standard output).
+fn hand_out(token: String, user: &str, out: Option<PathBuf>) -> anyhow::Result<()> {
+    match out {
+        Some(path) => {
+            secrets::write_private(&path, &(token + "\n"))?;
+            println!("token for {user} written to {}", path.display());
+        }
+        None => println!("{token}"),
+    }
+    Ok(())
 }
 
 /// Board numbers as given on the command line.
@@ -219,6 +265,7 @@ fn grant_of(role: Role, tournament: &str, boards: &BoardList) -> anyhow::Result<
 pub fn run(args: UsersArgs) -> anyhow::Result<()> {
     let mut directory = secrets::read_users(&args.file)?;
     let mut rng = rand::rng();
+    let now = boardcast_kit::now_unix_ms();
     let changed = match args.command {
         UsersCommand::Add {
             user,
@@ -233,7 +280,7 @@ pub fn run(args: UsersArgs) -> anyhow::Result<()> {
                 directory.grant(&user, grant_of(role, &tournament, &boards)?)?;
             }
             if let Some(password) = read_password(&password)? {
-                directory.set_password(&user, &password, &mut rng)?;
+                directory.set_password(&user, &password, &mut rng, now)?;
             }
             println!("added {user}");
             true
@@ -269,23 +316,46 @@ pub fn run(args: UsersArgs) -> anyhow::Result<()> {
             let password = read_password(&password)?.context(
                 "give the password with --password-stdin, --password-env or --generate-password",
             )?;
-            directory.set_password(&user, &password, &mut rng)?;
-            println!("password of {user} set");
+            directory.set_password(&user, &password, &mut rng, now)?;
+            println!("password of {user} set; the user's sessions opened before now are ended");
             true
         }
-        UsersCommand::Token { user, label, out } => {
-            let token =
-                directory.new_token(&user, &label, &mut rng, boardcast_kit::now_unix_ms())?;
+        UsersCommand::Token {
+            user,
+            label,
+            lifetime,
+            out,
+        } => {
+            let expires = lifetime.expires_unix_ms(now);
+            let token = directory.new_token(&user, &label, expires, &mut rng, now)?;
             // The file first: a token that was shown but not kept would not work.
             secrets::write_users(&args.file, &directory)?;
-            match out {
-                Some(path) => {
-                    secrets::write_private(&path, &(token + "\n"))?;
-                    println!("token for {user} written to {}", path.display());
-                }
-                None => println!("{token}"),
-            }
-            return Ok(());
+            return hand_out(token, &user, out);
+        }
+        UsersCommand::RotateToken {
+            user,
+            id,
+            lifetime,
+            overlap_hours,
+            out,
+        } => {
+            let old_until = now.saturating_add(i64::from(overlap_hours) * 3600 * 1000);
+            let token = directory.rotate_token(
+                &user,
+                &id,
+                lifetime.expires_unix_ms(now),
+                old_until,
+                &mut rng,
+                now,
+            )?;
+            secrets::write_users(&args.file, &directory)?;
+            eprintln!("token {id} of {user} works for {overlap_hours} more hour(s)");
+            return hand_out(token, &user, out);
+        }
+        UsersCommand::EndSessions { user } => {
+            directory.end_sessions(&user, now)?;
+            println!("every session of {user} opened before now is ended");
+            true
         }
         UsersCommand::RevokeTokens { user, id } => {
             let taken = directory.revoke_tokens(&user, id.as_deref())?;
@@ -293,12 +363,12 @@ pub fn run(args: UsersArgs) -> anyhow::Result<()> {
             taken > 0
         }
         UsersCommand::Disable { user } => {
-            directory.set_disabled(&user, true)?;
-            println!("{user} disabled");
+            directory.set_disabled(&user, true, now)?;
+            println!("{user} disabled; the user's sessions are ended");
             true
         }
         UsersCommand::Enable { user } => {
-            directory.set_disabled(&user, false)?;
+            directory.set_disabled(&user, false, now)?;
             println!("{user} enabled");
             true
         }
@@ -308,7 +378,7 @@ pub fn run(args: UsersArgs) -> anyhow::Result<()> {
             true
         }
         UsersCommand::List => {
-            print_users(&directory);
+            print_users(&directory, now);
             false
         }
     };
@@ -318,7 +388,7 @@ pub fn run(args: UsersArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_users(directory: &Directory) {
+fn print_users(directory: &Directory, now_unix_ms: i64) {
     if directory.users.is_empty() {
         println!("no users yet: add one with `boardcast users add NAME --role … --tournament …`");
         return;
@@ -356,6 +426,17 @@ fn print_users(directory: &Directory) {
             },
             record.tokens.len()
         );
+        for token in &record.tokens {
+            let expiry = match token.expires_unix_ms {
+                None => "never expires: rotate it (`rotate-token`)".to_owned(),
+                Some(at) if at <= now_unix_ms => "EXPIRED".to_owned(),
+                Some(at) => format!(
+                    "expires in {} day(s)",
+                    (at - now_unix_ms).div_euclid(24 * 3600 * 1000)
+                ),
+            };
+            println!("  token {} ({}): {expiry}", token.id, token.label);
+        }
     }
 }
 

@@ -16,8 +16,8 @@ use std::{
 };
 
 use boardcast_access::{
-    Assignment, Assignments, CredentialError, Directory, Identity, Operation, Role, SessionClaims,
-    SessionKey, is_session_token,
+    Assignment, Assignments, CredentialError, Directory, Identity, Operation, Revocations, Role,
+    SessionClaims, SessionEnd, SessionKey, is_session_token, session_digest,
 };
 use boardcast_schema::game::v1 as proto;
 use rand::RngCore as _;
@@ -59,6 +59,8 @@ pub struct Authenticator {
     hashing: tokio::sync::Semaphore,
     /// The chief arbiters' assignments in force (`AssignmentLog` keeps them up to date).
     assignments: RwLock<Assignments>,
+    /// Sessions ended before they expire (`SessionLog` keeps them up to date).
+    revocations: RwLock<Revocations>,
 }
 
 /// Maps a refused credential to UNAUTHENTICATED with a message that helps the caller.
@@ -98,6 +100,7 @@ impl Authenticator {
             failures: RwLock::new(HashMap::new()),
             hashing: tokio::sync::Semaphore::new(HASHES_AT_ONCE),
             assignments: RwLock::new(Assignments::default()),
+            revocations: RwLock::new(Revocations::default()),
         })
     }
 
@@ -130,6 +133,80 @@ impl Authenticator {
             }
             Err(e) => tracing::error!("keeping the previous users: {e:#}"),
         }
+    }
+
+    /// Takes a session's ending in force.
+    pub fn record_session_end(&self, end: SessionEnd) {
+        match self.revocations.write() {
+            Ok(mut revocations) => revocations.record(end),
+            Err(poisoned) => poisoned.into_inner().record(end),
+        }
+    }
+
+    /// Forgets the endings of sessions that have expired anyway.
+    pub fn forget_expired_endings(&self) {
+        let now = boardcast_kit::now_unix_ms();
+        match self.revocations.write() {
+            Ok(mut revocations) => revocations.forget_expired(now),
+            Err(poisoned) => poisoned.into_inner().forget_expired(now),
+        }
+    }
+
+    /// The users file's endings of users' sessions (a password change, a disabled user,
+    /// `boardcast users end-sessions`) not yet in force from NATS: to be recorded there, so that
+    /// instances with an older copy of the file refuse those sessions too.
+    pub fn endings_of_the_users_file(&self) -> Vec<SessionEnd> {
+        let directory = self.directory();
+        let revocations = self
+            .revocations
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        directory
+            .users
+            .iter()
+            .filter(|(user, record)| {
+                record.sessions_from_unix_ms > revocations.user_sessions_from(user).unwrap_or(0)
+            })
+            .map(|(user, record)| SessionEnd::UserSessionsBefore {
+                user: user.clone(),
+                from_unix_ms: record.sessions_from_unix_ms,
+            })
+            .collect()
+    }
+
+    /// How the caller's session ends on logout: that session, or (`everywhere`) every session
+    /// of its user opened until now. Only a session can log out (an API token is revoked with
+    /// `boardcast users revoke-tokens`).
+    pub fn ending_of(
+        &self,
+        metadata: &MetadataMap,
+        everywhere: bool,
+    ) -> Result<SessionEnd, Status> {
+        let token = bearer(metadata)
+            .filter(|token| is_session_token(token))
+            .ok_or_else(|| {
+                Status::unauthenticated(
+                    "logging out needs the session: `authorization: Bearer <session token>` (an \
+                     API token is revoked with `boardcast users revoke-tokens`)",
+                )
+            })?;
+        let claims = match self.key.open(token, boardcast_kit::now_unix_ms()) {
+            Ok(claims) => claims,
+            Err(e) => return Err(unauthenticated(&e)),
+        };
+        Ok(if everywhere {
+            SessionEnd::UserSessionsBefore {
+                user: claims.user,
+                // Every session issued up to this moment, this one included.
+                from_unix_ms: boardcast_kit::now_unix_ms().saturating_add(1),
+            }
+        } else {
+            SessionEnd::Session {
+                digest: session_digest(token),
+                user: claims.user,
+                expires_unix_ms: claims.expires_unix_ms,
+            }
+        })
     }
 
     /// Takes an assignment in force (in the order they were recorded).
@@ -198,26 +275,39 @@ impl Authenticator {
                 .key
                 .open(token, boardcast_kit::now_unix_ms())
                 .map_err(|e| unauthenticated(&e))?;
-            let mut identity = self
-                .directory()
-                .identity(&claims.user)
+            self.revocations
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .check(token, &claims)
                 .map_err(|e| unauthenticated(&e))?;
-            identity.expires_unix_ms = Some(claims.expires_unix_ms);
-            return Ok(identity);
+            return self
+                .directory()
+                .session_identity(&claims)
+                .map_err(|e| unauthenticated(&e));
         }
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = boardcast_kit::now_unix_ms();
         if let Some(identity) = self
             .token_cache
             .read()
             .ok()
             .and_then(|c| c.get(&digest).cloned())
         {
+            if identity
+                .expires_unix_ms
+                .is_some_and(|expires| now >= expires)
+            {
+                return Err(unauthenticated(&CredentialError::TokenExpired));
+            }
             return Ok(identity);
         }
         let directory = self.directory();
+        if !directory.names_a_token(token) {
+            return Err(unauthenticated(&CredentialError::UnknownToken));
+        }
         let token = token.to_owned();
         let _turn = self.hashing_turn().await?;
-        let identity = tokio::task::spawn_blocking(move || directory.check_token(&token))
+        let identity = tokio::task::spawn_blocking(move || directory.check_token(&token, now))
             .await
             .map_err(|e| Status::internal(format!("checking the token: {e}")))?
             .map_err(|e| unauthenticated(&e))?;

@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::assignments::{self, AssignmentLog};
 use crate::auth::{self, Authenticator, check_read, denied, may_read};
+use crate::sessions::SessionLog;
 use crate::store::{AppendError, Store};
 use boardcast_access::Operation;
 
@@ -25,6 +26,8 @@ pub struct GameApi {
     auth: Arc<Authenticator>,
     /// Where the chief arbiters' assignments are recorded.
     assignments: Arc<AssignmentLog>,
+    /// Where sessions ended early are recorded.
+    sessions: Arc<SessionLog>,
 }
 
 impl GameApi {
@@ -33,12 +36,14 @@ impl GameApi {
         js: jetstream::Context,
         auth: Arc<Authenticator>,
         assignments: Arc<AssignmentLog>,
+        sessions: Arc<SessionLog>,
     ) -> Self {
         GameApi {
             store,
             js,
             auth,
             assignments,
+            sessions,
         }
     }
 }
@@ -581,6 +586,18 @@ impl game_service_server::GameService for GameApi {
             signing: Some(info(self.store.public_key())),
             trusted: self.store.trusted_keys().keys().map(info).collect(),
         }))
+    }
+
+    async fn logout(
+        &self,
+        request: Request<LogoutRequest>,
+    ) -> Result<Response<LogoutResponse>, Status> {
+        let end = self
+            .auth
+            .ending_of(request.metadata(), request.get_ref().everywhere)?;
+        tracing::info!(?end, "session ended");
+        self.sessions.end(end).await?;
+        Ok(Response::new(LogoutResponse {}))
     }
 
     async fn who_am_i(

@@ -10,6 +10,7 @@ mod games;
 mod grpc;
 mod ingest;
 mod metrics;
+mod sessions;
 mod snapshot;
 mod store;
 
@@ -141,6 +142,14 @@ async fn main() -> anyhow::Result<()> {
         "signing game log records"
     );
 
+    if args.session_hours == 0 || args.session_hours > nats::MAX_SESSION_HOURS {
+        anyhow::bail!(
+            "--session-hours {} is out of range: 1 to {} (an ended session is remembered only \
+             that long)",
+            args.session_hours,
+            nats::MAX_SESSION_HOURS
+        );
+    }
     let auth = Arc::new(
         auth::Authenticator::load(
             &args.users,
@@ -242,6 +251,19 @@ async fn main() -> anyhow::Result<()> {
         });
     }
 
+    // Every session ended so far before the first call is answered; then those ended on the
+    // other instances, and in the users file, as they come.
+    let sessions = Arc::new(
+        retrying("reading the ended sessions", || {
+            sessions::SessionLog::open(js.clone(), auth.clone())
+        })
+        .await?,
+    );
+    {
+        let sessions = sessions.clone();
+        tokio::spawn(async move { sessions.follow().await });
+    }
+
     // gRPC health (grpc.health.v1): serving while the game log can be read.
     let (health, health_service) = tonic_health::server::health_reporter();
     health
@@ -327,7 +349,7 @@ async fn main() -> anyhow::Result<()> {
         })
     });
 
-    let service = grpc::GameApi::new(store.clone(), js.clone(), auth, assignments);
+    let service = grpc::GameApi::new(store.clone(), js.clone(), auth, assignments, sessions);
     let listener = tokio::net::TcpListener::bind(args.grpc_listen)
         .await
         .with_context(|| format!("binding the gRPC address {}", args.grpc_listen))?;

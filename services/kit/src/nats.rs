@@ -31,6 +31,14 @@ pub const DEADLETTER_STREAM: &str = "BOARDCAST_DEADLETTER";
 pub const ASSIGNMENTS_STREAM: &str = "BOARDCAST_ASSIGNMENTS";
 /// The broadcast delays set by operators and chief arbiters, and who set them when.
 pub const DELAYS_STREAM: &str = "BOARDCAST_DELAYS";
+/// Sessions ended before they expire (logouts; a user's sessions ended at once), so that every
+/// instance of the game service refuses them.
+pub const SESSIONS_STREAM: &str = "BOARDCAST_SESSIONS";
+/// How long an ending is kept: longer than any session lives (`MAX_SESSION_HOURS`), after which
+/// the session it ended has expired anyway.
+pub const SESSION_ENDS_KEPT: Duration = Duration::from_secs(31 * 24 * 3600);
+/// The longest a session may last.
+pub const MAX_SESSION_HOURS: u64 = 30 * 24;
 
 /// Observations as boards publish them (and as stored when the server has no partition mapping).
 pub const INGEST_SUBJECTS: &str = "boardcast.board.*.obs";
@@ -44,6 +52,7 @@ pub const GAMES_SUBJECTS: &str = "boardcast.game.*.events";
 pub const DEADLETTER_SUBJECTS: &str = "boardcast.deadletter.>";
 pub const ASSIGNMENTS_SUBJECTS: &str = "boardcast.assignments.*";
 pub const DELAYS_SUBJECTS: &str = "boardcast.delays.*";
+pub const SESSIONS_SUBJECTS: &str = "boardcast.sessions.>";
 
 /// Header carrying the reason an observation went to the dead-letter stream.
 pub const REASON_HEADER: &str = "Boardcast-Reason";
@@ -168,6 +177,19 @@ pub fn game_message_id(game_id: &str, game_seq: u64, hash: &[u8]) -> String {
 
 pub fn assignment_subject(tournament_id: &str) -> String {
     format!("boardcast.assignments.{tournament_id}")
+}
+
+/// Where a session's ending is recorded: one subject per session ended, one per user whose
+/// sessions were ended at once (only the latest moment counts).
+pub fn session_end_subject(end: &boardcast_access::SessionEnd) -> String {
+    match end {
+        boardcast_access::SessionEnd::Session { digest, .. } => {
+            format!("boardcast.sessions.ended.{digest}")
+        }
+        boardcast_access::SessionEnd::UserSessionsBefore { user, .. } => {
+            format!("boardcast.sessions.user.{user}")
+        }
+    }
 }
 
 pub fn delay_subject(tournament_id: &str) -> String {
@@ -515,6 +537,11 @@ pub async fn ensure_streams(
             DELAYS_SUBJECTS.to_owned(),
             "Broadcast delays set by operators and chief arbiters".to_owned(),
         ),
+        (
+            SESSIONS_STREAM.to_owned(),
+            SESSIONS_SUBJECTS.to_owned(),
+            "Sessions ended before they expire".to_owned(),
+        ),
     ];
     streams.extend((0..partitions.min(MAX_PARTITIONS)).map(|p| {
         (
@@ -537,6 +564,12 @@ pub async fn ensure_streams(
                 // gets by subject are how a gateway reads its own boards' numbering back.
                 allow_atomic_publish: name == GAMES_STREAM,
                 allow_direct: name == GAMES_STREAM || partition_of_stream(&name).is_some(),
+                // An ending matters only while the sessions it ended could still be used.
+                max_age: if name == SESSIONS_STREAM {
+                    SESSION_ENDS_KEPT
+                } else {
+                    Duration::ZERO
+                },
                 ..Default::default()
             })
             .await

@@ -48,8 +48,8 @@ use serde::{Deserialize, Serialize};
 use crate::nats::{
     ASSIGNMENTS_STREAM, ASSIGNMENTS_SUBJECTS, DEADLETTER_STREAM, DEADLETTER_SUBJECTS,
     DEFAULT_PARTITIONS, DELAYS_STREAM, DELAYS_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS,
-    INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS, ingest_stream, observation_subject,
-    partition_of_board,
+    INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS, SESSIONS_STREAM, SESSIONS_SUBJECTS,
+    ingest_stream, observation_subject, partition_of_board,
 };
 
 /// The nats-server configuration with the users, in the credentials directory.
@@ -116,7 +116,7 @@ impl Role {
         match self {
             Role::Admin => "everything, the only user that may delete/purge/reconfigure streams",
             Role::GameService => {
-                "the only writer of the game logs, dead letters, assignments and delays; creates the streams"
+                "the only writer of the game logs, dead letters, assignments, delays and session ends; creates the streams"
             }
             Role::BroadcastService => {
                 "reads the game logs; publishes the released live updates (boardcast.feed.>)"
@@ -509,6 +509,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 DEADLETTER_SUBJECTS.to_owned(),
                 ASSIGNMENTS_SUBJECTS.to_owned(),
                 DELAYS_SUBJECTS.to_owned(),
+                SESSIONS_SUBJECTS.to_owned(),
                 api("INFO"),
             ];
             for s in observation_streams.iter().map(String::as_str).chain([
@@ -516,6 +517,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                 DEADLETTER_STREAM,
                 ASSIGNMENTS_STREAM,
                 DELAYS_STREAM,
+                SESSIONS_STREAM,
             ]) {
                 allow.push(api(&format!("STREAM.CREATE.{s}")));
                 allow.extend(read_stream(s));
@@ -561,6 +563,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                     "boardcast.deadletter.>",
                     "boardcast.assignments.>",
                     "boardcast.delays.>",
+                    "boardcast.sessions.>",
                     "$JS.API.STREAM.CREATE.>",
                 ]
                 .map(str::to_owned),
@@ -602,6 +605,7 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                     "boardcast.game.>",
                     "boardcast.deadletter.>",
                     "boardcast.assignments.>",
+                    "boardcast.sessions.>",
                     "$JS.API.STREAM.CREATE.>",
                     "$JS.API.CONSUMER.CREATE.>",
                     "$JS.API.CONSUMER.DURABLE.CREATE.>",
