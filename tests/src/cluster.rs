@@ -98,11 +98,14 @@ pub struct ClusterNode {
     log: PathBuf,
     binary: PathBuf,
     process: Option<ManagedProcess>,
+    /// Whether it speaks TLS only (`start_tls`).
+    tls: bool,
 }
 
 impl ClusterNode {
     pub fn url(&self) -> String {
-        format!("nats://{}:{}", self.host, self.port)
+        let scheme = if self.tls { "tls" } else { "nats" };
+        format!("{scheme}://{}:{}", self.host, self.port)
     }
 
     /// The node's process id while it runs.
@@ -164,6 +167,8 @@ impl ClusterNode {
 
 pub struct TestCluster {
     pub nodes: Vec<ClusterNode>,
+    /// The hall's authority the nodes' certificates are signed by (`start_tls`).
+    ca: Option<PathBuf>,
     /// The namespaces, bridge and links of `start_isolated`, removed when the cluster is dropped.
     network: Option<Network>,
     dir: TempDir,
@@ -269,7 +274,7 @@ impl TestCluster {
     pub async fn start_on(size: usize, server: &NatsServer) -> anyhow::Result<TestCluster> {
         let mut attempt = 1;
         loop {
-            match Self::start_with(size, server, None).await {
+            match Self::start_with(size, server, None, None).await {
                 Err(e) if attempt < START_ATTEMPTS && e.is::<NodeExited>() => {
                     eprintln!("starting the cluster again: {e:#}");
                     attempt += 1;
@@ -283,13 +288,26 @@ impl TestCluster {
     /// where namespaces cannot be made (not root, a kernel that refuses).
     pub async fn start_isolated(size: usize, server: &NatsServer) -> anyhow::Result<TestCluster> {
         let (network, hosts) = Network::create(size).context("setting up network namespaces")?;
-        Self::start_with(size, server, Some((network, hosts))).await
+        Self::start_with(size, server, Some((network, hosts)), None).await
+    }
+
+    /// `start_on`, as the hall guide sets a cluster up: clients only over TLS, and routes over
+    /// mutual TLS, each node presenting its certificate from `certs` (`n1.pem`, `n1.key`, … for
+    /// 127.0.0.1, signed by `certs/ca.pem`, as `boardcast tls-certs` writes them) and admitting
+    /// only routes that present one signed by that authority.
+    pub async fn start_tls(
+        size: usize,
+        server: &NatsServer,
+        certs: &std::path::Path,
+    ) -> anyhow::Result<TestCluster> {
+        Self::start_with(size, server, None, Some(certs)).await
     }
 
     async fn start_with(
         size: usize,
         server: &NatsServer,
         network: Option<(Network, Vec<Ipv4Addr>)>,
+        certs: Option<&std::path::Path>,
     ) -> anyhow::Result<TestCluster> {
         let (network, hosts) = match network {
             Some((network, hosts)) => (Some(network), Some(hosts)),
@@ -313,6 +331,7 @@ impl TestCluster {
                 monitor_port: free_port()?,
                 cluster_port: free_port()?,
                 process: None,
+                tls: certs.is_some(),
             });
         }
         for node in &nodes {
@@ -322,11 +341,22 @@ impl TestCluster {
                 .map(|other| format!("\"nats-route://{}:{}\"", other.host, other.cluster_port))
                 .collect();
             let store = dir.path().join(&node.name);
+            let tls = |extra: &str| match certs {
+                Some(certs) => format!(
+                    "tls {{\n  cert_file: \"{dir}/{name}.pem\"\n  key_file: \"{dir}/{name}.key\"\n  \
+                     ca_file: \"{dir}/ca.pem\"\n{extra}}}\n",
+                    dir = certs.display(),
+                    name = node.name,
+                ),
+                None => String::new(),
+            };
             let config = format!(
                 "server_name: {name}\nlisten: \"{host}:{port}\"\nhttp: \"{host}:{monitor}\"\n\
-                 log_file: \"{log}\"\n\
+                 log_file: \"{log}\"\n{client_tls}\
                  jetstream {{\n  store_dir: \"{store}\"\n{sync}}}\n\
-                 cluster {{\n  name: boardcast-test\n  listen: \"{host}:{cluster}\"\n  routes: [{routes}]\n}}\n{mapping}",
+                 cluster {{\n  name: boardcast-test\n  listen: \"{host}:{cluster}\"\n  routes: [{routes}]\n{route_tls}}}\n{mapping}",
+                client_tls = tls(""),
+                route_tls = tls("  verify: true\n"),
                 name = node.name,
                 host = node.host,
                 port = node.port,
@@ -351,6 +381,7 @@ impl TestCluster {
         }
         let mut cluster = TestCluster {
             nodes,
+            ca: certs.map(|certs| certs.join(boardcast_kit::tls::CA_CERT_FILE)),
             network,
             dir,
         };
@@ -369,6 +400,17 @@ impl TestCluster {
 
     pub fn dir(&self) -> &std::path::Path {
         self.dir.path()
+    }
+
+    /// A client of the cluster (trusting its authority when it speaks TLS).
+    pub async fn connect(&self, name: &str) -> anyhow::Result<async_nats::Client> {
+        match &self.ca {
+            Some(ca) => {
+                boardcast_kit::nats::connect_observed_trusting(&self.urls(), name, Some(ca), |_| {})
+                    .await
+            }
+            None => boardcast_kit::nats::connect(&self.urls(), name).await,
+        }
     }
 
     /// Kills node `index` at once (SIGKILL), as a crash would.
@@ -485,8 +527,7 @@ impl TestCluster {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-        let client = boardcast_kit::nats::connect(&self.urls(), "test-cluster").await?;
-        let js = jetstream::new(client);
+        let js = jetstream::new(self.connect("test-cluster").await?);
         let replicas = self.nodes.len();
         loop {
             let created = js

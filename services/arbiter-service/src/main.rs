@@ -54,6 +54,11 @@ struct Args {
         default_value = "nats://127.0.0.1:4222"
     )]
     nats: String,
+    /// The hall's certificate authority (PEM, from `boardcast tls-certs`) that the NATS
+    /// servers' certificates are checked against. Given, NATS connections are TLS only (use
+    /// `tls://` URLs).
+    #[arg(long, env = boardcast_kit::nats::NATS_CA_ENV)]
+    nats_ca: Option<std::path::PathBuf>,
     /// The game service's gRPC URL (https:// for TLS).
     #[arg(
         long,
@@ -98,6 +103,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    boardcast_kit::nats::trust_authority(args.nats_ca.as_deref());
     let _telemetry = boardcast_kit::telemetry::init("boardcast-arbiter-service", "info")?;
     let exposition = boardcast_kit::metrics::install("boardcast-arbiter-service")?;
     // Both TLS sides (HTTPS here, gRPC to the game service) use rustls with ring. Installing

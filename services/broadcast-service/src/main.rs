@@ -50,6 +50,11 @@ struct Args {
         default_value = "nats://127.0.0.1:4222"
     )]
     nats: String,
+    /// The hall's certificate authority (PEM, from `boardcast tls-certs`) that the NATS
+    /// servers' certificates are checked against. Given, NATS connections are TLS only (use
+    /// `tls://` URLs).
+    #[arg(long, env = boardcast_kit::nats::NATS_CA_ENV)]
+    nats_ca: Option<std::path::PathBuf>,
     /// Address to serve HTTP on.
     #[arg(long, env = "BOARDCAST_HTTP_LISTEN", default_value = "127.0.0.1:8080")]
     http_listen: SocketAddr,
@@ -165,6 +170,7 @@ async fn watch_delays(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Arc::new(Args::parse());
+    boardcast_kit::nats::trust_authority(args.nats_ca.as_deref());
     let _telemetry = boardcast_kit::telemetry::init("boardcast-broadcast-service", "info")?;
     let exposition = boardcast_kit::metrics::install("boardcast-broadcast-service")?;
     let delays = read_delays(&args)?;

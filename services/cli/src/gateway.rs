@@ -59,6 +59,11 @@ pub struct PublishArgs {
         default_value = "nats://127.0.0.1:4222"
     )]
     pub nats: String,
+    /// The hall's certificate authority (PEM, from `boardcast tls-certs`) that the NATS
+    /// servers' certificates are checked against. Given, NATS connections are TLS only (use
+    /// `tls://` URLs).
+    #[arg(long, env = boardcast_kit::nats::NATS_CA_ENV)]
+    nats_ca: Option<std::path::PathBuf>,
     /// The gateway's outbox file (observations not yet acknowledged by JetStream). Give each
     /// gateway process its own.
     #[arg(long, default_value = "var/gateway/outbox.redb")]
@@ -200,6 +205,7 @@ impl Publishing {
             None => None,
         };
         // Returns at once: the outbox keeps observations while NATS is away.
+        boardcast_kit::nats::trust_authority(args.nats_ca.as_deref());
         let client = boardcast_kit::nats::connect_observed(&args.nats, client_name, |_| {}).await?;
         let js = jetstream::new(client);
         let wake = Arc::new(Notify::new());

@@ -10,6 +10,7 @@ mod gateway;
 mod keys;
 mod nats_config;
 mod simulate;
+mod tls_certs;
 mod users;
 
 use clap::{Parser, Subcommand};
@@ -50,6 +51,9 @@ enum Command {
     /// own boards, only the game service writes game logs, readers only read, only the admin
     /// deletes streams), or print a role's connection URL.
     NatsConfig(nats_config::NatsConfigArgs),
+    /// Make the hall's private certificate authority and a TLS certificate for each host
+    /// (NATS clients and routes, gRPC, the dashboard).
+    TlsCerts(tls_certs::TlsCertsArgs),
     /// Set the broadcast delay of a tournament or round (an operator's or chief arbiter's
     /// token; lowering the delay in force is the chief arbiter's): every broadcast service holds
     /// moves, clocks and results back that long.
@@ -77,6 +81,7 @@ fn main() -> anyhow::Result<()> {
         Command::Analyze(args) => return analyze::run(args),
         Command::Users(args) => return users::run(args),
         Command::Keys(args) => return keys::run(args),
+        Command::TlsCerts(args) => return tls_certs::run(args),
         command => Cli { command },
     };
     let runtime = tokio::runtime::Runtime::new()?;
@@ -108,7 +113,7 @@ fn main() -> anyhow::Result<()> {
                 1
             });
         }
-        Command::Analyze(_) | Command::Users(_) | Command::Keys(_) => {
+        Command::Analyze(_) | Command::Users(_) | Command::Keys(_) | Command::TlsCerts(_) => {
             unreachable!("handled without a runtime above")
         }
     }

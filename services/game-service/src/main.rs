@@ -41,6 +41,11 @@ struct Args {
         default_value = "nats://127.0.0.1:4222"
     )]
     nats: String,
+    /// The hall's certificate authority (PEM, from `boardcast tls-certs`) that the NATS
+    /// servers' certificates are checked against. Given, NATS connections are TLS only (use
+    /// `tls://` URLs).
+    #[arg(long, env = boardcast_kit::nats::NATS_CA_ENV)]
+    nats_ca: Option<std::path::PathBuf>,
     /// Address to serve gRPC on.
     #[arg(long, env = "BOARDCAST_GRPC_LISTEN", default_value = "127.0.0.1:50051")]
     grpc_listen: SocketAddr,
@@ -126,6 +131,7 @@ const REFRESH_WITHIN: Duration = Duration::from_secs(15);
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    boardcast_kit::nats::trust_authority(args.nats_ca.as_deref());
     let _telemetry = boardcast_kit::telemetry::init("boardcast-game-service", "info")?;
     // First, so that every instrument records into it; ready once the games are loaded.
     let exposition = boardcast_kit::metrics::install("boardcast-game-service")?;

@@ -11,6 +11,7 @@ pub mod secrets;
 pub mod shutdown;
 pub mod signing;
 pub mod telemetry;
+pub mod tls;
 
 /// Milliseconds since the Unix epoch, for receive and record times. Services read the wall
 /// clock; the domain libraries only ever see the value.

@@ -306,6 +306,38 @@ pub async fn connect_observed(
     name: &str,
     observe: impl Fn(&async_nats::Event) + Send + Sync + 'static,
 ) -> anyhow::Result<async_nats::Client> {
+    let ca = TRUSTED_AUTHORITY
+        .get()
+        .cloned()
+        .or_else(|| std::env::var_os(NATS_CA_ENV).map(std::path::PathBuf::from));
+    connect_observed_trusting(url, name, ca.as_deref(), observe).await
+}
+
+/// The authority a program was told to trust (its `--nats-ca`).
+static TRUSTED_AUTHORITY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Makes every NATS connection of this process check the servers' certificates against `ca`
+/// (a program's `--nats-ca`, read once at start); without it, [`NATS_CA_ENV`] says.
+pub fn trust_authority(ca: Option<&std::path::Path>) {
+    if let Some(ca) = ca {
+        let _ = TRUSTED_AUTHORITY.set(ca.to_owned());
+    }
+}
+
+/// The environment variable naming the certificate authority (a PEM file, the hall's `ca.pem`
+/// of `boardcast tls-certs`) that every program checks the NATS servers' certificates against.
+/// Set, connections must be TLS (`tls://` URLs); unset, a `tls://` URL is checked against the
+/// system's authorities.
+pub const NATS_CA_ENV: &str = "BOARDCAST_NATS_CA";
+
+/// [`connect_observed`], trusting the authority in the PEM file `ca` (when given) instead of
+/// the one [`NATS_CA_ENV`] names.
+pub async fn connect_observed_trusting(
+    url: &str,
+    name: &str,
+    ca: Option<&std::path::Path>,
+    observe: impl Fn(&async_nats::Event) + Send + Sync + 'static,
+) -> anyhow::Result<async_nats::Client> {
     let (servers, credentials) = parse_servers(url)?;
     let shown = redact(url);
     let observe = std::sync::Arc::new(observe);
@@ -320,6 +352,18 @@ pub async fn connect_observed(
             let observe = observe.clone();
             async move { observe(&event) }
         });
+    if let Some(ca) = ca {
+        if !ca.is_file() {
+            anyhow::bail!(
+                "the certificate authority {} ({NATS_CA_ENV}) is not a file: copy the hall's \
+                 ca.pem there (boardcast tls-certs)",
+                ca.display()
+            );
+        }
+        options = options
+            .add_root_certificates(ca.to_owned())
+            .require_tls(true);
+    }
     if let Some((user, password)) = credentials {
         // The only inbox the user may subscribe to (see `nats_access::inbox_prefix`).
         options = options
