@@ -63,6 +63,7 @@ for tool in debootstrap ip chroot mountpoint; do
 done
 
 # The base system, made once: what a fresh Debian 12 installation has (with package lists).
+mkdir -p "$work"
 if [ ! -x "$base/bin/bash" ]; then
   say "making a Debian 12 base system with debootstrap (once; cached in $base) …"
   rm -rf "$base.tmp"
@@ -76,6 +77,19 @@ if [ ! -x "$base/bin/bash" ]; then
   chmod 755 "$base.tmp/usr/sbin/policy-rc.d"
   chroot "$base.tmp" apt-get update -qq
   mv "$base.tmp" "$base"
+fi
+
+# Package downloads go through this machine's network: where it reaches the internet through a
+# proxy with an authority of its own (local certificates in /usr/local/share/ca-certificates),
+# the systems trust that authority too, as this machine does.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  for cert in /usr/local/share/ca-certificates/*.crt; do
+    if ! cmp -s "$cert" "$base/usr/local/share/ca-certificates/$(basename "$cert")"; then
+      say "the systems trust this machine's local authority $(basename "$cert") (for downloads)"
+      cp "$cert" "$base/usr/local/share/ca-certificates/"
+      chroot "$base" update-ca-certificates >/dev/null
+    fi
+  done
 fi
 
 # The release programs, built as the guide's first paragraph says.
@@ -159,12 +173,17 @@ scp() {
 STANDINS
 done
 
-# Files "sent" with scp land in copies/HOST/PATH; each is put in place after the block.
+# Files "sent" with scp land in copies/HOST/PATH; each is put in place after the block, file by
+# file, as scp does: the directories there keep their owners and modes.
 deliver() {
   for host in "${hosts[@]}"; do
-    local from=$work/copies/$host
+    local from=$work/copies/$host root
+    root=$(root_of "$host")
     [ -n "$(ls -A "$from" 2>/dev/null)" ] || continue
-    cp -a "$from/." "$(root_of "$host")/"
+    (cd "$from" && find . -type f) | while read -r file; do
+      mkdir -p "$(dirname "$root/$file")"
+      cp -p "$from/$file" "$root/$file"
+    done
     rm -rf "${from:?}"/*
   done
 }

@@ -579,7 +579,7 @@ async fn login(State(state): State<AppState>, request: Request) -> Response {
             seconds,
         );
     }
-    match state.api.login(user.clone(), form.password).await {
+    match state.api.login(user.clone(), form.password, ip).await {
         Ok(answer) => {
             state.throttle.succeeded(ip);
             let now_ms = now_unix_ms();

@@ -48,6 +48,9 @@ pub struct Authenticator {
     session_lifetime: Duration,
     /// Reads (games, boards, events, verdicts) without a credential.
     open_reads: bool,
+    /// The dashboards, whose calls may name the address of the person logging in
+    /// (`CLIENT_ADDRESS_METADATA`).
+    trusted_proxies: Vec<IpAddr>,
     /// SHA-256 of API tokens already checked, with the user: argon2 once per token, not per call.
     token_cache: RwLock<HashMap<[u8; 32], Identity>>,
     /// Recent failed logins per user name and calling address: (count, time of the last one).
@@ -80,6 +83,7 @@ impl Authenticator {
         key_path: &Path,
         session_lifetime: Duration,
         open_reads: bool,
+        trusted_proxies: Vec<IpAddr>,
     ) -> anyhow::Result<Authenticator> {
         let (directory, modified) = read_directory(users_path)?;
         if directory.users.is_empty() {
@@ -96,6 +100,7 @@ impl Authenticator {
             key,
             session_lifetime,
             open_reads,
+            trusted_proxies,
             token_cache: RwLock::new(HashMap::new()),
             failures: RwLock::new(HashMap::new()),
             hashing: tokio::sync::Semaphore::new(HASHES_AT_ONCE),
@@ -328,6 +333,19 @@ impl Authenticator {
         self.identify(metadata).await.map(Some)
     }
 
+    /// Whose address a login comes from: the caller's, or, for a call from a trusted dashboard,
+    /// the address it passes on for the person logging in.
+    pub fn login_address(&self, peer: Option<IpAddr>, metadata: &MetadataMap) -> Option<IpAddr> {
+        let forwarded = metadata
+            .get(boardcast_kit::client::CLIENT_ADDRESS_METADATA)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<IpAddr>().ok());
+        match (peer, forwarded) {
+            (Some(peer), Some(client)) if self.trusted_proxies.contains(&peer) => Some(client),
+            _ => peer,
+        }
+    }
+
     /// Checks a password and hands out a session. Repeated failures for a user are slowed down.
     pub async fn login(
         &self,
@@ -396,12 +414,14 @@ impl Authenticator {
         })
     }
 
-    /// A turn to compute a hash, or RESOURCE_EXHAUSTED when none comes soon (a flood of logins
+    /// A turn to compute a hash, or UNAVAILABLE when none comes soon (a flood of logins
     /// or made-up tokens).
     async fn hashing_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, Status> {
         match tokio::time::timeout(HASH_QUEUE_WAIT, self.hashing.acquire()).await {
             Ok(Ok(turn)) => Ok(turn),
-            _ => Err(Status::resource_exhausted(
+            // UNAVAILABLE, not RESOURCE_EXHAUSTED: the service is busy, nothing was held against
+            // this user or address (a dashboard must not count it as a failed login).
+            _ => Err(Status::unavailable(
                 "too many logins at once; try again in a few seconds",
             )),
         }

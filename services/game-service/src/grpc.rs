@@ -565,7 +565,9 @@ impl game_service_server::GameService for GameApi {
         &self,
         request: Request<LoginRequest>,
     ) -> Result<Response<LoginResponse>, Status> {
-        let peer = request.remote_addr().map(|a| a.ip());
+        let peer = self
+            .auth
+            .login_address(request.remote_addr().map(|a| a.ip()), request.metadata());
         let request = request.into_inner();
         self.auth
             .login(&request.user, &request.password, peer)

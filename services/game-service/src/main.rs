@@ -89,6 +89,12 @@ struct Args {
     /// PEM private key of --tls-cert.
     #[arg(long, env = "BOARDCAST_TLS_KEY", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Addresses of the arbiters' dashboards (comma-separated): a login through one of them is
+    /// slowed down after failures by the address of the person logging in, which the dashboard
+    /// passes on, not by the dashboard's own, so that failures by someone else at the dashboard
+    /// do not lock the chief arbiter out. From any other address that claim is ignored.
+    #[arg(long, env = "BOARDCAST_TRUSTED_PROXIES", value_delimiter = ',')]
+    trusted_proxies: Vec<std::net::IpAddr>,
     /// The Ed25519 key every record is signed with (`boardcast keys new` creates one; never
     /// created here, so that a wrong path cannot start signing with a key nobody trusts). Every
     /// instance uses the same key; its public key is printed at start and served (GetSigningKeys).
@@ -162,6 +168,7 @@ async fn main() -> anyhow::Result<()> {
             &args.session_key,
             Duration::from_secs(args.session_hours.saturating_mul(3600)),
             args.open_reads,
+            args.trusted_proxies.clone(),
         )
         .context("loading users")?,
     );

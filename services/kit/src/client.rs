@@ -50,6 +50,10 @@ impl Interceptor for Bearer {
 
 pub type GameClient = GameServiceClient<InterceptedService<Channel, Bearer>>;
 
+/// Metadata by which an arbiters' dashboard passes on the address of the person logging in (the
+/// game service believes it only from the dashboards it is told to trust).
+pub const CLIENT_ADDRESS_METADATA: &str = "x-boardcast-client-address";
+
 /// The environment variable naming a PEM file of the certificate authority the game service's
 /// TLS certificate is checked against (for an `https://` URL).
 pub const CA_ENV: &str = "BOARDCAST_GAME_SERVICE_CA";

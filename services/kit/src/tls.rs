@@ -114,8 +114,7 @@ pub fn make_certificates(dir: &Path, hosts: &[Host], days: u32) -> anyhow::Resul
             .self_signed(&key)
             .context("making the authority's certificate")?;
         crate::secrets::write_private(&ca_key, &key.serialize_pem())?;
-        std::fs::write(&ca_cert, certificate.pem())
-            .with_context(|| format!("writing {}", ca_cert.display()))?;
+        write_public(&ca_cert, &certificate.pem())?;
         (certificate, key)
     } else {
         let key_pem = std::fs::read_to_string(&ca_key).with_context(|| {
@@ -170,14 +169,21 @@ pub fn make_certificates(dir: &Path, hosts: &[Host], days: u32) -> anyhow::Resul
             dir.join(format!("{}.key", host.name)),
         );
         crate::secrets::write_private(&key_path, &key.serialize_pem())?;
-        std::fs::write(&cert_path, certificate.pem())
-            .with_context(|| format!("writing {}", cert_path.display()))?;
+        write_public(&cert_path, &certificate.pem())?;
         written.push((cert_path, key_path));
     }
     Ok(Written {
         new_authority,
         hosts: written,
     })
+}
+
+/// A certificate, readable by everyone whatever the umask (programs under other users read it).
+fn write_public(path: &Path, pem: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, pem).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("making {} readable", path.display()))
 }
 
 fn name(common_name: &str) -> DistinguishedName {
@@ -225,6 +231,13 @@ mod tests {
         assert!(!second.new_authority);
         assert_eq!(std::fs::read(dir.path().join(CA_CERT_FILE)).unwrap(), ca);
         use std::os::unix::fs::PermissionsExt as _;
+        for cert in [CA_CERT_FILE, "a.pem", "b.pem"] {
+            let mode = std::fs::metadata(dir.path().join(cert))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o644, "{cert} is readable by every program");
+        }
         for key in [CA_KEY_FILE, "a.key", "b.key"] {
             let mode = std::fs::metadata(dir.path().join(key))
                 .unwrap()
