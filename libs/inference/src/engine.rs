@@ -6,9 +6,9 @@ use shakmaty::{Board, Chess, Color, Move, Piece, Position, Square, san::SanPlus}
 
 use crate::search::{Reconstruction, reconstruct};
 use crate::types::{
-    Config, Event, InferenceError, Input, IrregularityCause, Orientation, Output, PlyMove,
-    ResultSignal, Seq,
+    Config, Event, InferenceError, Input, IrregularityCause, Orientation, Output, PlyMove, Seq,
 };
+use boardcast_rules::result_signal::{ResultSignal, kings_signal};
 
 /// Touch evidence and move bases keep at most this many entries between two matched placements,
 /// so a board in chaos for hours cannot grow memory without bound.
@@ -874,24 +874,4 @@ fn is_subset(part: &Board, whole: &Board) -> bool {
         && part
             .iter()
             .all(|(sq, piece)| whole.piece_at(sq) == Some(piece))
-}
-
-const CENTRE: [Square; 4] = [Square::D4, Square::E4, Square::D5, Square::E5];
-
-/// Both kings on centre squares: a result signal (never a legal position, as those squares
-/// are mutually adjacent).
-pub fn kings_signal(board: &Board) -> Option<ResultSignal> {
-    let king = |color: Color| {
-        let kings = board.kings() & board.by_color(color);
-        match kings.count() {
-            1 => kings.first().filter(|sq| CENTRE.contains(sq)),
-            _ => None,
-        }
-    };
-    let (white, black) = (king(Color::White)?, king(Color::Black)?);
-    Some(match (white.is_light(), black.is_light()) {
-        (true, true) => ResultSignal::WhiteWins,
-        (false, false) => ResultSignal::BlackWins,
-        _ => ResultSignal::Draw,
-    })
 }

@@ -31,9 +31,9 @@ mod engine;
 mod search;
 mod types;
 
-pub use engine::{Inference, KEPT_PLIES, kings_signal};
+pub use boardcast_rules::result_signal::{ResultSignal, kings_signal};
+pub use engine::{Inference, KEPT_PLIES};
 pub use search::{Reconstruction, reconstruct};
 pub use types::{
-    Config, Event, InferenceError, Input, IrregularityCause, Orientation, Output, PlyMove,
-    ResultSignal, Seq,
+    Config, Event, InferenceError, Input, IrregularityCause, Orientation, Output, PlyMove, Seq,
 };

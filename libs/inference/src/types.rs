@@ -1,5 +1,6 @@
 //! Inputs, outputs and configuration of the inference engine.
 
+use boardcast_rules::result_signal::ResultSignal;
 use shakmaty::{Board, Color, Move, Piece, Square};
 
 /// Sequence number of an input observation (for example the observation's `device_seq`).
@@ -51,17 +52,6 @@ pub struct PlyMove {
     pub mv: Move,
     /// Standard algebraic notation with check/mate suffix.
     pub san: String,
-}
-
-/// The result signalled by placing both kings on the centre squares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ResultSignal {
-    /// Both kings on light centre squares (e4, d5).
-    WhiteWins,
-    /// Both kings on dark centre squares (d4, e5).
-    BlackWins,
-    /// One king on a light and one on a dark centre square.
-    Draw,
 }
 
 /// Why a placement is reported as an irregularity.

@@ -82,6 +82,10 @@ pub struct GameAnalysis {
     pub ended_at_ply: Option<u32>,
     /// The result tag of the score.
     pub result: String,
+    /// Where the score, as read from its file, stopped being legal (the moves after it were left
+    /// out of the analysis), when it did. Set by whoever read the file ([`pgn::read_pgn`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score_stopped: Option<pgn::ScoreStop>,
 }
 
 /// What is known about a single position: each answer `yes`, `no` or `undetermined`.
@@ -338,6 +342,7 @@ pub fn analyze_game(rules: &RuleSet, game: &PgnGame) -> Result<GameAnalysis, Ana
         status,
         ended_at_ply: end.map(|(ply, _)| ply),
         result: game.result.clone(),
+        score_stopped: None,
     })
 }
 

@@ -12,6 +12,7 @@ pub mod notation;
 pub mod outcome;
 pub mod pgn;
 pub mod repetition;
+pub mod result_signal;
 pub mod ruleset;
 pub mod touch;
 

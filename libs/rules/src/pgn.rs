@@ -4,6 +4,12 @@
 //! their `[%clk]` and `[%emt]` annotations and other comment text, and the result. Variations are
 //! skipped. Legality is checked against the position, so a game that reads is a legal game.
 //!
+//! Two ways to read. [`read_pgn`] is for files from elsewhere (a broadcast's PGN, a tournament's
+//! games): it reads every game it can, keeps each game's legal moves and says where and why a
+//! score stopped being legal (a DGT board's result signal recorded as king moves is named as
+//! such), and never stops at a bad game. [`read_games`] and [`read_annotated_games`] are for
+//! scores this system wrote: the first problem is an error.
+//!
 //! Annotations after a move, as written and read back:
 //!
 //! * `[%clk h:mm:ss]` — the mover's remaining time, whole seconds;
@@ -17,10 +23,13 @@
 //! [`MoveNotes`]; [`read_games`] leaves them in [`PgnMove::comment`] as text. Free comment text
 //! is therefore read back as such unless it starts with `Arbiter:` or contains the word `(=)`.
 
-use std::{io, ops::ControlFlow};
+use std::{fmt, io, ops::ControlFlow};
 
 use pgn_reader::{KnownOutcome, Outcome, RawComment, RawTag, Reader, SanPlus, Visitor};
-use shakmaty::{CastlingMode, Chess, Position, fen::Fen, san::San};
+use serde::Serialize;
+use shakmaty::{CastlingMode, Chess, Piece, Position, Role, fen::Fen, san::San};
+
+use crate::result_signal::{ResultSignal, kings_signal};
 
 /// One mainline move of a game score.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -132,6 +141,248 @@ impl PgnGame {
     }
 }
 
+/// A PGN file read for everything it holds (see [`read_pgn`]).
+#[derive(Debug, Default)]
+pub struct PgnFile {
+    /// Every game that could be read, in the file's order, each with its legal moves.
+    pub games: Vec<ReadGame>,
+    /// What could not be read: games whose start position is no position, text that is no PGN.
+    pub problems: Vec<FileProblem>,
+}
+
+/// One game of a [`PgnFile`].
+#[derive(Debug)]
+pub struct ReadGame {
+    /// Its place among the file's games (1 for the first).
+    pub number: usize,
+    pub game: AnnotatedGame,
+    /// Where its score stopped being legal, when it did: the moves from there on are dropped.
+    pub stopped: Option<ScoreStop>,
+}
+
+/// Where and why a game's score stopped being legal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScoreStop {
+    /// The first move dropped, numbered as in the score: `41.` or `41...`.
+    pub move_number: String,
+    /// That move as written.
+    pub san: String,
+    /// The moves (plies) kept before it.
+    pub kept_plies: usize,
+    /// The position it was played in.
+    pub fen: String,
+    /// Every move dropped, as written.
+    pub dropped: Vec<String>,
+    pub reason: StopReason,
+}
+
+/// Why a score stopped being legal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The dropped moves put both kings on the centre squares: a DGT board's result signal
+    /// recorded as king moves, not moves of the game.
+    KingsInCentre { signal: ResultSignal },
+    /// A move that is not legal in its position (and what follows it).
+    IllegalMove,
+}
+
+impl fmt::Display for ScoreStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dropped = self.dropped.join(" ");
+        let kept = match self.kept_plies {
+            1 => "1 ply".to_owned(),
+            n => format!("{n} plies"),
+        };
+        match self.reason {
+            StopReason::KingsInCentre { signal } => write!(
+                f,
+                "the score stops after {kept}: {} {dropped} puts both kings on the centre \
+                 squares, a DGT board's result signal ({}), not moves of the game",
+                self.move_number,
+                signal.pgn_result()
+            ),
+            StopReason::IllegalMove => write!(
+                f,
+                "the score stops after {kept}: {} {} is not legal in the position {}; {} \
+                 move(s) dropped ({dropped})",
+                self.move_number,
+                self.san,
+                self.fen,
+                self.dropped.len()
+            ),
+        }
+    }
+}
+
+/// What of a PGN file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FileProblem {
+    #[error("game {number} ({players}) is left out: its FEN tag `{fen}` is no position: {reason}")]
+    InvalidFen {
+        number: usize,
+        players: String,
+        fen: String,
+        reason: String,
+    },
+    #[error("after game {after_game}, text that is no PGN was skipped: {reason}")]
+    Unreadable { after_game: usize, reason: String },
+}
+
+/// Errors in a row after which the rest of a file is taken to be no PGN at all.
+const MAX_UNREADABLE_IN_A_ROW: usize = 16;
+
+/// Reads every game of a PGN file from elsewhere: each game keeps its moves up to the first one
+/// that is not legal, and says where and why it stopped ([`ReadGame::stopped`]); a game that
+/// cannot be read at all, or text that is no PGN, is listed in [`PgnFile::problems`] and the
+/// games after it are read all the same.
+pub fn read_pgn(pgn: &str) -> PgnFile {
+    let (collected, mut problems) = collect(pgn);
+    let mut games = Vec::with_capacity(collected.len());
+    for (index, mut collected) in collected.into_iter().enumerate() {
+        let number = index + 1;
+        let stopped = match keep_legal(&mut collected) {
+            Ok(stopped) => stopped,
+            Err(reason) => {
+                problems.push(FileProblem::InvalidFen {
+                    number,
+                    players: collected.game.players(),
+                    fen: collected.game.tag("FEN").unwrap_or_default().to_owned(),
+                    reason,
+                });
+                continue;
+            }
+        };
+        games.push(ReadGame {
+            number,
+            game: annotate(collected),
+            stopped,
+        });
+    }
+    PgnFile { games, problems }
+}
+
+/// Every game the reader could read, and what it could not.
+fn collect(pgn: &str) -> (Vec<Collected>, Vec<FileProblem>) {
+    let mut reader = Reader::new(io::Cursor::new(pgn.as_bytes()));
+    let mut games = Vec::new();
+    let mut problems = Vec::new();
+    let mut errors_in_a_row = 0;
+    loop {
+        match reader.read_game(&mut Collector) {
+            Ok(Some(game)) => {
+                games.push(game);
+                errors_in_a_row = 0;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                problems.push(FileProblem::Unreadable {
+                    after_game: games.len(),
+                    reason: e.to_string(),
+                });
+                errors_in_a_row += 1;
+                if errors_in_a_row >= MAX_UNREADABLE_IN_A_ROW {
+                    break;
+                }
+            }
+        }
+    }
+    (games, problems)
+}
+
+/// Cuts the score at its first move that is not legal, and says why it stopped there. `Err`
+/// when the game has no start position (a FEN tag that is no position).
+fn keep_legal(collected: &mut Collected) -> Result<Option<ScoreStop>, String> {
+    let mut pos = collected.game.start_position().map_err(|e| match e {
+        PgnError::InvalidFen { reason, .. } => reason,
+        other => other.to_string(),
+    })?;
+    let moves = &collected.game.moves;
+    let mut positions = Vec::with_capacity(moves.len());
+    let mut first_illegal = None;
+    for (ply, mv) in moves.iter().enumerate() {
+        match parse_san(&pos, &mv.san) {
+            Some(m) => {
+                positions.push(pos.clone());
+                pos.play_unchecked(m);
+            }
+            None => {
+                first_illegal = Some(ply);
+                break;
+            }
+        }
+    }
+    let Some(mut cut) = first_illegal else {
+        return Ok(None);
+    };
+    let mut signal = signal_of(&pos, &moves[cut..]);
+    // A king walking legally onto a centre square just before: the signal's first half.
+    if signal.is_some()
+        && let Some(previous) = cut.checked_sub(1)
+        && is_king_move_to_centre(&moves[previous].san)
+        && let Some(before) = signal_of(&positions[previous], &moves[previous..])
+    {
+        cut = previous;
+        pos = positions[previous].clone();
+        signal = Some(before);
+    }
+    let stop = ScoreStop {
+        move_number: move_number_text(&pos),
+        san: moves[cut].san.clone(),
+        kept_plies: cut,
+        fen: Fen::from_position(&pos, shakmaty::EnPassantMode::Legal).to_string(),
+        dropped: moves[cut..].iter().map(|m| m.san.clone()).collect(),
+        reason: match signal {
+            Some(signal) => StopReason::KingsInCentre { signal },
+            None => StopReason::IllegalMove,
+        },
+    };
+    collected.game.moves.truncate(cut);
+    collected.comments.truncate(cut);
+    Ok(Some(stop))
+}
+
+/// The result signalled when `tail` is king moves (at most four, the sides taking turns from
+/// `pos`) that leave both kings on the centre squares, moved as pieces are put down, not as
+/// kings may move.
+fn signal_of(pos: &Chess, tail: &[PgnMove]) -> Option<ResultSignal> {
+    if tail.is_empty() || tail.len() > 4 {
+        return None;
+    }
+    let mut board = pos.board().clone();
+    let mut turn = pos.turn();
+    for mv in tail {
+        let to = king_destination(&mv.san)?;
+        let from = board.king_of(turn)?;
+        board.discard_piece_at(from);
+        board.set_piece_at(
+            to,
+            Piece {
+                color: turn,
+                role: Role::King,
+            },
+        );
+        turn = !turn;
+    }
+    kings_signal(&board)
+}
+
+/// Where a king move (not castling) goes.
+fn king_destination(san: &str) -> Option<shakmaty::Square> {
+    match san.parse::<SanPlus>().ok()?.san {
+        San::Normal {
+            role: Role::King,
+            to,
+            ..
+        } => Some(to),
+        _ => None,
+    }
+}
+
+fn is_king_move_to_centre(san: &str) -> bool {
+    king_destination(san).is_some_and(|to| crate::result_signal::CENTRE.contains(&to))
+}
+
 /// Reads every game of a PGN text, checking each move's legality. Draw offers and arbiter notes
 /// stay in the comment text; [`read_annotated_games`] separates them.
 pub fn read_games(pgn: &str) -> Result<Vec<PgnGame>, PgnError> {
@@ -150,40 +401,39 @@ pub fn read_games(pgn: &str) -> Result<Vec<PgnGame>, PgnError> {
 
 /// Reads every game of a PGN text with the draw offers and arbiter notes of each move.
 pub fn read_annotated_games(pgn: &str) -> Result<Vec<AnnotatedGame>, PgnError> {
-    Ok(read_collected(pgn)?
-        .into_iter()
-        .map(|mut collected| {
-            let mut notes = Vec::with_capacity(collected.game.moves.len());
-            for (mv, pieces) in collected.game.moves.iter_mut().zip(&collected.comments) {
-                let mut note = MoveNotes::default();
-                let mut free = Vec::new();
-                for piece in pieces {
-                    if let Some(text) = piece.strip_prefix(ARBITER_PREFIX) {
-                        note.arbiter_notes.push(text.trim().to_owned());
-                    } else {
-                        let (offer, rest) = take_draw_offer(piece);
-                        note.draw_offer |= offer;
-                        if !rest.is_empty() {
-                            free.push(rest);
-                        }
-                    }
+    Ok(read_collected(pgn)?.into_iter().map(annotate).collect())
+}
+
+/// A game with its comments split into free text, draw offers and arbiter notes.
+fn annotate(mut collected: Collected) -> AnnotatedGame {
+    let mut notes = Vec::with_capacity(collected.game.moves.len());
+    for (mv, pieces) in collected.game.moves.iter_mut().zip(&collected.comments) {
+        let mut note = MoveNotes::default();
+        let mut free = Vec::new();
+        for piece in pieces {
+            if let Some(text) = piece.strip_prefix(ARBITER_PREFIX) {
+                note.arbiter_notes.push(text.trim().to_owned());
+            } else {
+                let (offer, rest) = take_draw_offer(piece);
+                note.draw_offer |= offer;
+                if !rest.is_empty() {
+                    free.push(rest);
                 }
-                mv.comment = (!free.is_empty()).then(|| free.join(" "));
-                notes.push(note);
             }
-            AnnotatedGame {
-                game: collected.game,
-                notes,
-            }
-        })
-        .collect())
+        }
+        mv.comment = (!free.is_empty()).then(|| free.join(" "));
+        notes.push(note);
+    }
+    AnnotatedGame {
+        game: collected.game,
+        notes,
+    }
 }
 
 fn read_collected(pgn: &str) -> Result<Vec<Collected>, PgnError> {
     let mut reader = Reader::new(io::Cursor::new(pgn.as_bytes()));
     let mut games = Vec::new();
-    let mut collector = Collector;
-    while let Some(game) = reader.read_game(&mut collector)? {
+    while let Some(game) = reader.read_game(&mut Collector)? {
         games.push(game);
     }
     for (index, collected) in games.iter().enumerate() {

@@ -117,19 +117,49 @@ fn analyze(args: &AnalyzeArgs) -> anyhow::Result<()> {
     } else {
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
     };
-    let games = pgn::read_games(&text)?;
+    // Every game of the file, each with its legal moves: one bad game never stops the rest.
+    let file = pgn::read_pgn(&text);
     let rules = RuleSet::standard(args.edition);
-    for (index, game) in games.iter().enumerate() {
-        let report = analysis::analyze_game(&rules, game)
-            .with_context(|| format!("game {} ({})", index + 1, game.players()))?;
+    for read in &file.games {
+        let game = &read.game.game;
+        let mut report = analysis::analyze_game(&rules, game)
+            .with_context(|| format!("game {} ({})", read.number, game.players()))?;
+        report.score_stopped = read.stopped.clone();
         if args.json {
             writeln!(out, "{}", serde_json::to_string(&report)?)?;
         } else {
-            print_game(&mut out, index + 1, &report)?;
+            print_game(&mut out, read.number, &report)?;
         }
     }
     out.flush()?;
+    report_what_was_left_out(&file);
     Ok(())
+}
+
+/// Says on standard error which games' scores were cut short and what could not be read.
+fn report_what_was_left_out(file: &pgn::PgnFile) {
+    let stopped: Vec<_> = file.games.iter().filter(|g| g.stopped.is_some()).collect();
+    if stopped.is_empty() && file.problems.is_empty() {
+        return;
+    }
+    eprintln!(
+        "read {} game(s); {} cut short where the score stops being legal, {} problem(s):",
+        file.games.len(),
+        stopped.len(),
+        file.problems.len()
+    );
+    for read in stopped {
+        if let Some(stop) = &read.stopped {
+            eprintln!(
+                "  game {} ({}): {stop}",
+                read.number,
+                read.game.game.players()
+            );
+        }
+    }
+    for problem in &file.problems {
+        eprintln!("  {problem}");
+    }
 }
 
 fn plies_list(plies: &[u32]) -> String {
@@ -197,6 +227,9 @@ fn print_game(out: &mut impl Write, number: usize, report: &GameAnalysis) -> io:
     match report.ended_at_ply {
         Some(ply) => writeln!(out, "  status: {} at ply {ply}", report.status)?,
         None => writeln!(out, "  status: {}", report.status)?,
+    }
+    if let Some(stop) = &report.score_stopped {
+        writeln!(out, "  {stop}")?;
     }
     Ok(())
 }

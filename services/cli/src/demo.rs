@@ -25,6 +25,10 @@ pub struct DemoArgs {
     /// 1 = real time, 60 = a minute of play per second, "max" = as fast as possible.
     #[arg(long, default_value = "60")]
     speed: Speed,
+    /// Number each round's boards 1, 2, … in the file's order instead of by the `Round "r.b"`
+    /// tags: for a file that merges broadcast groups whose round and board numbers repeat.
+    #[arg(long)]
+    boards_in_file_order: bool,
     /// Directory for the demo's NATS data and logs; emptied at start.
     #[arg(long, default_value = "var/demo")]
     data_dir: PathBuf,
@@ -139,10 +143,17 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         white_clock: simulate::SimClockSide::Left,
         clock_turned_at_move: None,
         clock_reports_every: 0,
+        boards_in_file_order: args.boards_in_file_order,
         dgt: simulate::DgtOutArgs::default(),
     };
     // Check the games before starting anything.
-    let plans = simulate::plan(&plan_args)?;
+    let simulate::Plan {
+        boards: plans,
+        notices,
+    } = simulate::plan(&plan_args)?;
+    for notice in &notices {
+        eprintln!("{notice}");
+    }
     let game_service_bin = sibling_binary("boardcast-game-service")?;
     let broadcast_bin = sibling_binary("boardcast-broadcast-service")?;
     let arbiter_bin = sibling_binary("boardcast-arbiter-service")?;

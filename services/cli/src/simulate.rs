@@ -8,10 +8,10 @@ use boardcast_game::device::ClockDisplay;
 use boardcast_game::{
     device::{Observation, SourceKind},
     events::{CreateGameRequest, GameStarted, Player},
-    parse_time_control,
+    parse_time_control, read_time_control_tag,
 };
 use boardcast_kit::nats::{observation_message_id, observation_subject};
-use boardcast_rules::pgn::{PgnGame, read_games};
+use boardcast_rules::pgn::{PgnGame, ScoreStop, StopReason, read_pgn};
 use boardcast_sim::{ClockSetup, Incident, ScriptOptions, script};
 use prost::Message as _;
 use tokio::time::Instant;
@@ -94,6 +94,10 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "MS", default_value_t = 0,
           value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
     pub clock_reports_every: u64,
+    /// Number each round's boards 1, 2, … in the file's order instead of by the `Round "r.b"`
+    /// tags: for a file that merges broadcast groups whose round and board numbers repeat.
+    #[arg(long)]
+    pub boards_in_file_order: bool,
     #[command(flatten)]
     pub dgt: DgtOutArgs,
 }
@@ -347,25 +351,115 @@ pub fn slug(text: &str) -> String {
     }
 }
 
-/// `9.1` → round 9, board 1.
-fn round_and_board(tag: Option<&str>) -> Option<(u32, u32)> {
-    let (round, board) = tag?.split_once('.')?;
-    Some((round.parse().ok()?, board.parse().ok()?))
+/// The round and board a `Round` tag gives: `9.1` is round 9, board 1; `9` is round 9 with the
+/// board not said. Rounds and boards are numbered from 1.
+fn round_and_board(tag: Option<&str>) -> (Option<u32>, Option<u32>) {
+    let number = |s: &str| s.trim().parse::<u32>().ok().filter(|n| *n > 0);
+    match tag.map(|t| t.split_once('.').unwrap_or((t, ""))) {
+        Some((round, board)) => match number(round) {
+            Some(round) => (Some(round), number(board)),
+            None => (None, None),
+        },
+        None => (None, None),
+    }
 }
 
-pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
+/// The boards' games, with what a user should know about them before they are played.
+pub struct Plan {
+    pub boards: Vec<BoardPlan>,
+    /// Games cut short, numbering changed, tags not understood, parts of the file not read.
+    pub notices: Vec<String>,
+}
+
+/// Each game's tournament, round and board: from the tags, or (`in_file_order`) each round's
+/// boards numbered 1, 2, … in the file's order. Games that would be the same game (the same
+/// three numbers) are refused with the list of them and the fix.
+fn number_boards(
+    games: &[(usize, &PgnGame, String)],
+    in_file_order: bool,
+    notices: &mut Vec<String>,
+) -> anyhow::Result<Vec<(u32, u32)>> {
+    use std::collections::{BTreeMap, HashMap};
+    let mut next_board: HashMap<(&str, u32), u32> = HashMap::new();
+    let mut numbers = Vec::with_capacity(games.len());
+    for (number, game, tournament) in games {
+        let (round, board) = round_and_board(game.tag("Round"));
+        let round = round.unwrap_or(1);
+        let next = next_board.entry((tournament.as_str(), round)).or_insert(0);
+        *next += 1;
+        let board = match (board, in_file_order) {
+            (Some(board), false) => board,
+            (tagged, _) => {
+                if in_file_order && tagged.is_some_and(|b| b != *next) {
+                    notices.push(format!(
+                        "game {number} ({}): Round \"{}\" played as round {round}, board {next} \
+                         (--boards-in-file-order)",
+                        game.players(),
+                        game.tag("Round").unwrap_or("")
+                    ));
+                }
+                *next
+            }
+        };
+        numbers.push((round, board));
+    }
+    let mut seen: BTreeMap<(&str, u32, u32), Vec<String>> = BTreeMap::new();
+    for ((number, game, tournament), (round, board)) in games.iter().zip(&numbers) {
+        seen.entry((tournament.as_str(), *round, *board))
+            .or_default()
+            .push(format!("game {number} ({})", game.players()));
+    }
+    let repeated: Vec<String> = seen
+        .into_iter()
+        .filter(|(_, games)| games.len() > 1)
+        .map(|((tournament, round, board), games)| {
+            format!(
+                "{tournament} round {round} board {board}: {}",
+                games.join(", ")
+            )
+        })
+        .collect();
+    if !repeated.is_empty() {
+        bail!(
+            "these games would be the same game (the same tournament, round and board):\n  {}\n\
+             The file seems to merge broadcast groups whose Round \"round.board\" tags repeat: run \
+             again with --boards-in-file-order (each round's boards numbered 1, 2, … in the \
+             file's order), or give each group its own file or --tournament.",
+            repeated.join("\n  ")
+        );
+    }
+    Ok(numbers)
+}
+
+pub fn plan(args: &SimulateArgs) -> anyhow::Result<Plan> {
     let text = std::fs::read_to_string(&args.pgn)
         .with_context(|| format!("reading {}", args.pgn.display()))?;
-    let games = read_games(&text).with_context(|| format!("reading {}", args.pgn.display()))?;
+    // Every game the file holds, each with its legal moves: one bad game stops nothing.
+    let file = read_pgn(&text);
+    let mut notices: Vec<String> = file
+        .problems
+        .iter()
+        .map(|problem| format!("{}: {problem}", args.pgn.display()))
+        .collect();
+    let games: Vec<(usize, PgnGame, Option<ScoreStop>)> = file
+        .games
+        .into_iter()
+        .map(|read| (read.number, read.game.game, read.stopped))
+        .collect();
     if args.boards == 0 {
         bail!("--boards must be at least 1");
     }
     if games.len() < args.boards {
         bail!(
-            "{} has {} games, not enough for {} boards",
+            "{} has {} games that can be read, not enough for {} boards{}",
             args.pgn.display(),
             games.len(),
-            args.boards
+            args.boards,
+            if notices.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notices.join("; "))
+            }
         );
     }
     let default_tc = parse_time_control(&args.time_control).map_err(anyhow::Error::msg)?;
@@ -386,77 +480,113 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Vec<BoardPlan>> {
              (whose disturbances are --dgt-disturbances)"
         );
     }
-    games
+    let games: Vec<_> = games.into_iter().take(args.boards).collect();
+    let tournament_of = |game: &PgnGame| {
+        args.tournament
+            .clone()
+            .unwrap_or_else(|| slug(game.tag("Event").unwrap_or("tournament")))
+    };
+    let keyed: Vec<(usize, &PgnGame, String)> = games
+        .iter()
+        .map(|(number, game, _)| (*number, game, tournament_of(game)))
+        .collect();
+    let numbers = number_boards(&keyed, args.boards_in_file_order, &mut notices)?;
+    let boards = games
         .into_iter()
-        .take(args.boards)
+        .zip(numbers)
         .enumerate()
-        .map(|(i, game)| {
-            let board_id = format!("{}-{}", args.board_prefix, i + 1);
-            boardcast_game::validate_board_id(&board_id)?;
-            let time_control = match game.tag("TimeControl") {
-                Some(tc) => parse_time_control(tc).unwrap_or_else(|_| default_tc.clone()),
-                None => default_tc.clone(),
-            };
-            let (round, board_number) =
-                round_and_board(game.tag("Round")).unwrap_or((1, i as u32 + 1));
-            // The pairing as the score's tags give it: `White`, `WhiteElo`, `WhiteTitle`,
-            // `WhiteFideId`, `WhiteFed` (and Black's).
-            let player = |side: &str| {
-                let tag = |suffix: &str| game.tag(&format!("{side}{suffix}")).unwrap_or("");
-                Player {
-                    name: game.tag(side).unwrap_or("?").to_owned(),
-                    rating: tag("Elo").parse().unwrap_or(0),
-                    title: tag("Title").to_owned(),
-                    fide_id: tag("FideId").to_owned(),
-                    federation: tag("Fed").to_owned(),
+        .map(
+            |(i, ((number, mut game, stopped), (round, board_number)))| {
+                let board_id = format!("{}-{}", args.board_prefix, i + 1);
+                boardcast_game::validate_board_id(&board_id)?;
+                if let Some(stop) = &stopped {
+                    // The signal is the result: a board plays the kept moves, then puts the kings
+                    // in the centre for the result the signal gave.
+                    if let StopReason::KingsInCentre { signal } = stop.reason
+                        && game.result == "*"
+                    {
+                        game.result = signal.pgn_result().to_owned();
+                    }
+                    notices.push(format!(
+                        "board {board_id} plays game {number} ({}) as far as it is legal: {stop}",
+                        game.players()
+                    ));
                 }
-            };
-            let first = time_control.periods.first().cloned().unwrap_or_default();
-            let started = GameStarted {
-                tournament_id: args
-                    .tournament
-                    .clone()
-                    .unwrap_or_else(|| slug(game.tag("Event").unwrap_or("tournament"))),
-                round,
-                board_number,
-                board_id: board_id.clone(),
-                white: Some(player("White")),
-                black: Some(player("Black")),
-                time_control: Some(time_control),
-                edition: args.edition.clone(),
-                start_fen: game.tag("FEN").unwrap_or("").to_owned(),
-                event_name: game.tag("Event").unwrap_or("").to_owned(),
-                site: game.tag("Site").unwrap_or("").to_owned(),
-                date: game.tag("Date").unwrap_or("").to_owned(),
-                // Filled in by the game service.
-                board_seq_before: 0,
-                interpretation: 0,
-            };
-            let options = ScriptOptions {
-                initial_clock_ms: first.base_ms,
-                increment_ms: first.increment_ms,
-                clock: args.clock_setup(),
-                clock_reports_every_ms: Some(args.clock_reports_every).filter(|ms| *ms > 0),
-                incidents: specs
-                    .iter()
-                    .filter(|s| s.board == i + 1)
-                    .map(|s| s.incident)
-                    .collect(),
-                ..ScriptOptions::default()
-            };
-            if !options.incidents.is_empty() {
-                // Scripted now so that an incident the game cannot have stops everything.
-                script(&game, &options)
-                    .with_context(|| format!("--incidents on board {} ({board_id})", i + 1))?;
-            }
-            Ok(BoardPlan {
-                board_id,
-                game,
-                started,
-                options,
-            })
-        })
-        .collect()
+                let time_control = match game.tag("TimeControl") {
+                    Some(tag) => match read_time_control_tag(tag) {
+                        Ok((tc, read_as)) => {
+                            if let Some(read_as) = read_as {
+                                notices.push(format!("board {board_id}: {read_as}"));
+                            }
+                            tc
+                        }
+                        Err(why) => {
+                            notices.push(format!(
+                                "board {board_id}: {why}; played with --time-control {}",
+                                args.time_control
+                            ));
+                            default_tc.clone()
+                        }
+                    },
+                    None => default_tc.clone(),
+                };
+                // The pairing as the score's tags give it: `White`, `WhiteElo`, `WhiteTitle`,
+                // `WhiteFideId`, `WhiteFed` (and Black's).
+                let player = |side: &str| {
+                    let tag = |suffix: &str| game.tag(&format!("{side}{suffix}")).unwrap_or("");
+                    Player {
+                        name: game.tag(side).unwrap_or("?").to_owned(),
+                        rating: tag("Elo").parse().unwrap_or(0),
+                        title: tag("Title").to_owned(),
+                        fide_id: tag("FideId").to_owned(),
+                        federation: tag("Fed").to_owned(),
+                    }
+                };
+                let first = time_control.periods.first().cloned().unwrap_or_default();
+                let started = GameStarted {
+                    tournament_id: tournament_of(&game),
+                    round,
+                    board_number,
+                    board_id: board_id.clone(),
+                    white: Some(player("White")),
+                    black: Some(player("Black")),
+                    time_control: Some(time_control),
+                    edition: args.edition.clone(),
+                    start_fen: game.tag("FEN").unwrap_or("").to_owned(),
+                    event_name: game.tag("Event").unwrap_or("").to_owned(),
+                    site: game.tag("Site").unwrap_or("").to_owned(),
+                    date: game.tag("Date").unwrap_or("").to_owned(),
+                    // Filled in by the game service.
+                    board_seq_before: 0,
+                    interpretation: 0,
+                };
+                let options = ScriptOptions {
+                    initial_clock_ms: first.base_ms,
+                    increment_ms: first.increment_ms,
+                    clock: args.clock_setup(),
+                    clock_reports_every_ms: Some(args.clock_reports_every).filter(|ms| *ms > 0),
+                    incidents: specs
+                        .iter()
+                        .filter(|s| s.board == i + 1)
+                        .map(|s| s.incident)
+                        .collect(),
+                    ..ScriptOptions::default()
+                };
+                if !options.incidents.is_empty() {
+                    // Scripted now so that an incident the game cannot have stops everything.
+                    script(&game, &options)
+                        .with_context(|| format!("--incidents on board {} ({board_id})", i + 1))?;
+                }
+                Ok(BoardPlan {
+                    board_id,
+                    game,
+                    started,
+                    options,
+                })
+            },
+        )
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Plan { boards, notices })
 }
 
 /// Sets up each board's game on the game service as the holder of `token`. The request id of a
@@ -570,7 +700,13 @@ async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> a
 }
 
 pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
-    let plans = plan(&args)?;
+    let Plan {
+        boards: plans,
+        notices,
+    } = plan(&args)?;
+    for notice in &notices {
+        eprintln!("{notice}");
+    }
     if let Some(path) = &args.dgt.incidents.incident_record {
         let json = serde_json::to_string_pretty(&incident_record(&plans))?;
         std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
@@ -618,8 +754,11 @@ mod tests {
             slug("London Chess Classic 2016"),
             "london-chess-classic-2016"
         );
-        assert_eq!(round_and_board(Some("9.1")), Some((9, 1)));
-        assert_eq!(round_and_board(Some("?")), None);
+        assert_eq!(round_and_board(Some("9.1")), (Some(9), Some(1)));
+        assert_eq!(round_and_board(Some("9")), (Some(9), None));
+        assert_eq!(round_and_board(Some("?")), (None, None));
+        assert_eq!(round_and_board(Some("0.1")), (None, None));
+        assert_eq!(round_and_board(None), (None, None));
     }
 
     #[derive(clap::Parser)]
@@ -630,14 +769,132 @@ mod tests {
 
     /// `boardcast simulate` on the London games with `extra` arguments.
     fn args(extra: &[&str]) -> Result<SimulateArgs, clap::Error> {
-        use clap::Parser as _;
         let pgn = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../data/london-classic-2016.pgn"
         );
-        let mut argv = vec!["simulate", "--pgn", pgn, "--boards", "3"];
+        args_for(pgn, 3, extra)
+    }
+
+    fn args_for(pgn: &str, boards: usize, extra: &[&str]) -> Result<SimulateArgs, clap::Error> {
+        use clap::Parser as _;
+        let boards = boards.to_string();
+        let mut argv = vec!["simulate", "--pgn", pgn, "--boards", &boards];
         argv.extend(extra);
         Cli::try_parse_from(argv).map(|cli| cli.args)
+    }
+
+    /// A PGN file of `games` (tags, moves) in a temporary directory.
+    fn pgn_file(games: &[(&str, &str)]) -> tempfile::NamedTempFile {
+        use std::io::Write as _;
+        let mut file = tempfile::NamedTempFile::new().expect("temp file");
+        for (tags, moves) in games {
+            write!(file, "[Event \"Merged\"]\n{tags}\n\n{moves}\n\n").expect("write");
+        }
+        file
+    }
+
+    #[test]
+    fn a_game_cut_short_is_played_as_far_as_it_is_legal_and_said_so() {
+        let file = pgn_file(&[
+            (
+                "[Round \"1.1\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"*\"]",
+                "1. e4 e5 2. Nf3 Nc6 3. Ke4 Kd5 *",
+            ),
+            (
+                "[Round \"1.2\"]\n[White \"C\"]\n[Black \"D\"]\n[Result \"*\"]\n\
+                 [TimeControl \"90 min + 30 sec/move\"]",
+                "1. d4 d5 2. Kd3 *",
+            ),
+        ]);
+        let path = file.path().to_str().expect("path");
+        let plan = plan(&args_for(path, 2, &[]).expect("parses")).expect("plans");
+        assert_eq!(plan.boards[0].game.moves.len(), 4);
+        // The signal says the result the score left open.
+        assert_eq!(plan.boards[0].game.result, "1-0");
+        assert_eq!(plan.boards[1].game.moves.len(), 2);
+        assert_eq!(plan.notices.len(), 3, "{:?}", plan.notices);
+        assert!(plan.notices[0].contains("board sim-1 plays game 1 (A - B)"));
+        // A TimeControl in prose is read, and said how.
+        assert_eq!(
+            plan.notices[2],
+            "board sim-2: TimeControl \"90 min + 30 sec/move\" read as 5400+30"
+        );
+        let periods = &plan.boards[1]
+            .started
+            .time_control
+            .as_ref()
+            .expect("tc")
+            .periods;
+        assert_eq!(
+            (periods[0].base_ms, periods[0].increment_ms),
+            (5_400_000, 30_000)
+        );
+        assert!(plan.notices[0].contains("result signal (1-0)"));
+        assert!(
+            plan.notices[1].contains("2. Kd3 is not legal"),
+            "{}",
+            plan.notices[1]
+        );
+        // Scripted to its end: the kept moves, then the kings in the centre.
+        for board in &plan.boards {
+            script(&board.game, &board.options).expect("scripts");
+        }
+    }
+
+    #[test]
+    fn repeated_round_and_board_numbers_are_refused_or_numbered_in_file_order() {
+        let game = |round: &str, white: &str| {
+            (
+                format!("[Round \"{round}\"]\n[White \"{white}\"]\n[Black \"X\"]\n[Result \"*\"]"),
+                "1. e4 e5 *".to_owned(),
+            )
+        };
+        let games = [
+            game("1.1", "A"),
+            game("1.2", "B"),
+            game("1.1", "C"),
+            game("1.2", "D"),
+            game("2", "E"),
+        ];
+        let borrowed: Vec<(&str, &str)> = games
+            .iter()
+            .map(|(t, m)| (t.as_str(), m.as_str()))
+            .collect();
+        let file = pgn_file(&borrowed);
+        let path = file.path().to_str().expect("path");
+
+        let refused = format!(
+            "{:#}",
+            plan(&args_for(path, 5, &[]).expect("parses"))
+                .err()
+                .expect("refused")
+        );
+        assert!(
+            refused.contains("merged round 1 board 1: game 1 (A - X), game 3 (C - X)"),
+            "{refused}"
+        );
+        assert!(refused.contains("merged round 1 board 2: game 2 (B - X), game 4 (D - X)"));
+        assert!(refused.contains("--boards-in-file-order"));
+
+        let renumbered =
+            plan(&args_for(path, 5, &["--boards-in-file-order"]).expect("parses")).expect("plans");
+        let numbers: Vec<(u32, u32)> = renumbered
+            .boards
+            .iter()
+            .map(|b| (b.started.round, b.started.board_number))
+            .collect();
+        assert_eq!(numbers, [(1, 1), (1, 2), (1, 3), (1, 4), (2, 1)]);
+        assert_eq!(renumbered.notices.len(), 2, "{:?}", renumbered.notices);
+        assert!(
+            renumbered.notices[0]
+                .contains("game 3 (C - X): Round \"1.1\" played as round 1, board 3")
+        );
+
+        // Other tournaments do not collide.
+        let separate = plan(&args_for(path, 2, &["--tournament", "one"]).expect("parses"))
+            .expect("two distinct boards");
+        assert!(separate.notices.is_empty());
     }
 
     #[test]
@@ -649,7 +906,7 @@ mod tests {
             "board=2:battery-low@ply=3",
         ])
         .expect("parses");
-        let plans = plan(&args).expect("plans");
+        let plans = plan(&args).expect("plans").boards;
         let record = serde_json::to_value(incident_record(&plans)).expect("serialises");
         let boards = record["boards"].as_array().expect("boards");
         assert_eq!(boards.len(), 3);
@@ -699,7 +956,7 @@ mod tests {
             ("board=1:offline@ply=500", "ply 500 is not in the game"),
         ] {
             let args = args(&["--incidents", spec]).expect("parses");
-            let error = format!("{:#}", plan(&args).expect_err(spec));
+            let error = format!("{:#}", plan(&args).err().expect(spec));
             assert!(error.contains(says), "{spec}: {error}");
         }
         let args = args(&[

@@ -110,3 +110,49 @@ fn bad_input_gets_a_clear_error() {
         "lists the valid editions"
     );
 }
+
+#[test]
+fn every_game_of_a_file_with_bad_scores_is_analysed_and_the_cuts_are_said() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("broadcast.pgn");
+    std::fs::write(
+        &file,
+        "[Event \"T\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n\n\
+         1. e4 e5 2. Nf3 Nc6 3. Ke4 Kd5 1-0\n\n\
+         [Event \"T\"]\n[White \"C\"]\n[Black \"D\"]\n[Result \"*\"]\n\n1. d4 Kd5 *\n\n\
+         [Event \"T\"]\n[White \"E\"]\n[Black \"F\"]\n[Result \"1/2-1/2\"]\n\n1. c4 c5 1/2-1/2\n",
+    )
+    .expect("write");
+    let path = file.to_str().expect("path");
+    let out = boardcast(&["analyze", path, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let games: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(games.len(), 3);
+    assert_eq!(games[0]["plies"], 4);
+    assert_eq!(
+        games[0]["score_stopped"]["reason"],
+        serde_json::json!({"kind": "kings_in_centre", "signal": "white_wins"})
+    );
+    assert_eq!(games[1]["score_stopped"]["reason"]["kind"], "illegal_move");
+    assert_eq!(
+        games[1]["score_stopped"]["dropped"],
+        serde_json::json!(["Kd5"])
+    );
+    assert!(games[2].get("score_stopped").is_none());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("2 cut short"), "{said}");
+    assert!(said.contains("a DGT board's result signal (1-0)"), "{said}");
+
+    let text = boardcast(&["analyze", path]);
+    let printed = String::from_utf8_lossy(&text.stdout);
+    assert!(printed.contains("Game 3: E - F"), "{printed}");
+    assert!(printed.contains("1... Kd5 is not legal"), "{printed}");
+}
