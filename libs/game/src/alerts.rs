@@ -22,7 +22,7 @@ use shakmaty::Color;
 use crate::device::DeviceState;
 use crate::events::{
     BoardStatusChanged, ClaimKind, GameEvent, GameResult, PressSettlement, SetupAspect, Side,
-    Termination, arbiter_action::Action, game_event::Kind,
+    Termination, TouchEvidence, arbiter_action::Action, game_event::Kind,
 };
 use crate::state::Game;
 use crate::{terms, wording};
@@ -268,15 +268,18 @@ impl GameAlerts {
                 })
                 .resting_on(settled.into_iter().flatten())
             }
+            // Touches seen only for a moment are a note on the timeline, not an alert.
+            Kind::TouchMove(t) if t.evidence() == TouchEvidence::Brief => return Vec::new(),
             Kind::TouchMove(t) => Raised::new(
                 AlertKind::PossibleTouchMoveBreach,
                 t.ply,
                 t.article.clone(),
                 format!(
-                    "ply {}: possible touch-move breach: {} ({}){}.",
+                    "ply {}: possible touch-move breach: {} ({}){}{}.",
                     t.ply,
                     wording::touch_breach(t).replace('_', " "),
                     t.square,
+                    wording::touch_rest(t),
                     if t.only_on_claim {
                         "; only on a player's claim"
                     } else {

@@ -15,8 +15,9 @@ use crate::events::{
 /// How a new game reads its observations (`GameStarted.interpretation`). 1: clock sides from
 /// the evidence, restarts are no presses, presses in doubt. 2: a board that took back a
 /// confirmed move and then shows the game going on from it is back on the game, and only moves
-/// the provisional line holds are withdrawn.
-pub const CURRENT_INTERPRETATION: u32 = 2;
+/// the provisional line holds are withdrawn. 3: a possible touch-move breach is an alert only
+/// when its touches were seen at rest for a real time (`TOUCH_REST_MS`), otherwise a note.
+pub const CURRENT_INTERPRETATION: u32 = 3;
 
 /// Which display of the clock is White's, as the log has established it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

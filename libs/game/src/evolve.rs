@@ -105,7 +105,11 @@ impl Game {
                     self.board.start_seen |= [board, rotated].contains(self.start.board());
                 }
                 if let Some(touch) = crate::terms::touch_of(observation) {
-                    self.board.touches.push((event.game_seq, touch));
+                    let at_ms = observation.device_time_unix_ms;
+                    self.board.touches.push((
+                        event.game_seq,
+                        boardcast_rules::touch::TimedTouch { touch, at_ms },
+                    ));
                 }
                 if let Some(crate::device::observation::Kind::Clock(c)) = &observation.kind {
                     self.clock.last_reading = Some(*c);

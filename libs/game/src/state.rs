@@ -95,7 +95,7 @@ pub(crate) struct BoardRecord {
     /// an irregular placement after that is play, not a wrong set-up.
     pub(crate) start_seen: bool,
     /// Lifts and placements recorded since the last completed move, with their `game_seq`.
-    pub(crate) touches: Vec<(u64, boardcast_rules::touch::Touch)>,
+    pub(crate) touches: Vec<(u64, boardcast_rules::touch::TimedTouch)>,
     /// It shows a placement that matches no legal continuation.
     pub(crate) irregular: Option<String>,
     /// What of its set-up differs from what the game expects, one per aspect.

@@ -246,6 +246,9 @@ pub fn category(event: &GameEvent) -> &'static str {
             }
         }
         Kind::Touch(_) => "observation",
+        // Touches seen only for a moment: noted, not an alert.
+        Kind::TouchMove(t) if t.evidence() == crate::events::TouchEvidence::Brief => "observation",
+        Kind::TouchMove(_) => "alert",
         Kind::MoveProvisional(_)
         | Kind::ProvisionalWithdrawn(_)
         | Kind::MoveCompleted(_)
@@ -254,7 +257,6 @@ pub fn category(event: &GameEvent) -> &'static str {
         Kind::Irregularity(_)
         | Kind::IrregularityCleared(_)
         | Kind::IllegalMove(_)
-        | Kind::TouchMove(_)
         | Kind::ClockAlert(_)
         | Kind::DeadPositionUndetermined(_)
         | Kind::BoardStatus(_)

@@ -10,7 +10,7 @@ use crate::events::{
     self, ArbiterAction, ClaimJudged, ClaimJudgement, ClaimRuling, ClockAlert, ClockSidesBasis,
     GameEvent, GameStarted, IllegalMoveKind, IllegalMoveRecorded, IrregularityCause,
     IrregularityObserved, PenaltyKind, PossibleTouchMoveBreach, PressSettlement, SetupAspect, Side,
-    SideAction, Source, TouchMoveBreach, arbiter_action::Action, game_event::Kind,
+    SideAction, Source, TouchEvidence, TouchMoveBreach, arbiter_action::Action, game_event::Kind,
 };
 use crate::terms;
 
@@ -172,6 +172,14 @@ fn aspect(aspect: SetupAspect) -> &'static str {
     }
 }
 
+/// How long the piece of a touch-move finding was at rest, when known: `, at rest 1.5 s`.
+pub fn touch_rest(t: &crate::events::PossibleTouchMoveBreach) -> String {
+    match t.rest_ms {
+        ms if ms > 0 => format!(", at rest {:.1} s", ms as f64 / 1000.0),
+        _ => String::new(),
+    }
+}
+
 /// What an event says, in a line; `None` for the routine ones (observations, touches,
 /// provisional and completed moves, the start). `edition`: the game's Laws, named where a
 /// penalty is none because the act is not illegal under them.
@@ -256,12 +264,22 @@ pub fn describe(event: &GameEvent, edition: Option<&str>) -> Option<String> {
             "ply {}: whether the position is dead was not determined (Article {})",
             d.ply, d.article
         ),
-        Kind::TouchMove(t) => format!(
-            "ply {}: possible touch-move breach ({}, {}, Article {})",
+        Kind::TouchMove(t) if t.evidence() == TouchEvidence::Brief => format!(
+            "ply {}: touch noted, not an alert ({}, {}, Article {}){}: seen only for a moment, \
+             as a piece slid across squares, an adjustment or a sensor shows",
             t.ply,
             touch_breach(t),
             t.square,
-            t.article
+            t.article,
+            touch_rest(t)
+        ),
+        Kind::TouchMove(t) => format!(
+            "ply {}: possible touch-move breach ({}, {}, Article {}){}",
+            t.ply,
+            touch_breach(t),
+            t.square,
+            t.article,
+            touch_rest(t)
         ),
         Kind::BoardStatus(b) => format!(
             "board: {:?}{}",

@@ -952,8 +952,54 @@ fn a_touch_and_another_piece_moved_is_a_possible_breach_resting_on_the_touches()
             rests_on
         )]
     );
+    assert_eq!(
+        event.evidence(),
+        boardcast_game::events::TouchEvidence::AtRest
+    );
     let summary = &board.alert(breach[0]).summary;
-    assert!(summary.contains("own piece not moved (g1)"), "{summary}");
+    assert!(
+        summary.contains("own piece not moved (g1), at rest 1.0 s"),
+        "{summary}"
+    );
+    board.assert_refolds();
+}
+
+#[test]
+fn a_touch_seen_only_for_a_moment_is_noted_not_alerted() {
+    use boardcast_game::{
+        device::{Piece, PieceLifted, PiecePlaced},
+        events::TouchEvidence,
+    };
+    let mut board = Board::new("fide-2023");
+    let g1 = u32::from(shakmaty::Square::G1);
+    // The knight off its square for 200 ms: an adjustment, or a sensor's flicker.
+    board.observe_at(
+        Obs::Lifted(PieceLifted {
+            square: g1,
+            piece: Piece::WhiteKnight as i32,
+        }),
+        10_000,
+    );
+    board.observe_at(
+        Obs::Placed(PiecePlaced {
+            square: g1,
+            piece: Piece::WhiteKnight as i32,
+        }),
+        10_200,
+    );
+    board.play(&mut Chess::default(), "e4");
+    let noted: Vec<_> = board
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(Kind::TouchMove(t)) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(noted.len(), 1, "the touch is on the record");
+    assert_eq!(noted[0].evidence(), TouchEvidence::Brief);
+    assert_eq!(noted[0].rest_ms, 200);
+    assert!(board.raised().is_empty(), "no alert: {:?}", board.raised());
     board.assert_refolds();
 }
 

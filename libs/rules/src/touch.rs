@@ -273,3 +273,138 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
         only_on_claim: rules.claim_based_supervision(),
     }
 }
+
+/// How long a piece must be seen at rest — set down on a square before it is lifted again, or
+/// held off its square before it is put back — for a touch to be evidence an arbiter can act on.
+/// A board scans every 200–250 ms: a piece slid across squares, adjusted or flickering in a
+/// sensor shows for a scan or two; one left for a second shows for at least this long.
+pub const TOUCH_REST_MS: i64 = 750;
+
+/// A touch with the time the board reported it (milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedTouch {
+    pub touch: Touch,
+    pub at_ms: i64,
+}
+
+/// How much a possible breach rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evidence {
+    /// Touches the board saw at rest for a real time: an alert for the arbiter.
+    AtRest,
+    /// Only with touches seen for a moment (a piece passing over a square, an adjustment, a
+    /// sensor flicker): a note on the game's timeline, not an alert.
+    Brief,
+}
+
+/// A possible breach with the strength of its evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WeighedBreach {
+    pub breach: PossibleBreach,
+    pub evidence: Evidence,
+    /// How long the piece concerned was at rest (released on the square before it was lifted
+    /// again, or off its square before it was put back), when the touches say.
+    pub rest_ms: Option<i64>,
+}
+
+/// [`check_touches`] with each finding weighed by time: touches that only show a piece for
+/// less than `min_rest_ms` (a lift and a put-back on one square, a set-down and a lift again)
+/// are passed over first; what is found without them rests on touches at rest, what is found
+/// only with them is brief.
+pub fn weigh_touches(
+    rules: &RuleSet,
+    pos: &Chess,
+    touches: &[TimedTouch],
+    made: Move,
+    min_rest_ms: i64,
+) -> (Vec<WeighedBreach>, bool) {
+    let steady = steady_touches(touches, min_rest_ms);
+    let plain = |indices: &[usize]| {
+        indices
+            .iter()
+            .map(|&i| touches[i].touch)
+            .collect::<Vec<_>>()
+    };
+    let at_rest = check_touches(rules, pos, &plain(&steady), made);
+    let every = check_touches(
+        rules,
+        pos,
+        &plain(&(0..touches.len()).collect::<Vec<_>>()),
+        made,
+    );
+    let mut weighed: Vec<WeighedBreach> = at_rest
+        .possible_breaches
+        .into_iter()
+        .map(|mut breach| {
+            breach.touch_indices = breach.touch_indices.iter().map(|&i| steady[i]).collect();
+            let rest_ms = rest_of(touches, &breach);
+            WeighedBreach {
+                breach,
+                evidence: Evidence::AtRest,
+                rest_ms,
+            }
+        })
+        .collect();
+    for breach in every.possible_breaches {
+        let known = weighed
+            .iter()
+            .any(|w| w.breach.breach == breach.breach && w.breach.square == breach.square);
+        if !known {
+            let rest_ms = rest_of(touches, &breach);
+            weighed.push(WeighedBreach {
+                breach,
+                evidence: Evidence::Brief,
+                rest_ms,
+            });
+        }
+    }
+    (weighed, every.only_on_claim)
+}
+
+/// The indices of the touches left when every brief pair is passed over: a set-down followed
+/// by a lift of the same piece on that square, or a lift followed by a put-back, within
+/// `min_rest_ms`. Pairs are taken out until none is left (a slide over three squares is three).
+fn steady_touches(touches: &[TimedTouch], min_rest_ms: i64) -> Vec<usize> {
+    let mut kept: Vec<usize> = (0..touches.len()).collect();
+    loop {
+        let brief = kept.iter().enumerate().find_map(|(k, &i)| {
+            let first = touches[i];
+            let (l, &j) = kept
+                .iter()
+                .enumerate()
+                .skip(k + 1)
+                .find(|(_, j)| touches[**j].touch.square == first.touch.square)?;
+            let second = touches[j];
+            let pair = first.touch.piece == second.touch.piece
+                && first.touch.action != second.touch.action
+                && second.at_ms.saturating_sub(first.at_ms) < min_rest_ms;
+            pair.then_some((k, l))
+        });
+        match brief {
+            Some((k, l)) => {
+                kept.remove(l);
+                kept.remove(k);
+            }
+            None => return kept,
+        }
+    }
+}
+
+/// How long the piece a breach concerns was at rest: for 4.6, released on the square until it
+/// was lifted again; otherwise off its square from the first touch until it was put back.
+fn rest_of(touches: &[TimedTouch], breach: &PossibleBreach) -> Option<i64> {
+    let first = *breach.touch_indices.first()?;
+    let until = match breach.breach {
+        TouchBreach::ReleasedPieceMovedAgain => *breach.touch_indices.get(1)?,
+        _ => {
+            let square = touches[first].touch.square;
+            first
+                + 1
+                + touches[first + 1..]
+                    .iter()
+                    .position(|t| t.touch.square == square)?
+        }
+    };
+    Some(touches[until].at_ms.saturating_sub(touches[first].at_ms))
+}

@@ -113,7 +113,8 @@ impl Incident {
     /// without a move is held in doubt and then settled as an illegal move by the mover's press
     /// on the move; a misplaced piece is an irregular placement only when shown for longer than
     /// the quiet period, and a possible touch-move breach (released, then moved on) when the
-    /// move is made; a battery above the low level raises nothing.
+    /// move is made, if it rested there for `TOUCH_REST_MS`; a battery above the low level
+    /// raises nothing.
     pub fn expected_alerts(&self) -> Vec<ExpectedAlert> {
         use ExpectedAlertKind as K;
         let ply = self.ply();
@@ -122,7 +123,15 @@ impl Incident {
             Incident::IrregularPlacement { for_ms, .. } if for_ms > QUIET_PERIOD_MS => {
                 &[K::IrregularPlacement, K::PossibleTouchMoveBreach]
             }
-            Incident::IrregularPlacement { .. } => &[K::PossibleTouchMoveBreach],
+            // At rest `for` and the 200 ms before the piece is lifted again: long enough to be
+            // evidence, or a note on the timeline only.
+            Incident::IrregularPlacement { for_ms, .. }
+                if i64::try_from(for_ms.saturating_add(200))
+                    .is_ok_and(|rest| rest >= boardcast_rules::touch::TOUCH_REST_MS) =>
+            {
+                &[K::PossibleTouchMoveBreach]
+            }
+            Incident::IrregularPlacement { .. } => &[],
             Incident::BoardOffline { .. } => &[K::BoardNotResponding],
             Incident::BatteryLow { percent, .. } if percent <= LOW_BATTERY_PERCENT => {
                 &[K::BatteryLow]

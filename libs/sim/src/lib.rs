@@ -7,8 +7,10 @@
 //! Incidents ([`Incident`]) can be injected at given plies, each with the alerts it should raise.
 
 pub mod dgt;
+pub mod hall;
 pub mod incidents;
 
+pub use hall::HallBehaviour;
 pub use incidents::{ExpectedAlert, ExpectedAlertKind, Incident};
 
 use boardcast_rules::pgn::PgnGame;
@@ -44,6 +46,9 @@ pub struct ScriptOptions {
     /// A running clock's reading this often between the presses, as DGT clocks send one every
     /// second; `None`: readings at the presses only.
     pub clock_reports_every_ms: Option<u64>,
+    /// Players' hands as a hall's boards see them ([`HallBehaviour`]), drawn from this seed;
+    /// `None`: every move made cleanly, each piece lifted and set down once.
+    pub hall: Option<(HallBehaviour, u64)>,
 }
 
 impl Default for ScriptOptions {
@@ -55,6 +60,7 @@ impl Default for ScriptOptions {
             clock: ClockSetup::default(),
             incidents: Vec::new(),
             clock_reports_every_ms: None,
+            hall: None,
         }
     }
 }
@@ -317,6 +323,19 @@ fn result_signal_steps(pos: &Chess, result: &str) -> Option<Vec<Kind>> {
 /// The observations of one game, from the set-up position to the result signal, with the
 /// options' incidents injected.
 pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>, SimError> {
+    script_in_hall(game, options).map(|(steps, _)| steps)
+}
+
+/// [`script`], with the plies into which [`ScriptOptions::hall`] played a real touch-move breach.
+pub fn script_in_hall(
+    game: &PgnGame,
+    options: &ScriptOptions,
+) -> Result<(Vec<ScriptStep>, Vec<u32>), SimError> {
+    use rand::SeedableRng as _;
+    let mut hall = options
+        .hall
+        .map(|(behaviour, seed)| (behaviour, rand_chacha::ChaCha8Rng::seed_from_u64(seed)));
+    let mut breaches = Vec::new();
     let players = game.players();
     for incident in &options.incidents {
         incident
@@ -431,6 +450,34 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
             clock_after = clock_after.saturating_sub(clocks[side] - line.clocks[side]);
             (now, clocks) = (line.now, line.clocks);
         }
+        if let Some((behaviour, rng)) = hall.as_mut() {
+            if lost > 0 {
+                return Err(SimError::BadIncident {
+                    players: players.clone(),
+                    incident: format!("lost-observations@ply={ply}"),
+                    reason: "observations lost and a hall's hands are not played together"
+                        .to_owned(),
+                });
+            }
+            let hand = hall::hand(&pos, &mv, behaviour, rng);
+            breaches.extend(hand.breach.then_some(ply));
+            let duration = hand.steps.last().map_or(0, |(at, _)| *at);
+            // The hand ends in time for the press the score's clock gives, when it fits.
+            let press_at = now + think_ms;
+            let start = press_at
+                .saturating_sub(duration + hand.press_after_ms)
+                .max(now + 100);
+            for (at, kind) in hand.steps {
+                steps.push(step(start + at, kind));
+            }
+            pos.play_unchecked(mv);
+            now = press_at.max(start + duration + 150);
+            clocks[side] = clock_after;
+            if !(pos.is_checkmate() || pos.is_stalemate()) {
+                steps.push(step(now, clock(white_display, clocks, run_for(pos.turn()))));
+            }
+            continue;
+        }
         let hand = hand_steps(&pos, &mv);
         let hand_len = hand.len();
         if lost > hand_len {
@@ -469,10 +516,11 @@ pub fn script(game: &PgnGame, options: &ScriptOptions) -> Result<Vec<ScriptStep>
             steps.push(step(now + 150 * i as u64, kind));
         }
     }
-    Ok(match options.clock_reports_every_ms {
+    let steps = match options.clock_reports_every_ms {
         Some(every) if every > 0 => with_clock_reports(steps, every),
         _ => steps,
-    })
+    };
+    Ok((steps, breaches))
 }
 
 /// The steps with a reading of the running clock every `every_ms` after each reading, up to the

@@ -3,14 +3,16 @@
 
 use boardcast_inference::PlyMove;
 use boardcast_rules::illegal::{IllegalKind, IllegalMoveCase, IllegalPenalty, judge_illegal_move};
-use boardcast_rules::touch::{Touch, check_touches};
+use boardcast_rules::touch::{
+    Evidence, TOUCH_REST_MS, TimedTouch, Touch, WeighedBreach, check_touches, weigh_touches,
+};
 use shakmaty::{Chess, Color};
 
-use crate::device::{DeviceState, DeviceStatus, Observation};
+use crate::device::{DeviceState, DeviceStatus, Observation, SourceKind};
 use crate::events::PenaltyKind;
 use crate::events::{
     BoardStatusChanged, GameResult, IllegalMoveRecorded, PossibleTouchMoveBreach, Source,
-    game_event::Kind,
+    TouchEvidence, game_event::Kind,
 };
 use crate::record::NewEvent;
 use crate::state::Game;
@@ -106,30 +108,63 @@ impl Game {
         if self.board.touches.is_empty() {
             return Vec::new();
         }
-        let touches: Vec<Touch> = self.board.touches.iter().map(|(_, t)| *t).collect();
-        let report = check_touches(&self.rules, before, &touches, mv.mv);
-        report
-            .possible_breaches
+        let timed: Vec<TimedTouch> = self.board.touches.iter().map(|(_, t)| *t).collect();
+        let (weighed, only_on_claim) = if self.interpretation >= 3 {
+            // Capture replays know the time only from the clock's whole seconds: a second more
+            // is asked for before touches count as at rest.
+            let min_rest = match SourceKind::try_from(obs.source) {
+                Ok(SourceKind::CaptureReplay) => TOUCH_REST_MS + 1_000,
+                _ => TOUCH_REST_MS,
+            };
+            weigh_touches(&self.rules, before, &timed, mv.mv, min_rest)
+        } else {
+            let touches: Vec<Touch> = timed.iter().map(|t| t.touch).collect();
+            let report = check_touches(&self.rules, before, &touches, mv.mv);
+            let weighed = report
+                .possible_breaches
+                .into_iter()
+                .map(|breach| WeighedBreach {
+                    breach,
+                    evidence: Evidence::AtRest,
+                    rest_ms: None,
+                })
+                .collect();
+            (weighed, report.only_on_claim)
+        };
+        weighed
             .into_iter()
-            .map(|breach| {
-                let seqs: Vec<u64> = breach
-                    .touch_indices
-                    .iter()
-                    .filter_map(|i| self.board.touches.get(*i).map(|(seq, _)| *seq))
-                    .collect();
-                NewEvent {
-                    kind: Kind::TouchMove(PossibleTouchMoveBreach {
-                        ply: mv.ply,
-                        breach: wording::breach_name(terms::breach_of(breach.breach)).to_owned(),
-                        breach_kind: terms::breach_of(breach.breach) as i32,
-                        article: breach.article.to_owned(),
-                        square: breach.square.clone(),
-                        touch_game_seqs: seqs,
-                        only_on_claim: report.only_on_claim,
-                    }),
-                    provenance: self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]),
-                }
-            })
+            .map(
+                |WeighedBreach {
+                     breach,
+                     evidence,
+                     rest_ms,
+                 }| {
+                    let seqs: Vec<u64> = breach
+                        .touch_indices
+                        .iter()
+                        .filter_map(|i| self.board.touches.get(*i).map(|(seq, _)| *seq))
+                        .collect();
+                    NewEvent {
+                        kind: Kind::TouchMove(PossibleTouchMoveBreach {
+                            ply: mv.ply,
+                            breach: wording::breach_name(terms::breach_of(breach.breach))
+                                .to_owned(),
+                            breach_kind: terms::breach_of(breach.breach) as i32,
+                            article: breach.article.to_owned(),
+                            square: breach.square.clone(),
+                            touch_game_seqs: seqs,
+                            only_on_claim,
+                            evidence: match (self.interpretation >= 3, evidence) {
+                                (false, _) => TouchEvidence::Unspecified,
+                                (true, Evidence::AtRest) => TouchEvidence::AtRest,
+                                (true, Evidence::Brief) => TouchEvidence::Brief,
+                            } as i32,
+                            rest_ms: rest_ms.unwrap_or(0),
+                        }),
+                        provenance: self.provenance(obs, Source::BoardSensor, vec![obs.device_seq]),
+                    }
+                },
+            )
             .collect()
     }
 
