@@ -29,6 +29,16 @@ pub struct DemoArgs {
     /// tags: for a file that merges broadcast groups whose round and board numbers repeat.
     #[arg(long)]
     boards_in_file_order: bool,
+    /// Incidents played into the games so that the arbiters' dashboard has something to show
+    /// (as `boardcast simulate --incidents`): by default a press without a move (an illegal
+    /// move), a piece misplaced and moved on (an irregular placement and a touch-move breach),
+    /// a board that stops answering and a low battery, in the first minutes.
+    #[arg(long = "incidents", value_name = "SPEC", value_delimiter = ',',
+          default_value = DEMO_INCIDENTS)]
+    incidents: Vec<simulate::BoardIncident>,
+    /// Play the games cleanly, without incidents.
+    #[arg(long, conflicts_with = "incidents")]
+    no_incidents: bool,
     /// Directory for the demo's NATS data and logs; emptied at start.
     #[arg(long, default_value = "var/demo")]
     data_dir: PathBuf,
@@ -128,8 +138,15 @@ fn demo_users(data_dir: &Path) -> anyhow::Result<DemoAccess> {
     })
 }
 
-pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let plan_args = SimulateArgs {
+/// What the demo plays into its games by default, on its first boards: each raises alerts of
+/// its own kind on the arbiters' dashboard within the first minutes at the demo's speed.
+pub const DEMO_INCIDENTS: &str = "board=1:press-without-move@ply=5,\
+board=2:irregular-placement@ply=9:for=15s,board=3:offline@ply=6:for=1200s,\
+board=4:battery-low@ply=4:percent=10";
+
+/// The simulation the demo plays: its boards, speed and incidents.
+fn simulate_args(args: &DemoArgs) -> SimulateArgs {
+    SimulateArgs {
         pgn: args.pgn.clone(),
         boards: args.boards,
         speed: args.speed,
@@ -144,8 +161,27 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         clock_turned_at_move: None,
         clock_reports_every: 0,
         boards_in_file_order: args.boards_in_file_order,
-        dgt: simulate::DgtOutArgs::default(),
-    };
+        dgt: simulate::DgtOutArgs {
+            incidents: simulate::IncidentArgs {
+                specs: if args.no_incidents {
+                    Vec::new()
+                } else {
+                    // Only on boards the demo plays.
+                    args.incidents
+                        .iter()
+                        .filter(|i| i.board <= args.boards)
+                        .cloned()
+                        .collect()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    }
+}
+
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let plan_args = simulate_args(&args);
     // Check the games before starting anything.
     let simulate::Plan {
         boards: plans,
@@ -280,6 +316,18 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         trusted_keys.display()
     );
     println!("  logs             {}", logs.display());
+    let record = simulate::incident_record(&plans);
+    for board in record.boards.iter().filter(|b| !b.incidents.is_empty()) {
+        for incident in &board.incidents {
+            let alerts: Vec<&str> = incident.expected_alerts.iter().map(|a| a.kind).collect();
+            println!(
+                "  incident         {}: {} -> alerts {}",
+                board.board_id,
+                incident.incident,
+                alerts.join(", ")
+            );
+        }
+    }
     println!();
     println!(
         "{} boards are playing at {} speed. Press Ctrl-C to stop.",
@@ -314,4 +362,44 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     drop(nats);
     println!("stopped.");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demos_incidents_are_planned_on_its_games() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: DemoArgs,
+        }
+        let pgn = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../data/london-classic-2016.pgn"
+        );
+        let args = Cli::try_parse_from(["demo", "--pgn", pgn])
+            .expect("defaults parse")
+            .args;
+        assert_eq!(args.incidents.len(), 4);
+        let plan_args = simulate_args(&args);
+        let plan = simulate::plan(&plan_args).expect("plans");
+        let kinds: Vec<&str> = simulate::incident_record(&plan.boards)
+            .boards
+            .iter()
+            .flat_map(|b| b.incidents.iter())
+            .flat_map(|i| i.expected_alerts.iter().map(|a| a.kind))
+            .collect();
+        for kind in [
+            "illegal_move",
+            "touch_move",
+            "irregular_placement",
+            "board_not_responding",
+            "battery_low",
+        ] {
+            assert!(kinds.contains(&kind), "{kind}: {kinds:?}");
+        }
+    }
 }
