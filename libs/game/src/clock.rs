@@ -16,7 +16,9 @@ use crate::events::{
 /// the evidence, restarts are no presses, presses in doubt. 2: a board that took back a
 /// confirmed move and then shows the game going on from it is back on the game, and only moves
 /// the provisional line holds are withdrawn. 3: a possible touch-move breach is an alert only
-/// when its touches were seen at rest for a real time (`TOUCH_REST_MS`), otherwise a note.
+/// when its touches were seen at rest for a real time (`TOUCH_REST_MS`), otherwise a note; a
+/// move leaving a dead position completes at once, as mate and stalemate do; a move completed
+/// without a press gets the clocks the last reading shows, counted down to that moment.
 pub const CURRENT_INTERPRETATION: u32 = 3;
 
 /// Which display of the clock is White's, as the log has established it.

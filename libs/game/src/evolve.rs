@@ -113,6 +113,7 @@ impl Game {
                 }
                 if let Some(crate::device::observation::Kind::Clock(c)) = &observation.kind {
                     self.clock.last_reading = Some(*c);
+                    self.clock.last_reading_at_ms = observation.device_time_unix_ms;
                     self.follow_clock();
                 }
             }

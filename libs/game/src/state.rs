@@ -112,6 +112,9 @@ pub(crate) struct ClockState {
     pub(crate) running: ClockRun,
     /// The last recorded reading as its source labelled it.
     pub(crate) last_reading: Option<ClockReading>,
+    /// The device time of that reading: a move completed without a press is given the clock
+    /// counted down from it.
+    pub(crate) last_reading_at_ms: i64,
     /// It has stood (stopped, as for turning it round) since the last completed move.
     pub(crate) stood: bool,
     /// Flags shown at the last recorded reading (White, Black), read with `sides`.

@@ -161,13 +161,36 @@ fn every_london_game_folds_with(clock: ClockSetup) {
             } else {
                 m.black_remaining_ms
             };
-            // Nobody presses the clock after mate or stalemate, so that move has no reading.
+            // Nobody presses the clock after mate or stalemate: that move has the clocks the last
+            // reading shows, the mover's counted down to the moment it was made (what the
+            // simulated clock showed then, whatever the score's times were), the opponent's as
+            // their press left it.
             let ended_by_move = matches!(
                 game.result().map(|r| r.1),
                 Some(Termination::Checkmate | Termination::Stalemate)
             );
             if ended_by_move && i + 1 == game.moves().len() {
-                assert_eq!(mover_clock, None);
+                let before = &game.moves()[i - 1];
+                let (mover_before, opponent_now, opponent_before) = if i % 2 == 0 {
+                    (
+                        before.white_remaining_ms,
+                        m.black_remaining_ms,
+                        before.black_remaining_ms,
+                    )
+                } else {
+                    (
+                        before.black_remaining_ms,
+                        m.white_remaining_ms,
+                        before.white_remaining_ms,
+                    )
+                };
+                let shown = mover_clock.expect("the clock at the final move");
+                assert!(
+                    mover_before.is_some_and(|before| shown < before),
+                    "{}: {shown} after {mover_before:?}",
+                    pgn.players()
+                );
+                assert_eq!(opponent_now, opponent_before, "{}", pgn.players());
             // The score lacks a few clock times; the simulated clock then still shows one.
             } else if p.clock_ms.is_some() {
                 assert_eq!(mover_clock, p.clock_ms, "{} ply {}", pgn.players(), i + 1);

@@ -1211,3 +1211,59 @@ fn a_board_back_on_the_game_after_a_stray_placement_and_older_logs_as_they_were(
     assert_eq!(sans(&old), ["Nf3"], "{:?}", old.kinds());
     assert_eq!(presses_in_doubt(&old), 1, "{:?}", old.kinds());
 }
+
+#[test]
+fn a_capture_leaving_no_mate_possible_ends_the_game_at_once_with_the_clock() {
+    use boardcast_game::events::Termination;
+    // King takes the last rook: king against king, a dead position (Article 5.2.2). Nobody
+    // presses after it, as after mate.
+    let fen = "4k3/8/8/8/8/8/3r4/4K3 w - - 0 1";
+    let mut board = Board::from_fen("fide-2023", fen);
+    let mut pos: Chess = fen
+        .parse::<shakmaty::fen::Fen>()
+        .expect("fen")
+        .into_position(shakmaty::CastlingMode::Standard)
+        .expect("position");
+    play_san(&mut pos, "Kxd2");
+    // The clock was started (White's) at 1 s; the king takes 30 s later.
+    board.observe_at(
+        Obs::Placement(BoardPlacement {
+            placement: pos.board().board_fen().to_string(),
+        }),
+        31_000,
+    );
+    let moves = board.game.moves();
+    assert_eq!(moves.len(), 1, "{:?}", board.kinds());
+    assert_eq!(moves[0].san, "Kxd2");
+    // The clocks as the clock showed them at that moment.
+    assert_eq!(moves[0].white_remaining_ms, Some(5_000_000 - 30_000));
+    assert_eq!(moves[0].black_remaining_ms, Some(5_000_000));
+    assert_eq!(
+        board.game.result().map(|r| r.1),
+        Some(Termination::DeadPosition)
+    );
+
+    // A game set up before (interpretation 2) waits for the press, as it was decided.
+    let mut started = board.game.info().clone();
+    started.interpretation = 2;
+    let first = Game::record(
+        None,
+        GAME,
+        vec![boardcast_game::NewEvent {
+            kind: Kind::Started(started),
+            provenance: Default::default(),
+        }],
+        0,
+    )
+    .remove(0);
+    let mut older = Board::from_first_record(first, 0);
+    older.clock(ClockRun::White);
+    older.observe_at(
+        Obs::Placement(BoardPlacement {
+            placement: pos.board().board_fen().to_string(),
+        }),
+        31_000,
+    );
+    assert!(older.game.moves().is_empty());
+    assert!(older.game.result().is_none());
+}

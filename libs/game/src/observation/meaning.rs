@@ -513,13 +513,22 @@ impl Game {
         let mut after = line.position_after(position);
         after.play_unchecked(mv.mv);
         let provenance = self.provenance(obs, Source::BoardSensor, basis);
-        // Only mate and stalemate end a game without the press: a provisional move may still
-        // change, and automatic draws wait for the completed move.
-        let end = (after.is_checkmate() || after.is_stalemate())
+        // Only mate, stalemate and (from interpretation 3) a dead position end a game without the
+        // press (Article 5.2.2): a provisional move may still change, and automatic draws wait
+        // for the completed move.
+        let ends_at_once = after.is_checkmate()
+            || after.is_stalemate()
+            || (self.interpretation >= 3 && dead_at_once(&mv.mv, &after));
+        let end = ends_at_once
             .then(|| self.verdict_after_moves(&after, provisional.ply))
             .into_iter()
             .flatten()
-            .find(|kind| matches!(kind, Kind::Ended(_)));
+            .find(|kind| {
+                matches!(kind, Kind::Ended(e) if matches!(
+                    e.termination(),
+                    Termination::Checkmate | Termination::Stalemate | Termination::DeadPosition
+                ))
+            });
         let Some(end) = end else {
             line.place(
                 completed as usize,
@@ -537,17 +546,24 @@ impl Game {
         *ended = true;
         let mut before = position.clone();
         let mut events = Vec::new();
+        // The last move's clocks, as the clock shows them now (from interpretation 3); the moves
+        // before it in the line had no press either, and no reading of their own.
+        let final_clocks = (self.interpretation >= 3)
+            .then(|| self.clocks_without_press(obs))
+            .flatten();
+        let final_ply = provisional.ply;
         let seen = line.take().into_iter().map(|p| (p.mv, p.event));
         for (m, p) in seen.chain([(mv.mv, provisional)]) {
             before.play_unchecked(m);
+            let clocks = final_clocks.filter(|_| p.ply == final_ply);
             events.push(NewEvent {
                 kind: Kind::MoveCompleted(MoveCompleted {
                     ply: p.ply,
                     uci: p.uci,
                     san: p.san,
                     fen_after: fen_of(&before),
-                    white_remaining_ms: None,
-                    black_remaining_ms: None,
+                    white_remaining_ms: clocks.map(|c| c.0),
+                    black_remaining_ms: clocks.map(|c| c.1),
                 }),
                 provenance: provenance.clone(),
             });
@@ -557,6 +573,26 @@ impl Game {
             provenance,
         });
         events
+    }
+
+    /// The clocks (White, Black) at `obs` when no press shows them: the last recorded reading,
+    /// read with the clock's sides, the running side's time counted down by the device time
+    /// since (no increment: none is added without a press).
+    pub(super) fn clocks_without_press(&self, obs: &Observation) -> Option<(u64, u64)> {
+        let raw = self.clock.last_reading.as_ref()?;
+        let reading = self.clock.sides.read(raw);
+        let elapsed = u64::try_from(
+            obs.device_time_unix_ms
+                .checked_sub(self.clock.last_reading_at_ms)?,
+        )
+        .ok()?;
+        let (mut white, mut black) = (reading.white_remaining_ms, reading.black_remaining_ms);
+        match crate::clock::running_side(&reading) {
+            Some(Color::White) => white = white.saturating_sub(elapsed),
+            Some(Color::Black) => black = black.saturating_sub(elapsed),
+            None => {}
+        }
+        Some((white, black))
     }
 
     /// How many moves of the provisional `line` count before the ply being played: all of them
@@ -730,4 +766,14 @@ impl Game {
             provenance: self.provenance(obs, Source::Clock, basis),
         }
     }
+}
+
+/// Whether a move's position may be dead, cheaply first: insufficient material on both sides is
+/// (a few bit operations); otherwise only a capture, a promotion or a pawn move can have made it
+/// so, and only then is the search asked (with its node budget: the same answer on every replay).
+/// An undetermined position is not dead here: the move waits for its press.
+fn dead_at_once(mv: &shakmaty::Move, after: &Chess) -> bool {
+    after.is_insufficient_material()
+        || ((mv.is_capture() || mv.is_promotion() || mv.role() == shakmaty::Role::Pawn)
+            && boardcast_rules::dead::dead_position(after) == boardcast_rules::dead::Answer::Yes)
 }
