@@ -85,6 +85,19 @@ fn normalized(action: &ArbiterAction) -> Result<ArbiterAction, ActionRejected> {
 }
 
 impl Game {
+    /// The provisional moves a result declared now settles (interpretation 3 or later).
+    fn settled_line(&self, provenance: &Provenance) -> Vec<NewEvent> {
+        if self.interpretation < 3 {
+            return Vec::new();
+        }
+        crate::provisional::settled_by_result(
+            self.provisional.moves(),
+            &self.position,
+            provenance,
+            false,
+        )
+    }
+
     /// Decides an arbiter's action: the action itself is recorded, then its effects.
     ///
     /// `request_id` is the client's id for the action (may be empty): when the log already holds
@@ -239,17 +252,32 @@ impl Game {
             }
             Action::Resignation(who) => {
                 let resigned = side(who.player())?;
-                let mut end = ending_of(&resignation(&self.rules, &self.position, resigned));
+                // The moves the board showed before it are settled first, and the resignation
+                // judged on the position they leave.
+                let settled = self.settled_line(&provenance);
+                let after = if settled.is_empty() {
+                    self.position.clone()
+                } else {
+                    self.line_position()
+                };
+                events.extend(settled);
+                let mut end = ending_of(&resignation(&self.rules, &after, resigned));
                 end.detail = format!("{} resigned: {}", wording::player(who), end.detail);
                 events.push(ended(end));
             }
-            Action::DrawAgreed(_) => events.push(ended(ending_of(&agreement(&self.rules)))),
+            Action::DrawAgreed(_) => {
+                events.extend(self.settled_line(&provenance));
+                events.push(ended(ending_of(&agreement(&self.rules))));
+            }
             Action::Result(declared) => {
                 let result = declared.result();
                 if result == GameResult::Unspecified {
                     return Err(ActionRejected::Invalid(
                         "a declared result needs a result".into(),
                     ));
+                }
+                if !self.is_over() {
+                    events.extend(self.settled_line(&provenance));
                 }
                 events.push(ended(GameEnded {
                     result: result as i32,

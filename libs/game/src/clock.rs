@@ -18,7 +18,8 @@ use crate::events::{
 /// the provisional line holds are withdrawn. 3: a possible touch-move breach is an alert only
 /// when its touches were seen at rest for a real time (`TOUCH_REST_MS`), otherwise a note; a
 /// move leaving a dead position completes at once, as mate and stalemate do; a move completed
-/// without a press gets the clocks the last reading shows, counted down to that moment.
+/// without a press gets the clocks the last reading shows, counted down to that moment; a
+/// declared result settles the provisional moves before it.
 pub const CURRENT_INTERPRETATION: u32 = 3;
 
 /// Which display of the clock is White's, as the log has established it.

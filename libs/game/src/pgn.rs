@@ -71,26 +71,43 @@ pub fn pgn_tags(info: &GameStarted) -> Vec<(String, String)> {
 impl Game {
     /// A game as a PGN score: the Seven Tag Roster, ratings, `[%clk]` after every move that was
     /// completed with a clock reading, draw offers and the arbiter's decisions at the move they
-    /// followed.
+    /// followed. A move that rests on the board alone says so (`UNCONFIRMED`), and while the game
+    /// goes on the moves the board shows after the completed ones follow, marked `PROVISIONAL`:
+    /// a final move nobody pressed after is shown, never passed off as confirmed.
     pub fn to_pgn(&self) -> AnnotatedGame {
+        use crate::display::{PROVISIONAL, UNCONFIRMED};
+        use crate::events::Source;
         let game = self;
         let tags = pgn_tags(game.info());
-        let moves = game
+        let mut moves: Vec<PgnMove> = game
             .completed_moves()
             .iter()
-            .map(|m| &m.event)
-            .map(|m| PgnMove {
-                san: m.san.clone(),
-                // The mover's clock: the start position's side to move plays the odd plies.
-                clock_ms: if (m.ply % 2 == 1) == (game.start.turn() == shakmaty::Color::White) {
-                    m.white_remaining_ms
-                } else {
-                    m.black_remaining_ms
-                },
-                elapsed_ms: None,
-                comment: None,
+            .map(|completed| {
+                let m = &completed.event;
+                let confirmed = matches!(
+                    completed.source,
+                    Source::Clock | Source::Arbiter | Source::Scoresheet
+                );
+                PgnMove {
+                    san: m.san.clone(),
+                    // The mover's clock: the start position's side to move plays the odd plies.
+                    clock_ms: if (m.ply % 2 == 1) == (game.start.turn() == shakmaty::Color::White) {
+                        m.white_remaining_ms
+                    } else {
+                        m.black_remaining_ms
+                    },
+                    elapsed_ms: None,
+                    comment: (!confirmed).then(|| UNCONFIRMED.to_owned()),
+                }
             })
             .collect();
+        if !game.is_over() {
+            moves.extend(game.provisional.moves().iter().map(|p| PgnMove {
+                san: p.event.san.clone(),
+                comment: Some(PROVISIONAL.to_owned()),
+                ..PgnMove::default()
+            }));
+        }
         let notes = move_notes(
             game.completed_moves().len(),
             game.draw_offers(),

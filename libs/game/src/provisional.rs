@@ -97,6 +97,49 @@ impl ProvisionalLine {
     }
 }
 
+/// The provisional moves a declared result settles (from interpretation 3): each completed as
+/// the board showed it (source `BOARD_SENSOR`, so that it is shown as not confirmed by a press,
+/// arbiter or scoresheet), on the record before the game's end. A final king move onto a centre
+/// square is left out when `signal`: it may be the first king of the result signal.
+pub(crate) fn settled_by_result(
+    line: &[Provisional],
+    completed_position: &Chess,
+    provenance: &crate::events::Provenance,
+    signal: bool,
+) -> Vec<crate::record::NewEvent> {
+    use crate::events::{MoveCompleted, Source, game_event::Kind};
+    let mut moves = line;
+    if signal
+        && let Some((last, before)) = line.split_last()
+        && last.mv.role() == shakmaty::Role::King
+        && boardcast_rules::result_signal::CENTRE.contains(&last.mv.to())
+    {
+        moves = before;
+    }
+    let mut position = completed_position.clone();
+    moves
+        .iter()
+        .map(|p| {
+            position.play_unchecked(p.mv);
+            crate::record::NewEvent {
+                kind: Kind::MoveCompleted(MoveCompleted {
+                    ply: p.event.ply,
+                    uci: p.event.uci.clone(),
+                    san: p.event.san.clone(),
+                    fen_after: crate::state::fen_of(&position),
+                    white_remaining_ms: None,
+                    black_remaining_ms: None,
+                }),
+                provenance: crate::events::Provenance {
+                    source: Source::BoardSensor as i32,
+                    device_seqs: p.device_seqs.clone(),
+                    ..provenance.clone()
+                },
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use shakmaty::{CastlingMode, uci::UciMove};

@@ -1267,3 +1267,57 @@ fn a_capture_leaving_no_mate_possible_ends_the_game_at_once_with_the_clock() {
     assert!(older.game.moves().is_empty());
     assert!(older.game.result().is_none());
 }
+
+#[test]
+fn a_final_move_nobody_pressed_after_is_shown_and_a_resignation_settles_it() {
+    use boardcast_game::display::{PROVISIONAL, UNCONFIRMED};
+    use boardcast_game::events::{SideAction, arbiter_action::Action};
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    board.play(&mut pos, "e4");
+    // Black's reply is seen on the board; Black never presses (White resigns at once).
+    play_san(&mut pos, "e5");
+    board.placement(pos.board());
+    assert_eq!(board.game.moves().len(), 1);
+    // Shown for people, marked as the board's only.
+    let shown = board.game.to_pgn().game;
+    assert_eq!(shown.moves.len(), 2);
+    assert_eq!(shown.moves[1].san, "e5");
+    assert_eq!(shown.moves[1].comment.as_deref(), Some(PROVISIONAL));
+
+    board.act(
+        Action::Resignation(SideAction {
+            side: "white".into(),
+            ..Default::default()
+        }),
+        "IA Smith",
+    );
+    // The resignation settles the move on the record, as the board showed it.
+    let moves = board.game.moves();
+    assert_eq!(moves.len(), 2, "{:?}", board.kinds());
+    assert_eq!(moves[1].san, "e5");
+    assert_eq!(board.game.result_token(), "0-1");
+    let completed = board.game.completed_moves();
+    assert_eq!(completed[1].source, Source::BoardSensor, "not confirmed");
+    let shown = board.game.to_pgn().game;
+    assert_eq!(shown.moves[1].comment.as_deref(), Some(UNCONFIRMED));
+    assert_eq!(shown.moves[0].comment, None, "confirmed by its press");
+    // What happened stays on the record: the sighting, then the settling.
+    assert_eq!(board.count(|k| matches!(k, Kind::MoveProvisional(_))), 2);
+
+    // A game set up before interpretation 3 ends as it was decided: the sighting left aside.
+    let mut older = Board::read_with(2);
+    let mut pos = Chess::default();
+    older.clock(ClockRun::White);
+    older.play(&mut pos, "e4");
+    play_san(&mut pos, "e5");
+    older.placement(pos.board());
+    older.act(
+        Action::Resignation(SideAction {
+            side: "white".into(),
+            ..Default::default()
+        }),
+        "IA Smith",
+    );
+    assert_eq!(older.game.moves().len(), 1);
+}

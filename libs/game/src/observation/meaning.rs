@@ -461,6 +461,19 @@ impl Game {
                     provenance: self.provenance(obs, Source::BoardSensor, basis),
                 }),
                 Output::ResultSignalled { result, basis } => {
+                    // The moves the board showed before the kings went to the centre are settled
+                    // by the result (from interpretation 3), a last king move onto a centre
+                    // square excepted: it may be the signal's first king.
+                    if self.interpretation >= 3 {
+                        let provenance = self.provenance(obs, Source::BoardSensor, basis.clone());
+                        events.extend(crate::provisional::settled_by_result(
+                            line.moves(),
+                            &position,
+                            &provenance,
+                            true,
+                        ));
+                        line.clear();
+                    }
                     let result = match result {
                         boardcast_inference::ResultSignal::WhiteWins => GameResult::WhiteWins,
                         boardcast_inference::ResultSignal::BlackWins => GameResult::BlackWins,
