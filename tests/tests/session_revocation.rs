@@ -165,6 +165,14 @@ async fn a_logout_a_password_change_and_a_disable_end_the_session_everywhere() -
     eprintln!("password change refused everywhere after {took:?}");
     let with_new = hall.login("changes-password", new_password).await?;
     assert_eq!(hall.grpc_answers(&with_new).await?[0], None);
+    // The instance whose copy of the file is older opens no session with the old password.
+    assert!(
+        hall.dashboards[1]
+            .login("changes-password", TEST_PASSWORD)
+            .await
+            .is_err(),
+        "a stale copy of the users file must not let the old password in"
+    );
 
     // A disabled user.
     TestUsers::shared()?.edit(|directory| {
@@ -217,6 +225,36 @@ async fn logging_out_needs_the_session_itself() -> anyhow::Result<()> {
         .await?;
     hall.refused_everywhere_within(&other, "logging out everywhere")
         .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_live_stream_ends_when_its_session_does() -> anyhow::Result<()> {
+    let (hall, _copy) = hall(&["watches-live"]).await?;
+    let session = hall.login("watches-live", TEST_PASSWORD).await?;
+    let mut client = hall.games[1].client_as(session.token()).await?;
+    let mut stream = client
+        .stream_round_events(boardcast_schema::game::v1::StreamRoundEventsRequest {
+            tournament_id: "quiet-event".into(),
+            round: 1,
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    assert_eq!(session.logout().await?.as_u16(), 303);
+    // The stream follows the log live; it ends, with the refusal, within seconds.
+    let ended = tokio::time::timeout(WITHIN, stream.message())
+        .await
+        .map_err(|_| anyhow::anyhow!("the stream outlived its session by {WITHIN:?}"))?;
+    let refusal = ended.expect_err("refused");
+    assert_eq!(refusal.code(), Code::Unauthenticated, "{refusal:?}");
+    // And the ended session cannot end anybody's sessions any more.
+    let mut client = hall.games[0].client_as(session.token()).await?;
+    let refused = client
+        .logout(boardcast_schema::game::v1::LogoutRequest { everywhere: true })
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.code(), Code::Unauthenticated);
     Ok(())
 }
 

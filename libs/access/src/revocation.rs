@@ -24,7 +24,15 @@ pub enum SessionEnd {
         expires_unix_ms: i64,
     },
     /// Every session of `user` issued before `from_unix_ms`.
-    UserSessionsBefore { user: String, from_unix_ms: i64 },
+    UserSessionsBefore {
+        user: String,
+        from_unix_ms: i64,
+        /// Made in a users file (a password change, a disabled user, `users end-sessions`),
+        /// rather than by a logout: an instance whose own copy of the file is older opens no
+        /// new session for the user until it has the new one.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        from_users_file: bool,
+    },
 }
 
 /// The sessions ended so far.
@@ -34,6 +42,8 @@ pub struct Revocations {
     sessions: HashMap<String, i64>,
     /// Per user: sessions issued before this moment are ended.
     users_from: HashMap<String, i64>,
+    /// Per user: the latest such moment a users file set.
+    users_file_from: HashMap<String, i64>,
 }
 
 /// The name a session is ended by: the hex SHA-256 of the token (the token itself is a
@@ -55,7 +65,18 @@ impl Revocations {
             } => {
                 self.sessions.insert(digest, expires_unix_ms);
             }
-            SessionEnd::UserSessionsBefore { user, from_unix_ms } => {
+            SessionEnd::UserSessionsBefore {
+                user,
+                from_unix_ms,
+                from_users_file,
+            } => {
+                if from_users_file {
+                    let from = self
+                        .users_file_from
+                        .entry(user.clone())
+                        .or_insert(from_unix_ms);
+                    *from = (*from).max(from_unix_ms);
+                }
                 let from = self.users_from.entry(user).or_insert(from_unix_ms);
                 // An earlier moment recorded later never brings ended sessions back.
                 *from = (*from).max(from_unix_ms);
@@ -66,6 +87,11 @@ impl Revocations {
     /// The moment before which `user`'s sessions are ended, if any.
     pub fn user_sessions_from(&self, user: &str) -> Option<i64> {
         self.users_from.get(user).copied()
+    }
+
+    /// The latest moment a users file (anywhere) ended `user`'s sessions, if any.
+    pub fn users_file_sessions_from(&self, user: &str) -> Option<i64> {
+        self.users_file_from.get(user).copied()
     }
 
     /// Refuses a session (its token and its verified claims) that was ended.
@@ -129,6 +155,7 @@ mod tests {
         let end = |from| SessionEnd::UserSessionsBefore {
             user: "chief".into(),
             from_unix_ms: from,
+            from_users_file: true,
         };
         revocations.record(end(500));
         assert_eq!(
@@ -143,6 +170,8 @@ mod tests {
             Err(CredentialError::Ended)
         );
         assert_eq!(revocations.user_sessions_from("chief"), Some(500));
+        assert_eq!(revocations.users_file_sessions_from("chief"), Some(500));
+        assert_eq!(revocations.users_file_sessions_from("arbiter"), None);
     }
 
     #[test]
@@ -156,6 +185,7 @@ mod tests {
             SessionEnd::UserSessionsBefore {
                 user: "u".into(),
                 from_unix_ms: 4,
+                from_users_file: false,
             },
         ] {
             let json = serde_json::to_string(&end).expect("json");

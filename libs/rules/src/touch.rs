@@ -364,31 +364,30 @@ pub fn weigh_touches(
 
 /// The indices of the touches left when every brief pair is passed over: a set-down followed
 /// by a lift of the same piece on that square, or a lift followed by a put-back, within
-/// `min_rest_ms`. Pairs are taken out until none is left (a slide over three squares is three).
+/// `min_rest_ms`. One pass in order, with the touches kept so far on each square: a pair taken
+/// out lets the touch before it pair with the next (a piece put down, adjusted, lifted).
 fn steady_touches(touches: &[TimedTouch], min_rest_ms: i64) -> Vec<usize> {
-    let mut kept: Vec<usize> = (0..touches.len()).collect();
-    loop {
-        let brief = kept.iter().enumerate().find_map(|(k, &i)| {
-            let first = touches[i];
-            let (l, &j) = kept
-                .iter()
-                .enumerate()
-                .skip(k + 1)
-                .find(|(_, j)| touches[**j].touch.square == first.touch.square)?;
-            let second = touches[j];
-            let pair = first.touch.piece == second.touch.piece
-                && first.touch.action != second.touch.action
-                && second.at_ms.saturating_sub(first.at_ms) < min_rest_ms;
-            pair.then_some((k, l))
+    let mut on_square: std::collections::HashMap<Square, Vec<usize>> =
+        std::collections::HashMap::new();
+    let mut dropped = vec![false; touches.len()];
+    for (i, touch) in touches.iter().enumerate() {
+        let kept = on_square.entry(touch.touch.square).or_default();
+        let brief = kept.last().is_some_and(|&j| {
+            let before = touches[j];
+            before.touch.piece == touch.touch.piece
+                && before.touch.action != touch.touch.action
+                && touch.at_ms.saturating_sub(before.at_ms) < min_rest_ms
         });
-        match brief {
-            Some((k, l)) => {
-                kept.remove(l);
-                kept.remove(k);
+        if brief {
+            if let Some(j) = kept.pop() {
+                dropped[j] = true;
             }
-            None => return kept,
+            dropped[i] = true;
+        } else {
+            kept.push(i);
         }
     }
+    (0..touches.len()).filter(|&i| !dropped[i]).collect()
 }
 
 /// How long the piece a breach concerns was at rest: for 4.6, released on the square until it

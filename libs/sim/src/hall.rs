@@ -12,6 +12,9 @@ use shakmaty::{Board, Chess, Move, Piece, Position, Role, Square};
 
 use crate::{Kind, lifted, placed, placement_of};
 
+/// How often a board reports what its squares hold.
+const SCAN_MS: u64 = 250;
+
 /// How often each behaviour happens, per move (a chance from 0 to 1).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HallBehaviour {
@@ -77,18 +80,28 @@ pub(crate) fn hand(pos: &Chess, mv: &Move, hall: &HallBehaviour, rng: &mut ChaCh
     let mut at = 0u64;
     let chance = |p: f64, rng: &mut ChaCha8Rng| p > 0.0 && rng.random::<f64>() < p;
 
-    // A piece adjusted first, or a resting piece lost by a sensor for a scan.
-    if chance(hall.adjust, rng) || chance(hall.flicker, rng) {
+    // A piece of the player's adjusted first (off its square for 150–700 ms).
+    if chance(hall.adjust, rng) {
         let own: Vec<Square> = (board.by_color(mover) & !board.kings())
             .into_iter()
             .collect();
-        if let Some(&square) = own.choose(rng) {
-            let off = rng.random_range(150..=700);
-            if let Some(piece) = lift(&mut board, &mut steps, at, square) {
-                at += off;
-                put(&mut board, &mut steps, at, square, piece);
-                at += rng.random_range(300..=1_500);
-            }
+        if let Some(&square) = own.choose(rng)
+            && let Some(piece) = lift(&mut board, &mut steps, at, square)
+        {
+            at += rng.random_range(150..=700);
+            put(&mut board, &mut steps, at, square, piece);
+            at += rng.random_range(300..=1_500);
+        }
+    }
+    // A sensor loses a resting piece, either side's, for one scan.
+    if chance(hall.flicker, rng) {
+        let resting: Vec<Square> = board.occupied().into_iter().collect();
+        if let Some(&square) = resting.choose(rng)
+            && let Some(piece) = lift(&mut board, &mut steps, at, square)
+        {
+            at += SCAN_MS;
+            put(&mut board, &mut steps, at, square, piece);
+            at += rng.random_range(200..=1_000);
         }
     }
 
@@ -162,10 +175,10 @@ pub(crate) fn hand(pos: &Chess, mv: &Move, hall: &HallBehaviour, rng: &mut ChaCh
         _ => {
             let mut after = pos.clone();
             after.play_unchecked(*mv);
-            for (i, kind) in crate::hand_steps(pos, mv).into_iter().enumerate() {
-                steps.push((at + 150 * i as u64, kind));
+            for kind in crate::hand_steps(pos, mv) {
+                steps.push((at, kind));
+                at += 150;
             }
-            at += 150 * steps.len() as u64;
             steps.push((at, placement_of(after.board())));
         }
     }

@@ -175,6 +175,7 @@ impl Authenticator {
             .map(|(user, record)| SessionEnd::UserSessionsBefore {
                 user: user.clone(),
                 from_unix_ms: record.sessions_from_unix_ms,
+                from_users_file: true,
             })
             .collect()
     }
@@ -199,11 +200,22 @@ impl Authenticator {
             Ok(claims) => claims,
             Err(e) => return Err(unauthenticated(&e)),
         };
+        // Only a session that still counts ends sessions: a stolen token already logged out, or
+        // a disabled user's, cannot end the user's new sessions.
+        self.revocations
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .check(token, &claims)
+            .map_err(|e| unauthenticated(&e))?;
+        self.directory()
+            .session_identity(&claims)
+            .map_err(|e| unauthenticated(&e))?;
         Ok(if everywhere {
             SessionEnd::UserSessionsBefore {
                 user: claims.user,
                 // Every session issued up to this moment, this one included.
                 from_unix_ms: boardcast_kit::now_unix_ms().saturating_add(1),
+                from_users_file: false,
             }
         } else {
             SessionEnd::Session {
@@ -212,6 +224,31 @@ impl Authenticator {
                 expires_unix_ms: claims.expires_unix_ms,
             }
         })
+    }
+
+    /// UNAUTHENTICATED when another copy of the users file ended `user`'s sessions after what
+    /// this instance's copy says (a password changed, the user disabled): its old password and
+    /// tokens open nothing here until this copy is replaced.
+    fn check_users_file_is_current(&self, user: &str) -> Result<(), Status> {
+        let elsewhere = self
+            .revocations
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .users_file_sessions_from(user)
+            .unwrap_or(0);
+        let here = self
+            .directory()
+            .users
+            .get(user)
+            .map_or(0, |record| record.sessions_from_unix_ms);
+        if elsewhere > here {
+            return Err(Status::unauthenticated(format!(
+                "{user:?} was changed in another copy of the users file (a password change, a \
+                 disabled user or their sessions ended) after this instance's copy was written: \
+                 copy the current users file here"
+            )));
+        }
+        Ok(())
     }
 
     /// Takes an assignment in force (in the order they were recorded).
@@ -316,6 +353,7 @@ impl Authenticator {
             .await
             .map_err(|e| Status::internal(format!("checking the token: {e}")))?
             .map_err(|e| unauthenticated(&e))?;
+        self.check_users_file_is_current(&identity.user)?;
         if let Ok(mut cache) = self.token_cache.write() {
             cache.insert(digest, identity.clone());
         }
@@ -340,8 +378,12 @@ impl Authenticator {
             .get(boardcast_kit::client::CLIENT_ADDRESS_METADATA)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<IpAddr>().ok());
+        // Compared canonically: a dual-stack listener sees IPv4 peers as ::ffff:a.b.c.d.
+        let peer = peer.map(|p| p.to_canonical());
         match (peer, forwarded) {
-            (Some(peer), Some(client)) if self.trusted_proxies.contains(&peer) => Some(client),
+            (Some(peer), Some(client)) if self.trusted_proxies.contains(&peer) => {
+                Some(client.to_canonical())
+            }
             _ => peer,
         }
     }
@@ -390,6 +432,7 @@ impl Authenticator {
                 return Err(unauthenticated(&e));
             }
         };
+        self.check_users_file_is_current(&identity.user)?;
         if let Ok(mut failures) = self.failures.write() {
             failures.remove(&key);
         }

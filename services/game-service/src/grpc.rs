@@ -19,6 +19,9 @@ use crate::sessions::SessionLog;
 use crate::store::{AppendError, Store};
 use boardcast_access::Operation;
 
+/// How often a live stream's credential is checked again.
+const RECHECK_CREDENTIAL: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub struct GameApi {
     store: Arc<Store>,
     js: jetstream::Context,
@@ -45,6 +48,44 @@ impl GameApi {
             assignments,
             sessions,
         }
+    }
+
+    /// A live stream that ends, with the refusal, once its caller's credential no longer counts
+    /// (a logout, an expiry, a disabled user, a role taken away): it is checked again every
+    /// `RECHECK_CREDENTIAL`. A stream of open reads without a credential has nothing to check.
+    fn while_credential_counts(
+        &self,
+        has_credential: bool,
+        metadata: tonic::metadata::MetadataMap,
+        events: impl Stream<Item = Result<GameEvent, Status>> + Send + 'static,
+    ) -> Pin<Box<dyn Stream<Item = Result<GameEvent, Status>> + Send>> {
+        if !has_credential {
+            return Box::pin(events);
+        }
+        let auth = self.auth.clone();
+        let start = tokio::time::Instant::now() + RECHECK_CREDENTIAL;
+        let tick = tokio::time::interval_at(start, RECHECK_CREDENTIAL);
+        let state = (Box::pin(events), tick, auth, metadata, false);
+        Box::pin(futures::stream::unfold(
+            state,
+            |(mut events, mut tick, auth, metadata, refused)| async move {
+                if refused {
+                    return None;
+                }
+                loop {
+                    tokio::select! {
+                        item = events.next() => {
+                            return item.map(|item| (item, (events, tick, auth, metadata, false)));
+                        }
+                        _ = tick.tick() => {
+                            if let Err(refusal) = auth.identify(&metadata).await {
+                                return Some((Err(refusal), (events, tick, auth, metadata, true)));
+                            }
+                        }
+                    }
+                }
+            },
+        ))
     }
 }
 
@@ -166,6 +207,7 @@ impl game_service_server::GameService for GameApi {
         request: Request<StreamGameEventsRequest>,
     ) -> Result<Response<Self::StreamGameEventsStream>, Status> {
         let reader = self.auth.identify_reader(request.metadata()).await?;
+        let metadata = request.metadata().clone();
         let request = request.into_inner();
         self.require_readable_game(&reader, &request.game_id)
             .await?;
@@ -183,7 +225,11 @@ impl game_service_server::GameService for GameApi {
                 Err(e) => Some(Err(e)),
             }
         });
-        Ok(Response::new(Box::pin(events)))
+        Ok(Response::new(self.while_credential_counts(
+            reader.is_some(),
+            metadata,
+            events,
+        )))
     }
 
     async fn get_game_at(
@@ -243,6 +289,7 @@ impl game_service_server::GameService for GameApi {
         request: Request<StreamRoundEventsRequest>,
     ) -> Result<Response<Self::StreamRoundEventsStream>, Status> {
         let reader = self.auth.identify_reader(request.metadata()).await?;
+        let metadata = request.metadata().clone();
         let request = request.into_inner();
         if request.round == 0 || request.tournament_id.is_empty() {
             return Err(Status::invalid_argument(
@@ -293,7 +340,11 @@ impl game_service_server::GameService for GameApi {
                 }
             })
             .filter_map(|item| async move { item });
-        Ok(Response::new(Box::pin(events)))
+        Ok(Response::new(self.while_credential_counts(
+            reader.is_some(),
+            metadata,
+            events,
+        )))
     }
 
     async fn evaluate_claim(

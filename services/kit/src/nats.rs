@@ -770,8 +770,10 @@ pub enum BoardRead {
     Leader,
     /// A direct get of the board's own stored subject, which names it in the request's subject:
     /// the one read a board-side user (a gateway, the simulator) may make, for its own boards
-    /// only. Any replica answers; the board's own publisher is the one asking, so nothing newer
-    /// can be missing.
+    /// only. Any replica answers, and a replica that is behind may give an older last number;
+    /// the gateway's outbox keeps its own numbering and continues from the higher of the two,
+    /// so only a gateway that lost its outbox can be given a number stored again (and told so by
+    /// the duplicate window, its observation dropped).
     OwnBoard,
 }
 

@@ -57,6 +57,9 @@ impl FromStr for Host {
         if !valid_name {
             bail!("{name:?} is not a host name (letters, digits and '-', dot-separated)");
         }
+        if name.eq_ignore_ascii_case("ca") {
+            bail!("a host may not be called \"ca\": its files would replace the authority's");
+        }
         let addresses = addresses
             .split(',')
             .map(str::trim)
@@ -219,6 +222,7 @@ mod tests {
         assert!("bad name".parse::<Host>().is_err());
         assert!("-x".parse::<Host>().is_err());
         assert!("host=999.1.1.1".parse::<Host>().is_err());
+        assert!("CA".parse::<Host>().is_err());
     }
 
     #[test]
