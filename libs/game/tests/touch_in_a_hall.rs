@@ -8,14 +8,13 @@
 //! boardcast-game --test touch_in_a_hall -- --nocapture` plays each game with eight seeds and
 //! prints the figures (`make bench` runs it).
 
-use boardcast_game::alerts::{AlertKind, GameAlerts};
-use boardcast_game::device::{Observation, SourceKind};
-use boardcast_game::events::{
-    GameStarted, Player, TimeControl, TimePeriod, TouchEvidence, game_event::Kind,
-};
-use boardcast_game::{Game, ObservationOutcome};
+mod common;
+
+use boardcast_game::alerts::AlertKind;
+use boardcast_game::events::{TimePeriod, TouchEvidence, game_event::Kind};
 use boardcast_rules::pgn::{PgnGame, parse_san, read_games};
 use boardcast_sim::{HallBehaviour, ScriptOptions, script_in_hall};
+use common::{Board, started};
 use shakmaty::{Position as _, uci::UciMove};
 
 /// What one game played in a hall gave.
@@ -30,32 +29,6 @@ struct Tally {
     wrong_moves: usize,
 }
 
-fn started() -> GameStarted {
-    GameStarted {
-        tournament_id: "hall".into(),
-        round: 1,
-        board_number: 1,
-        board_id: "b1".into(),
-        white: Some(Player {
-            name: "W".into(),
-            ..Default::default()
-        }),
-        black: Some(Player {
-            name: "B".into(),
-            ..Default::default()
-        }),
-        time_control: Some(TimeControl {
-            periods: vec![TimePeriod {
-                moves: 0,
-                base_ms: 7_200_000,
-                ..Default::default()
-            }],
-        }),
-        edition: "fide-2023".into(),
-        ..Default::default()
-    }
-}
-
 /// Plays `pgn` with `hall`'s habits through the aggregate and its alerts, as the services do.
 fn play(pgn: &PgnGame, hall: HallBehaviour, seed: u64) -> (Tally, Vec<u32>) {
     let options = ScriptOptions {
@@ -63,47 +36,27 @@ fn play(pgn: &PgnGame, hall: HallBehaviour, seed: u64) -> (Tally, Vec<u32>) {
         ..ScriptOptions::default()
     };
     let (steps, breaches) = script_in_hall(pgn, &options).expect("scripts");
-    let (id, event) = Game::decide_start(&started(), "operator", "").expect("valid game");
-    let first = Game::record(None, &id, vec![event], 0);
-    let mut game = Game::from_first_record(&first[0]).expect("folds");
-    let mut alerts = GameAlerts::new();
-    let mut tally = Tally {
-        plies: pgn.moves.len(),
-        ..Tally::default()
-    };
-    for (i, step) in steps.into_iter().enumerate() {
-        let observation = Observation {
-            board_id: "b1".into(),
-            device_seq: i as u64 + 1,
-            device_time_unix_ms: step.at_ms as i64,
-            receive_time_unix_ms: step.at_ms as i64,
-            source: SourceKind::Simulator as i32,
-            kind: Some(step.kind),
-        };
-        let ObservationOutcome::Events(events) =
-            game.decide_observation(&observation).expect("valid")
-        else {
-            continue;
-        };
-        for record in Game::record(Some(&game), game.game_id(), events, step.at_ms as i64) {
-            game.apply(&record).expect("applies");
-            let event = Game::open_record(&record).expect("opens");
-            alerts.fold(&event, &game);
-            if let Some(Kind::TouchMove(t)) = &event.kind
-                && t.evidence() == TouchEvidence::Brief
-            {
-                tally.notes += 1;
-            }
-        }
+    // Two hours, no increment: the clock checks have nothing to say about the hall's habits.
+    let periods = vec![TimePeriod {
+        moves: 0,
+        base_ms: 7_200_000,
+        ..Default::default()
+    }];
+    let mut board = Board::start(&started("fide-2023", "", periods), 0);
+    for step in steps {
+        board.observe_at(step.kind, step.at_ms as i64);
     }
-    tally.alerts = alerts
+    let alerts = board
+        .alerts
         .alerts()
         .iter()
         .filter(|a| a.kind == AlertKind::PossibleTouchMoveBreach)
         .map(|a| a.ply)
         .collect();
+    let notes =
+        board.count(|k| matches!(k, Kind::TouchMove(t) if t.evidence() == TouchEvidence::Brief));
     // Compared as moves: scores may over-disambiguate SAN.
-    let played: Vec<String> = game.moves().iter().map(|m| m.uci.clone()).collect();
+    let played: Vec<String> = board.game.moves().iter().map(|m| m.uci.clone()).collect();
     let mut pos = pgn.start_position().expect("start");
     let score: Vec<String> = pgn
         .moves
@@ -114,8 +67,14 @@ fn play(pgn: &PgnGame, hall: HallBehaviour, seed: u64) -> (Tally, Vec<u32>) {
             UciMove::from_standard(mv).to_string()
         })
         .collect();
-    tally.wrong_moves = played.iter().zip(&score).filter(|(a, b)| a != b).count()
+    let wrong_moves = played.iter().zip(&score).filter(|(a, b)| a != b).count()
         + score.len().abs_diff(played.len());
+    let tally = Tally {
+        plies: pgn.moves.len(),
+        alerts,
+        notes,
+        wrong_moves,
+    };
     (tally, breaches)
 }
 
