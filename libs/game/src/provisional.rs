@@ -107,7 +107,6 @@ pub(crate) fn settled_by_result(
     provenance: &crate::events::Provenance,
     signal: bool,
 ) -> Vec<crate::record::NewEvent> {
-    use crate::events::{MoveCompleted, Source, game_event::Kind};
     let mut moves = line;
     if signal
         && let Some((last, before)) = line.split_last()
@@ -116,25 +115,45 @@ pub(crate) fn settled_by_result(
     {
         moves = before;
     }
+    completed_as_seen(
+        moves,
+        completed_position,
+        |p| crate::events::Provenance {
+            source: crate::events::Source::BoardSensor as i32,
+            device_seqs: p.device_seqs.clone(),
+            ..provenance.clone()
+        },
+        None,
+    )
+}
+
+/// Moves the board showed completed without a press, in order from `completed_position`, each
+/// with its provenance; the last one with `final_clocks` (White, Black) when the clock showed
+/// them (the moves before it had no reading of their own).
+pub(crate) fn completed_as_seen(
+    moves: &[Provisional],
+    completed_position: &Chess,
+    provenance_of: impl Fn(&Provisional) -> crate::events::Provenance,
+    final_clocks: Option<(u64, u64)>,
+) -> Vec<crate::record::NewEvent> {
+    use crate::events::{MoveCompleted, game_event::Kind};
     let mut position = completed_position.clone();
     moves
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             position.play_unchecked(p.mv);
+            let clocks = final_clocks.filter(|_| i + 1 == moves.len());
             crate::record::NewEvent {
                 kind: Kind::MoveCompleted(MoveCompleted {
                     ply: p.event.ply,
                     uci: p.event.uci.clone(),
                     san: p.event.san.clone(),
                     fen_after: crate::state::fen_of(&position),
-                    white_remaining_ms: None,
-                    black_remaining_ms: None,
+                    white_remaining_ms: clocks.map(|c| c.0),
+                    black_remaining_ms: clocks.map(|c| c.1),
                 }),
-                provenance: crate::events::Provenance {
-                    source: Source::BoardSensor as i32,
-                    device_seqs: p.device_seqs.clone(),
-                    ..provenance.clone()
-                },
+                provenance: provenance_of(p),
             }
         })
         .collect()

@@ -557,30 +557,22 @@ impl Game {
             }];
         };
         *ended = true;
-        let mut before = position.clone();
-        let mut events = Vec::new();
-        // The last move's clocks, as the clock shows them now (from interpretation 3); the moves
-        // before it in the line had no press either, and no reading of their own.
+        // The last move's clocks, as the clock shows them now (from interpretation 3).
         let final_clocks = (self.interpretation >= 3)
             .then(|| self.clocks_without_press(obs))
             .flatten();
-        let final_ply = provisional.ply;
-        let seen = line.take().into_iter().map(|p| (p.mv, p.event));
-        for (m, p) in seen.chain([(mv.mv, provisional)]) {
-            before.play_unchecked(m);
-            let clocks = final_clocks.filter(|_| p.ply == final_ply);
-            events.push(NewEvent {
-                kind: Kind::MoveCompleted(MoveCompleted {
-                    ply: p.ply,
-                    uci: p.uci,
-                    san: p.san,
-                    fen_after: fen_of(&before),
-                    white_remaining_ms: clocks.map(|c| c.0),
-                    black_remaining_ms: clocks.map(|c| c.1),
-                }),
-                provenance: provenance.clone(),
-            });
-        }
+        let mut seen = line.take();
+        seen.push(Provisional {
+            mv: mv.mv,
+            event: provisional,
+            device_seqs: Vec::new(),
+        });
+        let mut events = crate::provisional::completed_as_seen(
+            &seen,
+            position,
+            |_| provenance.clone(),
+            final_clocks,
+        );
         events.push(NewEvent {
             kind: end,
             provenance,
