@@ -430,14 +430,37 @@ fn annotate(mut collected: Collected) -> AnnotatedGame {
     }
 }
 
+/// Every game of the text, or the first problem: a score that stops being legal, a FEN tag that
+/// is no position, text that is no PGN.
 fn read_collected(pgn: &str) -> Result<Vec<Collected>, PgnError> {
-    let mut reader = Reader::new(io::Cursor::new(pgn.as_bytes()));
-    let mut games = Vec::new();
-    while let Some(game) = reader.read_game(&mut Collector)? {
-        games.push(game);
+    let (mut games, problems) = collect(pgn);
+    if let Some(FileProblem::Unreadable { reason, .. }) = problems.into_iter().next() {
+        return Err(PgnError::Io(io::Error::new(
+            io::ErrorKind::InvalidData,
+            reason,
+        )));
     }
-    for (index, collected) in games.iter().enumerate() {
-        check_legal(index + 1, &collected.game)?;
+    for (index, collected) in games.iter_mut().enumerate() {
+        let game = index + 1;
+        match keep_legal(collected) {
+            Ok(None) => {}
+            Ok(Some(stop)) => {
+                return Err(PgnError::IllegalMove {
+                    game,
+                    players: collected.game.players(),
+                    ply_text: stop.move_number,
+                    san: stop.san,
+                    fen: stop.fen,
+                });
+            }
+            Err(reason) => {
+                return Err(PgnError::InvalidFen {
+                    game,
+                    fen: collected.game.tag("FEN").unwrap_or_default().to_owned(),
+                    reason,
+                });
+            }
+        }
     }
     Ok(games)
 }
@@ -463,30 +486,6 @@ fn take_draw_offer(text: &str) -> (bool, String) {
 struct Collected {
     game: PgnGame,
     comments: Vec<Vec<String>>,
-}
-
-fn check_legal(number: usize, game: &PgnGame) -> Result<(), PgnError> {
-    let mut pos = game.start_position().map_err(|e| match e {
-        PgnError::InvalidFen { fen, reason, .. } => PgnError::InvalidFen {
-            game: number,
-            fen,
-            reason,
-        },
-        other => other,
-    })?;
-    for mv in &game.moves {
-        let illegal = |pos: &Chess| PgnError::IllegalMove {
-            game: number,
-            players: game.players(),
-            ply_text: move_number_text(pos),
-            san: mv.san.clone(),
-            fen: Fen::from_position(pos, shakmaty::EnPassantMode::Legal).to_string(),
-        };
-        let san: SanPlus = mv.san.parse().map_err(|_| illegal(&pos))?;
-        let m = san.san.to_move(&pos).map_err(|_| illegal(&pos))?;
-        pos.play_unchecked(m);
-    }
-    Ok(())
 }
 
 fn move_number_text(pos: &Chess) -> String {
