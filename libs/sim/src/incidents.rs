@@ -8,14 +8,18 @@
 //!
 //! Spec syntax (`FromStr` / `Display`): `KIND@ply=N[:NAME=VALUE]...`, e.g.
 //! `press-without-move@ply=7`, `irregular-placement@ply=9:for=8s`, `offline@ply=5:for=20s`,
-//! `battery-low@ply=3:percent=15`, `lost-observations@ply=11:count=2`.
+//! `battery-low@ply=3:percent=15`, `lost-observations@ply=11:count=2`, `flag-fall@ply=30`,
+//! `threefold-claim@ply=12`.
+//!
+//! A flag fall and a threefold claim end what the board shows of the game: the score's later
+//! moves are not played, so no incident may come after them.
 
 use std::{collections::HashSet, fmt, str::FromStr};
 
 use boardcast_schema::device::v1::{ClockRun, DeviceState, DeviceStatus, observation::Kind};
-use shakmaty::{Bitboard, Board, Chess, Color, Move, Piece, Position, Role, Square};
+use shakmaty::{Bitboard, Board, Chess, Color, EnPassantMode, Move, Piece, Position, Role, Square};
 
-use crate::{ScriptStep, lifted, placed, placement_of, run_for};
+use crate::{ScriptStep, hand_steps, lifted, placed, placement_of, run_for};
 
 /// How long a placement may stay unmatched before the game service reports it: boardcast-
 /// inference's quiet period. An irregular placement shown for longer is an alert.
@@ -27,6 +31,9 @@ const DEFAULT_IRREGULAR_MS: u64 = 8_000;
 const DEFAULT_OFFLINE_MS: u64 = 20_000;
 const DEFAULT_BATTERY_PERCENT: u32 = 15;
 const DEFAULT_LOST: u32 = 2;
+/// The plies a threefold claim's repetition takes: the position before it stands again after
+/// four, and the seventh leaves the other player the move that makes it stand a third time.
+const REPETITION_PLIES: u32 = 7;
 
 /// Something that happens before the move of `ply` (plies count from 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +56,14 @@ pub enum Incident {
     /// published. Lost from the end, what remains still reads as the move was made (a king's
     /// lift lost before castling would read as the rook touched first).
     LostObservations { ply: u32, count: u32 },
+    /// The player to move thinks until their time is out: the clock counts down to zero and
+    /// shows their flag (Article 6.9). The game ends there.
+    FlagFall { ply: u32 },
+    /// The players move a piece each out and back until the player to move can claim a draw by
+    /// threefold repetition with the move that would repeat the position a third time (Article
+    /// 9.2.1.1), seven plies; that player then stops the clock to call the arbiter (6.12.2).
+    /// The game waits there for the arbiter's ruling.
+    ThreefoldClaim { ply: u32 },
 }
 
 /// The alert kinds of the game service's alerts (`boardcast_game::alerts::AlertKind`) that
@@ -63,6 +78,8 @@ pub enum ExpectedAlertKind {
     BoardNotResponding,
     BatteryLow,
     ObservationsMissing,
+    FlagFall,
+    ThreefoldClaimAvailable,
 }
 
 impl ExpectedAlertKind {
@@ -76,6 +93,8 @@ impl ExpectedAlertKind {
             ExpectedAlertKind::BoardNotResponding => "board_not_responding",
             ExpectedAlertKind::BatteryLow => "battery_low",
             ExpectedAlertKind::ObservationsMissing => "observations_missing",
+            ExpectedAlertKind::FlagFall => "flag_fall",
+            ExpectedAlertKind::ThreefoldClaimAvailable => "threefold_available",
         }
     }
 }
@@ -94,8 +113,18 @@ impl Incident {
             | Incident::IrregularPlacement { ply, .. }
             | Incident::BoardOffline { ply, .. }
             | Incident::BatteryLow { ply, .. }
-            | Incident::LostObservations { ply, .. } => ply,
+            | Incident::LostObservations { ply, .. }
+            | Incident::FlagFall { ply }
+            | Incident::ThreefoldClaim { ply } => ply,
         }
+    }
+
+    /// Whether the game ends with the incident (see the module's documentation).
+    pub fn ends_the_game(&self) -> bool {
+        matches!(
+            self,
+            Incident::FlagFall { .. } | Incident::ThreefoldClaim { .. }
+        )
     }
 
     /// The kind's name in the spec syntax.
@@ -106,6 +135,8 @@ impl Incident {
             Incident::BoardOffline { .. } => "offline",
             Incident::BatteryLow { .. } => "battery-low",
             Incident::LostObservations { .. } => "lost-observations",
+            Incident::FlagFall { .. } => "flag-fall",
+            Incident::ThreefoldClaim { .. } => "threefold-claim",
         }
     }
 
@@ -114,10 +145,16 @@ impl Incident {
     /// on the move; a misplaced piece is an irregular placement only when shown for longer than
     /// the quiet period, and a possible touch-move breach (released, then moved on) when the
     /// move is made, if it rested there for `TOUCH_REST_MS`; a battery above the low level
-    /// raises nothing.
+    /// raises nothing; a flag fall names the ply the flagged player did not make; a threefold
+    /// claim becomes available after the seventh ply of the repetition.
     pub fn expected_alerts(&self) -> Vec<ExpectedAlert> {
         use ExpectedAlertKind as K;
-        let ply = self.ply();
+        let ply = match *self {
+            Incident::ThreefoldClaim { ply } => {
+                ply.saturating_sub(1).saturating_add(REPETITION_PLIES)
+            }
+            _ => self.ply(),
+        };
         let kinds: &[K] = match *self {
             Incident::PressWithoutMove { .. } => &[K::PressInDoubt, K::IllegalMove],
             Incident::IrregularPlacement { for_ms, .. } if for_ms > QUIET_PERIOD_MS => {
@@ -138,6 +175,8 @@ impl Incident {
             }
             Incident::BatteryLow { .. } => &[],
             Incident::LostObservations { .. } => &[K::ObservationsMissing],
+            Incident::FlagFall { .. } => &[K::FlagFall],
+            Incident::ThreefoldClaim { .. } => &[K::ThreefoldClaimAvailable],
         };
         kinds
             .iter()
@@ -172,7 +211,14 @@ impl Incident {
             Incident::LostObservations { count: 0, .. } => {
                 Err("count must be at least 1".to_owned())
             }
-            _ => Ok(()),
+            _ => match all.iter().find(|other| {
+                other.ends_the_game() && !std::ptr::eq(*other, self) && other.ply() <= ply
+            }) {
+                Some(end) => Err(format!(
+                    "the game ends at {end}: nothing happens on the board after it"
+                )),
+                None => Ok(()),
+            },
         }
     }
 }
@@ -187,6 +233,7 @@ impl fmt::Display for Incident {
             }
             Incident::BatteryLow { percent, .. } => write!(f, ":percent={percent}"),
             Incident::LostObservations { count, .. } => write!(f, ":count={count}"),
+            Incident::FlagFall { .. } | Incident::ThreefoldClaim { .. } => Ok(()),
         }
     }
 }
@@ -200,7 +247,8 @@ impl FromStr for Incident {
             format!(
                 "incident {spec:?}: expected KIND@ply=N[:NAME=VALUE]..., KIND one of \
                  press-without-move, irregular-placement[:for=DURATION], offline[:for=DURATION], \
-                 battery-low[:percent=P], lost-observations[:count=N]"
+                 battery-low[:percent=P], lost-observations[:count=N], flag-fall, \
+                 threefold-claim"
             )
         };
         let (kind, rest) = spec.trim().split_once('@').ok_or_else(syntax)?;
@@ -259,6 +307,8 @@ impl FromStr for Incident {
                 ply,
                 count: number("count", DEFAULT_LOST)?,
             },
+            "flag-fall" => Incident::FlagFall { ply },
+            "threefold-claim" => Incident::ThreefoldClaim { ply },
             _ => return Err(format!("{}: unknown kind {kind:?}", syntax())),
         })
     }
@@ -283,6 +333,9 @@ pub(crate) struct Turn<'a> {
     pub history: &'a [Board],
     /// The clock's reading of (White, Black) remaining times with `running` running.
     pub reading: &'a dyn Fn([u64; 2], ClockRun) -> Kind,
+    /// What the press completing a side's next move but `n` adds to its clock (`n` = 0: the move
+    /// of this turn for the mover, the next one for the opponent).
+    pub press_adds: &'a dyn Fn(Color, u32) -> u64,
 }
 
 /// The script as it goes on: the time, both clocks (White, Black) and the steps so far.
@@ -371,9 +424,109 @@ impl Incident {
                 line.push(status(DeviceState::Unspecified, Some(percent)));
             }
             Incident::LostObservations { .. } => {}
+            Incident::FlagFall { .. } => {
+                let left = line.clocks[usize::from(mover == Color::Black)];
+                line.pass(left, mover);
+                let mut shown = reading(line, mover);
+                if let Kind::Clock(clock) = &mut shown {
+                    // The display at zero shows the flag, whichever side the gateway reads it as.
+                    clock.white_flag = clock.white_remaining_ms == 0;
+                    clock.black_flag = clock.black_remaining_ms == 0;
+                }
+                line.push(shown);
+            }
+            Incident::ThreefoldClaim { .. } => {
+                let out_and_back = out_and_back(turn.pos)
+                    .ok_or("no piece of either side can go out and back to repeat the position")?;
+                let mut pos = turn.pos.clone();
+                let mut moves_ahead = [0u32; 2];
+                for mv in out_and_back.iter().cycle().take(REPETITION_PLIES as usize) {
+                    let mover = pos.turn();
+                    let side = usize::from(mover == Color::Black);
+                    line.pass(1_000, mover);
+                    for kind in hand_steps(&pos, mv) {
+                        line.push(kind);
+                        line.pass(100, mover);
+                    }
+                    pos.play_unchecked(*mv);
+                    line.push(placement_of(pos.board()));
+                    line.pass(700, mover);
+                    let added = (turn.press_adds)(mover, moves_ahead[side]);
+                    moves_ahead[side] += 1;
+                    line.clocks[side] = line.clocks[side].saturating_add(added);
+                    line.push(reading(line, pos.turn()));
+                }
+                // The claimant stops the clock and calls the arbiter.
+                line.pass(1_500, pos.turn());
+                line.push((turn.reading)(line.clocks, ClockRun::Stopped));
+            }
         }
         Ok(())
     }
+}
+
+/// A move each, out and back, after which the position is as before in every respect the
+/// repetition rules weigh (Article 9.2.3): the pieces, the side to move, castling and en
+/// passant rights. A knight or a bishop first, as players repeat.
+fn out_and_back(pos: &Chess) -> Option<[Move; 4]> {
+    let same = |a: &Chess, b: &Chess| {
+        a.board() == b.board()
+            && a.turn() == b.turn()
+            && a.castles().castling_rights() == b.castles().castling_rights()
+            && a.ep_square(EnPassantMode::Legal) == b.ep_square(EnPassantMode::Legal)
+    };
+    let quiet = |p: &Chess| {
+        let mut moves: Vec<Move> = p
+            .legal_moves()
+            .into_iter()
+            .filter(|m| {
+                matches!(m, Move::Normal { role, capture: None, promotion: None, .. }
+                    if *role != Role::Pawn)
+            })
+            .collect();
+        moves.sort_by_key(|m| {
+            [
+                Role::Knight,
+                Role::Bishop,
+                Role::Queen,
+                Role::Rook,
+                Role::King,
+            ]
+            .iter()
+            .position(|r| *r == m.role())
+        });
+        moves
+    };
+    let back = |mv: &Move| match *mv {
+        Move::Normal { role, from, to, .. } => Move::Normal {
+            role,
+            from: to,
+            capture: None,
+            to: from,
+            promotion: None,
+        },
+        other => other,
+    };
+    let after = |p: &Chess, mv: Move| {
+        let mut p = p.clone();
+        p.play_unchecked(mv);
+        p
+    };
+    for out in quiet(pos) {
+        let first = after(pos, out);
+        for reply in quiet(&first) {
+            let second = after(&first, reply);
+            let (out_back, reply_back) = (back(&out), back(&reply));
+            if !second.is_legal(out_back) {
+                continue;
+            }
+            let third = after(&second, out_back);
+            if third.is_legal(reply_back) && same(&after(&third, reply_back), pos) {
+                return Some([out, reply, out_back, reply_back]);
+            }
+        }
+    }
+    None
 }
 
 /// Whether the turn's move mates or stalemates: nobody presses the clock after it.

@@ -35,8 +35,12 @@ pub struct ScriptStep {
 pub struct ScriptOptions {
     /// Both clocks at the start.
     pub initial_clock_ms: u64,
-    /// Increment added to the mover's clock after each move, when the score has no clock times.
+    /// Increment added to the mover's clock after each move of the first period.
     pub increment_ms: u64,
+    /// The moves of the first period (0: the whole game).
+    pub first_period_moves: u32,
+    /// The time control's periods after the first, in order.
+    pub later_periods: Vec<LaterPeriod>,
     /// Thinking time per move when the score has no `[%clk]` to derive it from.
     pub default_think_ms: u64,
     /// How the clock stands and how its gateway was told it stands.
@@ -56,12 +60,58 @@ impl Default for ScriptOptions {
         ScriptOptions {
             initial_clock_ms: 2 * 60 * 60 * 1000,
             increment_ms: 0,
+            first_period_moves: 0,
+            later_periods: Vec::new(),
             default_think_ms: 10_000,
             clock: ClockSetup::default(),
             incidents: Vec::new(),
             clock_reports_every_ms: None,
             hall: None,
         }
+    }
+}
+
+/// A period of the time control after the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaterPeriod {
+    /// Its moves (0: the rest of the game).
+    pub moves: u32,
+    /// Added to the clock by the move completing the period before.
+    pub base_ms: u64,
+    /// Added by each press of its moves.
+    pub increment_ms: u64,
+}
+
+impl ScriptOptions {
+    /// What the press completing a player's `own_move`-th move adds to their clock: the
+    /// increment of the period the move is in and, when it completes that period, the next
+    /// period's time (Article 6.3 and the time control's terms).
+    pub fn added_by_press(&self, own_move: u32) -> u64 {
+        let first = LaterPeriod {
+            moves: self.first_period_moves,
+            base_ms: self.initial_clock_ms,
+            increment_ms: self.increment_ms,
+        };
+        let periods: Vec<LaterPeriod> = std::iter::once(first)
+            .chain(self.later_periods.iter().copied())
+            .collect();
+        let mut last_move_before = 0u32;
+        for (i, period) in periods.iter().enumerate() {
+            if period.moves == 0 {
+                return period.increment_ms;
+            }
+            let last_move = last_move_before.saturating_add(period.moves);
+            if own_move <= last_move {
+                let next_base = match periods.get(i + 1) {
+                    Some(next) if own_move == last_move => next.base_ms,
+                    _ => 0,
+                };
+                return period.increment_ms.saturating_add(next_base);
+            }
+            last_move_before = last_move;
+        }
+        // Past the last period's moves: its terms go on.
+        periods.last().map_or(0, |p| p.increment_ms)
     }
 }
 
@@ -357,6 +407,10 @@ pub fn script_in_hall(
     let mut incident_ms = [0u64; 2];
     // Every placement shown so far, kept only when incidents need it.
     let mut history = Vec::new();
+    // Each player's moves so far, for what their presses add.
+    let mut own_moves = [0u32; 2];
+    // A flag fall or a threefold claim ended the game before the score did.
+    let mut game_ended_by_incident = false;
     let step = |at_ms: u64, kind: Kind| ScriptStep {
         at_ms,
         kind,
@@ -381,17 +435,19 @@ pub fn script_in_hall(
         let mv = san.san.to_move(&pos).map_err(|e| bad(format!("{e}")))?;
         let mover = pos.turn();
         let side = usize::from(mover == Color::Black);
+        own_moves[side] = own_moves[side].saturating_add(1);
+        let added = options.added_by_press(own_moves[side]);
         let mut clock_after = match pgn_move.clock_ms {
             Some(ms) => ms.saturating_sub(incident_ms[side]),
             None => clocks[side]
                 .saturating_sub(options.default_think_ms)
-                .saturating_add(options.increment_ms),
+                .saturating_add(added),
         };
-        // Thinking time is what the clock lost before the press added the increment. A score
-        // whose clock times follow another time control can show more than that; fall back to a
-        // short pause then.
+        // Thinking time is what the clock lost before the press added the increment (and the
+        // next period's time). A score whose clock times follow another time control can show
+        // more than that; fall back to a short pause then.
         let think_ms = clocks[side]
-            .saturating_add(options.increment_ms)
+            .saturating_add(added)
             .checked_sub(clock_after)
             .filter(|t| *t >= 1_000)
             .unwrap_or(1_000);
@@ -425,6 +481,16 @@ pub fn script_in_hall(
                 mv: &mv,
                 history: &history,
                 reading: &reading,
+                // The mover's count already holds this turn's move; the opponent's next is one on.
+                press_adds: &|color: Color, moves_ahead: u32| {
+                    let own = own_moves[usize::from(color == Color::Black)];
+                    let next = if color == mover {
+                        own
+                    } else {
+                        own.saturating_add(1)
+                    };
+                    options.added_by_press(next.saturating_add(moves_ahead))
+                },
             };
             let mut line = incidents::Timeline {
                 now,
@@ -442,6 +508,14 @@ pub fn script_in_hall(
                 if let Incident::LostObservations { count, .. } = incident {
                     lost += *count as usize;
                 }
+            }
+            if options
+                .incidents
+                .iter()
+                .any(|i| i.ply() == ply && i.ends_the_game())
+            {
+                game_ended_by_incident = true;
+                break;
             }
             // The time the incidents took is gone from the clocks for good.
             for (i, was) in clocks.into_iter().enumerate() {
@@ -508,7 +582,7 @@ pub fn script_in_hall(
             steps.push(step(now, clock(white_display, clocks, run_for(pos.turn()))));
         }
     }
-    if !(pos.is_checkmate() || pos.is_stalemate())
+    if !(game_ended_by_incident || pos.is_checkmate() || pos.is_stalemate())
         && let Some(signal) = result_signal_steps(&pos, &game.result)
     {
         now += 3_000;

@@ -8,7 +8,9 @@ use boardcast_game::events::{
 };
 use boardcast_game::{Game, NewEvent, ObservationOutcome};
 use boardcast_rules::pgn::{PgnGame, parse_san, read_games};
-use boardcast_sim::{ClockSetup, ExpectedAlert, Incident, ScriptOptions, SimError, script};
+use boardcast_sim::{
+    ClockSetup, ExpectedAlert, Incident, LaterPeriod, ScriptOptions, SimError, script,
+};
 use shakmaty::{Position, uci::UciMove};
 
 /// The Berlin of a London Classic game: captures, castling on both sides, a result signal.
@@ -76,12 +78,19 @@ fn play(pgn: &PgnGame, options: &ScriptOptions) -> Folded {
             ..Default::default()
         }),
         time_control: Some(TimeControl {
-            periods: vec![TimePeriod {
-                moves: 0,
+            periods: std::iter::once(TimePeriod {
+                moves: options.first_period_moves,
                 base_ms: options.initial_clock_ms,
                 increment_ms: options.increment_ms,
                 delay_ms: 0,
-            }],
+            })
+            .chain(options.later_periods.iter().map(|p| TimePeriod {
+                moves: p.moves,
+                base_ms: p.base_ms,
+                increment_ms: p.increment_ms,
+                delay_ms: 0,
+            }))
+            .collect(),
         }),
         edition: "fide-2023".into(),
         ..Default::default()
@@ -215,6 +224,103 @@ fn a_game_with_an_increment_takes_the_increment_on_every_press() {
     let folded = play(&berlin(), &options);
     assert_eq!(folded.alerts(), []);
     assert!(folded.game.is_over());
+}
+
+/// The London Classic's time control (120 min for 40 moves, then 60 min with 30 s a move from
+/// move 41), as `boardcast demo` plays it.
+fn london_time_control() -> ScriptOptions {
+    ScriptOptions {
+        initial_clock_ms: 7_200_000,
+        first_period_moves: 40,
+        later_periods: vec![LaterPeriod {
+            moves: 0,
+            base_ms: 3_600_000,
+            increment_ms: 30_000,
+        }],
+        ..ScriptOptions::default()
+    }
+}
+
+#[test]
+fn a_press_adds_its_periods_increment_and_the_next_periods_time() {
+    let options = london_time_control();
+    assert_eq!(options.added_by_press(1), 0);
+    assert_eq!(options.added_by_press(40), 3_600_000);
+    assert_eq!(options.added_by_press(41), 30_000);
+    assert_eq!(options.added_by_press(200), 30_000);
+    // 40 moves, 20 moves, then the rest; 30 s a move from move 1.
+    let three = ScriptOptions {
+        increment_ms: 30_000,
+        later_periods: vec![
+            LaterPeriod {
+                moves: 20,
+                base_ms: 3_000_000,
+                increment_ms: 30_000,
+            },
+            LaterPeriod {
+                moves: 0,
+                base_ms: 900_000,
+                increment_ms: 30_000,
+            },
+        ],
+        ..london_time_control()
+    };
+    assert_eq!(three.added_by_press(40), 3_030_000);
+    assert_eq!(three.added_by_press(59), 30_000);
+    assert_eq!(three.added_by_press(60), 930_000);
+    assert_eq!(three.added_by_press(61), 30_000);
+    assert_eq!(ScriptOptions::default().added_by_press(7), 0);
+}
+
+/// The plies whose score clock gained more than the time control adds (an arbiter's
+/// correction, a clock set by hand, a recording's glitch): no thinking time explains them.
+fn plies_the_time_control_cannot_explain(game: &PgnGame, options: &ScriptOptions) -> Vec<u32> {
+    let mut clocks = [options.initial_clock_ms; 2];
+    let mut own_moves = [0u32; 2];
+    let mut unexplained = Vec::new();
+    for (i, mv) in game.moves.iter().enumerate() {
+        let side = i % 2;
+        own_moves[side] += 1;
+        let added = options.added_by_press(own_moves[side]);
+        // Without a time in the score the simulator takes its default thinking time.
+        let after = mv.clock_ms.unwrap_or_else(|| {
+            clocks[side]
+                .saturating_sub(options.default_think_ms)
+                .saturating_add(added)
+        });
+        if after > clocks[side] + added {
+            unexplained.push(i as u32 + 1);
+        }
+        clocks[side] = after;
+    }
+    unexplained
+}
+
+/// The scores' own clock times, played on the time control they were recorded under: the clock
+/// differs from what the time control predicts only where the score's own times do, past the
+/// second period's start too.
+#[test]
+fn london_games_on_their_time_control_show_the_clock_the_time_control_predicts() {
+    let games = read_games(include_str!("../../../data/london-classic-2016.pgn")).expect("reads");
+    let options = london_time_control();
+    for (i, game) in games.iter().enumerate() {
+        let folded = play(game, &options);
+        assert!(folded.game.is_over(), "game {}", i + 1);
+        let clock_alerts: Vec<u32> = folded
+            .alerts()
+            .into_iter()
+            .filter(|(kind, _)| kind == "clock_mismatch")
+            .map(|(_, ply)| ply)
+            .collect();
+        // A gain within the clock check's tolerance raises nothing.
+        let unexplained = plies_the_time_control_cannot_explain(game, &options);
+        assert!(
+            clock_alerts.iter().all(|ply| unexplained.contains(ply)),
+            "game {}: clock alerts at {clock_alerts:?}, the score's times unexplained at \
+             {unexplained:?}",
+            i + 1
+        );
+    }
 }
 
 #[test]
@@ -515,6 +621,8 @@ fn specs_read_and_print_alike() {
         "offline@ply=5:for=20000ms",
         "battery-low@ply=3:percent=15",
         "lost-observations@ply=11:count=2",
+        "flag-fall@ply=30",
+        "threefold-claim@ply=12",
     ] {
         let incident: Incident = spec.parse().expect(spec);
         assert_eq!(incident.to_string(), spec);
@@ -537,6 +645,7 @@ fn specs_read_and_print_alike() {
         "press-without-move@ply=3:for=2s",
         "offline@ply=3:for=soon",
         "battery-low@ply=3:percent=5:percent=6",
+        "flag-fall@ply=3:for=2s",
     ] {
         assert!(bad.parse::<Incident>().is_err(), "{bad}");
     }
@@ -577,4 +686,88 @@ fn incidents_the_game_cannot_have_are_refused() {
         matches!(result, Err(SimError::BadIncident { .. })),
         "{result:?}"
     );
+    // Nothing happens on the board after the game ended, nor does it end twice.
+    for after_the_end in [
+        vec![
+            Incident::FlagFall { ply: 5 },
+            Incident::PressWithoutMove { ply: 7 },
+        ],
+        vec![
+            Incident::BatteryLow {
+                ply: 6,
+                percent: 15,
+            },
+            Incident::ThreefoldClaim { ply: 6 },
+        ],
+        vec![
+            Incident::ThreefoldClaim { ply: 6 },
+            Incident::FlagFall { ply: 6 },
+        ],
+    ] {
+        let result = script(&pgn, &with(after_the_end.clone(), CLOCKS[0]));
+        assert!(
+            matches!(&result, Err(SimError::BadIncident { reason, .. }) if reason.contains("the game ends at")),
+            "{after_the_end:?}: {result:?}"
+        );
+    }
+}
+
+/// The game as the incident left it: the score's moves before its ply, then `extra`.
+fn ended_at(folded: &Folded, ply: u32, extra: usize) {
+    let score = score_ucis(&berlin());
+    let moves = folded.ucis();
+    assert_eq!(moves.len(), ply as usize - 1 + extra, "{moves:?}");
+    assert_eq!(moves[..ply as usize - 1], score[..ply as usize - 1]);
+}
+
+#[test]
+fn a_flag_fall_ends_the_game_as_the_laws_say_at_its_ply() {
+    for clock in CLOCKS {
+        for ply in [1, 2, 9, 16] {
+            let options = ScriptOptions {
+                increment_ms: 30_000,
+                ..with(vec![Incident::FlagFall { ply }], clock)
+            };
+            let folded = play(&berlin(), &options);
+            ended_at(&folded, ply, 0);
+            assert!(folded.game.is_over(), "ply {ply}");
+            // The flagged player loses: the opponent has mating material.
+            let winner = if ply % 2 == 1 { "0-1" } else { "1-0" };
+            assert_eq!(folded.game.result_token(), winner, "ply {ply}");
+            let mut alerts = folded.alerts();
+            alerts.retain(|(kind, _)| kind != "setup_mismatch");
+            assert_eq!(
+                alerts,
+                expected(&[Incident::FlagFall { ply }]),
+                "ply {ply} {clock:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_threefold_claim_repeats_the_position_and_waits_for_the_arbiter() {
+    for clock in CLOCKS {
+        for ply in [1, 4, 9, 15] {
+            let options = ScriptOptions {
+                increment_ms: 30_000,
+                ..with(vec![Incident::ThreefoldClaim { ply }], clock)
+            };
+            let folded = play(&berlin(), &options);
+            // Seven plies out and back, each completed by a press; the claimant's clock stopped.
+            ended_at(&folded, ply, 7);
+            assert!(!folded.game.is_over(), "ply {ply}: waits for the ruling");
+            let moves = folded.ucis();
+            let repeated = &moves[ply as usize - 1..];
+            assert_eq!(repeated[..3], repeated[4..], "ply {ply}: {repeated:?}");
+            // No clock was out of step with the time control (increments included).
+            let mut alerts = folded.alerts();
+            alerts.retain(|(kind, _)| kind != "setup_mismatch");
+            assert_eq!(
+                alerts,
+                expected(&[Incident::ThreefoldClaim { ply }]),
+                "ply {ply} {clock:?}"
+            );
+        }
+    }
 }

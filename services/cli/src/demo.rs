@@ -32,7 +32,8 @@ pub struct DemoArgs {
     /// Incidents played into the games so that the arbiters' dashboard has something to show
     /// (as `boardcast simulate --incidents`): by default a press without a move (an illegal
     /// move), a piece misplaced and moved on (an irregular placement and a touch-move breach),
-    /// a board that stops answering and a low battery, in the first minutes.
+    /// a board that stops answering, a low battery, a flag fall and a threefold repetition
+    /// claimed (left for the arbiter to rule on), in the first minutes.
     #[arg(long = "incidents", value_name = "SPEC", value_delimiter = ',',
           default_value = DEMO_INCIDENTS)]
     incidents: Vec<simulate::BoardIncident>,
@@ -142,7 +143,7 @@ fn demo_users(data_dir: &Path) -> anyhow::Result<DemoAccess> {
 /// its own kind on the arbiters' dashboard within the first minutes at the demo's speed.
 pub const DEMO_INCIDENTS: &str = "board=1:press-without-move@ply=5,\
 board=2:irregular-placement@ply=9:for=15s,board=3:offline@ply=6:for=1200s,\
-board=4:battery-low@ply=4:percent=10";
+board=4:battery-low@ply=4:percent=10,board=4:flag-fall@ply=12,board=5:threefold-claim@ply=10";
 
 /// The simulation the demo plays: its boards, speed and incidents.
 fn simulate_args(args: &DemoArgs) -> SimulateArgs {
@@ -383,7 +384,7 @@ mod tests {
         let args = Cli::try_parse_from(["demo", "--pgn", pgn])
             .expect("defaults parse")
             .args;
-        assert_eq!(args.incidents.len(), 4);
+        assert_eq!(args.incidents.len(), 6);
         let plan_args = simulate_args(&args);
         let plan = simulate::plan(&plan_args).expect("plans");
         let kinds: Vec<&str> = simulate::incident_record(&plan.boards)
@@ -398,6 +399,8 @@ mod tests {
             "irregular_placement",
             "board_not_responding",
             "battery_low",
+            "flag_fall",
+            "threefold_available",
         ] {
             assert!(kinds.contains(&kind), "{kind}: {kinds:?}");
         }

@@ -543,6 +543,16 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Plan> {
                     }
                 };
                 let first = time_control.periods.first().cloned().unwrap_or_default();
+                let later_periods = time_control
+                    .periods
+                    .iter()
+                    .skip(1)
+                    .map(|p| boardcast_sim::LaterPeriod {
+                        moves: p.moves,
+                        base_ms: p.base_ms,
+                        increment_ms: p.increment_ms,
+                    })
+                    .collect();
                 let started = GameStarted {
                     tournament_id: tournament_of(&game),
                     round,
@@ -563,6 +573,8 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Plan> {
                 let options = ScriptOptions {
                     initial_clock_ms: first.base_ms,
                     increment_ms: first.increment_ms,
+                    first_period_moves: first.moves,
+                    later_periods,
                     clock: args.clock_setup(),
                     clock_reports_every_ms: Some(args.clock_reports_every).filter(|ms| *ms > 0),
                     incidents: specs

@@ -47,6 +47,12 @@ impl ManagedProcess {
         self.child.as_ref().map(Child::id)
     }
 
+    /// The process's standard output, when it was spawned with `Stdio::piped()`: to read what
+    /// it prints as it runs (once; `None` after).
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.as_mut().and_then(|child| child.stdout.take())
+    }
+
     /// Sends `signal` to the process (SIGSTOP and SIGCONT to freeze and thaw it, say).
     pub fn signal(&self, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
         let pid = self
