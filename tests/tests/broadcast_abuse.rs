@@ -88,16 +88,16 @@ async fn made_up_rounds_and_idle_connections_cost_little_and_a_viewer_gets_every
         let seen = seen.clone();
         async move {
             let mut events = support::SseEvents::default();
+            let mut games = support::LiveGames::default();
             while let Ok(Some(chunk)) = viewer.chunk().await {
-                for data in events.data(&chunk) {
-                    if let Ok(game) = serde_json::from_str::<serde_json::Value>(&data)
-                        && let (Some(id), Some(moves)) =
-                            (game["game_id"].as_str(), game.get("moves"))
+                for event in events.events(&chunk) {
+                    if let Ok(support::Taken::Game(id)) = games.take(&event.name, &event.data)
+                        && let Some(moves) = games.game(&id).and_then(|g| g.get("moves"))
                     {
                         let moves = serde_json::from_value(moves.clone()).unwrap_or_default();
                         seen.lock()
                             .unwrap_or_else(|e| e.into_inner())
-                            .insert(id.to_owned(), moves);
+                            .insert(id, moves);
                     }
                 }
             }

@@ -47,7 +47,18 @@ fn usage(pid: u32) -> anyhow::Result<(f64, f64)> {
 struct Probe<'a> {
     #[serde(borrow)]
     game_id: &'a str,
-    moves: Vec<&'a str>,
+    /// A game sent whole has them all; a delta those from `moves_from` on, when they changed.
+    #[serde(borrow, default)]
+    moves: Option<Vec<&'a str>>,
+    #[serde(default)]
+    moves_from: usize,
+}
+
+impl Probe<'_> {
+    /// The completed moves the game has after this update, when it says.
+    fn completed(&self) -> Option<usize> {
+        Some(self.moves_from + self.moves.as_ref()?.len())
+    }
 }
 
 /// What the timing needs of an arbiter dashboard's events.
@@ -197,8 +208,11 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
                     let Some(&board) = game_index.get(probe.game_id) else {
                         continue;
                     };
-                    if probe.moves.len() > seen[board] {
-                        seen[board] = probe.moves.len();
+                    let Some(completed) = probe.completed() else {
+                        continue;
+                    };
+                    if completed > seen[board] {
+                        seen[board] = completed;
                         let sent = last_sent[board].load(Ordering::Acquire);
                         if sent > 0 {
                             mine.push(at - sent);

@@ -266,6 +266,160 @@ async fn after_a_crash_the_feeds_are_whole_again_and_a_resuming_viewer_misses_no
     Ok(())
 }
 
+/// What a delta-applying viewer saw, across its connections.
+#[derive(Default)]
+struct Viewing {
+    games: support::LiveGames,
+    deltas: usize,
+    wholes: usize,
+    connections: usize,
+    /// Events of the first connection after which it hangs up and resumes.
+    hang_up_after: usize,
+    /// The delta it drops, as if lost, to see the next one of its game refused.
+    drop_delta: usize,
+}
+
+/// Follows the round as a page does (whole once, then deltas; resuming with `Last-Event-ID`
+/// when a connection ends) until `stop`.
+async fn view_round(
+    url: String,
+    viewing: Arc<tokio::sync::Mutex<Viewing>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<()> {
+    let mut last_id: Option<String> = None;
+    while !stop.load(std::sync::atomic::Ordering::Acquire) {
+        let headers: Vec<(&str, &str)> = last_id
+            .as_deref()
+            .map(|id| ("last-event-id", id))
+            .into_iter()
+            .collect();
+        let Ok(mut response) = get(&url, &headers).await else {
+            tokio::time::sleep(NOT_SHOWN_YET_RETRY).await;
+            continue;
+        };
+        if !response.status().is_success() {
+            tokio::time::sleep(NOT_SHOWN_YET_RETRY).await;
+            continue;
+        }
+        viewing.lock().await.connections += 1;
+        let mut events = support::SseEvents::default();
+        let mut taken = 0;
+        'connection: while let Ok(Some(chunk)) = response.chunk().await {
+            let mut viewing = viewing.lock().await;
+            for event in events.events(&chunk) {
+                let (kind, data) = (event.name, event.data);
+                last_id = event.id.or(last_id);
+                taken += 1;
+                if kind == "delta" {
+                    viewing.deltas += 1;
+                    if viewing.deltas == viewing.drop_delta {
+                        continue;
+                    }
+                }
+                if kind == "game" {
+                    viewing.wholes += 1;
+                }
+                if let support::Taken::Missed(game_id) = viewing.games.take(&kind, &data)? {
+                    let whole = fetch_whole(&url, &game_id).await?;
+                    viewing.games.replace(whole);
+                }
+                if viewing.connections == 1 && taken == viewing.hang_up_after {
+                    break 'connection;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A viewer that keeps each game from the round's live updates alone — whole once, then its
+/// deltas — through a connection it ends and resumes, a restart of the service and a delta it
+/// lost, ends with every game exactly as the round's PGN has it: moves, clocks, result.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_viewer_applying_deltas_ends_with_the_round_through_reconnections_and_a_restart()
+-> anyhow::Result<()> {
+    const BOARDS: usize = 4;
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let mut broadcast = BroadcastService::start(&nats.url())?;
+    let viewing = Arc::new(tokio::sync::Mutex::new(Viewing {
+        hang_up_after: 40,
+        drop_delta: 25,
+        ..Viewing::default()
+    }));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let viewer = tokio::spawn(view_round(
+        broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates")),
+        viewing.clone(),
+        stop.clone(),
+    ));
+    let file = write(&round_nine(BOARDS)?)?;
+    let mut play = simulate(
+        file.path(),
+        BOARDS,
+        "1500",
+        &nats.url(),
+        &game_service.url(),
+    )?
+    .spawn()?;
+    // Restarted while the games go on.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    broadcast.restart()?;
+    let status = tokio::task::spawn_blocking(move || play.wait()).await??;
+    assert!(status.success(), "boardcast simulate failed: {status}");
+    let served = finished_feed(&broadcast, BOARDS).await?;
+    let ids: Vec<String> = (1..=BOARDS)
+        .map(|board| format!("{TOURNAMENT}-r9-b{board}"))
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let finished = {
+            let viewing = viewing.lock().await;
+            ids.iter()
+                .filter(|id| viewing.games.game(id).is_some_and(|g| g["result"] != "*"))
+                .count()
+        };
+        if finished == BOARDS {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the viewer saw {finished} of {BOARDS} games finish"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    viewer.abort();
+    let viewing = viewing.lock().await;
+    eprintln!(
+        "{} connections, {} games whole, {} deltas, {} missed",
+        viewing.connections, viewing.wholes, viewing.deltas, viewing.games.missed
+    );
+    for (id, game) in ids.iter().zip(&served) {
+        let copy = viewing.games.game(id).context("the viewer has the game")?;
+        let sans: Vec<String> = game.moves.iter().map(|m| m.san.clone()).collect();
+        let clocks: Vec<Option<u64>> = game.moves.iter().map(|m| m.clock_ms).collect();
+        assert_eq!(copy["moves"], serde_json::json!(sans), "{id}");
+        assert_eq!(copy["move_clocks"], serde_json::json!(clocks), "{id}");
+        assert_eq!(copy["result"], game.result.as_str(), "{id}");
+    }
+    // It resumed twice (its own hang-up, the restart) and lived on deltas in between; the lost
+    // one was refused by its game's next delta and the game fetched whole.
+    assert!(
+        viewing.connections >= 3,
+        "{} connections",
+        viewing.connections
+    );
+    assert!(
+        viewing.deltas > 4 * viewing.wholes,
+        "{} deltas, {} games whole",
+        viewing.deltas,
+        viewing.wholes
+    );
+    assert!(viewing.games.missed >= 1, "the lost delta was noticed");
+    Ok(())
+}
+
 /// The versions of the game events a new connection gets at once, resuming after `since`.
 async fn sse_games(url: &str, since: u64) -> anyhow::Result<Vec<u64>> {
     let mut response = get(url, &[("last-event-id", &since.to_string())]).await?;
@@ -326,8 +480,46 @@ fn noting(sights: &Sights) -> Seen {
 /// How often a watcher asks again for a round not shown yet (a 404, as a monitor page is told).
 const NOT_SHOWN_YET_RETRY: Duration = Duration::from_millis(200);
 
+/// The game whole from the service at `url`'s host, for a viewer whose copy missed an update.
+async fn fetch_whole(url: &str, game_id: &str) -> anyhow::Result<serde_json::Value> {
+    let base = url
+        .split("/tournaments/")
+        .next()
+        .context("a live URL")?
+        .replace("ws://", "http://");
+    Ok(get(&format!("{base}/games/{game_id}.json"), &[])
+        .await?
+        .error_for_status()?
+        .json()
+        .await?)
+}
+
+/// Takes one live update into the viewer's copies and hands the game it changed on; a delta the
+/// copy cannot take brings the game whole, as a page does.
+async fn take_live(
+    url: &str,
+    games: &mut support::LiveGames,
+    kind: &str,
+    data: &str,
+    endpoint: &'static str,
+    seen: &Seen,
+) -> anyhow::Result<()> {
+    let game_id = match games.take(kind, data)? {
+        support::Taken::Game(game_id) => game_id,
+        support::Taken::Missed(game_id) => {
+            games.replace(fetch_whole(url, &game_id).await?);
+            game_id
+        }
+        support::Taken::Other => return Ok(()),
+    };
+    if let Some(game) = games.game(&game_id) {
+        seen(endpoint, game);
+    }
+    Ok(())
+}
+
 /// Reads the round's server-sent events for as long as the test runs, from when the round is
-/// first shown.
+/// first shown, keeping each game as a page does (whole once, then its deltas).
 async fn watch_sse(url: String, seen: Seen) -> anyhow::Result<()> {
     let mut response = loop {
         let response = get(&url, &[]).await?;
@@ -336,19 +528,11 @@ async fn watch_sse(url: String, seen: Seen) -> anyhow::Result<()> {
         }
         tokio::time::sleep(NOT_SHOWN_YET_RETRY).await;
     };
-    let mut buffer = String::new();
+    let mut events = support::SseEvents::default();
+    let mut games = support::LiveGames::default();
     while let Some(chunk) = response.chunk().await? {
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            if event.lines().any(|l| l == "event: game") {
-                let data: String = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data: "))
-                    .collect();
-                let game: serde_json::Value = serde_json::from_str(&data)?;
-                seen("sse", &game);
-            }
+        for event in events.events(&chunk) {
+            take_live(&url, &mut games, &event.name, &event.data, "sse", &seen).await?;
         }
     }
     Ok(())
@@ -366,12 +550,17 @@ async fn watch_websocket(url: String, seen: Seen) -> anyhow::Result<()> {
             Err(e) => return Err(e.into()),
         }
     };
+    let mut games = support::LiveGames::default();
     while let Some(message) = socket.next().await {
         if let tokio_tungstenite::tungstenite::Message::Text(text) = message? {
             let value: serde_json::Value = serde_json::from_str(&text)?;
-            if value["type"] == "game" {
-                seen("websocket", &value["game"]);
-            }
+            let kind = value["type"].as_str().unwrap_or_default();
+            let data = match kind {
+                "game" => value["game"].to_string(),
+                "delta" => value["delta"].to_string(),
+                _ => continue,
+            };
+            take_live(&url, &mut games, kind, &data, "websocket", &seen).await?;
         }
     }
     Ok(())

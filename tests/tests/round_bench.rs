@@ -185,7 +185,18 @@ fn time_plies(
 struct Shown<'a> {
     #[serde(borrow)]
     game_id: &'a str,
-    moves: Vec<&'a str>,
+    /// A game sent whole has them all; a delta those from `moves_from` on, when they changed.
+    #[serde(borrow, default)]
+    moves: Option<Vec<&'a str>>,
+    #[serde(default)]
+    moves_from: usize,
+}
+
+impl Shown<'_> {
+    /// The completed moves the game has after this update, when it says.
+    fn completed(&self) -> Option<usize> {
+        Some(self.moves_from + self.moves.as_ref()?.len())
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -299,7 +310,9 @@ async fn a_round_from_its_start() -> anyhow::Result<()> {
                     let Some(&board) = board_of_game.get(game.game_id) else {
                         continue;
                     };
-                    let now_shown = game.moves.len();
+                    let Some(now_shown) = game.completed() else {
+                        continue;
+                    };
                     if now_shown > shown[board] {
                         let start = round_start.load(std::sync::atomic::Ordering::Acquire);
                         time_plies(

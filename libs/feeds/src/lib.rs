@@ -7,6 +7,7 @@
 //! when the delay is raised (each round's release point only moves forward).
 
 mod delay;
+mod delta;
 mod view;
 
 use std::{
@@ -25,6 +26,7 @@ use prost::Message as _;
 use sha2::{Digest, Sha256};
 
 pub use delay::{DelayError, Delays, MAX_DELAY_MS};
+pub use delta::{DeltaError, GameDelta, apply_delta};
 pub use view::{ClockView, GameView, PlayerView, RoundView, national_moves};
 
 /// A round of a tournament: the unit of a feed and of the delay.
@@ -125,6 +127,11 @@ struct FeedGame {
     pgn: Option<Arc<Body>>,
     /// The shown game as JSON for live pages, built when it changes.
     json: Option<Arc<str>>,
+    /// The shown view, which the next change is told against.
+    view: Option<GameView>,
+    /// The last change as JSON ([`GameDelta`]); `None` when it has to be sent whole (first
+    /// shown, taken again from its log, its players changed).
+    delta: Option<Arc<str>>,
 }
 
 /// A round: how far it has been released and the cache of its feed.
@@ -322,6 +329,8 @@ impl Feeds {
                         version: 0,
                         pgn: None,
                         json: None,
+                        view: None,
+                        delta: None,
                     },
                 );
                 self.waiting.insert(game_id.clone());
@@ -421,12 +430,27 @@ impl Feeds {
             if !game.pending.is_empty() {
                 self.waiting.insert(game_id.clone());
             }
-            if any {
-                changed
-                    .entry(game.round.clone())
-                    .or_default()
-                    .push(game_id.clone());
-                self.dirty_games.insert(game_id);
+            if !any {
+                continue;
+            }
+            self.dirty_games.insert(game_id.clone());
+            let shows_the_same = match (&game.view, &game.shown) {
+                (Some(view), Some(shown)) => {
+                    delta::same_but_version(view, &GameView::of(shown, game.version))
+                }
+                _ => false,
+            };
+            if shows_the_same {
+                // Nothing a viewer sees changed (a note for the record, say): no update, but
+                // the PGN may tell more.
+                rebuild(game);
+                if let Some(round) = self.rounds.get(&game.round)
+                    && let Ok(mut pgn) = round.pgn.lock()
+                {
+                    *pgn = None;
+                }
+            } else {
+                changed.entry(game.round.clone()).or_default().push(game_id);
             }
         }
         let mut changes = Vec::new();
@@ -540,6 +564,12 @@ impl Feeds {
     pub fn game_json(&self, game_id: &str) -> Option<(u64, Arc<str>)> {
         let game = self.games.get(game_id)?;
         Some((game.version, game.json.clone()?))
+    }
+
+    /// The game's last change as a [`GameDelta`] (JSON), from the version before its current
+    /// one; `None` when that change has to be sent whole.
+    pub fn game_delta(&self, game_id: &str) -> Option<Arc<str>> {
+        self.games.get(game_id)?.delta.clone()
     }
 
     /// A shown game as PGN.
@@ -665,6 +695,8 @@ impl Feeds {
                 version: snapshot.version,
                 pgn: None,
                 json: None,
+                view: None,
+                delta: None,
             };
             rebuild(&mut game);
             feeds.games.insert(game_id, game);
@@ -673,7 +705,7 @@ impl Feeds {
     }
 }
 
-/// Builds a game's cached PGN and JSON from its shown view.
+/// Builds a game's cached PGN, JSON and delta from its shown view.
 fn rebuild(game: &mut FeedGame) {
     let Some(shown) = &game.shown else {
         return;
@@ -683,5 +715,13 @@ fn rebuild(game: &mut FeedGame) {
         shown.updated_unix_ms,
     )));
     let view = GameView::of(shown, game.version);
+    game.delta = game
+        .view
+        .as_ref()
+        .filter(|before| before.version != view.version)
+        .and_then(|before| GameDelta::between(before, &view))
+        .and_then(|delta| serde_json::to_string(&delta).ok())
+        .map(Arc::from);
     game.json = serde_json::to_string(&view).ok().map(Arc::from);
+    game.view = Some(view);
 }

@@ -1,15 +1,20 @@
-//! The delay and the feeds, on logs written by the game aggregate itself.
+//! The delay and the feeds, on logs written by the game aggregate itself; live updates as
+//! deltas: each change of a shown game, applied to the copy a viewer has of the game before it,
+//! gives the game as the feeds now show it, nothing that shows nothing new is an update, and a
+//! copy at another version is told so, not changed.
 
-use boardcast_feeds::{Delays, Feeds, RoundKey, national_moves};
+use boardcast_feeds::{Delays, DeltaError, Feeds, RoundKey, apply_delta, national_moves};
 use boardcast_game::{
     Game,
     events::{
-        AdjustClocks, ArbiterAction, EnterMove, GameEventRecord, GameStarted, Player, TimeControl,
-        TimePeriod, arbiter_action::Action,
+        AdjustClocks, Annotation, ArbiterAction, DeclareResult, EnterMove, GameEventRecord,
+        GameResult, GameStarted, Player, RestorePosition, TimeControl, TimePeriod,
+        arbiter_action::Action,
     },
     signing::{RecordSigner, TrustedKeys},
 };
 use boardcast_rules::{notation::Language, pgn::read_games};
+use serde_json::Value;
 
 const MINUTE: i64 = 60_000;
 const T0: i64 = 1_800_000_000_000;
@@ -534,4 +539,178 @@ fn another_record_with_the_last_number_is_a_fork_when_trusted_and_refused_when_n
         .expect("delivered again");
     feeds.release(T0 + 3);
     assert_eq!(shown_moves(&feeds, &id), 1);
+}
+
+fn json(feeds: &Feeds, game_id: &str) -> Value {
+    let (_, json) = feeds.game_json(game_id).expect("shown");
+    serde_json::from_str(&json).expect("JSON")
+}
+
+/// A viewer's copies of the round's games, kept up to date by the deltas alone once each game
+/// was sent whole.
+#[derive(Default)]
+struct Viewer {
+    games: std::collections::BTreeMap<String, Value>,
+    /// Bytes of the deltas and of the games sent whole.
+    delta_bytes: usize,
+    whole_bytes: usize,
+    updates: usize,
+}
+
+impl Viewer {
+    /// Takes every change of a release, as a live connection passes them on.
+    fn release(&mut self, feeds: &mut Feeds, now: i64) {
+        let (changes, errors) = feeds.release(now);
+        assert!(errors.is_empty(), "{errors:?}");
+        for change in changes {
+            self.updates += 1;
+            let now_shown = json(feeds, &change.game_id);
+            match (
+                self.games.get_mut(&change.game_id),
+                feeds.game_delta(&change.game_id),
+            ) {
+                (Some(copy), Some(delta)) => {
+                    self.delta_bytes += delta.len();
+                    let delta: Value = serde_json::from_str(&delta).expect("JSON");
+                    apply_delta(copy, &delta).expect("applies to the copy before it");
+                    assert_eq!(*copy, now_shown, "after {delta}");
+                }
+                _ => {
+                    self.whole_bytes += now_shown.to_string().len();
+                    self.games.insert(change.game_id.clone(), now_shown);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_change_applied_to_the_copy_before_it_gives_the_game_as_shown() {
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
+    let mut viewer = Viewer::default();
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    feed(&mut feeds, &game.records.clone());
+    viewer.release(&mut feeds, T0);
+    let mut at = T0;
+    let mut step = |game: &mut Played, action: Action, feeds: &mut Feeds, viewer: &mut Viewer| {
+        at += MINUTE;
+        let records = game.act(action, at);
+        feed(feeds, &records);
+        viewer.release(feeds, at);
+    };
+    for san in ["e4", "e5", "Nf3", "Nc6", "Bb5", "a6", "Ba4", "Nf6"] {
+        step(
+            &mut game,
+            Action::Move(EnterMove { san: san.into() }),
+            &mut feeds,
+            &mut viewer,
+        );
+    }
+    // The clocks set by the arbiter; the position after 1... e5 restored (moves taken away);
+    // play on; a note for the record only (no update); the result.
+    step(
+        &mut game,
+        Action::Clocks(AdjustClocks {
+            white_added_ms: 120_000,
+            reason: "7.5.5".into(),
+            ..Default::default()
+        }),
+        &mut feeds,
+        &mut viewer,
+    );
+    step(
+        &mut game,
+        Action::Restore(RestorePosition {
+            ply: 2,
+            reason: "illegal move found".into(),
+            white_remaining_ms: Some(5_000_000),
+            black_remaining_ms: Some(5_100_000),
+        }),
+        &mut feeds,
+        &mut viewer,
+    );
+    for san in ["d4", "exd4"] {
+        step(
+            &mut game,
+            Action::Move(EnterMove { san: san.into() }),
+            &mut feeds,
+            &mut viewer,
+        );
+    }
+    let updates = viewer.updates;
+    step(
+        &mut game,
+        Action::Annotation(Annotation {
+            text: "spectator warned".into(),
+        }),
+        &mut feeds,
+        &mut viewer,
+    );
+    assert_eq!(
+        viewer.updates, updates,
+        "a note shows nothing new to viewers"
+    );
+    step(
+        &mut game,
+        Action::Result(DeclareResult {
+            result: GameResult::WhiteWins as i32,
+            reason: "resignation".into(),
+            article: "5.1.2".into(),
+        }),
+        &mut feeds,
+        &mut viewer,
+    );
+    let shown = json(&feeds, &id);
+    assert_eq!(viewer.games[&id], shown);
+    assert_eq!(
+        shown["moves"],
+        serde_json::json!(["e4", "e5", "d4", "exd4"])
+    );
+    assert_eq!(shown["result"], "1-0");
+    // The game was sent whole once; every later change was smaller than the game.
+    let whole = shown.to_string().len();
+    assert!(viewer.whole_bytes <= whole, "{}", viewer.whole_bytes);
+    assert!(
+        viewer.delta_bytes < (viewer.updates - 1) * whole / 2,
+        "deltas {} B for {} updates of a {whole} B game",
+        viewer.delta_bytes,
+        viewer.updates - 1
+    );
+}
+
+#[test]
+fn a_delta_for_another_version_or_game_changes_nothing() {
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    feed(&mut feeds, &game.records.clone());
+    feeds.release(T0);
+    let mut stale = json(&feeds, &id);
+    for (i, san) in ["e4", "e5"].iter().enumerate() {
+        let records = game.act(
+            Action::Move(EnterMove { san: (*san).into() }),
+            T0 + i as i64 + 1,
+        );
+        feed(&mut feeds, &records);
+        feeds.release(T0 + i as i64 + 1);
+    }
+    // The copy missed 1. e4: the delta of 1... e5 is not for it.
+    let delta: Value =
+        serde_json::from_str(&feeds.game_delta(&id).expect("a delta")).expect("JSON");
+    let before = stale.clone();
+    let missed = apply_delta(&mut stale, &delta);
+    assert!(
+        matches!(missed, Err(DeltaError::OtherVersion { .. })),
+        "{missed:?}"
+    );
+    assert_eq!(stale, before);
+    let mut other = before.clone();
+    other["game_id"] = "another".into();
+    let kept = other.clone();
+    assert!(matches!(
+        apply_delta(&mut other, &delta),
+        Err(DeltaError::NotThisGame(_))
+    ));
+    assert_eq!(other, kept);
 }

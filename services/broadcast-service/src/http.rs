@@ -339,8 +339,11 @@ pub struct LiveQuery {
 enum LiveItem {
     /// The round's settings, first on every connection.
     Round(String),
-    /// A game's view at a version.
+    /// A game's view at a version: on connecting, after falling behind, and when a change
+    /// cannot be sent as a delta.
     Game { version: u64, json: String },
+    /// What changed in a game since its previous version (`boardcast_feeds::GameDelta`).
+    Delta { version: u64, json: Arc<str> },
 }
 
 fn language(code: Option<&str>) -> Option<Language> {
@@ -451,9 +454,23 @@ fn live_items(
             }
             match cursor.updates.recv().await {
                 Ok(update) if update.version > cursor.sent => {
-                    let item = {
-                        let feeds = cursor.app.projection.read();
-                        cursor.game_item(&feeds, &update.game_id, update.version, &update.json)
+                    let item = match (&update.delta, cursor.lang) {
+                        // Moves in other piece letters are sent whole: a delta carries SAN.
+                        (Some(delta), None)
+                            if cursor
+                                .only_game
+                                .as_deref()
+                                .is_none_or(|g| g == update.game_id) =>
+                        {
+                            Some(LiveItem::Delta {
+                                version: update.version,
+                                json: delta.clone(),
+                            })
+                        }
+                        _ => {
+                            let feeds = cursor.app.projection.read();
+                            cursor.game_item(&feeds, &update.game_id, update.version, &update.json)
+                        }
                     };
                     if let Some(item) = item {
                         cursor.queue.push_back(item);
@@ -491,6 +508,10 @@ fn sse_of(
                 .event("game")
                 .id(version.to_string())
                 .data(json),
+            LiveItem::Delta { version, json } => sse::Event::default()
+                .event("delta")
+                .id(version.to_string())
+                .data(&*json),
         })
     });
     sse::Sse::new(events).keep_alive(sse::KeepAlive::default())
@@ -549,7 +570,8 @@ async fn game_updates(
 }
 
 /// The same live items over WebSocket, one JSON text message each:
-/// `{"type":"round",...}` first, then `{"type":"game","version":N,"game":{...}}`.
+/// `{"type":"round",...}` first, then `{"type":"game","version":N,"game":{...}}` (whole) or
+/// `{"type":"delta","version":N,"delta":{...}}`.
 async fn round_socket(
     State(app): Shared,
     Path((tournament, round)): Path<(String, u32)>,
@@ -587,6 +609,9 @@ async fn serve_socket(mut socket: WebSocket, items: impl Stream<Item = LiveItem>
                     LiveItem::Round(json) => format!("{{\"type\":\"round\",\"round\":{json}}}"),
                     LiveItem::Game { version, json } => {
                         format!("{{\"type\":\"game\",\"version\":{version},\"game\":{json}}}")
+                    }
+                    LiveItem::Delta { version, json } => {
+                        format!("{{\"type\":\"delta\",\"version\":{version},\"delta\":{json}}}")
                     }
                 };
                 if socket.send(Message::Text(text.into())).await.is_err() {

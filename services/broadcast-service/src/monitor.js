@@ -96,6 +96,35 @@ function statusHtml(g) {
   return notes.map(escapeHtml).join(" · ");
 }
 
+// Applies a delta (see boardcast_feeds::GameDelta): the completed moves from `moves_from` on
+// are replaced, every other field present is the new value.
+function applyDelta(g, d) {
+  for (const [name, value] of Object.entries(d)) {
+    if (name === "game_id" || name === "base" || name === "moves_from") continue;
+    if (name === "moves" || name === "uci" || name === "move_clocks") {
+      g[name].splice(d.moves_from);
+      g[name].push(...value);
+    } else {
+      g[name] = value;
+    }
+  }
+}
+
+// The game as the service shows it now, kept unless the copy is already newer.
+async function fetchGame(gameId, onGame) {
+  try {
+    const response = await fetch(`/games/${encodeURIComponent(gameId)}.json`);
+    if (!response.ok) return;
+    const g = await response.json();
+    const have = games.get(gameId);
+    if (have && have.version >= g.version) return;
+    games.set(gameId, g);
+    onGame(g);
+  } catch (_) {
+    // The next update brings it again.
+  }
+}
+
 // Connects to the round's live updates; `onGame` gets every game as it changes. The browser
 // reconnects by itself, saying the last version it has (Last-Event-ID).
 function connect(onGame) {
@@ -113,6 +142,18 @@ function connect(onGame) {
   source.addEventListener("game", e => {
     const g = JSON.parse(e.data);
     games.set(g.game_id, g);
+    onGame(g);
+  });
+  // What changed since the game's previous version: applied to the copy at that version; a
+  // copy at another one missed an update, so the game is fetched whole instead.
+  source.addEventListener("delta", e => {
+    const d = JSON.parse(e.data);
+    const g = games.get(d.game_id);
+    if (!g || g.version !== d.base) {
+      fetchGame(d.game_id, onGame);
+      return;
+    }
+    applyDelta(g, d);
     onGame(g);
   });
   source.onerror = () => {

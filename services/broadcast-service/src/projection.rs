@@ -33,12 +33,14 @@ use tokio::sync::{Notify, broadcast, mpsc};
 
 use crate::state::State;
 
-/// A change for live connections: the game's JSON at the round's new version.
+/// A change for live connections: the game's JSON at the round's new version, and what changed
+/// since its previous version (`boardcast_feeds::GameDelta`) when that can be sent instead.
 #[derive(Debug, Clone)]
 pub struct Update {
     pub game_id: String,
     pub version: u64,
     pub json: Arc<str>,
+    pub delta: Option<Arc<str>>,
 }
 
 /// How many updates a slow live connection may fall behind before it is sent the round afresh.
@@ -339,6 +341,7 @@ impl Projection {
                         game_id: change.game_id.clone(),
                         version,
                         json: json.clone(),
+                        delta: feeds.game_delta(&change.game_id),
                     });
                 }
                 if let Some(nats) = &self.nats {

@@ -550,19 +550,109 @@ pub struct SseEvents {
 impl SseEvents {
     /// The `data` of each event `chunk` completes (an event's data lines joined).
     pub fn data(&mut self, chunk: &[u8]) -> Vec<String> {
+        self.events(chunk)
+            .into_iter()
+            .map(|event| event.data)
+            .collect()
+    }
+
+    /// Each event `chunk` completes.
+    pub fn events(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         self.buffer.push_str(&String::from_utf8_lossy(chunk));
         let mut complete = Vec::new();
         while let Some(end) = self.buffer.find("\n\n") {
             let event: String = self.buffer.drain(..end + 2).collect();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
+            let field = |name: &str| {
+                event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix(name))
+                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                    .collect::<Vec<&str>>()
+            };
+            let data = field("data:");
             if !data.is_empty() {
-                complete.push(data.join("\n"));
+                complete.push(SseEvent {
+                    name: field("event:")
+                        .first()
+                        .copied()
+                        .unwrap_or("message")
+                        .to_owned(),
+                    id: field("id:").first().map(|id| (*id).to_owned()),
+                    data: data.join("\n"),
+                });
             }
         }
         complete
+    }
+}
+
+/// One server-sent event.
+pub struct SseEvent {
+    /// `message` when the event names none.
+    pub name: String,
+    pub id: Option<String>,
+    pub data: String,
+}
+
+/// A live viewer's copies of the games of a round, as a page keeps them: a game sent whole
+/// replaces the copy, a delta is applied to the copy at its base version.
+#[derive(Default)]
+pub struct LiveGames {
+    pub games: BTreeMap<String, serde_json::Value>,
+    /// Deltas that came for a copy at another version (or none): the game was fetched whole.
+    pub missed: usize,
+}
+
+/// What one live update did to the copies.
+pub enum Taken {
+    /// The game, as it now stands.
+    Game(String),
+    /// A delta for a copy at another version: fetch the game whole and [`LiveGames::replace`].
+    Missed(String),
+    /// Not a game update (the round's settings).
+    Other,
+}
+
+impl LiveGames {
+    /// Takes a live update: `kind` `game` (whole, `data` the game) or `delta`.
+    pub fn take(&mut self, kind: &str, data: &str) -> anyhow::Result<Taken> {
+        let value: serde_json::Value = serde_json::from_str(data)
+            .with_context(|| format!("a live update that is not JSON: {data}"))?;
+        let game_id = value["game_id"].as_str().unwrap_or_default().to_owned();
+        match kind {
+            "game" => {
+                self.replace(value);
+                Ok(Taken::Game(game_id))
+            }
+            "delta" => {
+                let applied = self
+                    .games
+                    .get_mut(&game_id)
+                    .is_some_and(|copy| boardcast_feeds::apply_delta(copy, &value).is_ok());
+                if applied {
+                    Ok(Taken::Game(game_id))
+                } else {
+                    self.missed += 1;
+                    Ok(Taken::Missed(game_id))
+                }
+            }
+            _ => Ok(Taken::Other),
+        }
+    }
+
+    /// A game fetched or sent whole; an older one than the copy changes nothing.
+    pub fn replace(&mut self, game: serde_json::Value) {
+        let game_id = game["game_id"].as_str().unwrap_or_default().to_owned();
+        let version = |g: &serde_json::Value| g["version"].as_u64().unwrap_or_default();
+        match self.games.get(&game_id) {
+            Some(copy) if version(copy) > version(&game) => {}
+            _ => {
+                self.games.insert(game_id, game);
+            }
+        }
+    }
+
+    pub fn game(&self, game_id: &str) -> Option<&serde_json::Value> {
+        self.games.get(game_id)
     }
 }

@@ -1,0 +1,159 @@
+//! A shown game's live update as what changed since its previous version, and how a client
+//! applies one: a viewer is sent a game whole once (on connecting), then only its changes.
+//!
+//! The contract is on JSON, as a page or another venue system sees it: a [`GameDelta`] names the
+//! `version` the game had before it (`base`) and the one it gives it (`version`); a client whose
+//! copy of the game is at another version missed an update and asks for the game again (its
+//! `.json`, or a new connection) instead of applying it. Only the fields that changed are
+//! present; the completed moves change from `moves_from` on (usually only new ones follow;
+//! fewer after a position an arbiter restored).
+
+use serde_json::Value;
+
+use crate::view::{ClockView, GameView};
+
+/// What changed in a game's view from version `base` to `version`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GameDelta {
+    pub game_id: String,
+    pub version: u64,
+    /// The version a copy must be at for this to apply.
+    pub base: u64,
+    /// The completed moves before this index are unchanged; those after it are `moves`, `uci`
+    /// and `move_clocks` (absent: the completed moves did not change).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves_from: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uci: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub move_clocks: Option<Vec<Option<u64>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unconfirmed_plies: Option<Vec<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provisional: Option<Vec<String>>,
+    /// `null` when the clocks are no longer known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clocks: Option<Option<ClockView>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// `null` when the game is no longer over (an arbiter's decision taken back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub termination: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub board_responding: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub battery_low: Option<bool>,
+}
+
+/// Whether two views show the same, their versions aside.
+pub(crate) fn same_but_version(a: &GameView, b: &GameView) -> bool {
+    let mut b = b.clone();
+    b.version = a.version;
+    *a == b
+}
+
+impl GameDelta {
+    /// The change from `before` to `after`; `None` when it is not one a delta carries (another
+    /// game, or its players, event, round or board changed): the game is then sent whole.
+    pub fn between(before: &GameView, after: &GameView) -> Option<GameDelta> {
+        let identity = |v: &GameView| {
+            (
+                v.game_id.clone(),
+                v.tournament_id.clone(),
+                v.event.clone(),
+                v.round,
+                v.board_number,
+                v.white.clone(),
+                v.black.clone(),
+            )
+        };
+        if identity(before) != identity(after) {
+            return None;
+        }
+        let kept = before
+            .moves
+            .iter()
+            .zip(&before.uci)
+            .zip(&before.move_clocks)
+            .zip(after.moves.iter().zip(&after.uci).zip(&after.move_clocks))
+            .take_while(|(a, b)| a == b)
+            .count();
+        let moves_changed = kept < before.moves.len().max(after.moves.len());
+        Some(GameDelta {
+            game_id: after.game_id.clone(),
+            version: after.version,
+            base: before.version,
+            moves_from: moves_changed.then_some(kept),
+            moves: moves_changed.then(|| tail(&after.moves, kept)),
+            uci: moves_changed.then(|| tail(&after.uci, kept)),
+            move_clocks: moves_changed.then(|| tail(&after.move_clocks, kept)),
+            fen: (before.fen != after.fen).then(|| after.fen.clone()),
+            unconfirmed_plies: (before.unconfirmed_plies != after.unconfirmed_plies)
+                .then(|| after.unconfirmed_plies.clone()),
+            provisional: (before.provisional != after.provisional)
+                .then(|| after.provisional.clone()),
+            clocks: (before.clocks != after.clocks).then_some(after.clocks),
+            result: (before.result != after.result).then(|| after.result.clone()),
+            termination: (before.termination != after.termination)
+                .then(|| after.termination.clone()),
+            board_responding: (before.board_responding != after.board_responding)
+                .then_some(after.board_responding),
+            battery_low: (before.battery_low != after.battery_low).then_some(after.battery_low),
+        })
+    }
+}
+
+/// The items from `from` on.
+fn tail<T: Clone>(all: &[T], from: usize) -> Vec<T> {
+    all.get(from..).unwrap_or_default().to_vec()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeltaError {
+    /// The copy is at another version than the delta's base: an update was missed (or this
+    /// one came twice). Ask for the game again.
+    #[error("the game is at version {have}; this update applies to version {base}")]
+    OtherVersion { have: u64, base: u64 },
+    #[error("not a game update of this game: {0}")]
+    NotThisGame(String),
+}
+
+/// Applies a delta (as JSON) to a game (as JSON), as a client does: the game is left as it was
+/// when the delta does not apply to it.
+pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<(), DeltaError> {
+    if game.get("game_id") != delta.get("game_id") {
+        return Err(DeltaError::NotThisGame(format!(
+            "{} is not {}",
+            delta["game_id"], game["game_id"]
+        )));
+    }
+    let have = game["version"].as_u64().unwrap_or_default();
+    let base = delta["base"].as_u64().unwrap_or_default();
+    if have != base {
+        return Err(DeltaError::OtherVersion { have, base });
+    }
+    let Some(fields) = delta.as_object() else {
+        return Err(DeltaError::NotThisGame("not an object".into()));
+    };
+    let kept = fields.get("moves_from").and_then(Value::as_u64);
+    for (name, value) in fields {
+        match name.as_str() {
+            "game_id" | "base" | "moves_from" => {}
+            "moves" | "uci" | "move_clocks" => {
+                let Some(kept) = kept.and_then(|k| usize::try_from(k).ok()) else {
+                    continue;
+                };
+                if let (Some(list), Some(tail)) = (game[name].as_array_mut(), value.as_array()) {
+                    list.truncate(kept);
+                    list.extend(tail.iter().cloned());
+                }
+            }
+            _ => game[name] = value.clone(),
+        }
+    }
+    Ok(())
+}
