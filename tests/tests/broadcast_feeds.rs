@@ -453,12 +453,21 @@ struct Sight {
     at: i64,
     /// The test's clock when it asked (for what must already be shown).
     asked: i64,
+    /// How long the answer said a cache may keep it (`Cache-Control: max-age`), in ms.
+    fresh_ms: i64,
 }
 
 type Sights = Arc<Mutex<Vec<Sight>>>;
 
-fn note(sights: &Sights, endpoint: &'static str, game: &serde_json::Value, asked: i64) {
+fn note(
+    sights: &Sights,
+    endpoint: &'static str,
+    game: &serde_json::Value,
+    asked: i64,
+    fresh_ms: i64,
+) {
     let sight = Sight {
+        fresh_ms,
         endpoint,
         game_id: game["game_id"].as_str().unwrap_or_default().to_owned(),
         moves: game["moves"].as_array().map_or(0, Vec::len),
@@ -474,7 +483,7 @@ type Seen = Arc<dyn Fn(&'static str, &serde_json::Value) + Send + Sync>;
 
 fn noting(sights: &Sights) -> Seen {
     let sights = sights.clone();
-    Arc::new(move |endpoint, game| note(&sights, endpoint, game, now_ms()))
+    Arc::new(move |endpoint, game| note(&sights, endpoint, game, now_ms(), 0))
 }
 
 /// How often a watcher asks again for a round not shown yet (a 404, as a monitor page is told).
@@ -625,6 +634,17 @@ fn completed(game: &PgnGame) -> Vec<String> {
 }
 
 /// Polls every document endpoint once.
+/// How long a response says a cache may keep it, in ms (0: `no-cache`).
+fn max_age_ms(response: &reqwest::Response) -> i64 {
+    response
+        .headers()
+        .get("cache-control")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').find_map(|d| d.trim().strip_prefix("max-age=")))
+        .and_then(|seconds| seconds.parse::<i64>().ok())
+        .map_or(0, |seconds| seconds * 1000)
+}
+
 async fn poll(
     broadcast: &BroadcastService,
     game_ids: &[String],
@@ -637,6 +657,7 @@ async fn poll(
     )
     .await?;
     if pgn.status().is_success() {
+        let fresh_ms = max_age_ms(&pgn);
         let games = read_games(&pgn.text().await?)?;
         for game in games {
             let board: usize = game.tag("Board").and_then(|b| b.parse().ok()).unwrap_or(0);
@@ -645,7 +666,7 @@ async fn poll(
                 "moves": completed(&game),
                 "result": game.result,
             });
-            note(sights, "round pgn", &value, asked);
+            note(sights, "round pgn", &value, asked, fresh_ms);
         }
     } else {
         assert_eq!(pgn.status(), reqwest::StatusCode::NOT_FOUND);
@@ -656,26 +677,35 @@ async fn poll(
     )
     .await?;
     if json.status().is_success() {
+        let fresh_ms = max_age_ms(&json);
         let round: serde_json::Value = json.json().await?;
         for game in round["games"].as_array().into_iter().flatten() {
-            note(sights, "round json", game, asked);
+            note(sights, "round json", game, asked, fresh_ms);
         }
     }
     for game_id in game_ids {
         let asked = now_ms();
         let response = get(&broadcast.url(&format!("/games/{game_id}.json")), &[]).await?;
         if response.status().is_success() {
-            note(sights, "game json", &response.json().await?, asked);
+            let fresh_ms = max_age_ms(&response);
+            note(
+                sights,
+                "game json",
+                &response.json().await?,
+                asked,
+                fresh_ms,
+            );
         }
         let response = get(&broadcast.url(&format!("/games/{game_id}.pgn")), &[]).await?;
         if response.status().is_success() {
+            let fresh_ms = max_age_ms(&response);
             let game = read_games(&response.text().await?)?.remove(0);
             let value = serde_json::json!({
                 "game_id": game_id,
                 "moves": completed(&game),
                 "result": game.result,
             });
-            note(sights, "game pgn", &value, asked);
+            note(sights, "game pgn", &value, asked, fresh_ms);
         }
     }
     Ok(())
@@ -768,6 +798,7 @@ async fn the_delay_holds_back_every_endpoint_and_only_ever_moves_forward() -> an
         );
     }
     let mut endpoints = BTreeMap::new();
+    let mut cached = 0;
     for sight in &played {
         let (moves, ended) = &times[&sight.game_id];
         let due = |at: i64| moves.iter().filter(|t| **t <= at - DELAY_MS).count();
@@ -794,8 +825,20 @@ async fn the_delay_holds_back_every_endpoint_and_only_ever_moves_forward() -> an
                 sight.endpoint
             );
         }
+        // A cache keeping the answer for as long as it said shows nothing stale: no move
+        // falls due meanwhile.
+        if sight.fresh_ms > 0 {
+            cached += 1;
+            assert!(
+                due(sight.asked + sight.fresh_ms) <= due(sight.at),
+                "{} may be cached {} ms, past a move due then: {sight:?}",
+                sight.endpoint,
+                sight.fresh_ms
+            );
+        }
         *endpoints.entry(sight.endpoint).or_insert(0) += 1;
     }
+    assert!(cached > 0, "no answer let a cache keep it");
     for endpoint in [
         "round pgn",
         "round json",

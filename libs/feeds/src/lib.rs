@@ -173,6 +173,10 @@ pub struct Feeds {
     first_version: u64,
 }
 
+/// How much sooner than the delay a round's feeds may change: records recorded a moment ago and
+/// still on their way from the log, and the release timer's second.
+pub const FRESHNESS_MARGIN_MS: u64 = 3_000;
+
 /// How many versions one run of the feeds may use: runs' versions never overlap, and 2^53 (exact
 /// in every JSON reader) allows two million runs.
 pub const VERSIONS_PER_RUN: u64 = 1 << 32;
@@ -491,6 +495,28 @@ impl Feeds {
                 Some(first.recorded_unix_ms.saturating_add(delay))
             })
             .min()
+    }
+
+    /// How long a copy of the round's feeds taken at `now` stays the newest (ms), so that a
+    /// cache in front (a CDN) may keep it that long: until the first event held back for the
+    /// round falls due, and less than the delay by [`FRESHNESS_MARGIN_MS`] (what is recorded
+    /// from now on, or on its way here, falls due after that). 0 for a round without a delay.
+    pub fn round_fresh_for_ms(&self, key: &RoundKey, now_unix_ms: i64) -> u64 {
+        let delay = self.delays.delay_ms(key);
+        let next_due = self
+            .waiting
+            .iter()
+            .filter_map(|id| self.games.get(id))
+            .filter(|g| g.round == *key)
+            .filter_map(|g| g.pending.front())
+            .map(|e| e.recorded_unix_ms)
+            .min()
+            .map(|recorded| {
+                let due = recorded.saturating_add(i64::try_from(delay).unwrap_or(i64::MAX));
+                u64::try_from(due.saturating_sub(now_unix_ms)).unwrap_or(0)
+            });
+        let bound = delay.saturating_sub(FRESHNESS_MARGIN_MS);
+        next_due.map_or(bound, |due| due.min(bound))
     }
 
     /// The rounds with at least one game shown, by tournament and number.

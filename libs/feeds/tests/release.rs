@@ -147,6 +147,33 @@ fn nothing_recorded_after_now_minus_the_delay_is_visible_anywhere() {
 }
 
 #[test]
+fn a_copy_of_a_round_is_fresh_until_the_next_event_falls_due_and_never_past_the_delay() {
+    let mut feeds = Feeds::new(Delays::parse(["10"]).expect("valid"), unsigned_logs());
+    let mut game = start(1, 1, T0);
+    for (i, san) in ["e4", "e5"].iter().enumerate() {
+        game.play(san, T0 + (i as i64 + 1) * MINUTE);
+    }
+    feed(&mut feeds, &game.records);
+    // The start is shown; 1. e4 falls due at T0 + 11 min.
+    let now = T0 + 10 * MINUTE + 30_000;
+    feeds.release(now);
+    assert_eq!(feeds.round_fresh_for_ms(&key(1), now), 30_000);
+    // Everything shown: what is recorded from now on falls due after the delay, less the
+    // margin for records on their way.
+    let later = T0 + 20 * MINUTE;
+    feeds.release(later);
+    assert_eq!(
+        feeds.round_fresh_for_ms(&key(1), later),
+        10 * MINUTE as u64 - boardcast_feeds::FRESHNESS_MARGIN_MS
+    );
+    // Without a delay, a newer copy may be due at any moment.
+    let mut undelayed = Feeds::new(Delays::none(), unsigned_logs());
+    feed(&mut undelayed, &game.records);
+    undelayed.release(T0 + 5 * MINUTE);
+    assert_eq!(undelayed.round_fresh_for_ms(&key(1), T0 + 5 * MINUTE), 0);
+}
+
+#[test]
 fn raising_the_delay_takes_nothing_back_and_lowering_it_releases_what_is_due() {
     let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     let mut game = start(1, 1, T0);

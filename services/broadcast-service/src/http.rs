@@ -94,8 +94,14 @@ async fn ready(State(app): Shared) -> Response {
     }
 }
 
-/// A body with its validators; `304 Not Modified` when the poller already has it.
-fn conditional(body: &Body, request: &HeaderMap, content_type: &'static str) -> Response {
+/// A body with its validators and how long a cache may keep it (`fresh_ms`: see
+/// `Feeds::round_fresh_for_ms`); `304 Not Modified` when the poller already has it.
+fn conditional(
+    body: &Body,
+    request: &HeaderMap,
+    content_type: &'static str,
+    fresh_ms: u64,
+) -> Response {
     let etag = HeaderValue::from_str(&body.etag).ok();
     let last_modified = u64::try_from(body.last_modified_unix_ms)
         .ok()
@@ -120,7 +126,14 @@ fn conditional(body: &Body, request: &HeaderMap, content_type: &'static str) -> 
             .into_response()
     };
     let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    let seconds = fresh_ms / 1000;
+    let cache_control = if seconds == 0 {
+        HeaderValue::from_static("no-cache")
+    } else {
+        HeaderValue::from_str(&format!("public, max-age={seconds}"))
+            .unwrap_or(HeaderValue::from_static("no-cache"))
+    };
+    headers.insert(header::CACHE_CONTROL, cache_control);
     if let Some(etag) = etag {
         headers.insert(header::ETAG, etag);
     }
@@ -128,6 +141,15 @@ fn conditional(body: &Body, request: &HeaderMap, content_type: &'static str) -> 
         headers.insert(header::LAST_MODIFIED, date);
     }
     response
+}
+
+/// How long a cache may keep the round's feeds now: nothing while this instance is still
+/// catching up with the log (it may be behind what is due).
+fn fresh_for_ms(app: &App, feeds: &boardcast_feeds::Feeds, key: &RoundKey) -> u64 {
+    if !app.projection.is_ready() {
+        return 0;
+    }
+    feeds.round_fresh_for_ms(key, now_unix_ms())
 }
 
 const PGN: &str = "application/x-chess-pgn; charset=utf-8";
@@ -156,9 +178,15 @@ async fn round_file(
         "pgn" => feeds.round_pgn(&key),
         _ => round_json(&feeds, &key),
     };
+    let fresh_ms = fresh_for_ms(&app, &feeds, &key);
     drop(feeds);
     match body {
-        Some(body) => conditional(&body, &headers, if ext == "pgn" { PGN } else { JSON }),
+        Some(body) => conditional(
+            &body,
+            &headers,
+            if ext == "pgn" { PGN } else { JSON },
+            fresh_ms,
+        ),
         None => not_found(format!(
             "no games in round {round} of {:?}",
             key.tournament_id
@@ -209,9 +237,17 @@ async fn game_file(State(app): Shared, Path(file): Path<String>, headers: Header
             Arc::new(Body::new(json.to_string(), at))
         })
     };
+    let fresh_ms = feeds
+        .game_round(game_id)
+        .map_or(0, |(key, _)| fresh_for_ms(&app, &feeds, key));
     drop(feeds);
     match body {
-        Some(body) => conditional(&body, &headers, if ext == "pgn" { PGN } else { JSON }),
+        Some(body) => conditional(
+            &body,
+            &headers,
+            if ext == "pgn" { PGN } else { JSON },
+            fresh_ms,
+        ),
         None => not_found(format!("no game {game_id:?}")),
     }
 }
