@@ -17,5 +17,5 @@ pub mod replay;
 pub mod verify;
 
 pub use file::{ExportedGame, FileError, RecordFile, RecordFileWriter};
-pub use replay::{At, Moment, ReplayError, ReplayedGame, Step, replay, replay_many};
+pub use replay::{At, Moment, ReplayError, ReplayedGame, Step, replay, replay_each, replay_many};
 pub use verify::{Problem, ProblemKind, Verification, verify};

@@ -347,6 +347,34 @@ impl ReplayedGame {
     }
 }
 
+/// Why a replay gave no result: the work itself failed (a bug), not the record.
+fn failed_unexpectedly(game: &ExportedGame) -> Result<ReplayedGame, ReplayError> {
+    Err(ReplayError::Refused {
+        game_id: game.game_id.clone(),
+        position: 0,
+        reason: "replaying it failed unexpectedly (a bug in this version)".into(),
+    })
+}
+
+/// `replay` of each game over the machine's cores, made into what the caller needs of it by
+/// `render` on the core that replayed it (a large replay is also freed there, which is much
+/// cheaper than on another thread), then handed to `each` in the games' order as soon as it is
+/// ready. Only a few games are held at a time: for printing a whole round's timelines.
+pub fn replay_each<O: Send>(
+    games: &[(&ExportedGame, Option<At>)],
+    trusted: &TrustedKeys,
+    render: impl Fn(Result<ReplayedGame, ReplayError>) -> O + Sync,
+    mut each: impl FnMut(O),
+) {
+    crate::parallel::for_each_on_every_core(
+        games,
+        |(game, until)| render(replay(game, trusted, *until)),
+        |(game, _)| render(failed_unexpectedly(game)),
+        32,
+        |_, rendered| each(rendered),
+    );
+}
+
 /// `replay` of several games, spread over the machine's cores; the results in the same order.
 pub fn replay_many(
     games: &[(&ExportedGame, Option<At>)],
@@ -355,12 +383,6 @@ pub fn replay_many(
     crate::parallel::map_on_every_core(
         games,
         |(game, until)| replay(game, trusted, *until),
-        |(game, _)| {
-            Err(ReplayError::Refused {
-                game_id: game.game_id.clone(),
-                position: 0,
-                reason: "replaying it failed unexpectedly (a bug in this version)".into(),
-            })
-        },
+        |(game, _)| failed_unexpectedly(game),
     )
 }

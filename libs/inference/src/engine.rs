@@ -272,23 +272,33 @@ impl Inference {
                 next += 1;
             }
         }
-        let old = std::mem::take(&mut self.nodes);
-        self.nodes = old
-            .into_iter()
-            .enumerate()
-            .filter(|(id, _)| keep[*id])
-            .map(|(_, mut node)| {
+        // In place: the index keeps its table (renumbering needs no hashing) and the nodes their
+        // vector; this runs on every press that settles a move.
+        let mut id = 0;
+        self.nodes.retain_mut(|node| {
+            let kept = keep[id];
+            id += 1;
+            if kept {
                 node.parent = node.parent.and_then(|p| new_id[p]);
-                node.children = node
-                    .children
-                    .map(|children| children.into_iter().filter_map(|c| new_id[c]).collect());
-                node
-            })
-            .collect();
-        self.index = std::mem::take(&mut self.index)
-            .into_iter()
-            .filter_map(|(board, id)| new_id[id].map(|id| (board, id)))
-            .collect();
+                if let Some(children) = node.children.as_mut() {
+                    children.retain_mut(|c| match new_id[*c] {
+                        Some(renumbered) => {
+                            *c = renumbered;
+                            true
+                        }
+                        None => false,
+                    });
+                }
+            }
+            kept
+        });
+        self.index.retain(|_, id| match new_id[*id] {
+            Some(renumbered) => {
+                *id = renumbered;
+                true
+            }
+            None => false,
+        });
         self.current = new_id[self.current].unwrap_or(ROOT);
     }
 
@@ -308,34 +318,39 @@ impl Inference {
 
     /// Makes `id` findable by placement (newest wins) together with its legal successors.
     fn expand(&mut self, id: NodeId) {
-        let children = match &self.nodes[id].children {
-            Some(children) => children.clone(),
-            None => {
-                let pos = self.nodes[id].pos.clone();
-                let ply = self.nodes[id].ply + 1;
-                let mut children = Vec::new();
-                for m in pos.legal_moves() {
-                    let mut next = pos.clone();
-                    next.play_unchecked(m);
-                    children.push(self.nodes.len());
-                    self.nodes.push(Node {
-                        pos: next,
-                        parent: Some(id),
-                        mv: Some(m),
-                        ply,
-                        children: None,
-                        reached_seq: None,
-                    });
-                }
-                self.nodes[id].children = Some(children.clone());
-                children
-            }
-        };
-        for child in children {
+        if self.nodes[id].children.is_none() {
+            self.add_children(id);
+        }
+        // Indexed again (some may have been unindexed), without copying the list: this runs
+        // on every placement the board shows.
+        let count = self.nodes[id].children.as_ref().map_or(0, Vec::len);
+        for i in 0..count {
+            let child = self.nodes[id].children.as_ref().map_or(id, |c| c[i]);
             self.index
                 .insert(self.nodes[child].pos.board().clone(), child);
         }
         self.index.insert(self.nodes[id].pos.board().clone(), id);
+    }
+
+    /// Adds a node for each legal move from `id`'s position.
+    fn add_children(&mut self, id: NodeId) {
+        let pos = self.nodes[id].pos.clone();
+        let ply = self.nodes[id].ply + 1;
+        let mut children = Vec::new();
+        for m in pos.legal_moves() {
+            let mut next = pos.clone();
+            next.play_unchecked(m);
+            children.push(self.nodes.len());
+            self.nodes.push(Node {
+                pos: next,
+                parent: Some(id),
+                mv: Some(m),
+                ply,
+                children: None,
+                reached_seq: None,
+            });
+        }
+        self.nodes[id].children = Some(children);
     }
 
     fn unindex_children(&mut self, id: NodeId) {

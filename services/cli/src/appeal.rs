@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig};
 use boardcast_appeal::{
-    At, RecordFile, RecordFileWriter, ReplayedGame, replay, replay_many, verify,
+    At, RecordFile, RecordFileWriter, ReplayedGame, replay, replay_each, replay_many, verify,
 };
 use boardcast_game::Game;
 use boardcast_game::device::Observation;
@@ -613,18 +613,32 @@ pub async fn replay_command(args: ReplayArgs) -> anyhow::Result<std::process::Ex
             format_time(file.header.exported_unix_ms)
         )?;
         writeln!(out, "{key_note}")?;
-        let mut failed = 0;
-        for chunk in jobs.chunks(32) {
-            for game in replay_many(chunk, &accepting) {
-                match game {
-                    Ok(game) => print_timeline(&mut out, &game)?,
-                    Err(e) => {
-                        failed += 1;
-                        writeln!(out, "\n== cannot replay: {e}")?;
-                    }
+        // Each timeline is written out on the core that replayed the game.
+        let render = |game: Result<ReplayedGame, _>| -> anyhow::Result<(Vec<u8>, bool)> {
+            let mut text = Vec::new();
+            match game {
+                Ok(game) => {
+                    print_timeline(&mut text, &game)?;
+                    Ok((text, false))
+                }
+                Err(e) => {
+                    writeln!(text, "\n== cannot replay: {e}")?;
+                    Ok((text, true))
                 }
             }
-        }
+        };
+        let mut failed = 0;
+        let mut written = Ok(());
+        replay_each(&jobs, &accepting, render, |rendered| {
+            if written.is_err() {
+                return;
+            }
+            written = rendered.and_then(|(text, refused)| {
+                failed += usize::from(refused);
+                Ok(out.write_all(&text)?)
+            });
+        });
+        written?;
         if failed > 0 {
             eprintln!("{failed} games could not be replayed");
             return Ok(std::process::ExitCode::FAILURE);
