@@ -202,29 +202,32 @@ async fn the_round_feed_is_the_source_round_and_survives_a_restart() -> anyhow::
     );
     assert_eq!(after.text().await?, body);
 
-    // Live updates resume: a client that says the last version it has gets only what changed
-    // since (after the restart too).
-    let round: serde_json::Value = get(
-        &broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9.json")),
-        &[],
-    )
-    .await?
-    .json()
-    .await?;
-    let version = round["version"].as_u64().context("the round's version")?;
-    let versions: Vec<u64> = round["games"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|g| g["version"].as_u64())
-        .collect();
+    // Live updates resume: a client that gives back the cursor of the last event it had gets
+    // only what changed since; one of the run before the restart gets every game.
     let updates = broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates"));
-    for since in [0, version - 1, version] {
-        let events = sse_games(&updates, since).await?;
-        let expected = versions.iter().filter(|v| **v > since).count();
-        assert_eq!(events.len(), expected, "resuming after version {since}");
-        assert!(events.iter().all(|v| *v > since));
+    let all = sse_games(&updates, None).await?;
+    assert_eq!(all.len(), BOARDS);
+    let version = |cursor: &str| -> u64 {
+        cursor
+            .rsplit_once('-')
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or_default()
+    };
+    let mut by_version: Vec<&String> = all.iter().collect();
+    by_version.sort_by_key(|c| version(c));
+    for since in &by_version {
+        let resumed = sse_games(&updates, Some(since)).await?;
+        let expected = all.iter().filter(|c| version(c) > version(since)).count();
+        assert_eq!(resumed.len(), expected, "resuming after {since}");
     }
+    broadcast.restart()?;
+    broadcast.wait_ready(Duration::from_secs(30)).await?;
+    let after = sse_games(&updates, by_version.last().map(|c| c.as_str())).await?;
+    assert_eq!(
+        after.len(),
+        BOARDS,
+        "a cursor of the run before: every game"
+    );
     Ok(())
 }
 
@@ -242,9 +245,9 @@ async fn after_a_crash_the_feeds_are_whole_again_and_a_resuming_viewer_misses_no
         simulate(file.path(), BOARDS, "max", &nats.url(), &game_service.url())?.status()?;
     assert!(status.success(), "boardcast simulate failed: {status}");
     let shown = finished_feed(&broadcast, BOARDS).await?;
-    let round_url = broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9.json"));
-    let seen: serde_json::Value = get(&round_url, &[]).await?.json().await?;
-    let seen_version = seen["version"].as_u64().context("the round's version")?;
+    let updates = broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates"));
+    let seen = sse_games(&updates, None).await?;
+    let last_seen = seen.last().context("a cursor")?.clone();
 
     broadcast.crash_and_restart()?;
     broadcast.wait_ready(Duration::from_secs(30)).await?;
@@ -254,15 +257,9 @@ async fn after_a_crash_the_feeds_are_whole_again_and_a_resuming_viewer_misses_no
         assert_eq!(support::uci_moves(again)?, support::uci_moves(shown)?);
         assert_eq!(again.result, shown.result);
     }
-    // Every game was shown again after the crash, under versions past any a viewer saw before
-    // it: one resuming from the last version it had is sent each of them.
-    let updates = broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates"));
-    let resumed = sse_games(&updates, seen_version).await?;
-    assert_eq!(
-        resumed.len(),
-        BOARDS,
-        "{resumed:?} after version {seen_version}"
-    );
+    // A viewer resuming from the last cursor it had before the crash is sent every game.
+    let resumed = sse_games(&updates, Some(&last_seen)).await?;
+    assert_eq!(resumed.len(), BOARDS, "{resumed:?} after {last_seen}");
     Ok(())
 }
 
@@ -273,21 +270,25 @@ struct Viewing {
     deltas: usize,
     wholes: usize,
     connections: usize,
-    /// Events of the first connection after which it hangs up and resumes.
+    /// Events of a connection after which it hangs up and resumes (on the next instance).
     hang_up_after: usize,
     /// The delta it drops, as if lost, to see the next one of its game refused.
     drop_delta: usize,
 }
 
 /// Follows the round as a page does (whole once, then deltas; resuming with `Last-Event-ID`
-/// when a connection ends) until `stop`.
+/// when a connection ends, each time on the next of `urls`, as a load balancer may send it)
+/// until `stop`.
 async fn view_round(
-    url: String,
+    urls: Vec<String>,
     viewing: Arc<tokio::sync::Mutex<Viewing>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<()> {
     let mut last_id: Option<String> = None;
+    let mut attempt = 0;
     while !stop.load(std::sync::atomic::Ordering::Acquire) {
+        let url = urls[attempt % urls.len()].clone();
+        attempt += 1;
         let headers: Vec<(&str, &str)> = last_id
             .as_deref()
             .map(|id| ("last-event-id", id))
@@ -310,20 +311,21 @@ async fn view_round(
                 let (kind, data) = (event.name, event.data);
                 last_id = event.id.or(last_id);
                 taken += 1;
+                let mut lost = false;
                 if kind == "delta" {
                     viewing.deltas += 1;
-                    if viewing.deltas == viewing.drop_delta {
-                        continue;
-                    }
+                    lost = viewing.deltas == viewing.drop_delta;
                 }
                 if kind == "game" {
                     viewing.wholes += 1;
                 }
-                if let support::Taken::Missed(game_id) = viewing.games.take(&kind, &data)? {
+                if !lost
+                    && let support::Taken::Missed(game_id) = viewing.games.take(&kind, &data)?
+                {
                     let whole = fetch_whole(&url, &game_id).await?;
                     viewing.games.replace(whole);
                 }
-                if viewing.connections == 1 && taken == viewing.hang_up_after {
+                if taken >= viewing.hang_up_after {
                     break 'connection;
                 }
             }
@@ -349,7 +351,7 @@ async fn a_viewer_applying_deltas_ends_with_the_round_through_reconnections_and_
     }));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let viewer = tokio::spawn(view_round(
-        broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates")),
+        vec![broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates"))],
         viewing.clone(),
         stop.clone(),
     ));
@@ -368,43 +370,11 @@ async fn a_viewer_applying_deltas_ends_with_the_round_through_reconnections_and_
     let status = tokio::task::spawn_blocking(move || play.wait()).await??;
     assert!(status.success(), "boardcast simulate failed: {status}");
     let served = finished_feed(&broadcast, BOARDS).await?;
-    let ids: Vec<String> = (1..=BOARDS)
-        .map(|board| format!("{TOURNAMENT}-r9-b{board}"))
-        .collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let finished = {
-            let viewing = viewing.lock().await;
-            ids.iter()
-                .filter(|id| viewing.games.game(id).is_some_and(|g| g["result"] != "*"))
-                .count()
-        };
-        if finished == BOARDS {
-            break;
-        }
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the viewer saw {finished} of {BOARDS} games finish"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     stop.store(true, std::sync::atomic::Ordering::Release);
+    let viewing = viewer_ends_with(&viewing, &served).await?;
     viewer.abort();
-    let viewing = viewing.lock().await;
-    eprintln!(
-        "{} connections, {} games whole, {} deltas, {} missed",
-        viewing.connections, viewing.wholes, viewing.deltas, viewing.games.missed
-    );
-    for (id, game) in ids.iter().zip(&served) {
-        let copy = viewing.games.game(id).context("the viewer has the game")?;
-        let sans: Vec<String> = game.moves.iter().map(|m| m.san.clone()).collect();
-        let clocks: Vec<Option<u64>> = game.moves.iter().map(|m| m.clock_ms).collect();
-        assert_eq!(copy["moves"], serde_json::json!(sans), "{id}");
-        assert_eq!(copy["move_clocks"], serde_json::json!(clocks), "{id}");
-        assert_eq!(copy["result"], game.result.as_str(), "{id}");
-    }
-    // It resumed twice (its own hang-up, the restart) and lived on deltas in between; the lost
-    // one was refused by its game's next delta and the game fetched whole.
+    // It resumed (its own hang-ups, the restart) and lived on deltas in between; the lost one
+    // was refused by its game's next delta and the game fetched whole.
     assert!(
         viewing.connections >= 3,
         "{} connections",
@@ -420,9 +390,125 @@ async fn a_viewer_applying_deltas_ends_with_the_round_through_reconnections_and_
     Ok(())
 }
 
-/// The versions of the game events a new connection gets at once, resuming after `since`.
-async fn sse_games(url: &str, since: u64) -> anyhow::Result<Vec<u64>> {
-    let mut response = get(url, &[("last-event-id", &since.to_string())]).await?;
+/// Waits until the viewer has seen every game of `served` finish, then checks its copies hold
+/// exactly the round's moves, clocks and results.
+async fn viewer_ends_with<'a>(
+    viewing: &'a tokio::sync::Mutex<Viewing>,
+    served: &[PgnGame],
+) -> anyhow::Result<tokio::sync::MutexGuard<'a, Viewing>> {
+    let ids: Vec<String> = (1..=served.len())
+        .map(|board| format!("{TOURNAMENT}-r9-b{board}"))
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let finished = {
+            let viewing = viewing.lock().await;
+            ids.iter()
+                .filter(|id| viewing.games.game(id).is_some_and(|g| g["result"] != "*"))
+                .count()
+        };
+        if finished == served.len() {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the viewer saw {finished} of {} games finish",
+            served.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let viewing = viewing.lock().await;
+    eprintln!(
+        "{} connections, {} games whole, {} deltas, {} missed",
+        viewing.connections, viewing.wholes, viewing.deltas, viewing.games.missed
+    );
+    for (id, game) in ids.iter().zip(served) {
+        let copy = viewing.games.game(id).context("the viewer has the game")?;
+        let sans: Vec<String> = game.moves.iter().map(|m| m.san.clone()).collect();
+        let clocks: Vec<Option<u64>> = game.moves.iter().map(|m| m.clock_ms).collect();
+        assert_eq!(copy["moves"], serde_json::json!(sans), "{id}");
+        assert_eq!(copy["move_clocks"], serde_json::json!(clocks), "{id}");
+        assert_eq!(copy["result"], game.result.as_str(), "{id}");
+    }
+    Ok(viewing)
+}
+
+/// Two instances behind a load balancer that sends each connection to either: each follows the
+/// log itself and serves the same bytes (PGN, JSON, their `ETag`s), and a viewer whose
+/// connections alternate between them ends with every game exactly as the round's PGN has it.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_instances_serve_the_same_feeds_to_a_viewer_moving_between_them() -> anyhow::Result<()>
+{
+    const BOARDS: usize = 4;
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let instances = [
+        BroadcastService::start(&nats.url())?,
+        BroadcastService::start(&nats.url())?,
+    ];
+    let updates = format!("/tournaments/{TOURNAMENT}/rounds/9/updates");
+    let viewing = Arc::new(tokio::sync::Mutex::new(Viewing {
+        hang_up_after: 30,
+        drop_delta: 25,
+        ..Viewing::default()
+    }));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let viewer = tokio::spawn(view_round(
+        instances.iter().map(|i| i.url(&updates)).collect(),
+        viewing.clone(),
+        stop.clone(),
+    ));
+    let file = write(&round_nine(BOARDS)?)?;
+    let status = simulate(
+        file.path(),
+        BOARDS,
+        "1500",
+        &nats.url(),
+        &game_service.url(),
+    )?
+    .status()?;
+    assert!(status.success(), "boardcast simulate failed: {status}");
+    let served = finished_feed(&instances[0], BOARDS).await?;
+    finished_feed(&instances[1], BOARDS).await?;
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let viewing = viewer_ends_with(&viewing, &served).await?;
+    viewer.abort();
+    assert!(
+        viewing.connections >= 4,
+        "{} connections",
+        viewing.connections
+    );
+    assert!(
+        viewing.deltas > viewing.wholes,
+        "{} deltas, {} whole",
+        viewing.deltas,
+        viewing.wholes
+    );
+    // The same bytes from either, so a cache in front may keep whichever it got.
+    let mut paths = vec![
+        format!("/tournaments/{TOURNAMENT}/rounds/9.pgn"),
+        format!("/tournaments/{TOURNAMENT}/rounds/9.json"),
+    ];
+    for board in 1..=BOARDS {
+        paths.push(format!("/games/{TOURNAMENT}-r9-b{board}.json"));
+        paths.push(format!("/games/{TOURNAMENT}-r9-b{board}.pgn"));
+    }
+    for path in paths {
+        let mut answers = Vec::new();
+        for instance in &instances {
+            let response = get(&instance.url(&path), &[]).await?.error_for_status()?;
+            let etag = response.headers().get("etag").cloned();
+            answers.push((etag, response.text().await?));
+        }
+        assert_eq!(answers[0], answers[1], "{path}");
+    }
+    Ok(())
+}
+
+/// The cursors of the game events a new connection gets at once, resuming after `since`.
+async fn sse_games(url: &str, since: Option<&str>) -> anyhow::Result<Vec<String>> {
+    let headers: Vec<(&str, &str)> = since.map(|c| ("last-event-id", c)).into_iter().collect();
+    let mut response = get(url, &headers).await?;
     let mut text = String::new();
     let until = tokio::time::Instant::now() + Duration::from_millis(1500);
     while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(until, response.chunk()).await {
@@ -432,7 +518,8 @@ async fn sse_games(url: &str, since: u64) -> anyhow::Result<Vec<u64>> {
     Ok(text
         .split("\n\n")
         .filter(|e| e.lines().any(|l| l == "event: game"))
-        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("id: "))?.parse().ok())
+        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("id: ")))
+        .map(str::to_owned)
         .collect())
 }
 

@@ -527,19 +527,14 @@ async fn gateway_game_done(url: &str) -> anyhow::Result<GameState> {
     Ok(state)
 }
 
-/// Both broadcast services serve the same games (once the fresh one has caught up). `version`
-/// counts the changes a service has seen of a game, which differ after a restart: left out.
+/// Both broadcast services serve the same games, versions included (they are the log's), once
+/// the fresh one has caught up.
 async fn converged(lived: &BroadcastService, fresh: &BroadcastService) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let games = |service: &BroadcastService| {
         let request = http.get(service.url("/api/games")).send();
         async move {
-            let mut games: Vec<serde_json::Value> = request.await?.json().await?;
-            for game in &mut games {
-                if let Some(game) = game.as_object_mut() {
-                    game.remove("version");
-                }
-            }
+            let games: Vec<serde_json::Value> = request.await?.json().await?;
             anyhow::Ok(games)
         }
     };

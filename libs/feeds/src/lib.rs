@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 
 pub use delay::{DelayError, Delays, MAX_DELAY_MS};
 pub use delta::{DeltaError, GameDelta, apply_delta};
-pub use view::{ClockView, GameView, PlayerView, RoundView, national_moves};
+pub use view::{ClockView, GameView, PlayerView, national_moves};
 
 /// A round of a tournament: the unit of a feed and of the delay.
 #[derive(
@@ -121,8 +121,12 @@ struct FeedGame {
     shown: Option<DisplayGame>,
     /// Events read from the log and not yet released, oldest first.
     pending: VecDeque<GameEvent>,
-    /// The round's version when the shown view last changed.
-    version: u64,
+    /// The round's version when the shown view last changed: a live connection resuming after
+    /// an earlier one is sent the game again.
+    changed_at: u64,
+    /// The view's version: the `game_seq` of the last event that changed what viewers see, so
+    /// that every instance following the log gives the same view the same version.
+    view_version: u64,
     /// The shown game as PGN, built when it changes.
     pgn: Option<Arc<Body>>,
     /// The shown game as JSON for live pages, built when it changes.
@@ -194,7 +198,11 @@ pub struct GameSnapshot {
     pub shown: Option<DisplayGame>,
     /// The pending events, encoded.
     pub pending: Vec<Vec<u8>>,
+    /// The round's version when the shown view last changed.
     pub version: u64,
+    /// The view's version (see `FeedGame`); absent in state written before it was kept.
+    #[serde(default)]
+    pub view_version: u64,
 }
 
 /// A round as stored between runs of the service.
@@ -330,7 +338,8 @@ impl Feeds {
                         signed: !record.signature.is_empty(),
                         shown: None,
                         pending: VecDeque::from([event]),
-                        version: 0,
+                        changed_at: 0,
+                        view_version: 0,
                         pgn: None,
                         json: None,
                         view: None,
@@ -370,8 +379,8 @@ impl Feeds {
         match taken {
             Ok(()) => {
                 if let (Some(before), Some(game)) = (before, self.games.get_mut(game_id)) {
-                    // Versions only go forward, for pages that ask what changed since.
-                    game.version = before.version;
+                    // Round versions only go forward, for pages that ask what changed since.
+                    game.changed_at = before.changed_at;
                 }
                 self.dirty_games.insert(game_id.to_owned());
                 Ok(())
@@ -410,6 +419,10 @@ impl Feeds {
                 .get(&game.round)
                 .map_or(i64::MIN, |r| r.released_until_unix_ms);
             let mut any = false;
+            // The view after the last event of this release that changed it, with that
+            // event's number as its version: event by event, so that every instance gives a
+            // view the same version however its releases group the events.
+            let mut newest: Option<GameView> = None;
             while game
                 .pending
                 .front()
@@ -430,6 +443,13 @@ impl Feeds {
                         source,
                     }),
                 }
+                if let Some(shown) = &game.shown {
+                    let view = GameView::of(shown, event.game_seq);
+                    let before = newest.as_ref().or(game.view.as_ref());
+                    if before.is_none_or(|before| !delta::same_but_version(before, &view)) {
+                        newest = Some(view);
+                    }
+                }
             }
             if !game.pending.is_empty() {
                 self.waiting.insert(game_id.clone());
@@ -438,23 +458,21 @@ impl Feeds {
                 continue;
             }
             self.dirty_games.insert(game_id.clone());
-            let shows_the_same = match (&game.view, &game.shown) {
-                (Some(view), Some(shown)) => {
-                    delta::same_but_version(view, &GameView::of(shown, game.version))
+            rebuild_pgn(game);
+            match newest {
+                Some(view) => {
+                    show(game, view);
+                    changed.entry(game.round.clone()).or_default().push(game_id);
                 }
-                _ => false,
-            };
-            if shows_the_same {
                 // Nothing a viewer sees changed (a note for the record, say): no update, but
                 // the PGN may tell more.
-                rebuild(game);
-                if let Some(round) = self.rounds.get(&game.round)
-                    && let Ok(mut pgn) = round.pgn.lock()
-                {
-                    *pgn = None;
+                None => {
+                    if let Some(round) = self.rounds.get(&game.round)
+                        && let Ok(mut pgn) = round.pgn.lock()
+                    {
+                        *pgn = None;
+                    }
                 }
-            } else {
-                changed.entry(game.round.clone()).or_default().push(game_id);
             }
         }
         let mut changes = Vec::new();
@@ -471,9 +489,8 @@ impl Feeds {
                 let Some(game) = self.games.get_mut(&game_id) else {
                     continue;
                 };
-                game.version = round.version;
+                game.changed_at = round.version;
                 round.boards.insert((game.board_number, game_id.clone()));
-                rebuild(game);
                 changes.push(Change {
                     round: key.clone(),
                     game_id,
@@ -566,30 +583,30 @@ impl Feeds {
         self.games.get(game_id)?.shown.as_ref()
     }
 
-    /// The shown game's round and version.
+    /// The shown game's round and the round's version when it last changed.
     pub fn game_round(&self, game_id: &str) -> Option<(&RoundKey, u64)> {
         let game = self.games.get(game_id)?;
         game.shown.as_ref()?;
-        Some((&game.round, game.version))
+        Some((&game.round, game.changed_at))
     }
 
-    /// The round's games as JSON for live pages, with the version of each: those changed after
-    /// `since` (all with 0), in board order.
+    /// The round's games as JSON for live pages, with the round's version when each last
+    /// changed: those changed after `since` (all with 0), in board order.
     pub fn round_json_since(&self, key: &RoundKey, since: u64) -> Vec<(&str, u64, Arc<str>)> {
         self.rounds
             .get(key)
             .into_iter()
             .flat_map(|r| r.boards.iter())
             .filter_map(|(_, id)| Some((id.as_str(), self.games.get(id)?)))
-            .filter(|(_, g)| g.version > since)
-            .filter_map(|(id, g)| Some((id, g.version, g.json.clone()?)))
+            .filter(|(_, g)| g.changed_at > since)
+            .filter_map(|(id, g)| Some((id, g.changed_at, g.json.clone()?)))
             .collect()
     }
 
-    /// A shown game as JSON for live pages, with its version.
+    /// A shown game as JSON for live pages, with the round's version when it last changed.
     pub fn game_json(&self, game_id: &str) -> Option<(u64, Arc<str>)> {
         let game = self.games.get(game_id)?;
-        Some((game.version, game.json.clone()?))
+        Some((game.changed_at, game.json.clone()?))
     }
 
     /// The game's last change as a [`GameDelta`] (JSON), from the version before its current
@@ -642,7 +659,8 @@ impl Feeds {
                         signed: g.signed,
                         shown: g.shown.clone(),
                         pending: g.pending.iter().map(|e| e.encode_to_vec()).collect(),
-                        version: g.version,
+                        version: g.changed_at,
+                        view_version: g.view_version,
                     },
                 ))
             })
@@ -718,21 +736,26 @@ impl Feeds {
                 signed: snapshot.signed,
                 shown: snapshot.shown,
                 pending,
-                version: snapshot.version,
+                changed_at: snapshot.version,
+                view_version: snapshot.view_version,
                 pgn: None,
                 json: None,
                 view: None,
                 delta: None,
             };
-            rebuild(&mut game);
+            rebuild_pgn(&mut game);
+            if let Some(shown) = &game.shown {
+                let view = GameView::of(shown, game.view_version);
+                show(&mut game, view);
+            }
             feeds.games.insert(game_id, game);
         }
         Ok(feeds)
     }
 }
 
-/// Builds a game's cached PGN, JSON and delta from its shown view.
-fn rebuild(game: &mut FeedGame) {
+/// Builds a game's cached PGN from what is shown.
+fn rebuild_pgn(game: &mut FeedGame) {
     let Some(shown) = &game.shown else {
         return;
     };
@@ -740,7 +763,10 @@ fn rebuild(game: &mut FeedGame) {
         write_annotated_game(&shown.to_pgn()),
         shown.updated_unix_ms,
     )));
-    let view = GameView::of(shown, game.version);
+}
+
+/// Shows `view`: its JSON, and the change from the view shown before as a delta.
+fn show(game: &mut FeedGame, view: GameView) {
     game.delta = game
         .view
         .as_ref()
@@ -749,5 +775,6 @@ fn rebuild(game: &mut FeedGame) {
         .and_then(|delta| serde_json::to_string(&delta).ok())
         .map(Arc::from);
     game.json = serde_json::to_string(&view).ok().map(Arc::from);
+    game.view_version = view.version;
     game.view = Some(view);
 }

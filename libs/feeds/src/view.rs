@@ -4,8 +4,6 @@ use boardcast_game::{display::DisplayGame, events::Player};
 use boardcast_rules::notation::{Language, write_national};
 use shakmaty::{CastlingMode, Chess, Position as _, fen::Fen, uci::UciMove};
 
-use crate::RoundKey;
-
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlayerView {
     pub name: String,
@@ -30,7 +28,8 @@ pub struct ClockView {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GameView {
     pub game_id: String,
-    /// The round's version when this view last changed: the id of its live update.
+    /// The `game_seq` of the last log event that changed this view: the same on every instance
+    /// of the service; a delta names the version it applies to.
     pub version: u64,
     pub tournament_id: String,
     pub event: String,
@@ -112,29 +111,6 @@ impl GameView {
             termination: game.result.as_ref().map(|e| e.termination.clone()),
             board_responding: game.board.responding,
             battery_low: game.board.battery_low,
-        }
-    }
-}
-
-/// A round as a live page first loads it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RoundView {
-    pub tournament_id: String,
-    pub round: u32,
-    pub version: u64,
-    /// The delay in force for the round.
-    pub delay_ms: u64,
-    /// The service's clock when this was built, so that a page can tick clocks on the delayed
-    /// time line whatever its own clock says.
-    pub server_now_unix_ms: i64,
-    pub games: Vec<serde_json::Value>,
-}
-
-impl RoundView {
-    pub fn key(&self) -> RoundKey {
-        RoundKey {
-            tournament_id: self.tournament_id.clone(),
-            round: self.round,
         }
     }
 }

@@ -35,6 +35,32 @@ use crate::{
 pub struct App {
     pub projection: Arc<Projection>,
     pub pushes: PushStatuses,
+    /// Names this run of this instance in the live cursors it gives (`<epoch>-<round version>`):
+    /// round versions count this run's releases, so a cursor from another instance or an
+    /// earlier run says nothing of what a viewer has, and that viewer is sent every game.
+    pub epoch: Arc<str>,
+}
+
+impl App {
+    pub fn new(projection: Arc<Projection>, pushes: PushStatuses) -> App {
+        App {
+            projection,
+            pushes,
+            epoch: Arc::from(format!("{:016x}", rand::random::<u64>())),
+        }
+    }
+
+    /// The live cursor of round version `version`.
+    fn cursor(&self, version: u64) -> String {
+        format!("{}-{version}", self.epoch)
+    }
+
+    /// The round version a cursor names, when this run gave it.
+    fn version_of(&self, cursor: &str) -> Option<u64> {
+        let (epoch, version) = cursor.trim().split_once('-')?;
+        (epoch == &*self.epoch).then_some(())?;
+        version.parse().ok()
+    }
 }
 
 type Shared = State<App>;
@@ -201,11 +227,11 @@ fn round_json(feeds: &boardcast_feeds::Feeds, key: &RoundKey) -> Option<Arc<Body
         return None;
     }
     let list: Vec<&str> = games.iter().map(|(_, _, json)| json.as_ref()).collect();
+    // The same bytes on every instance that shows the same (no instance's own counters).
     let text = format!(
-        "{{\"tournament_id\":{},\"round\":{},\"version\":{},\"delay_ms\":{},\"games\":[{}]}}",
+        "{{\"tournament_id\":{},\"round\":{},\"delay_ms\":{},\"games\":[{}]}}",
         serde_json::Value::from(key.tournament_id.as_str()),
         key.round,
-        feeds.round_version(key),
         feeds.delays().delay_ms(key),
         list.join(",")
     );
@@ -365,21 +391,22 @@ async fn hall_page(Path((tournament, round)): Path<(String, u32)>) -> Html<Strin
 /// Options of a live connection.
 #[derive(Debug, serde::Deserialize, Default)]
 pub struct LiveQuery {
-    /// Resume after this version (as `Last-Event-ID`).
-    since: Option<u64>,
+    /// Resume after this cursor (as `Last-Event-ID`).
+    since: Option<String>,
     /// Moves in these piece letters (ISO 639-1 code, e.g. `de`).
     lang: Option<String>,
 }
 
-/// One item of a live connection.
+/// One item of a live connection; `cursor` is the round's version at the change, as the client
+/// gives it back to resume.
 enum LiveItem {
     /// The round's settings, first on every connection.
     Round(String),
-    /// A game's view at a version: on connecting, after falling behind, and when a change
-    /// cannot be sent as a delta.
-    Game { version: u64, json: String },
+    /// A game's view: on connecting, after falling behind, and when a change cannot be sent as
+    /// a delta.
+    Game { cursor: String, json: String },
     /// What changed in a game since its previous version (`boardcast_feeds::GameDelta`).
-    Delta { version: u64, json: Arc<str> },
+    Delta { cursor: String, json: Arc<str> },
 }
 
 fn language(code: Option<&str>) -> Option<Language> {
@@ -447,7 +474,10 @@ fn live_items(
                 }
                 None => json.to_owned(),
             };
-            Some(LiveItem::Game { version, json })
+            Some(LiveItem::Game {
+                cursor: self.app.cursor(version),
+                json,
+            })
         }
     }
     // A version past any this service gave (from another instance, or a state file started
@@ -499,7 +529,7 @@ fn live_items(
                                 .is_none_or(|g| g == update.game_id) =>
                         {
                             Some(LiveItem::Delta {
-                                version: update.version,
+                                cursor: cursor.app.cursor(update.version),
                                 json: delta.clone(),
                             })
                         }
@@ -525,12 +555,14 @@ fn live_items(
     })
 }
 
-fn since_of(query: &LiveQuery, headers: &HeaderMap) -> u64 {
+/// The round version a resuming client has (`Last-Event-ID`, else `?since=`); 0 (send every game)
+/// for a cursor this run of this instance did not give.
+fn since_of(app: &App, query: &LiveQuery, headers: &HeaderMap) -> u64 {
     headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
-        .or(query.since)
+        .or(query.since.as_deref())
+        .and_then(|cursor| app.version_of(cursor))
         .unwrap_or(0)
 }
 
@@ -540,14 +572,12 @@ fn sse_of(
     let events = items.map(|item| {
         Ok(match item {
             LiveItem::Round(json) => sse::Event::default().event("round").data(json),
-            LiveItem::Game { version, json } => sse::Event::default()
-                .event("game")
-                .id(version.to_string())
-                .data(json),
-            LiveItem::Delta { version, json } => sse::Event::default()
-                .event("delta")
-                .id(version.to_string())
-                .data(&*json),
+            LiveItem::Game { cursor, json } => {
+                sse::Event::default().event("game").id(cursor).data(json)
+            }
+            LiveItem::Delta { cursor, json } => {
+                sse::Event::default().event("delta").id(cursor).data(&*json)
+            }
         })
     });
     sse::Sse::new(events).keep_alive(sse::KeepAlive::default())
@@ -568,7 +598,7 @@ async fn round_updates(
     let Some(updates) = app.projection.subscribe(&key) else {
         return no_round(&key);
     };
-    let since = since_of(&query, &headers);
+    let since = since_of(&app, &query, &headers);
     let lang = language(query.lang.as_deref());
     sse_of(live_items(app, key, updates, None, since, lang)).into_response()
 }
@@ -600,14 +630,14 @@ async fn game_updates(
     }) else {
         return not_found(format!("no game {game_id:?}"));
     };
-    let since = since_of(&query, &headers);
+    let since = since_of(&app, &query, &headers);
     let lang = language(query.lang.as_deref());
     sse_of(live_items(app, key, updates, Some(game_id), since, lang)).into_response()
 }
 
 /// The same live items over WebSocket, one JSON text message each:
-/// `{"type":"round",...}` first, then `{"type":"game","version":N,"game":{...}}` (whole) or
-/// `{"type":"delta","version":N,"delta":{...}}`.
+/// `{"type":"round",...}` first, then `{"type":"game","cursor":C,"game":{...}}` (whole) or
+/// `{"type":"delta","cursor":C,"delta":{...}}`; `?since=C` resumes.
 async fn round_socket(
     State(app): Shared,
     Path((tournament, round)): Path<(String, u32)>,
@@ -621,7 +651,11 @@ async fn round_socket(
     let Some(updates) = app.projection.subscribe(&key) else {
         return no_round(&key);
     };
-    let since = query.since.unwrap_or(0);
+    let since = query
+        .since
+        .as_deref()
+        .and_then(|cursor| app.version_of(cursor))
+        .unwrap_or(0);
     let lang = language(query.lang.as_deref());
     upgrade
         // Viewers send nothing but pings and a close: a big message is refused, not read.
@@ -643,11 +677,11 @@ async fn serve_socket(mut socket: WebSocket, items: impl Stream<Item = LiveItem>
                 let Some(item) = item else { break };
                 let text = match item {
                     LiveItem::Round(json) => format!("{{\"type\":\"round\",\"round\":{json}}}"),
-                    LiveItem::Game { version, json } => {
-                        format!("{{\"type\":\"game\",\"version\":{version},\"game\":{json}}}")
+                    LiveItem::Game { cursor, json } => {
+                        format!("{{\"type\":\"game\",\"cursor\":\"{cursor}\",\"game\":{json}}}")
                     }
-                    LiveItem::Delta { version, json } => {
-                        format!("{{\"type\":\"delta\",\"version\":{version},\"delta\":{json}}}")
+                    LiveItem::Delta { cursor, json } => {
+                        format!("{{\"type\":\"delta\",\"cursor\":\"{cursor}\",\"delta\":{json}}}")
                     }
                 };
                 if socket.send(Message::Text(text.into())).await.is_err() {

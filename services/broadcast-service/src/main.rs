@@ -257,10 +257,7 @@ async fn main() -> anyhow::Result<()> {
             .with_callback(move |gauge| gauge.observe(projection.subscriber_count(), &[]))
             .build()
     };
-    let app = http::App {
-        projection: projection.clone(),
-        pushes,
-    };
+    let app = http::App::new(projection.clone(), pushes);
     let limits = serve::Limits {
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         header_timeout: Duration::from_secs(args.header_timeout),
