@@ -14,7 +14,9 @@
 //! play, 120), `BENCH_TICKS` (clock readings between a board's presses, sent
 //! spread over the interval as a running clock sends them, 0; 59 with a move a minute is a
 //! clock reporting every second), `BENCH_MEASURED` (subscribers
-//! whose every update is timed, 100; the others read and discard).
+//! whose every update is timed, 100; the others read and discard), `BENCH_INSTANCES` (broadcast
+//! instances sharing the subscribers in turn, as a load balancer would, 1). Also reports the
+//! bytes each subscriber receives: the round sent whole on connecting, then per move.
 
 mod support;
 
@@ -97,22 +99,30 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
     let play_for = Duration::from_secs(setting("BENCH_SECONDS", 120)?);
     let ticks = setting("BENCH_TICKS", 0)? as usize;
     let measured = (setting("BENCH_MEASURED", 100)? as usize).min(subscribers);
+    let instances = setting("BENCH_INSTANCES", 1)?.max(1) as usize;
 
     let base = baseline().await?;
     let by_board = with_clock_ticks(&base.observations, ticks)?;
     let nats = TestNats::start()?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let game_service = GameService::start(&nats.url())?;
-    let broadcast = BroadcastService::start(&nats.url())?;
+    let broadcasts = (0..instances)
+        .map(|_| BroadcastService::start(&nats.url()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let arbiter = ArbiterService::start(&nats.url(), &game_service.url())?;
     let alert_every = setting("BENCH_ALERT_EVERY", 20)?.max(1) as usize;
-    let pids = [
-        ("game service", game_service.process.pid()),
-        ("broadcast service", broadcast.process.pid()),
-        ("arbiter service", arbiter.process.pid()),
-    ]
-    .map(|(name, pid)| pid.map(|pid| (name, pid)).context("a service's pid"));
-    let pids: Vec<(&str, u32)> = pids.into_iter().collect::<anyhow::Result<_>>()?;
+    let mut pids = vec![("game service".to_owned(), game_service.process.pid())];
+    for (n, broadcast) in broadcasts.iter().enumerate() {
+        pids.push((
+            format!("broadcast service {}", n + 1),
+            broadcast.process.pid(),
+        ));
+    }
+    pids.push(("arbiter service".to_owned(), arbiter.process.pid()));
+    let pids: Vec<(String, u32)> = pids
+        .into_iter()
+        .map(|(name, pid)| pid.map(|pid| (name, pid)).context("a service's pid"))
+        .collect::<anyhow::Result<_>>()?;
     let mut client = boardcast_testkit::admin_client(&game_service.url()).await?;
 
     // The boards' games, all in one round, each board playing one of the reference games.
@@ -175,10 +185,13 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()?;
-    let url = broadcast.url("/tournaments/bench/rounds/1/updates");
+    let urls: Vec<String> = broadcasts
+        .iter()
+        .map(|b| b.url("/tournaments/bench/rounds/1/updates"))
+        .collect();
     let mut readers = Vec::new();
     for n in 0..subscribers {
-        let mut response = http.get(&url).send().await?;
+        let mut response = http.get(&urls[n % urls.len()]).send().await?;
         anyhow::ensure!(
             response.status().is_success(),
             "subscriber {n}: {}",
@@ -229,6 +242,17 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
         }));
     }
     eprintln!("{subscribers} subscribers connected ({measured} timed)");
+    // Every subscriber is sent the round whole first: counted apart from the updates.
+    let mut settled = received.load(Ordering::Relaxed);
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = received.load(Ordering::Relaxed);
+        if now == settled {
+            break;
+        }
+        settled = now;
+    }
+    let on_connecting = settled;
 
     // The arbiter's dashboard: the round's boards and alerts as they change.
     let alert_sent: Arc<Vec<AtomicI64>> =
@@ -381,7 +405,15 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
         samples
     };
     let (dashboard_samples, alert_samples) = (sorted(&to_dashboard), sorted(&to_alert));
-    let megabytes = received.load(Ordering::Relaxed) as f64 / 1e6;
+    let total = received.load(Ordering::Relaxed);
+    let megabytes = total as f64 / 1e6;
+    let per_subscriber = |bytes: u64| bytes as f64 / subscribers.max(1) as f64;
+    let whole_round = per_subscriber(on_connecting);
+    let per_move = per_subscriber(total - on_connecting) / moves_sent.max(1) as f64;
+    // A round of games of 80 plies: the round sent whole once, then every move.
+    let plies_per_game = 80.0;
+    let over_a_round = (whole_round + per_move * plies_per_game * boards as f64)
+        / (plies_per_game * boards as f64);
     let line = |what: &str, samples: &[i64]| {
         eprintln!(
             "latency {what} (ms), {} samples: p50 {:.1}  p99 {:.1}  max {:.1}",
@@ -417,6 +449,11 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
         );
     }
     eprintln!("subscribers received {megabytes:.0} MB");
+    eprintln!(
+        "bytes per subscriber: the round whole on connecting {whole_round:.0} B, then \
+         {per_move:.0} B per move; over a round of {plies_per_game:.0}-ply games, the round \
+         whole included: {over_a_round:.0} B per move"
+    );
     anyhow::ensure!(
         !alert_samples.is_empty(),
         "no alert reached the arbiter's dashboard"
