@@ -5,8 +5,8 @@
 //! `version` the game had before it (`base`) and the one it gives it (`version`); a client whose
 //! copy of the game is at another version missed an update and asks for the game again (its
 //! `.json`, or a new connection) instead of applying it. Only the fields that changed are
-//! present; the completed moves change from `moves_from` on (usually only new ones follow;
-//! fewer after a position an arbiter restored).
+//! present; new completed moves are added to the end, or, with `moves_from`, replace those from
+//! that index on (after a position an arbiter restored).
 
 use serde_json::Value;
 
@@ -19,8 +19,9 @@ pub struct GameDelta {
     pub version: u64,
     /// The version a copy must be at for this to apply.
     pub base: u64,
-    /// The completed moves before this index are unchanged; those after it are `moves`, `uci`
-    /// and `move_clocks` (absent: the completed moves did not change).
+    /// Present when completed moves were taken back: those before this index stay, the rest
+    /// are replaced by `moves`, `uci` and `move_clocks`. Absent, these are added to the end
+    /// (absent too: the completed moves did not change).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moves_from: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -87,7 +88,7 @@ impl GameDelta {
             game_id: after.game_id.clone(),
             version: after.version,
             base: before.version,
-            moves_from: moves_changed.then_some(kept),
+            moves_from: (kept < before.moves.len()).then_some(kept),
             moves: moves_changed.then(|| tail(&after.moves, kept)),
             uci: moves_changed.then(|| tail(&after.uci, kept)),
             move_clocks: moves_changed.then(|| tail(&after.move_clocks, kept)),
@@ -139,16 +140,16 @@ pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<(), DeltaError> {
     let Some(fields) = delta.as_object() else {
         return Err(DeltaError::NotThisGame("not an object".into()));
     };
-    let kept = fields.get("moves_from").and_then(Value::as_u64);
+    let kept = fields
+        .get("moves_from")
+        .and_then(Value::as_u64)
+        .and_then(|k| usize::try_from(k).ok());
     for (name, value) in fields {
         match name.as_str() {
             "game_id" | "base" | "moves_from" => {}
             "moves" | "uci" | "move_clocks" => {
-                let Some(kept) = kept.and_then(|k| usize::try_from(k).ok()) else {
-                    continue;
-                };
                 if let (Some(list), Some(tail)) = (game[name].as_array_mut(), value.as_array()) {
-                    list.truncate(kept);
+                    list.truncate(kept.unwrap_or(usize::MAX));
                     list.extend(tail.iter().cloned());
                 }
             }

@@ -46,7 +46,8 @@ impl App {
         App {
             projection,
             pushes,
-            epoch: Arc::from(format!("{:016x}", rand::random::<u64>())),
+            // 32 random bits: short, since every live event carries it.
+            epoch: Arc::from(format!("{:08x}", rand::random::<u32>())),
         }
     }
 

@@ -96,13 +96,13 @@ function statusHtml(g) {
   return notes.map(escapeHtml).join(" · ");
 }
 
-// Applies a delta (see boardcast_feeds::GameDelta): the completed moves from `moves_from` on
-// are replaced, every other field present is the new value.
+// Applies a delta (see boardcast_feeds::GameDelta): new completed moves are added (from
+// `moves_from` on when earlier ones were taken back), every other field present is the new value.
 function applyDelta(g, d) {
   for (const [name, value] of Object.entries(d)) {
     if (name === "game_id" || name === "base" || name === "moves_from") continue;
     if (name === "moves" || name === "uci" || name === "move_clocks") {
-      g[name].splice(d.moves_from);
+      if (d.moves_from !== undefined) g[name].splice(d.moves_from);
       g[name].push(...value);
     } else {
       g[name] = value;
