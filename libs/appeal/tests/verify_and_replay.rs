@@ -211,6 +211,16 @@ fn every_kind_of_tampering_is_found_and_named() {
         kinds(&bad, &keys).first(),
         Some(&(ProblemKind::BadSignature, Some(5)))
     );
+    // A signature removed, the key it names kept: a bad signature, not an unsigned record.
+    let stripped = tamper(&file, |r| {
+        let mut record = GameEventRecord::decode(r[4].payload.as_slice()).unwrap();
+        record.signature.clear();
+        r[4].payload = record.encode_to_vec();
+    });
+    assert_eq!(
+        kinds(&stripped, &keys).first(),
+        Some(&(ProblemKind::BadSignature, Some(5)))
+    );
     // The last record dropped: the file's end tells (and the decision it belonged to may be
     // incomplete).
     let cut = tamper(&file, |r| {

@@ -343,17 +343,20 @@ impl TrustedKeys {
 }
 
 impl TrustedKeys {
-    /// Whether every signed record among `records` carries a good signature by a trusted key,
-    /// checked as one Ed25519 batch (about twice as fast as one by one). `false` says only that
-    /// at least one does not: [`TrustedKeys::check`] each to name it. Records without a
-    /// signature are left to `check`. Batch verification accepts what the cofactored equation
+    /// Whether every record among `records` that claims a signer (a signature or a key id)
+    /// carries a good signature by a trusted key, checked as one Ed25519 batch (about twice as
+    /// fast as one by one). `false` says only that at least one does not: [`TrustedKeys::check`]
+    /// each to name it. Records claiming no signer at all are left to `check`. Batch verification accepts what the cofactored equation
     /// accepts, a little more than [`signature_verifies`] (a signature altered by a small-order
     /// component): the content is still the signer's, as the hash chain shows.
     pub fn batch_verifies(&self, records: &[&GameEventRecord]) -> bool {
         let mut messages = Vec::new();
         let mut signatures = Vec::new();
         let mut keys = Vec::new();
-        for record in records.iter().filter(|r| !r.signature.is_empty()) {
+        for record in records
+            .iter()
+            .filter(|r| !(r.signature.is_empty() && r.key_id.is_empty()))
+        {
             let (Some(key), Ok(signature)) = (
                 self.keys.get(&record.key_id),
                 Signature::from_slice(&record.signature),
@@ -497,8 +500,16 @@ mod tests {
         let mut foreign = records.clone();
         other.sign(&mut foreign[3]);
         assert!(!trusted.batch_verifies(&foreign.iter().collect::<Vec<_>>()));
-        let mut garbled = records;
+        let mut garbled = records.clone();
         garbled[5].signature.truncate(10);
         assert!(!trusted.batch_verifies(&garbled.iter().collect::<Vec<_>>()));
+        // A signature removed and its key id kept: not a record without a signer.
+        let mut stripped = records;
+        stripped[9].signature.clear();
+        assert!(!trusted.batch_verifies(&stripped.iter().collect::<Vec<_>>()));
+        assert!(matches!(
+            trusted.check(&stripped[9], 9, true),
+            Err(SignatureError::BadSignature { .. })
+        ));
     }
 }
