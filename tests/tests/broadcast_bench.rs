@@ -45,24 +45,6 @@ fn usage(pid: u32) -> anyhow::Result<(f64, f64)> {
     Ok((cpu, peak_kb as f64 / 1024.0))
 }
 
-#[derive(serde::Deserialize)]
-struct Probe<'a> {
-    #[serde(borrow)]
-    game_id: &'a str,
-    /// A game sent whole has them all; a delta those from `moves_from` on, when they changed.
-    #[serde(borrow, default)]
-    moves: Option<Vec<&'a str>>,
-    #[serde(default)]
-    moves_from: usize,
-}
-
-impl Probe<'_> {
-    /// The completed moves the game has after this update, when it says.
-    fn completed(&self) -> Option<usize> {
-        Some(self.moves_from + self.moves.as_ref()?.len())
-    }
-}
-
 /// What the timing needs of an arbiter dashboard's events.
 #[derive(serde::Deserialize)]
 struct DashboardProbe {
@@ -214,14 +196,15 @@ async fn latency_to_live_subscribers() -> anyhow::Result<()> {
                     continue;
                 }
                 let at = now_us();
-                for data in events.data(&chunk) {
-                    let Ok(probe) = serde_json::from_str::<Probe>(&data) else {
+                for event in events.events(&chunk) {
+                    let Some(probe) = support::MovesUpdate::read(&event) else {
                         continue;
                     };
                     let Some(&board) = game_index.get(probe.game_id) else {
                         continue;
                     };
-                    let Some(completed) = probe.completed() else {
+                    let whole = event.name == "game";
+                    let Some(completed) = probe.completed(whole, seen[board]) else {
                         continue;
                     };
                     if completed > seen[board] {

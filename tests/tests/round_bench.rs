@@ -181,24 +181,6 @@ fn time_plies(
     }
 }
 
-#[derive(serde::Deserialize)]
-struct Shown<'a> {
-    #[serde(borrow)]
-    game_id: &'a str,
-    /// A game sent whole has them all; a delta those from `moves_from` on, when they changed.
-    #[serde(borrow, default)]
-    moves: Option<Vec<&'a str>>,
-    #[serde(default)]
-    moves_from: usize,
-}
-
-impl Shown<'_> {
-    /// The completed moves the game has after this update, when it says.
-    fn completed(&self) -> Option<usize> {
-        Some(self.moves_from + self.moves.as_ref()?.len())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "benchmark: run explicitly"]
 async fn a_round_from_its_start() -> anyhow::Result<()> {
@@ -303,14 +285,15 @@ async fn a_round_from_its_start() -> anyhow::Result<()> {
                     continue;
                 }
                 let at = now_us();
-                for data in events.data(&chunk) {
-                    let Ok(game) = serde_json::from_str::<Shown>(&data) else {
+                for event in events.events(&chunk) {
+                    let Some(game) = support::MovesUpdate::read(&event) else {
                         continue;
                     };
                     let Some(&board) = board_of_game.get(game.game_id) else {
                         continue;
                     };
-                    let Some(now_shown) = game.completed() else {
+                    let whole = event.name == "game";
+                    let Some(now_shown) = game.completed(whole, shown[board]) else {
                         continue;
                     };
                     if now_shown > shown[board] {

@@ -586,6 +586,39 @@ impl SseEvents {
     }
 }
 
+/// What a timing subscriber reads of a live update: the game and its completed moves.
+#[derive(serde::Deserialize)]
+pub struct MovesUpdate<'a> {
+    #[serde(borrow)]
+    pub game_id: &'a str,
+    /// A game sent whole has them all; a delta the new ones (from `moves_from` on when earlier
+    /// ones were taken back), when they changed.
+    #[serde(borrow, default)]
+    moves: Option<Vec<&'a str>>,
+    #[serde(default)]
+    moves_from: Option<usize>,
+}
+
+impl<'a> MovesUpdate<'a> {
+    /// The update of an event (`game` whole, or `delta`), when it is one.
+    pub fn read(event: &'a SseEvent) -> Option<MovesUpdate<'a>> {
+        matches!(event.name.as_str(), "game" | "delta")
+            .then(|| serde_json::from_str(&event.data).ok())
+            .flatten()
+    }
+
+    /// The completed moves the game has after this update (`whole`: a `game` event), the game
+    /// having had `before`; `None` when the update does not change them.
+    pub fn completed(&self, whole: bool, before: usize) -> Option<usize> {
+        let moves = self.moves.as_ref()?.len();
+        Some(if whole {
+            moves
+        } else {
+            self.moves_from.unwrap_or(before) + moves
+        })
+    }
+}
+
 /// One server-sent event.
 pub struct SseEvent {
     /// `message` when the event names none.
