@@ -7,6 +7,50 @@ use crate::RoundKey;
 /// The longest delay an organiser may set (lichess allows the same hour).
 pub const MAX_DELAY_MS: u64 = 60 * 60 * 1000;
 
+/// A round with a delay of at least this much is released in steps (see [`release_step_ms`]).
+pub const STEPPED_FROM_MS: u64 = 20_000;
+/// The step: what is recorded within one step of the clock is shown at the same moment.
+pub const RELEASE_STEP_MS: i64 = 5_000;
+
+/// How a round with `delay_ms` is released: continuously (0), or in steps of this many ms on
+/// the clock's own grid (multiples of the step since the epoch), so that every instance moves
+/// its release point at the same moments and a copy of the round stays the newest until the
+/// next step, which says nothing of what is held back.
+pub fn release_step_ms(delay_ms: u64) -> i64 {
+    if delay_ms >= STEPPED_FROM_MS {
+        RELEASE_STEP_MS
+    } else {
+        0
+    }
+}
+
+/// The release point at `now` for `delay_ms`: `now − delay`, down to its step.
+pub fn release_point(now_unix_ms: i64, delay_ms: u64) -> i64 {
+    let until = now_unix_ms.saturating_sub(i64::try_from(delay_ms).unwrap_or(i64::MAX));
+    match release_step_ms(delay_ms) {
+        0 => until,
+        step => until - until.rem_euclid(step),
+    }
+}
+
+/// When an event recorded at `recorded_unix_ms` is shown under `delay_ms`: the first moment
+/// whose release point reaches it.
+pub fn shown_at(recorded_unix_ms: i64, delay_ms: u64) -> i64 {
+    let delay = i64::try_from(delay_ms).unwrap_or(i64::MAX);
+    let reached = match release_step_ms(delay_ms) {
+        0 => recorded_unix_ms,
+        step => {
+            let past = recorded_unix_ms.rem_euclid(step);
+            if past == 0 {
+                recorded_unix_ms
+            } else {
+                recorded_unix_ms.saturating_add(step - past)
+            }
+        }
+    };
+    reached.saturating_add(delay)
+}
+
 /// Which delay applies to which round: a round's own, else its tournament's, else the default.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Delays {

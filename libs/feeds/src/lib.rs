@@ -25,7 +25,10 @@ use boardcast_rules::pgn::write_annotated_game;
 use prost::Message as _;
 use sha2::{Digest, Sha256};
 
-pub use delay::{DelayError, Delays, MAX_DELAY_MS};
+pub use delay::{
+    DelayError, Delays, MAX_DELAY_MS, RELEASE_STEP_MS, STEPPED_FROM_MS, release_point,
+    release_step_ms,
+};
 pub use delta::{DeltaError, GameDelta, apply_delta};
 pub use view::{ClockView, GameView, PlayerView, national_moves};
 
@@ -176,10 +179,6 @@ pub struct Feeds {
     /// Where this run's round versions start (see [`Feeds::restore`]).
     first_version: u64,
 }
-
-/// How much sooner than the delay a round's feeds may change: records recorded a moment ago and
-/// still on their way from the log, and the release timer's second.
-pub const FRESHNESS_MARGIN_MS: u64 = 3_000;
 
 /// How many versions one run of the feeds may use: runs' versions never overlap, and 2^53 (exact
 /// in every JSON reader) allows two million runs.
@@ -400,8 +399,7 @@ impl Feeds {
     /// version; a game that cannot be shown is reported and keeps its last good view.
     pub fn release(&mut self, now_unix_ms: i64) -> (Vec<Change>, Vec<FeedError>) {
         for (key, round) in &mut self.rounds {
-            let delay = i64::try_from(self.delays.delay_ms(key)).unwrap_or(i64::MAX);
-            let until = now_unix_ms.saturating_sub(delay);
+            let until = release_point(now_unix_ms, self.delays.delay_ms(key));
             if until > round.released_until_unix_ms {
                 round.released_until_unix_ms = until;
                 self.dirty_rounds.insert(key.clone());
@@ -508,32 +506,27 @@ impl Feeds {
             .filter_map(|id| self.games.get(id))
             .filter_map(|g| {
                 let first = g.pending.front()?;
-                let delay = i64::try_from(self.delays.delay_ms(&g.round)).unwrap_or(i64::MAX);
-                Some(first.recorded_unix_ms.saturating_add(delay))
+                Some(delay::shown_at(
+                    first.recorded_unix_ms,
+                    self.delays.delay_ms(&g.round),
+                ))
             })
             .min()
     }
 
     /// How long a copy of the round's feeds taken at `now` stays the newest (ms), so that a
-    /// cache in front (a CDN) may keep it that long: until the first event held back for the
-    /// round falls due, and less than the delay by [`FRESHNESS_MARGIN_MS`] (what is recorded
-    /// from now on, or on its way here, falls due after that). 0 for a round without a delay.
+    /// cache in front (a CDN) may keep it that long: until the round's release point next
+    /// moves, for a round released in steps ([`release_step_ms`]); 0 for one released
+    /// continuously, where a newer copy may be due at any moment. It depends on the clock and
+    /// the delay only, never on what is held back.
     pub fn round_fresh_for_ms(&self, key: &RoundKey, now_unix_ms: i64) -> u64 {
         let delay = self.delays.delay_ms(key);
-        let next_due = self
-            .waiting
-            .iter()
-            .filter_map(|id| self.games.get(id))
-            .filter(|g| g.round == *key)
-            .filter_map(|g| g.pending.front())
-            .map(|e| e.recorded_unix_ms)
-            .min()
-            .map(|recorded| {
-                let due = recorded.saturating_add(i64::try_from(delay).unwrap_or(i64::MAX));
-                u64::try_from(due.saturating_sub(now_unix_ms)).unwrap_or(0)
-            });
-        let bound = delay.saturating_sub(FRESHNESS_MARGIN_MS);
-        next_due.map_or(bound, |due| due.min(bound))
+        let step = release_step_ms(delay);
+        if step == 0 {
+            return 0;
+        }
+        let until = now_unix_ms.saturating_sub(i64::try_from(delay).unwrap_or(i64::MAX));
+        u64::try_from(step - until.rem_euclid(step)).unwrap_or(0)
     }
 
     /// The rounds with at least one game shown, by tournament and number.

@@ -147,30 +147,38 @@ fn nothing_recorded_after_now_minus_the_delay_is_visible_anywhere() {
 }
 
 #[test]
-fn a_copy_of_a_round_is_fresh_until_the_next_event_falls_due_and_never_past_the_delay() {
+fn a_delayed_round_is_released_in_steps_and_a_copy_is_fresh_until_the_next() {
+    let delay = 10 * MINUTE;
+    let step = boardcast_feeds::RELEASE_STEP_MS;
     let mut feeds = Feeds::new(Delays::parse(["10"]).expect("valid"), unsigned_logs());
+    let mut quiet = Feeds::new(Delays::parse(["10"]).expect("valid"), unsigned_logs());
     let mut game = start(1, 1, T0);
-    for (i, san) in ["e4", "e5"].iter().enumerate() {
-        game.play(san, T0 + (i as i64 + 1) * MINUTE);
-    }
+    let id = game.game.game_id().to_owned();
+    feed(&mut quiet, &game.records.clone());
+    // 1. e4 recorded a second into a step: shown with the rest of its step, at its end.
+    game.play("e4", T0 + MINUTE + 1_000);
     feed(&mut feeds, &game.records);
-    // The start is shown; 1. e4 falls due at T0 + 11 min.
-    let now = T0 + 10 * MINUTE + 30_000;
-    feeds.release(now);
-    assert_eq!(feeds.round_fresh_for_ms(&key(1), now), 30_000);
-    // Everything shown: what is recorded from now on falls due after the delay, less the
-    // margin for records on their way.
-    let later = T0 + 20 * MINUTE;
-    feeds.release(later);
-    assert_eq!(
-        feeds.round_fresh_for_ms(&key(1), later),
-        10 * MINUTE as u64 - boardcast_feeds::FRESHNESS_MARGIN_MS
-    );
-    // Without a delay, a newer copy may be due at any moment.
+    let shown_at = T0 + MINUTE + step + delay;
+    feeds.release(shown_at - 1);
+    assert_eq!(shown_moves(&feeds, &id), 0);
+    feeds.release(shown_at);
+    assert_eq!(shown_moves(&feeds, &id), 1);
+    // A copy stays the newest until the release point's next step, and how long says nothing
+    // of what is held back: the same for a round with a move about to show and one without.
+    quiet.release(T0 + delay);
+    for into_step in [0, 1, 1_200, step - 1] {
+        let now = T0 + delay + 30 * step + into_step;
+        let fresh = (step - into_step) as u64;
+        assert_eq!(feeds.round_fresh_for_ms(&key(1), now), fresh);
+        assert_eq!(quiet.round_fresh_for_ms(&key(1), now), fresh);
+    }
+    // Without a delay (or a short one) the round is released continuously: never cacheable.
     let mut undelayed = Feeds::new(Delays::none(), unsigned_logs());
     feed(&mut undelayed, &game.records);
     undelayed.release(T0 + 5 * MINUTE);
     assert_eq!(undelayed.round_fresh_for_ms(&key(1), T0 + 5 * MINUTE), 0);
+    let short = Feeds::new(Delays::parse(["19s"]).expect("valid"), unsigned_logs());
+    assert_eq!(short.round_fresh_for_ms(&key(1), T0 + 1_234), 0);
 }
 
 #[test]
