@@ -41,9 +41,15 @@ pub(crate) fn map_on_every_core<T: Sync, R: Send>(
                 })
             })
             .collect();
+        // Each item's panic is caught above; a thread that died anyway (`on_panic` itself
+        // panicked) is not papered over with a shorter list.
         handles
             .into_iter()
-            .flat_map(|handle| handle.join().unwrap_or_default())
+            .flat_map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect()
     });
     done.sort_unstable_by_key(|(index, _)| *index);
@@ -70,6 +76,20 @@ pub(crate) fn for_each_on_every_core<T: Sync, R: Send>(
     let next = AtomicUsize::new(0);
     // How many results were handed over; helpers wait while they are `window` ahead of it.
     let handed = (Mutex::new(0usize), Condvar::new());
+    // Set when the calling thread stops handing over (`each` panicked): helpers stop too, or
+    // the scope would wait for them for ever.
+    let abandoned = std::sync::atomic::AtomicBool::new(false);
+    struct Abandon<'a>(
+        &'a (Mutex<usize>, Condvar),
+        &'a std::sync::atomic::AtomicBool,
+    );
+    impl Drop for Abandon<'_> {
+        fn drop(&mut self) {
+            self.1.store(true, Ordering::Release);
+            let _held = self.0.0.lock().unwrap_or_else(|e| e.into_inner());
+            self.0.1.notify_all();
+        }
+    }
     let one = |item: &T| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(item)))
             .unwrap_or_else(|_| on_panic(item))
@@ -78,7 +98,7 @@ pub(crate) fn for_each_on_every_core<T: Sync, R: Send>(
     std::thread::scope(|scope| {
         for _ in 1..threads {
             let done = done.clone();
-            let (next, handed, one) = (&next, &handed, &one);
+            let (next, handed, one, abandoned) = (&next, &handed, &one, &abandoned);
             scope.spawn(move || {
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
@@ -88,9 +108,12 @@ pub(crate) fn for_each_on_every_core<T: Sync, R: Send>(
                     {
                         let (count, moved) = handed;
                         let mut count = count.lock().unwrap_or_else(|e| e.into_inner());
-                        while index >= *count + window {
+                        while index >= *count + window && !abandoned.load(Ordering::Acquire) {
                             count = moved.wait(count).unwrap_or_else(|e| e.into_inner());
                         }
+                    }
+                    if abandoned.load(Ordering::Acquire) {
+                        return;
                     }
                     if done.send((index, one(item))).is_err() {
                         return;
@@ -99,6 +122,7 @@ pub(crate) fn for_each_on_every_core<T: Sync, R: Send>(
             });
         }
         drop(done);
+        let _abandon_on_unwind = Abandon(&handed, &abandoned);
         let mut waiting: BTreeMap<usize, R> = BTreeMap::new();
         let mut next_to_hand = 0;
         // An item this thread may take next: one within the window, none once all are taken.
@@ -158,30 +182,46 @@ mod tests {
 
     #[test]
     fn each_result_is_handed_over_in_order_with_a_bounded_window() {
-        let items: Vec<u64> = (0..300).collect();
-        let in_flight = AtomicUsize::new(0);
-        let most = AtomicUsize::new(0);
+        let items: Vec<usize> = (0..300).collect();
+        let handed_count = AtomicUsize::new(0);
+        let most_ahead = AtomicUsize::new(0);
         let mut handed = Vec::new();
         for_each_on_every_core(
             &items,
             |&n| {
-                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(now, Ordering::SeqCst);
+                // How far this item is ahead of the next to hand over.
+                let ahead = n.saturating_sub(handed_count.load(Ordering::SeqCst));
+                most_ahead.fetch_max(ahead, Ordering::SeqCst);
                 // Uneven work, so that results finish out of order.
-                std::thread::sleep(std::time::Duration::from_micros((n % 7) * 50));
-                in_flight.fetch_sub(1, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_micros((n as u64 % 7) * 50));
                 assert!(n != 150, "a bug on one item");
                 n
             },
-            |_| u64::MAX,
+            |_| usize::MAX,
             8,
             |&item, result| {
-                let expected = if item == 150 { u64::MAX } else { item };
+                let expected = if item == 150 { usize::MAX } else { item };
                 assert_eq!(result, expected);
                 handed.push(item);
+                handed_count.fetch_add(1, Ordering::SeqCst);
             },
         );
         assert_eq!(handed, items);
-        assert!(most.load(Ordering::SeqCst) <= 8);
+        assert!(most_ahead.load(Ordering::SeqCst) < 8);
+    }
+
+    #[test]
+    fn a_panic_where_results_are_handed_over_stops_everything_without_hanging() {
+        let items: Vec<usize> = (0..200).collect();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for_each_on_every_core(
+                &items,
+                |&n| n,
+                |_| 0,
+                4,
+                |&item, _| assert!(item != 10, "a bug where results are used"),
+            )
+        }));
+        assert!(outcome.is_err());
     }
 }

@@ -59,8 +59,12 @@ pub(crate) fn same_but_version(a: &GameView, b: &GameView) -> bool {
 
 impl GameDelta {
     /// The change from `before` to `after`; `None` when it is not one a delta carries (another
-    /// game, or its players, event, round or board changed): the game is then sent whole.
+    /// game, or its players, event, round or board changed, or `before` has no version: a view
+    /// restored from state written before versions were kept): the game is then sent whole.
     pub fn between(before: &GameView, after: &GameView) -> Option<GameDelta> {
+        if before.version == 0 {
+            return None;
+        }
         let identity = |v: &GameView| {
             (
                 v.game_id.clone(),
@@ -121,25 +125,30 @@ pub enum DeltaError {
     OtherVersion { have: u64, base: u64 },
     #[error("not a game update of this game: {0}")]
     NotThisGame(String),
+    #[error("not a game or not a delta: {0}")]
+    Malformed(String),
 }
 
 /// Applies a delta (as JSON) to a game (as JSON), as a client does: the game is left as it was
 /// when the delta does not apply to it.
 pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<(), DeltaError> {
-    if game.get("game_id") != delta.get("game_id") {
+    let (Some(copy), Some(fields)) = (game.as_object(), delta.as_object()) else {
+        return Err(DeltaError::Malformed("both must be JSON objects".into()));
+    };
+    let (Some(game_id), Some(delta_id)) = (text(copy, "game_id"), text(fields, "game_id")) else {
+        return Err(DeltaError::Malformed("a game_id is missing".into()));
+    };
+    if game_id != delta_id {
         return Err(DeltaError::NotThisGame(format!(
-            "{} is not {}",
-            delta["game_id"], game["game_id"]
+            "{delta_id} is not {game_id}"
         )));
     }
-    let have = game["version"].as_u64().unwrap_or_default();
-    let base = delta["base"].as_u64().unwrap_or_default();
-    if have != base {
+    let (have, base) = (number(copy, "version")?, number(fields, "base")?);
+    number(fields, "version")?;
+    // A version 0 names no content (state written before versions were kept).
+    if have != base || base == 0 {
         return Err(DeltaError::OtherVersion { have, base });
     }
-    let Some(fields) = delta.as_object() else {
-        return Err(DeltaError::NotThisGame("not an object".into()));
-    };
     let kept = fields
         .get("moves_from")
         .and_then(Value::as_u64)
@@ -157,4 +166,15 @@ pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<(), DeltaError> {
         }
     }
     Ok(())
+}
+
+fn text<'a>(object: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a str> {
+    object.get(name).and_then(Value::as_str)
+}
+
+fn number(object: &serde_json::Map<String, Value>, name: &str) -> Result<u64, DeltaError> {
+    object
+        .get(name)
+        .and_then(Value::as_u64)
+        .ok_or_else(|| DeltaError::Malformed(format!("{name} is missing")))
 }

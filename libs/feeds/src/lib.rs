@@ -70,13 +70,16 @@ impl Body {
     }
 }
 
-/// A game whose view changed when events were released.
+/// A game changed when events were released.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     pub round: RoundKey,
     pub game_id: String,
     /// The round's version after the release: live updates carry it as their id.
     pub version: u64,
+    /// Whether live viewers see the change; `false`: only its PGN tells more (a note, a draw
+    /// offer), for the round's feed and whoever pushes it on.
+    pub seen_live: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -395,8 +398,9 @@ impl Feeds {
     }
 
     /// Moves each round's release point to `now − delay` (never back) and shows every pending
-    /// event recorded up to it. Returns the games whose view changed, with the round's new
-    /// version; a game that cannot be shown is reported and keeps its last good view.
+    /// event recorded up to it. Returns the games that changed, with the round's new version
+    /// (each release that changes a round counts one); a game that cannot be shown is reported
+    /// and keeps its last good view.
     pub fn release(&mut self, now_unix_ms: i64) -> (Vec<Change>, Vec<FeedError>) {
         for (key, round) in &mut self.rounds {
             let until = release_point(now_unix_ms, self.delays.delay_ms(key));
@@ -405,7 +409,8 @@ impl Feeds {
                 self.dirty_rounds.insert(key.clone());
             }
         }
-        let mut changed: BTreeMap<RoundKey, Vec<String>> = BTreeMap::new();
+        // Per round, the games changed and whether viewers see each change.
+        let mut changed: BTreeMap<RoundKey, Vec<(String, bool)>> = BTreeMap::new();
         let mut errors = Vec::new();
         let waiting = std::mem::take(&mut self.waiting);
         for game_id in waiting {
@@ -457,21 +462,16 @@ impl Feeds {
             }
             self.dirty_games.insert(game_id.clone());
             rebuild_pgn(game);
-            match newest {
-                Some(view) => {
-                    show(game, view);
-                    changed.entry(game.round.clone()).or_default().push(game_id);
-                }
-                // Nothing a viewer sees changed (a note for the record, say): no update, but
-                // the PGN may tell more.
-                None => {
-                    if let Some(round) = self.rounds.get(&game.round)
-                        && let Ok(mut pgn) = round.pgn.lock()
-                    {
-                        *pgn = None;
-                    }
-                }
+            // Nothing a viewer sees may have changed (a note for the record, say): no live
+            // update then, but the PGN may tell more.
+            let seen_live = newest.is_some();
+            if let Some(view) = newest {
+                show(game, view);
             }
+            changed
+                .entry(game.round.clone())
+                .or_default()
+                .push((game_id, seen_live));
         }
         let mut changes = Vec::new();
         for (key, game_ids) in changed {
@@ -483,16 +483,19 @@ impl Feeds {
                 *pgn = None;
             }
             self.dirty_rounds.insert(key.clone());
-            for game_id in game_ids {
+            for (game_id, seen_live) in game_ids {
                 let Some(game) = self.games.get_mut(&game_id) else {
                     continue;
                 };
-                game.changed_at = round.version;
+                if seen_live {
+                    game.changed_at = round.version;
+                }
                 round.boards.insert((game.board_number, game_id.clone()));
                 changes.push(Change {
                     round: key.clone(),
                     game_id,
                     version: round.version,
+                    seen_live,
                 });
             }
         }

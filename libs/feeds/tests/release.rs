@@ -597,7 +597,7 @@ impl Viewer {
     fn release(&mut self, feeds: &mut Feeds, now: i64) {
         let (changes, errors) = feeds.release(now);
         assert!(errors.is_empty(), "{errors:?}");
-        for change in changes {
+        for change in changes.into_iter().filter(|c| c.seen_live) {
             self.updates += 1;
             let now_shown = json(feeds, &change.game_id);
             match (
@@ -748,6 +748,20 @@ fn a_delta_for_another_version_or_game_changes_nothing() {
         Err(DeltaError::NotThisGame(_))
     ));
     assert_eq!(other, kept);
+    // Anything but a game and a delta is refused, never a panic.
+    for (mut game, delta) in [
+        (serde_json::json!([]), delta.clone()),
+        (before.clone(), serde_json::json!({ "base": 1 })),
+        (serde_json::json!({ "game_id": id }), delta.clone()),
+        (before.clone(), serde_json::json!("delta")),
+    ] {
+        let was = game.clone();
+        assert!(matches!(
+            apply_delta(&mut game, &delta),
+            Err(DeltaError::Malformed(_))
+        ));
+        assert_eq!(game, was);
+    }
 }
 
 #[test]
@@ -793,4 +807,32 @@ fn instances_releasing_at_other_moments_show_each_game_in_the_same_bytes() {
     let shown = json(&often, &id);
     let last_move = game.records.len() as u64 - 1;
     assert_eq!(shown["version"], last_move);
+}
+
+#[test]
+fn a_note_is_no_live_update_but_changes_the_rounds_feed() {
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
+    let mut game = start(1, 1, T0);
+    game.play("e4", T0 + 1);
+    feed(&mut feeds, &game.records.clone());
+    feeds.release(T0 + 1);
+    let version = feeds.round_version(&key(1));
+    let etag = feeds.round_pgn(&key(1)).map(|b| b.etag.clone());
+    let records = game.act(
+        Action::Annotation(Annotation {
+            text: "draw offered by White".into(),
+        }),
+        T0 + 2,
+    );
+    feed(&mut feeds, &records);
+    let (changes, errors) = feeds.release(T0 + 2);
+    assert!(errors.is_empty());
+    let [change] = &changes[..] else {
+        panic!("{changes:?}");
+    };
+    assert!(!change.seen_live);
+    // The round's feed moved on (a poller or the lichess push sees it), live viewers get nothing.
+    assert!(feeds.round_version(&key(1)) > version);
+    assert_ne!(feeds.round_pgn(&key(1)).map(|b| b.etag.clone()), etag);
+    assert!(feeds.round_json_since(&key(1), version).is_empty());
 }

@@ -211,14 +211,28 @@ impl Incident {
             Incident::LostObservations { count: 0, .. } => {
                 Err("count must be at least 1".to_owned())
             }
-            _ => match all.iter().find(|other| {
-                other.ends_the_game() && !std::ptr::eq(*other, self) && other.ply() <= ply
-            }) {
-                Some(end) => Err(format!(
-                    "the game ends at {end}: nothing happens on the board after it"
-                )),
-                None => Ok(()),
-            },
+            // Nothing after the game ended, and it ends once: among the incidents that end
+            // it at or before this ply, this one itself is counted once (by value, so that a
+            // caller may pass a copy).
+            _ => {
+                let mut ends = all
+                    .iter()
+                    .filter(|other| other.ends_the_game() && other.ply() <= ply);
+                let mut itself_seen = !self.ends_the_game();
+                let other_end = ends.find(|other| {
+                    if !itself_seen && **other == *self {
+                        itself_seen = true;
+                        return false;
+                    }
+                    true
+                });
+                match other_end {
+                    Some(end) => Err(format!(
+                        "the game ends at {end}: nothing happens on the board after it"
+                    )),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }

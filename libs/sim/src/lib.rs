@@ -519,9 +519,10 @@ pub fn script_in_hall(
             }
             // The time the incidents took is gone from the clocks for good.
             for (i, was) in clocks.into_iter().enumerate() {
-                incident_ms[i] += was - line.clocks[i];
+                incident_ms[i] += was.saturating_sub(line.clocks[i]);
             }
-            clock_after = clock_after.saturating_sub(clocks[side] - line.clocks[side]);
+            clock_after =
+                clock_after.saturating_sub(clocks[side].saturating_sub(line.clocks[side]));
             (now, clocks) = (line.now, line.clocks);
         }
         if let Some((behaviour, rng)) = hall.as_mut() {

@@ -710,6 +710,10 @@ fn incidents_the_game_cannot_have_are_refused() {
             "{after_the_end:?}: {result:?}"
         );
     }
+    // Checked by value: a copy of the one incident that ends the game is that incident.
+    let flag = Incident::FlagFall { ply: 5 };
+    assert_eq!(flag.check(16, &[flag]), Ok(()));
+    assert!(flag.check(16, &[flag, flag]).is_err());
 }
 
 /// The game as the incident left it: the score's moves before its ply, then `extra`.

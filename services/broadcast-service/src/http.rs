@@ -444,11 +444,15 @@ fn live_items(
         started: bool,
     }
     impl Cursor {
-        /// Queues the games changed after `self.sent`, as they are now.
+        /// Queues the games changed after `self.sent`, as they are now, in the order they
+        /// changed: a connection cut in between resumes from the last cursor it got without
+        /// passing over a game it did not.
         fn catch_up(&mut self) {
             let feeds = self.app.projection.read();
             let version = feeds.round_version(&self.key);
-            for (game_id, game_version, json) in feeds.round_json_since(&self.key, self.sent) {
+            let mut changed = feeds.round_json_since(&self.key, self.sent);
+            changed.sort_by_key(|(_, changed_at, _)| *changed_at);
+            for (game_id, game_version, json) in changed {
                 let item = self.game_item(&feeds, game_id, game_version, &json);
                 if let Some(item) = item {
                     self.queue.push_back(item);
@@ -556,15 +560,22 @@ fn live_items(
     })
 }
 
-/// The round version a resuming client has (`Last-Event-ID`, else `?since=`); 0 (send every game)
-/// for a cursor this run of this instance did not give.
+/// The round version a resuming client has everything of (`Last-Event-ID`, else `?since=`); 0
+/// (send every game) for a cursor this run of this instance did not give.
 fn since_of(app: &App, query: &LiveQuery, headers: &HeaderMap) -> u64 {
-    headers
+    let cursor = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
-        .or(query.since.as_deref())
+        .or(query.since.as_deref());
+    resumed_after(app, cursor)
+}
+
+/// The round version before the cursor's: one release changes several games under one version,
+/// and a connection cut among them has some and not others, so they are all sent again.
+fn resumed_after(app: &App, cursor: Option<&str>) -> u64 {
+    cursor
         .and_then(|cursor| app.version_of(cursor))
-        .unwrap_or(0)
+        .map_or(0, |version| version.saturating_sub(1))
 }
 
 fn sse_of(
@@ -652,11 +663,7 @@ async fn round_socket(
     let Some(updates) = app.projection.subscribe(&key) else {
         return no_round(&key);
     };
-    let since = query
-        .since
-        .as_deref()
-        .and_then(|cursor| app.version_of(cursor))
-        .unwrap_or(0);
+    let since = resumed_after(&app, query.since.as_deref());
     let lang = language(query.lang.as_deref());
     upgrade
         // Viewers send nothing but pings and a close: a big message is refused, not read.

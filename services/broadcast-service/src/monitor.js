@@ -141,6 +141,9 @@ function connect(onGame) {
   });
   source.addEventListener("game", e => {
     const g = JSON.parse(e.data);
+    // A copy fetched whole meanwhile may be newer: versions are the game log's.
+    const have = games.get(g.game_id);
+    if (have && have.version > g.version) return;
     games.set(g.game_id, g);
     onGame(g);
   });

@@ -328,7 +328,7 @@ impl Projection {
             let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
             // A round's channel lives only while someone listens.
             live.retain(|_, sender| sender.receiver_count() > 0);
-            for change in &changes {
+            for change in changes.iter().filter(|c| c.seen_live) {
                 let (Some((version, json)), Some(game)) = (
                     feeds.game_json(&change.game_id),
                     feeds.game(&change.game_id),
