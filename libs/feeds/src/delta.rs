@@ -50,11 +50,48 @@ pub struct GameDelta {
     pub battery_low: Option<bool>,
 }
 
-/// Whether two views show the same, their versions aside.
+/// Whether two views show the same, their versions aside (without copying either: this runs
+/// for every event released).
 pub(crate) fn same_but_version(a: &GameView, b: &GameView) -> bool {
-    let mut b = b.clone();
-    b.version = a.version;
-    *a == b
+    let GameView {
+        game_id,
+        version: _,
+        tournament_id,
+        event,
+        round,
+        board_number,
+        white,
+        black,
+        fen,
+        moves,
+        uci,
+        move_clocks,
+        unconfirmed_plies,
+        provisional,
+        clocks,
+        result,
+        termination,
+        board_responding,
+        battery_low,
+    } = a;
+    *game_id == b.game_id
+        && *tournament_id == b.tournament_id
+        && *event == b.event
+        && *round == b.round
+        && *board_number == b.board_number
+        && *white == b.white
+        && *black == b.black
+        && *fen == b.fen
+        && *moves == b.moves
+        && *uci == b.uci
+        && *move_clocks == b.move_clocks
+        && *unconfirmed_plies == b.unconfirmed_plies
+        && *provisional == b.provisional
+        && *clocks == b.clocks
+        && *result == b.result
+        && *termination == b.termination
+        && *board_responding == b.board_responding
+        && *battery_low == b.battery_low
 }
 
 impl GameDelta {
