@@ -183,3 +183,36 @@ impl Page {
         Ok(())
     }
 }
+
+/// Signs `user` in through the arbiter dashboard's login page at `login_url`, in a window of
+/// `width` × `height`, and waits until the dashboard is live.
+pub async fn sign_in_to_dashboard(
+    browser: &Browser,
+    login_url: &str,
+    user: &str,
+    password: &str,
+    (width, height): (u32, u32),
+) -> anyhow::Result<Page> {
+    let mut page = browser.open(login_url).await?;
+    page.set_viewport(width, height).await?;
+    page.wait_for(
+        "!!document.getElementById('login-submit')",
+        Duration::from_secs(20),
+    )
+    .await?;
+    page.eval(&format!(
+        "document.getElementById('login-user').value = {}; \
+         document.getElementById('login-password').value = {}; \
+         document.getElementById('login-submit').click(); true",
+        json!(user),
+        json!(password)
+    ))
+    .await?;
+    page.wait_for(
+        "document.body && document.body.dataset.page === 'index' \
+         && document.getElementById('live-status').dataset.state === 'live'",
+        Duration::from_secs(20),
+    )
+    .await?;
+    Ok(page)
+}

@@ -44,27 +44,14 @@ async fn arbiter_actors(service: &GameService, game_id: &str) -> anyhow::Result<
 
 /// Signs in as `admin` through the login page, at a tablet's size; the dashboard is live.
 async fn sign_in(browser: &Browser, arbiter: &ArbiterService) -> anyhow::Result<Page> {
-    let mut page = browser.open(&arbiter.url("/login")).await?;
-    page.set_viewport(1024, 768).await?;
-    page.wait_for(
-        "!!document.getElementById('login-submit')",
-        Duration::from_secs(20),
+    boardcast_testkit::browser::sign_in_to_dashboard(
+        browser,
+        &arbiter.url("/login"),
+        "admin",
+        TEST_PASSWORD,
+        (1024, 768),
     )
-    .await?;
-    page.eval(&format!(
-        "document.getElementById('login-user').value = 'admin'; \
-         document.getElementById('login-password').value = {}; \
-         document.getElementById('login-submit').click(); true",
-        json!(TEST_PASSWORD)
-    ))
-    .await?;
-    page.wait_for(
-        "document.body && document.body.dataset.page === 'index' \
-         && document.getElementById('live-status').dataset.state === 'live'",
-        Duration::from_secs(20),
-    )
-    .await?;
-    Ok(page)
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]

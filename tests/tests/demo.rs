@@ -12,7 +12,6 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use boardcast_testkit::{ManagedProcess, browser::Browser, free_port, program, repo_root};
-use serde_json::json;
 
 /// What the demo printed before its games started.
 #[derive(Debug, Default)]
@@ -119,25 +118,12 @@ async fn the_demo_prints_a_login_whose_dashboard_shows_every_incidents_alerts() 
 
     // The printed login signs in on the printed dashboard, in a real browser.
     let browser = Browser::launch().await?;
-    let mut page = browser.open(&format!("{dashboard}login")).await?;
-    page.set_viewport(1280, 800).await?;
-    page.wait_for(
-        "!!document.getElementById('login-submit')",
-        Duration::from_secs(20),
-    )
-    .await?;
-    page.eval(&format!(
-        "document.getElementById('login-user').value = {}; \
-         document.getElementById('login-password').value = {}; \
-         document.getElementById('login-submit').click(); true",
-        json!(user),
-        json!(password)
-    ))
-    .await?;
-    page.wait_for(
-        "document.body && document.body.dataset.page === 'index' \
-         && document.getElementById('live-status').dataset.state === 'live'",
-        Duration::from_secs(20),
+    let mut page = boardcast_testkit::browser::sign_in_to_dashboard(
+        &browser,
+        &format!("{dashboard}login"),
+        &user,
+        &password,
+        (1280, 800),
     )
     .await?;
     // Settled alerts (a press in doubt once the move came) are shown with "resolved too".
