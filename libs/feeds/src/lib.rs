@@ -520,12 +520,17 @@ impl Feeds {
     /// How long a copy of the round's feeds taken at `now` stays the newest (ms), so that a
     /// cache in front (a CDN) may keep it that long: until the round's release point next
     /// moves, for a round released in steps ([`release_step_ms`]); 0 for one released
-    /// continuously, where a newer copy may be due at any moment. It depends on the clock and
-    /// the delay only, never on what is held back.
+    /// continuously, where a newer copy may be due at any moment. It depends on the clock, the
+    /// delay and whether this copy has been released up to now, never on what is held back: a
+    /// copy asked for after a step began but before its release ran is already stale (0).
     pub fn round_fresh_for_ms(&self, key: &RoundKey, now_unix_ms: i64) -> u64 {
         let delay = self.delays.delay_ms(key);
         let step = release_step_ms(delay);
-        if step == 0 {
+        if step == 0
+            || self
+                .released_until(key)
+                .is_none_or(|released| released < release_point(now_unix_ms, delay))
+        {
             return 0;
         }
         let until = now_unix_ms.saturating_sub(i64::try_from(delay).unwrap_or(i64::MAX));

@@ -165,9 +165,15 @@ fn a_delayed_round_is_released_in_steps_and_a_copy_is_fresh_until_the_next() {
     assert_eq!(shown_moves(&feeds, &id), 1);
     // A copy stays the newest until the release point's next step, and how long says nothing
     // of what is held back: the same for a round with a move about to show and one without.
-    quiet.release(T0 + delay);
-    for into_step in [0, 1, 1_200, step - 1] {
-        let now = T0 + delay + 30 * step + into_step;
+    for (steps, into_step) in [(30, 0), (31, 1), (32, 1_200), (33, step - 1)] {
+        let now = T0 + delay + steps * step + into_step;
+        // Asked before this step's release ran, a copy is the previous step's: already stale.
+        feeds.release(now - step);
+        quiet.release(now - step);
+        assert_eq!(feeds.round_fresh_for_ms(&key(1), now), 0);
+        assert_eq!(quiet.round_fresh_for_ms(&key(1), now), 0);
+        feeds.release(now);
+        quiet.release(now);
         let fresh = (step - into_step) as u64;
         assert_eq!(feeds.round_fresh_for_ms(&key(1), now), fresh);
         assert_eq!(quiet.round_fresh_for_ms(&key(1), now), fresh);
