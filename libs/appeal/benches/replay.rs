@@ -57,6 +57,17 @@ fn main() {
     let file = RecordFile::read(bytes.as_slice()).expect("reads");
     let read_s = t.elapsed().as_secs_f64();
 
+    // BENCH_VERIFY_ONLY=1: the whole verification alone (for a profiler).
+    if std::env::var_os("BENCH_VERIFY_ONLY").is_some() {
+        let t = Instant::now();
+        let report = verify(&file, &keys);
+        assert!(report.passed(), "{:?}", report.problems.first());
+        println!(
+            "verify                        {:8.3} s",
+            t.elapsed().as_secs_f64()
+        );
+        return;
+    }
     // Timed up to having every game replayed; freeing the results afterwards is not counted.
     let t = Instant::now();
     let all: Vec<_> = file

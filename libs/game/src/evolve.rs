@@ -1,7 +1,7 @@
 //! `evolve`: one event of the log folded into the game's state. The only code that changes a
 //! `Game`; it reads typed terms only (see `terms`), never words.
 
-use shakmaty::{Move, Position, uci::UciMove};
+use shakmaty::{Move, Position};
 
 use boardcast_inference::{Config as InferenceConfig, Inference};
 use boardcast_rules::repetition::RepetitionTracker;
@@ -156,6 +156,7 @@ impl Game {
                     .unwrap_or(Source::Unspecified);
                 self.moves.push(CompletedMove {
                     event: m.clone(),
+                    mv,
                     source,
                     game_seq: event.game_seq,
                     device_time_unix_ms: event
@@ -440,16 +441,7 @@ impl Game {
 
     /// Makes the move inference follow the game's completed moves.
     pub(crate) fn sync_inference(&mut self) -> Result<(), String> {
-        let moves: Vec<Move> = self
-            .moves
-            .iter()
-            .filter_map(|m| m.event.uci.parse::<UciMove>().ok())
-            .scan(self.start.clone(), |pos, uci| {
-                let mv = uci.to_move(pos).ok()?;
-                pos.play_unchecked(mv);
-                Some(mv)
-            })
-            .collect();
+        let moves: Vec<Move> = self.moves.iter().map(|m| m.mv).collect();
         self.inference
             .sync(self.start.clone(), &moves)
             .map_err(|e| e.to_string())

@@ -20,6 +20,8 @@ use crate::signing::SignatureError;
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletedMove {
     pub event: MoveCompleted,
+    /// `event.uci` read in the position it was played in.
+    pub mv: Move,
     pub source: Source,
     /// The `game_seq` of its event.
     pub game_seq: u64,

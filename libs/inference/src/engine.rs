@@ -161,6 +161,19 @@ impl Inference {
         chain.into_iter().map(|n| self.ply_move(n)).collect()
     }
 
+    /// The moves of [`Inference::moves`] alone, without their SAN (cheap: for comparisons made
+    /// on every observation).
+    pub fn line(&self) -> Vec<Move> {
+        let mut chain = self.path_to_root(self.current);
+        chain.reverse();
+        chain.into_iter().filter_map(|n| self.nodes[n].mv).collect()
+    }
+
+    /// How many moves lead from the start position to the current one.
+    pub fn line_len(&self) -> u32 {
+        self.nodes[self.current].ply
+    }
+
     /// How many of [`Inference::moves`] the clock has confirmed.
     pub fn confirmed_plies(&self) -> u32 {
         self.confirmed_plies

@@ -134,12 +134,12 @@ impl Game {
     /// arbiter entered a move the board does not show, or while the board is back before a
     /// completed move: moves the engine sees then are not moves of this game.
     pub(super) fn follows_game(&self, engine: &boardcast_inference::Inference) -> bool {
-        let line = engine.moves();
+        let line = engine.line();
         line.len() >= self.moves.len()
             && line
                 .iter()
                 .zip(&self.moves)
-                .all(|(seen, completed)| uci(seen) == completed.event.uci)
+                .all(|(seen, completed)| *seen == completed.mv)
     }
 
     /// The events the engine's conclusions amount to. Moves are only taken from an engine whose
@@ -616,15 +616,16 @@ impl Game {
     pub(super) fn verdict_after_moves(&self, after: &Chess, ply: u32) -> Vec<Kind> {
         let mut history = self.repetition.clone();
         let mut pos = self.position.clone();
-        let pending = self.inference.moves();
-        for m in pending
+        let line = self.inference.line();
+        let pending = line
             .iter()
-            .filter(|m| m.ply > self.moves.len() as u32 && m.ply <= ply)
-        {
-            if history.play(m.mv, 0).is_err() {
+            .take(usize::try_from(ply).unwrap_or(usize::MAX))
+            .skip(self.moves.len());
+        for &mv in pending {
+            if history.play(mv, 0).is_err() {
                 return Vec::new();
             }
-            pos.play_unchecked(m.mv);
+            pos.play_unchecked(mv);
         }
         if pos.board() != after.board() || pos.turn() != after.turn() {
             // The engine's line differs from what we were told: judge the position alone.

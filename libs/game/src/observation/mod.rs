@@ -326,7 +326,7 @@ impl Game {
         // display is White's until a press completing a move says otherwise.
         if sides.basis == ClockSidesBasis::Unspecified
             && self.moves.is_empty()
-            && self.inference.moves().is_empty()
+            && self.inference.line_len() == 0
             && !matches!(self.clock.running, ClockRun::White | ClockRun::Black)
             && let Some(running) = running_side(&sides.read(raw))
         {
