@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use boardcast_game::events::{GameEvent, GameEventRecord, game_event::Kind};
 use boardcast_game::signing::{Authenticity, SignatureError, TrustedKeys};
-use boardcast_game::{GENESIS_HASH, Game, NewEvent, ObservationOutcome, terms};
+use boardcast_game::{GENESIS_HASH, Game, NewEvent, ObservationOutcome, OpenedRecord, terms};
 use prost::Message as _;
 
 use crate::file::{ExportedGame, RecordFile};
@@ -175,12 +175,13 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
     // name it.
     let signatures_hold = trusted.batch_verifies(&decoded.iter().flatten().collect::<Vec<_>>());
     let legacy = trusted.clone().accepting_unsigned(true);
-    let mut game: Option<Game> = None;
+    // Whether a record before was signed: once one is, an unsigned one is refused.
+    let mut signed_before = false;
     let mut head = GENESIS_HASH;
     let mut unsigned = Vec::new();
-    // The records folded (a refused one is not), with their events and stream sequences.
-    let mut opened_events: Vec<(GameEvent, u64)> = Vec::new();
-    let mut accepted: Vec<GameEventRecord> = Vec::new();
+    // The records that continue the chain, with their stream sequences: folded and decided
+    // again afterwards (`redecide`), in one pass.
+    let mut accepted: Vec<(OpenedRecord, u64)> = Vec::new();
     // Records refused (altered, or not signed by a trusted key), by the sequence number they
     // claim: when the chain then misses that number, the cause is already named.
     let mut refused: BTreeSet<u64> = BTreeSet::new();
@@ -224,7 +225,6 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
             ));
             continue;
         }
-        let signed_before = game.as_ref().is_some_and(Game::is_signed);
         let authenticity = if signatures_hold {
             legacy.check_named(record, seq, signed_before)
         } else {
@@ -248,11 +248,11 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
             }
         }
         // From here on the record is the game service's: what is wrong is where it stands.
-        let expected = opened_events.len() as u64 + 1;
+        let expected = accepted.len() as u64 + 1;
         if seq != expected {
             if refused.contains(&expected) {
                 // The record that belongs here was refused above: already named.
-                return;
+                break;
             }
             let later = seqs[index + 1..].contains(&Some(expected));
             let (kind, detail) = if later {
@@ -273,7 +273,7 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
                 (ProblemKind::Inserted, format!("a second record {seq}"))
             };
             report.problems.push(here(kind, detail));
-            return;
+            break;
         }
         if record.prev_hash.as_slice() != head.as_slice() {
             report.problems.push(here(
@@ -282,22 +282,11 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
                  inserted or replaced)"
                     .into(),
             ));
-            return;
-        }
-        let folded = match game.as_mut() {
-            None => Game::from_first_opened(&opened).map(|g| game = Some(g)),
-            Some(g) => g.apply_opened(&opened),
-        };
-        if let Err(e) = folded {
-            report
-                .problems
-                .push(here(ProblemKind::Inconsistent, e.to_string()));
-            return;
+            break;
         }
         head.copy_from_slice(&record.hash);
-        let record = record.clone();
-        opened_events.push((opened.into_event(), stream_seq));
-        accepted.push(record);
+        signed_before |= !record.signature.is_empty();
+        accepted.push((opened, stream_seq));
     }
     if let (Some(&first), Some(&last)) = (unsigned.first(), unsigned.last()) {
         report.problems.push(problem(
@@ -311,7 +300,7 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
             ),
         ));
     }
-    redecide(&exported.game_id, &accepted, &opened_events, report);
+    redecide(&exported.game_id, &accepted, report);
 }
 
 /// How many records a decision may write before the observation or action it rests on (the
@@ -326,46 +315,55 @@ fn is_input(event: &GameEvent) -> bool {
     )
 }
 
-/// Decides every observation and arbiter action again on the game folded up to where its
-/// decision begins, and compares with the records the log holds from there: every record must
-/// be the meaning of an observation or action, as this version decides it. (Holes recorded by
-/// the service — `ObservationsMissing`, decided on what it read of the ingest stream rather than
-/// on the log — are folded as they are.)
-fn redecide(
-    game_id: &str,
-    records: &[GameEventRecord],
-    opened: &[(GameEvent, u64)],
-    report: &mut Verification,
-) {
-    let Some(first) = records.first() else {
-        return;
-    };
-    let Ok(mut game) = Game::from_first_record(first) else {
-        return;
-    };
-    let not_reproduced = |at: usize, detail: String| Problem {
+/// Folds the records that continue the chain and decides every observation and arbiter action
+/// again on the game folded up to where its decision begins, comparing with the records the
+/// log holds from there: every record must fold, and be the meaning of an observation or
+/// action as this version decides it. (Holes recorded by the service — `ObservationsMissing`,
+/// decided on what it read of the ingest stream rather than on the log — are folded as they
+/// are.)
+fn redecide(game_id: &str, opened: &[(OpenedRecord, u64)], report: &mut Verification) {
+    let problem = |at: usize, kind, detail: String| Problem {
         game_id: game_id.to_owned(),
         position: at + 1,
-        game_seq: Some(opened[at].0.game_seq),
+        game_seq: Some(opened[at].0.event().game_seq),
         stream_seq: opened[at].1,
-        kind: ProblemKind::NotReproduced,
+        kind,
         detail,
     };
+    let Some((first, _)) = opened.first() else {
+        return;
+    };
+    let mut game = match Game::from_first_opened(first) {
+        Ok(game) => game,
+        Err(e) => {
+            report
+                .problems
+                .push(problem(0, ProblemKind::Inconsistent, e.to_string()));
+            return;
+        }
+    };
+    let event_at = |i: usize| opened[i].0.event();
+    // Once a decision is not reproduced, the rest is only folded: each record must still fold.
+    let mut deciding = true;
     let mut at = 1;
     while at < opened.len() {
-        let decided_len = if matches!(opened[at].0.kind, Some(Kind::ObservationsMissing(_))) {
+        let decided_len = if !deciding
+            || matches!(event_at(at).kind, Some(Kind::ObservationsMissing(_)))
+        {
             1
         } else {
             let Some(input) =
-                (at..opened.len().min(at + MAX_PREFIX + 1)).find(|&i| is_input(&opened[i].0))
+                (at..opened.len().min(at + MAX_PREFIX + 1)).find(|&i| is_input(event_at(i)))
             else {
-                report.problems.push(not_reproduced(
+                report.problems.push(problem(
                     at,
+                    ProblemKind::NotReproduced,
                     "no observation or arbiter action of the log leads to it".into(),
                 ));
-                return;
+                deciding = false;
+                continue;
             };
-            let event = &opened[input].0;
+            let event = event_at(input);
             let decided: Vec<NewEvent> = match &event.kind {
                 Some(Kind::ObservationRecorded(recorded)) => match recorded
                     .observation
@@ -387,6 +385,7 @@ fn redecide(
                 .iter()
                 .zip(recorded)
                 .position(|(again, (logged, _))| {
+                    let logged = logged.event();
                     // A log written before the typed terms holds their words alone.
                     let same_kind = logged.kind.as_ref().is_some_and(|logged| {
                         again.kind == *logged || terms::without_typed_terms(&again.kind) == *logged
@@ -396,8 +395,9 @@ fn redecide(
             if decided.len() <= input - at || differs.is_some() || at + decided.len() > opened.len()
             {
                 let from = at + differs.unwrap_or(decided.len().min(opened.len() - at));
-                report.problems.push(not_reproduced(
+                report.problems.push(problem(
                     from.min(opened.len() - 1),
+                    ProblemKind::NotReproduced,
                     format!(
                         "deciding record {} again gives {} records that differ from the log's \
                          from here on",
@@ -405,13 +405,17 @@ fn redecide(
                         decided.len()
                     ),
                 ));
-                return;
+                deciding = false;
+                continue;
             }
             report.decisions_reproduced += 1;
             decided.len()
         };
-        for record in &records[at..at + decided_len] {
-            if game.apply(record).is_err() {
+        for i in at..at + decided_len {
+            if let Err(e) = game.apply_opened(&opened[i].0) {
+                report
+                    .problems
+                    .push(problem(i, ProblemKind::Inconsistent, e.to_string()));
                 return;
             }
         }
