@@ -344,31 +344,37 @@ impl TrustedKeys {
 
 impl TrustedKeys {
     /// Whether every record among `records` that claims a signer (a signature or a key id)
-    /// carries a good signature by a trusted key, checked as one Ed25519 batch (about twice as
-    /// fast as one by one). `false` says only that at least one does not: [`TrustedKeys::check`]
-    /// each to name it. Records claiming no signer at all are left to `check`. Batch verification accepts what the cofactored equation
-    /// accepts, a little more than [`signature_verifies`] (a signature altered by a small-order
-    /// component): the content is still the signer's, as the hash chain shows.
+    /// carries a good signature by a trusted key, checked as one Ed25519 batch: the terms of
+    /// one key's signatures coalesced, about four times as fast as one by one. `false` says
+    /// only that at least one does not: [`TrustedKeys::check`] each to name it. Records
+    /// claiming no signer at all are left to `check`. The batch accepts what ZIP 215's
+    /// cofactored equation accepts, a little more than [`signature_verifies`] (a signature
+    /// altered by a small-order component): the content is still the signer's, as the hash
+    /// chain shows.
     pub fn batch_verifies(&self, records: &[&GameEventRecord]) -> bool {
-        let mut messages = Vec::new();
-        let mut signatures = Vec::new();
-        let mut keys = Vec::new();
+        use rand_core_06::SeedableRng as _;
+        let mut batch = ed25519_zebra::batch::Verifier::new();
         for record in records
             .iter()
             .filter(|r| !(r.signature.is_empty() && r.key_id.is_empty()))
         {
             let (Some(key), Ok(signature)) = (
                 self.keys.get(&record.key_id),
-                Signature::from_slice(&record.signature),
+                <[u8; 64]>::try_from(record.signature.as_slice()),
             ) else {
                 return false;
             };
-            messages.push(signed_message(&record.hash));
-            signatures.push(signature);
-            keys.push(key.key);
+            batch.queue((
+                ed25519_zebra::VerificationKeyBytes::from(key.key.to_bytes()),
+                ed25519_zebra::Signature::from_bytes(&signature),
+                &signed_message(&record.hash),
+            ));
         }
-        let messages: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
-        ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok()
+        // The coefficients must be unpredictable to whoever made the signatures.
+        let Ok(rng) = rand_chacha_03::ChaCha20Rng::from_rng(rand_core_06::OsRng) else {
+            return false;
+        };
+        batch.verify(rng).is_ok()
     }
 }
 
