@@ -314,7 +314,7 @@ async fn view_round(
                 last_id = event.id.or(last_id);
                 taken += 1;
                 let mut lost = false;
-                if kind == "delta" {
+                if kind == "message" {
                     viewing.deltas += 1;
                     lost = viewing.deltas == viewing.drop_delta;
                 }

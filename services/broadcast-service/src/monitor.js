@@ -149,7 +149,8 @@ function connect(onGame) {
   });
   // What changed since the game's previous version: applied to the copy at that version; a
   // copy at another one missed an update, so the game is fetched whole instead.
-  source.addEventListener("delta", e => {
+  // Deltas come as unnamed events (`message`).
+  source.addEventListener("message", e => {
     const d = JSON.parse(e.data);
     const g = games.get(d.game_id);
     if (!g || g.version !== d.base) {

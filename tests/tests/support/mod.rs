@@ -600,9 +600,9 @@ pub struct MovesUpdate<'a> {
 }
 
 impl<'a> MovesUpdate<'a> {
-    /// The update of an event (`game` whole, or `delta`), when it is one.
+    /// The update of an event (`game` whole, or a delta), when it is one.
     pub fn read(event: &'a SseEvent) -> Option<MovesUpdate<'a>> {
-        matches!(event.name.as_str(), "game" | "delta")
+        (event.name == "game" || event.is_delta())
             .then(|| serde_json::from_str(&event.data).ok())
             .flatten()
     }
@@ -627,6 +627,13 @@ pub struct SseEvent {
     pub data: String,
 }
 
+impl SseEvent {
+    /// Deltas are the service's unnamed events.
+    pub fn is_delta(&self) -> bool {
+        self.name == "message"
+    }
+}
+
 /// A live viewer's copies of the games of a round, as a page keeps them: a game sent whole
 /// replaces the copy, a delta is applied to the copy at its base version.
 #[derive(Default)]
@@ -647,7 +654,8 @@ pub enum Taken {
 }
 
 impl LiveGames {
-    /// Takes a live update: `kind` `game` (whole, `data` the game) or `delta`.
+    /// Takes a live update: `kind` `game` (whole, `data` the game) or `delta` (a server-sent
+    /// event's unnamed `message`, or a WebSocket message of type `delta`).
     pub fn take(&mut self, kind: &str, data: &str) -> anyhow::Result<Taken> {
         let value: serde_json::Value = serde_json::from_str(data)
             .with_context(|| format!("a live update that is not JSON: {data}"))?;
@@ -657,7 +665,7 @@ impl LiveGames {
                 self.replace(value);
                 Ok(Taken::Game(game_id))
             }
-            "delta" => {
+            "delta" | "message" => {
                 let applied = self
                     .games
                     .get_mut(&game_id)
