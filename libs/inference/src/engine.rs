@@ -33,6 +33,9 @@ struct Node {
     children: Option<Vec<NodeId>>,
     /// The input that last made this node current.
     reached_seq: Option<Seq>,
+    /// Pruned: out of the index and its parent's children, waiting for the nodes to be
+    /// compacted (see [`Inference::prune`]).
+    forgotten: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -67,6 +70,8 @@ struct DeferredPress {
 pub struct Inference {
     config: Config,
     nodes: Vec<Node>,
+    /// How many of `nodes` are forgotten.
+    forgotten: usize,
     /// Placement → the newest node with it.
     index: HashMap<Board, NodeId>,
     current: NodeId,
@@ -94,6 +99,7 @@ impl Inference {
         let mut engine = Inference {
             config,
             nodes: Vec::new(),
+            forgotten: 0,
             index: HashMap::new(),
             current: ROOT,
             confirmed_plies: 0,
@@ -141,7 +147,7 @@ impl Inference {
 
     /// Positions the engine holds (for memory accounting and tests).
     pub fn positions_held(&self) -> usize {
-        self.nodes.len()
+        self.nodes.len() - self.forgotten
     }
 
     /// The position the board is in according to the inferred game.
@@ -236,6 +242,7 @@ impl Inference {
 
     fn reset_graph(&mut self, start: Chess) {
         self.nodes.clear();
+        self.forgotten = 0;
         self.index.clear();
         self.nodes.push(Node {
             pos: start,
@@ -244,6 +251,7 @@ impl Inference {
             ply: 0,
             children: None,
             reached_seq: None,
+            forgotten: false,
         });
         self.current = ROOT;
         self.confirmed_plies = 0;
@@ -252,8 +260,10 @@ impl Inference {
     }
 
     /// Forgets what branches off the game more than [`KEPT_PLIES`] completed moves back, keeping
-    /// the line from the start to the current node whole. Node ids are renumbered in order
-    /// (parents always precede their children, so the root stays first).
+    /// the line from the start to the current node whole. A forgotten node leaves the index and
+    /// its parent's children at once, so nothing reaches it; the nodes are compacted only when
+    /// half of them are forgotten (this runs on every press that settles a move, and moving
+    /// every node along for each ply's few forgotten ones was a tenth of replaying a game).
     fn prune(&mut self) {
         let floor = self.confirmed_plies.saturating_sub(KEPT_PLIES);
         if floor == 0 {
@@ -267,16 +277,42 @@ impl Inference {
         // The ply at which each node's branch leaves the line (its own ply on the line).
         let mut branch_ply = vec![0u32; self.nodes.len()];
         let mut keep = vec![false; self.nodes.len()];
+        let mut newly_forgotten = Vec::new();
         for (id, node) in self.nodes.iter().enumerate() {
             branch_ply[id] = match (on_line[id], node.parent) {
                 (true, _) | (false, None) => node.ply,
                 (false, Some(parent)) => branch_ply[parent],
             };
-            keep[id] = on_line[id] || branch_ply[id] >= floor;
+            keep[id] = !node.forgotten && (on_line[id] || branch_ply[id] >= floor);
+            if !keep[id] && !node.forgotten {
+                newly_forgotten.push(id);
+            }
         }
-        if keep.iter().all(|&k| k) {
+        if newly_forgotten.is_empty() {
             return;
         }
+        for &id in &newly_forgotten {
+            let node = &mut self.nodes[id];
+            node.forgotten = true;
+            node.children = None;
+            // A forgotten branch hangs from a kept node: only its first node is among the
+            // parent's children.
+            if let Some(parent) = node.parent.filter(|&p| keep[p])
+                && let Some(children) = self.nodes[parent].children.as_mut()
+            {
+                children.retain(|&c| c != id);
+            }
+        }
+        self.index.retain(|_, id| keep[*id]);
+        self.forgotten += newly_forgotten.len();
+        if self.forgotten * 2 > self.nodes.len() {
+            self.compact(&keep);
+        }
+    }
+
+    /// Drops the forgotten nodes (`keep` false), renumbering the others in order: parents still
+    /// precede their children, so the root stays first.
+    fn compact(&mut self, keep: &[bool]) {
         let mut new_id = vec![None; self.nodes.len()];
         let mut next = 0;
         for (id, &kept) in keep.iter().enumerate() {
@@ -286,7 +322,7 @@ impl Inference {
             }
         }
         // In place: the index keeps its table (renumbering needs no hashing) and the nodes their
-        // vector; this runs on every press that settles a move.
+        // vector.
         let mut id = 0;
         self.nodes.retain_mut(|node| {
             let kept = keep[id];
@@ -294,25 +330,18 @@ impl Inference {
             if kept {
                 node.parent = node.parent.and_then(|p| new_id[p]);
                 if let Some(children) = node.children.as_mut() {
-                    children.retain_mut(|c| match new_id[*c] {
-                        Some(renumbered) => {
-                            *c = renumbered;
-                            true
-                        }
-                        None => false,
-                    });
+                    for c in children.iter_mut() {
+                        *c = new_id[*c].unwrap_or(ROOT);
+                    }
                 }
             }
             kept
         });
-        self.index.retain(|_, id| match new_id[*id] {
-            Some(renumbered) => {
-                *id = renumbered;
-                true
-            }
-            None => false,
-        });
+        for id in self.index.values_mut() {
+            *id = new_id[*id].unwrap_or(ROOT);
+        }
         self.current = new_id[self.current].unwrap_or(ROOT);
+        self.forgotten = 0;
     }
 
     fn clear_tracking(&mut self) {
@@ -361,6 +390,7 @@ impl Inference {
                 ply,
                 children: None,
                 reached_seq: None,
+                forgotten: false,
             });
         }
         self.nodes[id].children = Some(children);
@@ -397,6 +427,7 @@ impl Inference {
                     ply: self.nodes[id].ply + 1,
                     children: None,
                     reached_seq: None,
+                    forgotten: false,
                 });
                 self.nodes.len() - 1
             }
