@@ -411,8 +411,8 @@ fn redecide(game_id: &str, opened: &[(OpenedRecord, u64)], report: &mut Verifica
             report.decisions_reproduced += 1;
             decided.len()
         };
-        for i in at..at + decided_len {
-            if let Err(e) = game.apply_opened(&opened[i].0) {
+        for (i, (record, _)) in opened.iter().enumerate().skip(at).take(decided_len) {
+            if let Err(e) = game.apply_opened(record) {
                 report
                     .problems
                     .push(problem(i, ProblemKind::Inconsistent, e.to_string()));
