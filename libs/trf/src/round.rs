@@ -1,0 +1,323 @@
+//! A round's pairings as a pairing program published them: the games in board order, the
+//! byes, and games already decided by forfeit.
+
+use std::collections::BTreeSet;
+
+use crate::{Colour, Outcome, TrfError, TrfFile};
+
+/// The kinds of bye (TRF result codes `H`, `F`, `U`, `Z`; TRF-26 `240` records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ByeKind {
+    HalfPoint,
+    FullPoint,
+    /// The bye the pairing gives the odd player out.
+    PairingAllocated,
+    /// A known absence.
+    ZeroPoint,
+}
+
+/// A game of the round, by the players' starting ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Table {
+    /// From 1, in the order pairing programs print the round.
+    pub table: u32,
+    pub white: u32,
+    pub black: u32,
+}
+
+/// A pairing decided before it was played (a player did not come).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Forfeit {
+    pub white: u32,
+    pub black: u32,
+    /// White's result: `ForfeitWin` or `ForfeitLoss` (both lose: `ForfeitLoss` for both).
+    pub white_outcome: Outcome,
+    pub black_outcome: Outcome,
+}
+
+/// A player without a game in the round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RoundBye {
+    pub player: u32,
+    pub kind: ByeKind,
+}
+
+/// A team match of the round: its games are the tables `first_table` to `last_table`, board 1
+/// first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TeamMatch {
+    /// The team with White on the match's first board.
+    pub first_team: u32,
+    pub second_team: u32,
+    pub first_table: u32,
+    pub last_table: u32,
+}
+
+/// A team without a match in the round (`240` records of a team event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TeamBye {
+    pub team: u32,
+    pub kind: ByeKind,
+}
+
+/// What a round of the file holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RoundPairings {
+    pub round: u32,
+    /// The games to be played, board 1 first.
+    pub tables: Vec<Table>,
+    pub forfeits: Vec<Forfeit>,
+    pub byes: Vec<RoundBye>,
+    /// In a team event: the matches, in table order.
+    pub matches: Vec<TeamMatch>,
+    pub team_byes: Vec<TeamBye>,
+    /// Players without a game or a bye in the round (withdrawn, not paired yet, or in a team
+    /// event not fielded), by starting rank.
+    pub not_paired: Vec<u32>,
+}
+
+impl TrfFile {
+    /// Round `round`'s pairings. The file holds no board order for individual games, so the
+    /// games are ordered as the FIDE Swiss rules have pairing programs publish them: by the
+    /// score before the round of the pair's higher-scoring player, then by the pair's total
+    /// score, then by the better starting rank of the two.
+    pub fn round(&self, round: u32) -> Result<RoundPairings, TrfError> {
+        if round == 0 {
+            return Err(TrfError::File("rounds are numbered from 1".into()));
+        }
+        let mut tables = Vec::new();
+        let mut forfeits = Vec::new();
+        let mut byes = Vec::new();
+        let mut not_paired = Vec::new();
+        let mut seen = BTreeSet::new();
+        for player in self.players.values() {
+            let Some(entry) = player.round(round) else {
+                not_paired.push(player.rank);
+                continue;
+            };
+            match (entry.opponent, entry.outcome) {
+                (Some(opponent), outcome) => {
+                    if !seen.insert(player.rank.min(opponent)) {
+                        continue;
+                    }
+                    let other = self
+                        .players
+                        .get(&opponent)
+                        .and_then(|p| p.round(round))
+                        .copied();
+                    let (white, black, white_entry, black_entry) =
+                        match (entry.colour, other.and_then(|o| o.colour)) {
+                            (Some(Colour::White), _) | (None, Some(Colour::Black)) => {
+                                (player.rank, opponent, Some(*entry), other)
+                            }
+                            (Some(Colour::Black), _) | (None, Some(Colour::White)) => {
+                                (opponent, player.rank, other, Some(*entry))
+                            }
+                            (None, None) => {
+                                return Err(TrfError::at(
+                                    player.line,
+                                    entry.column + 5,
+                                    format!(
+                                        "round {round}: the game of {} and {opponent} has no \
+                                         colours",
+                                        player.rank
+                                    ),
+                                ));
+                            }
+                        };
+                    let forfeited = |e: Option<crate::RoundEntry>| {
+                        e.and_then(|e| e.outcome)
+                            .filter(|o| matches!(o, Outcome::ForfeitWin | Outcome::ForfeitLoss))
+                    };
+                    match (forfeited(white_entry), forfeited(black_entry)) {
+                        (Some(white_outcome), Some(black_outcome)) => forfeits.push(Forfeit {
+                            white,
+                            black,
+                            white_outcome,
+                            black_outcome,
+                        }),
+                        (None, None) => tables.push((white, black)),
+                        _ => {
+                            return Err(TrfError::at(
+                                player.line,
+                                entry.column + 7,
+                                format!(
+                                    "round {round}: the game of {} and {opponent} is forfeited \
+                                     for one of them only ({:?})",
+                                    player.rank,
+                                    outcome.map(Outcome::code)
+                                ),
+                            ));
+                        }
+                    }
+                }
+                (None, Some(outcome)) => byes.push(RoundBye {
+                    player: player.rank,
+                    kind: match outcome {
+                        Outcome::HalfPointBye => ByeKind::HalfPoint,
+                        Outcome::FullPointBye => ByeKind::FullPoint,
+                        Outcome::PairingAllocatedBye => ByeKind::PairingAllocated,
+                        Outcome::ZeroPointBye => ByeKind::ZeroPoint,
+                        // A result without an opponent: in a team event, a board the other
+                        // team left empty (`+`) or a member who did not play (`-`).
+                        _ => {
+                            not_paired.push(player.rank);
+                            continue;
+                        }
+                    },
+                }),
+                (None, None) => not_paired.push(player.rank),
+            }
+        }
+        // TRF-26 lists byes in `240` records too: a team's in a team event.
+        let team_event = !self.teams.is_empty();
+        let team_byes = self
+            .byes
+            .iter()
+            .filter(|b| team_event && b.round == round)
+            .map(|b| TeamBye {
+                team: b.id,
+                kind: b.kind,
+            })
+            .collect();
+        for bye in self.byes.iter().filter(|b| !team_event && b.round == round) {
+            if let Some(at) = not_paired.iter().position(|&p| p == bye.id) {
+                not_paired.remove(at);
+                byes.push(RoundBye {
+                    player: bye.id,
+                    kind: bye.kind,
+                });
+            }
+        }
+        if tables.is_empty() && forfeits.is_empty() {
+            let last = (1..round)
+                .rev()
+                .find(|&r| {
+                    self.players
+                        .values()
+                        .any(|p| p.round(r).is_some_and(|e| e.opponent.is_some()))
+                })
+                .map_or("none".to_owned(), |r| r.to_string());
+            return Err(TrfError::File(format!(
+                "round {round} has no games in the file (the last round paired in it: {last})"
+            )));
+        }
+        byes.sort_by_key(|b| b.player);
+        if team_event {
+            let (tables, matches) = self.team_order(round, tables)?;
+            return Ok(RoundPairings {
+                round,
+                tables,
+                forfeits,
+                byes,
+                matches,
+                team_byes,
+                not_paired,
+            });
+        }
+        let score = |rank: u32| {
+            self.players
+                .get(&rank)
+                .map_or(0, |p| p.half_points_before(round))
+        };
+        tables.sort_by_key(|&(white, black)| {
+            let (w, b) = (score(white), score(black));
+            (
+                std::cmp::Reverse(w.max(b)),
+                std::cmp::Reverse(w + b),
+                white.min(black),
+            )
+        });
+        Ok(RoundPairings {
+            round,
+            tables: tables
+                .into_iter()
+                .zip(1u32..)
+                .map(|((white, black), table)| Table {
+                    table,
+                    white,
+                    black,
+                })
+                .collect(),
+            forfeits,
+            byes,
+            matches: Vec::new(),
+            team_byes,
+            not_paired,
+        })
+    }
+
+    /// A team event's games grouped by match (the matches by their teams' numbers, the lower
+    /// first), each match's boards in its teams' order for the round: the `300` line-up when
+    /// there is one, else the team's own order.
+    fn team_order(
+        &self,
+        round: u32,
+        games: Vec<(u32, u32)>,
+    ) -> Result<(Vec<Table>, Vec<TeamMatch>), TrfError> {
+        let mut team_of = std::collections::BTreeMap::new();
+        for team in &self.teams {
+            for &player in &team.players {
+                team_of.insert(player, team.number);
+            }
+        }
+        let board_of = |player: u32, team: u32| {
+            let line_up = self
+                .line_ups
+                .iter()
+                .find(|l| l.round == round && l.team == team)
+                .map(|l| l.players.iter().position(|&p| p == Some(player)));
+            let default = || {
+                self.teams
+                    .iter()
+                    .find(|t| t.number == team)
+                    .and_then(|t| t.players.iter().position(|&p| p == player))
+            };
+            line_up.flatten().or_else(default).unwrap_or(usize::MAX)
+        };
+        /// A game of a match: the first team's player's place in its line-up, White, Black.
+        type Board = (usize, u32, u32);
+        let mut by_match: std::collections::BTreeMap<(u32, u32), Vec<Board>> =
+            std::collections::BTreeMap::new();
+        for (white, black) in games {
+            let (Some(&white_team), Some(&black_team)) = (team_of.get(&white), team_of.get(&black))
+            else {
+                return Err(TrfError::File(format!(
+                    "round {round}: in a team event, the game of {white} and {black} is not                      between two teams' players"
+                )));
+            };
+            let key = (white_team.min(black_team), white_team.max(black_team));
+            let first_team_player = if white_team == key.0 { white } else { black };
+            by_match.entry(key).or_default().push((
+                board_of(first_team_player, key.0),
+                white,
+                black,
+            ));
+        }
+        let mut tables = Vec::new();
+        let mut matches = Vec::new();
+        for ((low, high), mut boards) in by_match {
+            boards.sort_unstable();
+            let first_table = u32::try_from(tables.len() + 1).unwrap_or(u32::MAX);
+            let first_team = boards
+                .first()
+                .and_then(|&(_, white, _)| team_of.get(&white).copied())
+                .unwrap_or(low);
+            for (_, white, black) in boards {
+                tables.push(Table {
+                    table: u32::try_from(tables.len() + 1).unwrap_or(u32::MAX),
+                    white,
+                    black,
+                });
+            }
+            matches.push(TeamMatch {
+                first_team,
+                second_team: if first_team == low { high } else { low },
+                first_table,
+                last_table: u32::try_from(tables.len()).unwrap_or(u32::MAX),
+            });
+        }
+        Ok((tables, matches))
+    }
+}

@@ -1,0 +1,303 @@
+//! Reading Tournament Report Files as pairing programs write them: a Swiss-Manager export with
+//! JaVaFo's `XXR` line (JaVaFo's own sample), a TRF-26 team event (the Grandmommy's Cup of the
+//! TRF-26 examples), a bbpPairings test file; and malformed copies of them refused with the
+//! line and column at fault.
+
+use boardcast_trf::{ByeKind, Colour, RoundPairings, Title, TrfError, TrfFile};
+
+fn bytes(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/files/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn read(name: &str) -> TrfFile {
+    TrfFile::parse_bytes(&bytes(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn text(name: &str) -> String {
+    String::from_utf8(bytes(name)).expect("UTF-8")
+}
+
+/// Every game of the round is the file's: White's record names Black with `w` in that round,
+/// Black's names White with `b`; and every player is in exactly one place of the round.
+fn assert_round_is_the_file(file: &TrfFile, pairings: &RoundPairings) {
+    let round = pairings.round;
+    let mut placed = Vec::new();
+    for table in &pairings.tables {
+        let white = file.players[&table.white]
+            .round(round)
+            .expect("white's round");
+        let black = file.players[&table.black]
+            .round(round)
+            .expect("black's round");
+        assert_eq!(
+            (white.opponent, white.colour),
+            (Some(table.black), Some(Colour::White))
+        );
+        assert_eq!(
+            (black.opponent, black.colour),
+            (Some(table.white), Some(Colour::Black))
+        );
+        placed.extend([table.white, table.black]);
+    }
+    for forfeit in &pairings.forfeits {
+        placed.extend([forfeit.white, forfeit.black]);
+    }
+    placed.extend(pairings.byes.iter().map(|b| b.player));
+    placed.extend(&pairings.not_paired);
+    placed.sort_unstable();
+    let all: Vec<u32> = file.players.keys().copied().collect();
+    assert_eq!(placed, all, "round {round}: every player once");
+    let numbers: Vec<u32> = pairings.tables.iter().map(|t| t.table).collect();
+    assert_eq!(
+        numbers,
+        (1..=pairings.tables.len() as u32).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_swiss_manager_export_with_javafos_lines_is_read_whole() {
+    let file = read("javafo_sample2.trf");
+    assert!(file.notes.is_empty(), "{:?}", file.notes);
+    let t = &file.tournament;
+    assert_eq!(t.name, "XX Open Internacional de Gros");
+    assert_eq!(t.city, "Donostia");
+    assert_eq!(t.start.map(|d| d.pgn()).as_deref(), Some("2010.09.24"));
+    assert_eq!(t.end.map(|d| d.pgn()).as_deref(), Some("2010.10.02"));
+    assert_eq!(t.rounds, Some(9));
+    assert_eq!(file.players.len(), 52);
+    let first = &file.players[&1];
+    assert_eq!(
+        (
+            first.title,
+            first.name.as_str(),
+            first.rating,
+            first.federation.as_str()
+        ),
+        (Some(Title::GM), "Mirzoev Azer", Some(2527), "AZE")
+    );
+    assert_eq!(first.fide_id, "13400304");
+    // JaVaFo's one-letter titles; an unrated player without a FIDE id.
+    assert_eq!(file.players[&2].title, Some(Title::IM));
+    assert_eq!(file.players[&3].title, Some(Title::FM));
+    assert_eq!(
+        (file.players[&6].rating, file.players[&6].fide_id.as_str()),
+        (None, "")
+    );
+    for round in 1..=4 {
+        assert_round_is_the_file(&file, &file.round(round).expect("paired"));
+    }
+    let first_round = file.round(1).expect("round 1");
+    assert_eq!(first_round.tables.len(), 22);
+    // Before the first round every score is 0: boards follow the better starting rank.
+    assert_eq!(
+        (first_round.tables[0].white, first_round.tables[0].black),
+        (1, 26)
+    );
+    assert_eq!(
+        (first_round.tables[1].white, first_round.tables[1].black),
+        (27, 2)
+    );
+    let forfeited: Vec<(u32, u32)> = first_round
+        .forfeits
+        .iter()
+        .map(|f| (f.white, f.black))
+        .collect();
+    assert_eq!(forfeited, [(13, 39), (42, 16), (46, 20)]);
+    let byes: Vec<(u32, ByeKind)> = first_round
+        .byes
+        .iter()
+        .map(|b| (b.player, b.kind))
+        .collect();
+    assert_eq!(
+        byes,
+        [(28, ByeKind::ZeroPoint), (52, ByeKind::PairingAllocated)]
+    );
+    // Round 4: the three pairs of players on 3 points first, by the better starting rank.
+    let fourth = file.round(4).expect("round 4");
+    let top: Vec<(u32, u32)> = fourth.tables[..3]
+        .iter()
+        .map(|t| (t.white, t.black))
+        .collect();
+    assert_eq!(top, [(4, 1), (2, 5), (6, 3)]);
+    assert!(
+        fourth
+            .byes
+            .iter()
+            .any(|b| b.player == 29 && b.kind == ByeKind::HalfPoint),
+        "{:?}",
+        fourth.byes
+    );
+    // Round 5 has byes announced and no pairings yet.
+    let missing = file.round(5).expect_err("not paired");
+    assert!(
+        missing.to_string().contains("last round paired in it: 4"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn a_trf26_team_event_is_read_with_its_teams_matches_and_line_ups() {
+    let file = read("grandmommyscup.trf");
+    assert!(file.notes.is_empty(), "{:?}", file.notes);
+    let t = &file.tournament;
+    assert_eq!(t.name, "Grandmommy's Cup");
+    assert_eq!(t.rounds, Some(14));
+    assert_eq!(t.time_control, "40/6000+30:20/3000+30:1500+30");
+    assert_eq!(t.team_board_colours, "WBWB");
+    assert_eq!(
+        t.round_dates
+            .first()
+            .copied()
+            .flatten()
+            .map(|d| d.pgn())
+            .as_deref(),
+        Some("2024.12.01")
+    );
+    assert_eq!(file.players.len(), 249);
+    assert_eq!(
+        file.teams.len(),
+        50,
+        "the 310 records, not the older 013 ones as well"
+    );
+    let india = &file.teams[0];
+    assert_eq!(
+        (india.number, india.name.as_str(), india.nickname.as_str()),
+        (1, "India", "IND")
+    );
+    assert_eq!(india.players, [1, 5, 15, 28, 44]);
+    assert_eq!(file.line_ups.len(), 141);
+    for round in 1..=7 {
+        let pairings = file.round(round).expect("paired");
+        assert_round_is_the_file(&file, &pairings);
+        let covered: u32 = pairings
+            .matches
+            .iter()
+            .map(|m| m.last_table - m.first_table + 1)
+            .sum();
+        assert_eq!(
+            covered as usize,
+            pairings.tables.len(),
+            "round {round}: every game in a match"
+        );
+        for m in &pairings.matches {
+            assert!(
+                m.last_table - m.first_table < 4,
+                "four boards a match at most: {m:?}"
+            );
+        }
+    }
+    let first = file.round(1).expect("round 1");
+    let team_byes: Vec<(u32, ByeKind)> = first.team_byes.iter().map(|b| (b.team, b.kind)).collect();
+    assert_eq!(
+        team_byes,
+        [(3, ByeKind::FullPoint), (39, ByeKind::HalfPoint)]
+    );
+    // India's match: its boards in India's order, colours alternating from board 1.
+    let india_match = first
+        .matches
+        .iter()
+        .find(|m| m.first_team == 1 || m.second_team == 1)
+        .expect("India plays round 1");
+    let boards =
+        &first.tables[india_match.first_table as usize - 1..india_match.last_table as usize];
+    let india_players: Vec<u32> = boards
+        .iter()
+        .map(|t| {
+            if india.players.contains(&t.white) {
+                t.white
+            } else {
+                t.black
+            }
+        })
+        .collect();
+    assert_eq!(india_players, [1, 5, 15, 28]);
+    let india_white: Vec<bool> = boards
+        .iter()
+        .map(|t| india.players.contains(&t.white))
+        .collect();
+    assert_eq!(india_white, [false, true, false, true]);
+}
+
+#[test]
+fn a_bbppairings_test_file_is_read() {
+    let file = read("dutch_2025_C5.trf");
+    assert_eq!(file.players.len(), 6);
+    let second = file.round(2).expect("round 2");
+    assert_round_is_the_file(&file, &second);
+    let games: Vec<(u32, u32)> = second.tables.iter().map(|t| (t.white, t.black)).collect();
+    assert_eq!(games, [(2, 1), (4, 3), (6, 5)]);
+}
+
+#[test]
+fn line_ends_encodings_and_unknown_records_change_nothing_but_notes() {
+    let crlf = read("javafo_sample2.trf");
+    let lf = TrfFile::parse(&text("javafo_sample2.trf").replace("\r\n", "\n")).expect("LF");
+    let json = |f: &TrfFile| serde_json::to_value((&f.tournament, &f.players)).expect("JSON");
+    assert_eq!(json(&crlf), json(&lf));
+    // Latin-1, as some programs still write names.
+    let mut latin1 = bytes("javafo_sample2.trf");
+    let at = latin1
+        .windows(5)
+        .position(|w| w == b"Azer ")
+        .expect("the name");
+    latin1[at + 4] = 0xE9;
+    let read = TrfFile::parse_bytes(&latin1).expect("Latin-1");
+    assert_eq!(read.players[&1].name, "Mirzoev Azeré");
+    assert!(read.notes[0].text.contains("Latin-1"), "{:?}", read.notes);
+    let with_unknown =
+        text("javafo_sample2.trf").replace("XXR 9", "XXR 9\r\n999 a record of another program");
+    let read = TrfFile::parse(&with_unknown).expect("unknown records are skipped");
+    assert_eq!(read.notes.len(), 1);
+    assert_eq!(read.notes[0].line, 14);
+    assert!(read.notes[0].text.contains("\"999\""), "{:?}", read.notes);
+}
+
+/// The file with `line` (1-based) replaced by what `edit` makes of it.
+fn edited(line: usize, edit: impl Fn(&str) -> String) -> String {
+    text("javafo_sample2.trf")
+        .split("\r\n")
+        .enumerate()
+        .map(|(i, l)| if i + 1 == line { edit(l) } else { l.to_owned() })
+        .collect::<Vec<_>>()
+        .join("\r\n")
+}
+
+fn refused(text: &str) -> (usize, usize, String) {
+    match TrfFile::parse(text) {
+        Err(TrfError::At {
+            line,
+            column,
+            message,
+        }) => (line, column, message),
+        other => panic!("expected a refusal at a line and column, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_files_are_refused_with_the_line_and_column_at_fault() {
+    // Player 10 (line 23) cut short inside round 2's block, after the opponent.
+    let (line, column, message) = refused(&edited(23, |l| l[..105].to_owned()));
+    assert_eq!((line, column), (23, 107), "{message}");
+    assert!(message.contains("cut short"), "{message}");
+    // Player 1's first opponent is no player.
+    let (line, column, message) =
+        refused(&edited(14, |l| l.replacen("    26 w 1", "    99 w 1", 1)));
+    assert_eq!((line, column), (14, 92), "{message}");
+    assert!(message.contains("opponent 99"), "{message}");
+    // Player 26 (line 39) says White in round 1 too.
+    let (line, column, message) =
+        refused(&edited(39, |l| l.replacen("     1 b 0", "     1 w 0", 1)));
+    assert_eq!((line, column), (14, 97), "{message}");
+    assert!(message.contains("both 1 and 26"), "{message}");
+    // Player 26 names someone else in round 1.
+    let (line, _, message) = refused(&edited(39, |l| l.replacen("     1 b 0", "     2 b 0", 1)));
+    assert_eq!(line, 14, "{message}");
+    // A result code that is none.
+    let (line, column, message) =
+        refused(&edited(14, |l| l.replacen("    26 w 1", "    26 w x", 1)));
+    assert_eq!((line, column), (14, 99), "{message}");
+    // Two players with one starting rank.
+    let (line, column, _) = refused(&edited(15, |l| l.replacen("001    2", "001    1", 1)));
+    assert_eq!((line, column), (15, 5));
+}
