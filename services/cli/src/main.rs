@@ -9,6 +9,7 @@ mod fork;
 mod gateway;
 mod keys;
 mod nats_config;
+mod pair;
 mod simulate;
 mod tls_certs;
 mod users;
@@ -61,6 +62,10 @@ enum Command {
     /// The game service's signing key: create one, show its public key and fingerprint, or
     /// ask a running game service for its keys.
     Keys(keys::KeysArgs),
+    /// Set a round up from the Tournament Report File (TRF16 or TRF-26) the pairing program
+    /// exported: players, pairings with colours, byes and forfeits, each table on a physical
+    /// board; `--dry-run` prints the round as JSON without a running system.
+    Pair(pair::PairArgs),
     /// Write games of the live log — a game, a round or a tournament — to one file for an
     /// appeal: the records exactly as stored, the boards' observations, the signing keys.
     Export(appeal::ExportArgs),
@@ -98,6 +103,7 @@ fn main() -> anyhow::Result<()> {
         }),
         Command::NatsConfig(args) => runtime.block_on(nats_config::run(args)),
         Command::Delay(args) => runtime.block_on(delay::run(args)),
+        Command::Pair(args) => runtime.block_on(pair::run(args)),
         Command::Export(args) => runtime.block_on(appeal::export(args)),
         Command::Fork(args) => runtime.block_on(fork::run(args)),
         Command::DeadLetters(args) => {

@@ -1,0 +1,426 @@
+//! `boardcast pair`: sets a round up from the Tournament Report File a pairing program exported,
+//! through the game service's `PairRound`; `--dry-run` prints the round as JSON instead.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use boardcast_schema::game::v1::{PairRoundRequest, Pairing, Player as PairedPlayer};
+use boardcast_trf::{RoundPairings, TrfFile};
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct PairArgs {
+    /// The Tournament Report File (TRF16 or TRF-26) the pairing program exported after pairing
+    /// the round.
+    #[arg(long)]
+    trf: PathBuf,
+    /// The round to set up.
+    #[arg(long)]
+    round: u32,
+    /// The tournament's id in boardcast (e.g. hall-open-2026).
+    #[arg(long)]
+    tournament: String,
+    /// The physical boards, in table order: a range such as hall-1..hall-60 (table 1 on hall-1,
+    /// table 2 on hall-2, …).
+    #[arg(long, conflicts_with = "board_map")]
+    boards: Option<String>,
+    /// A file mapping each table to its physical board, one `TABLE BOARD` pair a line (e.g.
+    /// `1 hall-7`); `#` starts a comment.
+    #[arg(long)]
+    board_map: Option<PathBuf>,
+    /// Print the round as JSON (one object per board, byes apart) and set nothing up; needs no
+    /// running system.
+    #[arg(long)]
+    dry_run: bool,
+    /// The time control, as in PGN (40/5400+30:1800+30); without it, the file's (TRF-26 `222`,
+    /// else `122` when it reads as one).
+    #[arg(long)]
+    time_control: Option<String>,
+    /// Laws edition (e.g. fide-2023); without it, the game service's default.
+    #[arg(long, default_value = "")]
+    edition: String,
+    /// The event's name for the games' PGN; without it, the file's (`012`).
+    #[arg(long)]
+    event: Option<String>,
+    /// The site for the games' PGN; without it, the file's city (`022`).
+    #[arg(long)]
+    site: Option<String>,
+    /// The round's date (YYYY.MM.DD); without it, the file's date for the round (`132`), else
+    /// its start (`042`).
+    #[arg(long)]
+    date: Option<String>,
+    /// Set the games up on boards whose current game is not finished (an adjourned or abandoned
+    /// game keeps its log but receives no more observations).
+    #[arg(long)]
+    replace_unfinished: bool,
+    /// Game service to set the round up on.
+    #[arg(
+        long,
+        env = "BOARDCAST_GAME_SERVICE",
+        default_value = "http://127.0.0.1:50051"
+    )]
+    game_service: String,
+    /// File holding the API token of an operator of the tournament; without it, the token in
+    /// BOARDCAST_TOKEN.
+    #[arg(long, env = "BOARDCAST_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+}
+
+/// A player as the dry run prints them.
+#[derive(serde::Serialize)]
+struct PlayerOut {
+    name: String,
+    title: Option<&'static str>,
+    rating: Option<u32>,
+    fide_id: Option<String>,
+    federation: Option<String>,
+    /// The player's starting rank in the file.
+    rank: u32,
+}
+
+#[derive(serde::Serialize)]
+struct BoardOut {
+    board: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    board_id: Option<String>,
+    white: PlayerOut,
+    black: PlayerOut,
+}
+
+pub async fn run(args: PairArgs) -> anyhow::Result<()> {
+    let bytes =
+        std::fs::read(&args.trf).with_context(|| format!("reading {}", args.trf.display()))?;
+    let file = TrfFile::parse_bytes(&bytes).with_context(|| {
+        format!(
+            "{} is not a Tournament Report File this reads",
+            args.trf.display()
+        )
+    })?;
+    for note in &file.notes {
+        eprintln!(
+            "note: {}, line {}: {}",
+            args.trf.display(),
+            note.line,
+            note.text
+        );
+    }
+    let pairings = file
+        .round(args.round)
+        .with_context(|| format!("round {} of {}", args.round, args.trf.display()))?;
+    let boards = match (&args.boards, &args.board_map) {
+        (Some(range), _) => Some(boards_in_range(range, pairings.tables.len())?),
+        (None, Some(path)) => Some(boards_from_map(path, &pairings)?),
+        (None, None) if args.dry_run => None,
+        (None, None) => anyhow::bail!(
+            "say which physical board each of the round's {} tables is on: --boards \
+             hall-1..hall-{} or --board-map FILE",
+            pairings.tables.len(),
+            pairings.tables.len()
+        ),
+    };
+    if args.dry_run {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&dry_run(&args, &file, &pairings, boards.as_deref()))?
+        );
+        return Ok(());
+    }
+    let boards = boards.unwrap_or_default();
+    let time_control = time_control(&args, &file)?;
+    let date = args
+        .date
+        .clone()
+        .or_else(|| {
+            let index = usize::try_from(args.round).ok()?.checked_sub(1)?;
+            file.tournament
+                .round_dates
+                .get(index)
+                .copied()
+                .flatten()
+                .map(|d| d.pgn())
+        })
+        .or_else(|| file.tournament.start.map(|d| d.pgn()))
+        .unwrap_or_default();
+    let player = |rank: u32| -> PairedPlayer {
+        let p = &file.players[&rank];
+        PairedPlayer {
+            name: p.name.clone(),
+            rating: p.rating.unwrap_or(0),
+            title: p.title.map(|t| t.as_str().to_owned()).unwrap_or_default(),
+            fide_id: p.fide_id.clone(),
+            federation: p.federation.clone(),
+        }
+    };
+    let request = PairRoundRequest {
+        tournament_id: args.tournament.clone(),
+        round: args.round,
+        time_control: Some(time_control),
+        edition: args.edition.clone(),
+        event_name: args
+            .event
+            .clone()
+            .unwrap_or_else(|| file.tournament.name.clone()),
+        site: args
+            .site
+            .clone()
+            .unwrap_or_else(|| file.tournament.city.clone()),
+        date,
+        pairings: pairings
+            .tables
+            .iter()
+            .zip(&boards)
+            .map(|(table, board_id)| Pairing {
+                board_number: table.table,
+                board_id: board_id.clone(),
+                white: Some(player(table.white)),
+                black: Some(player(table.black)),
+                start_fen: String::new(),
+            })
+            .collect(),
+        replace_unfinished: args.replace_unfinished,
+        request_id: boardcast_kit::client::new_request_id(),
+    };
+    let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
+    let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
+        .await
+        .with_context(|| format!("connecting to the game service at {}", args.game_service))?;
+    let set_up = client
+        .pair_round(request)
+        .await
+        .map_err(|status| anyhow::anyhow!("the game service refused: {}", status.message()))?
+        .into_inner();
+    println!(
+        "round {} of {}: {} games set up, on {} to {}",
+        args.round,
+        args.tournament,
+        set_up.games.len(),
+        boards.first().map_or("-", String::as_str),
+        boards
+            .get(pairings.tables.len().saturating_sub(1))
+            .map_or("-", String::as_str),
+    );
+    let name = |rank: u32| {
+        file.players
+            .get(&rank)
+            .map_or_else(|| rank.to_string(), |p| p.name.clone())
+    };
+    for bye in &pairings.byes {
+        println!("bye ({:?}): {}", bye.kind, name(bye.player));
+    }
+    for forfeit in &pairings.forfeits {
+        println!(
+            "not set up, decided by forfeit: {} – {}",
+            name(forfeit.white),
+            name(forfeit.black)
+        );
+    }
+    Ok(())
+}
+
+/// The round as `--dry-run` prints it.
+#[derive(serde::Serialize)]
+struct DryRun<'a> {
+    tournament: &'a str,
+    round: u32,
+    event: &'a str,
+    board_order: &'static str,
+    boards: Vec<BoardOut>,
+    byes: Vec<ByeOut>,
+    forfeits: Vec<ForfeitOut>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    matches: &'a [boardcast_trf::TeamMatch],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    team_byes: &'a [boardcast_trf::TeamBye],
+    not_paired: Vec<PlayerOut>,
+}
+
+#[derive(serde::Serialize)]
+struct ByeOut {
+    player: PlayerOut,
+    kind: boardcast_trf::ByeKind,
+}
+
+#[derive(serde::Serialize)]
+struct ForfeitOut {
+    white: PlayerOut,
+    black: PlayerOut,
+    /// As the file gives them: `+` won, `-` lost by forfeit.
+    white_result: char,
+    black_result: char,
+}
+
+fn dry_run<'a>(
+    args: &'a PairArgs,
+    file: &'a TrfFile,
+    pairings: &'a RoundPairings,
+    boards: Option<&[String]>,
+) -> DryRun<'a> {
+    let player = |rank: u32| {
+        let p = &file.players[&rank];
+        PlayerOut {
+            name: p.name.clone(),
+            title: p.title.map(|t| t.as_str()),
+            rating: p.rating,
+            fide_id: Some(p.fide_id.clone()).filter(|id| !id.is_empty()),
+            federation: Some(p.federation.clone()).filter(|f| !f.is_empty()),
+            rank,
+        }
+    };
+    DryRun {
+        tournament: &args.tournament,
+        round: args.round,
+        event: &file.tournament.name,
+        board_order: if pairings.matches.is_empty() {
+            "by the higher score of the pair before the round, then the pair's total, then the \
+             better starting rank (as the FIDE Swiss rules have pairings published)"
+        } else {
+            "by team match, each match's boards in the teams' order for the round"
+        },
+        boards: pairings
+            .tables
+            .iter()
+            .enumerate()
+            .map(|(index, table)| BoardOut {
+                board: table.table,
+                board_id: boards.and_then(|b| b.get(index).cloned()),
+                white: player(table.white),
+                black: player(table.black),
+            })
+            .collect(),
+        byes: pairings
+            .byes
+            .iter()
+            .map(|b| ByeOut {
+                player: player(b.player),
+                kind: b.kind,
+            })
+            .collect(),
+        forfeits: pairings
+            .forfeits
+            .iter()
+            .map(|f| ForfeitOut {
+                white: player(f.white),
+                black: player(f.black),
+                white_result: f.white_outcome.code(),
+                black_result: f.black_outcome.code(),
+            })
+            .collect(),
+        matches: &pairings.matches,
+        team_byes: &pairings.team_byes,
+        not_paired: pairings.not_paired.iter().map(|&r| player(r)).collect(),
+    }
+}
+
+/// `hall-1..hall-60`: the boards, one per table, in order.
+fn boards_in_range(range: &str, tables: usize) -> anyhow::Result<Vec<String>> {
+    let bad = || anyhow::anyhow!("--boards {range:?} is not a range such as hall-1..hall-60");
+    let (first, last) = range.split_once("..").ok_or_else(bad)?;
+    let split = |board: &str| -> Option<(String, u32)> {
+        let digits = board.len() - board.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (prefix, number) = board.split_at(board.len() - digits);
+        Some((prefix.to_owned(), number.parse().ok()?))
+    };
+    let ((prefix, from), (last_prefix, to)) =
+        (split(first).ok_or_else(bad)?, split(last).ok_or_else(bad)?);
+    if prefix != last_prefix || to < from {
+        return Err(bad());
+    }
+    let available = usize::try_from(to - from + 1).unwrap_or(usize::MAX);
+    if available < tables {
+        anyhow::bail!("the round has {tables} games and {range} only {available} boards");
+    }
+    Ok((from..=to)
+        .take(tables)
+        .map(|n| format!("{prefix}{n}"))
+        .collect())
+}
+
+/// A map file: `TABLE BOARD` per line; every table of the round must be on it, each board once.
+fn boards_from_map(path: &Path, pairings: &RoundPairings) -> anyhow::Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut by_table = BTreeMap::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut fields = line
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|f| !f.is_empty());
+        let (Some(table), Some(board), None) = (fields.next(), fields.next(), fields.next()) else {
+            anyhow::bail!(
+                "{}, line {}: expected `TABLE BOARD`, got {line:?}",
+                path.display(),
+                index + 1
+            );
+        };
+        let table: u32 = table.parse().with_context(|| {
+            format!(
+                "{}, line {}: table {table:?} is not a number",
+                path.display(),
+                index + 1
+            )
+        })?;
+        if by_table.insert(table, board.to_owned()).is_some() {
+            anyhow::bail!(
+                "{}, line {}: table {table} is mapped twice",
+                path.display(),
+                index + 1
+            );
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for board in by_table.values() {
+        if !seen.insert(board) {
+            anyhow::bail!("{}: board {board} is given to two tables", path.display());
+        }
+    }
+    let missing: Vec<String> = pairings
+        .tables
+        .iter()
+        .filter(|t| !by_table.contains_key(&t.table))
+        .map(|t| t.table.to_string())
+        .collect();
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "{} maps no board to table(s) {}",
+            path.display(),
+            missing.join(", ")
+        );
+    }
+    Ok(pairings
+        .tables
+        .iter()
+        .map(|t| by_table[&t.table].clone())
+        .collect())
+}
+
+fn time_control(
+    args: &PairArgs,
+    file: &TrfFile,
+) -> anyhow::Result<boardcast_schema::game::v1::TimeControl> {
+    use boardcast_game::{parse_time_control, read_time_control_tag};
+    if let Some(given) = &args.time_control {
+        return parse_time_control(given)
+            .map_err(|e| anyhow::anyhow!("--time-control {given:?}: {e}"));
+    }
+    let encoded = &file.tournament.time_control;
+    if let Ok(tc) = parse_time_control(encoded) {
+        return Ok(tc);
+    }
+    let words = &file.tournament.time_control_text;
+    if let Ok((tc, _)) = read_time_control_tag(words) {
+        return Ok(tc);
+    }
+    anyhow::bail!(
+        "the file's time control ({}) is not one this reads: give --time-control, as in PGN \
+         (40/5400+30:1800+30)",
+        if encoded.is_empty() {
+            format!("122: {words:?}")
+        } else {
+            format!("222: {encoded:?}")
+        }
+    )
+}

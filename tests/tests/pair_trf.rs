@@ -1,0 +1,252 @@
+//! `boardcast pair`: a round set up from the Tournament Report File a pairing program exported
+//! is the file's round — every game on its board with its players — and a file or command
+//! that cannot be read as meant sets nothing up.
+
+use boardcast_access::{Grant, Role};
+use boardcast_schema::game::v1::ListGamesRequest;
+use boardcast_testkit::{GameService, TestNats, TestUsers, program, repo_root};
+use boardcast_trf::TrfFile;
+
+const TOURNAMENT: &str = "gros-2010";
+
+fn trf(name: &str) -> std::path::PathBuf {
+    repo_root().join("libs/trf/tests/files").join(name)
+}
+
+/// `boardcast pair` with `args`, as the operator whose token is given (none: no token).
+fn pair(args: &[&str], token: Option<&str>) -> anyhow::Result<std::process::Output> {
+    let mut command = std::process::Command::new(program("boardcast")?);
+    command.arg("pair").args(args).env_remove("BOARDCAST_TOKEN");
+    if let Some(token) = token {
+        command.env("BOARDCAST_TOKEN", token);
+    }
+    Ok(command.output()?)
+}
+
+#[test]
+fn a_dry_run_prints_the_round_without_a_system() -> anyhow::Result<()> {
+    let file = trf("javafo_sample2.trf");
+    let out = pair(
+        &["--trf", file.to_str().unwrap_or_default(), "--round", "4"],
+        None,
+    )?;
+    assert!(!out.status.success(), "--tournament is required");
+    let out = pair(
+        &[
+            "--trf",
+            file.to_str().unwrap_or_default(),
+            "--round",
+            "4",
+            "--tournament",
+            TOURNAMENT,
+            "--dry-run",
+        ],
+        None,
+    )?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let round: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let boards = round["boards"].as_array().expect("boards");
+    assert_eq!(boards.len(), 22);
+    let first = &boards[0];
+    assert_eq!(first["board"], 1);
+    assert_eq!(first["white"]["name"], "Guijarro Galan Jose Luis");
+    assert_eq!(first["black"]["name"], "Mirzoev Azer");
+    assert_eq!(first["black"]["title"], "GM");
+    assert_eq!(first["black"]["rating"], 2527);
+    assert_eq!(first["black"]["fide_id"], "13400304");
+    assert_eq!(first["black"]["federation"], "AZE");
+    let byes = round["byes"].as_array().expect("byes apart");
+    assert!(
+        byes.iter()
+            .any(|b| b["player"]["rank"] == 29 && b["kind"] == "half_point"),
+        "{byes:?}"
+    );
+    assert_eq!(round["forfeits"].as_array().map(Vec::len), Some(1));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_round_set_up_is_the_files_and_a_bad_file_sets_up_nothing() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let users = TestUsers::shared()?;
+    let grant = |role| Grant {
+        tournament: TOURNAMENT.into(),
+        role,
+        boards: Vec::new(),
+    };
+    let operator = users.add("pair-operator", &[grant(Role::Operator)])?;
+    let observer = users.add("pair-observer", &[grant(Role::Observer)])?;
+    for token in [&operator, &observer] {
+        game_service.wait_for_user(token).await?;
+    }
+    let mut client = game_service.client_as(&operator).await?;
+    let set_up =
+        async |client: &mut boardcast_schema::game::v1::game_service_client::GameServiceClient<
+            _,
+        >|
+               -> anyhow::Result<Vec<_>> {
+            Ok(client
+                .list_games(ListGamesRequest {
+                    tournament_id: TOURNAMENT.into(),
+                    round: 0,
+                })
+                .await?
+                .into_inner()
+                .games)
+        };
+    let url = game_service.url();
+    let source = std::fs::read_to_string(trf("javafo_sample2.trf"))?;
+    let dir = tempfile::tempdir()?;
+    let write = |name: &str, text: &str| -> anyhow::Result<String> {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text)?;
+        Ok(path.to_string_lossy().into_owned())
+    };
+    let good = write("round.trf", &source)?;
+    let common = |file: &str| -> Vec<String> {
+        [
+            "--trf",
+            file,
+            "--round",
+            "4",
+            "--tournament",
+            TOURNAMENT,
+            "--game-service",
+            &url,
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+    let run = |args: Vec<String>, token: Option<&str>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        pair(&args, token)
+    };
+    let with = |file: &str, extra: &[&str]| {
+        let mut args = common(file);
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        args
+    };
+
+    // Refusals, each with its reason, each setting nothing up.
+    let malformed = write(
+        "malformed.trf",
+        &source.replacen("    26 w 1", "    99 w 1", 1),
+    )?;
+    let refusals: Vec<(Vec<String>, Option<&str>, &str)> = vec![
+        (
+            with(
+                &malformed,
+                &["--boards", "hall-1..hall-30", "--time-control", "90+30"],
+            ),
+            Some(&operator),
+            "line 14, column 92",
+        ),
+        (
+            with(&good, &["--time-control", "90+30"]),
+            Some(&operator),
+            "--boards hall-1..hall-22",
+        ),
+        (
+            with(
+                &good,
+                &["--boards", "hall-1..hall-20", "--time-control", "90+30"],
+            ),
+            Some(&operator),
+            "only 20 boards",
+        ),
+        (
+            with(&good, &["--boards", "hall-1..hall-30"]),
+            Some(&operator),
+            "give --time-control",
+        ),
+        (
+            with(
+                &good,
+                &["--boards", "hall-1..hall-30", "--time-control", "90+30"],
+            ),
+            Some(&observer),
+            "refused",
+        ),
+        (
+            with(
+                &good,
+                &["--boards", "hall-1..hall-30", "--time-control", "90+30"],
+            ),
+            None,
+            "refused",
+        ),
+    ];
+    for (args, token, reason) in refusals {
+        let out = run(args.clone(), token)?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should be refused");
+        assert!(said.contains(reason), "{args:?}: {said}");
+        assert!(
+            set_up(&mut client).await?.is_empty(),
+            "{args:?} set nothing up"
+        );
+    }
+
+    // The operator sets round 4 up from the file.
+    let out = run(
+        with(
+            &good,
+            &["--boards", "hall-1..hall-30", "--time-control", "90+30"],
+        ),
+        Some(&operator),
+    )?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("22 games set up, on hall-1 to hall-22"),
+        "{said}"
+    );
+    let file = TrfFile::parse(&source)?;
+    let pairings = file.round(4)?;
+    let mut games = set_up(&mut client).await?;
+    games.sort_by_key(|g| g.info.as_ref().map_or(0, |i| i.board_number));
+    assert_eq!(games.len(), pairings.tables.len());
+    for (game, table) in games.iter().zip(&pairings.tables) {
+        let info = game.info.as_ref().expect("set up");
+        assert_eq!(info.round, 4);
+        assert_eq!(info.board_number, table.table);
+        assert_eq!(info.board_id, format!("hall-{}", table.table));
+        assert_eq!(info.event_name, "XX Open Internacional de Gros");
+        assert_eq!(info.site, "Donostia");
+        assert_eq!(info.date, "2010.09.24");
+        for (player, rank) in [(&info.white, table.white), (&info.black, table.black)] {
+            let player = player.as_ref().expect("a player");
+            let in_file = &file.players[&rank];
+            assert_eq!(player.name, in_file.name);
+            assert_eq!(player.rating, in_file.rating.unwrap_or(0));
+            assert_eq!(
+                player.title,
+                in_file.title.map(|t| t.as_str()).unwrap_or("")
+            );
+            assert_eq!(player.fide_id, in_file.fide_id);
+            assert_eq!(player.federation, in_file.federation);
+        }
+    }
+    // The same again (the operator ran it twice): refused, nothing created twice.
+    let again = run(
+        with(
+            &good,
+            &["--boards", "hall-1..hall-30", "--time-control", "90+30"],
+        ),
+        Some(&operator),
+    )?;
+    assert!(!again.status.success());
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("already"), "{said}");
+    assert_eq!(set_up(&mut client).await?.len(), pairings.tables.len());
+    Ok(())
+}
