@@ -250,3 +250,197 @@ async fn the_round_set_up_is_the_files_and_a_bad_file_sets_up_nothing() -> anyho
     assert_eq!(set_up(&mut client).await?.len(), pairings.tables.len());
     Ok(())
 }
+
+/// The file as the pairing program exported it after pairing `round`: that round's games
+/// without results (forfeits and byes, known beforehand, keep theirs).
+fn paired_not_played(text: &str, round: u32) -> String {
+    let result_column = 92 + 10 * (round as usize - 1) + 7;
+    text.split_inclusive('\n')
+        .map(|line| {
+            let mut chars: Vec<char> = line.chars().collect();
+            let played = line.starts_with("001")
+                && chars
+                    .get(result_column - 1)
+                    .is_some_and(|c| matches!(c, '1' | '0' | '='))
+                && chars
+                    .get(result_column - 5)
+                    .is_some_and(|c| c.is_ascii_digit() && *c != '0');
+            if played {
+                chars[result_column - 1] = ' ';
+            }
+            chars.into_iter().collect::<String>()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -> anyhow::Result<()>
+{
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let users = TestUsers::shared()?;
+    let operator = users.add(
+        "results-operator",
+        &[Grant {
+            tournament: TOURNAMENT.into(),
+            role: Role::Operator,
+            boards: Vec::new(),
+        }],
+    )?;
+    game_service.wait_for_user(&operator).await?;
+    let url = game_service.url();
+    let dir = tempfile::tempdir()?;
+    let exported = paired_not_played(&std::fs::read_to_string(trf("javafo_sample2.trf"))?, 4);
+    let export_path = dir.path().join("after-pairing-round-4.trf");
+    std::fs::write(&export_path, &exported)?;
+    let export = export_path.to_string_lossy().into_owned();
+    let out = pair(
+        &[
+            "--trf",
+            &export,
+            "--round",
+            "4",
+            "--tournament",
+            TOURNAMENT,
+            "--game-service",
+            &url,
+            "--boards",
+            "sim-1..sim-22",
+            "--time-control",
+            "40/7200:3600+30",
+        ],
+        Some(&operator),
+    )?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Boards 1 to 21 play the London Chess Classic's games to their results; board 22 does not
+    // start.
+    let status = std::process::Command::new(program("boardcast")?)
+        .args([
+            "simulate",
+            "--boards",
+            "21",
+            "--speed",
+            "max",
+            "--game-service",
+            "none",
+        ])
+        .arg("--pgn")
+        .arg(repo_root().join("data/london-classic-2016.pgn"))
+        .args(["--nats", &nats.url()])
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    assert!(status.success());
+    let mut client = game_service.client_as(&operator).await?;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
+    let games = loop {
+        let games = client
+            .list_games(ListGamesRequest {
+                tournament_id: TOURNAMENT.into(),
+                round: 4,
+            })
+            .await?
+            .into_inner()
+            .games;
+        if games.iter().filter(|g| g.result != 0).count() == 21 {
+            break games;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the games did not all end"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+
+    let written_path = dir.path().join("results.trf");
+    let out = std::process::Command::new(program("boardcast")?)
+        .args([
+            "results",
+            "--tournament",
+            TOURNAMENT,
+            "--game-service",
+            &url,
+        ])
+        .args(["--trf-in", &export])
+        .arg("--trf-out")
+        .arg(&written_path)
+        .env("BOARDCAST_TOKEN", &operator)
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("21 results written"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("no result yet, left blank: round 4 board 22"),
+        "{said}"
+    );
+
+    // The file the pairing program reads back: each game's result as its log says, board 22
+    // blank, the points summed again, every other column as exported.
+    let written = std::fs::read_to_string(&written_path)?;
+    let before = TrfFile::parse(&exported)?;
+    let after = TrfFile::parse(&written)?;
+    let tables = before.round(4)?.tables;
+    assert_eq!(
+        after.round(4)?.tables,
+        tables,
+        "re-imports to the same pairings"
+    );
+    for game in &games {
+        let info = game.info.as_ref().expect("set up");
+        let table = tables[info.board_number as usize - 1];
+        let codes = |rank: u32| {
+            after.players[&rank]
+                .round(4)
+                .and_then(|e| e.outcome)
+                .map(|o| o.code())
+        };
+        let expected = match game.result {
+            1 => Some(('1', '0')),
+            2 => Some(('0', '1')),
+            3 => Some(('=', '=')),
+            _ => None,
+        };
+        assert_eq!(
+            codes(table.white).zip(codes(table.black)),
+            expected,
+            "board {}",
+            info.board_number
+        );
+    }
+    for player in after.players.values() {
+        let summed: u32 = player
+            .rounds
+            .iter()
+            .filter_map(|e| e.outcome)
+            .map(|o| o.half_points())
+            .sum();
+        let line = written
+            .lines()
+            .find(|l| l.starts_with("001") && l[4..8].trim() == player.rank.to_string())
+            .expect("the player's line");
+        assert_eq!(
+            line[80..84].trim(),
+            format!("{:.1}", f64::from(summed) / 2.0),
+            "player {}'s points",
+            player.rank
+        );
+    }
+    for (old, new) in exported.lines().zip(written.lines()) {
+        let masked = |l: &str| {
+            l.char_indices()
+                .filter(|(i, _)| !(80..84).contains(i) && *i != 128)
+                .map(|(_, c)| c)
+                .collect::<String>()
+        };
+        assert_eq!(masked(old), masked(new));
+    }
+    Ok(())
+}

@@ -1,7 +1,8 @@
 //! FIDE's Tournament Report File, as pairing programs (Swiss-Manager, Vega, JaVaFo, bbpPairings,
 //! Sharly Chess, Tornelo) write it: TRF16 (with JaVaFo's `XX` lines) and TRF-26, in force since
 //! 1 September 2025. Read whole ([`TrfFile::parse`]), a round's pairings taken from it in the
-//! order pairing programs print them ([`TrfFile::round`]).
+//! order pairing programs print them ([`TrfFile::round`]), and results written back into it
+//! for the pairing program's next round ([`TrfFile::with_results`]).
 //!
 //! A TRF is a file of fixed-column records, each line opening with a three-character record id
 //! (`001` a player, `012` the tournament's name, `310` a team, `240` byes, …). Columns count
@@ -12,9 +13,11 @@
 
 mod parse;
 mod round;
+mod write;
 
 pub use parse::{TrfError, TrfFile};
 pub use round::{ByeKind, Forfeit, RoundBye, RoundPairings, Table, TeamBye, TeamMatch};
+pub use write::GameOutcome;
 
 use std::collections::BTreeMap;
 

@@ -44,8 +44,8 @@ pub struct TrfFile {
 }
 
 /// Where the `001` record's first round block starts, and each block's width.
-const FIRST_ROUND_COLUMN: usize = 92;
-const ROUND_BLOCK: usize = 10;
+pub(crate) const FIRST_ROUND_COLUMN: usize = 92;
+pub(crate) const ROUND_BLOCK: usize = 10;
 
 /// Records of TRF16 and TRF-26 this reads nothing of (statistics, pairing-engine settings,
 /// informative team records): skipped without a note.

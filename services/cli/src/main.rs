@@ -10,6 +10,7 @@ mod gateway;
 mod keys;
 mod nats_config;
 mod pair;
+mod results;
 mod simulate;
 mod tls_certs;
 mod users;
@@ -66,6 +67,10 @@ enum Command {
     /// exported: players, pairings with colours, byes and forfeits, each table on a physical
     /// board; `--dry-run` prints the round as JSON without a running system.
     Pair(pair::PairArgs),
+    /// Write the rounds' results from the game logs into the pairing program's Tournament
+    /// Report File (the one the rounds were set up from), points summed again, so that it
+    /// pairs the next round from it; a game without a result is left blank and reported.
+    Results(results::ResultsArgs),
     /// Write games of the live log — a game, a round or a tournament — to one file for an
     /// appeal: the records exactly as stored, the boards' observations, the signing keys.
     Export(appeal::ExportArgs),
@@ -104,6 +109,7 @@ fn main() -> anyhow::Result<()> {
         Command::NatsConfig(args) => runtime.block_on(nats_config::run(args)),
         Command::Delay(args) => runtime.block_on(delay::run(args)),
         Command::Pair(args) => runtime.block_on(pair::run(args)),
+        Command::Results(args) => runtime.block_on(results::run(args)),
         Command::Export(args) => runtime.block_on(appeal::export(args)),
         Command::Fork(args) => runtime.block_on(fork::run(args)),
         Command::DeadLetters(args) => {

@@ -1,0 +1,93 @@
+//! Results written back into the pairing program's file give the file it would have written
+//! itself: the results in their columns, the points summed again, nothing else changed.
+
+use boardcast_trf::{GameOutcome, Outcome, TrfFile};
+
+fn source() -> String {
+    let path = format!(
+        "{}/tests/files/javafo_sample2.trf",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(path).expect("the file is there")
+}
+
+/// The file as the pairing program exported it after pairing `round`: that round's games
+/// without results (forfeits and byes, known beforehand, keep theirs).
+fn paired_not_played(text: &str, round: u32) -> String {
+    let column = 92 + 10 * (round as usize - 1) + 7;
+    text.split_inclusive('\n')
+        .map(|line| {
+            let mut chars: Vec<char> = line.chars().collect();
+            let played = line.starts_with("001")
+                && chars
+                    .get(column - 1)
+                    .is_some_and(|c| matches!(c, '1' | '0' | '='))
+                && chars
+                    .get(column - 5)
+                    .is_some_and(|c| c.is_ascii_digit() && *c != '0');
+            if played {
+                chars[column - 1] = ' ';
+            }
+            chars.into_iter().collect::<String>()
+        })
+        .collect()
+}
+
+#[test]
+fn a_rounds_results_written_back_give_the_pairing_programs_file() {
+    let original = source();
+    let played = TrfFile::parse(&original).expect("reads");
+    let exported = paired_not_played(&original, 4);
+    assert_ne!(exported, original);
+    let file = TrfFile::parse(&exported).expect("the export reads");
+    let pairings = file.round(4).expect("round 4 paired");
+    // The results of round 4 as they were played.
+    let results: Vec<GameOutcome> = pairings
+        .tables
+        .iter()
+        .map(|t| GameOutcome {
+            round: 4,
+            white: t.white,
+            black: t.black,
+            white_outcome: played.players[&t.white]
+                .round(4)
+                .and_then(|e| e.outcome)
+                .expect("played"),
+            black_outcome: played.players[&t.black]
+                .round(4)
+                .and_then(|e| e.outcome)
+                .expect("played"),
+        })
+        .collect();
+    let written = file.with_results(&exported, &results).expect("writes");
+    assert_eq!(
+        written, original,
+        "the file the pairing program wrote after round 4"
+    );
+    // And it reads back to the same players and rounds.
+    let again = TrfFile::parse(&written).expect("re-reads");
+    let json = |f: &TrfFile| serde_json::to_value(&f.players).expect("JSON");
+    assert_eq!(json(&again), json(&played));
+}
+
+#[test]
+fn a_result_for_a_game_the_file_does_not_pair_so_is_refused() {
+    let original = source();
+    let file = TrfFile::parse(&original).expect("reads");
+    let swapped = GameOutcome {
+        round: 4,
+        white: 1,
+        black: 4,
+        white_outcome: Outcome::Win,
+        black_outcome: Outcome::Loss,
+    };
+    let refused = file
+        .with_results(&original, &[swapped])
+        .expect_err("4 had White");
+    assert!(
+        refused
+            .to_string()
+            .contains("does not pair 1 (White) with 4"),
+        "{refused}"
+    );
+}
