@@ -236,6 +236,15 @@ fn rounds_list_games_in_board_order_whatever_order_they_started_in() {
     assert_eq!(games[0].tag("WhiteElo"), Some("2830"));
     assert_eq!(games[0].tag("TimeControl"), Some("5400+30"));
     assert_eq!(games[0].tag("BlackTitle"), None, "no empty tags");
+    // Each game carries its id, which no renumbering of boards changes.
+    let ids: Vec<&str> = games.iter().filter_map(|g| g.tag("GameId")).collect();
+    let expected: Vec<&str> = feeds
+        .round_games(&key(4))
+        .iter()
+        .map(|g| g.game_id.as_str())
+        .collect();
+    assert_eq!(ids, expected);
+    assert_eq!(ids.len(), 3);
 }
 
 #[test]

@@ -393,7 +393,7 @@ impl DisplayGame {
     /// completed move with `[%clk]`, then the moves the board shows that no press confirmed yet,
     /// marked as such, and the result once the game is over.
     pub fn to_pgn(&self) -> AnnotatedGame {
-        let mut tags = crate::pgn_tags(&self.info);
+        let mut tags = crate::pgn_tags(&self.game_id, &self.info);
         if let Some(clocks) = &self.clocks {
             tags.push(("WhiteClock".to_owned(), format_clock_tag(clocks.white_ms)));
             tags.push(("BlackClock".to_owned(), format_clock_tag(clocks.black_ms)));

@@ -34,9 +34,11 @@ pub(crate) fn move_notes(
 }
 
 /// The tags of a game's set-up, as downstream sites read them: the Seven Tag Roster but the
-/// result, `Round "r.b"` and `Board`, ratings, titles and FIDE ids where the pairing has them,
-/// the time control, and the start position when it is not the standard one.
-pub fn pgn_tags(info: &GameStarted) -> Vec<(String, String)> {
+/// result, `Round "r.b"` and `Board`, `GameId` (the game's id, which never changes, so that a
+/// site matching games across polls never mistakes one for another when boards are
+/// renumbered), ratings, titles and FIDE ids where the pairing has them, the time control, and
+/// the start position when it is not the standard one.
+pub fn pgn_tags(game_id: &str, info: &GameStarted) -> Vec<(String, String)> {
     let mut tags = vec![
         ("Event".to_owned(), info.event_name.clone()),
         ("Site".to_owned(), info.site.clone()),
@@ -46,6 +48,7 @@ pub fn pgn_tags(info: &GameStarted) -> Vec<(String, String)> {
             format!("{}.{}", info.round, info.board_number),
         ),
         ("Board".to_owned(), info.board_number.to_string()),
+        ("GameId".to_owned(), game_id.to_owned()),
         ("White".to_owned(), player_name(&info.white)),
         ("Black".to_owned(), player_name(&info.black)),
     ];
@@ -78,7 +81,7 @@ impl Game {
         use crate::display::{PROVISIONAL, UNCONFIRMED};
         use crate::events::Source;
         let game = self;
-        let tags = pgn_tags(game.info());
+        let tags = pgn_tags(&game.game_id, game.info());
         let mut moves: Vec<PgnMove> = game
             .completed_moves()
             .iter()
