@@ -444,3 +444,26 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
     }
     Ok(())
 }
+
+#[test]
+fn the_lichess_texts_are_printed_for_pasting() -> anyhow::Result<()> {
+    let run = |what: &str, file: &str| -> anyhow::Result<std::process::Output> {
+        Ok(std::process::Command::new(program("boardcast")?)
+            .args(["lichess-text", what, "--trf"])
+            .arg(trf(file))
+            .output()?)
+    };
+    let players = run("players", "javafo_sample2.trf")?;
+    assert!(players.status.success());
+    let text = String::from_utf8(players.stdout)?;
+    assert_eq!(text.lines().count(), 52);
+    assert!(text.starts_with("Mirzoev Azer = 13400304 / GM\n"), "{text}");
+    let teams = run("teams", "grandmommyscup.trf")?;
+    assert!(teams.status.success());
+    let text = String::from_utf8(teams.stdout)?;
+    assert!(text.starts_with("India; 70123454321\n"), "{text}");
+    let none = run("teams", "javafo_sample2.trf")?;
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("holds no teams"));
+    Ok(())
+}

@@ -11,10 +11,12 @@
 //! the line and column ([`TrfError`]), so that a file is either read as its author meant or
 //! refused before anything is set up from it.
 
+mod lichess;
 mod parse;
 mod round;
 mod write;
 
+pub use lichess::{lichess_players, lichess_teams};
 pub use parse::{TrfError, TrfFile};
 pub use round::{ByeKind, Forfeit, RoundBye, RoundPairings, Table, TeamBye, TeamMatch};
 pub use write::GameOutcome;

@@ -301,3 +301,31 @@ fn malformed_files_are_refused_with_the_line_and_column_at_fault() {
     let (line, column, _) = refused(&edited(15, |l| l.replacen("001    2", "001    1", 1)));
     assert_eq!((line, column), (15, 5));
 }
+
+#[test]
+fn the_players_and_teams_are_written_as_lichess_takes_them() {
+    let file = read("javafo_sample2.trf");
+    let players = boardcast_trf::lichess_players(&file);
+    let lines: Vec<&str> = players.lines().collect();
+    assert_eq!(lines.len(), 52);
+    assert_eq!(lines[0], "Mirzoev Azer = 13400304 / GM");
+    assert_eq!(lines[3], "Guijarro Galan Jose Luis = 32004478");
+    // No FIDE id: the rating and title as the file has them.
+    assert_eq!(lines[5], "Gorrochategui Torres, Eugenio");
+    let team_event = read("grandmommyscup.trf");
+    let teams = boardcast_trf::lichess_teams(&team_event);
+    let lines: Vec<&str> = teams.lines().collect();
+    assert_eq!(
+        lines.len(),
+        team_event
+            .teams
+            .iter()
+            .map(|t| t.players.len())
+            .sum::<usize>()
+    );
+    assert_eq!(lines[0], "India; 70123454321");
+    assert!(
+        boardcast_trf::lichess_teams(&file).is_empty(),
+        "no teams, no lines"
+    );
+}

@@ -8,6 +8,7 @@ mod demo;
 mod fork;
 mod gateway;
 mod keys;
+mod lichess_text;
 mod nats_config;
 mod pair;
 mod results;
@@ -71,6 +72,9 @@ enum Command {
     /// Report File (the one the rounds were set up from), points summed again, so that it
     /// pairs the next round from it; a game without a result is left blank and reported.
     Results(results::ResultsArgs),
+    /// Print a Tournament Report File's players or teams as lichess's broadcast settings take
+    /// them, to paste there.
+    LichessText(lichess_text::LichessTextArgs),
     /// Write games of the live log — a game, a round or a tournament — to one file for an
     /// appeal: the records exactly as stored, the boards' observations, the signing keys.
     Export(appeal::ExportArgs),
@@ -92,6 +96,7 @@ fn main() -> anyhow::Result<()> {
         Command::Users(args) => return users::run(args),
         Command::Keys(args) => return keys::run(args),
         Command::TlsCerts(args) => return tls_certs::run(args),
+        Command::LichessText(args) => return lichess_text::run(args),
         command => Cli { command },
     };
     let runtime = tokio::runtime::Runtime::new()?;
@@ -125,7 +130,11 @@ fn main() -> anyhow::Result<()> {
                 1
             });
         }
-        Command::Analyze(_) | Command::Users(_) | Command::Keys(_) | Command::TlsCerts(_) => {
+        Command::Analyze(_)
+        | Command::Users(_)
+        | Command::Keys(_)
+        | Command::TlsCerts(_)
+        | Command::LichessText(_) => {
             unreachable!("handled without a runtime above")
         }
     }
