@@ -8,6 +8,8 @@
 
 mod delay;
 mod delta;
+mod standings;
+mod teams;
 mod view;
 
 use std::{
@@ -30,6 +32,8 @@ pub use delay::{
     release_step_ms,
 };
 pub use delta::{DeltaError, GameDelta, apply_delta};
+pub use standings::{RoundSummary, Standing, TeamStanding, TournamentSummary};
+pub use teams::{MatchView, team_matches};
 pub use view::{ClockView, GameView, PlayerView, national_moves};
 
 /// A round of a tournament: the unit of a feed and of the delay.
@@ -565,6 +569,11 @@ impl Feeds {
     }
 
     /// The shown games of a round in board order.
+    /// A team event's matches in the round, as shown ([`team_matches`]).
+    pub fn round_matches(&self, key: &RoundKey) -> Vec<MatchView> {
+        team_matches(self.round_feed_games(key).filter_map(|g| g.view.as_ref()))
+    }
+
     pub fn round_games(&self, key: &RoundKey) -> Vec<&DisplayGame> {
         self.round_feed_games(key)
             .filter_map(|g| g.shown.as_ref())

@@ -11,6 +11,9 @@ pub struct PlayerView {
     pub rating: u32,
     pub fide_id: String,
     pub federation: String,
+    /// In a team event; absent otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub team: String,
 }
 
 /// The clocks as last known, and which one is running since then.
@@ -67,6 +70,7 @@ fn player(p: &Option<Player>) -> PlayerView {
         rating: p.rating,
         fide_id: p.fide_id,
         federation: p.federation,
+        team: p.team,
     }
 }
 

@@ -55,6 +55,7 @@ fn start(round: u32, board: u32, at: i64) -> Played {
             fide_id: "1503014".into(),
             rating: 2830,
             federation: "NOR".into(),
+            ..Default::default()
         }),
         black: Some(Player {
             name: format!("Black {board}"),

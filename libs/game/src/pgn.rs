@@ -36,7 +36,7 @@ pub(crate) fn move_notes(
 /// The tags of a game's set-up, as downstream sites read them: the Seven Tag Roster but the
 /// result, `Round "r.b"` and `Board`, `GameId` (the game's id, which never changes, so that a
 /// site matching games across polls never mistakes one for another when boards are
-/// renumbered), ratings, titles and FIDE ids where the pairing has them, the time control, and
+/// renumbered), ratings, titles, FIDE ids and teams where the pairing has them, the time control, and
 /// the start position when it is not the standard one.
 pub fn pgn_tags(game_id: &str, info: &GameStarted) -> Vec<(String, String)> {
     let mut tags = vec![
@@ -59,6 +59,7 @@ pub fn pgn_tags(game_id: &str, info: &GameStarted) -> Vec<(String, String)> {
         }
         tags.push((format!("{side}Title"), p.title.clone()));
         tags.push((format!("{side}FideId"), p.fide_id.clone()));
+        tags.push((format!("{side}Team"), p.team.clone()));
     }
     if let Some(tc) = &info.time_control {
         tags.push(("TimeControl".to_owned(), time_control_tag(tc)));

@@ -228,9 +228,19 @@ fn round_json(feeds: &boardcast_feeds::Feeds, key: &RoundKey) -> Option<Arc<Body
         return None;
     }
     let list: Vec<&str> = games.iter().map(|(_, _, json)| json.as_ref()).collect();
+    // A team event's matches with their points; nothing for an individual one.
+    let matches = feeds.round_matches(key);
+    let matches = if matches.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ",\"matches\":{}",
+            serde_json::to_string(&matches).unwrap_or_else(|_| "[]".into())
+        )
+    };
     // The same bytes on every instance that shows the same (no instance's own counters).
     let text = format!(
-        "{{\"tournament_id\":{},\"round\":{},\"delay_ms\":{},\"games\":[{}]}}",
+        "{{\"tournament_id\":{},\"round\":{},\"delay_ms\":{}{matches},\"games\":[{}]}}",
         serde_json::Value::from(key.tournament_id.as_str()),
         key.round,
         feeds.delays().delay_ms(key),
@@ -312,46 +322,131 @@ pub(crate) fn escape(text: &str) -> String {
         .replace('\'', "&#39;")
 }
 
+/// The public face: each tournament by name with its place and dates, its rounds with their
+/// date, state and links, and standings from the results shown (individual, and team in a team
+/// event). Released state only, like every public page.
 async fn index(State(app): Shared) -> Html<String> {
-    let mut body = String::from(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>boardcast</title>\
-         <style>body{font-family:system-ui,sans-serif;margin:2rem;}li{margin:.3rem 0}</style>\
-         </head><body><h1>boardcast</h1>",
-    );
-    let rounds: Vec<RoundKey> = app
-        .projection
-        .read()
-        .rounds()
-        .into_iter()
-        .cloned()
-        .collect();
-    if rounds.is_empty() {
+    let tournaments = app.projection.read().tournaments();
+    let mut body = String::from(INDEX_HEAD);
+    if tournaments.is_empty() {
         body.push_str("<p>No games yet.</p>");
     }
-    let mut tournament = None;
-    for key in rounds {
-        let t = escape(&key.tournament_id);
-        if tournament.as_ref() != Some(&key.tournament_id) {
-            if tournament.is_some() {
-                body.push_str("</ul>");
-            }
-            body.push_str(&format!("<h2>{t}</h2><ul>"));
-            tournament = Some(key.tournament_id.clone());
+    let points = |p: f64| {
+        let whole = p.trunc();
+        match (whole as u64, p - whole > 0.0) {
+            (0, true) => "½".to_owned(),
+            (w, true) => format!("{w}½"),
+            (w, false) => w.to_string(),
         }
-        let r = key.round;
+    };
+    for t in &tournaments {
+        let id = escape(&t.tournament_id);
+        let name = if t.name.is_empty() {
+            id.clone()
+        } else {
+            escape(&t.name)
+        };
+        let dates = match (t.first_date.as_str(), t.last_date.as_str()) {
+            ("", _) => String::new(),
+            (first, last) if first == last => escape(first),
+            (first, last) => format!("{} – {}", escape(first), escape(last)),
+        };
+        let place = [escape(&t.site), dates]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" · ");
         body.push_str(&format!(
-            "<li>Round {r}: <a href=\"/tournaments/{t}/rounds/{r}/live\">all boards</a> · \
-             <a href=\"/tournaments/{t}/rounds/{r}/hall?every=15\">hall (one board at a time)</a> · \
-             <a href=\"/tournaments/{t}/rounds/{r}.pgn\">PGN</a> · \
-             <a href=\"/tournaments/{t}/rounds/{r}.json\">JSON</a></li>"
+            "<section class=\"tournament\" id=\"{id}\"><h2>{name}</h2><p class=\"place\">{place}</p>\
+             <h3>Rounds</h3><ul class=\"rounds\">"
         ));
-    }
-    if tournament.is_some() {
+        for round in &t.rounds {
+            let r = round.round;
+            body.push_str(&format!(
+                "<li data-round=\"{r}\"><strong>Round {r}</strong> <span class=\"date\">{}</span> \
+                 <span class=\"state {state}\">{state}</span> <span class=\"count\">{} of {} \
+                 games over</span><br><a href=\"/tournaments/{id}/rounds/{r}/live\">all boards</a> · \
+                 <a href=\"/tournaments/{id}/rounds/{r}/hall?every=15\">hall</a> · \
+                 <a href=\"/tournaments/{id}/rounds/{r}.pgn\">PGN</a> · \
+                 <a href=\"/tournaments/{id}/rounds/{r}.json\">JSON</a></li>",
+                escape(&round.date),
+                round.finished,
+                round.games,
+                state = round.state(),
+            ));
+        }
         body.push_str("</ul>");
+        if !t.team_standings.is_empty() {
+            body.push_str(
+                "<h3>Teams</h3><div class=\"table\"><table class=\"teams\"><thead><tr><th>#</th>\
+                 <th>Team</th><th title=\"match points\">MP</th><th title=\"board points\">BP</th>\
+                 <th title=\"matches over\">M</th></tr></thead><tbody>",
+            );
+            for (place, team) in t.team_standings.iter().enumerate() {
+                body.push_str(&format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    place + 1,
+                    escape(&team.team),
+                    team.match_points,
+                    points(team.board_points),
+                    team.matches
+                ));
+            }
+            body.push_str("</tbody></table></div>");
+        }
+        if !t.standings.is_empty() {
+            body.push_str(
+                "<h3>Standings</h3><div class=\"table\"><table class=\"players\"><thead><tr>\
+                 <th>#</th><th>Player</th><th>Rating</th><th>Pts</th><th title=\"games over\">G</th>\
+                 </tr></thead><tbody>",
+            );
+            for (place, player) in t.standings.iter().enumerate() {
+                let title = if player.title.is_empty() {
+                    String::new()
+                } else {
+                    format!("<span class=\"title\">{}</span> ", escape(&player.title))
+                };
+                let fed = if player.federation.is_empty() {
+                    String::new()
+                } else {
+                    format!(" <span class=\"fed\">{}</span>", escape(&player.federation))
+                };
+                let rating = if player.rating > 0 {
+                    player.rating.to_string()
+                } else {
+                    String::new()
+                };
+                body.push_str(&format!(
+                    "<tr><td>{}</td><td>{title}{}{fed}</td><td>{rating}</td><td>{}</td><td>{}</td></tr>",
+                    place + 1,
+                    escape(&player.name),
+                    points(player.points),
+                    player.games
+                ));
+            }
+            body.push_str("</tbody></table></div>");
+        }
+        body.push_str("</section>");
     }
-    body.push_str("</body></html>");
+    body.push_str("</main></body></html>");
     Html(body)
 }
+
+/// The index's head and style: one column on a phone, readable without zooming.
+const INDEX_HEAD: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+    <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>boardcast</title>\
+    <style>body{font-family:system-ui,sans-serif;margin:0;background:#f4f4f0;color:#222}\
+    main{max-width:60rem;margin:0 auto;padding:1rem}h1{font-size:1.4rem;margin:.2rem 0 1rem}\
+    .tournament{background:#fff;border-radius:8px;padding:.8rem 1rem;margin:0 0 1rem;\
+    box-shadow:0 1px 3px #0002}h2{font-size:1.25rem;margin:.2rem 0}.place{color:#555;margin:0 0 .5rem}\
+    h3{font-size:1rem;margin:.8rem 0 .3rem}.rounds{list-style:none;padding:0;margin:0}\
+    .rounds li{padding:.4rem 0;border-top:1px solid #eee;line-height:1.6}.date,.count{color:#666}\
+    .state{font-size:.8rem;padding:.05rem .4rem;border-radius:1rem;background:#eee}\
+    .state.playing{background:#dfe}.table{overflow-x:auto}table{border-collapse:collapse;width:100%}\
+    th,td{text-align:left;padding:.3rem .3rem;border-top:1px solid #eee;white-space:nowrap}\
+    td:nth-child(2){white-space:normal;width:100%}\
+    td:nth-child(n+3),th:nth-child(n+3){text-align:right}.title{color:#a40;font-weight:600}\
+    .fed{color:#666;font-size:.85em}a{color:#05c}</style></head><body><main><h1>boardcast</h1>";
 
 const GRID_PAGE: &str = include_str!("live.html");
 const MONITOR_SCRIPT: &str = include_str!("monitor.js");

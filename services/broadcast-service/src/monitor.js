@@ -96,6 +96,33 @@ function statusHtml(g) {
   return notes.map(escapeHtml).join(" · ");
 }
 
+// A team event's matches, from the games as shown: each pair of teams with its board points so
+// far, final once every board is over (as boardcast_feeds::team_matches counts them).
+function matchesHtml() {
+  const byTeams = new Map();
+  for (const g of [...games.values()].sort((a, b) => a.board_number - b.board_number)) {
+    const [w, b] = [g.white.team, g.black.team];
+    if (!w || !b || w === b) continue;
+    const key = JSON.stringify([w, b].sort());
+    let m = byTeams.get(key);
+    if (!m) byTeams.set(key, m = { teams: [w, b], points: [0, 0], boards: 0, over: 0 });
+    const whiteSide = m.teams[0] === w ? 0 : 1;
+    const points = { "1-0": [1, 0], "0-1": [0, 1], "1/2-1/2": [0.5, 0.5] }[g.result];
+    m.boards++;
+    if (points) {
+      m.points[whiteSide] += points[0];
+      m.points[1 - whiteSide] += points[1];
+      m.over++;
+    }
+  }
+  const score = p => (Math.floor(p) || (p % 1 ? "" : "0")) + (p % 1 ? "½" : "");
+  return [...byTeams.values()].map(m =>
+    `<div class="match"><span class="team">${escapeHtml(m.teams[0])}</span> ` +
+    `<span class="score">${score(m.points[0])} – ${score(m.points[1])}</span> ` +
+    `<span class="team">${escapeHtml(m.teams[1])}</span>` +
+    `${m.over === m.boards ? "" : ` <span class="going">(${m.boards - m.over} playing)</span>`}</div>`).join("");
+}
+
 // Applies a delta (see boardcast_feeds::GameDelta): new completed moves are added (from
 // `moves_from` on when earlier ones were taken back), every other field present is the new value.
 function applyDelta(g, d) {

@@ -142,6 +142,11 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
         })
         .or_else(|| file.tournament.start.map(|d| d.pgn()))
         .unwrap_or_default();
+    let team_of: BTreeMap<u32, &str> = file
+        .teams
+        .iter()
+        .flat_map(|t| t.players.iter().map(move |&p| (p, t.name.as_str())))
+        .collect();
     let player = |rank: u32| -> PairedPlayer {
         let p = &file.players[&rank];
         PairedPlayer {
@@ -150,6 +155,10 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
             title: p.title.map(|t| t.as_str().to_owned()).unwrap_or_default(),
             fide_id: p.fide_id.clone(),
             federation: p.federation.clone(),
+            team: team_of
+                .get(&rank)
+                .map(|t| (*t).to_owned())
+                .unwrap_or_default(),
         }
     };
     let request = PairRoundRequest {

@@ -531,7 +531,7 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Plan> {
                     None => default_tc.clone(),
                 };
                 // The pairing as the score's tags give it: `White`, `WhiteElo`, `WhiteTitle`,
-                // `WhiteFideId`, `WhiteFed` (and Black's).
+                // `WhiteFideId`, `WhiteFed`, `WhiteTeam` (and Black's).
                 let player = |side: &str| {
                     let tag = |suffix: &str| game.tag(&format!("{side}{suffix}")).unwrap_or("");
                     Player {
@@ -540,6 +540,7 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Plan> {
                         title: tag("Title").to_owned(),
                         fide_id: tag("FideId").to_owned(),
                         federation: tag("Fed").to_owned(),
+                        team: tag("Team").to_owned(),
                     }
                 };
                 let first = time_control.periods.first().cloned().unwrap_or_default();
