@@ -263,8 +263,9 @@ fn paired_not_played(text: &str, round: u32) -> String {
                     .get(result_column - 1)
                     .is_some_and(|c| matches!(c, '1' | '0' | '='))
                 && chars
-                    .get(result_column - 5)
-                    .is_some_and(|c| c.is_ascii_digit() && *c != '0');
+                    .get(result_column - 8..result_column - 4)
+                    .and_then(|o| o.iter().collect::<String>().trim().parse::<u32>().ok())
+                    .is_some_and(|opponent| opponent != 0);
             if played {
                 chars[result_column - 1] = ' ';
             }
@@ -441,6 +442,60 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
                 .collect::<String>()
         };
         assert_eq!(masked(old), masked(new));
+    }
+
+    // Without the pairing program's file: a TRF of the games alone, with the same games, colours
+    // and results.
+    let scratch_path = dir.path().join("from-the-games.trf");
+    let out = std::process::Command::new(program("boardcast")?)
+        .args([
+            "results",
+            "--tournament",
+            TOURNAMENT,
+            "--game-service",
+            &url,
+        ])
+        .arg("--trf-out")
+        .arg(&scratch_path)
+        .env("BOARDCAST_TOKEN", &operator)
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let scratch_text = std::fs::read_to_string(&scratch_path)?;
+    let scratch = TrfFile::parse(&scratch_text)?;
+    assert_eq!(scratch.tournament.name, "XX Open Internacional de Gros");
+    assert_eq!(
+        scratch.players.len(),
+        2 * tables.len(),
+        "the players of the games"
+    );
+    let games_there = scratch.round(4)?;
+    assert_eq!(games_there.tables.len(), tables.len());
+    let by_name = |f: &TrfFile, rank: u32| f.players[&rank].name.clone();
+    for table in &games_there.tables {
+        let (white, black) = (
+            by_name(&scratch, table.white),
+            by_name(&scratch, table.black),
+        );
+        let same = tables
+            .iter()
+            .find(|t| by_name(&before, t.white) == white)
+            .expect("the game");
+        assert_eq!(by_name(&before, same.black), black, "the same colours");
+        let outcome = |f: &TrfFile, rank: u32| f.players[&rank].round(4).and_then(|e| e.outcome);
+        assert_eq!(
+            outcome(&scratch, table.white),
+            outcome(&after, same.white),
+            "{white} – {black}"
+        );
+        assert_eq!(
+            outcome(&scratch, table.black),
+            outcome(&after, same.black),
+            "{white} – {black}"
+        );
     }
     Ok(())
 }

@@ -94,7 +94,8 @@ impl Title {
         }
     }
 
-    fn read(text: &str) -> Option<Title> {
+    /// A title as files and PGN write it (`GM`, or JaVaFo's `g`); `None` for none or another.
+    pub fn read(text: &str) -> Option<Title> {
         Some(match text.to_ascii_lowercase().as_str() {
             "gm" | "g" => Title::GM,
             "im" | "m" => Title::IM,
@@ -194,8 +195,8 @@ impl Outcome {
 }
 
 /// One round of a player's record: whom they were paired with, with which colour, and the
-/// result when there is one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// result when there is one. The default is a round the record says nothing of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RoundEntry {
     /// The opponent's starting rank; `None` for no opponent (`0000` or blanks: a bye, an
     /// absence).

@@ -115,3 +115,79 @@ fn put(chars: &mut Vec<char>, column: usize, text: &str) {
         *slot = c;
     }
 }
+
+impl TrfFile {
+    /// The file as TRF16 writes it, from what it holds: the tournament's records, then each
+    /// player's `001` record with their rounds and points (summed under the default scoring).
+    /// For a tournament whose pairing program's own file is not at hand; that file, with
+    /// [`TrfFile::with_results`], keeps everything the program wrote.
+    pub fn to_text(&self) -> String {
+        let t = &self.tournament;
+        let mut text = String::new();
+        let mut record = |id: &str, value: &str| {
+            if !value.is_empty() {
+                text.push_str(&format!("{id} {value}\n"));
+            }
+        };
+        record("012", &t.name);
+        record("022", &t.city);
+        record("032", &t.federation);
+        let date = |d: Option<crate::Date>| {
+            d.map(|d| format!("{:04}/{:02}/{:02}", d.year, d.month, d.day))
+                .unwrap_or_default()
+        };
+        record("042", &date(t.start));
+        record("052", &date(t.end));
+        record("062", &self.players.len().to_string());
+        record("102", &t.chief_arbiter);
+        record("122", &t.time_control_text);
+        record("142", &t.rounds.map(|r| r.to_string()).unwrap_or_default());
+        record("222", &t.time_control);
+        for player in self.players.values() {
+            let half_points: u32 = player
+                .rounds
+                .iter()
+                .filter_map(|e| e.outcome)
+                .map(Outcome::half_points)
+                .sum();
+            let mut line = format!(
+                "001 {:>4} {}{:>3} {:<33} {:>4} {:<3} {:>11} {:<10} {:>4.1} {:>4}",
+                player.rank,
+                player.sex.unwrap_or(' '),
+                player.title.map_or("", |t| t.as_str()),
+                truncated(&player.name, 33),
+                player.rating.map(|r| r.to_string()).unwrap_or_default(),
+                truncated(&player.federation, 3),
+                truncated(&player.fide_id, 11),
+                truncated(&player.birth, 10),
+                f64::from(half_points) / 2.0,
+                "",
+            );
+            for entry in &player.rounds {
+                // A round the record says nothing of stays blank (not a zero-point bye).
+                if entry.opponent.is_none() && entry.colour.is_none() && entry.outcome.is_none() {
+                    line.push_str(&" ".repeat(ROUND_BLOCK));
+                    continue;
+                }
+                let opponent = entry
+                    .opponent
+                    .map_or("0000".to_owned(), |o| format!("{o:>4}"));
+                let colour = match entry.colour {
+                    Some(Colour::White) => 'w',
+                    Some(Colour::Black) => 'b',
+                    None => '-',
+                };
+                let result = entry.outcome.map_or(' ', Outcome::code);
+                line.push_str(&format!("  {opponent} {colour} {result}"));
+            }
+            text.push_str(line.trim_end());
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// At most `width` characters of `text` (a field's columns).
+fn truncated(text: &str, width: usize) -> String {
+    text.chars().take(width).collect()
+}

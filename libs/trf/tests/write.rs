@@ -23,8 +23,9 @@ fn paired_not_played(text: &str, round: u32) -> String {
                     .get(column - 1)
                     .is_some_and(|c| matches!(c, '1' | '0' | '='))
                 && chars
-                    .get(column - 5)
-                    .is_some_and(|c| c.is_ascii_digit() && *c != '0');
+                    .get(column - 8..column - 4)
+                    .and_then(|o| o.iter().collect::<String>().trim().parse::<u32>().ok())
+                    .is_some_and(|opponent| opponent != 0);
             if played {
                 chars[column - 1] = ' ';
             }

@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
-use boardcast_trf::TrfFile;
 use clap::{Args, ValueEnum};
 
 #[derive(Args, Debug)]
@@ -25,14 +23,7 @@ enum What {
 }
 
 pub fn run(args: LichessTextArgs) -> anyhow::Result<()> {
-    let bytes =
-        std::fs::read(&args.trf).with_context(|| format!("reading {}", args.trf.display()))?;
-    let file = TrfFile::parse_bytes(&bytes).with_context(|| {
-        format!(
-            "{} is not a Tournament Report File this reads",
-            args.trf.display()
-        )
-    })?;
+    let file = crate::pair::read_trf(&args.trf)?;
     let text = match args.what {
         What::Players => boardcast_trf::lichess_players(&file),
         What::Teams if file.teams.is_empty() => {

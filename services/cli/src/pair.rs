@@ -89,22 +89,7 @@ struct BoardOut {
 }
 
 pub async fn run(args: PairArgs) -> anyhow::Result<()> {
-    let bytes =
-        std::fs::read(&args.trf).with_context(|| format!("reading {}", args.trf.display()))?;
-    let file = TrfFile::parse_bytes(&bytes).with_context(|| {
-        format!(
-            "{} is not a Tournament Report File this reads",
-            args.trf.display()
-        )
-    })?;
-    for note in &file.notes {
-        eprintln!(
-            "note: {}, line {}: {}",
-            args.trf.display(),
-            note.line,
-            note.text
-        );
-    }
+    let file = read_trf(&args.trf)?;
     let pairings = file
         .round(args.round)
         .with_context(|| format!("round {} of {}", args.round, args.trf.display()))?;
@@ -319,6 +304,26 @@ fn dry_run<'a>(
         team_byes: &pairings.team_byes,
         not_paired: pairings.not_paired.iter().map(|&r| player(r)).collect(),
     }
+}
+
+/// A Tournament Report File read, its notes (what was skipped) said on stderr.
+pub(crate) fn read_trf(path: &Path) -> anyhow::Result<TrfFile> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let file = TrfFile::parse_bytes(&bytes).with_context(|| {
+        format!(
+            "{} is not a Tournament Report File this reads",
+            path.display()
+        )
+    })?;
+    for note in &file.notes {
+        eprintln!(
+            "note: {}, line {}: {}",
+            path.display(),
+            note.line,
+            note.text
+        );
+    }
+    Ok(file)
 }
 
 /// `hall-1..hall-60`: the boards, one per table, in order.

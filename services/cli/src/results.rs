@@ -1,12 +1,15 @@
 //! `boardcast results`: the rounds' results from the game logs, written into the pairing
-//! program's Tournament Report File so that it pairs the next round from it.
+//! program's Tournament Report File so that it pairs the next round from it (or, without that
+//! file, a TRF made from the games alone).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use boardcast_schema::game::v1::{GameResult, GameState, ListGamesRequest, Termination};
-use boardcast_trf::{GameOutcome, Outcome, TrfFile};
+use boardcast_schema::game::v1::{
+    GameResult, GameState, ListGamesRequest, Player as GamePlayer, Termination,
+};
+use boardcast_trf::{Colour, Date, GameOutcome, Outcome, Player, RoundEntry, TrfFile};
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -14,9 +17,12 @@ pub struct ResultsArgs {
     /// The tournament's id in boardcast.
     #[arg(long)]
     tournament: String,
-    /// The pairing program's file the rounds were set up from (`boardcast pair --trf`).
+    /// The pairing program's file the rounds were set up from (`boardcast pair --trf`): written
+    /// back with the results, everything else as the program wrote it. Without it, a TRF is
+    /// made from the games alone (starting ranks by rating; players who never played are not
+    /// in it).
     #[arg(long)]
-    trf_in: PathBuf,
+    trf_in: Option<PathBuf>,
     /// Where to write the file with the results (the pairing program imports it).
     #[arg(long)]
     trf_out: PathBuf,
@@ -35,25 +41,41 @@ pub struct ResultsArgs {
     token_file: Option<PathBuf>,
 }
 
+/// How a player of the games is found in a file: by FIDE id, else by name.
+fn identity(name: &str, fide_id: &str) -> String {
+    if fide_id.is_empty() {
+        format!("name:{name}")
+    } else {
+        format!("fide:{fide_id}")
+    }
+}
+
 pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
-    let text = std::fs::read(&args.trf_in)
-        .with_context(|| format!("reading {}", args.trf_in.display()))?;
-    // Written back as read: the pairing program's own bytes, Latin-1 included.
-    let original: String = match String::from_utf8(text.clone()) {
-        Ok(text) => text,
-        Err(_) => text.iter().map(|&b| char::from(b)).collect(),
+    let read = match &args.trf_in {
+        Some(path) => {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            // Written back as read: the pairing program's own bytes, Latin-1 included.
+            let latin1 = std::str::from_utf8(&bytes).is_err();
+            let text: String = match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(e) => e.into_bytes().iter().map(|&b| char::from(b)).collect(),
+            };
+            let file = TrfFile::parse(&text).with_context(|| {
+                format!(
+                    "{} is not a Tournament Report File this reads",
+                    path.display()
+                )
+            })?;
+            Some((file, text, latin1))
+        }
+        None => None,
     };
-    let file = TrfFile::parse(&original).with_context(|| {
-        format!(
-            "{} is not a Tournament Report File this reads",
-            args.trf_in.display()
-        )
-    })?;
     let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
     let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
         .await
         .with_context(|| format!("connecting to the game service at {}", args.game_service))?;
-    let games = client
+    let all = client
         .list_games(ListGamesRequest {
             tournament_id: args.tournament.clone(),
             round: 0,
@@ -62,28 +84,7 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         .map_err(|status| anyhow::anyhow!("the game service refused: {}", status.message()))?
         .into_inner()
         .games;
-    // Players are found by FIDE id, else by name, as `boardcast pair` set them up.
-    let mut rank_of: BTreeMap<String, u32> = BTreeMap::new();
-    for player in file.players.values() {
-        if !player.fide_id.is_empty() {
-            rank_of.insert(format!("fide:{}", player.fide_id), player.rank);
-        }
-        rank_of
-            .entry(format!("name:{}", player.name))
-            .or_insert(player.rank);
-    }
-    let rank = |player: Option<&boardcast_schema::game::v1::Player>| {
-        let player = player?;
-        (!player.fide_id.is_empty())
-            .then(|| rank_of.get(&format!("fide:{}", player.fide_id)))
-            .flatten()
-            .or_else(|| rank_of.get(&format!("name:{}", player.name)))
-            .copied()
-    };
-    let mut results = Vec::new();
-    let mut without_result = Vec::new();
-    let mut not_in_file = Vec::new();
-    let mut games: Vec<&GameState> = games
+    let mut games: Vec<&GameState> = all
         .iter()
         .filter(|g| {
             g.info
@@ -92,7 +93,44 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         })
         .collect();
     games.sort_by_key(|g| g.info.as_ref().map(|i| (i.round, i.board_number)));
-    for game in games {
+    anyhow::ensure!(
+        !games.is_empty(),
+        "the game service has no games of tournament {:?}{}",
+        args.tournament,
+        if args.rounds.is_empty() {
+            ""
+        } else {
+            " in those rounds"
+        }
+    );
+    let (file, original, latin1) = match read {
+        Some(read) => read,
+        None => {
+            let file = file_from_games(&games);
+            let text = file.to_text();
+            (file, text, false)
+        }
+    };
+    let mut rank_of: BTreeMap<String, u32> = BTreeMap::new();
+    for player in file.players.values() {
+        if !player.fide_id.is_empty() {
+            rank_of.insert(identity("", &player.fide_id), player.rank);
+        }
+        rank_of
+            .entry(identity(&player.name, ""))
+            .or_insert(player.rank);
+    }
+    let rank = |player: Option<&GamePlayer>| {
+        let player = player?;
+        rank_of
+            .get(&identity(&player.name, &player.fide_id))
+            .or_else(|| rank_of.get(&identity(&player.name, "")))
+            .copied()
+    };
+    let mut results = Vec::new();
+    let mut without_result = Vec::new();
+    let mut not_in_file = Vec::new();
+    for game in &games {
         let Some(info) = &game.info else { continue };
         let place = format!(
             "round {} board {} ({})",
@@ -117,14 +155,14 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
     }
     let written = file
         .with_results(&original, &results)
-        .with_context(|| format!("writing the results into {}", args.trf_in.display()))?;
-    let bytes: Vec<u8> = if std::str::from_utf8(&text).is_ok() {
-        written.into_bytes()
-    } else {
+        .context("writing the results into the file")?;
+    let bytes: Vec<u8> = if latin1 {
         written
             .chars()
             .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
             .collect()
+    } else {
+        written.into_bytes()
     };
     std::fs::write(&args.trf_out, bytes)
         .with_context(|| format!("writing {}", args.trf_out.display()))?;
@@ -140,6 +178,88 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         eprintln!("not written: {problem}");
     }
     Ok(())
+}
+
+/// A TRF of the games alone: their players, starting ranks by rating (then name), each game
+/// in its round with its colours (results are written afterwards, as into any file).
+fn file_from_games(games: &[&GameState]) -> TrfFile {
+    let mut file = TrfFile::default();
+    let infos: Vec<_> = games.iter().filter_map(|g| g.info.as_ref()).collect();
+    if let Some(first) = infos.first() {
+        file.tournament.name.clone_from(&first.event_name);
+        file.tournament.city.clone_from(&first.site);
+    }
+    let dates: Vec<Date> = infos.iter().filter_map(|i| pgn_date(&i.date)).collect();
+    file.tournament.start = dates.iter().min().copied();
+    file.tournament.end = dates.iter().max().copied();
+    file.tournament.rounds = infos.iter().map(|i| i.round).max();
+    let mut people: BTreeMap<String, &GamePlayer> = BTreeMap::new();
+    for info in &infos {
+        for player in [&info.white, &info.black].into_iter().flatten() {
+            people
+                .entry(identity(&player.name, &player.fide_id))
+                .or_insert(player);
+        }
+    }
+    let mut ordered: Vec<(&String, &&GamePlayer)> = people.iter().collect();
+    ordered.sort_by(|(_, a), (_, b)| b.rating.cmp(&a.rating).then_with(|| a.name.cmp(&b.name)));
+    let mut rank_of = BTreeMap::new();
+    for (index, (id, player)) in ordered.into_iter().enumerate() {
+        let rank = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        rank_of.insert(id.clone(), rank);
+        file.players.insert(
+            rank,
+            Player {
+                rank,
+                sex: None,
+                title: boardcast_trf::Title::read(&player.title),
+                name: player.name.clone(),
+                rating: Some(player.rating).filter(|&r| r > 0),
+                federation: player.federation.clone(),
+                fide_id: player.fide_id.clone(),
+                birth: String::new(),
+                rounds: Vec::new(),
+                line: 0,
+            },
+        );
+    }
+    for info in &infos {
+        let (Some(white), Some(black)) = (&info.white, &info.black) else {
+            continue;
+        };
+        let ranks = [white, black].map(|p| rank_of[&identity(&p.name, &p.fide_id)]);
+        for (side, colour) in [(0, Colour::White), (1, Colour::Black)] {
+            let Some(player) = file.players.get_mut(&ranks[side]) else {
+                continue;
+            };
+            let index = usize::try_from(info.round.max(1) - 1).unwrap_or(0);
+            if player.rounds.len() <= index {
+                player.rounds.resize(index + 1, RoundEntry::default());
+            }
+            player.rounds[index] = RoundEntry {
+                opponent: Some(ranks[1 - side]),
+                colour: Some(colour),
+                outcome: None,
+                column: 0,
+            };
+        }
+    }
+    file
+}
+
+/// A PGN date, `YYYY.MM.DD`.
+fn pgn_date(text: &str) -> Option<Date> {
+    let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
+    let (Some(Some(year)), Some(Some(month)), Some(Some(day))) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    Some(Date {
+        year: u16::try_from(year).ok()?,
+        month: u8::try_from(month).ok().filter(|m| (1..=12).contains(m))?,
+        day: u8::try_from(day).ok().filter(|d| (1..=31).contains(d))?,
+    })
 }
 
 /// White's and Black's results as the log says: a decisive result an arbiter gave before any
