@@ -340,7 +340,7 @@ fn boards_in_range(range: &str, tables: usize) -> anyhow::Result<Vec<String>> {
     if prefix != last_prefix || to < from {
         return Err(bad());
     }
-    let available = usize::try_from(to - from + 1).unwrap_or(usize::MAX);
+    let available = usize::try_from(u64::from(to) - u64::from(from) + 1).unwrap_or(usize::MAX);
     if available < tables {
         anyhow::bail!("the round has {tables} games and {range} only {available} boards");
     }
