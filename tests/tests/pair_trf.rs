@@ -40,6 +40,8 @@ fn a_dry_run_prints_the_round_without_a_system() -> anyhow::Result<()> {
             "--tournament",
             TOURNAMENT,
             "--dry-run",
+            "--boards",
+            "hall-01..hall-30",
         ],
         None,
     )?;
@@ -53,6 +55,7 @@ fn a_dry_run_prints_the_round_without_a_system() -> anyhow::Result<()> {
     assert_eq!(boards.len(), 22);
     let first = &boards[0];
     assert_eq!(first["board"], 1);
+    assert_eq!(first["board_id"], "hall-01", "the range's zeros kept");
     assert_eq!(first["white"]["name"], "Guijarro Galan Jose Luis");
     assert_eq!(first["black"]["name"], "Mirzoev Azer");
     assert_eq!(first["black"]["title"], "GM");
@@ -416,7 +419,19 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
             info.board_number
         );
     }
-    for player in after.players.values() {
+    // The points of every player given a result summed again (the others' are as exported).
+    let given: Vec<u32> = tables
+        .iter()
+        .filter(|t| {
+            after.players[&t.white]
+                .round(4)
+                .and_then(|e| e.outcome)
+                .is_some()
+        })
+        .flat_map(|t| [t.white, t.black])
+        .collect();
+    assert_eq!(given.len(), 2 * 21);
+    for player in after.players.values().filter(|p| given.contains(&p.rank)) {
         let summed: u32 = player
             .rounds
             .iter()

@@ -17,7 +17,7 @@ mod round;
 mod write;
 
 pub use lichess::{lichess_players, lichess_teams};
-pub use parse::{TrfError, TrfFile};
+pub use parse::{TrfError, TrfFile, decode_windows_1252, encode_windows_1252};
 pub use round::{ByeKind, Forfeit, RoundBye, RoundPairings, Table, TeamBye, TeamMatch};
 pub use write::GameOutcome;
 
@@ -63,6 +63,8 @@ pub struct Tournament {
     /// `352` (TRF-26): the colours of a team's boards in a match, the first team's view,
     /// `WBWB`.
     pub team_board_colours: String,
+    /// `162` (TRF-26): the points of a win, a draw, … when they are not the default.
+    pub scoring: String,
 }
 
 /// A FIDE title, as the `001` record's columns 11–13 give it (TRF16: `GM`; older files and

@@ -50,8 +50,8 @@ pub(crate) const ROUND_BLOCK: usize = 10;
 /// Records of TRF16 and TRF-26 this reads nothing of (statistics, pairing-engine settings,
 /// informative team records): skipped without a note.
 const NOT_NEEDED: &[&str] = &[
-    "062", "072", "082", "092", "112", "152", "162", "172", "182", "192", "202", "212", "250",
-    "260", "299", "320", "330", "362", "801", "802",
+    "062", "072", "082", "092", "112", "152", "172", "182", "192", "202", "212", "250", "260",
+    "299", "320", "330", "362", "801", "802",
 ];
 
 /// One line, addressed by 1-based columns as the specification numbers them.
@@ -113,19 +113,18 @@ impl Line {
 }
 
 impl TrfFile {
-    /// Reads a file's bytes: UTF-8, else Latin-1 (as some programs still write names), with a
-    /// note saying so.
+    /// Reads a file's bytes: UTF-8, else Windows-1252 (as Swiss-Manager still writes names),
+    /// with a note saying so.
     pub fn parse_bytes(bytes: &[u8]) -> Result<TrfFile, TrfError> {
         match std::str::from_utf8(bytes) {
             Ok(text) => TrfFile::parse(text),
             Err(_) => {
-                let text: String = bytes.iter().map(|&b| char::from(b)).collect();
-                let mut file = TrfFile::parse(&text)?;
+                let mut file = TrfFile::parse(&decode_windows_1252(bytes))?;
                 file.notes.insert(
                     0,
                     Note {
                         line: 0,
-                        text: "the file is not UTF-8: read as Latin-1 (ISO 8859-1)".into(),
+                        text: "the file is not UTF-8: read as Windows-1252 (Latin-1)".into(),
                     },
                 );
                 Ok(file)
@@ -178,6 +177,7 @@ impl TrfFile {
                 "122" => tournament.time_control_text = text_after_id(),
                 "222" => tournament.time_control = text_after_id(),
                 "352" => tournament.team_board_colours = text_after_id(),
+                "162" => tournament.scoring = text_after_id(),
                 "142" | "XXR" => {
                     tournament.rounds = line.number_at(5, line.len(), "the number of rounds")?;
                 }
@@ -321,6 +321,35 @@ impl TrfFile {
     }
 }
 
+/// Windows-1252's characters for the bytes 0x80–0x9F (the five it leaves undefined stay as the
+/// control characters Latin-1 has there); every other byte is Latin-1's.
+const WINDOWS_1252_HIGH: [char; 32] = [
+    '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž', '\u{8f}',
+    '\u{90}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}', 'ž', 'Ÿ',
+];
+
+/// A Windows-1252 file's text.
+pub fn decode_windows_1252(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|&b| match b {
+            0x80..=0x9F => WINDOWS_1252_HIGH[usize::from(b - 0x80)],
+            _ => char::from(b),
+        })
+        .collect()
+}
+
+/// Text back into Windows-1252, as [`decode_windows_1252`] read it (`?` for a character it has
+/// none for).
+pub fn encode_windows_1252(text: &str) -> Vec<u8> {
+    text.chars()
+        .map(|c| match WINDOWS_1252_HIGH.iter().position(|&h| h == c) {
+            Some(index) => 0x80 + u8::try_from(index).unwrap_or(0),
+            None => u8::try_from(u32::from(c)).unwrap_or(b'?'),
+        })
+        .collect()
+}
+
 fn nonzero(numbers: Vec<u32>) -> Vec<u32> {
     numbers.into_iter().filter(|&n| n != 0).collect()
 }
@@ -419,6 +448,15 @@ fn read_round(line: &Line, column: usize, round: usize) -> Result<RoundEntry, Tr
     let colour = match line.char_at(colour_column).to_ascii_lowercase() {
         'w' => Some(Colour::White),
         'b' => Some(Colour::Black),
+        // With an opponent a blank is no colour this reads: a line shifted by a column (a name
+        // padded by bytes, not characters) would otherwise read as games without colours.
+        ' ' if opponent.is_some() => {
+            return Err(TrfError::at(
+                line.number,
+                colour_column,
+                format!("round {round}: a game without a colour (w, b, or - for none)"),
+            ));
+        }
         '-' | ' ' => None,
         other => {
             return Err(TrfError::at(

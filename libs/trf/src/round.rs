@@ -80,8 +80,9 @@ pub struct RoundPairings {
 impl TrfFile {
     /// Round `round`'s pairings. The file holds no board order for individual games, so the
     /// games are ordered as the FIDE Swiss rules have pairing programs publish them: by the
-    /// score before the round of the pair's higher-scoring player, then by the pair's total
-    /// score, then by the better starting rank of the two.
+    /// score before the round of the pair's higher player, then by the pair's total score, then
+    /// by the higher player's starting rank (the higher player: the higher score, on equal
+    /// scores the better rank).
     pub fn round(&self, round: u32) -> Result<RoundPairings, TrfError> {
         if round == 0 {
             return Err(TrfError::File("rounds are numbered from 1".into()));
@@ -170,8 +171,15 @@ impl TrfFile {
                 (None, None) => not_paired.push(player.rank),
             }
         }
-        // TRF-26 lists byes in `240` records too: a team's in a team event.
-        let team_event = !self.teams.is_empty();
+        // A team event: every game between two different teams' players (teams listed for a
+        // prize in an individual Swiss do not make one). TRF-26 lists byes in `240` records
+        // too: a team's in a team event.
+        let team_of = |rank: u32| self.teams.iter().position(|t| t.players.contains(&rank));
+        let team_event = !self.teams.is_empty()
+            && !tables.is_empty()
+            && tables.iter().all(|&(white, black)| {
+                matches!((team_of(white), team_of(black)), (Some(a), Some(b)) if a != b)
+            });
         let team_byes = self
             .byes
             .iter()
@@ -223,10 +231,16 @@ impl TrfFile {
         };
         tables.sort_by_key(|&(white, black)| {
             let (w, b) = (score(white), score(black));
+            // The pair's higher player: the higher score, on equal scores the better rank.
+            let higher = match w.cmp(&b) {
+                std::cmp::Ordering::Greater => white,
+                std::cmp::Ordering::Less => black,
+                std::cmp::Ordering::Equal => white.min(black),
+            };
             (
                 std::cmp::Reverse(w.max(b)),
                 std::cmp::Reverse(w + b),
-                white.min(black),
+                higher,
             )
         });
         Ok(RoundPairings {
@@ -284,7 +298,8 @@ impl TrfFile {
             let (Some(&white_team), Some(&black_team)) = (team_of.get(&white), team_of.get(&black))
             else {
                 return Err(TrfError::File(format!(
-                    "round {round}: in a team event, the game of {white} and {black} is not                      between two teams' players"
+                    "round {round}: in a team event, the game of {white} and {black} is not \
+                     between two teams' players"
                 )));
             };
             let key = (white_team.min(black_team), white_team.max(black_team));

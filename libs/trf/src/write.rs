@@ -28,6 +28,13 @@ impl TrfFile {
         original: &str,
         results: &[GameOutcome],
     ) -> Result<String, TrfError> {
+        if !default_scoring(&self.tournament.scoring) {
+            return Err(TrfError::File(format!(
+                "the file scores games otherwise than a win 1, a draw ½ (162: {:?}): its points \
+                 would be summed wrongly, so no result is written",
+                self.tournament.scoring
+            )));
+        }
         for result in results {
             let paired = |rank: u32, opponent: u32, colour: Colour| {
                 self.players
@@ -70,6 +77,7 @@ impl TrfFile {
                     let mut chars: Vec<char> = line.chars().collect();
                     let mut half_points = 0;
                     let mut rounds = player.rounds.clone();
+                    let mut any_new = false;
                     for result in results {
                         let outcome = if result.white == player.rank {
                             result.white_outcome
@@ -85,15 +93,18 @@ impl TrfFile {
                         if let Some(entry) = rounds.get_mut(index) {
                             entry.outcome = Some(outcome);
                         }
+                        any_new = true;
                         let column = FIRST_ROUND_COLUMN + ROUND_BLOCK * index + 7;
                         put(&mut chars, column, &outcome.code().to_string());
                     }
                     for entry in &rounds {
                         half_points += entry.outcome.map_or(0, Outcome::half_points);
                     }
+                    // Points summed again for those with a new result; the others' as written.
                     let points = format!("{:>4.1}", f64::from(half_points) / 2.0);
-                    put(&mut chars, POINTS_COLUMNS.0, &points);
-                    debug_assert_eq!(POINTS_COLUMNS.1 - POINTS_COLUMNS.0 + 1, points.len());
+                    if any_new && points.len() == POINTS_COLUMNS.1 - POINTS_COLUMNS.0 + 1 {
+                        put(&mut chars, POINTS_COLUMNS.0, &points);
+                    }
                     written.extend(chars);
                 }
                 None => written.push_str(line),
@@ -102,6 +113,27 @@ impl TrfFile {
         }
         Ok(written)
     }
+}
+
+/// Whether a `162` record (empty: none) gives the default points: a win (or forfeit win, or
+/// full-point or pairing-allocated bye) 1, a draw ½, a loss or absence 0.
+fn default_scoring(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words.chunks(2).all(|pair| {
+        let (Some(code), Some(value)) = (
+            pair.first(),
+            pair.get(1).and_then(|v| v.parse::<f64>().ok()),
+        ) else {
+            return false;
+        };
+        let default = match code.to_ascii_uppercase().as_str() {
+            "W" | "P" => 1.0,
+            "D" | "X" => 0.5,
+            "L" | "A" => 0.0,
+            _ => return false,
+        };
+        (value - default).abs() < 1e-9
+    })
 }
 
 /// Writes `text` into `chars` from 1-based `column`, padding the line with spaces as needed.

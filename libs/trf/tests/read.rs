@@ -329,3 +329,53 @@ fn the_players_and_teams_are_written_as_lichess_takes_them() {
         "no teams, no lines"
     );
 }
+
+/// A `001` record with its round blocks (opponent, colour, result).
+fn player_line(rank: u32, name: &str, rounds: &[(u32, char, char)]) -> String {
+    let mut line = format!(
+        "001 {rank:>4}      {name:<33} 2000 ESP {:>11} {:<10} {:>4} {:>4}",
+        "", "", "", ""
+    );
+    for (opponent, colour, result) in rounds {
+        line.push_str(&format!("  {opponent:>4} {colour} {result}"));
+    }
+    line
+}
+
+#[test]
+fn ties_are_broken_by_the_rank_of_the_pairs_higher_player() {
+    // After round 1: 1 lost to 5 (5 has 1 point), 10 beat 6 (10 has 1 point). Round 2 pairs 1
+    // (0) with 10 (1), and 5 (1) with 6 (0): equal highest scores and sums; the higher players
+    // are 10 and 5, so 5's game is board 1.
+    let text = [
+        player_line(1, "One", &[(5, 'w', '0'), (10, 'w', ' ')]),
+        player_line(5, "Five", &[(1, 'b', '1'), (6, 'w', ' ')]),
+        player_line(6, "Six", &[(10, 'w', '0'), (5, 'b', ' ')]),
+        player_line(10, "Ten", &[(6, 'b', '1'), (1, 'b', ' ')]),
+    ]
+    .join("\n");
+    let file = TrfFile::parse(&text).expect("reads");
+    let second = file.round(2).expect("round 2");
+    let games: Vec<(u32, u32)> = second.tables.iter().map(|t| (t.white, t.black)).collect();
+    assert_eq!(games, [(5, 6), (1, 10)]);
+}
+
+#[test]
+fn windows_1252_names_and_blank_colours_are_read_as_meant() {
+    let mut bytes = bytes("javafo_sample2.trf");
+    let at = bytes
+        .windows(5)
+        .position(|w| w == b"Azer ")
+        .expect("the name");
+    bytes[at] = 0x8A; // Š in Windows-1252
+    let file = TrfFile::parse_bytes(&bytes).expect("reads");
+    assert_eq!(file.players[&1].name, "Mirzoev Šzer");
+    assert_eq!(
+        boardcast_trf::encode_windows_1252(&boardcast_trf::decode_windows_1252(&bytes)),
+        bytes
+    );
+    // A game without its colour (a line shifted by a column) is refused, not read as colourless.
+    let (line, column, message) =
+        refused(&edited(14, |l| l.replacen("    26 w 1", "    26   1", 1)));
+    assert_eq!((line, column), (14, 97), "{message}");
+}

@@ -92,3 +92,26 @@ fn a_result_for_a_game_the_file_does_not_pair_so_is_refused() {
         "{refused}"
     );
 }
+
+#[test]
+fn a_file_scoring_otherwise_gets_no_results_written() {
+    let original = source().replace("XXR 9", "XXR 9\r\n162  W 3.0    D 1.0    L 0.0");
+    let file = TrfFile::parse(&original).expect("reads");
+    let result = GameOutcome {
+        round: 4,
+        white: 4,
+        black: 1,
+        white_outcome: Outcome::Loss,
+        black_outcome: Outcome::Win,
+    };
+    let refused = file
+        .with_results(&original, &[result])
+        .expect_err("3-1-0 scoring");
+    assert!(refused.to_string().contains("162"), "{refused}");
+    let default = source().replace("XXR 9", "XXR 9\r\n162  W 1.0    D 0.5    L 0.0");
+    let file = TrfFile::parse(&default).expect("reads");
+    assert!(
+        file.with_results(&default, &[result]).is_ok(),
+        "the default, written out"
+    );
+}

@@ -266,8 +266,9 @@ fn dry_run<'a>(
         round: args.round,
         event: &file.tournament.name,
         board_order: if pairings.matches.is_empty() {
-            "by the higher score of the pair before the round, then the pair's total, then the \
-             better starting rank (as the FIDE Swiss rules have pairings published)"
+            "by the score before the round of the pair's higher player, then the pair's total, \
+             then the higher player's starting rank (as the FIDE Swiss rules have pairings \
+             published)"
         } else {
             "by team match, each match's boards in the teams' order for the round"
         },
@@ -344,9 +345,11 @@ fn boards_in_range(range: &str, tables: usize) -> anyhow::Result<Vec<String>> {
     if available < tables {
         anyhow::bail!("the round has {tables} games and {range} only {available} boards");
     }
+    // hall-01..hall-60 keeps its zeros: hall-01, hall-02, …
+    let width = first.len() - prefix.len();
     Ok((from..=to)
         .take(tables)
-        .map(|n| format!("{prefix}{n}"))
+        .map(|n| format!("{prefix}{n:0width$}"))
         .collect())
 }
 

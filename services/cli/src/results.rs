@@ -55,11 +55,11 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         Some(path) => {
             let bytes =
                 std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-            // Written back as read: the pairing program's own bytes, Latin-1 included.
+            // Written back as read: the pairing program's own bytes, Windows-1252 included.
             let latin1 = std::str::from_utf8(&bytes).is_err();
             let text: String = match String::from_utf8(bytes) {
                 Ok(text) => text,
-                Err(e) => e.into_bytes().iter().map(|&b| char::from(b)).collect(),
+                Err(e) => boardcast_trf::decode_windows_1252(e.as_bytes()),
             };
             let file = TrfFile::parse(&text).with_context(|| {
                 format!(
@@ -84,12 +84,14 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         .map_err(|status| anyhow::anyhow!("the game service refused: {}", status.message()))?
         .into_inner()
         .games;
+    // A TRF has room for rounds 1 to 999.
     let mut games: Vec<&GameState> = all
         .iter()
         .filter(|g| {
-            g.info
-                .as_ref()
-                .is_some_and(|i| args.rounds.is_empty() || args.rounds.contains(&i.round))
+            g.info.as_ref().is_some_and(|i| {
+                (1..=999).contains(&i.round)
+                    && (args.rounds.is_empty() || args.rounds.contains(&i.round))
+            })
         })
         .collect();
     games.sort_by_key(|g| g.info.as_ref().map(|i| (i.round, i.board_number)));
@@ -112,13 +114,22 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         }
     };
     let mut rank_of: BTreeMap<String, u32> = BTreeMap::new();
+    // Names two players of the file share find neither: their games are reported, not credited
+    // to the wrong one.
+    let mut shared_names = std::collections::BTreeSet::new();
     for player in file.players.values() {
         if !player.fide_id.is_empty() {
             rank_of.insert(identity("", &player.fide_id), player.rank);
         }
-        rank_of
-            .entry(identity(&player.name, ""))
-            .or_insert(player.rank);
+        if rank_of
+            .insert(identity(&player.name, ""), player.rank)
+            .is_some()
+        {
+            shared_names.insert(identity(&player.name, ""));
+        }
+    }
+    for name in &shared_names {
+        rank_of.remove(name);
     }
     let rank = |player: Option<&GamePlayer>| {
         let player = player?;
@@ -157,10 +168,7 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         .with_results(&original, &results)
         .context("writing the results into the file")?;
     let bytes: Vec<u8> = if latin1 {
-        written
-            .chars()
-            .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
-            .collect()
+        boardcast_trf::encode_windows_1252(&written)
     } else {
         written.into_bytes()
     };
