@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::teams::half_points;
 use crate::view::GameView;
 use crate::{Feeds, RoundKey, team_matches};
 
@@ -128,11 +129,8 @@ impl Feeds {
                 round.games += 1;
             }
             for view in &views {
-                let halves = match view.result.as_str() {
-                    "1-0" => [2, 0],
-                    "0-1" => [0, 2],
-                    "1/2-1/2" => [1, 1],
-                    _ => continue,
+                let Some(halves) = half_points(&view.result) else {
+                    continue;
                 };
                 round.finished += 1;
                 for (player, half) in [(&view.white, halves[0]), (&view.black, halves[1])] {

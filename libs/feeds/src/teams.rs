@@ -20,6 +20,16 @@ pub struct MatchView {
     pub match_points: Option<[u32; 2]>,
 }
 
+/// A finished game's points for White and Black, in half points; `None` while it goes on.
+pub(crate) fn half_points(result: &str) -> Option<[u32; 2]> {
+    match result {
+        "1-0" => Some([2, 0]),
+        "0-1" => Some([0, 2]),
+        "1/2-1/2" => Some([1, 1]),
+        _ => None,
+    }
+}
+
 /// The matches of a round's shown games, in board order; empty when its players have no
 /// teams. A game whose players' teams are not two different ones is in no match.
 pub fn team_matches<'a>(games: impl IntoIterator<Item = &'a GameView>) -> Vec<MatchView> {
@@ -49,20 +59,15 @@ pub fn team_matches<'a>(games: impl IntoIterator<Item = &'a GameView>) -> Vec<Ma
             ));
             matches.len() - 1
         });
-        let (view, half_points, all_over) = &mut matches[index];
+        let (view, halves, all_over) = &mut matches[index];
         view.boards.push(game.board_number);
         let white_side = usize::from(view.teams[0] != white);
-        let (white_half, black_half) = match game.result.as_str() {
-            "1-0" => (2, 0),
-            "0-1" => (0, 2),
-            "1/2-1/2" => (1, 1),
-            _ => {
-                *all_over = false;
-                continue;
-            }
+        let Some([white_half, black_half]) = half_points(&game.result) else {
+            *all_over = false;
+            continue;
         };
-        half_points[white_side] += white_half;
-        half_points[1 - white_side] += black_half;
+        halves[white_side] += white_half;
+        halves[1 - white_side] += black_half;
     }
     matches
         .into_iter()

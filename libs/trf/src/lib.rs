@@ -32,6 +32,29 @@ pub struct Date {
 }
 
 impl Date {
+    /// A date in the forms files use: `2026/01/10` (or with `-` or `.`, as PGN writes it),
+    /// `10/01/2026`, `26/01/10` (two-digit years: this century).
+    pub fn read(text: &str) -> Option<Date> {
+        let parts: Vec<&str> = text.split(['/', '-', '.']).collect();
+        let numbers: Option<Vec<u32>> = parts.iter().map(|p| p.trim().parse().ok()).collect();
+        match (parts.as_slice(), numbers.as_deref()) {
+            ([y, _, _], Some(&[year, month, day])) if y.len() == 4 => Some((year, month, day)),
+            ([_, _, y], Some(&[day, month, year])) if y.len() == 4 => Some((year, month, day)),
+            ([y, _, _], Some(&[year, month, day])) if y.len() == 2 => {
+                Some((2000 + year, month, day))
+            }
+            _ => None,
+        }
+        .filter(|&(_, month, day)| (1..=12).contains(&month) && (1..=31).contains(&day))
+        .and_then(|(year, month, day)| {
+            Some(Date {
+                year: u16::try_from(year).ok()?,
+                month: u8::try_from(month).ok()?,
+                day: u8::try_from(day).ok()?,
+            })
+        })
+    }
+
     /// As a PGN `Date` tag has it: `YYYY.MM.DD`.
     pub fn pgn(&self) -> String {
         format!("{:04}.{:02}.{:02}", self.year, self.month, self.day)

@@ -498,23 +498,7 @@ fn read_date_in(line: &Line, from: usize, to: usize, notes: &mut Vec<Note>) -> O
     if text.is_empty() {
         return None;
     }
-    let parts: Vec<&str> = text.split(['/', '-', '.']).collect();
-    let numbers: Option<Vec<u32>> = parts.iter().map(|p| p.trim().parse().ok()).collect();
-    let date = match (parts.as_slice(), numbers.as_deref()) {
-        ([y, _, _], Some(&[year, month, day])) if y.len() == 4 => Some((year, month, day)),
-        ([_, _, y], Some(&[day, month, year])) if y.len() == 4 => Some((year, month, day)),
-        // Two-digit years (the `132` record's form): this century.
-        ([y, _, _], Some(&[year, month, day])) if y.len() == 2 => Some((2000 + year, month, day)),
-        _ => None,
-    }
-    .filter(|&(_, month, day)| (1..=12).contains(&month) && (1..=31).contains(&day))
-    .and_then(|(year, month, day)| {
-        Some(Date {
-            year: u16::try_from(year).ok()?,
-            month: u8::try_from(month).ok()?,
-            day: u8::try_from(day).ok()?,
-        })
-    });
+    let date = Date::read(&text);
     if date.is_none() {
         notes.push(Note {
             line: line.number,

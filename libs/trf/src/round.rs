@@ -174,11 +174,15 @@ impl TrfFile {
         // A team event: every game between two different teams' players (teams listed for a
         // prize in an individual Swiss do not make one). TRF-26 lists byes in `240` records
         // too: a team's in a team event.
-        let team_of = |rank: u32| self.teams.iter().position(|t| t.players.contains(&rank));
-        let team_event = !self.teams.is_empty()
+        let team_of: std::collections::BTreeMap<u32, u32> = self
+            .teams
+            .iter()
+            .flat_map(|t| t.players.iter().map(move |&p| (p, t.number)))
+            .collect();
+        let team_event = !team_of.is_empty()
             && !tables.is_empty()
-            && tables.iter().all(|&(white, black)| {
-                matches!((team_of(white), team_of(black)), (Some(a), Some(b)) if a != b)
+            && tables.iter().all(|(white, black)| {
+                matches!((team_of.get(white), team_of.get(black)), (Some(a), Some(b)) if a != b)
             });
         let team_byes = self
             .byes
@@ -213,7 +217,7 @@ impl TrfFile {
         }
         byes.sort_by_key(|b| b.player);
         if team_event {
-            let (tables, matches) = self.team_order(round, tables)?;
+            let (tables, matches) = self.team_order(round, tables, &team_of)?;
             return Ok(RoundPairings {
                 round,
                 tables,
@@ -269,13 +273,8 @@ impl TrfFile {
         &self,
         round: u32,
         games: Vec<(u32, u32)>,
+        team_of: &std::collections::BTreeMap<u32, u32>,
     ) -> Result<(Vec<Table>, Vec<TeamMatch>), TrfError> {
-        let mut team_of = std::collections::BTreeMap::new();
-        for team in &self.teams {
-            for &player in &team.players {
-                team_of.insert(player, team.number);
-            }
-        }
         let board_of = |player: u32, team: u32| {
             let line_up = self
                 .line_ups

@@ -197,7 +197,7 @@ fn file_from_games(games: &[&GameState]) -> TrfFile {
         file.tournament.name.clone_from(&first.event_name);
         file.tournament.city.clone_from(&first.site);
     }
-    let dates: Vec<Date> = infos.iter().filter_map(|i| pgn_date(&i.date)).collect();
+    let dates: Vec<Date> = infos.iter().filter_map(|i| Date::read(&i.date)).collect();
     file.tournament.start = dates.iter().min().copied();
     file.tournament.end = dates.iter().max().copied();
     file.tournament.rounds = infos.iter().map(|i| i.round).max();
@@ -253,21 +253,6 @@ fn file_from_games(games: &[&GameState]) -> TrfFile {
         }
     }
     file
-}
-
-/// A PGN date, `YYYY.MM.DD`.
-fn pgn_date(text: &str) -> Option<Date> {
-    let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
-    let (Some(Some(year)), Some(Some(month)), Some(Some(day))) =
-        (parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
-    Some(Date {
-        year: u16::try_from(year).ok()?,
-        month: u8::try_from(month).ok().filter(|m| (1..=12).contains(m))?,
-        day: u8::try_from(day).ok().filter(|d| (1..=31).contains(d))?,
-    })
 }
 
 /// White's and Black's results as the log says: a decisive result an arbiter gave before any
