@@ -67,24 +67,6 @@ async fn moves_applied_reaching(service: &GameService, at_least: usize) -> anyho
     }
 }
 
-/// The sum of a counter's samples on a service's Prometheus page (0 before its first count);
-/// `name{label="value"}` sums those samples that carry the label (among the exporter's own).
-async fn counted(service: &GameService, counter: &str) -> anyhow::Result<f64> {
-    let page = reqwest::get(service.metrics_url("/metrics"))
-        .await?
-        .text()
-        .await?;
-    let (name, label) = match counter.split_once('{') {
-        Some((name, label)) => (name, label.trim_end_matches('}')),
-        None => (counter, ""),
-    };
-    Ok(page
-        .lines()
-        .filter(|line| line.starts_with(name) && line.contains(label))
-        .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .sum())
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_standby_decides_nothing_while_the_first_instance_runs_and_everything_once_it_died()
 -> anyhow::Result<()> {
