@@ -109,10 +109,15 @@ impl FeedError {
     /// The game whose records as delivered do not follow on (a record left out, or one the log
     /// no longer holds), when that is what this says: reading its log again may put it right.
     pub fn game_out_of_chain(&self) -> Option<&str> {
+        self.out_of_chain_at().map(|(game_id, _)| game_id)
+    }
+
+    /// [`FeedError::game_out_of_chain`], with the number of the log entry that does not
+    /// follow on.
+    pub fn out_of_chain_at(&self) -> Option<(&str, u64)> {
         match self {
-            FeedError::OutOfSequence { game_id, .. } | FeedError::BrokenChain { game_id, .. } => {
-                Some(game_id)
-            }
+            FeedError::OutOfSequence { game_id, got, .. } => Some((game_id, *got)),
+            FeedError::BrokenChain { game_id, game_seq } => Some((game_id, *game_seq)),
             FeedError::Record(_) | FeedError::Display { .. } => None,
         }
     }

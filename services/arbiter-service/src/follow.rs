@@ -24,7 +24,7 @@ use boardcast_game::{
     device::DeviceState,
     events::GameEventRecord,
 };
-use boardcast_kit::game_log;
+use boardcast_kit::game_log::{self, LogBreak};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, game_subject};
 use futures::StreamExt as _;
 use serde::Serialize;
@@ -582,28 +582,24 @@ impl Games {
 
     /// Folds one message of the game log. Never fails: a record that cannot be folded marks
     /// its game damaged from that entry on ("log damaged at entry N") and is logged.
-    ///
-    /// Returns the game whose entries as delivered skip one (not folded, nor marked damaged):
-    /// its log is to be read again ([`Games::fold_read_again`]).
-    pub fn fold_message(&self, stream_seq: u64, subject: &str, payload: &[u8]) -> Option<String> {
-        let (changes, skipping) = {
+    pub fn fold_message(&self, stream_seq: u64, subject: &str, payload: &[u8]) {
+        let changes = {
             let mut state = self.write();
             if stream_seq <= state.last_stream_seq {
                 // Delivered again after the consumer was recreated.
-                return None;
+                return;
             }
             state.last_stream_seq = stream_seq;
-            fold_into(&mut state, stream_seq, subject, payload, OnSkip::ReadAgain)
+            fold_into(&mut state, stream_seq, subject, payload)
         };
         self.folded.send_replace(stream_seq);
         self.announce(changes);
-        skipping
     }
 
     /// Folds a game afresh from its records read again from the log (stream sequence and
-    /// payload, in order, none after what was folded): a record that still does not follow on
-    /// marks the game damaged.
-    pub fn fold_read_again<P: AsRef<[u8]>>(&self, subject: &str, records: &[(u64, P)]) {
+    /// payload, in order, none after what was folded; an operator mended it): a record that
+    /// does not follow on marks the game damaged.
+    pub fn fold_mended<P: AsRef<[u8]>>(&self, subject: &str, records: &[(u64, P)]) {
         let (changes, last_stream_seq) = {
             let mut state = self.write();
             // Folded afresh: what was folded of it may hold a record the log no longer holds.
@@ -611,14 +607,7 @@ impl Games {
             let changes: Vec<Change> = records
                 .iter()
                 .flat_map(|(stream_seq, payload)| {
-                    fold_into(
-                        &mut state,
-                        *stream_seq,
-                        subject,
-                        payload.as_ref(),
-                        OnSkip::Damage,
-                    )
-                    .0
+                    fold_into(&mut state, *stream_seq, subject, payload.as_ref())
                 })
                 .collect();
             (changes, state.last_stream_seq)
@@ -910,41 +899,8 @@ impl Games {
     }
 }
 
-/// What becomes of a record that does not follow on from what was folded of its game.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum OnSkip {
-    /// Left out, and its game named, to read the game's log again: as delivered, a record may
-    /// have been left out, or one folded may be one the log no longer holds (both seen on
-    /// nats-server 2.9 after a node was killed).
-    ReadAgain,
-    /// Marks the game damaged (the log, read again, still does not follow on).
-    Damage,
-}
-
-/// Folds one message; also returns its game when the record skips entries of it and `on_skip`
-/// says to read it again.
-fn fold_into(
-    state: &mut State,
-    stream_seq: u64,
-    subject: &str,
-    payload: &[u8],
-    on_skip: OnSkip,
-) -> (Vec<Change>, Option<String>) {
-    let changes = fold_record_into(state, stream_seq, subject, payload, on_skip);
-    match changes {
-        Ok(changes) => (changes, None),
-        Err(game) => (Vec::new(), Some(game)),
-    }
-}
-
-/// [`fold_into`]: `Err` with the game when its entries as delivered skip one.
-fn fold_record_into(
-    state: &mut State,
-    stream_seq: u64,
-    subject: &str,
-    payload: &[u8],
-    on_skip: OnSkip,
-) -> Result<Vec<Change>, String> {
+/// Folds one message into its game; returns the alerts it raised or changed and the game.
+fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) -> Vec<Change> {
     let subject_game = game_of_subject(subject);
     let trusted = &state.trusted;
     let entry = state
@@ -956,9 +912,9 @@ fn fold_record_into(
         stream_seq,
     };
     if let Some(damage) = &mut entry.damage {
-        // Whether the log was mended since is for `read_damaged_again`.
+        // Whether the log was mended since is for `show_mended`.
         damage.entries_not_shown += 1;
-        return Ok(vec![game_change]);
+        return vec![game_change];
     }
     // A message that is not a record the game service signed (garbage, an altered record, one
     // signed by another key or not at all) is refused and reported, and the log goes on: the
@@ -986,7 +942,7 @@ fn fold_record_into(
                 "refused a game log record: {refusal}"
             );
             entry.refuse(format!("stream sequence {stream_seq}: {refusal}"));
-            return Ok(vec![game_change]);
+            return vec![game_change];
         }
     };
     // A signed record already folded, published again: nothing new.
@@ -997,7 +953,7 @@ fn fold_record_into(
             .and_then(|seq| entry.records.get(seq.checked_sub(1)?))
             .is_some_and(|folded| folded.hash == opened.record().hash)
     {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| entry.fold(opened, stream_seq)))
         .map_err(|panic| {
@@ -1014,51 +970,45 @@ fn fold_record_into(
                 .map(|a| Change::Alert(Arc::new(a)))
                 .collect();
             changes.push(game_change);
-            Ok(changes)
+            changes
         }
-        Err(reason) if on_skip == OnSkip::ReadAgain => {
-            tracing::warn!(game = %subject_game, entry = at_game_seq, stream_seq, "{reason}: reading the game's log again");
-            Err(subject_game.as_str().to_owned())
-        }
-        Err(reason) => {
-            tracing::error!(
-                game = %subject_game,
-                entry = at_game_seq,
+        // What this service does with a game whose log does not follow on: the dashboard shows
+        // the game as it was before the break, damaged, and counts what arrives after it; the
+        // game is read again every `game_log::MENDED_CHECK` (`show_mended`).
+        Err(why) => {
+            let at = LogBreak {
+                game_id: subject_game.as_str().to_owned(),
                 stream_seq,
-                "the game's log is damaged; its later entries are not shown: {reason}"
-            );
+                game_seq: at_game_seq,
+                why,
+            };
+            tracing::error!(game = %at.game_id, stream_seq, "{at}; its later entries are not shown until an operator mends its log");
             entry.damage = Some(Damage {
                 at_game_seq,
-                message: format!("log damaged at entry {at_game_seq}: {reason}"),
-                reason,
+                message: format!("log damaged at entry {at_game_seq}: {}", at.why),
+                reason: at.why,
                 entries_not_shown: 0,
             });
-            Ok(vec![game_change])
+            vec![game_change]
         }
     }
 }
 
-/// How often a game whose log is damaged is read again.
-const READ_AGAIN_DAMAGED: Duration = Duration::from_secs(10);
-
-/// Reads the damaged games' logs again and folds afresh those that now follow on: an operator
-/// may have mended one (`boardcast fork keep`), and a game that gets no further record would
-/// otherwise stay shown damaged. Those that still do not follow on are left as they are (folding
-/// them again would announce their alerts again).
-async fn read_damaged_again(stream: &jetstream::stream::Stream, games: &Games) {
+/// Reads the damaged games' logs again and folds afresh those an operator mended (`boardcast
+/// fork keep`): a game that gets no further record would otherwise stay shown damaged. Those
+/// that still do not follow on are left as they are (folding them again would announce their
+/// alerts again).
+async fn show_mended(stream: &jetstream::stream::Stream, games: &Games) {
     let (damaged, trusted) = games.damaged();
     let up_to = games.last_stream_seq();
     for game_id in damaged {
-        let records = match game_log::game_records(stream, &game_id, up_to).await {
-            Ok(records) => records,
-            Err(e) => {
-                tracing::warn!(game = %game_id, "{e}; trying again later");
-                continue;
+        match game_log::mended_records(stream, &game_id, up_to, &trusted).await {
+            Ok(Some(records)) => {
+                tracing::info!(game = %game_id, up_to, "the game's log was mended: shown as it holds it");
+                games.fold_mended(&game_subject(&game_id), &records);
             }
-        };
-        if boardcast_game::follows_on(&game_id, &records, &trusted).is_ok() {
-            tracing::info!(game = %game_id, up_to, "the game's damaged log, read again, follows on: shown as it holds it");
-            games.fold_read_again(&game_subject(&game_id), &records);
+            Ok(None) => {}
+            Err(e) => tracing::warn!(game = %game_id, "{e}; trying again later"),
         }
     }
 }
@@ -1116,9 +1066,8 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
     games.set_status(FollowStatus::Following);
     let mut caught_up = false;
     let mut errors_in_a_row = 0;
-    let mut to_read_again = std::collections::BTreeSet::new();
-    let mut damaged_again = tokio::time::interval(READ_AGAIN_DAMAGED);
-    damaged_again.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut mended_check = tokio::time::interval(game_log::MENDED_CHECK);
+    mended_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // (The log's reader keeps what it was reading when the timer comes first.)
         let message = tokio::select! {
@@ -1126,8 +1075,8 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
                 Some(message) => message,
                 None => break,
             },
-            _ = damaged_again.tick() => {
-                read_damaged_again(stream, games).await;
+            _ = mended_check.tick() => {
+                show_mended(stream, games).await;
                 continue;
             }
         };
@@ -1152,27 +1101,12 @@ async fn follow_stream(stream: &jetstream::stream::Stream, games: &Games) -> any
         let (stream_seq, pending) = (message.stream_seq, message.pending);
         // Traced and timed live only (see `metrics`): a span for each record of the whole log
         // at start would flood the collector.
-        let skipping = if crate::metrics::is_live() {
-            let skipping = game_log::fold_span("arbiter", [&message.trace])
+        if crate::metrics::is_live() {
+            game_log::fold_span("arbiter", [&message.trace])
                 .in_scope(|| games.fold_message(stream_seq, &message.subject, &message.payload));
             crate::metrics::alerts_after(message.stored_at);
-            skipping
         } else {
-            games.fold_message(stream_seq, &message.subject, &message.payload)
-        };
-        if let Some(game_id) = skipping {
-            to_read_again.insert(game_id);
-        }
-        // Read again before going on; one that cannot be read now is tried at the next record
-        // (the position it was found at is folded already).
-        for game_id in std::mem::take(&mut to_read_again) {
-            match game_log::game_records(stream, &game_id, stream_seq).await {
-                Ok(records) => games.fold_read_again(&game_subject(&game_id), &records),
-                Err(e) => {
-                    tracing::warn!(game = %game_id, "{e}; trying again at the next record");
-                    to_read_again.insert(game_id);
-                }
-            }
+            games.fold_message(stream_seq, &message.subject, &message.payload);
         }
         if !caught_up && pending == 0 {
             caught_up = true;
@@ -1327,19 +1261,16 @@ mod tests {
         event.recorded_unix_ms += 1;
         altered.event = event.encode_to_vec();
         let altered = altered.encode_to_vec();
-        assert_eq!(games.fold_message(2, &subject, &altered), None);
-        // Entry 3 then skips entry 2: the game's log is to be read again, and still lacks it.
+        games.fold_message(2, &subject, &altered);
+        // Entry 3 then skips entry 2; the log read again still lacks it.
         let third = script.records[2].encode_to_vec();
-        assert_eq!(
-            games.fold_message(3, &subject, &third),
-            Some(script.game.game_id().to_owned())
-        );
+        games.fold_message(3, &subject, &third);
         let log = [
             (1, script.records[0].encode_to_vec()),
             (2, altered),
             (3, third),
         ];
-        games.fold_read_again(&subject, &log);
+        games.fold_mended(&subject, &log);
         games.fold_message(4, &subject, b"not a record at all");
         // Entry 2 altered is refused (its hash does not match); entry 3 then does not follow
         // entry 1: the log is damaged there; what comes after is not shown.
@@ -1367,7 +1298,7 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_left_out_of_what_was_delivered_is_folded_from_the_log_read_again() {
+    fn a_game_damaged_by_a_missing_entry_is_whole_again_once_its_log_is_mended() {
         let mut script = Script::start("open", 1, 1);
         script.act(Action::Move(EnterMove { san: "d4".into() }), "r1");
         script.act(Action::Move(EnterMove { san: "d5".into() }), "r2");
@@ -1377,13 +1308,12 @@ mod tests {
             .zip(script.records.iter().map(|r| r.encode_to_vec()))
             .collect();
         games.fold_message(1, &subject, &log[0].1);
-        // Entry 2 (stream sequence 2) was not delivered.
-        assert_eq!(
-            games.fold_message(3, &subject, &log[2].1),
-            Some(script.game.game_id().to_owned())
-        );
-        // Read again up to where it was delivered.
-        games.fold_read_again(&subject, &log[..3]);
+        // Entry 2 (stream sequence 2) is missing: the game is damaged at once.
+        games.fold_message(3, &subject, &log[2].1);
+        let board = games.board(script.game.game_id()).expect("shown");
+        assert_eq!(board.damage.map(|d| d.at_game_seq), Some(3));
+        // An operator mended the log: read again, it follows on.
+        games.fold_mended(&subject, &log[..3]);
         let board = games.board(script.game.game_id()).expect("shown");
         assert!(board.damage.is_none(), "{:?}", board.damage);
         assert_eq!(board.last_game_seq, 3);

@@ -12,7 +12,7 @@
 //! what monitors show).
 
 use std::{
-    collections::{BTreeSet, HashMap},
+    collections::{BTreeMap, HashMap},
     sync::{
         Arc, Mutex, RwLock, RwLockReadGuard,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -25,7 +25,7 @@ use async_nats::jetstream;
 use boardcast_feeds::{Delays, Feeds, RoundKey};
 use boardcast_game::events::GameEventRecord;
 use boardcast_game::signing::TrustedKeys;
-use boardcast_kit::game_log;
+use boardcast_kit::game_log::{self, LogBreak};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS};
 use futures::StreamExt as _;
 use prost::Message as _;
@@ -80,19 +80,17 @@ pub struct Projection {
     /// Where the changes go to be published for other venue systems (core NATS, JSON), in the
     /// order they were released: one queue, one publisher (`publish_feed_updates`).
     nats: Option<mpsc::Sender<FeedUpdate>>,
-    /// Games whose log could not be read again when they needed it: tried with the next records.
-    to_read_again: Mutex<BTreeSet<String>>,
-    /// Games whose log, read again, did not follow on (forked, say): read again every
-    /// `READ_AGAIN_NOT_FOLLOWING`, so that one an operator mended (`boardcast fork keep`) is
-    /// shown as mended even when no record of it comes any more.
-    not_following_on: Mutex<BTreeSet<String>>,
+    /// Games whose log does not follow on (`game_log::LogBreak`): nothing of them past the
+    /// break is shown; read again every `game_log::MENDED_CHECK`, so that one an operator
+    /// mended (`boardcast fork keep`) is shown as mended even when no record of it comes any
+    /// more.
+    not_following_on: Mutex<BTreeMap<String, LogBreak>>,
+    /// The keys records are checked with when a game's log is read again.
+    trusted: TrustedKeys,
     /// Held by a store from taking the changes to writing them, so that two stores (the
     /// timer's, a delay change's) land in the order their changes were taken.
     writing: Mutex<()>,
 }
-
-/// How often a game whose log did not follow on is read again.
-const READ_AGAIN_NOT_FOLLOWING: Duration = Duration::from_secs(10);
 
 pub fn now_unix_ms() -> i64 {
     SystemTime::now()
@@ -117,8 +115,14 @@ impl Projection {
         nats: Option<mpsc::Sender<FeedUpdate>>,
     ) -> anyhow::Result<Projection> {
         let stored = state.read()?;
-        let feeds = Feeds::restore(delays, trusted, stored.games, stored.rounds, state.run())
-            .context("reading the stored feed state")?;
+        let feeds = Feeds::restore(
+            delays,
+            trusted.clone(),
+            stored.games,
+            stored.rounds,
+            state.run(),
+        )
+        .context("reading the stored feed state")?;
         Ok(Projection {
             feeds: RwLock::new(feeds),
             state,
@@ -127,8 +131,8 @@ impl Projection {
             live: Mutex::new(HashMap::new()),
             changed: Notify::new(),
             nats,
-            to_read_again: Mutex::new(BTreeSet::new()),
-            not_following_on: Mutex::new(BTreeSet::new()),
+            not_following_on: Mutex::new(BTreeMap::new()),
+            trusted,
             writing: Mutex::new(()),
         })
     }
@@ -174,12 +178,11 @@ impl Projection {
         self.release()
     }
 
-    /// Folds a batch of game log messages (stream sequence, payload), then releases. Returns
-    /// the games whose records as delivered do not follow on (to be read again, `read_again`).
-    fn fold(&self, messages: &[(u64, bytes::Bytes)]) -> anyhow::Result<BTreeSet<String>> {
-        let mut skipping = BTreeSet::new();
+    /// Folds a batch of game log messages (stream sequence, payload), then releases. A game
+    /// whose records do not follow on is marked (see `not_following_on`).
+    fn fold(&self, messages: &[(u64, bytes::Bytes)]) -> anyhow::Result<()> {
         let Some((last, _)) = messages.last() else {
-            return Ok(skipping);
+            return Ok(());
         };
         {
             let mut feeds = self.feeds.write().unwrap_or_else(|e| e.into_inner());
@@ -191,101 +194,83 @@ impl Projection {
                         continue;
                     }
                 };
-                match feeds.accept(&record) {
-                    Ok(()) => {}
-                    Err(e) => match e.game_out_of_chain() {
-                        // Read again: a record left out as delivered, or one the log no longer
-                        // holds, is then put right.
-                        Some(game_id) => {
-                            if skipping.insert(game_id.to_owned()) {
-                                tracing::warn!(
-                                    stream_seq = seq,
-                                    "{e}: reading the game's log again"
-                                );
-                            }
-                        }
-                        // The display can be wrong; the log is the authority. Keep serving the
-                        // rest.
-                        None => {
-                            tracing::error!(stream_seq = seq, "cannot show a game log record: {e}")
-                        }
-                    },
+                let Err(e) = feeds.accept(&record) else {
+                    continue;
+                };
+                match e.out_of_chain_at() {
+                    Some((game_id, game_seq)) => self.mark_not_following_on(LogBreak {
+                        game_id: game_id.to_owned(),
+                        stream_seq: *seq,
+                        game_seq,
+                        why: e.to_string(),
+                    }),
+                    // The display can be wrong; the log is the authority. Keep serving the rest.
+                    None => {
+                        tracing::error!(stream_seq = seq, "cannot show a game log record: {e}")
+                    }
                 }
             }
             // Under the same lock as the records it covers: a release stores both together.
-            // Never backwards: records read again are older than the batch that found them.
             self.stream_seq.fetch_max(*last, Ordering::AcqRel);
         }
-        self.release()?;
-        Ok(skipping)
+        self.release()
     }
 
-    /// Reads the games whose records as delivered did not follow on again, one by one from the
-    /// log's leader up to `up_to`, and shows them as the log holds them
-    /// ([`Feeds::read_again`]).
-    async fn read_again(
+    /// What this service does with a game whose log does not follow on: it shows the game as
+    /// it was before the break, says so once, and reads the game again every
+    /// `game_log::MENDED_CHECK` (`show_mended`).
+    fn mark_not_following_on(&self, at: LogBreak) {
+        let mut marked = self.lock_not_following_on();
+        if !marked.contains_key(&at.game_id) {
+            tracing::error!(game = %at.game_id, stream_seq = at.stream_seq, "{at}; its later records are not shown until an operator mends its log");
+            marked.insert(at.game_id.clone(), at);
+        }
+    }
+
+    /// Reads the games whose log does not follow on again, up to `up_to`, and shows those an
+    /// operator mended as the log now holds them ([`Feeds::read_again`]).
+    async fn show_mended(
         &self,
         stream: &jetstream::stream::Stream,
-        games: BTreeSet<String>,
         up_to: u64,
     ) -> anyhow::Result<()> {
-        // Those that could not be read last time are read again too (the position they were
-        // found at is stored already).
-        let games: BTreeSet<String> = {
-            let mut pending = self.lock_to_read_again();
-            pending.extend(games);
-            std::mem::take(&mut *pending)
-        };
-        if games.is_empty() {
+        let marked: Vec<String> = self.lock_not_following_on().keys().cloned().collect();
+        if marked.is_empty() {
             return Ok(());
         }
-        for game_id in games {
-            let records = match game_log::game_records(stream, &game_id, up_to).await {
-                Ok(records) => records,
-                Err(e) => {
-                    tracing::warn!(game = %game_id, "{e}; trying again with the next records");
-                    self.lock_to_read_again().insert(game_id);
-                    continue;
-                }
-            };
+        for game_id in marked {
+            let records =
+                match game_log::mended_records(stream, &game_id, up_to, &self.trusted).await {
+                    Ok(Some(records)) => records,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::warn!(game = %game_id, "{e}; trying again later");
+                        continue;
+                    }
+                };
             // A record bad in itself is left out, as when the log is followed.
             let records: Vec<GameEventRecord> = records
                 .iter()
                 .filter_map(|(_, payload)| GameEventRecord::decode(payload.as_ref()).ok())
                 .collect();
-            let read = self
+            let shown = self
                 .feeds
                 .write()
                 .unwrap_or_else(|e| e.into_inner())
                 .read_again(&game_id, &records);
-            let mut not_following_on = self.lock_not_following_on();
-            match read {
+            match shown {
                 Ok(()) => {
-                    not_following_on.remove(&game_id);
-                    tracing::info!(game = %game_id, up_to, "the game's log, read again, follows on: shown as it holds it")
+                    self.lock_not_following_on().remove(&game_id);
+                    tracing::info!(game = %game_id, up_to, "the game's log was mended: shown as it holds it");
                 }
-                // The display can be wrong; the log is the authority. Keep serving the rest.
-                Err(e) => {
-                    // Logged as an error once, not at each periodic reading.
-                    if not_following_on.insert(game_id.clone()) {
-                        tracing::error!(game = %game_id, up_to, "the game's log, read again, does not follow on: {e}; its later records are not shown until it does");
-                    } else {
-                        tracing::debug!(game = %game_id, up_to, "the game's log, read again, still does not follow on: {e}");
-                    }
-                }
+                Err(e) => tracing::warn!(game = %game_id, "showing the game's mended log: {e}"),
             }
         }
         self.release()
     }
 
-    fn lock_not_following_on(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+    fn lock_not_following_on(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, LogBreak>> {
         self.not_following_on
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn lock_to_read_again(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
-        self.to_read_again
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -424,18 +409,15 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
     let mut batch = Vec::new();
     // Each message's time in the log and trace, beside `batch`.
     let mut stored = Vec::new();
-    let mut not_following_again = tokio::time::interval(READ_AGAIN_NOT_FOLLOWING);
-    not_following_again.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut mended_check = tokio::time::interval(game_log::MENDED_CHECK);
+    mended_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // (The log's reader keeps what it was reading when the timer comes first.)
         let next = tokio::select! {
             next = messages.next() => next,
-            _ = not_following_again.tick() => {
-                let games = projection.lock_not_following_on().clone();
-                if !games.is_empty() {
-                    let up_to = projection.stream_seq.load(Ordering::Acquire);
-                    projection.read_again(&stream, games, up_to).await?;
-                }
+            _ = mended_check.tick() => {
+                let up_to = projection.stream_seq.load(Ordering::Acquire);
+                projection.show_mended(&stream, up_to).await?;
                 continue;
             }
         };
@@ -455,16 +437,13 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
             // Traced and timed live only: records read while catching up after a restart are
             // old, and a span for each batch of the whole log would flood the collector.
             if projection.is_ready() {
-                let skipping =
-                    game_log::fold_span("broadcast", stored.iter().map(|(_, trace)| trace))
-                        .in_scope(|| projection.fold(&batch))?;
-                projection.read_again(&stream, skipping, seq).await?;
+                game_log::fold_span("broadcast", stored.iter().map(|(_, trace)| trace))
+                    .in_scope(|| projection.fold(&batch))?;
                 for (stored_at, _) in &stored {
                     crate::metrics::folded_after(*stored_at);
                 }
             } else {
-                let skipping = projection.fold(&batch)?;
-                projection.read_again(&stream, skipping, seq).await?;
+                projection.fold(&batch)?;
             }
             batch.clear();
             stored.clear();
@@ -537,19 +516,21 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread")]
-    async fn a_game_whose_records_as_delivered_skip_one_is_named_and_folds_once_read_again()
+    async fn a_game_whose_records_skip_one_is_marked_at_the_record_that_does_not_follow_on()
     -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let state = State::open(&dir.path().join("state.redb"), "log")?;
         let trusted = TrustedKeys::default().accepting_unsigned(true);
         let projection = Projection::open(state, Delays::none(), trusted, None)?;
         let (game_id, log) = log_of_three();
-        assert!(projection.fold(&log[..1])?.is_empty());
-        // The second record was not delivered: the game is named, to be read again.
-        assert_eq!(projection.fold(&log[2..])?, BTreeSet::from([game_id]));
-        // Read again whole: what was taken already changes nothing, the rest follows on.
-        assert!(projection.fold(&log)?.is_empty());
-        assert!(projection.fold(&log[2..])?.is_empty(), "record 3 was taken");
+        projection.fold(&log[..1])?;
+        assert!(projection.lock_not_following_on().is_empty());
+        // The second record is missing from the log.
+        projection.fold(&log[2..])?;
+        let marked = projection.lock_not_following_on().get(&game_id).cloned();
+        let marked = marked.expect("marked");
+        assert_eq!((marked.stream_seq, marked.game_seq), (3, 3), "{marked}");
+        assert!(marked.to_string().contains("does not follow on"), "{marked}");
         assert_eq!(projection.stream_seq.load(Ordering::Acquire), 3);
         Ok(())
     }

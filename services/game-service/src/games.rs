@@ -14,6 +14,7 @@ use std::panic::AssertUnwindSafe;
 use boardcast_game::events::{GameEventRecord, GameState, LogNotFollowed, game_event};
 use boardcast_game::signing::TrustedKeys;
 use boardcast_game::{ChainError, Game, GameError};
+use boardcast_kit::game_log::LogBreak;
 use boardcast_kit::panic_text;
 use prost::Message as _;
 
@@ -79,18 +80,24 @@ pub(crate) struct Broken {
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum BrokenWhy {
-    /// Its log does not follow on (a record missing, two records with one number): only an
-    /// operator mends it (`boardcast fork`), after which it is folded afresh.
-    LogDoesNotFollowOn(String),
+    /// Its log does not follow on (a record missing, two records with one number). What this
+    /// service does then: nothing is decided on the game, its board's observations go to the
+    /// dead-letter stream with the reason, and once an operator mended the log (`boardcast
+    /// fork`) the game is folded afresh from it (`Store::broken_on_board`).
+    LogDoesNotFollowOn(LogBreak),
     /// Folding one of its records panicked (a bug): nothing is decided on it until a service
     /// without the bug folds it. Skipping the record would decide on a game the log does not hold.
     Unfoldable(String),
+    /// Marked so in the snapshot this instance started from, with why as said then: the game
+    /// is folded afresh from its log before anything is decided on it.
+    Restored(String),
 }
 
 impl Broken {
-    pub(crate) fn reason(&self) -> &str {
+    pub(crate) fn reason(&self) -> String {
         match &self.why {
-            BrokenWhy::LogDoesNotFollowOn(reason) | BrokenWhy::Unfoldable(reason) => reason,
+            BrokenWhy::LogDoesNotFollowOn(at) => at.to_string(),
+            BrokenWhy::Unfoldable(reason) | BrokenWhy::Restored(reason) => reason.clone(),
         }
     }
 }
@@ -219,7 +226,7 @@ impl Games {
                 game_id,
                 Broken {
                     from: 0,
-                    why: BrokenWhy::LogDoesNotFollowOn(why),
+                    why: BrokenWhy::Restored(why),
                 },
             );
         }
@@ -336,11 +343,13 @@ impl Games {
                     tracing::error!(stream_seq, game = %game_id, "skipping a game log record that cannot be folded: {e}");
                     return Folded::Skipped;
                 }
-                let reason = format!(
-                    "two records numbered {} (the second at stream sequence {stream_seq}): the log forked",
-                    event.game_seq
-                );
-                self.mark_broken(&game_id, stream_seq, BrokenWhy::LogDoesNotFollowOn(reason));
+                let at = LogBreak {
+                    game_id: game_id.clone(),
+                    stream_seq,
+                    game_seq: event.game_seq,
+                    why: "a second record with this number: the log forked".into(),
+                };
+                self.mark_broken(&game_id, stream_seq, BrokenWhy::LogDoesNotFollowOn(at));
                 return Folded::Skipped;
             }
             Some(entry) => guarded(&record, || match signature {
@@ -378,9 +387,13 @@ impl Games {
                 Folded::Applied
             }
             Err(Unapplied::Refused(e)) if does_not_follow_on(&e) => {
-                let reason =
-                    format!("its record at stream sequence {stream_seq} does not follow on: {e}");
-                self.mark_broken(&game_id, stream_seq, BrokenWhy::LogDoesNotFollowOn(reason));
+                let at = LogBreak {
+                    game_id: game_id.clone(),
+                    stream_seq,
+                    game_seq: event.game_seq,
+                    why: e.to_string(),
+                };
+                self.mark_broken(&game_id, stream_seq, BrokenWhy::LogDoesNotFollowOn(at));
                 Folded::Skipped
             }
             Err(Unapplied::Refused(e)) => {
@@ -412,16 +425,12 @@ impl Games {
     }
 
     fn mark_broken(&mut self, game_id: &str, stream_seq: u64, why: BrokenWhy) {
-        tracing::error!(game = %game_id, stream_seq, "nothing is decided on the game until it is mended: {}", match &why {
-            BrokenWhy::LogDoesNotFollowOn(r) | BrokenWhy::Unfoldable(r) => r,
-        });
-        self.broken.insert(
-            game_id.to_owned(),
-            Broken {
-                from: stream_seq,
-                why,
-            },
-        );
+        let broken = Broken {
+            from: stream_seq,
+            why,
+        };
+        tracing::error!(game = %game_id, stream_seq, "nothing is decided on the game until it is mended: {}", broken.reason());
+        self.broken.insert(game_id.to_owned(), broken);
         // So that the next snapshot is written, with the mark.
         self.dirty.insert(game_id.to_owned());
     }
@@ -513,7 +522,7 @@ impl Games {
     pub(crate) fn not_followed(&self, game_id: &str) -> Option<LogNotFollowed> {
         self.broken.get(game_id).map(|b| LogNotFollowed {
             from_stream_seq: b.from,
-            reason: b.reason().to_owned(),
+            reason: b.reason(),
         })
     }
 
@@ -568,7 +577,7 @@ impl Games {
             broken: self
                 .broken
                 .iter()
-                .map(|(game_id, b)| (game_id.clone(), b.reason().to_owned()))
+                .map(|(game_id, b)| (game_id.clone(), b.reason()))
                 .collect(),
         })
     }

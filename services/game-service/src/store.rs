@@ -932,10 +932,10 @@ fn completion(
 /// Why nothing is decided on game `game_id`, when it is broken.
 fn broken_error(games: &Games, game_id: &str) -> Option<AppendError> {
     let broken = games.broken(game_id)?;
-    let (game_id, reason) = (game_id.to_owned(), broken.reason().to_owned());
+    let (game_id, reason) = (game_id.to_owned(), broken.reason());
     Some(match broken.why {
         crate::games::BrokenWhy::Unfoldable(_) => AppendError::Unfoldable { game_id, reason },
-        crate::games::BrokenWhy::LogDoesNotFollowOn(_) => {
+        crate::games::BrokenWhy::LogDoesNotFollowOn(_) | crate::games::BrokenWhy::Restored(_) => {
             AppendError::LogBroken { game_id, reason }
         }
     })

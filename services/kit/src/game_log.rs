@@ -8,6 +8,12 @@
 //! As a last resort, when nothing comes for [`STALL_CHECK`] although the log holds more, the
 //! reader makes the consumer again from the next sequence it owes, so no reader waits for good.
 //! [`game_records`] reads one game's records by sequence, from the stream's leader.
+//!
+//! A game whose records, as read, do not follow on from what a reader folded of it is a real
+//! fault of the log on such a server (an acknowledged record lost, a forged or forked branch):
+//! every reader names it with one type, [`LogBreak`], shows nothing of the game past it, and
+//! reads it again every [`MENDED_CHECK`] ([`mended_records`]) until an operator has mended it
+//! (`boardcast fork`). What each reader then does is said where it marks the game.
 
 use async_nats::jetstream::{
     consumer::{DeliverPolicy, pull::OrderedConfig},
@@ -44,6 +50,47 @@ pub enum LogError {
     /// repeat records, so a follower starts again from its last folded sequence.
     #[error("a game log message without its stream position: {0}")]
     NoPosition(String),
+}
+
+/// A game whose log, as read, does not follow on from what a reader folded of it: a record
+/// missing, two records with one number (a fork), a broken link of the hash chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogBreak {
+    pub game_id: String,
+    /// Where the record that does not follow on is stored.
+    pub stream_seq: u64,
+    /// Its number in the game (0 when it could not be read).
+    pub game_seq: u64,
+    /// What is wrong, in words.
+    pub why: String,
+}
+
+impl std::fmt::Display for LogBreak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the log of game {} does not follow on at record {} (stream sequence {}): {}",
+            self.game_id, self.game_seq, self.stream_seq, self.why
+        )
+    }
+}
+
+/// How often a reader reads a game whose log does not follow on again, to find it mended.
+pub const MENDED_CHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Game `game_id`'s records up to stream sequence `up_to` when they now follow on as every
+/// reader folds them (an operator mended the log; [`boardcast_game::follows_on`]), to be folded
+/// afresh; `None` while they still do not.
+pub async fn mended_records(
+    stream: &Stream,
+    game_id: &str,
+    up_to: u64,
+    trusted: &boardcast_game::signing::TrustedKeys,
+) -> Result<Option<Vec<(u64, bytes::Bytes)>>, LogError> {
+    let records = game_records(stream, game_id, up_to).await?;
+    Ok(boardcast_game::follows_on(game_id, &records, trusted)
+        .is_ok()
+        .then_some(records))
 }
 
 /// The messages on `subject` (one game's, or `GAMES_SUBJECTS` for every game) from stream
