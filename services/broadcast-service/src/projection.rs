@@ -530,7 +530,10 @@ mod tests {
         let marked = projection.lock_not_following_on().get(&game_id).cloned();
         let marked = marked.expect("marked");
         assert_eq!((marked.stream_seq, marked.game_seq), (3, 3), "{marked}");
-        assert!(marked.to_string().contains("does not follow on"), "{marked}");
+        assert!(
+            marked.to_string().contains("does not follow on"),
+            "{marked}"
+        );
         assert_eq!(projection.stream_seq.load(Ordering::Acquire), 3);
         Ok(())
     }
