@@ -16,6 +16,40 @@ pub fn game_id_for(tournament_id: &str, round: u32, board_number: u32) -> String
     format!("{tournament_id}-r{round}-b{board_number}")
 }
 
+/// A game set up to show and test the API with: `tournament_id`'s round `round`, board
+/// `board_number` on physical board `board_id`, White against Black, 90 minutes each, the 2023
+/// Laws.
+pub fn example_game(
+    tournament_id: &str,
+    round: u32,
+    board_number: u32,
+    board_id: &str,
+) -> GameStarted {
+    use crate::events::{Player, TimeControl, TimePeriod};
+    let player = |name: &str| {
+        Some(Player {
+            name: name.into(),
+            ..Default::default()
+        })
+    };
+    GameStarted {
+        tournament_id: tournament_id.into(),
+        round,
+        board_number,
+        board_id: board_id.into(),
+        edition: "fide-2023".into(),
+        white: player("White"),
+        black: player("Black"),
+        time_control: Some(TimeControl {
+            periods: vec![TimePeriod {
+                base_ms: 5_400_000,
+                ..Default::default()
+            }],
+        }),
+        ..Default::default()
+    }
+}
+
 /// Bounds of a time control: more is a typo or hostile (and keeps clock arithmetic in range).
 const MAX_PERIODS: usize = 10;
 const MAX_PERIOD_MS: u64 = 24 * 3_600_000;

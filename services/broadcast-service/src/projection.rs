@@ -458,37 +458,13 @@ async fn follow_stream(js: &jetstream::Context, projection: &Projection) -> anyh
 #[cfg(test)]
 mod tests {
     use boardcast_game::Game;
-    use boardcast_game::events::{
-        Annotation, ArbiterAction, GameStarted, Player, TimeControl, TimePeriod,
-        arbiter_action::Action,
-    };
+    use boardcast_game::events::{Annotation, ArbiterAction, arbiter_action::Action};
 
     use super::*;
 
     /// A game's log of three records (its start and two arbiter's notes), as stored.
     fn log_of_three() -> (String, Vec<(u64, bytes::Bytes)>) {
-        let info = GameStarted {
-            tournament_id: "open".into(),
-            round: 1,
-            board_number: 1,
-            board_id: "b1".into(),
-            edition: "fide-2023".into(),
-            white: Some(Player {
-                name: "W".into(),
-                ..Default::default()
-            }),
-            black: Some(Player {
-                name: "B".into(),
-                ..Default::default()
-            }),
-            time_control: Some(TimeControl {
-                periods: vec![TimePeriod {
-                    base_ms: 5_400_000,
-                    ..Default::default()
-                }],
-            }),
-            ..Default::default()
-        };
+        let info = boardcast_game::example_game("open", 1, 1, "b1");
         let (game_id, started) = Game::decide_start(&info, "operator", "r").expect("valid");
         let first = Game::record(None, &game_id, vec![started], 1_000).remove(0);
         let mut game = Game::from_first_record(&first).expect("folds");

@@ -606,10 +606,7 @@ fn unapplied_text(e: Unapplied) -> String {
 
 #[cfg(test)]
 mod tests {
-    use boardcast_game::events::{
-        Annotation, ArbiterAction, GameStarted, Player, TimeControl, TimePeriod,
-        arbiter_action::Action,
-    };
+    use boardcast_game::events::{Annotation, ArbiterAction, arbiter_action::Action};
     use boardcast_game::signing::RecordSigner;
 
     use super::*;
@@ -624,28 +621,7 @@ mod tests {
 
     /// The first record of a game on `board` (round `round`), encoded as stored.
     fn started(round: u32, board: &str) -> (Game, Vec<u8>) {
-        let info = GameStarted {
-            tournament_id: "t".into(),
-            round,
-            board_number: 1,
-            board_id: board.into(),
-            edition: "fide-2023".into(),
-            white: Some(Player {
-                name: "W".into(),
-                ..Default::default()
-            }),
-            black: Some(Player {
-                name: "B".into(),
-                ..Default::default()
-            }),
-            time_control: Some(TimeControl {
-                periods: vec![TimePeriod {
-                    base_ms: 5_400_000,
-                    ..Default::default()
-                }],
-            }),
-            ..Default::default()
-        };
+        let info = boardcast_game::example_game("t", round, 1, board);
         let (id, event) = Game::decide_start(&info, "operator", "r").expect("valid");
         let record = Game::record_signed(None, &id, vec![event], 1_000, &signer()).remove(0);
         let game = Game::from_first_record(&record).expect("folds");

@@ -3,11 +3,9 @@
 use std::{pin::Pin, sync::Arc};
 
 use async_nats::jetstream;
-use boardcast_game::signing::{PublicKey, TrustedKeys};
-use boardcast_game::{
-    ActionRejected, ClaimStatement, Game, GameError, NewEvent, OpenedRecord, events::*,
-};
-use boardcast_kit::game_log;
+use boardcast_game::signing::PublicKey;
+use boardcast_game::{ActionRejected, ClaimStatement, Game, GameError, NewEvent, events::*};
+use boardcast_kit::game_log::{self, Read};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, delay_subject, game_subject};
 use futures::{Stream, StreamExt};
 use prost::Message as _;
@@ -212,16 +210,15 @@ impl game_service_server::GameService for GameApi {
         self.require_readable_game(&reader, &request.game_id)
             .await?;
         let from = request.from_game_seq;
-        let records = log_records(
-            &self.js,
-            game_subject(&request.game_id),
-            self.store.trusted_keys(),
-        )
-        .await?;
+        let records = self.log_records(&game_subject(&request.game_id), 1).await?;
+        // A game whose log does not follow on ends its stream with DATA_LOSS.
         let events = records.filter_map(move |item| async move {
             match item {
-                Ok(opened) if opened.event().game_seq >= from => Some(Ok(opened.into_event())),
-                Ok(_) => None,
+                Ok(Read::Record { opened, .. }) => {
+                    (opened.event().game_seq >= from).then(|| Ok((*opened).into_event()))
+                }
+                Ok(Read::Refused { .. }) => None,
+                Ok(Read::Break(at)) => Some(Err(Status::data_loss(at.to_string()))),
                 Err(e) => Some(Err(e)),
             }
         });
@@ -255,19 +252,15 @@ impl game_service_server::GameService for GameApi {
                 request.game_id, request.game_seq
             )));
         }
-        let mut records = log_records(
-            &self.js,
-            game_subject(&request.game_id),
-            self.store.trusted_keys(),
-        )
-        .await?;
+        let records = self.log_records(&game_subject(&request.game_id), 1).await?;
+        let mut records = std::pin::pin!(records);
         let mut game: Option<Game> = None;
         while let Some(item) = records.next().await {
-            let opened = item?;
-            if game.as_ref().is_some_and(Game::is_signed) && opened.record().signature.is_empty() {
-                // Unsigned after signed: refused, as the store refuses it.
-                continue;
-            }
+            let opened = match item? {
+                Read::Record { opened, .. } => *opened,
+                Read::Refused { .. } => continue,
+                Read::Break(at) => return Err(Status::data_loss(at.to_string())),
+            };
             let folded = match game.as_mut() {
                 None => Game::from_first_opened(&opened).map(|g| game = Some(g)),
                 Some(g) => g.apply_opened(&opened),
@@ -307,37 +300,27 @@ impl game_service_server::GameService for GameApi {
         // pairing pattern); the log is read from the first of them this instance knows, or from
         // what it has not folded yet.
         let start = self.store.round_start_seq(&tournament_id, round).await;
-        let messages = log_messages(&self.js, GAMES_SUBJECTS.to_owned(), start).await?;
-        let trusted = self.store.trusted_keys();
+        let records = self.log_records(GAMES_SUBJECTS, start).await?;
         let mut round_games = std::collections::HashSet::new();
-        let events = messages
+        // A game whose log does not follow on sends nothing more; the round goes on.
+        let events = records
             .map(move |item| {
-                let (subject, payload) = match item {
-                    Ok(message) => message,
+                let event = match item {
+                    Ok(Read::Record { opened, .. }) => (*opened).into_event(),
+                    Ok(Read::Refused { .. } | Read::Break(_)) => return None,
                     Err(e) => return Some(Err(e)),
                 };
-                match Game::read_stored(&payload, &trusted, false) {
-                    Ok(opened) => {
-                        let event = opened.into_event();
-                        if let Some(game_event::Kind::Started(started)) = &event.kind
-                            && started.tournament_id == tournament_id
-                            && started.round == round
-                        {
-                            round_games.insert(event.game_id.clone());
-                        }
-                        let wanted = round_games.contains(&event.game_id)
-                            && seen
-                                .get(&event.game_id)
-                                .is_none_or(|&last| event.game_seq > last);
-                        wanted.then_some(Ok(event))
-                    }
-                    Err(e) => {
-                        // Not a record the game service signed: refused, as every reader
-                        // refuses it; the game's log goes on with the next one.
-                        tracing::warn!(%subject, "refused a game log record: {e}");
-                        None
-                    }
+                if let Some(game_event::Kind::Started(started)) = &event.kind
+                    && started.tournament_id == tournament_id
+                    && started.round == round
+                {
+                    round_games.insert(event.game_id.clone());
                 }
+                let wanted = round_games.contains(&event.game_id)
+                    && seen
+                        .get(&event.game_id)
+                        .is_none_or(|&last| event.game_seq > last);
+                wanted.then_some(Ok(event))
             })
             .filter_map(|item| async move { item });
         Ok(Response::new(self.while_credential_counts(
@@ -821,6 +804,36 @@ fn decide_start(
 }
 
 impl GameApi {
+    /// The game log's records on `subject` from stream sequence `start`, then live, checked as
+    /// every reader checks them (`game_log::read_records`); what is refused or does not follow
+    /// on is logged here, once.
+    async fn log_records(
+        &self,
+        subject: &str,
+        start: u64,
+    ) -> Result<impl Stream<Item = Result<Read, Status>> + Send + use<>, Status> {
+        let unavailable = |e: String| Status::unavailable(e);
+        let stream = self
+            .js
+            .get_stream(GAMES_STREAM)
+            .await
+            .map_err(|e| unavailable(e.to_string()))?;
+        let records = game_log::read_records(&stream, subject, start, self.store.trusted_keys())
+            .await
+            .map_err(|e| unavailable(e.to_string()))?;
+        Ok(records.map(|item| {
+            let read = item.map_err(|e| Status::unavailable(e.to_string()))?;
+            match &read {
+                Read::Refused { subject, why, .. } => {
+                    tracing::warn!(%subject, "refused a game log record: {why}")
+                }
+                Read::Break(at) => tracing::error!("{at}"),
+                Read::Record { .. } => {}
+            }
+            Ok(read)
+        }))
+    }
+
     /// A board's observations go to the latest game set up on it: refuse to set up another game
     /// while the board's game is unfinished, unless the operator says to replace it. The game
     /// itself, set up by another request, is refused too: only the request that created it may
@@ -1004,48 +1017,4 @@ fn created_by_another(game_id: &str, board_id: &str) -> Status {
         "game {game_id} on board {board_id:?} was already set up by another request; only a \
          retry with that request's id is answered with it"
     ))
-}
-
-/// The game log's records on `subject` from the start, then live, each checked (hash and
-/// signature) and opened. A message that is not a record the game service signed is refused
-/// (logged and skipped), as every reader refuses it.
-async fn log_records(
-    js: &jetstream::Context,
-    subject: String,
-    trusted: TrustedKeys,
-) -> Result<impl Stream<Item = Result<OpenedRecord, Status>> + Send + use<>, Status> {
-    let messages = log_messages(js, subject, 1).await?;
-    Ok(messages.filter_map(move |item| {
-        let read = match item {
-            Err(e) => Some(Err(e)),
-            Ok((subject, payload)) => match Game::read_stored(&payload, &trusted, false) {
-                Ok(opened) => Some(Ok(opened)),
-                Err(e) => {
-                    tracing::warn!(%subject, "refused a game log record: {e}");
-                    None
-                }
-            },
-        };
-        futures::future::ready(read)
-    }))
-}
-
-/// The game log's messages on `subject` (subject and payload) from stream sequence `start`, then
-/// live.
-async fn log_messages(
-    js: &jetstream::Context,
-    subject: String,
-    start: u64,
-) -> Result<impl Stream<Item = Result<(String, Vec<u8>), Status>> + Send + use<>, Status> {
-    let stream = js
-        .get_stream(GAMES_STREAM)
-        .await
-        .map_err(|e| Status::unavailable(e.to_string()))?;
-    let messages = game_log::read_from(&stream, &subject, start)
-        .await
-        .map_err(|e| Status::unavailable(e.to_string()))?;
-    Ok(messages.map(|message| {
-        let message = message.map_err(|e| Status::unavailable(e.to_string()))?;
-        Ok((message.subject, message.payload.to_vec()))
-    }))
 }

@@ -75,6 +75,133 @@ impl std::fmt::Display for LogBreak {
     }
 }
 
+/// One message of the game log as [`read_records`] takes it.
+#[derive(Debug)]
+pub enum Read {
+    /// The next record of its game: signed by a trusted key, numbered and chained after the
+    /// last one taken of that game (or the first taken of it).
+    Record {
+        stream_seq: u64,
+        /// Boxed: far larger than the other kinds.
+        opened: Box<boardcast_game::OpenedRecord>,
+    },
+    /// Not a record of the game service's (undecodable, altered, not signed by a trusted key,
+    /// naming another game than its subject's): left out, and the game's log goes on with the
+    /// next record.
+    Refused {
+        stream_seq: u64,
+        subject: String,
+        why: String,
+    },
+    /// The first record of a game that does not follow on from what was taken of it: nothing
+    /// more of that game is taken.
+    Break(LogBreak),
+}
+
+/// The records on `subject` (one game's, or `GAMES_SUBJECTS` for every game) from stream
+/// sequence `start` on, then live, each checked: signed by a key in `trusted` (once a game's
+/// records are signed, every later one), numbered and chained after the one before. A copy of
+/// the record just taken is passed over. Reading from the middle of the log, a game's first
+/// record read is taken as where it starts.
+pub async fn read_records(
+    stream: &Stream,
+    subject: &str,
+    start: u64,
+    trusted: boardcast_game::signing::TrustedKeys,
+) -> Result<impl futures::Stream<Item = Result<Read, LogError>> + Send + use<>, LogError> {
+    let mut checks = Checks {
+        trusted,
+        games: std::collections::HashMap::new(),
+    };
+    let messages = read_from(stream, subject, start).await?;
+    Ok(messages.filter_map(move |message| {
+        futures::future::ready(match message {
+            Ok(message) => checks.take(message).map(Ok),
+            Err(e) => Some(Err(e)),
+        })
+    }))
+}
+
+/// What [`read_records`] keeps of each game it reads.
+struct Checks {
+    trusted: boardcast_game::signing::TrustedKeys,
+    games: std::collections::HashMap<String, Taken>,
+}
+
+/// The last record taken of a game.
+struct Taken {
+    game_seq: u64,
+    hash: Vec<u8>,
+    /// Whether a signed record was taken: from then on every record must be signed.
+    signed: bool,
+    /// The game's log did not follow on: nothing more of it is taken.
+    broken: bool,
+}
+
+impl Checks {
+    fn take(&mut self, message: LogMessage) -> Option<Read> {
+        let stream_seq = message.stream_seq;
+        let subject_game = crate::nats::game_of_subject(&message.subject).unwrap_or_default();
+        let refused = |why: String| Read::Refused {
+            stream_seq,
+            subject: message.subject.clone(),
+            why,
+        };
+        let taken = self.games.get(subject_game);
+        let signed_before = taken.is_some_and(|t| t.signed);
+        let opened =
+            match boardcast_game::Game::read_stored(&message.payload, &self.trusted, signed_before)
+            {
+                Ok(opened) => opened,
+                Err(e) => return Some(refused(e.to_string())),
+            };
+        let (game_id, game_seq) = (&opened.event().game_id, opened.event().game_seq);
+        if game_id != subject_game {
+            return Some(refused(format!("record {game_seq} names game {game_id:?}")));
+        }
+        let record = opened.record();
+        let why = match taken {
+            Some(t) if t.broken => return None,
+            Some(t) if game_seq == t.game_seq && record.hash == t.hash => return None,
+            Some(t) if game_seq <= t.game_seq => Some(format!(
+                "a second record numbered {game_seq}: the log forked"
+            )),
+            Some(t) if game_seq != t.game_seq.saturating_add(1) => Some(format!(
+                "record {game_seq} after record {}: records are missing",
+                t.game_seq
+            )),
+            Some(t) if record.prev_hash != t.hash => {
+                Some("it is not chained to the record before it".to_owned())
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            if let Some(t) = self.games.get_mut(subject_game) {
+                t.broken = true;
+            }
+            return Some(Read::Break(LogBreak {
+                game_id: subject_game.to_owned(),
+                stream_seq,
+                game_seq,
+                why,
+            }));
+        }
+        self.games.insert(
+            subject_game.to_owned(),
+            Taken {
+                game_seq,
+                hash: record.hash.clone(),
+                signed: signed_before || !record.signature.is_empty(),
+                broken: false,
+            },
+        );
+        Some(Read::Record {
+            stream_seq,
+            opened: Box::new(opened),
+        })
+    }
+}
+
 /// How often a reader reads a game whose log does not follow on again, to find it mended.
 pub const MENDED_CHECK: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -280,4 +407,123 @@ pub fn fold_span<'a>(
         }
     }
     span
+}
+
+#[cfg(test)]
+mod tests {
+    use boardcast_game::events::{
+        Annotation, ArbiterAction, GameEventRecord, arbiter_action::Action,
+    };
+    use boardcast_game::signing::{RecordSigner, TrustedKeys};
+    use boardcast_game::{Game, example_game};
+    use prost::Message as _;
+
+    use super::*;
+
+    /// The first `n` records of the game on board `board`, signed, as stored: its start then
+    /// arbiter's notes saying `note`.
+    fn records(board: u32, n: usize, signer: &RecordSigner, note: &str) -> Vec<GameEventRecord> {
+        let info = example_game("open", 1, board, &format!("b{board}"));
+        let (game_id, started) = Game::decide_start(&info, "operator", "r").expect("valid");
+        let first = Game::record_signed(None, &game_id, vec![started], 1_000, signer).remove(0);
+        let mut game = Game::from_first_record(&first).expect("folds");
+        let mut records = vec![first];
+        for i in 1..n {
+            let note = ArbiterAction {
+                action: Some(Action::Annotation(Annotation { text: note.into() })),
+                ..Default::default()
+            };
+            let events = game
+                .decide_arbiter(&note, "arbiter", &format!("r{i}"))
+                .expect("taken");
+            let record =
+                Game::record_signed(Some(&game), &game_id, events, 2_000, signer).remove(0);
+            game.apply(&record).expect("follows");
+            records.push(record);
+        }
+        records
+    }
+
+    fn message(stream_seq: u64, record: &GameEventRecord) -> LogMessage {
+        let game_id = Game::open_record(record).expect("opens").game_id;
+        LogMessage {
+            stream_seq,
+            pending: 0,
+            subject: crate::nats::game_subject(&game_id),
+            payload: record.encode_to_vec().into(),
+            stored_at: std::time::SystemTime::UNIX_EPOCH,
+            trace: opentelemetry::Context::new(),
+        }
+    }
+
+    /// What `checks` makes of each message: `R` a record, `-` refused, `B` a break, `.` none.
+    fn read(checks: &mut Checks, messages: Vec<LogMessage>) -> String {
+        messages
+            .into_iter()
+            .map(|m| match checks.take(m) {
+                Some(Read::Record { .. }) => 'R',
+                Some(Read::Refused { .. }) => '-',
+                Some(Read::Break(_)) => 'B',
+                None => '.',
+            })
+            .collect()
+    }
+
+    #[test]
+    fn records_that_follow_on_are_taken_and_the_rest_named_as_every_reader_names_it() {
+        let signer = RecordSigner::from_seed([9; 32]);
+        let trusted = TrustedKeys::parse(&signer.public_key().to_text()).expect("a key");
+        let checks = || Checks {
+            trusted: trusted.clone(),
+            games: Default::default(),
+        };
+        let game = records(1, 4, &signer, "n");
+        let other = records(2, 3, &signer, "n");
+
+        // In order, a copy of the last passed over, another game alongside.
+        let log = vec![
+            message(1, &game[0]),
+            message(2, &other[0]),
+            message(3, &game[1]),
+            message(4, &game[1]),
+            message(5, &game[2]),
+        ];
+        assert_eq!(read(&mut checks(), log), "RRR.R");
+
+        // A record missing: a break, and nothing more of that game; the other goes on.
+        let mut c = checks();
+        let log = vec![
+            message(1, &game[0]),
+            message(2, &game[2]),
+            message(3, &game[3]),
+            message(4, &other[0]),
+        ];
+        assert_eq!(read(&mut c, log), "RB.R");
+
+        // Two records numbered 2: the log forked.
+        let fork = &records(1, 2, &signer, "another note")[1];
+        let mut c = checks();
+        let read_out = read(
+            &mut c,
+            vec![message(1, &game[0]), message(2, &game[1]), message(3, fork)],
+        );
+        assert_eq!(read_out, "RRB");
+
+        // Refused and left out, the game's log going on: garbage, a record no trusted key
+        // signed, an unsigned one after signed ones.
+        let stranger = RecordSigner::from_seed([66; 32]);
+        let forged = records(1, 2, &stranger, "n");
+        let mut unsigned = game[1].clone();
+        unsigned.signature.clear();
+        let mut garbage = message(2, &game[1]);
+        garbage.payload = bytes::Bytes::from_static(b"not a record");
+        let log = vec![
+            message(1, &game[0]),
+            garbage,
+            message(3, &forged[1]),
+            message(4, &unsigned),
+            message(5, &game[1]),
+        ];
+        assert_eq!(read(&mut checks(), log), "R---R");
+    }
 }

@@ -2,8 +2,7 @@
 
 use super::*;
 use boardcast_game::events::{
-    AlertAcknowledgement, ArbiterAction, EnterMove, GameEvent, GameStarted, Player, TimeControl,
-    TimePeriod, arbiter_action::Action,
+    AlertAcknowledgement, ArbiterAction, EnterMove, GameEvent, arbiter_action::Action,
 };
 use prost::Message as _;
 
@@ -15,27 +14,7 @@ struct Script {
 
 impl Script {
     fn start(tournament: &str, round: u32, board: u32) -> Script {
-        let info = GameStarted {
-            tournament_id: tournament.into(),
-            round,
-            board_number: board,
-            board_id: format!("board{board}"),
-            white: Some(Player {
-                name: "White Player".into(),
-                ..Default::default()
-            }),
-            black: Some(Player {
-                name: "Black Player".into(),
-                ..Default::default()
-            }),
-            time_control: Some(TimeControl {
-                periods: vec![TimePeriod {
-                    base_ms: 5_400_000,
-                    ..Default::default()
-                }],
-            }),
-            ..Default::default()
-        };
+        let info = boardcast_game::example_game(tournament, round, board, &format!("board{board}"));
         let (id, start) = Game::decide_start(&info, "operator", "").expect("valid game");
         let records = Game::record(None, &id, vec![start], 1_000);
         let game = Game::from_first_record(&records[0]).expect("folds");
@@ -89,7 +68,7 @@ fn a_game_is_folded_with_its_timeline_and_clocks() {
     assert_eq!(detail.board.to_move, "black");
     let words: Vec<&str> = detail.timeline.iter().map(|e| e.words.as_str()).collect();
     assert!(
-        words[0].starts_with("game set up: White Player – Black Player"),
+        words[0].starts_with("game set up: White – Black"),
         "{words:?}"
     );
     assert!(
