@@ -1,4 +1,5 @@
-//! The gRPC API of the game service.
+//! The gRPC API of the game service: each call checks its caller, then reads the store or has it
+//! decide and append. Long because tonic takes every call of the service in one `impl` block.
 
 use std::{pin::Pin, sync::Arc};
 

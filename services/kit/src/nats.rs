@@ -1,4 +1,5 @@
-//! NATS subjects, JetStream streams and connection set-up.
+//! NATS subjects, JetStream streams and connection set-up. Every subject, stream and header is
+//! named here and nowhere else, which is why this file is long.
 //!
 //! Streams:
 //! - `BOARDCAST_INGEST_<N>` — device observations of partition N, deduplicated by
