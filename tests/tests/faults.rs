@@ -1,5 +1,5 @@
 //! Faults under load on a three-node NATS cluster with replicated (R3) streams, on the pinned
-//! nats-server (2.15.1, `sync_interval: always`). While 100
+//! nats-server (2.15.1, `sync_interval: always`; another with `scripts/fault-tests-on.sh`). While 100
 //! simulated boards play, one fault after another: kill -9 the leader of the observation stream,
 //! then of the game log; freeze a node (SIGSTOP) for longer than an election; cut a node off the
 //! network (network namespaces; skipped, with a message, where they cannot be made); kill and restart a
@@ -43,7 +43,8 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 #[tokio::test(flavor = "multi_thread")]
 async fn faults_under_load_on_current_nats() -> anyhow::Result<()> {
     let _turn = ONE_AT_A_TIME.lock().await;
-    faults_under_load(NatsServer::current()?).await
+    // The pinned release, or the one BOARDCAST_NATS_SERVER names (scripts/fault-tests-on.sh).
+    faults_under_load(NatsServer::system()?).await
 }
 
 /// The six test games, cycled over `BOARDS` boards (each its own board number).
