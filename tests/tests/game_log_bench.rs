@@ -260,16 +260,16 @@ async fn observations_decided_per_second() -> anyhow::Result<()> {
         );
     }
     // How the decisions that appended nothing were made sure of their game (a request each when
-    // asked).
+    // asked), and how many were made again because their game had moved.
     for service in &services {
         let page = reqwest::get(service.metrics_url("/metrics"))
             .await?
             .text()
             .await?;
-        for line in page
-            .lines()
-            .filter(|l| l.starts_with("boardcast_nothing_decided_total"))
-        {
+        for line in page.lines().filter(|l| {
+            l.starts_with("boardcast_nothing_decided_total")
+                || l.starts_with("boardcast_append_conflicts_total")
+        }) {
             eprintln!("  {line}");
         }
     }
