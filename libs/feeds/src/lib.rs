@@ -366,9 +366,8 @@ impl Feeds {
 
     /// Game `game_id` taken again from its whole log, read again (its records in order): what
     /// was taken of it is dropped, and its view is built again from these as they fall due. For
-    /// a game whose records as delivered did not follow on: one left out, or one the log no
-    /// longer holds (both seen on nats-server 2.9 after a node was killed). When these do not
-    /// follow on either, the game stays as it was.
+    /// a game whose log did not follow on and that an operator mended (records removed, a
+    /// branch kept). When these do not follow on either, the game stays as it was.
     pub fn read_again(
         &mut self,
         game_id: &str,
