@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 say() { echo "fault-tests-on: $*" >&2; }
 
 version="${1:-}"
-if [[ ! "$version" =~ ^2\.[0-9]+\.[0-9]+$ ]]; then
+if [[ ! "$version" =~ ^2\.([0-9]+)\.[0-9]+$ ]] || (( BASH_REMATCH[1] < 12 )); then
   say "usage: scripts/fault-tests-on.sh VERSION   (a nats-server release, 2.12.0 or newer, e.g. 2.12.1)"
   exit 2
 fi

@@ -1341,6 +1341,30 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
     let refused = client.act(enter(forked, "Nf6")).await;
     assert!(refused.is_err(), "a decision on a forked game: {refused:?}");
     let in_log = before_keep.len();
+    // The game's event stream gives its records up to the fork, then ends with DATA_LOSS.
+    let mut events = client
+        .stream_game_events(boardcast_schema::game::v1::StreamGameEventsRequest {
+            game_id: forked.clone(),
+            from_game_seq: 0,
+        })
+        .await?
+        .into_inner();
+    let mut streamed = Vec::new();
+    let ended = loop {
+        match tokio::time::timeout(Duration::from_secs(10), events.message()).await? {
+            Ok(Some(event)) => streamed.push(event.game_seq),
+            Ok(None) => anyhow::bail!("the stream ended without an error after {streamed:?}"),
+            Err(status) => break status,
+        }
+    };
+    // The first branch (the arbiter's 1. e4, its records from 2 on) is what was stored first.
+    let first_branch: Vec<u64> = (1..=streamed.len() as u64).collect();
+    assert!(
+        streamed.len() >= 2 && streamed == first_branch,
+        "{streamed:?}"
+    );
+    assert_eq!(ended.code(), tonic::Code::DataLoss, "{ended:?}");
+    assert!(ended.message().contains("forked"), "{ended:?}");
 
     // The operator looks.
     let nats_url = nats.url();

@@ -91,11 +91,15 @@ async fn two_instances_deciding_200_boards_at_once_never_fork_a_game() -> anyhow
         one, two,
         "both instances serve the same games, chain heads included"
     );
-    // Both decided: the boards' partitions were shared, not left to one of them.
+    // Both appended: the boards' partitions were shared, not left to one of them.
     for (name, service) in [("first", &first), ("second", &second)] {
-        let decided = counted(service, "boardcast_observations_total").await?;
-        assert!(decided > 0.0, "the {name} instance decided nothing");
-        eprintln!("the {name} instance decided {decided} observations");
+        let applied = counted(
+            service,
+            r#"boardcast_observations_total{disposition="applied"}"#,
+        )
+        .await?;
+        assert!(applied > 0.0, "the {name} instance applied no observation");
+        eprintln!("the {name} instance applied {applied} observations");
     }
 
     // Each board's game is the reference game it played, as one instance alone decided it.

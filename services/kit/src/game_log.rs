@@ -100,19 +100,18 @@ pub enum Read {
 
 /// The records on `subject` (one game's, or `GAMES_SUBJECTS` for every game) from stream
 /// sequence `start` on, then live, each checked: signed by a key in `trusted` (once a game's
-/// records are signed, every later one), numbered and chained after the one before. A copy of
-/// the record just taken is passed over. Reading from the middle of the log, a game's first
-/// record read is taken as where it starts.
+/// records are signed, every later one), numbered and chained after the one before. A copy of a
+/// record taken already is passed over. Read from the start, a game begins with its record 1;
+/// read from the middle of the log, a game's first record read is taken as where it starts.
+/// After a break, a game's records are taken again once one follows on from the last taken (an
+/// operator kept that branch).
 pub async fn read_records(
     stream: &Stream,
     subject: &str,
     start: u64,
     trusted: boardcast_game::signing::TrustedKeys,
 ) -> Result<impl futures::Stream<Item = Result<Read, LogError>> + Send + use<>, LogError> {
-    let mut checks = Checks {
-        trusted,
-        games: std::collections::HashMap::new(),
-    };
+    let mut checks = Checks::new(trusted, start <= 1);
     let messages = read_from(stream, subject, start).await?;
     Ok(messages.filter_map(move |message| {
         futures::future::ready(match message {
@@ -125,20 +124,47 @@ pub async fn read_records(
 /// What [`read_records`] keeps of each game it reads.
 struct Checks {
     trusted: boardcast_game::signing::TrustedKeys,
+    /// Whether the log is read from its start: every game then begins with its record 1.
+    from_start: bool,
     games: std::collections::HashMap<String, Taken>,
 }
 
-/// The last record taken of a game.
+/// The records taken of a game.
 struct Taken {
-    game_seq: u64,
-    hash: Vec<u8>,
+    /// The number of the first record taken.
+    first_seq: u64,
+    /// The hash of each record taken, in order from `first_seq`: a copy of any of them is
+    /// passed over, as every reader passes it over.
+    hashes: Vec<Vec<u8>>,
     /// Whether a signed record was taken: from then on every record must be signed.
     signed: bool,
-    /// The game's log did not follow on: nothing more of it is taken.
+    /// The game's log did not follow on: nothing more of it is taken until a record follows on
+    /// from the last one taken.
     broken: bool,
 }
 
+impl Taken {
+    fn last_seq(&self) -> u64 {
+        self.first_seq
+            .saturating_add(self.hashes.len() as u64)
+            .saturating_sub(1)
+    }
+
+    fn hash_of(&self, game_seq: u64) -> Option<&[u8]> {
+        let index = usize::try_from(game_seq.checked_sub(self.first_seq)?).ok()?;
+        self.hashes.get(index).map(Vec::as_slice)
+    }
+}
+
 impl Checks {
+    fn new(trusted: boardcast_game::signing::TrustedKeys, from_start: bool) -> Checks {
+        Checks {
+            trusted,
+            from_start,
+            games: std::collections::HashMap::new(),
+        }
+    }
+
     fn take(&mut self, message: LogMessage) -> Option<Read> {
         let stream_seq = message.stream_seq;
         let subject_game = crate::nats::game_of_subject(&message.subject).unwrap_or_default();
@@ -160,25 +186,36 @@ impl Checks {
             return Some(refused(format!("record {game_seq} names game {game_id:?}")));
         }
         let record = opened.record();
+        let follows_on = |t: &Taken| {
+            game_seq == t.last_seq().saturating_add(1)
+                && Some(record.prev_hash.as_slice()) == t.hash_of(t.last_seq())
+        };
         let why = match taken {
-            Some(t) if t.broken => return None,
-            Some(t) if game_seq == t.game_seq && record.hash == t.hash => return None,
-            Some(t) if game_seq <= t.game_seq => Some(format!(
+            Some(t) if t.hash_of(game_seq) == Some(record.hash.as_slice()) => return None,
+            Some(t) if t.broken && !follows_on(t) => return None,
+            Some(t) if game_seq <= t.last_seq() => Some(format!(
                 "a second record numbered {game_seq}: the log forked"
             )),
-            Some(t) if game_seq != t.game_seq.saturating_add(1) => Some(format!(
+            Some(t) if game_seq != t.last_seq().saturating_add(1) => Some(format!(
                 "record {game_seq} after record {}: records are missing",
-                t.game_seq
+                t.last_seq()
             )),
-            Some(t) if record.prev_hash != t.hash => {
+            Some(t) if !follows_on(t) => {
                 Some("it is not chained to the record before it".to_owned())
             }
+            None if self.from_start && game_seq != 1 => Some(format!(
+                "record {game_seq} is the game's first in the log: records are missing"
+            )),
             _ => None,
         };
         if let Some(why) = why {
-            if let Some(t) = self.games.get_mut(subject_game) {
-                t.broken = true;
-            }
+            let t = self.games.entry(subject_game.to_owned()).or_insert(Taken {
+                first_seq: game_seq,
+                hashes: Vec::new(),
+                signed: false,
+                broken: false,
+            });
+            t.broken = true;
             return Some(Read::Break(LogBreak {
                 game_id: subject_game.to_owned(),
                 stream_seq,
@@ -186,15 +223,25 @@ impl Checks {
                 why,
             }));
         }
-        self.games.insert(
-            subject_game.to_owned(),
-            Taken {
-                game_seq,
-                hash: record.hash.clone(),
-                signed: signed_before || !record.signature.is_empty(),
-                broken: false,
-            },
-        );
+        let signed = !record.signature.is_empty();
+        match self.games.get_mut(subject_game) {
+            Some(t) if !t.hashes.is_empty() => {
+                t.hashes.push(record.hash.clone());
+                t.signed |= signed;
+                t.broken = false;
+            }
+            _ => {
+                self.games.insert(
+                    subject_game.to_owned(),
+                    Taken {
+                        first_seq: game_seq,
+                        hashes: vec![record.hash.clone()],
+                        signed,
+                        broken: false,
+                    },
+                );
+            }
+        }
         Some(Read::Record {
             stream_seq,
             opened: Box::new(opened),
@@ -473,22 +520,29 @@ mod tests {
     fn records_that_follow_on_are_taken_and_the_rest_named_as_every_reader_names_it() {
         let signer = RecordSigner::from_seed([9; 32]);
         let trusted = TrustedKeys::parse(&signer.public_key().to_text()).expect("a key");
-        let checks = || Checks {
-            trusted: trusted.clone(),
-            games: Default::default(),
-        };
+        let checks = || Checks::new(trusted.clone(), true);
         let game = records(1, 4, &signer, "n");
         let other = records(2, 3, &signer, "n");
 
-        // In order, a copy of the last passed over, another game alongside.
+        // In order, copies (of the last record, of an earlier one) passed over, another game
+        // alongside.
         let log = vec![
             message(1, &game[0]),
             message(2, &other[0]),
             message(3, &game[1]),
             message(4, &game[1]),
             message(5, &game[2]),
+            message(6, &game[1]),
+            message(7, &game[3]),
         ];
-        assert_eq!(read(&mut checks(), log), "RRR.R");
+        assert_eq!(read(&mut checks(), log), "RRR.R.R");
+
+        // Read from the start, a game whose first record in the log is not its record 1.
+        let log = vec![message(1, &game[1]), message(2, &game[2])];
+        assert_eq!(read(&mut checks(), log), "B.");
+        // Read from the middle, it starts where it is first read.
+        let log = vec![message(8, &game[1]), message(9, &game[2])];
+        assert_eq!(read(&mut Checks::new(trusted.clone(), false), log), "RR");
 
         // A record missing: a break, and nothing more of that game; the other goes on.
         let mut c = checks();
@@ -505,9 +559,16 @@ mod tests {
         let mut c = checks();
         let read_out = read(
             &mut c,
-            vec![message(1, &game[0]), message(2, &game[1]), message(3, fork)],
+            vec![
+                message(1, &game[0]),
+                message(2, &game[1]),
+                message(3, fork),
+                message(4, &game[1]),
+            ],
         );
-        assert_eq!(read_out, "RRB");
+        assert_eq!(read_out, "RRB.");
+        // The branch taken goes on (an operator kept it): its records are taken again.
+        assert_eq!(read(&mut c, vec![message(5, &game[2])]), "R");
 
         // Refused and left out, the game's log going on: garbage, a record no trusted key
         // signed, an unsigned one after signed ones.
