@@ -7,7 +7,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -19,8 +18,7 @@ use boardcast_schema::game::v1::{
     game_event::Kind,
 };
 use boardcast_testkit::{
-    ArbiterService, GameService, TEST_PASSWORD, TestNats, TestUsers, browser::Browser, program,
-    repo_root,
+    ArbiterService, GameService, TEST_PASSWORD, TestNats, TestUsers, browser::Browser, repo_root,
 };
 use futures::StreamExt as _;
 use prost::Message as _;
@@ -107,20 +105,6 @@ async fn find_event(
     bail!("no such event in {game}")
 }
 
-fn boardcast(args: &[&str]) -> anyhow::Result<(bool, String)> {
-    let out = Command::new(program("boardcast")?)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .context("running boardcast")?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok((out.status.success(), text))
-}
-
 fn fingerprint() -> anyhow::Result<String> {
     Ok(TestUsers::shared()?.signer()?.public_key().fingerprint())
 }
@@ -137,7 +121,7 @@ fn verify_tampered(
     change(&mut tampered);
     let path = dir.join(format!("{name}.bcrec"));
     tampered.write(std::fs::File::create(&path)?)?;
-    boardcast(&[
+    support::boardcast_cli(&[
         "replay",
         &path.to_string_lossy(),
         "--verify",
@@ -246,7 +230,7 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
     // Exported from the live log, then NATS gone.
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("round-1.bcrec");
-    let (ok, out) = boardcast(&[
+    let (ok, out) = support::boardcast_cli(&[
         "export",
         "--nats",
         &nats.url(),
@@ -261,7 +245,7 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
     ])?;
     anyhow::ensure!(ok, "export failed: {out}");
     // The live log can be replayed directly too.
-    let (ok, out) = boardcast(&[
+    let (ok, out) = support::boardcast_cli(&[
         "replay",
         "--nats",
         &nats.url(),
@@ -328,13 +312,14 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
 
     // The CLI agrees: verified against the organiser's fingerprint.
     let file_arg = path.to_string_lossy().to_string();
-    let (ok, out) = boardcast(&["replay", &file_arg, "--verify", "--trust", &fingerprint()?])?;
+    let (ok, out) =
+        support::boardcast_cli(&["replay", &file_arg, "--verify", "--trust", &fingerprint()?])?;
     assert!(ok && out.contains("verified"), "{out}");
     // Without a fingerprint from outside the file nothing is proven.
-    let (ok, out) = boardcast(&["replay", &file_arg, "--verify"])?;
+    let (ok, out) = support::boardcast_cli(&["replay", &file_arg, "--verify"])?;
     assert!(!ok && out.contains("--trust"), "{out}");
     // The human timeline names the arbiter's rulings and the claim.
-    let (ok, out) = boardcast(&["replay", &file_arg, "--trust", &fingerprint()?])?;
+    let (ok, out) = support::boardcast_cli(&["replay", &file_arg, "--trust", &fingerprint()?])?;
     assert!(
         ok && out.contains("[ALERT]") && out.contains("admin"),
         "{out}"
@@ -348,7 +333,7 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
         .find(|s| s.entry().kind == "claim_judged" || s.entry().words.contains("upheld"))
         .map(|s| s.entry().words.clone())
         .context("the claim's ruling is on the timeline")?;
-    let (ok, out) = boardcast(&[
+    let (ok, out) = support::boardcast_cli(&[
         "replay",
         &file_arg,
         "--game",
@@ -366,7 +351,7 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
     );
     // The moment itself: position, clocks, repetitions, the claim available.
     let moment = replay(claim_game, &trusted, Some(At::Seq(before_claim)))?.moment();
-    let (ok, out) = boardcast(&[
+    let (ok, out) = support::boardcast_cli(&[
         "replay",
         &file_arg,
         "--game",
@@ -453,7 +438,7 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
 
     // The HTML replay at a chosen moment, in a real browser.
     let html = dir.path().join("board-1.html");
-    let (ok, out) = boardcast(&[
+    let (ok, out) = support::boardcast_cli(&[
         "replay",
         &file_arg,
         "--game",

@@ -15,7 +15,7 @@ use boardcast_schema::game::v1::{
     GetGameRequest, Termination, arbiter_action::Action, game_event::Kind,
 };
 use boardcast_testkit::{
-    ArbiterService, BroadcastService, GameService, TEST_PASSWORD, TestNats, TestUsers, program,
+    ArbiterService, BroadcastService, GameService, TEST_PASSWORD, TestNats, TestUsers,
 };
 use prost::Message as _;
 
@@ -173,20 +173,7 @@ async fn a_record_no_trusted_key_signed_is_refused_by_every_reader() -> anyhow::
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("forgery.bcrec");
     let keys = TestUsers::shared()?.trusted_keys();
-    let run = |args: &[&str]| -> anyhow::Result<(bool, String)> {
-        let out = std::process::Command::new(program("boardcast")?)
-            .args(args)
-            .output()?;
-        Ok((
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        ))
-    };
-    let (ok, out) = run(&[
+    let (ok, out) = support::boardcast_cli(&[
         "export",
         "--nats",
         &nats.url(),
@@ -199,7 +186,7 @@ async fn a_record_no_trusted_key_signed_is_refused_by_every_reader() -> anyhow::
     ])?;
     assert!(ok, "{out}");
     let file = path.to_string_lossy().to_string();
-    let (ok, out) = run(&[
+    let (ok, out) = support::boardcast_cli(&[
         "replay",
         &file,
         "--verify",
@@ -210,7 +197,8 @@ async fn a_record_no_trusted_key_signed_is_refused_by_every_reader() -> anyhow::
         !ok && out.contains("signed by an unknown key") && out.contains("inserted"),
         "{out}"
     );
-    let (ok, out) = run(&["replay", &file, "--trusted-keys", &keys.to_string_lossy()])?;
+    let (ok, out) =
+        support::boardcast_cli(&["replay", &file, "--trusted-keys", &keys.to_string_lossy()])?;
     assert!(
         ok && out.matches("REFUSED").count() == 2 && out.contains("-- result * after 4 moves"),
         "{out}"

@@ -1624,20 +1624,3 @@ fn pawn_lifted(board: &str, device_seq: u64) -> boardcast_schema::device::v1::Ob
         })),
     }
 }
-
-/// Runs the `boardcast` tool; whether it succeeded, with what it printed.
-fn boardcast_cli(args: &[&str]) -> anyhow::Result<(bool, String)> {
-    let out = std::process::Command::new(boardcast_testkit::program("boardcast")?)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .context("running boardcast")?;
-    Ok((
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    ))
-}

@@ -4,13 +4,13 @@
 
 mod support;
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use async_nats::jetstream;
 use boardcast_schema::game::v1::GameState;
-use boardcast_testkit::{GameService, TestNats, TestUsers, program};
-use support::{PGN, baseline, check_logs, counted, drained_within, play, states};
+use boardcast_testkit::{GameService, TestNats, TestUsers};
+use support::{PGN, baseline, boardcast_cli, check_logs, counted, drained_within, play, states};
 
 const BOARDS: usize = 200;
 
@@ -132,22 +132,7 @@ async fn two_instances_deciding_200_boards_at_once_never_fork_a_game() -> anyhow
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("round-1.bcrec");
     let users = TestUsers::shared()?;
-    let boardcast = |args: &[&str]| -> anyhow::Result<(bool, String)> {
-        let out = Command::new(program("boardcast")?)
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .output()
-            .context("running boardcast")?;
-        Ok((
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        ))
-    };
-    let (ok, out) = boardcast(&[
+    let (ok, out) = boardcast_cli(&[
         "export",
         "--nats",
         &nats.url(),
@@ -162,7 +147,7 @@ async fn two_instances_deciding_200_boards_at_once_never_fork_a_game() -> anyhow
     ])?;
     anyhow::ensure!(ok, "export failed: {out}");
     let fingerprint = users.signer()?.public_key().fingerprint();
-    let (ok, out) = boardcast(&[
+    let (ok, out) = boardcast_cli(&[
         "replay",
         &file.to_string_lossy(),
         "--verify",

@@ -715,3 +715,20 @@ pub async fn counted(service: &GameService, counter: &str) -> anyhow::Result<f64
         .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
         .sum())
 }
+
+/// Runs the `boardcast` tool; whether it succeeded, with what it printed.
+pub fn boardcast_cli(args: &[&str]) -> anyhow::Result<(bool, String)> {
+    let out = std::process::Command::new(boardcast_testkit::program("boardcast")?)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .context("running boardcast")?;
+    Ok((
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    ))
+}
