@@ -231,6 +231,11 @@ pub struct Dirty {
 }
 
 impl Feeds {
+    /// The keys whose signatures the feeds accept on records.
+    pub fn trusted(&self) -> &TrustedKeys {
+        &self.trusted
+    }
+
     pub fn new(delays: Delays, trusted: TrustedKeys) -> Feeds {
         Feeds {
             games: HashMap::new(),

@@ -85,8 +85,6 @@ pub struct Projection {
     /// mended (`boardcast fork keep`) is shown as mended even when no record of it comes any
     /// more.
     not_following_on: Mutex<BTreeMap<String, LogBreak>>,
-    /// The keys records are checked with when a game's log is read again.
-    trusted: TrustedKeys,
     /// Held by a store from taking the changes to writing them, so that two stores (the
     /// timer's, a delay change's) land in the order their changes were taken.
     writing: Mutex<()>,
@@ -115,14 +113,8 @@ impl Projection {
         nats: Option<mpsc::Sender<FeedUpdate>>,
     ) -> anyhow::Result<Projection> {
         let stored = state.read()?;
-        let feeds = Feeds::restore(
-            delays,
-            trusted.clone(),
-            stored.games,
-            stored.rounds,
-            state.run(),
-        )
-        .context("reading the stored feed state")?;
+        let feeds = Feeds::restore(delays, trusted, stored.games, stored.rounds, state.run())
+            .context("reading the stored feed state")?;
         Ok(Projection {
             feeds: RwLock::new(feeds),
             state,
@@ -132,7 +124,6 @@ impl Projection {
             changed: Notify::new(),
             nats,
             not_following_on: Mutex::new(BTreeMap::new()),
-            trusted,
             writing: Mutex::new(()),
         })
     }
@@ -238,16 +229,16 @@ impl Projection {
         if marked.is_empty() {
             return Ok(());
         }
+        let trusted = self.read().trusted().clone();
         for game_id in marked {
-            let records =
-                match game_log::mended_records(stream, &game_id, up_to, &self.trusted).await {
-                    Ok(Some(records)) => records,
-                    Ok(None) => continue,
-                    Err(e) => {
-                        tracing::warn!(game = %game_id, "{e}; trying again later");
-                        continue;
-                    }
-                };
+            let records = match game_log::mended_records(stream, &game_id, up_to, &trusted).await {
+                Ok(Some(records)) => records,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(game = %game_id, "{e}; trying again later");
+                    continue;
+                }
+            };
             // A record bad in itself is left out, as when the log is followed.
             let records: Vec<GameEventRecord> = records
                 .iter()
