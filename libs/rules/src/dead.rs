@@ -527,14 +527,20 @@ fn score_moves_into(pos: &Chess, moves: &MoveList, winner: Color, scored: &mut V
     let winner_pieces = board.by_color(winner) & !board.kings() & !board.pawns();
     let corners = if winner_pieces.any() && winner_pieces.is_subset(board.bishops()) {
         if winner_pieces.is_subset(Bitboard::DARK_SQUARES) {
-            DARK_CORNERS
+            Corners::Dark
         } else if winner_pieces.is_subset(Bitboard::LIGHT_SQUARES) {
-            LIGHT_CORNERS
+            Corners::Light
         } else {
-            ALL_CORNERS
+            Corners::All
         }
     } else {
-        ALL_CORNERS
+        Corners::All
+    };
+    // Distances by table: the walks score every move of every position they visit.
+    let to_loser_king = &KING_DISTANCE[usize::from(loser_king)];
+    let to_corner = &CORNER_DISTANCE[corners as usize];
+    let towards_loser_king = |from: Square, to: Square| {
+        i32::from(to_loser_king[usize::from(from)]) - i32::from(to_loser_king[usize::from(to)])
     };
     // Behind locked pawns a mate needs the structure to change: a pawn capture, which needs a
     // piece offered to a pawn first.
@@ -562,7 +568,7 @@ fn score_moves_into(pos: &Chess, moves: &MoveList, winner: Color, scored: &mut V
             score += if promotion == Role::Queen { 40 } else { -40 };
         }
         if winner_to_move {
-            score += 10 * (distance(from, loser_king) - distance(to, loser_king));
+            score += 10 * towards_loser_king(from, to);
             if m.is_capture() {
                 score += 2;
             }
@@ -571,67 +577,109 @@ fn score_moves_into(pos: &Chess, moves: &MoveList, winner: Color, scored: &mut V
             }
         } else if m.role() == Role::King {
             score += 10
-                * (corner_distance(from, corners) as i32 - corner_distance(to, corners) as i32)
-                + 5 * (edge_distance(from) as i32 - edge_distance(to) as i32);
+                * (i32::from(to_corner[usize::from(from)]) - i32::from(to_corner[usize::from(to)]))
+                + 5 * (i32::from(EDGE_DISTANCE[usize::from(from)])
+                    - i32::from(EDGE_DISTANCE[usize::from(to)]));
         } else {
             if m.is_capture() && m.role() != Role::Pawn {
                 score -= 30;
             }
             // Crowding the own king takes away its flight squares.
-            score += 8 * (distance(from, loser_king) - distance(to, loser_king));
+            score += 8 * towards_loser_king(from, to);
         }
         score
     };
     scored.extend(moves.iter().map(|m| (score(m), *m)));
 }
 
-/// Brings the best move of `scored[next..]` to `next`, the others keeping their order: the
-/// walk takes moves best first and leaves most positions after a few of them, so picking each
-/// in turn costs less than sorting all.
-fn bring_best_forward(scored: &mut [(i32, Move)], next: usize) {
-    let Some(rest) = scored.get(next..) else {
-        return;
-    };
-    let mut best = 0;
-    for (i, &(score, _)) in rest.iter().enumerate() {
-        // The first of equal scores, as a stable sort would have it.
-        if score > rest[best].0 {
-            best = i;
+/// The index of the best move of `scored` not taken yet, and takes it (its score becomes
+/// [`TAKEN`]); `None` when every move was taken. Among equal scores the first: moves come in
+/// the order a stable sort by score gives. The walk leaves most positions after a move or two,
+/// so picking each in turn costs less than sorting all.
+fn take_best(scored: &mut [(i32, Move)]) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for (i, &(score, _)) in scored.iter().enumerate() {
+        if score != TAKEN && best.is_none_or(|b| score > scored[b].0) {
+            best = Some(i);
         }
     }
-    scored[next..=next + best].rotate_right(1);
+    if let Some(b) = best {
+        scored[b].0 = TAKEN;
+    }
+    best
 }
+
+/// The score of a move already taken by [`take_best`]; no move scores it (scores are sums of a
+/// few small terms).
+const TAKEN: i32 = i32::MIN;
 
 /// Behind locked pawns: the weight of a pawn capture, and of a piece moved where an enemy pawn
 /// can take it (the best of a few settings timed on the locked published test positions).
 const STRUCTURE_BONUS: i32 = 60;
 const OFFER_BONUS: i32 = 25;
 
-const ALL_CORNERS: &[Square] = &[Square::A1, Square::H1, Square::A8, Square::H8];
-const DARK_CORNERS: &[Square] = &[Square::A1, Square::H8];
-const LIGHT_CORNERS: &[Square] = &[Square::H1, Square::A8];
-
-/// King steps from `a` to `b` ([`Square::distance`], which is not inlined across crates: the
-/// move ordering computes it for every move of every position the walks visit).
-#[inline]
-fn distance(a: Square, b: Square) -> i32 {
-    let files = (a.file().to_u32() as i32 - b.file().to_u32() as i32).abs();
-    let ranks = (a.rank().to_u32() as i32 - b.rank().to_u32() as i32).abs();
-    files.max(ranks)
+/// The corners a lone king is driven to: any, or those of a lone bishop's colour.
+#[derive(Clone, Copy)]
+enum Corners {
+    All = 0,
+    Dark = 1,
+    Light = 2,
 }
 
-fn corner_distance(sq: Square, corners: &[Square]) -> u32 {
-    corners
-        .iter()
-        .map(|corner| distance(sq, *corner) as u32)
-        .min()
-        .unwrap_or(0)
+/// King steps between two squares, by square index.
+static KING_DISTANCE: [[u8; 64]; 64] = {
+    let mut table = [[0; 64]; 64];
+    let mut a = 0;
+    while a < 64 {
+        let mut b = 0;
+        while b < 64 {
+            table[a][b] = king_steps(a, b);
+            b += 1;
+        }
+        a += 1;
+    }
+    table
+};
+
+/// King steps from a square to the nearest corner of each [`Corners`].
+static CORNER_DISTANCE: [[u8; 64]; 3] = {
+    const A1: usize = 0;
+    const H1: usize = 7;
+    const A8: usize = 56;
+    const H8: usize = 63;
+    let mut table = [[0; 64]; 3];
+    let mut sq = 0;
+    while sq < 64 {
+        let dark = min(king_steps(sq, A1), king_steps(sq, H8));
+        let light = min(king_steps(sq, H1), king_steps(sq, A8));
+        table[Corners::All as usize][sq] = min(dark, light);
+        table[Corners::Dark as usize][sq] = dark;
+        table[Corners::Light as usize][sq] = light;
+        sq += 1;
+    }
+    table
+};
+
+/// Squares from a square to the nearest edge of the board.
+static EDGE_DISTANCE: [u8; 64] = {
+    let mut table = [0; 64];
+    let mut sq = 0;
+    while sq < 64 {
+        let (file, rank) = ((sq % 8) as u8, (sq / 8) as u8);
+        table[sq] = min(min(file, 7 - file), min(rank, 7 - rank));
+        sq += 1;
+    }
+    table
+};
+
+const fn king_steps(a: usize, b: usize) -> u8 {
+    let files = (a % 8).abs_diff(b % 8);
+    let ranks = (a / 8).abs_diff(b / 8);
+    (if files > ranks { files } else { ranks }) as u8
 }
 
-fn edge_distance(sq: Square) -> u32 {
-    let file = sq.file().to_u32();
-    let rank = sq.rank().to_u32();
-    file.min(7 - file).min(rank).min(7 - rank)
+const fn min(a: u8, b: u8) -> u8 {
+    if a < b { a } else { b }
 }
 
 enum Exploration {
@@ -690,12 +738,12 @@ impl nohash_hasher::IsEnabled for PositionKey {}
 
 /// Visits every position reachable from `start`, stopping at positions the static proofs settle.
 fn exhaustive_proof(start: &Chess, side: Color, limit: u64, blocked_proofs: bool) -> Exploration {
-    /// A position on the walk's path; its moves are `moves[first..end]` of the walk, ordered,
-    /// and `next` is the one to try next.
+    /// A position on the walk's path; its moves are `moves[first..end]` of the walk, with their
+    /// scores, and `last` the one tried last (its index in `moves`).
     struct Frame {
         pos: Chess,
         first: usize,
-        next: usize,
+        last: usize,
         end: usize,
     }
     // Sized for the quick walk's positions from the start (the thorough walks grow it).
@@ -715,7 +763,7 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64, blocked_proofs: bool
             stack.push(Frame {
                 pos,
                 first,
-                next: first,
+                last: first,
                 end: moves.len(),
             });
         }
@@ -723,14 +771,13 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64, blocked_proofs: bool
     let mut stack = Vec::new();
     push(start.clone(), &mut moves, &mut stack);
     while let Some(frame) = stack.last_mut() {
-        if frame.next == frame.end {
+        let Some(best) = take_best(&mut moves[frame.first..frame.end]) else {
             moves.truncate(frame.first);
             stack.pop();
             continue;
-        }
-        bring_best_forward(&mut moves[..frame.end], frame.next);
-        let m = moves[frame.next].1;
-        frame.next += 1;
+        };
+        frame.last = frame.first + best;
+        let m = moves[frame.last].1;
         let mut child = frame.pos.clone();
         child.play_unchecked(m);
         if is_mate_by(&child, side) {
@@ -738,7 +785,7 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64, blocked_proofs: bool
             let mode = start.castles().mode();
             let line = stack
                 .iter()
-                .map(|f| uci(moves[f.next - 1].1, mode))
+                .map(|f| uci(moves[f.last].1, mode))
                 .collect();
             return Exploration::Mate(line);
         }
@@ -780,7 +827,7 @@ mod tests {
     }
 
     #[test]
-    fn moves_are_brought_forward_in_the_order_of_a_stable_sort() {
+    fn moves_are_taken_in_the_order_of_a_stable_sort() {
         let start = Chess::default();
         let moves: Vec<Move> = start.legal_moves().into_iter().collect();
         // Many ties, in no order: the walk must take moves exactly as the sort orders them.
@@ -791,11 +838,10 @@ mod tests {
             .collect();
         let mut sorted = scored.clone();
         sorted.sort_by_key(|&(score, _)| std::cmp::Reverse(score));
-        let mut picked = scored;
-        for next in 0..picked.len() {
-            bring_best_forward(&mut picked, next);
-        }
-        assert_eq!(picked, sorted);
+        let mut remaining = scored.clone();
+        let taken: Vec<(i32, Move)> =
+            std::iter::from_fn(|| take_best(&mut remaining).map(|i| scored[i])).collect();
+        assert_eq!(taken, sorted);
     }
 
     #[test]
