@@ -783,10 +783,7 @@ fn exhaustive_proof(start: &Chess, side: Color, limit: u64, blocked_proofs: bool
         if is_mate_by(&child, side) {
             // Each frame's last tried move is the path; the top frame's is `m` itself.
             let mode = start.castles().mode();
-            let line = stack
-                .iter()
-                .map(|f| uci(moves[f.last].1, mode))
-                .collect();
+            let line = stack.iter().map(|f| uci(moves[f.last].1, mode)).collect();
             return Exploration::Mate(line);
         }
         if !seen.insert(PositionKey::of(&child)) {
