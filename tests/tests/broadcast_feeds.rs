@@ -466,6 +466,16 @@ async fn two_instances_serve_the_same_feeds_to_a_viewer_moving_between_them() ->
         viewing.clone(),
         stop.clone(),
     ));
+    // A system on the hall's network keeping its copies from the NATS delta subjects, on which
+    // both instances publish.
+    let nats_viewing = Arc::new(tokio::sync::Mutex::new(Viewing::default()));
+    let nats_viewer = view_nats_deltas(
+        &nats.url(),
+        &format!("boardcast.delta.{TOURNAMENT}.9.*"),
+        instances[0].http.to_string(),
+        nats_viewing.clone(),
+    )
+    .await?;
     let file = write(&round_nine(BOARDS)?)?;
     let status = simulate(
         file.path(),
@@ -481,6 +491,18 @@ async fn two_instances_serve_the_same_feeds_to_a_viewer_moving_between_them() ->
     stop.store(true, std::sync::atomic::Ordering::Release);
     let viewing = viewer_ends_with(&viewing, &served, &instances[1]).await?;
     viewer.abort();
+    {
+        let nats_viewing = viewer_ends_with(&nats_viewing, &served, &instances[0]).await?;
+        assert!(
+            nats_viewing.deltas > nats_viewing.wholes,
+            "NATS: {} deltas, {} games whole",
+            nats_viewing.deltas,
+            nats_viewing.wholes
+        );
+        // Each change came from both instances: the second copy of it changed nothing.
+        assert!(nats_viewing.games.repeated > 0, "no delta came twice");
+    }
+    finish_watching(nats_viewer).await?;
     assert!(
         viewing.connections >= 4,
         "{} connections",
@@ -704,6 +726,70 @@ async fn read_nats(
     Ok(())
 }
 
+/// Subscribes to the NATS delta subjects `subject` at once, then keeps each game from them for
+/// as long as the test runs (a delta its copy cannot take brings the game whole from the
+/// service at `http`, as the WebSocket's clients do).
+async fn watch_nats_deltas(
+    nats: String,
+    subject: String,
+    http: String,
+    seen: Seen,
+) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    let client = async_nats::connect(nats).await?;
+    let mut feed = client.subscribe(subject).await?;
+    client.flush().await?;
+    Ok(tokio::spawn(async move {
+        let _client = client;
+        let mut games = support::LiveGames::default();
+        let url = format!("http://{http}/tournaments/");
+        while let Some(message) = feed.next().await {
+            let (kind, data) = nats_update(&message.payload)?;
+            take_live(&url, &mut games, kind, &data, "nats deltas", &seen).await?;
+        }
+        Ok(())
+    }))
+}
+
+/// Keeps each game of the NATS delta subjects `subject` in `viewing` (subscribed at once), as
+/// [`view_round`] does from server-sent events.
+async fn view_nats_deltas(
+    nats: &str,
+    subject: &str,
+    http: String,
+    viewing: Arc<tokio::sync::Mutex<Viewing>>,
+) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    let client = async_nats::connect(nats).await?;
+    let mut feed = client.subscribe(subject.to_owned()).await?;
+    client.flush().await?;
+    Ok(tokio::spawn(async move {
+        let _client = client;
+        let url = format!("http://{http}/tournaments/");
+        while let Some(message) = feed.next().await {
+            let (kind, data) = nats_update(&message.payload)?;
+            let mut viewing = viewing.lock().await;
+            match kind {
+                "delta" => viewing.deltas += 1,
+                _ => viewing.wholes += 1,
+            }
+            if let support::Taken::Missed(game_id) = viewing.games.take(kind, &data)? {
+                let whole = fetch_whole(&url, &game_id).await?;
+                viewing.games.replace(whole);
+            }
+        }
+        Ok(())
+    }))
+}
+
+/// A message of a NATS delta subject: its kind (`game` or `delta`) and the game or delta.
+fn nats_update(payload: &[u8]) -> anyhow::Result<(&'static str, String)> {
+    let value: serde_json::Value = serde_json::from_slice(payload)?;
+    match value["type"].as_str() {
+        Some("game") => Ok(("game", value["game"].to_string())),
+        Some("delta") => Ok(("delta", value["delta"].to_string())),
+        _ => bail!("not a live update: {value}"),
+    }
+}
+
 /// Stops a live watcher, with the error it stopped on if it found the feed wrong.
 async fn finish_watching(
     watcher: tokio::task::JoinHandle<anyhow::Result<()>>,
@@ -862,6 +948,13 @@ async fn the_delay_holds_back_every_endpoint_and_only_ever_moves_forward() -> an
             noting(&sights),
         )
         .await?,
+        watch_nats_deltas(
+            nats.url(),
+            format!("boardcast.delta.{TOURNAMENT}.9.*"),
+            broadcast.http.to_string(),
+            noting(&sights),
+        )
+        .await?,
     ];
     let source = round_nine(BOARDS)?;
     let file = write(&source)?;
@@ -951,6 +1044,7 @@ async fn the_delay_holds_back_every_endpoint_and_only_ever_moves_forward() -> an
         "sse",
         "websocket",
         "nats",
+        "nats deltas",
     ] {
         assert!(
             endpoints.get(endpoint).is_some_and(|n| *n > 3),

@@ -654,7 +654,19 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
         );
         let next = nats::next_message(&games, 2, GAMES_SUBJECTS).await?;
         assert_eq!(next.map(|m| m.sequence), Some(2));
-        assert_eq!(reader.refusal_count(), 0, "{role}");
+        // The broadcast service publishes the live updates, whole and as deltas; the arbiter
+        // service may not.
+        for subject in ["boardcast.feed.t.1.1", "boardcast.delta.t.1.1"] {
+            let client = reader.js.client();
+            client.publish(subject, "{}".into()).await?;
+            client.flush().await?;
+            if role == Role::ArbiterService {
+                reader.refused(subject).await?;
+            }
+        }
+        if role == Role::BroadcastService {
+            assert_eq!(reader.refusal_count(), 0, "{role}");
+        }
     }
     for client in [&game, &simulator, &gateway] {
         assert_eq!(client.refusal_count(), 0);

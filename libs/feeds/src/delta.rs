@@ -154,10 +154,21 @@ fn tail<T: Clone>(all: &[T], from: usize) -> Vec<T> {
     all.get(from..).unwrap_or_default().to_vec()
 }
 
+/// What [`apply_delta`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The copy is now at the delta's version.
+    Changed,
+    /// The copy already was at the delta's version or a later one: the same update came again
+    /// (every instance of the service publishes on the NATS subjects) or after the game was
+    /// fetched whole. Nothing to do.
+    AlreadyHad,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeltaError {
-    /// The copy is at another version than the delta's base: an update was missed (or this
-    /// one came twice). Ask for the game again.
+    /// The copy is at an earlier version than the delta's base: an update was missed. Ask for
+    /// the game again.
     #[error("the game is at version {have}; this update applies to version {base}")]
     OtherVersion { have: u64, base: u64 },
     #[error("not a game update of this game: {0}")]
@@ -167,8 +178,9 @@ pub enum DeltaError {
 }
 
 /// Applies a delta (as JSON) to a game (as JSON), as a client does: the game is left as it was
-/// when the delta does not apply to it.
-pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<(), DeltaError> {
+/// when the delta does not apply to it. Versions are positions in the game's log, so a copy at
+/// the delta's version or later already shows what it tells.
+pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<Applied, DeltaError> {
     let (Some(copy), Some(fields)) = (game.as_object(), delta.as_object()) else {
         return Err(DeltaError::Malformed("both must be JSON objects".into()));
     };
@@ -181,8 +193,11 @@ pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<(), DeltaError> {
         )));
     }
     let (have, base) = (number(copy, "version")?, number(fields, "base")?);
-    number(fields, "version")?;
+    let version = number(fields, "version")?;
     // A version 0 names no content (state written before versions were kept).
+    if have != 0 && have >= version {
+        return Ok(Applied::AlreadyHad);
+    }
     if have != base || base == 0 {
         return Err(DeltaError::OtherVersion { have, base });
     }
@@ -202,7 +217,7 @@ pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<(), DeltaError> {
             _ => game[name] = value.clone(),
         }
     }
-    Ok(())
+    Ok(Applied::Changed)
 }
 
 fn text<'a>(object: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a str> {

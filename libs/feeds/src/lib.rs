@@ -31,7 +31,7 @@ pub use delay::{
     DelayError, Delays, MAX_DELAY_MS, RELEASE_STEP_MS, STEPPED_FROM_MS, release_point,
     release_step_ms,
 };
-pub use delta::{DeltaError, GameDelta, apply_delta};
+pub use delta::{Applied, DeltaError, GameDelta, apply_delta};
 pub use standings::{RoundSummary, Standing, TeamStanding, TournamentSummary};
 pub use teams::{MatchView, team_matches};
 pub use view::{ClockView, GameView, PlayerView, national_moves};

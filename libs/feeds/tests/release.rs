@@ -3,7 +3,7 @@
 //! gives the game as the feeds now show it, nothing that shows nothing new is an update, and a
 //! copy at another version is told so, not changed.
 
-use boardcast_feeds::{Delays, DeltaError, Feeds, RoundKey, apply_delta, national_moves};
+use boardcast_feeds::{Applied, Delays, DeltaError, Feeds, RoundKey, apply_delta, national_moves};
 use boardcast_game::{
     Game,
     events::{
@@ -623,7 +623,11 @@ impl Viewer {
                 (Some(copy), Some(delta)) => {
                     self.delta_bytes += delta.len();
                     let delta: Value = serde_json::from_str(&delta).expect("JSON");
-                    apply_delta(copy, &delta).expect("applies to the copy before it");
+                    assert_eq!(
+                        apply_delta(copy, &delta),
+                        Ok(Applied::Changed),
+                        "applies to the copy before it"
+                    );
                     assert_eq!(*copy, now_shown, "after {delta}");
                 }
                 _ => {
@@ -756,6 +760,12 @@ fn a_delta_for_another_version_or_game_changes_nothing() {
         "{missed:?}"
     );
     assert_eq!(stale, before);
+    // A copy that has the change already (the same delta published again by another instance,
+    // or the game fetched whole since) is left as it is.
+    let mut current = json(&feeds, &id);
+    let had = current.clone();
+    assert_eq!(apply_delta(&mut current, &delta), Ok(Applied::AlreadyHad));
+    assert_eq!(current, had);
     let mut other = before.clone();
     other["game_id"] = "another".into();
     let kept = other.clone();

@@ -40,7 +40,8 @@ Routes (T = tournament id, N = round number, B = board number):\n  \
 /api/push                          the lichess push's status per round\n  \
 /healthz, /readyz                  alive; caught up with the game log\n\n\
 /metrics (Prometheus text: live connections, log-to-fold latency) is served on --metrics-listen only.\n\
-Live updates are also published as JSON on NATS, subject boardcast.feed.T.N.B."
+Live updates are also published as JSON on NATS: each game whole on boardcast.feed.T.N.B, as deltas\n\
+on boardcast.delta.T.N.B (docs/live-updates.md)."
 )]
 struct Args {
     /// NATS server to use.

@@ -96,10 +96,21 @@ pub fn now_unix_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// The NATS subject of a game's live updates.
+/// The NATS subject of a game's live updates, each the game whole: for readers that join at any
+/// moment and keep no copy.
 pub fn feed_subject(round: &RoundKey, board_number: u32) -> String {
     format!(
         "boardcast.feed.{}.{}.{board_number}",
+        round.tournament_id, round.round
+    )
+}
+
+/// The NATS subject of a game's live updates as deltas (`{"type":"delta","delta":…}`), or the
+/// game whole (`{"type":"game","game":…}`) when a change is no delta: for readers that keep a
+/// copy, as the WebSocket's messages without a cursor (NATS has no resuming).
+pub fn delta_subject(round: &RoundKey, board_number: u32) -> String {
+    format!(
+        "boardcast.delta.{}.{}.{board_number}",
         round.tournament_id, round.round
     )
 }
@@ -311,23 +322,34 @@ impl Projection {
                 ) else {
                     continue;
                 };
+                let delta = feeds.game_delta(&change.game_id);
                 if let Some(sender) = live.get(&change.round) {
                     // No receivers is fine: nobody is watching.
                     let _ = sender.send(Update {
                         game_id: change.game_id.clone(),
                         version,
                         json: json.clone(),
-                        delta: feeds.game_delta(&change.game_id),
+                        delta: delta.clone(),
                     });
                 }
                 if let Some(nats) = &self.nats {
-                    let subject = feed_subject(&change.round, game.info.board_number);
-                    let payload = bytes::Bytes::from(json.as_bytes().to_vec());
-                    if let Err(e) = nats.try_send((subject, payload)) {
-                        tracing::warn!(
-                            game = %change.game_id,
-                            "a NATS feed update is dropped ({e}); the game's next one has its whole state"
-                        );
+                    let board = game.info.board_number;
+                    let whole = bytes::Bytes::from(json.as_bytes().to_vec());
+                    let as_delta = match &delta {
+                        Some(delta) => format!("{{\"type\":\"delta\",\"delta\":{delta}}}"),
+                        None => format!("{{\"type\":\"game\",\"game\":{json}}}"),
+                    };
+                    for update in [
+                        (feed_subject(&change.round, board), whole),
+                        (delta_subject(&change.round, board), as_delta.into()),
+                    ] {
+                        if let Err(e) = nats.try_send(update) {
+                            tracing::warn!(
+                                game = %change.game_id,
+                                "a NATS feed update is dropped ({e}); the game's next one on the \
+                                 feed subject has its whole state, its next delta will not apply"
+                            );
+                        }
                     }
                 }
             }

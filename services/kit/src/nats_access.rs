@@ -119,7 +119,8 @@ impl Role {
                 "the only writer of the game logs, dead letters, assignments, delays and session ends; creates the streams"
             }
             Role::BroadcastService => {
-                "reads the game logs; publishes the released live updates (boardcast.feed.>)"
+                "reads the game logs; publishes the released live updates (boardcast.feed.>, \
+                 boardcast.delta.>)"
             }
             Role::ArbiterService => "reads the game logs only",
             Role::Simulator => "publishes observations of any board",
@@ -549,12 +550,13 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
             allow.extend(read_stream(GAMES_STREAM));
             allow.extend(follow_stream(GAMES_STREAM));
             if *role == Role::BroadcastService {
-                // The released live updates, for other venue systems; the delays in force.
-                allow.push("boardcast.feed.>".to_owned());
+                // The released live updates, whole and as deltas, for other venue systems; the
+                // delays in force.
+                allow.extend(["boardcast.feed.>", "boardcast.delta.>"].map(str::to_owned));
                 allow.extend(read_stream(DELAYS_STREAM));
                 allow.extend(follow_stream(DELAYS_STREAM));
             } else {
-                deny.push("boardcast.feed.>".to_owned());
+                deny.extend(["boardcast.feed.>", "boardcast.delta.>"].map(str::to_owned));
             }
             deny.extend(
                 [

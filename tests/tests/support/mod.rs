@@ -641,6 +641,8 @@ pub struct LiveGames {
     pub games: BTreeMap<String, serde_json::Value>,
     /// Deltas that came for a copy at another version (or none): the game was fetched whole.
     pub missed: usize,
+    /// Deltas the copy already had (published by each instance, or fetched whole since).
+    pub repeated: usize,
 }
 
 /// What one live update did to the copies.
@@ -669,12 +671,17 @@ impl LiveGames {
                 let applied = self
                     .games
                     .get_mut(&game_id)
-                    .is_some_and(|copy| boardcast_feeds::apply_delta(copy, &value).is_ok());
-                if applied {
-                    Ok(Taken::Game(game_id))
-                } else {
-                    self.missed += 1;
-                    Ok(Taken::Missed(game_id))
+                    .map(|copy| boardcast_feeds::apply_delta(copy, &value));
+                match applied {
+                    Some(Ok(boardcast_feeds::Applied::Changed)) => Ok(Taken::Game(game_id)),
+                    Some(Ok(boardcast_feeds::Applied::AlreadyHad)) => {
+                        self.repeated += 1;
+                        Ok(Taken::Game(game_id))
+                    }
+                    _ => {
+                        self.missed += 1;
+                        Ok(Taken::Missed(game_id))
+                    }
                 }
             }
             _ => Ok(Taken::Other),
