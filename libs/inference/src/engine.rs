@@ -30,12 +30,37 @@ struct Node {
     parent: Option<NodeId>,
     mv: Option<Move>,
     ply: u32,
-    children: Option<Vec<NodeId>>,
+    /// Its successors, once made ([`Inference::add_children`]).
+    children: Option<Children>,
     /// The input that last made this node current.
     reached_seq: Option<Seq>,
     /// Pruned: out of the index and its parent's children, waiting for the nodes to be
     /// compacted (see [`Inference::prune`]).
     forgotten: bool,
+}
+
+/// A node's successors, one per legal move: made together, they sit side by side in the nodes
+/// (compaction keeps their order), so they are a range, of which the forgotten ones are no
+/// longer children. A range rather than a list: deciding an observation copies the engine, and
+/// with it every node, and a list per node was an allocation each.
+#[derive(Debug, Clone, Copy)]
+struct Children {
+    first: NodeId,
+    len: usize,
+}
+
+impl Children {
+    fn ids(self) -> std::ops::Range<NodeId> {
+        self.first..self.first + self.len
+    }
+}
+
+/// The children of `nodes[id]`: its successors not forgotten.
+fn children(nodes: &[Node], id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+    nodes[id]
+        .children
+        .map_or(ROOT..ROOT, Children::ids)
+        .filter(|&child| !nodes[child].forgotten)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -292,16 +317,10 @@ impl Inference {
             return;
         }
         for &id in &newly_forgotten {
+            // Forgotten, it is no longer among its parent's children.
             let node = &mut self.nodes[id];
             node.forgotten = true;
             node.children = None;
-            // A forgotten branch hangs from a kept node: only its first node is among the
-            // parent's children.
-            if let Some(parent) = node.parent.filter(|&p| keep[p])
-                && let Some(children) = self.nodes[parent].children.as_mut()
-            {
-                children.retain(|&c| c != id);
-            }
         }
         self.index.retain(|_, id| keep[*id]);
         self.forgotten += newly_forgotten.len();
@@ -330,9 +349,13 @@ impl Inference {
             if kept {
                 node.parent = node.parent.and_then(|p| new_id[p]);
                 if let Some(children) = node.children.as_mut() {
-                    for c in children.iter_mut() {
-                        *c = new_id[*c].unwrap_or(ROOT);
-                    }
+                    // The kept ones, still side by side.
+                    let mut kept_ids = children.ids().filter_map(|c| new_id[c]);
+                    let first = kept_ids.next();
+                    *children = Children {
+                        first: first.unwrap_or(ROOT),
+                        len: first.map_or(0, |_| 1 + kept_ids.count()),
+                    };
                 }
             }
             kept
@@ -363,11 +386,9 @@ impl Inference {
         if self.nodes[id].children.is_none() {
             self.add_children(id);
         }
-        // Indexed again (some may have been unindexed), without copying the list: this runs
-        // on every placement the board shows.
-        let count = self.nodes[id].children.as_ref().map_or(0, Vec::len);
-        for i in 0..count {
-            let child = self.nodes[id].children.as_ref().map_or(id, |c| c[i]);
+        // Indexed again (some may have been unindexed): this runs on every placement the board
+        // shows.
+        for child in children(&self.nodes, id) {
             self.index
                 .insert(self.nodes[child].pos.board().clone(), child);
         }
@@ -378,11 +399,10 @@ impl Inference {
     fn add_children(&mut self, id: NodeId) {
         let pos = self.nodes[id].pos.clone();
         let ply = self.nodes[id].ply + 1;
-        let mut children = Vec::new();
+        let first = self.nodes.len();
         for m in pos.legal_moves() {
             let mut next = pos.clone();
             next.play_unchecked(m);
-            children.push(self.nodes.len());
             self.nodes.push(Node {
                 pos: next,
                 parent: Some(id),
@@ -393,11 +413,14 @@ impl Inference {
                 forgotten: false,
             });
         }
-        self.nodes[id].children = Some(children);
+        self.nodes[id].children = Some(Children {
+            first,
+            len: self.nodes.len() - first,
+        });
     }
 
     fn unindex_children(&mut self, id: NodeId) {
-        for &child in self.nodes[id].children.iter().flatten() {
+        for child in children(&self.nodes, id) {
             let board = self.nodes[child].pos.board();
             if self.index.get(board) == Some(&child) {
                 self.index.remove(board);
@@ -407,12 +430,7 @@ impl Inference {
 
     fn child_by_move(&mut self, id: NodeId, m: Move) -> NodeId {
         self.expand(id);
-        let existing = self.nodes[id]
-            .children
-            .iter()
-            .flatten()
-            .copied()
-            .find(|&c| self.nodes[c].mv == Some(m));
+        let existing = children(&self.nodes, id).find(|&c| self.nodes[c].mv == Some(m));
         match existing {
             Some(child) => child,
             None => {
