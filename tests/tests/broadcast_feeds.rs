@@ -499,7 +499,7 @@ async fn two_instances_serve_the_same_feeds_to_a_viewer_moving_between_them() ->
             nats_viewing.deltas,
             nats_viewing.wholes
         );
-        // Each change came from both instances: the second copy of it changed nothing.
+        // Changes came from both instances: a second copy of one was skipped, not fetched.
         assert!(nats_viewing.games.repeated > 0, "no delta came twice");
     }
     finish_watching(nats_viewer).await?;

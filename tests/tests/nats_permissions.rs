@@ -654,6 +654,7 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
         );
         let next = nats::next_message(&games, 2, GAMES_SUBJECTS).await?;
         assert_eq!(next.map(|m| m.sequence), Some(2));
+        assert_eq!(reader.refusal_count(), 0, "{role}");
         // The broadcast service publishes the live updates, whole and as deltas; the arbiter
         // service may not.
         for subject in ["boardcast.feed.t.1.1", "boardcast.delta.t.1.1"] {
@@ -665,6 +666,8 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
             }
         }
         if role == Role::BroadcastService {
+            // A refusal would have come by now: the arbiter's come within this time.
+            tokio::time::sleep(Duration::from_millis(500)).await;
             assert_eq!(reader.refusal_count(), 0, "{role}");
         }
     }

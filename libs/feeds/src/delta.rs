@@ -4,7 +4,9 @@
 //! The contract is on JSON, as a page or another venue system sees it: a [`GameDelta`] names the
 //! `version` the game had before it (`base`) and the one it gives it (`version`); a client whose
 //! copy of the game is at another version missed an update and asks for the game again (its
-//! `.json`, or a new connection) instead of applying it. Only the fields that changed are
+//! `.json`, or a new connection) instead of applying it — unless the delta is the very change
+//! its copy already shows, come again from another instance ([`Applied::AlreadyHad`]). Only the
+//! fields that changed are
 //! present; new completed moves are added to the end, or, with `moves_from`, replace those from
 //! that index on (after a position an arbiter restored).
 
@@ -159,16 +161,16 @@ fn tail<T: Clone>(all: &[T], from: usize) -> Vec<T> {
 pub enum Applied {
     /// The copy is now at the delta's version.
     Changed,
-    /// The copy already was at the delta's version or a later one: the same update came again
-    /// (every instance of the service publishes on the NATS subjects) or after the game was
-    /// fetched whole. Nothing to do.
+    /// The copy is at the delta's version and already shows everything it tells: the same
+    /// change came again (every instance of the service publishes on the NATS subjects).
+    /// Nothing to do.
     AlreadyHad,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeltaError {
-    /// The copy is at an earlier version than the delta's base: an update was missed. Ask for
-    /// the game again.
+    /// The copy is at another version than the delta's base (an update was missed), or at the
+    /// delta's version but showing something else. Ask for the game again.
     #[error("the game is at version {have}; this update applies to version {base}")]
     OtherVersion { have: u64, base: u64 },
     #[error("not a game update of this game: {0}")]
@@ -178,8 +180,12 @@ pub enum DeltaError {
 }
 
 /// Applies a delta (as JSON) to a game (as JSON), as a client does: the game is left as it was
-/// when the delta does not apply to it. Versions are positions in the game's log, so a copy at
-/// the delta's version or later already shows what it tells.
+/// when the delta does not apply to it.
+///
+/// A copy already at the delta's version takes it as a repeat only when it shows every value
+/// the delta tells: a version is a number in the game's log, and after an operator kept one
+/// branch of a log that forked, the same number may stand for other content than the copy
+/// holds (it then asks for the game again, as for a missed update).
 pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<Applied, DeltaError> {
     let (Some(copy), Some(fields)) = (game.as_object(), delta.as_object()) else {
         return Err(DeltaError::Malformed("both must be JSON objects".into()));
@@ -194,17 +200,17 @@ pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<Applied, DeltaErro
     }
     let (have, base) = (number(copy, "version")?, number(fields, "base")?);
     let version = number(fields, "version")?;
+    let kept = fields
+        .get("moves_from")
+        .and_then(Value::as_u64)
+        .and_then(|k| usize::try_from(k).ok());
     // A version 0 names no content (state written before versions were kept).
-    if have != 0 && have >= version {
+    if have == version && have != base && have != 0 && shows(copy, fields, kept) {
         return Ok(Applied::AlreadyHad);
     }
     if have != base || base == 0 {
         return Err(DeltaError::OtherVersion { have, base });
     }
-    let kept = fields
-        .get("moves_from")
-        .and_then(Value::as_u64)
-        .and_then(|k| usize::try_from(k).ok());
     for (name, value) in fields {
         match name.as_str() {
             "game_id" | "base" | "moves_from" => {}
@@ -218,6 +224,29 @@ pub fn apply_delta(game: &mut Value, delta: &Value) -> Result<Applied, DeltaErro
         }
     }
     Ok(Applied::Changed)
+}
+
+/// Whether `copy` shows every value of the delta `fields` (moves from `kept` on, else at its
+/// end).
+fn shows(
+    copy: &serde_json::Map<String, Value>,
+    fields: &serde_json::Map<String, Value>,
+    kept: Option<usize>,
+) -> bool {
+    fields.iter().all(|(name, value)| match name.as_str() {
+        "game_id" | "base" | "moves_from" => true,
+        "moves" | "uci" | "move_clocks" => {
+            let (Some(list), Some(tail)) =
+                (copy.get(name).and_then(Value::as_array), value.as_array())
+            else {
+                return false;
+            };
+            let from = kept.unwrap_or(list.len().saturating_sub(tail.len()));
+            list.get(from..)
+                .is_some_and(|shown| shown == tail.as_slice())
+        }
+        _ => copy.get(name) == Some(value),
+    })
 }
 
 fn text<'a>(object: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a str> {

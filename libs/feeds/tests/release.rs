@@ -760,12 +760,32 @@ fn a_delta_for_another_version_or_game_changes_nothing() {
         "{missed:?}"
     );
     assert_eq!(stale, before);
-    // A copy that has the change already (the same delta published again by another instance,
-    // or the game fetched whole since) is left as it is.
+    // A copy that has the change already (the same delta published again by another instance)
+    // is left as it is.
     let mut current = json(&feeds, &id);
     let had = current.clone();
     assert_eq!(apply_delta(&mut current, &delta), Ok(Applied::AlreadyHad));
     assert_eq!(current, had);
+    // At that version but showing other moves (a branch an operator removed from a log that
+    // forked, whose numbers the kept one reuses): asked for again, not taken as a repeat.
+    let mut elsewhere = had.clone();
+    elsewhere["moves"] = serde_json::json!(["d4", "d5"]);
+    let kept = elsewhere.clone();
+    assert!(matches!(
+        apply_delta(&mut elsewhere, &delta),
+        Err(DeltaError::OtherVersion { .. })
+    ));
+    assert_eq!(elsewhere, kept);
+    // Past it: asked for again too (the copy may be on a removed branch; a fetch of an older
+    // game changes nothing).
+    let mut ahead = had.clone();
+    ahead["version"] = serde_json::json!(delta["version"].as_u64().expect("a version") + 1);
+    let kept = ahead.clone();
+    assert!(matches!(
+        apply_delta(&mut ahead, &delta),
+        Err(DeltaError::OtherVersion { .. })
+    ));
+    assert_eq!(ahead, kept);
     let mut other = before.clone();
     other["game_id"] = "another".into();
     let kept = other.clone();

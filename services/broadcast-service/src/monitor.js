@@ -175,13 +175,11 @@ function connect(onGame) {
     onGame(g);
   });
   // What changed since the game's previous version: applied to the copy at that version; a
-  // copy already at the delta's version (fetched whole meanwhile) has it; a copy at an earlier
-  // one missed an update, so the game is fetched whole instead.
+  // copy at another one missed an update, so the game is fetched whole instead.
   // Deltas come as unnamed events (`message`).
   source.addEventListener("message", e => {
     const d = JSON.parse(e.data);
     const g = games.get(d.game_id);
-    if (g && g.version >= d.version) return;
     if (!g || g.version !== d.base) {
       fetchGame(d.game_id, onGame);
       return;

@@ -49,8 +49,9 @@ const LIVE_BACKLOG: usize = 4096;
 /// A game's update on its NATS feed subject.
 pub type FeedUpdate = (String, bytes::Bytes);
 
-/// How many NATS feed updates may wait for a publisher that cannot keep up (NATS unreachable):
-/// past that an update is dropped with a warning; the game's next update carries its whole state.
+/// How many NATS feed updates may wait for a publisher that cannot keep up (NATS unreachable; two
+/// per change, whole and as a delta): past that an update is dropped with a warning; the game's
+/// next update on the feed subject carries its whole state, its next delta does not apply.
 pub const FEED_QUEUE: usize = 65_536;
 
 /// Publishes the feed updates one after the other, so that a game's subject carries them in the
