@@ -6,9 +6,8 @@
 //! copy of the game is at another version missed an update and asks for the game again (its
 //! `.json`, or a new connection) instead of applying it — unless the delta is the very change
 //! its copy already shows, come again from another instance ([`Applied::AlreadyHad`]). Only the
-//! fields that changed are
-//! present; new completed moves are added to the end, or, with `moves_from`, replace those from
-//! that index on (after a position an arbiter restored).
+//! fields that changed are present; new completed moves are added to the end, or, with
+//! `moves_from`, replace those from that index on (after a position an arbiter restored).
 
 use serde_json::Value;
 
