@@ -699,10 +699,20 @@ async fn watch_nats(
     subject: String,
     seen: Seen,
 ) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
-    let client = async_nats::connect(nats).await?;
-    let feed = client.subscribe(subject).await?;
-    client.flush().await?;
+    let (client, feed) = subscribed(&nats, &subject).await?;
     Ok(tokio::spawn(read_nats(client, feed, seen)))
+}
+
+/// A subscription to `subject`, in force once this returns (the server has it): core NATS keeps
+/// nothing for a subscriber that comes later.
+async fn subscribed(
+    nats: &str,
+    subject: &str,
+) -> anyhow::Result<(async_nats::Client, async_nats::Subscriber)> {
+    let client = async_nats::connect(nats).await?;
+    let feed = client.subscribe(subject.to_owned()).await?;
+    client.flush().await?;
+    Ok((client, feed))
 }
 
 async fn read_nats(
@@ -735,9 +745,7 @@ async fn watch_nats_deltas(
     http: String,
     seen: Seen,
 ) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
-    let client = async_nats::connect(nats).await?;
-    let mut feed = client.subscribe(subject).await?;
-    client.flush().await?;
+    let (client, mut feed) = subscribed(&nats, &subject).await?;
     Ok(tokio::spawn(async move {
         let _client = client;
         let mut games = support::LiveGames::default();
@@ -758,9 +766,7 @@ async fn view_nats_deltas(
     http: String,
     viewing: Arc<tokio::sync::Mutex<Viewing>>,
 ) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
-    let client = async_nats::connect(nats).await?;
-    let mut feed = client.subscribe(subject.to_owned()).await?;
-    client.flush().await?;
+    let (client, mut feed) = subscribed(nats, subject).await?;
     Ok(tokio::spawn(async move {
         let _client = client;
         let url = format!("http://{http}/tournaments/");

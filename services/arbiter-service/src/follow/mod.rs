@@ -33,7 +33,7 @@ pub use views::{
     AlertKey, AlertView, AtError, BoardView, Change, Damage, FollowStatus, GameDetail,
     PendingPenalty, PositionView, RoundView,
 };
-use views::{alert_view, move_views, player_name, side_to_move, words_of};
+use views::{alert_view, move_views, player_name, provisional_words, side_to_move, words_of};
 
 /// One game as the service keeps it.
 struct GameEntry {
@@ -156,11 +156,7 @@ impl GameEntry {
             to_move: side_to_move(game),
             completed_plies: game.completed_moves().len(),
             last_move,
-            provisional: game
-                .provisional_line()
-                .iter()
-                .map(|p| format!("{} {}", timeline::move_number(p.ply), p.san))
-                .collect(),
+            provisional: provisional_words(game),
             clocks: folded.clocks,
             state: if self.damage.is_some() {
                 "damaged"
@@ -566,11 +562,7 @@ impl Games {
             to_move: side_to_move(game),
             completed_plies: game.completed_moves().len(),
             moves: move_views(game),
-            provisional: game
-                .provisional_line()
-                .iter()
-                .map(|p| format!("{} {}", timeline::move_number(p.ply), p.san))
-                .collect(),
+            provisional: provisional_words(game),
             clocks: folded.clocks,
             result: game.result_token(),
             words,

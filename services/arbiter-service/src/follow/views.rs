@@ -232,6 +232,14 @@ pub(super) fn side_to_move(game: &Game) -> &'static str {
     }
 }
 
+/// The moves the board shows that no press confirmed yet, numbered (`12. Nf3`, `12... Nc6`).
+pub(super) fn provisional_words(game: &Game) -> Vec<String> {
+    game.provisional_line()
+        .iter()
+        .map(|p| format!("{} {}", timeline::move_number(p.ply), p.san))
+        .collect()
+}
+
 pub(super) fn move_views(game: &Game) -> Vec<MoveView> {
     game.completed_moves()
         .iter()
