@@ -7,6 +7,8 @@
 //! applied, and one that does not follow on (a gap, two records with one number) marks the game
 //! broken. A broken game takes no decision until an operator mended its log and it was folded
 //! afresh from it ([`Games::replace`]).
+//!
+//! A third of the file is its tests: every way a record can follow on, or not, on the index alone.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::AssertUnwindSafe;

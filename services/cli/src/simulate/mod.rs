@@ -12,9 +12,15 @@ use boardcast_game::{
 };
 use boardcast_kit::nats::{observation_message_id, observation_subject};
 use boardcast_rules::pgn::{PgnGame, ScoreStop, StopReason, read_pgn};
-use boardcast_sim::{ClockSetup, Incident, ScriptOptions, script};
+use boardcast_sim::{ClockSetup, ScriptOptions, script};
 use prost::Message as _;
 use tokio::time::Instant;
+
+mod dgt_out;
+mod incidents;
+
+pub use dgt_out::{DgtOutArgs, write_dgt_streams};
+pub use incidents::{BoardIncident, IncidentArgs, incident_record};
 
 /// How fast simulated time runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -124,204 +130,6 @@ impl SimulateArgs {
                 .map(|n| n.saturating_sub(1).saturating_mul(2).saturating_add(1)),
         }
     }
-}
-
-/// Which disturbances the DGT byte streams of `--dgt-out` carry.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DgtDisturbances {
-    #[default]
-    All,
-    None,
-}
-
-/// Writing each board's game as the raw bytes of a DGT board and clock instead of publishing.
-#[derive(clap::Args, Debug, Clone)]
-pub struct DgtOutArgs {
-    /// Write each board's DGT byte stream to DIR/<board_id>.dgt (a capture `boardcast gateway
-    /// replay-dgt` reads), its timing to DIR/<board_id>.timing.tsv and what happened to
-    /// DIR/<board_id>.record.txt, instead of publishing observations.
-    #[arg(long, value_name = "DIR")]
-    pub dgt_out: Option<PathBuf>,
-    /// Seed of the simulated players' behaviour (board N uses seed + N - 1).
-    #[arg(long, default_value_t = 1)]
-    pub dgt_seed: u64,
-    /// Human and sensor disturbances in the DGT byte streams.
-    #[arg(long, value_enum, default_value = "all")]
-    pub dgt_disturbances: DgtDisturbances,
-    // Here rather than in `SimulateArgs`, which the demo builds field by field.
-    #[command(flatten)]
-    pub incidents: IncidentArgs,
-}
-
-impl Default for DgtOutArgs {
-    fn default() -> Self {
-        DgtOutArgs {
-            dgt_out: None,
-            dgt_seed: 1,
-            dgt_disturbances: DgtDisturbances::All,
-            incidents: IncidentArgs::default(),
-        }
-    }
-}
-
-/// Incidents injected into the published observations, and the record of what was injected.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct IncidentArgs {
-    /// Incidents to inject into the boards' games: board=N:KIND@ply=P[:NAME=VALUE], repeated or
-    /// comma-separated.
-    ///
-    /// N is the board (1 to --boards), P the ply before whose move the incident happens (1 is
-    /// White's first move, 2 Black's). KIND is one of:
-    /// press-without-move (the player to move presses without moving, the opponent presses
-    /// back, the move follows);
-    /// irregular-placement[:for=DURATION] (the piece the move moves is put on a square it
-    /// cannot reach and left there, default 8s);
-    /// offline[:for=DURATION] (the board disconnected, then back, default 20s);
-    /// battery-low[:percent=P] (default 15);
-    /// lost-observations[:count=N] (the last N observations of the move's hand are never
-    /// published, default 2).
-    /// DURATION is 8000, 8000ms or 8s.
-    ///
-    /// Example: --incidents board=2:press-without-move@ply=7,board=3:irregular-placement@ply=9
-    /// --incidents board=1:offline@ply=5:for=30s
-    #[arg(long = "incidents", value_name = "SPEC", value_delimiter = ',')]
-    pub specs: Vec<BoardIncident>,
-    /// Write to FILE (JSON), before playing, each board's game id and the incidents injected into
-    /// it with the alerts each is expected to raise.
-    #[arg(long, value_name = "FILE")]
-    pub incident_record: Option<PathBuf>,
-}
-
-/// One `--incidents` spec: an incident on a board (numbered from 1).
-#[derive(Debug, Clone, PartialEq)]
-pub struct BoardIncident {
-    pub board: usize,
-    pub incident: Incident,
-}
-
-impl FromStr for BoardIncident {
-    type Err = String;
-    fn from_str(spec: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("incident {spec:?}: expected board=N:KIND@ply=P[:NAME=VALUE]...");
-        let (board, incident) = spec
-            .trim()
-            .strip_prefix("board=")
-            .and_then(|rest| rest.split_once(':'))
-            .ok_or_else(bad)?;
-        let board = board
-            .parse::<usize>()
-            .ok()
-            .filter(|b| *b >= 1)
-            .ok_or_else(bad)?;
-        Ok(BoardIncident {
-            board,
-            incident: incident.parse()?,
-        })
-    }
-}
-
-/// What `--incident-record` holds.
-#[derive(Debug, serde::Serialize)]
-pub struct IncidentRecord {
-    pub boards: Vec<BoardRecord>,
-}
-
-#[derive(Debug, serde::Serialize)]
-pub struct BoardRecord {
-    pub board_id: String,
-    /// The game the board is set up with: `<tournament>-r<round>-b<board number>`.
-    pub game_id: String,
-    pub incidents: Vec<IncidentEntry>,
-}
-
-#[derive(Debug, serde::Serialize)]
-pub struct IncidentEntry {
-    /// The incident as `--incidents` writes it, without the board.
-    pub incident: String,
-    pub kind: &'static str,
-    pub ply: u32,
-    pub expected_alerts: Vec<AlertEntry>,
-}
-
-#[derive(Debug, serde::Serialize)]
-pub struct AlertEntry {
-    /// The alert kind's stable name, as the arbiter service lists it, e.g. `press_in_doubt`.
-    pub kind: &'static str,
-    pub ply: u32,
-}
-
-/// The record of what the plans inject.
-pub fn incident_record(plans: &[BoardPlan]) -> IncidentRecord {
-    let boards = plans
-        .iter()
-        .map(|plan| BoardRecord {
-            board_id: plan.board_id.clone(),
-            game_id: boardcast_game::game_id_for(
-                &plan.started.tournament_id,
-                plan.started.round,
-                plan.started.board_number,
-            ),
-            incidents: plan
-                .options
-                .incidents
-                .iter()
-                .map(|incident| IncidentEntry {
-                    incident: incident.to_string(),
-                    kind: incident.kind_name(),
-                    ply: incident.ply(),
-                    expected_alerts: incident
-                        .expected_alerts()
-                        .into_iter()
-                        .map(|a| AlertEntry {
-                            kind: a.kind.name(),
-                            ply: a.ply,
-                        })
-                        .collect(),
-                })
-                .collect(),
-        })
-        .collect();
-    IncidentRecord { boards }
-}
-
-/// Writes every board's game as a DGT capture with its timing sidecar and record.
-pub fn write_dgt_streams(plans: &[BoardPlan], args: &DgtOutArgs) -> anyhow::Result<()> {
-    use boardcast_sim::dgt::{DgtSimOptions, Disturbances, simulate};
-    let Some(dir) = &args.dgt_out else {
-        return Ok(());
-    };
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (i, plan) in plans.iter().enumerate() {
-        let options = DgtSimOptions {
-            seed: args.dgt_seed.wrapping_add(i as u64),
-            disturbances: match args.dgt_disturbances {
-                DgtDisturbances::All => Disturbances::all(),
-                DgtDisturbances::None => Disturbances::none(),
-            },
-            initial_clock_ms: plan.options.initial_clock_ms,
-            default_think_ms: plan.options.default_think_ms,
-            serial_number: format!("{:05}", 10_000 + i % 90_000),
-            white_on_left: plan.options.clock.white_display != ClockDisplay::Right,
-            clock_turned_before_ply: plan.options.clock.turned_before_ply,
-            ..DgtSimOptions::default()
-        };
-        let sim = simulate(&plan.game, &options)
-            .with_context(|| format!("simulating board {}", plan.board_id))?;
-        let write = |name: String, bytes: &[u8]| {
-            let path = dir.join(name);
-            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))
-        };
-        write(format!("{}.dgt", plan.board_id), &sim.capture_bytes())?;
-        write(
-            format!("{}.timing.tsv", plan.board_id),
-            sim.timing_sidecar().as_bytes(),
-        )?;
-        write(
-            format!("{}.record.txt", plan.board_id),
-            sim.record.to_string().as_bytes(),
-        )?;
-    }
-    Ok(())
 }
 
 /// One simulated board and the game it plays.
