@@ -8,6 +8,7 @@
 
 mod delay;
 mod delta;
+mod lichess;
 mod standings;
 mod teams;
 mod view;
@@ -32,6 +33,7 @@ pub use delay::{
     release_step_ms,
 };
 pub use delta::{Applied, DeltaError, GameDelta, apply_delta};
+pub use lichess::{LICHESS_MAX_GAMES, LichessPush, LichessPusher};
 pub use standings::{RoundSummary, Standing, TeamStanding, TournamentSummary};
 pub use teams::{MatchView, team_matches};
 pub use view::{ClockView, GameView, PlayerView, national_moves};
@@ -581,6 +583,14 @@ impl Feeds {
     /// A team event's matches in the round, as shown ([`team_matches`]).
     pub fn round_matches(&self, key: &RoundKey) -> Vec<MatchView> {
         team_matches(self.round_feed_games(key).filter_map(|g| g.view.as_ref()))
+    }
+
+    /// The shown games of a round in board order, each with the round's version when it last
+    /// changed.
+    pub fn round_games_with_versions(&self, key: &RoundKey) -> Vec<(&DisplayGame, u64)> {
+        self.round_feed_games(key)
+            .filter_map(|g| Some((g.shown.as_ref()?, g.changed_at)))
+            .collect()
     }
 
     pub fn round_games(&self, key: &RoundKey) -> Vec<&DisplayGame> {

@@ -3,7 +3,9 @@
 //! gives the game as the feeds now show it, nothing that shows nothing new is an update, and a
 //! copy at another version is told so, not changed.
 
-use boardcast_feeds::{Applied, Delays, DeltaError, Feeds, RoundKey, apply_delta, national_moves};
+use boardcast_feeds::{
+    Applied, Delays, DeltaError, Feeds, LichessPusher, RoundKey, apply_delta, national_moves,
+};
 use boardcast_game::{
     Game,
     events::{
@@ -487,6 +489,100 @@ fn a_revised_provisional_move_is_shown_corrected_then_completed() {
     let text = feeds.round_pgn(&key(1)).expect("shown").text.clone();
     assert!(!text.contains("provisional"), "{text}");
     assert!(text.contains("Bb5 {[%clk 1:23:20]}"), "{text}");
+}
+
+#[test]
+fn a_lichess_push_holds_completed_moves_only_on_its_boards_and_at_most_100_games() {
+    use boardcast_game::{
+        NewEvent,
+        events::{MoveCompleted, MoveProvisional, Provenance, Source, game_event::Kind},
+    };
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
+    let mut first = start(1, 1, T0);
+    first.play("e4", T0);
+    feed(&mut feeds, &first.records);
+    for board in 2..=101 {
+        feed(&mut feeds, &start(1, board, T0).records);
+    }
+    let id = first.game.game_id().to_owned();
+    let seen = Game::record(
+        Some(&first.game),
+        &id,
+        vec![NewEvent {
+            kind: Kind::MoveProvisional(MoveProvisional {
+                ply: 2,
+                uci: "e7e5".into(),
+                san: "e5".into(),
+                replaces_uci: String::new(),
+            }),
+            provenance: Provenance {
+                source: Source::BoardSensor as i32,
+                ..Default::default()
+            },
+        }],
+        T0 + 1,
+    );
+    for r in &seen {
+        first.game.apply(r).expect("applies");
+    }
+    feed(&mut feeds, &seen);
+    feeds.release(T0 + 1);
+    let mut pusher = LichessPusher::default();
+    let push = pusher.push(&feeds.round_games_with_versions(&key(1)), None);
+    assert_eq!(push.games, 100);
+    assert_eq!(push.left_out_boards, [101]);
+    let games = read_games(&push.text).expect("valid PGN");
+    assert_eq!(games.len(), 100);
+    // The move only the board shows is not pushed; the feed shows it, marked.
+    let moves = |g: &boardcast_rules::pgn::PgnGame| {
+        g.moves.iter().map(|m| m.san.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(moves(&games[0]), ["e4"]);
+    assert!(!push.text.contains("provisional"));
+    assert!(
+        feeds
+            .round_pgn(&key(1))
+            .expect("shown")
+            .text
+            .contains("provisional")
+    );
+    assert_eq!(games[0].tag("TimeControl"), Some("5400+30"));
+    // A range of boards.
+    let range = pusher.push(&feeds.round_games_with_versions(&key(1)), Some(&(2..=3)));
+    let boards: Vec<_> = read_games(&range.text)
+        .expect("valid PGN")
+        .iter()
+        .map(|g| g.tag("Board").unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(boards, ["2", "3"]);
+    assert!(range.left_out_boards.is_empty());
+
+    // Completed by the press: pushed, with its clock.
+    let completed = Game::record(
+        Some(&first.game),
+        &id,
+        vec![NewEvent {
+            kind: Kind::MoveCompleted(MoveCompleted {
+                ply: 2,
+                uci: "e7e5".into(),
+                san: "e5".into(),
+                white_remaining_ms: Some(5_390_000),
+                black_remaining_ms: Some(5_380_000),
+                ..Default::default()
+            }),
+            provenance: Provenance {
+                source: Source::Clock as i32,
+                ..Default::default()
+            },
+        }],
+        T0 + 2,
+    );
+    feed(&mut feeds, &completed);
+    feeds.release(T0 + 2);
+    let push = pusher.push(&feeds.round_games_with_versions(&key(1)), None);
+    let games = read_games(&push.text).expect("valid PGN");
+    assert_eq!(moves(&games[0]), ["e4", "e5"]);
+    assert!(push.text.contains("e5 {[%clk 1:29:40]}"), "{}", push.text);
 }
 
 #[test]

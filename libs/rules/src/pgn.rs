@@ -751,9 +751,18 @@ fn write_with_notes(game: &PgnGame, notes: &[MoveNotes]) -> String {
     out
 }
 
-/// Comment text that cannot end the comment early: braces become parentheses.
+/// Comment text that cannot end the comment early, nor the game: braces become parentheses,
+/// and line breaks and other control characters spaces (an arbiter's note is free text; a blank
+/// line followed by `[` is where readers such as lichess split a file into games).
 fn comment_text(text: &str) -> String {
-    text.replace('{', "(").replace('}', ")")
+    text.chars()
+        .map(|c| match c {
+            '{' => '(',
+            '}' => ')',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect()
 }
 
 /// A tag value as PGN's string token allows it: quotes and backslashes escaped, and no line
@@ -810,6 +819,23 @@ mod tests {
         assert_eq!(games[0].tag("Black"), Some("Jones"));
         assert_eq!(games[0].moves.len(), 1);
         assert_eq!(games[0].moves[0].san, "e4");
+    }
+
+    #[test]
+    fn a_comment_with_braces_and_blank_lines_stays_one_comment_of_one_game() {
+        let mut game = read_games("[Result \"*\"]\n\n1. e4 e5 *\n")
+            .expect("reads")
+            .remove(0);
+        game.moves[0].comment = Some("seen }\n\n[Event \"Forged\"]\r\n1. d4 {".into());
+        let text = write_game(&game);
+        assert!(!text.contains("\n\n["), "{text}");
+        let games = read_games(&text).expect("reads back");
+        assert_eq!(games.len(), 1, "{text}");
+        assert_eq!(
+            games[0].moves[0].comment.as_deref(),
+            Some("seen ) [Event \"Forged\"] 1. d4 (")
+        );
+        assert_eq!(games[0].moves.len(), 2);
     }
 
     #[test]

@@ -95,8 +95,10 @@ struct Args {
     /// again whenever it changes: the way to change a delay during a round.
     #[arg(long, env = "BOARDCAST_DELAY_FILE")]
     delay_file: Option<PathBuf>,
-    /// Push a round to a lichess broadcast round on every change:
-    /// TOURNAMENT/ROUND=LICHESS_ROUND_ID; repeat for several rounds.
+    /// Push a round to a lichess broadcast round on every change (its completed moves; what
+    /// the board shows before the press follows it): TOURNAMENT/ROUND=LICHESS_ROUND_ID; repeat
+    /// for several rounds. A lichess round holds at most 100 games: push a larger round as
+    /// ranges of boards, TOURNAMENT/ROUND:1-100=ID1, TOURNAMENT/ROUND:101-200=ID2, …
     #[arg(long = "push-lichess")]
     push_lichess: Vec<push::PushTarget>,
     /// The lichess server to push to.

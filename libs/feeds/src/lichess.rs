@@ -1,0 +1,168 @@
+//! A round as a lichess broadcast round takes it by push (`POST /api/broadcast/round/{id}/push`),
+//! which is not quite the PGN feed:
+//!
+//! - A lichess broadcast round holds at most [`LICHESS_MAX_GAMES`] games and silently drops the
+//!   rest of a push, so a larger round goes to several lichess rounds, each a range of boards.
+//! - Lichess strips every comment from the moves it imports and never removes a move it once
+//!   showed (a changed move becomes the main line, the old one stays as a variation). A move no
+//!   clock press confirmed yet would lose the comment that says so and could stay on as a stray
+//!   variation (a rook seen first in a castling), so it is left out until its press completes it.
+//! - Lichess reads `TimeControl` in seconds only from a few sites; from any other site a base of
+//!   180 or less is taken as minutes (`180+2` would be three hours), and a value of several
+//!   periods not at all, which also stops it from using the broadcast's own time control. So
+//!   such a value is written the way lichess reads it, or left out.
+
+use std::{collections::HashMap, ops::RangeInclusive};
+
+use boardcast_game::display::DisplayGame;
+use boardcast_game::events::TimeControl;
+use boardcast_rules::pgn::write_annotated_game;
+
+/// The most games a lichess broadcast round holds.
+pub const LICHESS_MAX_GAMES: usize = 100;
+
+/// The body of one push and what it leaves out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LichessPush {
+    /// The games as PGN, in board order; empty when none is shown yet.
+    pub text: String,
+    pub games: usize,
+    /// Board numbers of the shown games past [`LICHESS_MAX_GAMES`], not in the body.
+    pub left_out_boards: Vec<u32>,
+}
+
+/// Builds the pushes of one lichess round, keeping each game's PGN until the game changes: a
+/// round changes many times a second, each time for a game or two.
+#[derive(Debug, Default)]
+pub struct LichessPusher {
+    /// By game id: the version of the game rendered, and its PGN.
+    rendered: HashMap<String, (u64, String)>,
+}
+
+impl LichessPusher {
+    /// The shown games of a round (in board order, each with the version it last changed at)
+    /// on the boards of `boards` (all when `None`) as one push.
+    pub fn push(
+        &mut self,
+        round_games: &[(&DisplayGame, u64)],
+        boards: Option<&RangeInclusive<u32>>,
+    ) -> LichessPush {
+        let mut push = LichessPush {
+            text: String::new(),
+            games: 0,
+            left_out_boards: Vec::new(),
+        };
+        let on_boards = round_games
+            .iter()
+            .filter(|(g, _)| boards.is_none_or(|range| range.contains(&g.info.board_number)));
+        let mut kept = HashMap::with_capacity(LICHESS_MAX_GAMES);
+        for &(game, version) in on_boards {
+            if push.games == LICHESS_MAX_GAMES {
+                push.left_out_boards.push(game.info.board_number);
+                continue;
+            }
+            let entry = match self.rendered.remove(&game.game_id) {
+                Some(entry) if entry.0 == version => entry,
+                _ => (version, lichess_pgn(game)),
+            };
+            push.text.push_str(&entry.1);
+            push.games += 1;
+            kept.insert(game.game_id.clone(), entry);
+        }
+        self.rendered = kept;
+        push
+    }
+}
+
+/// One game as lichess should take it: completed moves only, `TimeControl` as lichess reads it.
+fn lichess_pgn(game: &DisplayGame) -> String {
+    let mut annotated = game.to_pgn();
+    // The moves no press confirmed follow the completed ones.
+    annotated.game.moves.truncate(game.moves.len());
+    let time_control = game
+        .info
+        .time_control
+        .as_ref()
+        .and_then(lichess_time_control);
+    annotated
+        .game
+        .tags
+        .retain(|(name, _)| name != "TimeControl");
+    if let Some(value) = time_control {
+        annotated.game.tags.push(("TimeControl".to_owned(), value));
+    }
+    write_annotated_game(&annotated)
+}
+
+/// A time control as lichess reads a `TimeControl` tag from a site other than its own: one
+/// period, its base in seconds when over 180, in minutes when 180 s or less and whole minutes.
+/// `None` (no tag, so lichess uses the broadcast's own setting) for anything else.
+fn lichess_time_control(tc: &TimeControl) -> Option<String> {
+    let [period] = tc.periods.as_slice() else {
+        return None;
+    };
+    let (base_s, increment_s) = (period.base_ms / 1000, period.increment_ms / 1000);
+    if period.base_ms % 1000 != 0 || period.increment_ms % 1000 != 0 {
+        return None;
+    }
+    let base = if base_s > 180 {
+        base_s
+    } else if base_s > 0 && base_s % 60 == 0 {
+        base_s / 60
+    } else {
+        return None;
+    };
+    Some(format!("{base}+{increment_s}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use boardcast_game::events::TimePeriod;
+
+    use super::*;
+
+    fn tc(periods: &[(u32, u64, u64)]) -> TimeControl {
+        TimeControl {
+            periods: periods
+                .iter()
+                .map(|&(moves, base_ms, increment_ms)| TimePeriod {
+                    moves,
+                    base_ms,
+                    increment_ms,
+                    ..TimePeriod::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn time_controls_are_written_as_lichess_reads_them_or_left_out() {
+        // Classical and rapid: seconds, as the PGN standard has them.
+        assert_eq!(
+            lichess_time_control(&tc(&[(0, 5_400_000, 30_000)])).as_deref(),
+            Some("5400+30")
+        );
+        assert_eq!(
+            lichess_time_control(&tc(&[(0, 600_000, 5_000)])).as_deref(),
+            Some("600+5")
+        );
+        // Blitz: lichess would read 180 as minutes.
+        assert_eq!(
+            lichess_time_control(&tc(&[(0, 180_000, 2_000)])).as_deref(),
+            Some("3+2")
+        );
+        assert_eq!(
+            lichess_time_control(&tc(&[(0, 60_000, 0)])).as_deref(),
+            Some("1+0")
+        );
+        // What lichess would misread or not read at all.
+        for unreadable in [
+            tc(&[(0, 90_000, 0)]),
+            tc(&[(40, 5_400_000, 30_000), (0, 1_800_000, 30_000)]),
+            tc(&[(0, 180_500, 0)]),
+            tc(&[]),
+        ] {
+            assert_eq!(lichess_time_control(&unreadable), None, "{unreadable:?}");
+        }
+    }
+}
