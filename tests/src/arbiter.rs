@@ -15,6 +15,8 @@ use crate::{ManagedProcess, free_port, program, wait_for_port};
 pub struct ArbiterService {
     pub process: ManagedProcess,
     pub http: SocketAddr,
+    /// Its operators' address (`/metrics`).
+    pub metrics: SocketAddr,
 }
 
 impl ArbiterService {
@@ -22,22 +24,33 @@ impl ArbiterService {
     /// rulings to the game service at `game_service_url`, on a free local port.
     pub fn start(nats_url: &str, game_service_url: &str) -> anyhow::Result<ArbiterService> {
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()?));
         let mut process = ManagedProcess::spawn(
             "boardcast-arbiter-service",
             Command::new(program("boardcast-arbiter-service")?)
                 .args(["--nats", nats_url, "--game-service", game_service_url])
                 .args(["--http-listen", &http.to_string()])
+                .args(["--metrics-listen", &metrics.to_string()])
                 .arg("--trusted-keys")
                 .arg(crate::TestUsers::shared()?.trusted_keys())
                 .env("RUST_LOG", "warn")
                 .stdin(Stdio::null()),
         )?;
         wait_for_port(&mut process, http, Duration::from_secs(30))?;
-        Ok(ArbiterService { process, http })
+        Ok(ArbiterService {
+            process,
+            http,
+            metrics,
+        })
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.http)
+    }
+
+    /// A URL on its operators' address.
+    pub fn metrics_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.metrics)
     }
 
     /// Signs `user` in through `POST /login` and returns the session (its cookie carried by

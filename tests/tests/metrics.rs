@@ -121,7 +121,15 @@ async fn metrics_count_what_happened_in_a_short_round() -> anyhow::Result<()> {
         .await?
         .state
         .last_sequence;
-    let arbiter_page = scraped_until(&http, &arbiter.url("/metrics"), |page| {
+    // Not on the dashboard's address, which remote arbiters (and anyone) reach.
+    let on_dashboard = http.get(arbiter.url("/metrics")).send().await?;
+    let status = on_dashboard.status();
+    let text = on_dashboard.text().await?;
+    assert!(
+        !status.is_success() && !text.contains("boardcast_"),
+        "{status}: {text}"
+    );
+    let arbiter_page = scraped_until(&http, &arbiter.metrics_url("/metrics"), |page| {
         total(page, "boardcast_log_folded_seq", "") == last as f64
     })
     .await?;

@@ -39,7 +39,7 @@ Routes:\n  \
 /events?tournament=..&round=..           the live alert queue (server-sent events)\n  \
 /api/...                                 the JSON behind the pages\n  \
 /healthz                                 liveness, and whether the game log is being followed\n  \
-/metrics                                 Prometheus text format (alerts open, log position, latency)\n\n\
+/metrics (Prometheus text: alerts open, log position, latency) is served on --metrics-listen only.\n\n\
 Example:\n  boardcast-arbiter-service --nats nats://arbiter:secret@127.0.0.1:4222 \\\n    \
 --game-service https://games.hall.local:50051 --game-service-ca ca.pem \\\n    \
 --http-listen 0.0.0.0:8443 --tls-cert arbiters.pem --tls-key arbiters-key.pem"
@@ -77,6 +77,10 @@ struct Args {
         default_value = "127.0.0.1:8090"
     )]
     http_listen: SocketAddr,
+    /// Address to serve /metrics on, for operators (e.g. 127.0.0.1:9466); none without it. Not
+    /// on the dashboard's address, which remote arbiters reach: its counters move with play.
+    #[arg(long, env = "BOARDCAST_ARBITER_METRICS_LISTEN")]
+    metrics_listen: Option<SocketAddr>,
     /// PEM certificate (chain) to serve HTTPS with; needs --tls-key. Session cookies are then
     /// marked Secure. Without both, plain HTTP (put a TLS proxy in front for remote arbiters).
     #[arg(long, env = "BOARDCAST_ARBITER_TLS_CERT", requires = "tls_key")]
@@ -154,9 +158,10 @@ async fn main() -> anyhow::Result<()> {
             ..Default::default()
         },
     );
-    let app = http::router(state)
-        .merge(exposition.router())
-        .into_make_service_with_connect_info::<SocketAddr>();
+    let app = http::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    if let Some(addr) = args.metrics_listen {
+        boardcast_kit::metrics::serve_metrics(addr, exposition).await?;
+    }
 
     let listener = std::net::TcpListener::bind(args.http_listen)
         .with_context(|| format!("binding the HTTP address {}", args.http_listen))?;

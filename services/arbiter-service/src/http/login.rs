@@ -15,10 +15,18 @@ use boardcast_kit::now_unix_ms;
 use super::{AppState, LOGIN_HTML, escape, message_page, status_of};
 use crate::auth;
 
-/// A path on this site to go back to after logging in (never another site).
+/// A path on this site to go back to after logging in (never another site): visible ASCII
+/// only, since browsers drop tabs and line breaks from a URL (`/\t/evil.example` would become
+/// `//evil.example`, another site) and read a backslash as a slash.
 pub(super) fn safe_next(next: Option<&str>) -> &str {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && n.bytes().all(|b| b.is_ascii_graphic() && b != b'\\') =>
+        {
+            n
+        }
         _ => "/",
     }
 }
@@ -249,3 +257,30 @@ pub(super) async fn logout(State(state): State<AppState>, headers: HeaderMap) ->
 
 // ---------------------------------------------------------------------------------------------
 // Pages.
+
+#[cfg(test)]
+mod tests {
+    use super::safe_next;
+
+    #[test]
+    fn only_a_path_on_this_site_is_gone_back_to() {
+        for path in ["/", "/games/open-r1-b1", "/alerts?board=3&x=%2F%2Fa"] {
+            assert_eq!(safe_next(Some(path)), path);
+        }
+        for other_site in [
+            "//evil.example",
+            "/\\evil.example",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\r\n/evil.example",
+            "/ /evil.example",
+            "https://evil.example",
+            "evil.example",
+            "/caf\u{e9}",
+            "",
+        ] {
+            assert_eq!(safe_next(Some(other_site)), "/", "{other_site:?}");
+        }
+        assert_eq!(safe_next(None), "/");
+    }
+}
