@@ -1,5 +1,6 @@
 //! Sessions that end: a logout, a password change and a disabled user end the old session on
-//! every instance, gRPC and dashboard alike, within seconds; API tokens expire and rotate.
+//! every instance, gRPC and dashboard alike, within seconds, and a disabled user's API token
+//! too, also where it was checked before; API tokens expire and rotate.
 //!
 //! Two game services share one NATS, each with its own copy of the users file (as two hosts of a
 //! hall have), and each with a dashboard in front. Only the first copy is changed: the second
@@ -191,6 +192,66 @@ async fn a_logout_a_password_change_and_a_disable_end_the_session_everywhere() -
     // None of it touched anybody else's session.
     hall.accepted_everywhere(&bystander).await?;
     hall.accepted_everywhere(&again).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_disabled_users_api_token_is_refused_everywhere_though_it_was_checked_before()
+-> anyhow::Result<()> {
+    let users = TestUsers::shared()?;
+    users.add(
+        "token-holder",
+        &[Grant {
+            tournament: EVERY_TOURNAMENT.to_owned(),
+            role: Role::Observer,
+            boards: vec![],
+        }],
+    )?;
+    let now = boardcast_kit::now_unix_ms();
+    let token = users.edit(|directory| {
+        Ok(directory.new_token(
+            "token-holder",
+            "pairing",
+            now + 3_600_000,
+            &mut rand::rng(),
+            now,
+        )?)
+    })?;
+    // Both copies of the users file hold the token; each instance checks it once and remembers.
+    let (hall, _copy) = hall(&[]).await?;
+    for game in &hall.games {
+        game.wait_for_user(&token).await?;
+        let mut client = game.client_as(&token).await?;
+        client.who_am_i(WhoAmIRequest {}).await?;
+    }
+
+    // Disabled in the first copy only: the second learns of it from NATS.
+    users.edit(|directory| {
+        directory.set_disabled("token-holder", true, boardcast_kit::now_unix_ms())?;
+        Ok(())
+    })?;
+    let started = tokio::time::Instant::now();
+    loop {
+        let mut answers = Vec::new();
+        for game in &hall.games {
+            let mut client = game.client_as(&token).await?;
+            answers.push(
+                client
+                    .who_am_i(WhoAmIRequest {})
+                    .await
+                    .err()
+                    .map(|e| e.code()),
+            );
+        }
+        if answers.iter().all(|a| *a == Some(Code::Unauthenticated)) {
+            break;
+        }
+        anyhow::ensure!(
+            started.elapsed() < WITHIN,
+            "a disabled user's token still works after {WITHIN:?}: {answers:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     Ok(())
 }
 

@@ -341,6 +341,8 @@ impl Authenticator {
             {
                 return Err(unauthenticated(&CredentialError::TokenExpired));
             }
+            // Remembered from this copy of the users file; another copy may have ended it since.
+            self.check_users_file_is_current(&identity.user)?;
             return Ok(identity);
         }
         let directory = self.directory();
