@@ -96,15 +96,31 @@ impl As {
         board: &str,
         device_seq: u64,
     ) -> anyhow::Result<(String, u64)> {
+        let ack = self
+            .publish_with_id(
+                board,
+                device_seq,
+                &observation_message_id(board, device_seq, rand::random()),
+            )
+            .await?;
+        Ok((ack.stream, ack.sequence))
+    }
+
+    /// Publishes an observation of `board` under the message id `id`.
+    async fn publish_with_id(
+        &self,
+        board: &str,
+        device_seq: u64,
+        id: &str,
+    ) -> anyhow::Result<jetstream::publish::PublishAck> {
         let message = PublishMessage::build()
             .payload(observation(board, device_seq).into())
-            .message_id(observation_message_id(board, device_seq));
-        let ack = self
+            .message_id(id);
+        Ok(self
             .js
             .send_publish(observation_subject(board), message)
             .await?
-            .await?;
-        Ok((ack.stream, ack.sequence))
+            .await?)
     }
 
     /// Appends a record to `game`'s log, as the game service does.
@@ -261,6 +277,54 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
             partition_stream("a1")
         ))
         .await?;
+    Ok(())
+}
+
+/// A partition stream's duplicate window is shared by every board in it: a gateway that could
+/// claim the message id of another gateway's next observation, publishing first on its own
+/// board's subject, would have that observation acknowledged and dropped. The ids carry the
+/// publisher's secret nonce, so all it can claim is what it can compute.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_cannot_have_another_boards_observations_dropped_as_duplicates()
+-> anyhow::Result<()> {
+    let partition = |board: &str| nats::partition_of_board(board, DEFAULT_PARTITIONS);
+    let victim = "b1";
+    let own = (1..)
+        .map(|i| format!("a{i}"))
+        .find(|board| partition(board) == partition(victim))
+        .unwrap_or_default();
+    let nats = TestNats::start_secured(&[("hall-a", &[own.as_str()]), ("hall-b", &[victim])])?;
+    let _game = with_streams(&nats).await?;
+    let admin = admin(&nats).await?;
+    let hall_a = As::connect(&nats, Role::Gateway("hall-a".into())).await?;
+    let hall_b = As::connect(&nats, Role::Gateway("hall-b".into())).await?;
+
+    // The board and its next numbers are easy to know; the ids made of them are claimed.
+    for seq in 1..=3 {
+        for id in [
+            format!("{victim}:{seq}"),
+            observation_message_id(victim, seq, 0),
+            observation_message_id(victim, seq, seq),
+        ] {
+            let ack = hall_a.publish_with_id(&own, seq, &id).await?;
+            assert_eq!(ack.stream, ingest_stream(Some(partition(victim))));
+        }
+    }
+    // The victim's gateway publishes as gateways do: each observation stored, none taken for
+    // a duplicate; and a resend of one is still a duplicate.
+    let nonces: [u64; 3] = rand::random();
+    for (seq, nonce) in (1..=3).zip(nonces) {
+        let id = observation_message_id(victim, seq, nonce);
+        let ack = hall_b.publish_with_id(victim, seq, &id).await?;
+        assert!(!ack.duplicate, "observation {seq} taken for a duplicate");
+        let again = hall_b.publish_with_id(victim, seq, &id).await?;
+        assert!(again.duplicate, "a resend of {seq} stored twice");
+    }
+    assert_eq!(
+        nats::last_board_seq(&admin.js, victim, nats::BoardRead::Leader).await?,
+        3
+    );
+    assert_eq!(observations_stored(&admin.js).await?, 9 + 3);
     Ok(())
 }
 

@@ -104,10 +104,10 @@ async fn redrive(js: &jetstream::Context, message: &StreamMessage) -> anyhow::Re
     let board = &observation.board_id;
     let publish = jetstream::message::PublishMessage::build()
         .payload(message.payload.clone())
-        .message_id(format!(
-            "{}:again-{}",
-            observation_message_id(board, observation.device_seq),
-            message.sequence
+        .message_id(observation_message_id(
+            board,
+            observation.device_seq,
+            rand::random(),
         ));
     js.send_publish(observation_subject(board), publish)
         .await

@@ -343,11 +343,7 @@ async fn decide_board_again(
         eprintln!("board {board} has sent no observation: nothing to decide again");
         return Ok(());
     };
-    let message_id = format!(
-        "{}:again-{}",
-        observation_message_id(&board, device_seq),
-        boardcast_kit::now_unix_ms()
-    );
+    let message_id = observation_message_id(&board, device_seq, rand::random());
     js.send_publish(
         observation_subject(&board),
         jetstream::message::PublishMessage::build()

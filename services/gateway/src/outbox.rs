@@ -3,6 +3,10 @@
 //!
 //! `device_seq` counters live in the same file and advance in the same transaction as the
 //! observation is stored, so a number is never reused, also across restarts and crashes.
+//!
+//! The file also keeps a random key from which each pending observation's message nonce is
+//! derived: a resend, also after a restart, carries the same message id, and no other gateway
+//! can compute it (see `boardcast_kit::nats::observation_message_id`).
 
 use std::path::Path;
 
@@ -14,6 +18,8 @@ use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Tab
 const PENDING: TableDefinition<u64, &[u8]> = TableDefinition::new("pending");
 /// The last `device_seq` given out per board.
 const LAST_SEQ: TableDefinition<&str, u64> = TableDefinition::new("last_device_seq");
+/// The key of the message nonces, made when the file is.
+const NONCE_KEY: TableDefinition<&str, &[u8]> = TableDefinition::new("message_nonce_key");
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutboxError {
@@ -32,10 +38,14 @@ fn storage(e: impl std::fmt::Display) -> OutboxError {
 pub struct Pending {
     pub position: u64,
     pub observation: Observation,
+    /// Its message id's nonce: the same each time it is sent.
+    pub message_nonce: u64,
 }
 
 pub struct Outbox {
     db: Database,
+    /// Secret: the message nonces are hashes of it and the positions.
+    nonce_key: [u8; 32],
 }
 
 impl Outbox {
@@ -45,8 +55,35 @@ impl Outbox {
         let txn = db.begin_write().map_err(storage)?;
         txn.open_table(PENDING).map_err(storage)?;
         txn.open_table(LAST_SEQ).map_err(storage)?;
+        let nonce_key = {
+            let mut table = txn.open_table(NONCE_KEY).map_err(storage)?;
+            let stored = table
+                .get("key")
+                .map_err(storage)?
+                .and_then(|v| <[u8; 32]>::try_from(v.value()).ok());
+            match stored {
+                Some(key) => key,
+                None => {
+                    let key: [u8; 32] = rand::random();
+                    table.insert("key", key.as_slice()).map_err(storage)?;
+                    key
+                }
+            }
+        };
         txn.commit().map_err(storage)?;
-        Ok(Outbox { db })
+        Ok(Outbox { db, nonce_key })
+    }
+
+    /// The message nonce of the observation at `position`.
+    fn message_nonce(&self, position: u64) -> u64 {
+        use sha2::{Digest as _, Sha256};
+        let digest = Sha256::new()
+            .chain_update(self.nonce_key)
+            .chain_update(position.to_be_bytes())
+            .finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_be_bytes(first)
     }
 
     /// Numbers the observations for their boards (setting `device_seq`) and stores them durably,
@@ -120,6 +157,7 @@ impl Outbox {
             out.push(Pending {
                 position,
                 observation,
+                message_nonce: self.message_nonce(position),
             });
         }
         Ok(out)
@@ -163,6 +201,7 @@ mod tests {
     fn numbers_survive_reopening_and_are_never_reused() -> Result<(), OutboxError> {
         let dir = tempfile::tempdir().map_err(storage)?;
         let path = dir.path().join("outbox.redb");
+        let nonce_before;
         {
             let outbox = Outbox::open(&path)?;
             let stored = outbox.append(vec![obs("a"), obs("b"), obs("a")])?;
@@ -170,6 +209,7 @@ mod tests {
             assert_eq!(seqs, vec![1, 1, 2]);
             let pending = outbox.peek(10)?;
             assert_eq!(pending.len(), 3);
+            nonce_before = pending[2].message_nonce;
             outbox.remove(&[pending[0].position, pending[1].position])?;
         }
         let outbox = Outbox::open(&path)?;
@@ -183,6 +223,12 @@ mod tests {
             ("a", 2)
         );
         outbox.remove(&[left[0].position])?;
+        // The same message nonce after reopening: a resend is a duplicate to JetStream. Another
+        // outbox file has another key.
+        assert_eq!(left[0].message_nonce, nonce_before);
+        let other = Outbox::open(&dir.path().join("other.redb"))?;
+        assert_ne!(other.message_nonce(left[0].position), nonce_before);
+        assert_ne!(outbox.message_nonce(1), outbox.message_nonce(2));
         // Emptied, then more: positions and numbers go on from where they were.
         let stored = outbox.append(vec![obs("a"), obs("b")])?;
         assert_eq!(stored[0].device_seq, 3);

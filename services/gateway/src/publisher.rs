@@ -13,7 +13,8 @@ use crate::outbox::{Outbox, OutboxError};
 const BATCH: usize = 256;
 
 /// Publishes until `stop` is notified. A publish that fails (NATS unreachable, timeout) is
-/// retried with the same message id, so JetStream stores it once however often it is sent; the
+/// retried with the same message id (the outbox's nonce for it, also after a restart), so
+/// JetStream stores it once however often it is sent within its duplicate window; the
 /// outbox is emptied only up to the first observation that was not acknowledged, so per-board
 /// order is kept.
 pub async fn run(
@@ -51,7 +52,11 @@ pub async fn run(
             let message = PublishMessage::build()
                 .payload(o.encode_to_vec().into())
                 .headers(headers)
-                .message_id(observation_message_id(&o.board_id, o.device_seq));
+                .message_id(observation_message_id(
+                    &o.board_id,
+                    o.device_seq,
+                    pending.message_nonce,
+                ));
             match js
                 .send_publish(observation_subject(&o.board_id), message)
                 .await

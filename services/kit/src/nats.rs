@@ -3,7 +3,7 @@
 //!
 //! Streams:
 //! - `BOARDCAST_INGEST_<N>` — device observations of partition N, deduplicated by
-//!   `Nats-Msg-Id` = `<board_id>:<device_seq>`. Boards publish on
+//!   `Nats-Msg-Id` = `<board_id>:<device_seq>:<secret nonce>`. Boards publish on
 //!   `boardcast.board.<board_id>.obs`; the NATS server's subject mapping ([`partition_mapping`])
 //!   turns that into `boardcast.board.<board_id>.obs.<partition>`, stored in the partition's own
 //!   stream, so that the game service decides partitions concurrently while each board stays in
@@ -153,8 +153,13 @@ pub fn partition_mapping(partitions: u32) -> String {
     )
 }
 
-pub fn observation_message_id(board_id: &str, device_seq: u64) -> String {
-    format!("{board_id}:{device_seq}")
+/// The message id of an observation, `<board>:<device_seq>:<nonce>`: a resend with the same
+/// nonce is stored once. The nonce is the publisher's secret (random, or derived from a random
+/// key): the duplicate window is a partition stream's, shared by its boards' gateways, and an id
+/// another gateway could compute it could publish first, on its own board's subject, and so have
+/// the real observation acknowledged and dropped as a duplicate.
+pub fn observation_message_id(board_id: &str, device_seq: u64, nonce: u64) -> String {
+    format!("{board_id}:{device_seq}:{nonce:016x}")
 }
 
 pub fn game_subject(game_id: &str) -> String {

@@ -495,7 +495,8 @@ async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> a
             kind: Some(step.kind),
         };
         let payload = observation.encode_to_vec();
-        let id = observation_message_id(&plan.board_id, device_seq);
+        // Random: the simulator's resends are in this loop.
+        let id = observation_message_id(&plan.board_id, device_seq, rand::random());
         let mut attempt = 0u32;
         loop {
             let message = PublishMessage::build()
