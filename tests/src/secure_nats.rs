@@ -6,7 +6,7 @@ use std::{path::Path, process::Stdio};
 use anyhow::Context as _;
 use boardcast_kit::{
     local::LocalNats,
-    nats_access::{GatewayBoards, NatsAccess, Role},
+    nats_access::{GatewayBoards, NatsAccess, Role, SimulatorUser},
 };
 use tempfile::TempDir;
 
@@ -29,7 +29,12 @@ impl SecureNats {
             .iter()
             .map(|(name, boards)| GatewayBoards::new(*name, boards.iter().copied()))
             .collect();
-        let access = NatsAccess::generate(&dir.path().join("access"), &gateways)?;
+        // The tests play boards with the simulator, as a test hall does.
+        let access = NatsAccess::generate(
+            &dir.path().join("access"),
+            &gateways,
+            SimulatorUser::Included,
+        )?;
         // The server's log stays in the directory, and is in the error if it does not start.
         let log_path = dir.path().join("nats.log");
         let log = std::fs::File::create(&log_path).context("creating the NATS log")?;

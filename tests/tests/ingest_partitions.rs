@@ -33,7 +33,8 @@ fn observations_of(base: &Baseline, board_id: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Publishes one observation as a gateway does (its message id deduplicates a re-send).
+/// Publishes one observation as a gateway does (its message id deduplicates a re-send: the
+/// nonce, a gateway's secret, is the same for the same observation; here its number will do).
 async fn publish(js: &jetstream::Context, payload: &[u8]) -> anyhow::Result<()> {
     let observation = Observation::decode(payload)?;
     js.send_publish(
@@ -42,6 +43,7 @@ async fn publish(js: &jetstream::Context, payload: &[u8]) -> anyhow::Result<()> 
             .payload(payload.to_vec().into())
             .message_id(observation_message_id(
                 &observation.board_id,
+                observation.device_seq,
                 observation.device_seq,
             )),
     )

@@ -74,7 +74,7 @@ async fn publish_status(
     };
     let message = PublishMessage::build()
         .payload(observation.encode_to_vec().into())
-        .message_id(observation_message_id(board, device_seq));
+        .message_id(observation_message_id(board, device_seq, rand::random()));
     js.send_publish(observation_subject(board), message)
         .await?
         .await?;

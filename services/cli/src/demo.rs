@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use boardcast_kit::local::{LocalNats, ManagedProcess, wait_for_port};
-use boardcast_kit::nats_access::{NatsAccess, Role as NatsRole};
+use boardcast_kit::nats_access::{NatsAccess, Role as NatsRole, SimulatorUser};
 
 use crate::simulate::{self, SimulateArgs, Speed};
 
@@ -208,7 +208,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let trusted_keys = args.data_dir.join("trusted-keys");
     let signer = boardcast_kit::signing::create_signing_key(&signing_key, &trusted_keys)?;
     // NATS with users and permissions, as at an event: each program connects as its own user.
-    let nats_access = NatsAccess::generate(&args.data_dir.join("nats-access"), &[])?;
+    let nats_access = NatsAccess::generate(
+        &args.data_dir.join("nats-access"),
+        &[],
+        SimulatorUser::Included,
+    )?;
 
     println!("starting NATS with JetStream on port {} …", args.nats_port);
     let nats = tokio::task::block_in_place(|| {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use boardcast_kit::nats_access::{
-    AUTH_CONFIG_FILE, CREDENTIALS_FILE, GatewayBoards, NatsAccess, Role, permissions,
+    AUTH_CONFIG_FILE, CREDENTIALS_FILE, GatewayBoards, NatsAccess, Role, SimulatorUser, permissions,
 };
 
 #[derive(clap::Args, Debug)]
@@ -19,6 +19,11 @@ pub struct NatsConfigArgs {
     /// loses its user.
     #[arg(long = "gateway", value_name = "NAME=BOARDS")]
     pub gateways: Vec<GatewayBoards>,
+    /// Also a `simulator` user, for `boardcast simulate` in a test hall or a demonstration. It
+    /// may publish and read back any board's observations, so it could put moves on any board:
+    /// never in a real event's configuration.
+    #[arg(long)]
+    pub simulator: bool,
     /// New passwords for every user. Without it, users already in `--dir` keep theirs, so
     /// adding a gateway or a board needs no new URLs for the running services.
     #[arg(long)]
@@ -42,10 +47,15 @@ pub async fn run(args: NatsConfigArgs) -> anyhow::Result<()> {
         println!("{}", access.url_for(role, &args.nats)?);
         return Ok(());
     }
-    let access = if args.rotate {
-        NatsAccess::generate(&args.dir, &args.gateways)
+    let simulator = if args.simulator {
+        SimulatorUser::Included
     } else {
-        NatsAccess::update(&args.dir, &args.gateways)
+        SimulatorUser::Omitted
+    };
+    let access = if args.rotate {
+        NatsAccess::generate(&args.dir, &args.gateways, simulator)
+    } else {
+        NatsAccess::update(&args.dir, &args.gateways, simulator)
     }
     .with_context(|| format!("writing the NATS users into {}", args.dir.display()))?;
 
@@ -61,7 +71,9 @@ pub async fn run(args: NatsConfigArgs) -> anyhow::Result<()> {
                 "write the game logs and dead letters, create the streams".to_owned()
             }
             Role::BroadcastService | Role::ArbiterService => "read the game logs".to_owned(),
-            Role::Simulator => "publish observations of any board".to_owned(),
+            Role::Simulator => {
+                "publish and read back observations of any board (test halls only)".to_owned()
+            }
             Role::Gateway(_) => format!("publish observations of {}", user.boards.join(", ")),
         };
         let rules = permissions(&role, &user.boards)

@@ -123,7 +123,9 @@ impl Role {
                  boardcast.delta.>)"
             }
             Role::ArbiterService => "reads the game logs only",
-            Role::Simulator => "publishes observations of any board",
+            Role::Simulator => {
+                "publishes and reads back observations of any board (test halls only)"
+            }
             Role::Gateway(_) => "publishes the observations of its own boards only",
         }
     }
@@ -242,6 +244,15 @@ struct CredentialsFile {
 }
 
 /// The users and passwords of one deployment, kept in one directory.
+/// Whether a configuration has the `simulator` user. It may publish, and read back, any board's
+/// observations, so it could put moves on any board: for demonstrations and test halls, never
+/// for a real event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimulatorUser {
+    Included,
+    Omitted,
+}
+
 #[derive(Debug, Clone)]
 pub struct NatsAccess {
     dir: PathBuf,
@@ -251,14 +262,22 @@ pub struct NatsAccess {
 impl NatsAccess {
     /// Writes a configuration with new passwords for every user (the fixed roles, plus one
     /// user per gateway) into `dir`, replacing what was there.
-    pub fn generate(dir: &Path, gateways: &[GatewayBoards]) -> anyhow::Result<NatsAccess> {
-        Self::write(dir, gateways, &BTreeMap::new())
+    pub fn generate(
+        dir: &Path,
+        gateways: &[GatewayBoards],
+        simulator: SimulatorUser,
+    ) -> anyhow::Result<NatsAccess> {
+        Self::write(dir, gateways, simulator, &BTreeMap::new())
     }
 
     /// Like [`NatsAccess::generate`], but users that `dir` already has keep their passwords, so
     /// running services and gateways need no new URLs: for adding a gateway or a board. Users
     /// that are no longer wanted (a gateway left out) are removed.
-    pub fn update(dir: &Path, gateways: &[GatewayBoards]) -> anyhow::Result<NatsAccess> {
+    pub fn update(
+        dir: &Path,
+        gateways: &[GatewayBoards],
+        simulator: SimulatorUser,
+    ) -> anyhow::Result<NatsAccess> {
         let kept = if dir.join(CREDENTIALS_FILE).exists() {
             Self::load(dir)?
                 .users
@@ -268,7 +287,7 @@ impl NatsAccess {
         } else {
             BTreeMap::new()
         };
-        Self::write(dir, gateways, &kept)
+        Self::write(dir, gateways, simulator, &kept)
     }
 
     /// Reads the credentials written earlier, so that a restart keeps the passwords.
@@ -298,6 +317,7 @@ impl NatsAccess {
     fn write(
         dir: &Path,
         gateways: &[GatewayBoards],
+        simulator: SimulatorUser,
         kept: &BTreeMap<String, String>,
     ) -> anyhow::Result<NatsAccess> {
         let mut roles: Vec<(Role, Vec<String>)> = vec![
@@ -305,8 +325,10 @@ impl NatsAccess {
             (Role::GameService, vec![]),
             (Role::BroadcastService, vec![]),
             (Role::ArbiterService, vec![]),
-            (Role::Simulator, vec![]),
         ];
+        if simulator == SimulatorUser::Included {
+            roles.push((Role::Simulator, vec![]));
+        }
         let mut names = std::collections::BTreeSet::new();
         for gateway in gateways {
             validate_name("gateway name", &gateway.name)?;
@@ -865,7 +887,11 @@ mod tests {
             new_password()
         ));
         let gateways = [GatewayBoards::new("hall-a", ["a1"])];
-        let access = NatsAccess::generate(&dir, &gateways).unwrap();
+        let access = NatsAccess::generate(&dir, &gateways, SimulatorUser::Omitted).unwrap();
+        assert!(
+            access.user(&Role::Simulator).is_none(),
+            "no simulator unless asked for"
+        );
         for file in [AUTH_CONFIG_FILE, CREDENTIALS_FILE] {
             let mode = std::fs::metadata(dir.join(file))
                 .unwrap()
@@ -886,7 +912,8 @@ mod tests {
             GatewayBoards::new("hall-a", ["a1", "a2"]),
             GatewayBoards::new("hall-b", ["b1"]),
         ];
-        let updated = NatsAccess::update(&dir, &more).unwrap();
+        let updated = NatsAccess::update(&dir, &more, SimulatorUser::Included).unwrap();
+        assert!(updated.user(&Role::Simulator).is_some());
         assert_eq!(
             &updated.user(&Role::GameService).unwrap().password,
             password
@@ -900,13 +927,15 @@ mod tests {
         );
         let loaded = NatsAccess::load(&dir).unwrap();
         assert_eq!(loaded.users(), updated.users());
-        let fresh = NatsAccess::generate(&dir, &more).unwrap();
+        let fresh = NatsAccess::generate(&dir, &more, SimulatorUser::Omitted).unwrap();
         assert_ne!(&fresh.user(&Role::GameService).unwrap().password, password);
 
-        assert!(NatsAccess::generate(&dir, &[GatewayBoards::new("x", ["bad.board"])]).is_err());
-        assert!(
-            NatsAccess::generate(&dir, &[GatewayBoards::new("x", Vec::<String>::new())]).is_err()
-        );
+        for bad in [
+            GatewayBoards::new("x", ["bad.board"]),
+            GatewayBoards::new("x", Vec::<String>::new()),
+        ] {
+            assert!(NatsAccess::generate(&dir, &[bad], SimulatorUser::Omitted).is_err());
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -929,7 +958,7 @@ mod tests {
             new_password()
         ));
         let gateways = [GatewayBoards::new("hall-a", ["hall-a-1", "hall-a-2"])];
-        let access = NatsAccess::generate(&dir, &gateways).unwrap();
+        let access = NatsAccess::generate(&dir, &gateways, SimulatorUser::Omitted).unwrap();
         let written = std::fs::read_to_string(access.auth_config_path()).unwrap();
         let example = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
