@@ -23,6 +23,15 @@ impl ArbiterService {
     /// Starts `boardcast-arbiter-service` following the game log on `nats_url` and forwarding
     /// rulings to the game service at `game_service_url`, on a free local port.
     pub fn start(nats_url: &str, game_service_url: &str) -> anyhow::Result<ArbiterService> {
+        Self::start_with(nats_url, game_service_url, &[])
+    }
+
+    /// With more options, e.g. `["--allowed-origin", "https://arbiters.example.org"]`.
+    pub fn start_with(
+        nats_url: &str,
+        game_service_url: &str,
+        extra: &[&str],
+    ) -> anyhow::Result<ArbiterService> {
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()?));
         let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()?));
         let mut process = ManagedProcess::spawn(
@@ -33,6 +42,7 @@ impl ArbiterService {
                 .args(["--metrics-listen", &metrics.to_string()])
                 .arg("--trusted-keys")
                 .arg(crate::TestUsers::shared()?.trusted_keys())
+                .args(extra)
                 .env("RUST_LOG", "warn")
                 .stdin(Stdio::null()),
         )?;

@@ -477,6 +477,8 @@ async fn a_login_sets_a_strict_session_cookie_and_stays_on_this_site() -> anyhow
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
         "{cookie}"
     );
+    // Plain HTTP and no proxy said: a Secure cookie would not come back.
+    assert!(!cookie.contains("Secure"), "{cookie}");
     // The cookie lasts as long as the game service's session (12 hours by default).
     let max_age: i64 = cookie
         .split("Max-Age=")
@@ -499,10 +501,39 @@ async fn a_login_sets_a_strict_session_cookie_and_stays_on_this_site() -> anyhow
         "//evil.example/",
         "https://evil.example/",
         "/\\evil.example",
+        "/\t/evil.example",
     ] {
         let response = login(next).send().await?;
         assert_eq!(location(&response).as_deref(), Some("/"), "{next}");
     }
+
+    // Behind a proxy that serves HTTPS (its public origin given), the cookie is Secure: never
+    // sent over plain HTTP, where anyone on the way could read it.
+    let proxied = ArbiterService::start_with(
+        &hall._nats.url(),
+        &hall.game_service.url(),
+        &["--allowed-origin", "https://arbiters.example.org"],
+    )?;
+    let response = client()
+        .post(proxied.url("/login"))
+        .header("origin", "https://arbiters.example.org")
+        .form(&[
+            ("user", ARBITER),
+            ("password", TEST_PASSWORD),
+            ("next", "/"),
+        ])
+        .send()
+        .await?;
+    assert_eq!(response.status().as_u16(), 303);
+    let cookie = response
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(
+        cookie.starts_with("boardcast_session=") && cookie.contains("; Secure"),
+        "{cookie}"
+    );
     Ok(())
 }
 

@@ -96,6 +96,11 @@ struct Args {
         value_delimiter = ','
     )]
     allowed_origins: Vec<String>,
+    /// Mark session cookies Secure (sent over HTTPS only) though this service serves plain
+    /// HTTP: behind a proxy that serves HTTPS. Implied by --tls-cert and by an https://
+    /// --allowed-origin.
+    #[arg(long, env = "BOARDCAST_ARBITER_SECURE_COOKIES")]
+    secure_cookies: bool,
     /// Which signatures are accepted on the game log's records.
     #[command(flatten)]
     trust: boardcast_kit::signing::TrustArgs,
@@ -153,7 +158,12 @@ async fn main() -> anyhow::Result<()> {
         Arc::new(api),
         auth::LoginThrottle::new(auth::ThrottlePolicy::default()),
         http::HttpConfig {
-            tls: args.tls_cert.is_some(),
+            secure_cookies: args.tls_cert.is_some()
+                || args.secure_cookies
+                || args
+                    .allowed_origins
+                    .iter()
+                    .any(|origin| origin.starts_with("https://")),
             allowed_origins: args.allowed_origins.clone(),
             ..Default::default()
         },

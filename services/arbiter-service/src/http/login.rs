@@ -165,7 +165,7 @@ pub(super) async fn login(State(state): State<AppState>, request: Request) -> Re
             let cookie = auth::session_cookie(
                 &answer.session_token,
                 (expires - now_ms) / 1000,
-                state.config.tls,
+                state.config.secure_cookies,
             );
             tracing::info!(%user, %ip, "logged in");
             let mut response = Redirect::to(&next).into_response();
@@ -249,7 +249,7 @@ pub(super) async fn logout(State(state): State<AppState>, headers: HeaderMap) ->
         state.sessions.forget(&token);
     }
     let mut response = Redirect::to("/login").into_response();
-    if let Ok(cookie) = HeaderValue::from_str(&auth::clear_cookie(state.config.tls)) {
+    if let Ok(cookie) = HeaderValue::from_str(&auth::clear_cookie(state.config.secure_cookies)) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     response

@@ -52,8 +52,9 @@ const FORM_LIMIT: usize = 64 * 1024;
 /// How the HTTP side is set up.
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
-    /// Served over TLS: cookies are `Secure`.
-    pub tls: bool,
+    /// The browser reaches the dashboard over HTTPS (its own TLS, or a proxy's): cookies are
+    /// `Secure`, never sent over plain HTTP, where anyone on the path could read them.
+    pub secure_cookies: bool,
     /// Origins besides the request's own host that may post (a reverse proxy's public origin).
     pub allowed_origins: Vec<String>,
     /// How long a ruling's answer waits for the log to show what it recorded.
@@ -63,7 +64,7 @@ pub struct HttpConfig {
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
-            tls: false,
+            secure_cookies: false,
             allowed_origins: Vec::new(),
             act_wait: Duration::from_secs(5),
         }
@@ -408,7 +409,7 @@ impl FromRequestParts<AppState> for Session {
                 let mut response = json_error(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message);
                 response.headers_mut().insert(
                     header::SET_COOKIE,
-                    HeaderValue::from_str(&auth::clear_cookie(state.config.tls))
+                    HeaderValue::from_str(&auth::clear_cookie(state.config.secure_cookies))
                         .unwrap_or_else(|_| HeaderValue::from_static("")),
                 );
                 response
@@ -420,7 +421,9 @@ impl FromRequestParts<AppState> for Session {
                     .unwrap_or_else(|| "/".to_owned());
                 let location = format!("/login?next={}", percent_encode(&next));
                 let mut response = Redirect::to(&location).into_response();
-                if let Ok(cookie) = HeaderValue::from_str(&auth::clear_cookie(state.config.tls)) {
+                if let Ok(cookie) =
+                    HeaderValue::from_str(&auth::clear_cookie(state.config.secure_cookies))
+                {
                     response.headers_mut().insert(header::SET_COOKIE, cookie);
                 }
                 response
