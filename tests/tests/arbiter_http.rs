@@ -1,7 +1,8 @@
 //! The arbiter service's HTTP side against the real game service: sessions, CSRF and Origin
 //! refusals that change nothing, rulings answered with what the log recorded, logins slowed
-//! down per address, pages only of readable tournaments, and a live queue that resumes from
-//! the last event a page saw.
+//! down per address (behind a proxy, per address it forwards), connections capped per address
+//! and cut off when silent, pages only of readable tournaments, and a live queue that resumes
+//! from the last event a page saw.
 
 mod support;
 
@@ -444,6 +445,91 @@ async fn failed_logins_are_slowed_down_per_address() -> anyhow::Result<()> {
     // Another address does not.
     let other = login([127, 0, 0, 2], "ia-jones", TEST_PASSWORD, false).await?;
     assert_eq!(other.status().as_u16(), 303);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn behind_a_proxy_logins_count_by_forwarded_address_and_connections_are_capped()
+-> anyhow::Result<()> {
+    // The dashboard (on 127.0.0.1) is trusted by the game service to say whose login it passes
+    // on, as the deployment guide sets it up; the proxy in front of it is 127.0.0.3.
+    let nats = TestNats::start()?;
+    let game_service = boardcast_testkit::GameService::start_with(
+        &nats.url(),
+        boardcast_testkit::GameServiceOptions {
+            args: vec!["--trusted-proxies".into(), "127.0.0.1".into()],
+            ..Default::default()
+        },
+    )?;
+    const USER: &str = "ia-behind-proxy";
+    let token = TestUsers::shared()?.add(
+        USER,
+        &[Grant {
+            tournament: "arbiters-open".into(),
+            role: AccessRole::Observer,
+            boards: Vec::new(),
+        }],
+    )?;
+    game_service.wait_for_user(&token).await?;
+    let proxy = IpAddr::from([127, 0, 0, 3]);
+    let dashboard = ArbiterService::start_with(
+        &nats.url(),
+        &game_service.url(),
+        &[
+            "--proxy",
+            "127.0.0.3",
+            "--max-connections-per-address",
+            "2",
+            "--header-timeout",
+            "2",
+        ],
+    )?;
+    let login = |forwarded_for: &'static str, password: &'static str| {
+        client_from(proxy)
+            .post(dashboard.url("/login"))
+            .header("origin", dashboard.url(""))
+            .header("x-forwarded-for", forwarded_for)
+            .form(&[("user", USER), ("password", password), ("next", "/")])
+            .send()
+    };
+    // One client behind the proxy fails until it waits ...
+    for _ in 0..5 {
+        assert_eq!(login("203.0.113.7", "wrong").await?.status().as_u16(), 401);
+    }
+    assert_eq!(
+        login("203.0.113.7", TEST_PASSWORD).await?.status().as_u16(),
+        429
+    );
+    // ... and the others behind the same proxy are not locked out with it.
+    assert_eq!(
+        login("203.0.113.8", TEST_PASSWORD).await?.status().as_u16(),
+        303
+    );
+
+    // Two connections from one address, and no more; a proxy's are not counted.
+    let local = IpAddr::from([127, 0, 0, 1]);
+    let first = support::held_connection_from(local, dashboard.http).await?;
+    let second = support::held_connection_from(local, dashboard.http).await?;
+    for (_, answer) in [&first, &second] {
+        ensure!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    let (_, refused) = support::held_connection_from(local, dashboard.http).await?;
+    ensure!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    let mut through_proxy = Vec::new();
+    for _ in 0..3 {
+        let (connection, answer) = support::held_connection_from(proxy, dashboard.http).await?;
+        ensure!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        through_proxy.push(connection);
+    }
+    // A connection that says nothing more is cut off, and its place is free again.
+    for (mut connection, _) in [first, second] {
+        use tokio::io::AsyncReadExt as _;
+        let read =
+            tokio::time::timeout(Duration::from_secs(30), connection.read(&mut [0u8; 1])).await?;
+        ensure!(matches!(read, Ok(0)) || read.is_err(), "{read:?}");
+    }
+    let (_, answer) = support::held_connection_from(local, dashboard.http).await?;
+    ensure!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     Ok(())
 }
 

@@ -265,6 +265,38 @@ async fn connections_past_the_cap_are_answered_503_and_silent_ones_are_cut_off()
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn one_address_has_its_share_of_connections_and_a_proxy_more() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let _game_service = GameService::start(&nats.url())?;
+    let broadcast = BroadcastService::start_with(
+        &nats.url(),
+        &["--max-connections-per-address", "2", "--proxy", "127.0.0.3"],
+    )?;
+    let script = std::net::IpAddr::from([127, 0, 0, 1]);
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let (connection, answer) = support::held_connection_from(script, broadcast.http).await?;
+        anyhow::ensure!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        held.push(connection);
+    }
+    let (_, refused) = support::held_connection_from(script, broadcast.http).await?;
+    anyhow::ensure!(
+        refused.starts_with("HTTP/1.1 503") && refused.contains("too many connections"),
+        "{refused}"
+    );
+    // Another viewer is served, and the proxy in front with more than the share.
+    let (_, other) = support::held_connection_from([127, 0, 0, 2].into(), broadcast.http).await?;
+    anyhow::ensure!(other.starts_with("HTTP/1.1 200"), "{other}");
+    for _ in 0..4 {
+        let (connection, answer) =
+            support::held_connection_from([127, 0, 0, 3].into(), broadcast.http).await?;
+        anyhow::ensure!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        held.push(connection);
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_big_websocket_message_from_a_viewer_is_refused() -> anyhow::Result<()> {
     let nats = TestNats::start()?;
     let game_service = GameService::start(&nats.url())?;

@@ -96,6 +96,28 @@ struct Args {
         value_delimiter = ','
     )]
     allowed_origins: Vec<String>,
+    /// The address of a reverse proxy in front: the client address it gives in
+    /// X-Forwarded-For is the one failed logins are counted by (otherwise one person could lock
+    /// everyone out), and --max-connections-per-address does not apply to it. Repeatable.
+    #[arg(
+        long = "proxy",
+        env = "BOARDCAST_ARBITER_PROXIES",
+        value_delimiter = ','
+    )]
+    proxies: Vec<std::net::IpAddr>,
+    /// Open connections at once, live alert queues included; more are refused.
+    #[arg(long, env = "BOARDCAST_ARBITER_MAX_CONNECTIONS", default_value_t = 2_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections: u64,
+    /// Open connections at once from one address (but --proxy addresses).
+    #[arg(long, env = "BOARDCAST_ARBITER_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 100,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections_per_address: u64,
+    /// Seconds a client may take to send a request's headers (the first, or the next on a
+    /// kept-alive connection) before the connection is closed.
+    #[arg(long, env = "BOARDCAST_ARBITER_HEADER_TIMEOUT", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    header_timeout: u64,
     /// Mark session cookies Secure (sent over HTTPS only) though this service serves plain
     /// HTTP: behind a proxy that serves HTTPS. Implied by --tls-cert and by an https://
     /// --allowed-origin.
@@ -165,51 +187,44 @@ async fn main() -> anyhow::Result<()> {
                     .iter()
                     .any(|origin| origin.starts_with("https://")),
             allowed_origins: args.allowed_origins.clone(),
+            proxies: args.proxies.clone(),
             ..Default::default()
         },
     );
-    let app = http::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let router = http::router(state);
     if let Some(addr) = args.metrics_listen {
         boardcast_kit::metrics::serve_metrics(addr, exposition).await?;
     }
 
     let listener = std::net::TcpListener::bind(args.http_listen)
         .with_context(|| format!("binding the HTTP address {}", args.http_listen))?;
-    let handle = axum_server::Handle::new();
-    let serve = {
-        let handle = handle.clone();
-        async move {
-            match (&args.tls_cert, &args.tls_key) {
-                (Some(cert), Some(key)) => {
-                    let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
-                        .await
-                        .with_context(|| {
-                            format!(
-                                "reading the TLS certificate {} and key {}",
-                                cert.display(),
-                                key.display()
-                            )
-                        })?;
-                    tracing::info!(addr = %args.http_listen, "serving HTTPS");
-                    axum_server::from_tcp_rustls(listener, config)
-                        .context("serving HTTPS")?
-                        .handle(handle)
-                        .serve(app)
-                        .await
-                        .context("HTTPS server failed")
-                }
-                _ => {
-                    tracing::info!(addr = %args.http_listen, "serving HTTP");
-                    axum_server::from_tcp(listener)
-                        .context("serving HTTP")?
-                        .handle(handle)
-                        .serve(app)
-                        .await
-                        .context("HTTP server failed")
-                }
-            }
-        }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+                .await
+                .with_context(|| {
+                    format!(
+                        "reading the TLS certificate {} and key {}",
+                        cert.display(),
+                        key.display()
+                    )
+                })?,
+        ),
+        _ => None,
     };
+    tracing::info!(
+        addr = %args.http_listen,
+        "serving {}",
+        if tls.is_some() { "HTTPS" } else { "HTTP" }
+    );
+    let limits = boardcast_kit::http_server::Limits {
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        max_per_address: usize::try_from(args.max_connections_per_address).unwrap_or(usize::MAX),
+        unlimited_addresses: args.proxies.clone(),
+        header_timeout: Duration::from_secs(args.header_timeout),
+    };
+    let handle = axum_server::Handle::new();
+    let serve = boardcast_kit::http_server::serve(listener, router, limits, tls, handle.clone());
     let mut server = tokio::spawn(serve);
     tokio::select! {
         result = &mut server => result.context("the HTTP server panicked")??,

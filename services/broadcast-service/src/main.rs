@@ -9,14 +9,13 @@ mod http;
 mod metrics;
 mod projection;
 mod push;
-mod serve;
 mod state;
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use boardcast_feeds::Delays;
-use boardcast_kit::nats;
+use boardcast_kit::{http_server, nats};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -67,6 +66,15 @@ struct Args {
     #[arg(long, env = "BOARDCAST_MAX_CONNECTIONS", default_value_t = 20_000,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_connections: u64,
+    /// Open connections at once from one address (but --proxy addresses): one script on one
+    /// machine cannot take every place.
+    #[arg(long, env = "BOARDCAST_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 1_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections_per_address: u64,
+    /// The address of a reverse proxy or CDN in front, whose connections carry many viewers:
+    /// --max-connections-per-address does not apply to it. Repeatable.
+    #[arg(long = "proxy", env = "BOARDCAST_PROXIES", value_delimiter = ',')]
+    proxies: Vec<std::net::IpAddr>,
     /// Seconds a client may take to send a request's headers (the first, or the next on a
     /// kept-alive connection) before the connection is closed.
     #[arg(long, env = "BOARDCAST_HEADER_TIMEOUT", default_value_t = 10,
@@ -261,15 +269,18 @@ async fn main() -> anyhow::Result<()> {
             .build()
     };
     let app = http::App::new(projection.clone(), pushes);
-    let limits = serve::Limits {
+    let limits = http_server::Limits {
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        max_per_address: usize::try_from(args.max_connections_per_address).unwrap_or(usize::MAX),
+        unlimited_addresses: args.proxies.clone(),
         header_timeout: Duration::from_secs(args.header_timeout),
     };
     let handle = axum_server::Handle::new();
-    let mut server = tokio::spawn(serve::serve(
+    let mut server = tokio::spawn(http_server::serve(
         listener,
         http::router(app),
         limits,
+        None,
         handle.clone(),
     ));
     let outcome: anyhow::Result<()> = tokio::select! {

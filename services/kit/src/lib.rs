@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod game_log;
+pub mod http_server;
 pub mod local;
 pub mod metrics;
 pub mod nats;

@@ -1,5 +1,5 @@
 //! Shared by the system tests: short games, a clean reference run, reading and checking logs,
-//! a score's moves in UCI.
+//! a score's moves in UCI, an HTTP connection held open from a given address.
 
 #![allow(dead_code)]
 
@@ -738,4 +738,33 @@ pub fn boardcast_cli(args: &[&str]) -> anyhow::Result<(bool, String)> {
             String::from_utf8_lossy(&out.stderr)
         ),
     ))
+}
+
+/// A connection from `local` that asked for `/healthz`, got its answer, and is kept open.
+pub async fn held_connection_from(
+    local: std::net::IpAddr,
+    server: std::net::SocketAddr,
+) -> anyhow::Result<(tokio::net::TcpStream, String)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(std::net::SocketAddr::new(local, 0))?;
+    let mut connection = socket.connect(server).await?;
+    connection
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await?;
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 512];
+    let read = tokio::time::timeout(Duration::from_secs(10), async {
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") || answer.len() < 20 {
+            let n = connection.read(&mut buffer).await?;
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buffer[..n]);
+        }
+        anyhow::Ok(())
+    })
+    .await;
+    anyhow::ensure!(read.is_ok(), "no answer within 10 s");
+    Ok((connection, String::from_utf8_lossy(&answer).into_owned()))
 }

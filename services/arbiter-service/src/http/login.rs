@@ -4,7 +4,7 @@
 use axum::extract::FromRequest as _;
 use axum::response::{Html, IntoResponse as _};
 use serde::Deserialize;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use axum::Form;
 use axum::extract::{ConnectInfo, Query, Request, State};
@@ -92,12 +92,30 @@ pub(super) fn with_retry_after(mut response: Response, seconds: u64) -> Response
     response
 }
 
+/// Whose login this is: the connection's address, or, from a proxy in front, the last address
+/// in its X-Forwarded-For that is not one of the proxies (what the first proxy saw; anything
+/// before it the client may have written itself).
+pub(super) fn client_address(peer: IpAddr, headers: &HeaderMap, proxies: &[IpAddr]) -> IpAddr {
+    if !proxies.contains(&peer) {
+        return peer;
+    }
+    headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|entry| entry.trim().parse::<IpAddr>().ok())
+        .rfind(|ip| !proxies.contains(ip))
+        .unwrap_or(peer)
+}
+
 pub(super) async fn login(State(state): State<AppState>, request: Request) -> Response {
-    let ip = request
+    let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip())
-        .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let ip = client_address(peer, request.headers(), &state.config.proxies);
     let form = match Form::<LoginForm>::from_request(request, &state).await {
         Ok(Form(form)) => form,
         Err(e) => {
@@ -260,7 +278,41 @@ pub(super) async fn logout(State(state): State<AppState>, headers: HeaderMap) ->
 
 #[cfg(test)]
 mod tests {
-    use super::safe_next;
+    use super::{client_address, safe_next};
+    use axum::http::{HeaderMap, HeaderValue};
+    use std::net::IpAddr;
+
+    #[test]
+    fn a_proxys_forwarded_address_counts_and_nobody_elses() {
+        let ip = |text: &str| text.parse::<IpAddr>().expect("an address");
+        let proxies = [ip("10.0.0.2"), ip("10.0.0.3")];
+        let mut headers = HeaderMap::new();
+        headers.append(
+            "x-forwarded-for",
+            HeaderValue::from_static("1.1.1.1, 203.0.113.7, 10.0.0.3"),
+        );
+        // From a proxy: the last address before the proxies (a client may write the rest).
+        assert_eq!(
+            client_address(ip("10.0.0.2"), &headers, &proxies),
+            ip("203.0.113.7")
+        );
+        // From anyone else: the header is the client's own word.
+        assert_eq!(
+            client_address(ip("198.51.100.9"), &headers, &proxies),
+            ip("198.51.100.9")
+        );
+        // A proxy that sent none, or nothing readable: the proxy's own.
+        let mut junk = HeaderMap::new();
+        junk.append("x-forwarded-for", HeaderValue::from_static("unknown"));
+        assert_eq!(
+            client_address(ip("10.0.0.2"), &junk, &proxies),
+            ip("10.0.0.2")
+        );
+        assert_eq!(
+            client_address(ip("10.0.0.2"), &HeaderMap::new(), &proxies),
+            ip("10.0.0.2")
+        );
+    }
 
     #[test]
     fn only_a_path_on_this_site_is_gone_back_to() {

@@ -57,6 +57,8 @@ pub struct HttpConfig {
     pub secure_cookies: bool,
     /// Origins besides the request's own host that may post (a reverse proxy's public origin).
     pub allowed_origins: Vec<String>,
+    /// Reverse proxies in front, whose X-Forwarded-For names the client.
+    pub proxies: Vec<std::net::IpAddr>,
     /// How long a ruling's answer waits for the log to show what it recorded.
     pub act_wait: Duration,
 }
@@ -66,6 +68,7 @@ impl Default for HttpConfig {
         HttpConfig {
             secure_cookies: false,
             allowed_origins: Vec::new(),
+            proxies: Vec::new(),
             act_wait: Duration::from_secs(5),
         }
     }
