@@ -7,6 +7,10 @@
 //!   showed (a changed move becomes the main line, the old one stays as a variation). A move no
 //!   clock press confirmed yet would lose the comment that says so and could stay on as a stray
 //!   variation (a rook seen first in a castling), so it is left out until its press completes it.
+//! - Lichess shows a side's clock from the `[%clk]` of its last move and ignores the
+//!   `WhiteClock`/`BlackClock` tags once that move has one, so time the arbiter added or took
+//!   would show there only after the next move. The clocks as they now stand go into each side's
+//!   last move instead (lichess updates a move's clock when it changes).
 //! - Lichess reads `TimeControl` in seconds only from a few sites; from any other site a base of
 //!   180 or less is taken as minutes (`180+2` would be three hours), and a value of several
 //!   periods not at all, which also stops it from using the broadcast's own time control. So
@@ -17,6 +21,7 @@ use std::{collections::HashMap, ops::RangeInclusive};
 use boardcast_game::display::DisplayGame;
 use boardcast_game::events::TimeControl;
 use boardcast_rules::pgn::write_annotated_game;
+use shakmaty::Color;
 
 /// The most games a lichess broadcast round holds.
 pub const LICHESS_MAX_GAMES: usize = 100;
@@ -79,6 +84,23 @@ fn lichess_pgn(game: &DisplayGame) -> String {
     let mut annotated = game.to_pgn();
     // The moves no press confirmed follow the completed ones.
     annotated.game.moves.truncate(game.moves.len());
+    if let Some(clocks) = &game.clocks {
+        // Each side's last move: the last two.
+        let completed = annotated.game.moves.len();
+        for (index, pgn_move) in annotated
+            .game
+            .moves
+            .iter_mut()
+            .enumerate()
+            .skip(completed.saturating_sub(2))
+        {
+            pgn_move.clock_ms = match side_of_move(game, index) {
+                Some(Color::White) => Some(clocks.white_ms),
+                Some(Color::Black) => Some(clocks.black_ms),
+                None => pgn_move.clock_ms,
+            };
+        }
+    }
     let time_control = game
         .info
         .time_control
@@ -92,6 +114,16 @@ fn lichess_pgn(game: &DisplayGame) -> String {
         annotated.game.tags.push(("TimeControl".to_owned(), value));
     }
     write_annotated_game(&annotated)
+}
+
+/// Who made the completed move at `index`: the side not to move after it.
+fn side_of_move(game: &DisplayGame, index: usize) -> Option<Color> {
+    let fen = &game.moves.get(index)?.fen_after;
+    match fen.split_whitespace().nth(1)? {
+        "w" => Some(Color::Black),
+        "b" => Some(Color::White),
+        _ => None,
+    }
 }
 
 /// A time control as lichess reads a `TimeControl` tag from a site other than its own: one

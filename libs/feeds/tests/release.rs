@@ -492,6 +492,49 @@ fn a_revised_provisional_move_is_shown_corrected_then_completed() {
 }
 
 #[test]
+fn time_added_by_the_arbiter_reaches_lichess_in_each_sides_last_move() {
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
+    let mut game = start(1, 1, T0);
+    for san in ["e4", "e5", "Nf3"] {
+        game.play(san, T0 + 1);
+    }
+    game.act(
+        Action::Clocks(AdjustClocks {
+            white_remaining_ms: Some(3_600_000),
+            black_remaining_ms: Some(3_000_000),
+            ..Default::default()
+        }),
+        T0 + 2,
+    );
+    game.act(
+        Action::Clocks(AdjustClocks {
+            black_added_ms: 120_000,
+            reason: "penalty".into(),
+            ..Default::default()
+        }),
+        T0 + 3,
+    );
+    feed(&mut feeds, &game.records);
+    feeds.release(T0 + 3);
+    let push = LichessPusher::default().push(&feeds.round_games_with_versions(&key(1)), None);
+    let pgn = &read_games(&push.text).expect("valid PGN")[0];
+    let clocks: Vec<_> = pgn
+        .moves
+        .iter()
+        .map(|m| (m.san.as_str(), m.clock_ms))
+        .collect();
+    // Lichess reads a side's clock off its last move: White's Nf3, Black's e5.
+    assert_eq!(
+        clocks,
+        [
+            ("e4", None),
+            ("e5", Some(3_120_000)),
+            ("Nf3", Some(3_600_000))
+        ]
+    );
+}
+
+#[test]
 fn a_lichess_push_holds_completed_moves_only_on_its_boards_and_at_most_100_games() {
     use boardcast_game::{
         NewEvent,

@@ -2,7 +2,7 @@
 //! there see a move within a second instead of after lichess's next poll.
 //!
 //! `POST {lichess}/api/broadcast/round/{id}/push` with the round's games as lichess takes them
-//! ([`boardcast_feeds::lichess_push`]: what the delay has released, nothing newer; completed
+//! ([`boardcast_feeds::LichessPusher`]: what the delay has released, nothing newer; completed
 //! moves only; at most 100 games, so a larger round is pushed as ranges of boards to several
 //! lichess rounds) and the configured bearer token. Lichess answers per game whether it took
 //! it; that answer is kept for the operator (`/api/push`). Failures are retried with growing
@@ -180,6 +180,14 @@ pub async fn push_round(
             continue;
         };
         let warning = left_out_warning(&target, &push.left_out_boards);
+        {
+            let mut statuses = statuses.lock().unwrap_or_else(|e| e.into_inner());
+            let status = statuses.entry(name.clone()).or_default();
+            if status.warning != warning && !warning.is_empty() {
+                tracing::warn!(round = %name, "{warning}");
+            }
+            status.warning = warning;
+        }
         if push.text == taken {
             pushed_version = version;
             continue;
@@ -191,10 +199,6 @@ pub async fn push_round(
             let status = statuses.entry(name.clone()).or_default();
             status.lichess_round_id = target.lichess_round_id.clone();
             status.last_attempt_unix_ms = attempt;
-            if status.warning != warning && !warning.is_empty() {
-                tracing::warn!(round = %name, "{warning}");
-            }
-            status.warning = warning;
             match &result {
                 Ok(games) => {
                     status.pushed_version = version;

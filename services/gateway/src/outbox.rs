@@ -4,9 +4,9 @@
 //! `device_seq` counters live in the same file and advance in the same transaction as the
 //! observation is stored, so a number is never reused, also across restarts and crashes.
 //!
-//! The file also keeps a random key from which each pending observation's message nonce is
-//! derived: a resend, also after a restart, carries the same message id, and no other gateway
-//! can compute it (see `boardcast_kit::nats::observation_message_id`).
+//! The file also keeps a random key from which each observation's message nonce is derived
+//! with its board and number: a resend, also after a restart, carries the same message id, and
+//! no other gateway can compute it (see `boardcast_kit::nats::observation_message_id`).
 
 use std::path::Path;
 
@@ -44,7 +44,7 @@ pub struct Pending {
 
 pub struct Outbox {
     db: Database,
-    /// Secret: the message nonces are hashes of it and the positions.
+    /// Secret: the message nonces are hashes of it, the board and the number.
     nonce_key: [u8; 32],
 }
 
@@ -74,12 +74,15 @@ impl Outbox {
         Ok(Outbox { db, nonce_key })
     }
 
-    /// The message nonce of the observation at `position`.
-    fn message_nonce(&self, position: u64) -> u64 {
+    /// The message nonce of a board's observation: one per observation (a board's numbers are
+    /// never reused), the same on every resend.
+    fn message_nonce(&self, board_id: &str, device_seq: u64) -> u64 {
         use sha2::{Digest as _, Sha256};
         let digest = Sha256::new()
             .chain_update(self.nonce_key)
-            .chain_update(position.to_be_bytes())
+            .chain_update((board_id.len() as u64).to_be_bytes())
+            .chain_update(board_id.as_bytes())
+            .chain_update(device_seq.to_be_bytes())
             .finalize();
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest[..8]);
@@ -154,10 +157,11 @@ impl Outbox {
                     position,
                     reason: e.to_string(),
                 })?;
+            let message_nonce = self.message_nonce(&observation.board_id, observation.device_seq);
             out.push(Pending {
                 position,
                 observation,
-                message_nonce: self.message_nonce(position),
+                message_nonce,
             });
         }
         Ok(out)
@@ -224,12 +228,13 @@ mod tests {
         );
         outbox.remove(&[left[0].position])?;
         // The same message nonce after reopening: a resend is a duplicate to JetStream. Another
-        // outbox file has another key.
+        // observation has another; another outbox file, another key.
         assert_eq!(left[0].message_nonce, nonce_before);
+        assert_ne!(outbox.message_nonce("a", 1), nonce_before);
+        assert_ne!(outbox.message_nonce("b", 2), nonce_before);
         let other = Outbox::open(&dir.path().join("other.redb"))?;
-        assert_ne!(other.message_nonce(left[0].position), nonce_before);
-        assert_ne!(outbox.message_nonce(1), outbox.message_nonce(2));
-        // Emptied, then more: positions and numbers go on from where they were.
+        assert_ne!(other.message_nonce("a", 2), nonce_before);
+        // Emptied, then more: numbers go on from where they were.
         let stored = outbox.append(vec![obs("a"), obs("b")])?;
         assert_eq!(stored[0].device_seq, 3);
         assert_eq!(stored[1].device_seq, 2);

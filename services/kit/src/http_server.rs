@@ -64,7 +64,9 @@ struct PerAddress {
 impl PerAddress {
     /// A place for a connection from `ip`, or `None` when the address has its fill.
     fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<AddressPlace> {
-        if self.unlimited.contains(&ip) {
+        // Canonical: an IPv6 listener sees IPv4 clients as `::ffff:a.b.c.d`.
+        let ip = ip.to_canonical();
+        if self.unlimited.iter().any(|u| u.to_canonical() == ip) {
             return Some(AddressPlace {
                 ip: None,
                 of: self.clone(),
@@ -230,29 +232,41 @@ pub async fn serve(
     let service = router.into_make_service_with_connect_info::<SocketAddr>();
     let server = axum_server::from_tcp(listener).context("serving HTTP")?;
     match tls {
-        Some(config) => {
-            let mut server = server
-                .acceptor(RustlsAcceptor::new(config).acceptor(capped))
-                .first_request_timeout(limits.header_timeout)
-                .handle(handle);
-            server
-                .http_builder()
-                .http1()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(limits.header_timeout);
-            server.serve(service).await.context("HTTPS server failed")
-        }
-        None => {
-            let mut server = server
-                .acceptor(capped)
-                .first_request_timeout(limits.header_timeout)
-                .handle(handle);
-            server
-                .http_builder()
-                .http1()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(limits.header_timeout);
-            server.serve(service).await.context("HTTP server failed")
-        }
+        Some(config) => within(
+            server.acceptor(RustlsAcceptor::new(config).acceptor(capped)),
+            &limits,
+            handle,
+        )
+        .serve(service)
+        .await
+        .context("HTTPS server failed"),
+        None => within(server.acceptor(capped), &limits, handle)
+            .serve(service)
+            .await
+            .context("HTTP server failed"),
     }
+}
+
+/// `server` with the timeouts of `limits`. An HTTP/1 connection has `header_timeout` for each
+/// request's headers; an HTTP/2 one (h2c, or h2 under TLS) only for its first request, then
+/// it is held to the caps and to answering pings, as hyper has no idle timeout for HTTP/2.
+fn within<Acceptor>(
+    server: axum_server::Server<SocketAddr, Acceptor>,
+    limits: &Limits,
+    handle: axum_server::Handle<SocketAddr>,
+) -> axum_server::Server<SocketAddr, Acceptor> {
+    let mut server = server
+        .first_request_timeout(limits.header_timeout)
+        .handle(handle);
+    let builder = server.http_builder();
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .keep_alive_interval(limits.header_timeout)
+        .keep_alive_timeout(limits.header_timeout);
+    server
 }

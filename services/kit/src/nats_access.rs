@@ -243,7 +243,6 @@ struct CredentialsFile {
     users: Vec<UserCredentials>,
 }
 
-/// The users and passwords of one deployment, kept in one directory.
 /// Whether a configuration has the `simulator` user. It may publish, and read back, any board's
 /// observations, so it could put moves on any board: for demonstrations and test halls, never
 /// for a real event.
@@ -253,6 +252,7 @@ pub enum SimulatorUser {
     Omitted,
 }
 
+/// The users and passwords of one deployment, kept in one directory.
 #[derive(Debug, Clone)]
 pub struct NatsAccess {
     dir: PathBuf,

@@ -92,21 +92,37 @@ pub(super) fn with_retry_after(mut response: Response, seconds: u64) -> Response
     response
 }
 
-/// Whose login this is: the connection's address, or, from a proxy in front, the last address
-/// in its X-Forwarded-For that is not one of the proxies (what the first proxy saw; anything
-/// before it the client may have written itself).
+/// Whose login this is: the connection's address, or, from a proxy in front, the last entry of
+/// its X-Forwarded-For that is not one of the proxies (what the first proxy saw; anything
+/// before it the client may have written itself). An entry there that is no address (some
+/// proxies write `unknown`) gives the proxy's own: never one the client wrote further left.
+/// Addresses are compared canonically (`::ffff:10.0.0.2` is `10.0.0.2`).
 pub(super) fn client_address(peer: IpAddr, headers: &HeaderMap, proxies: &[IpAddr]) -> IpAddr {
-    if !proxies.contains(&peer) {
+    let peer = peer.to_canonical();
+    let is_proxy = |ip: IpAddr| proxies.iter().any(|p| p.to_canonical() == ip);
+    if !is_proxy(peer) {
         return peer;
     }
-    headers
+    let entries: Vec<&str> = headers
         .get_all("x-forwarded-for")
         .iter()
-        .filter_map(|value| value.to_str().ok())
+        .map(|value| value.to_str().unwrap_or_default())
         .flat_map(|value| value.split(','))
-        .filter_map(|entry| entry.trim().parse::<IpAddr>().ok())
-        .rfind(|ip| !proxies.contains(ip))
-        .unwrap_or(peer)
+        .map(str::trim)
+        .collect();
+    for entry in entries.into_iter().rev() {
+        // An address, or one with its port (`1.2.3.4:5678`, `[2001:db8::1]:443`).
+        let ip = entry
+            .parse::<IpAddr>()
+            .or_else(|_| entry.parse::<SocketAddr>().map(|a| a.ip()))
+            .map(|ip| ip.to_canonical());
+        match ip {
+            Ok(ip) if is_proxy(ip) => continue,
+            Ok(ip) => return ip,
+            Err(_) => return peer,
+        }
+    }
+    peer
 }
 
 pub(super) async fn login(State(state): State<AppState>, request: Request) -> Response {
@@ -301,9 +317,13 @@ mod tests {
             client_address(ip("198.51.100.9"), &headers, &proxies),
             ip("198.51.100.9")
         );
-        // A proxy that sent none, or nothing readable: the proxy's own.
+        // A proxy that sent none, or nothing readable where the client's address belongs: the
+        // proxy's own, never an address the client wrote further left.
         let mut junk = HeaderMap::new();
-        junk.append("x-forwarded-for", HeaderValue::from_static("unknown"));
+        junk.append(
+            "x-forwarded-for",
+            HeaderValue::from_static("6.6.6.6, unknown"),
+        );
         assert_eq!(
             client_address(ip("10.0.0.2"), &junk, &proxies),
             ip("10.0.0.2")
@@ -311,6 +331,16 @@ mod tests {
         assert_eq!(
             client_address(ip("10.0.0.2"), &HeaderMap::new(), &proxies),
             ip("10.0.0.2")
+        );
+        // With a port, and IPv4 as an IPv6 listener sees it.
+        let mut ported = HeaderMap::new();
+        ported.append(
+            "x-forwarded-for",
+            HeaderValue::from_static("6.6.6.6, 203.0.113.7:5678"),
+        );
+        assert_eq!(
+            client_address(ip("::ffff:10.0.0.2"), &ported, &proxies),
+            ip("203.0.113.7")
         );
     }
 
