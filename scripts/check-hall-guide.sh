@@ -8,9 +8,9 @@
 # hall running at the end (stop it with `--stop`).
 #
 # Two things are emulated, and said so as they happen: `systemctl enable --now UNIT` starts the
-# unit's ExecStart as its User, with its EnvironmentFile, restarted on failure as the unit says
-# (there is no systemd inside a chroot), and `scp FILE HOST:DIR` copies between the systems'
-# directories (there is no SSH between them). A block that installs packages reaches Debian's
+# unit's ExecStart as its User, with its EnvironmentFile, restarted on failure as the unit says,
+# and `systemctl reload UNIT` sends its process a HUP (there is no systemd inside a chroot), and
+# `scp FILE HOST:DIR` copies between the systems' directories (there is no SSH between them). A block that installs packages reaches Debian's
 # mirror through this machine's network (the systems have no route out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -149,6 +149,20 @@ systemctl() {
   user=$(sed -n 's/^User=//p' "$file")
   env=$(sed -n 's/^EnvironmentFile=//p' "$file" | sed "s/%i/$instance/g")
   exec=$(sed -n 's/^ExecStart=//p' "$file" | sed "s/%i/$instance/g")
+  if [ "$action" = reload ]; then
+    # As the units' ExecReload: a HUP to the unit's process, the one in this system's network
+    # namespace (the systems share the machine's process list).
+    local dir found="" own
+    own=$(readlink /proc/self/ns/net)
+    for dir in /proc/[0-9]*; do
+      [ "$(readlink "$dir/ns/net" 2>/dev/null)" = "$own" ] || continue
+      [ "$(tr '\0' ' ' <"$dir/cmdline" 2>/dev/null)" = "$exec " ] || continue
+      kill -HUP "${dir#/proc/}" && found=1
+    done
+    echo "(check: systemctl reload $unit: a HUP to its process, as its ExecReload does)"
+    [ -n "$found" ] || { echo "$unit is not running" >&2; return 1; }
+    return 0
+  fi
   restart=$(sed -n 's/^Restart=//p' "$file")
   workdir=$(sed -n 's/^WorkingDirectory=//p' "$file")
   echo "(check: systemctl $action --now $unit: starting \"$exec\" as ${user:-root}${env:+ with $env})"
@@ -209,13 +223,14 @@ $block"
 mapfile -t marks < <(grep -n '^<!-- on: .* -->$' "$guide" | cut -d: -f1)
 [ "${#marks[@]}" -gt 0 ] || { say "no blocks found in $guide"; exit 1; }
 number=0
+: >"$work/blocks.out"
 for mark in "${marks[@]}"; do
   number=$((number + 1))
   on=$(sed -n "${mark}p" "$guide" | sed 's/^<!-- on: //; s/ -->$//')
   block=$(awk -v start="$mark" 'NR > start + 1 && /^```$/ { exit } NR > start + 1 { print }' "$guide")
   for host in $on; do
     say "block $number (line $mark) on $host"
-    if ! run_block "$host" "$block" 2>&1 | tee "$work/last-block.out" | sed "s/^/  $host| /"; then
+    if ! run_block "$host" "$block" 2>&1 | tee -a "$work/blocks.out" | sed "s/^/  $host| /"; then
       say "block $number failed on $host; the services' logs:"
       for h in "${hosts[@]}"; do
         for log in "$(root_of "$h")"/var/log/hall-check-*.log; do
@@ -228,8 +243,8 @@ for mark in "${marks[@]}"; do
   done
 done
 
-# The last block printed the check game's PGN: the mate must be in it.
-if ! grep -q 'Qxf7#' "$work/last-block.out"; then
+# The check (step 6) printed the check game's PGN: the mate must be in it.
+if ! grep -q 'Qxf7#' "$work/blocks.out"; then
   say "the check game's mate did not reach the broadcast's feed"
   exit 1
 fi
