@@ -344,6 +344,8 @@ async fn public_answers(
         "/api/push".to_owned(),
         format!("{round}.pgn"),
         format!("{round}.json"),
+        format!("{round}/lichess.pgn"),
+        format!("{round}/lichess.pgn?boards=1-3"),
         format!("{round}/updates"),
         format!("{round}/live"),
     ] {

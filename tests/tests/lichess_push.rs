@@ -184,6 +184,38 @@ async fn each_change_of_the_round_reaches_lichess_with_the_token_and_is_retried_
         }
     }
 
+    // A lichess round that polls instead gets the same: the round, or a range of its boards.
+    let polled = |query: &str| {
+        reqwest::get(broadcast.url(&format!(
+            "/tournaments/london-chess-classic-2016/rounds/9/lichess.pgn{query}"
+        )))
+    };
+    let whole_polled = polled("").await?;
+    assert_eq!(whole_polled.status(), 200);
+    let etag = whole_polled
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(whole_polled.text().await?, whole[whole.len() - 1].2);
+    assert_eq!(
+        polled("?boards=2-2").await?.text().await?,
+        board_2[board_2.len() - 1].2
+    );
+    let unchanged = reqwest::Client::new()
+        .get(broadcast.url("/tournaments/london-chess-classic-2016/rounds/9/lichess.pgn"))
+        .header("if-none-match", &etag)
+        .send()
+        .await?;
+    assert_eq!(unchanged.status(), 304);
+    for bad in ["?boards=0-5", "?boards=1-101", "?boards=5", "?boards=9-3"] {
+        let refused = polled(bad).await?;
+        assert_eq!(refused.status(), 400, "{bad}");
+        assert!(refused.text().await?.contains("boards"), "{bad}");
+    }
+    assert_eq!(polled("?boards=50-60").await?.status(), 404);
+
     // The operator sees lichess's answer per game.
     let status: serde_json::Value = reqwest::get(broadcast.url("/api/push"))
         .await?

@@ -33,7 +33,7 @@ pub use delay::{
     release_step_ms,
 };
 pub use delta::{Applied, DeltaError, GameDelta, apply_delta};
-pub use lichess::{LICHESS_MAX_GAMES, LichessPush, LichessPusher};
+pub use lichess::{LICHESS_MAX_GAMES, LichessPush, LichessPusher, parse_board_range};
 pub use standings::{RoundSummary, Standing, TeamStanding, TournamentSummary};
 pub use teams::{MatchView, team_matches};
 pub use view::{ClockView, GameView, PlayerView, national_moves};

@@ -1,5 +1,5 @@
-//! A round as a lichess broadcast round takes it by push (`POST /api/broadcast/round/{id}/push`),
-//! which is not quite the PGN feed:
+//! A round as a lichess broadcast round takes it, by push (`POST /api/broadcast/round/{id}/push`)
+//! or by polling the round's `lichess.pgn`, which is not quite the PGN feed:
 //!
 //! - A lichess broadcast round holds at most [`LICHESS_MAX_GAMES`] games and silently drops the
 //!   rest of a push, so a larger round goes to several lichess rounds, each a range of boards.
@@ -36,8 +36,9 @@ pub struct LichessPush {
     pub left_out_boards: Vec<u32>,
 }
 
-/// Builds the pushes of one lichess round, keeping each game's PGN until the game changes: a
-/// round changes many times a second, each time for a game or two.
+/// Builds the pushes of a round, keeping each game's PGN until the game changes: a round
+/// changes many times a second, each time for a game or two. One builder serves any ranges of
+/// the round's boards.
 #[derive(Debug, Default)]
 pub struct LichessPusher {
     /// By game id: the version of the game rendered, and its PGN.
@@ -52,6 +53,14 @@ impl LichessPusher {
         round_games: &[(&DisplayGame, u64)],
         boards: Option<&RangeInclusive<u32>>,
     ) -> LichessPush {
+        // Games no longer in the round are forgotten.
+        if self.rendered.len() > round_games.len() {
+            let in_round: std::collections::HashSet<&str> = round_games
+                .iter()
+                .map(|(g, _)| g.game_id.as_str())
+                .collect();
+            self.rendered.retain(|id, _| in_round.contains(id.as_str()));
+        }
         let mut push = LichessPush {
             text: String::new(),
             games: 0,
@@ -60,23 +69,45 @@ impl LichessPusher {
         let on_boards = round_games
             .iter()
             .filter(|(g, _)| boards.is_none_or(|range| range.contains(&g.info.board_number)));
-        let mut kept = HashMap::with_capacity(LICHESS_MAX_GAMES);
         for &(game, version) in on_boards {
             if push.games == LICHESS_MAX_GAMES {
                 push.left_out_boards.push(game.info.board_number);
                 continue;
             }
-            let entry = match self.rendered.remove(&game.game_id) {
-                Some(entry) if entry.0 == version => entry,
-                _ => (version, lichess_pgn(game)),
-            };
+            let entry = self
+                .rendered
+                .entry(game.game_id.clone())
+                .or_insert_with(|| (version, lichess_pgn(game)));
+            if entry.0 != version {
+                *entry = (version, lichess_pgn(game));
+            }
             push.text.push_str(&entry.1);
             push.games += 1;
-            kept.insert(game.game_id.clone(), entry);
         }
-        self.rendered = kept;
         push
     }
+}
+
+/// A range of board numbers as an operator writes it, `FIRST-LAST`: at most
+/// [`LICHESS_MAX_GAMES`] boards, since a lichess round holds no more.
+pub fn parse_board_range(text: &str) -> Result<RangeInclusive<u32>, String> {
+    let bad = || format!("boards {text:?}: write FIRST-LAST, e.g. 101-200");
+    let (first, last) = text.split_once('-').ok_or_else(bad)?;
+    let (first, last): (u32, u32) = (
+        first.trim().parse().map_err(|_| bad())?,
+        last.trim().parse().map_err(|_| bad())?,
+    );
+    if first == 0 || last < first {
+        return Err(bad());
+    }
+    let count = u64::from(last - first) + 1;
+    if count > LICHESS_MAX_GAMES as u64 {
+        return Err(format!(
+            "boards {first}-{last} are {count} games, and a lichess broadcast round holds at \
+             most {LICHESS_MAX_GAMES}: split them over several lichess rounds"
+        ));
+    }
+    Ok(first..=last)
 }
 
 /// One game as lichess should take it: completed moves only, `TimeControl` as lichess reads it.

@@ -1,12 +1,13 @@
-//! HTTP routes: PGN and JSON feeds (conditional and compressed), the hall's monitor pages, and
-//! live updates over server-sent events and WebSocket.
+//! HTTP routes: PGN and JSON feeds (conditional and compressed; the round's also as lichess
+//! takes it), the hall's monitor pages, and live updates over server-sent events and WebSocket.
 //!
 //! Every route reads the released feeds only; nothing here can see what the delay holds back.
+//! One file, long as it is, so that every public route can be checked against that in one read.
 
 use std::{
-    collections::VecDeque,
+    collections::{HashMap, VecDeque},
     convert::Infallible,
-    sync::Arc,
+    sync::{Arc, Mutex},
     time::{Duration, UNIX_EPOCH},
 };
 
@@ -20,7 +21,7 @@ use axum::{
     response::{Html, IntoResponse, Response, sse},
     routing::get,
 };
-use boardcast_feeds::{Body, RoundKey, national_moves};
+use boardcast_feeds::{Body, LichessPusher, RoundKey, national_moves, parse_board_range};
 use boardcast_rules::notation::Language;
 use futures::{Stream, StreamExt as _, stream};
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -35,6 +36,8 @@ use crate::{
 pub struct App {
     pub projection: Arc<Projection>,
     pub pushes: PushStatuses,
+    /// Each polled round's games as lichess takes them, kept until a game changes.
+    lichess: Arc<Mutex<HashMap<RoundKey, LichessPusher>>>,
     /// Names this run of this instance in the live cursors it gives (`<epoch>-<round version>`):
     /// round versions count this run's releases, so a cursor from another instance or an
     /// earlier run says nothing of what a viewer has, and that viewer is sent every game.
@@ -46,6 +49,7 @@ impl App {
         App {
             projection,
             pushes,
+            lichess: Arc::default(),
             // 32 random bits: short, since every live event carries it.
             epoch: Arc::from(format!("{:08x}", rand::random::<u32>())),
         }
@@ -75,6 +79,10 @@ pub fn router(app: App) -> Router {
         .route("/api/push", get(push_status))
         .route("/games/{file}", get(game_file))
         .route("/tournaments/{tournament}/rounds/{file}", get(round_file))
+        .route(
+            "/tournaments/{tournament}/rounds/{round}/lichess.pgn",
+            get(round_for_lichess),
+        )
         .route(
             "/tournaments/{tournament}/rounds/{round}/live",
             get(grid_page),
@@ -219,6 +227,65 @@ async fn round_file(
             key.tournament_id
         )),
     }
+}
+
+#[derive(serde::Deserialize)]
+struct LichessQuery {
+    /// `FIRST-LAST`: the boards of one lichess round (at most 100).
+    boards: Option<String>,
+}
+
+/// `/tournaments/{t}/rounds/{n}/lichess.pgn[?boards=FIRST-LAST]`: the round as a lichess
+/// broadcast round polling it takes it (`boardcast_feeds::LichessPusher`: completed moves, at
+/// most 100 games, clocks and time control as lichess reads them).
+async fn round_for_lichess(
+    State(app): Shared,
+    Path((tournament, round)): Path<(String, u32)>,
+    Query(query): Query<LichessQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let boards = match query.boards.as_deref().map(parse_board_range).transpose() {
+        Ok(boards) => boards,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+    };
+    let key = RoundKey {
+        tournament_id: tournament,
+        round,
+    };
+    let feeds = app.projection.read();
+    let games = feeds.round_games_with_versions(&key);
+    if games.is_empty() {
+        return not_found(format!(
+            "no games in round {round} of {:?}",
+            key.tournament_id
+        ));
+    }
+    let push = {
+        let mut pushers = app.lichess.lock().unwrap_or_else(|e| e.into_inner());
+        pushers
+            .entry(key.clone())
+            .or_default()
+            .push(&games, boards.as_ref())
+    };
+    let newest = games
+        .iter()
+        .filter(|(g, _)| {
+            boards
+                .as_ref()
+                .is_none_or(|b| b.contains(&g.info.board_number))
+        })
+        .map(|(g, _)| g.updated_unix_ms)
+        .max()
+        .unwrap_or(0);
+    let fresh_ms = fresh_for_ms(&app, &feeds, &key);
+    drop(feeds);
+    if push.games == 0 {
+        return not_found(format!(
+            "no games on those boards in round {round} of {:?}",
+            key.tournament_id
+        ));
+    }
+    conditional(&Body::new(push.text, newest), &headers, PGN, fresh_ms)
 }
 
 /// The round's shown games as one JSON document, in board order.

@@ -29,6 +29,7 @@ Routes (T = tournament id, N = round number, B = board number):\n  \
 /                                  index of tournaments and rounds\n  \
 /tournaments/T/rounds/N.pgn        the round's games as PGN, board order (poll this from broadcast sites)\n  \
 /tournaments/T/rounds/N.json       the same as JSON\n  \
+/tournaments/T/rounds/N/lichess.pgn  the round as a lichess broadcast polling it takes it: completed\n                                     moves, at most 100 games (?boards=FIRST-LAST for a range)\n  \
 /games/ID.pgn, /games/ID.json      one game\n  \
 /tournaments/T/rounds/N/live       monitor page: every board of the round\n  \
 /tournaments/T/rounds/N/boards/B   monitor page: one board, big (?lang=de for German piece letters)\n  \

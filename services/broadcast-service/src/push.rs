@@ -17,7 +17,7 @@ use std::{
 };
 
 use anyhow::Context as _;
-use boardcast_feeds::{LICHESS_MAX_GAMES, LichessPusher, RoundKey};
+use boardcast_feeds::{LICHESS_MAX_GAMES, LichessPusher, RoundKey, parse_board_range};
 use serde::Serialize;
 
 use crate::projection::{Projection, now_unix_ms};
@@ -56,26 +56,10 @@ impl std::str::FromStr for PushTarget {
         };
         let (round, id) = s.split_once('=').ok_or_else(bad)?;
         let (round, boards) = match round.split_once(':') {
-            Some((round, boards)) => {
-                let (first, last) = boards.split_once('-').ok_or_else(bad)?;
-                let (first, last): (u32, u32) = (
-                    first.parse().map_err(|_| bad())?,
-                    last.parse().map_err(|_| bad())?,
-                );
-                if first == 0 || last < first {
-                    return Err(bad());
-                }
-                // Checked: a range past the limit would leave its last boards off lichess.
-                let count = u64::from(last - first) + 1;
-                if count > LICHESS_MAX_GAMES as u64 {
-                    return Err(format!(
-                        "push target {s:?}: boards {first}-{last} are {count} games, and a \
-                         lichess broadcast round holds at most {LICHESS_MAX_GAMES}: split them \
-                         over several lichess rounds"
-                    ));
-                }
-                (round, Some(first..=last))
-            }
+            Some((round, boards)) => (
+                round,
+                Some(parse_board_range(boards).map_err(|e| format!("push target {s:?}: {e}"))?),
+            ),
             None => (round, None),
         };
         let (tournament, number) = round.rsplit_once('/').ok_or_else(bad)?;
