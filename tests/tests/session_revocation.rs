@@ -71,9 +71,14 @@ impl Hall {
 
     /// What each game service answers `WhoAmI` with, for the session's token.
     async fn grpc_answers(&self, session: &ArbiterSession) -> anyhow::Result<Vec<Option<Code>>> {
+        self.grpc_answers_for(session.token()).await
+    }
+
+    /// What each game service answers `WhoAmI` with, for a session or API token.
+    async fn grpc_answers_for(&self, token: &str) -> anyhow::Result<Vec<Option<Code>>> {
         let mut answers = Vec::new();
         for game in &self.games {
-            let mut client = game.client_as(session.token()).await?;
+            let mut client = game.client_as(token).await?;
             answers.push(
                 client
                     .who_am_i(WhoAmIRequest {})
@@ -232,17 +237,7 @@ async fn a_disabled_users_api_token_is_refused_everywhere_though_it_was_checked_
     })?;
     let started = tokio::time::Instant::now();
     loop {
-        let mut answers = Vec::new();
-        for game in &hall.games {
-            let mut client = game.client_as(&token).await?;
-            answers.push(
-                client
-                    .who_am_i(WhoAmIRequest {})
-                    .await
-                    .err()
-                    .map(|e| e.code()),
-            );
-        }
+        let answers = hall.grpc_answers_for(&token).await?;
         if answers.iter().all(|a| *a == Some(Code::Unauthenticated)) {
             break;
         }

@@ -7,11 +7,11 @@ use boardcast_feeds::{
     Applied, Delays, DeltaError, Feeds, LichessPusher, RoundKey, apply_delta, national_moves,
 };
 use boardcast_game::{
-    Game,
+    Game, NewEvent,
     events::{
         AdjustClocks, Annotation, ArbiterAction, DeclareResult, EnterMove, GameEventRecord,
-        GameResult, GameStarted, Player, RestorePosition, TimeControl, TimePeriod,
-        arbiter_action::Action,
+        GameResult, GameStarted, MoveCompleted, MoveProvisional, Player, Provenance,
+        RestorePosition, Source, TimeControl, TimePeriod, arbiter_action::Action, game_event::Kind,
     },
     signing::{RecordSigner, TrustedKeys},
 };
@@ -92,6 +92,11 @@ impl Played {
                 "",
             )
             .expect("accepted");
+        self.record(events, at)
+    }
+
+    /// Records `events` at `at` as the game service would, applied to the game.
+    fn record(&mut self, events: Vec<NewEvent>, at: i64) -> Vec<GameEventRecord> {
         let records = Game::record(Some(&self.game), self.game.game_id(), events, at);
         for r in &records {
             self.game.apply(r).expect("applies");
@@ -102,6 +107,40 @@ impl Played {
 
     fn play(&mut self, san: &str, at: i64) -> Vec<GameEventRecord> {
         self.act(Action::Move(EnterMove { san: san.into() }), at)
+    }
+}
+
+/// A move the board shows, not confirmed by a press.
+fn provisional(ply: u32, uci: &str, san: &str, replaces_uci: &str) -> NewEvent {
+    NewEvent {
+        kind: Kind::MoveProvisional(MoveProvisional {
+            ply,
+            uci: uci.into(),
+            san: san.into(),
+            replaces_uci: replaces_uci.into(),
+        }),
+        provenance: Provenance {
+            source: Source::BoardSensor as i32,
+            ..Default::default()
+        },
+    }
+}
+
+/// The press completing a move, with the clocks it read (White's, Black's).
+fn pressed(ply: u32, uci: &str, san: &str, clocks: (u64, u64)) -> NewEvent {
+    NewEvent {
+        kind: Kind::MoveCompleted(MoveCompleted {
+            ply,
+            uci: uci.into(),
+            san: san.into(),
+            white_remaining_ms: Some(clocks.0),
+            black_remaining_ms: Some(clocks.1),
+            ..Default::default()
+        }),
+        provenance: Provenance {
+            source: Source::Clock as i32,
+            ..Default::default()
+        },
     }
 }
 
@@ -403,45 +442,21 @@ fn moves_in_national_piece_letters() {
 
 #[test]
 fn a_revised_provisional_move_is_shown_corrected_then_completed() {
-    use boardcast_game::{
-        NewEvent,
-        events::{MoveCompleted, MoveProvisional, Provenance, Source, game_event::Kind},
-    };
     let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     let mut game = start(1, 1, T0);
     let id = game.game.game_id().to_owned();
     for san in ["e4", "e5", "Nf3", "Nc6"] {
         game.play(san, T0);
     }
-    let board = |kind: Kind| NewEvent {
-        kind,
-        provenance: Provenance {
-            source: Source::BoardSensor as i32,
-            ..Default::default()
-        },
-    };
     // The bishop is seen on c4 on its way to b5, then the press completes Bb5.
-    let seen = vec![
-        board(Kind::MoveProvisional(MoveProvisional {
-            ply: 5,
-            uci: "f1c4".into(),
-            san: "Bc4".into(),
-            replaces_uci: String::new(),
-        })),
-        board(Kind::MoveProvisional(MoveProvisional {
-            ply: 5,
-            uci: "f1b5".into(),
-            san: "Bb5".into(),
-            replaces_uci: "f1c4".into(),
-        })),
-    ];
-    let mut records = game.records.clone();
-    let first = Game::record(Some(&game.game), &id, seen, T0 + 1);
-    for r in &first {
-        game.game.apply(r).expect("applies");
-    }
-    records.extend(first.iter().cloned());
-    feed(&mut feeds, &records);
+    game.record(
+        vec![
+            provisional(5, "f1c4", "Bc4", ""),
+            provisional(5, "f1b5", "Bb5", "f1c4"),
+        ],
+        T0 + 1,
+    );
+    feed(&mut feeds, &game.records);
     feeds.release(T0 + 1);
     let shown = |feeds: &Feeds| {
         let body = feeds.round_pgn(&key(1)).expect("shown");
@@ -464,23 +479,8 @@ fn a_revised_provisional_move_is_shown_corrected_then_completed() {
             .contains("provisional")
     );
 
-    let completed = Game::record(
-        Some(&game.game),
-        &id,
-        vec![NewEvent {
-            kind: Kind::MoveCompleted(MoveCompleted {
-                ply: 5,
-                uci: "f1b5".into(),
-                san: "Bb5".into(),
-                white_remaining_ms: Some(5_000_000),
-                black_remaining_ms: Some(5_100_000),
-                ..Default::default()
-            }),
-            provenance: Provenance {
-                source: Source::Clock as i32,
-                ..Default::default()
-            },
-        }],
+    let completed = game.record(
+        vec![pressed(5, "f1b5", "Bb5", (5_000_000, 5_100_000))],
         T0 + 2,
     );
     feed(&mut feeds, &completed);
@@ -536,10 +536,6 @@ fn time_added_by_the_arbiter_reaches_lichess_in_each_sides_last_move() {
 
 #[test]
 fn a_lichess_push_holds_completed_moves_only_on_its_boards_and_at_most_100_games() {
-    use boardcast_game::{
-        NewEvent,
-        events::{MoveCompleted, MoveProvisional, Provenance, Source, game_event::Kind},
-    };
     let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     let mut first = start(1, 1, T0);
     first.play("e4", T0);
@@ -547,27 +543,7 @@ fn a_lichess_push_holds_completed_moves_only_on_its_boards_and_at_most_100_games
     for board in 2..=101 {
         feed(&mut feeds, &start(1, board, T0).records);
     }
-    let id = first.game.game_id().to_owned();
-    let seen = Game::record(
-        Some(&first.game),
-        &id,
-        vec![NewEvent {
-            kind: Kind::MoveProvisional(MoveProvisional {
-                ply: 2,
-                uci: "e7e5".into(),
-                san: "e5".into(),
-                replaces_uci: String::new(),
-            }),
-            provenance: Provenance {
-                source: Source::BoardSensor as i32,
-                ..Default::default()
-            },
-        }],
-        T0 + 1,
-    );
-    for r in &seen {
-        first.game.apply(r).expect("applies");
-    }
+    let seen = first.record(vec![provisional(2, "e7e5", "e5", "")], T0 + 1);
     feed(&mut feeds, &seen);
     feeds.release(T0 + 1);
     let mut pusher = LichessPusher::default();
@@ -601,23 +577,8 @@ fn a_lichess_push_holds_completed_moves_only_on_its_boards_and_at_most_100_games
     assert!(range.left_out_boards.is_empty());
 
     // Completed by the press: pushed, with its clock.
-    let completed = Game::record(
-        Some(&first.game),
-        &id,
-        vec![NewEvent {
-            kind: Kind::MoveCompleted(MoveCompleted {
-                ply: 2,
-                uci: "e7e5".into(),
-                san: "e5".into(),
-                white_remaining_ms: Some(5_390_000),
-                black_remaining_ms: Some(5_380_000),
-                ..Default::default()
-            }),
-            provenance: Provenance {
-                source: Source::Clock as i32,
-                ..Default::default()
-            },
-        }],
+    let completed = first.record(
+        vec![pressed(2, "e7e5", "e5", (5_390_000, 5_380_000))],
         T0 + 2,
     );
     feed(&mut feeds, &completed);

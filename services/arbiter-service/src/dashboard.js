@@ -124,8 +124,17 @@ let initialLoadDone = false;
 const queue = document.getElementById("alert-queue");
 const queuePanel = document.getElementById("queue-panel");
 
+// The live queue starts with the open alerts; "resolved too" also fetches those settled before
+// the page was open (a board away for two seconds while nobody watched is still shown).
+let queueQuery = null;
+async function loadResolved() {
+  if (!queueQuery || !document.getElementById("show-resolved").checked) return;
+  const r = await api("GET", "/api/alerts?" + new URLSearchParams({ ...queueQuery, all: "true" }).toString());
+  if (r.ok) r.data.alerts.forEach(upsertAlert);
+}
 document.getElementById("show-resolved").addEventListener("change", e => {
   queuePanel.classList.toggle("show-resolved", e.target.checked);
+  loadResolved();
 });
 
 function updateQueueCount() {
@@ -244,6 +253,8 @@ function setLive(state, text) {
 }
 
 function connect(query, onBoard) {
+  queueQuery = Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined && v !== null));
+  loadResolved();
   const params = new URLSearchParams(query);
   if (lastEventId) params.set("last_event_id", lastEventId);
   source = new EventSource("/events?" + params.toString());
