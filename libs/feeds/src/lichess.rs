@@ -32,6 +32,8 @@ pub struct LichessPush {
     /// The games as PGN, in board order; empty when none is shown yet.
     pub text: String,
     pub games: usize,
+    /// When the newest event shown in the body was recorded (ms since the epoch; 0 for none).
+    pub last_modified_unix_ms: i64,
     /// Board numbers of the shown games past [`LICHESS_MAX_GAMES`], not in the body.
     pub left_out_boards: Vec<u32>,
 }
@@ -64,6 +66,7 @@ impl LichessPusher {
         let mut push = LichessPush {
             text: String::new(),
             games: 0,
+            last_modified_unix_ms: 0,
             left_out_boards: Vec::new(),
         };
         let on_boards = round_games
@@ -74,15 +77,19 @@ impl LichessPusher {
                 push.left_out_boards.push(game.info.board_number);
                 continue;
             }
-            let entry = self
-                .rendered
-                .entry(game.game_id.clone())
-                .or_insert_with(|| (version, lichess_pgn(game)));
-            if entry.0 != version {
-                *entry = (version, lichess_pgn(game));
+            match self.rendered.get_mut(&game.game_id) {
+                Some(entry) if entry.0 == version => {}
+                Some(entry) => *entry = (version, lichess_pgn(game)),
+                None => {
+                    self.rendered
+                        .insert(game.game_id.clone(), (version, lichess_pgn(game)));
+                }
             }
-            push.text.push_str(&entry.1);
+            if let Some((_, pgn)) = self.rendered.get(&game.game_id) {
+                push.text.push_str(pgn);
+            }
             push.games += 1;
+            push.last_modified_unix_ms = push.last_modified_unix_ms.max(game.updated_unix_ms);
         }
         push
     }

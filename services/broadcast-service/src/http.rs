@@ -267,16 +267,6 @@ async fn round_for_lichess(
             .or_default()
             .push(&games, boards.as_ref())
     };
-    let newest = games
-        .iter()
-        .filter(|(g, _)| {
-            boards
-                .as_ref()
-                .is_none_or(|b| b.contains(&g.info.board_number))
-        })
-        .map(|(g, _)| g.updated_unix_ms)
-        .max()
-        .unwrap_or(0);
     let fresh_ms = fresh_for_ms(&app, &feeds, &key);
     drop(feeds);
     if push.games == 0 {
@@ -285,7 +275,8 @@ async fn round_for_lichess(
             key.tournament_id
         ));
     }
-    conditional(&Body::new(push.text, newest), &headers, PGN, fresh_ms)
+    let body = Body::new(push.text, push.last_modified_unix_ms);
+    conditional(&body, &headers, PGN, fresh_ms)
 }
 
 /// The round's shown games as one JSON document, in board order.
