@@ -19,8 +19,11 @@ use crate::events::{
 /// when its touches were seen at rest for a real time (`TOUCH_REST_MS`), otherwise a note; a
 /// move leaving a dead position completes at once, as mate and stalemate do; a move completed
 /// without a press gets the clocks the last reading shows, counted down to that moment; a
-/// declared result settles the provisional moves before it.
-pub const CURRENT_INTERPRETATION: u32 = 3;
+/// declared result settles the provisional moves before it. 4: whether a position is dead is
+/// also answered from the positions before it (a quiet move that can be taken back leaves a
+/// position that is not dead when the one before is not): half the analysis saved, the same
+/// answers, except that a position the analysis alone leaves undetermined may be found live.
+pub const CURRENT_INTERPRETATION: u32 = 4;
 
 /// Which display of the clock is White's, as the log has established it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -76,6 +76,7 @@ impl Game {
             },
             clock: ClockState::default(),
             rulings: Rulings::default(),
+            dead_answers: Default::default(),
         })
     }
 

@@ -62,6 +62,9 @@ pub struct Game {
     pub(crate) board: BoardRecord,
     pub(crate) clock: ClockState,
     pub(crate) rulings: Rulings,
+    /// What the dead-position analysis answered for the game's last positions, for the next
+    /// move's question (interpretation 4); shared by the copies a decision makes.
+    pub(crate) dead_answers: boardcast_rules::dead::GameAnswers,
 }
 
 /// Where the game's record stands.
@@ -257,8 +260,15 @@ impl Game {
     pub(crate) fn board_verdict_events(&self, history: &RepetitionTracker, ply: u32) -> Vec<Kind> {
         use crate::terms::ended_event as ended;
         use boardcast_rules::dead::{Answer, Budget, dead_position_within};
-        use boardcast_rules::outcome::{BoardVerdict, dead_position_reached, judge_board};
-        match judge_board(&self.rules, history) {
+        use boardcast_rules::outcome::{
+            BoardVerdict, DeadPositionCheck, dead_position_reached, judge_board,
+        };
+        let dead_check = if self.interpretation >= 4 {
+            DeadPositionCheck::InTheGame(&self.dead_answers)
+        } else {
+            DeadPositionCheck::OnItsOwn
+        };
+        match judge_board(&self.rules, history, dead_check) {
             BoardVerdict::Ends(end) => vec![ended(&end)],
             // Before the arbiter is told, the thorough analysis gets its chance (once per game:
             // after the note, play simply goes on).

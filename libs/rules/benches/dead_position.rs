@@ -32,6 +32,7 @@ fn main() {
     let runs = |set: &str| only.is_empty() || only == set;
     if runs("tournament") {
         report("tournament positions", &tournament);
+        with_positions_before();
     }
     if runs("locked") {
         report(
@@ -98,6 +99,44 @@ fn report(name: &str, positions: &[Chess]) {
     }
 }
 
+/// Every ply of the London games judged twice: on its own, and with the positions before it as a
+/// game's decisions judge it (`dead_position_in_game`, interpretation 4). The budget of the first
+/// is one node larger so that neither reuses the answers the thread keeps of the other; the
+/// answers must agree.
+fn with_positions_before() {
+    let games = london_games();
+    let alone_budget = dead::Budget {
+        proof_nodes: dead::Budget::default().proof_nodes + 1,
+        ..dead::Budget::default()
+    };
+    let (mut plies, mut alone_time, mut in_game_time) = (0u32, Duration::ZERO, Duration::ZERO);
+    for game in &games {
+        let answers = dead::GameAnswers::default();
+        let mut positions = vec![game.start_position().expect("start position")];
+        for mv in &game.moves {
+            let mut pos = positions.last().expect("a position").clone();
+            pos.play_unchecked(pgn::parse_san(&pos, &mv.san).expect("legal move"));
+            positions.push(pos);
+            let t = Instant::now();
+            let alone =
+                dead::dead_position_within(positions.last().expect("played"), &alone_budget);
+            alone_time += t.elapsed();
+            let t = Instant::now();
+            let in_game = dead::dead_position_in_game(&positions, &answers);
+            in_game_time += t.elapsed();
+            assert_eq!(alone, in_game, "{} after {}", game.players(), mv.san);
+            plies += 1;
+        }
+    }
+    let per_ply = |time: Duration| time.as_secs_f64() * 1e6 / f64::from(plies);
+    println!(
+        "every ply of the London games ({plies}): the position alone {:.1} µs, with the positions \
+         before it {:.1} µs on average, the same answers",
+        per_ply(alone_time),
+        per_ply(in_game_time)
+    );
+}
+
 /// Counts the analysis' answers per side against the expected ones, with the default budget
 /// (the check after every move) and the thorough one (for verdicts).
 fn answers(vectors: &[(Chess, [bool; 2])]) {
@@ -155,14 +194,18 @@ fn fen(pos: &Chess) -> String {
     Fen::from_position(pos, shakmaty::EnPassantMode::Legal).to_string()
 }
 
-fn tournament_positions() -> Vec<Chess> {
+fn london_games() -> Vec<pgn::PgnGame> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../data/london-classic-2016.pgn"
     );
     let text = std::fs::read_to_string(path).expect("the London file is in data/");
+    pgn::read_games(&text).expect("the London file reads")
+}
+
+fn tournament_positions() -> Vec<Chess> {
     let mut positions = Vec::new();
-    for game in pgn::read_games(&text).expect("the London file reads") {
+    for game in london_games() {
         let mut pos = game.start_position().expect("start position");
         for (ply, mv) in game.moves.iter().enumerate() {
             if ply % 10 == 0 {

@@ -33,6 +33,9 @@
 //! [`Unwinnability::Undetermined`], and [`dead_position`] and [`can_checkmate`] answer
 //! [`Answer::Undetermined`]: never a verdict, always shown as such. "Cannot mate" comes only with
 //! a proof, "can mate" only with a line.
+//!
+//! A game's decisions ask with the positions before ([`dead_position_in_game`]): a quiet move
+//! that can be taken back cannot make a live position dead, which saves half the searches.
 
 mod blocked;
 mod tempo;
@@ -184,6 +187,183 @@ pub fn dead_position_within(pos: &Chess, budget: &Budget) -> Answer {
         recent.push_back((pos.clone(), *budget, answer));
     });
     answer
+}
+
+/// Whether the position at the end of `positions` (a game's positions in order, the one on the
+/// board last) is dead, also using what is known of the two before it. When `current` can go
+/// back to one of them by legal moves (the quiet piece moves since are taken back, with one
+/// move there and back by the side to move when it is the opponent's position) and that one is
+/// not dead, `current` is not dead either: every helpmate from there is one from `current`. Most
+/// moves of a game are quiet piece moves, and the position before is usually analysed already.
+///
+/// The answer is `No` when [`dead_position`] says so of `current` or of such an earlier
+/// position, otherwise [`dead_position`]'s of `current`: what was analysed before only saves
+/// time, never changes an answer. It differs from [`dead_position`]'s alone only where that is
+/// `Undetermined`.
+pub fn dead_position_in_game(positions: &[Chess], answers: &GameAnswers) -> Answer {
+    let Some((current, before)) = positions.split_last() else {
+        return Answer::Undetermined;
+    };
+    let previous = before.last();
+    let earlier = before.len().checked_sub(2).map(|i| &before[i]);
+    let mut reachable = Vec::with_capacity(2);
+    if let Some(previous) = previous.filter(|p| returns_around_a_reply(current, p)) {
+        reachable.push(previous);
+    }
+    if let (Some(previous), Some(earlier)) = (previous, earlier)
+        && returns_two_moves(current, previous, earlier)
+    {
+        reachable.push(earlier);
+    }
+    if reachable
+        .iter()
+        .any(|pos| answers.given(pos) == Some(Answer::No))
+    {
+        return Answer::No;
+    }
+    match answers.of(current) {
+        Answer::Undetermined if reachable.iter().any(|pos| answers.of(pos) == Answer::No) => {
+            Answer::No
+        }
+        answer => answer,
+    }
+}
+
+/// What [`dead_position`] answered for the last positions of one game, for
+/// [`dead_position_in_game`] to ask of the next. Clones share it (a game's state is copied to
+/// decide on it); it only saves work, never changes an answer. Kept per game, not per thread,
+/// so that neither the games of a hall decided in turn nor identical games meet in it.
+#[derive(Debug, Clone, Default)]
+pub struct GameAnswers(
+    std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<(PositionKey, Answer)>>>,
+);
+
+/// How many positions a [`GameAnswers`] keeps: the two before the one asked about, and the
+/// positions a board showed on the way.
+const GAME_ANSWERS_KEPT: usize = 8;
+
+impl GameAnswers {
+    /// The answer already given for `pos`, if kept.
+    fn given(&self, pos: &Chess) -> Option<Answer> {
+        let key = PositionKey::of(pos);
+        let kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.iter()
+            .find(|(seen, _)| *seen == key)
+            .map(|&(_, answer)| answer)
+    }
+
+    /// [`dead_position`] of `pos`, kept for the next question.
+    fn of(&self, pos: &Chess) -> Answer {
+        if let Some(answer) = self.given(pos) {
+            return answer;
+        }
+        let answer = dead_position(pos);
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() == GAME_ANSWERS_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back((PositionKey::of(pos), answer));
+        answer
+    }
+}
+
+/// Whether `previous`, the position before `current`, stands again after a move by the side to
+/// move, the opponent taking back the quiet piece move that led to `current`, and the first
+/// move going back.
+fn returns_around_a_reply(current: &Chess, previous: &Chess) -> bool {
+    let Some(back) = move_taking_back(previous, current) else {
+        return false;
+    };
+    current.legal_moves().iter().any(|&reply| {
+        piece_going_back(reply)
+            .is_some_and(|reply_back| plays_to(current, &[reply, back, reply_back], previous))
+    })
+}
+
+/// Whether `earlier`, two positions before `current`, stands again after the side to move takes
+/// back its quiet piece move and the opponent then its own.
+fn returns_two_moves(current: &Chess, previous: &Chess, earlier: &Chess) -> bool {
+    match (
+        move_taking_back(earlier, previous),
+        move_taking_back(previous, current),
+    ) {
+        (Some(own), Some(theirs)) => plays_to(current, &[own, theirs], earlier),
+        _ => false,
+    }
+}
+
+/// Whether `moves`, each legal in turn from `from`, lead to `to` (as the analysis tells
+/// positions apart: board, side to move, castling and en passant rights).
+fn plays_to(from: &Chess, moves: &[Move], to: &Chess) -> bool {
+    let mut pos = from.clone();
+    for &m in moves {
+        if !pos.is_legal(m) {
+            return false;
+        }
+        pos.play_unchecked(m);
+    }
+    PositionKey::of(&pos) == PositionKey::of(to)
+}
+
+/// The move that takes back the quiet piece move leading from `previous` to `current`, if one
+/// did (a piece other than a pawn moved without capturing, and no castling or en passant right
+/// was lost with it).
+fn move_taking_back(previous: &Chess, current: &Chess) -> Option<Move> {
+    if previous.turn() == current.turn()
+        || previous.castles().castling_rights() != current.castles().castling_rights()
+        || previous.ep_square(EnPassantMode::Legal).is_some()
+    {
+        return None;
+    }
+    let (before, after) = (previous.board(), current.board());
+    let vacated = before.occupied() & !after.occupied();
+    let filled = after.occupied() & !before.occupied();
+    let (Some(from), Some(to)) = (vacated.single_square(), filled.single_square()) else {
+        return None;
+    };
+    let role = before.role_at(from)?;
+    let played = Move::Normal {
+        role,
+        from,
+        capture: None,
+        to,
+        promotion: None,
+    };
+    if role == Role::Pawn || !previous.is_legal(played) {
+        return None;
+    }
+    let mut replayed = previous.clone();
+    replayed.play_unchecked(played);
+    if PositionKey::of(&replayed) != PositionKey::of(current) {
+        return None;
+    }
+    piece_going_back(played)
+}
+
+/// A quiet piece move's way back: the piece from its square to the one it came from.
+fn piece_going_back(m: Move) -> Option<Move> {
+    match m {
+        Move::Normal {
+            role,
+            from,
+            capture: None,
+            to,
+            promotion: None,
+        } if role != Role::Pawn => Some(Move::Normal {
+            role,
+            from: to,
+            capture: None,
+            to: from,
+            promotion: None,
+        }),
+        _ => None,
+    }
 }
 
 fn analyse_dead_position(pos: &Chess, budget: &Budget) -> Answer {
@@ -706,7 +886,7 @@ impl Exploration {
 /// Exact position identity for the exhaustive walk (the move counters do not matter). Hashed
 /// by its Zobrist key alone, which is cheap; equality still compares the whole position, so a
 /// collision costs a comparison and never merges two positions.
-#[derive(PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 struct PositionKey {
     zobrist: u64,
     board: Board,

@@ -100,15 +100,30 @@ pub enum BoardVerdict {
 /// dead position, then (from 2014) fivefold repetition and seventy-five moves. `None` while play
 /// goes on, also when whether the position is dead was not determined ([`judge_board`] tells).
 pub fn end_on_board(rules: &RuleSet, history: &RepetitionTracker) -> Option<GameEnd> {
-    match judge_board(rules, history) {
+    match judge_board(rules, history, DeadPositionCheck::OnItsOwn) {
         BoardVerdict::Ends(end) => Some(end),
         BoardVerdict::Continues | BoardVerdict::DeadUndetermined { .. } => None,
     }
 }
 
+/// How [`judge_board`] asks whether the position is dead.
+#[derive(Debug, Clone, Copy)]
+pub enum DeadPositionCheck<'a> {
+    /// The position on its own ([`dead::dead_position`]).
+    OnItsOwn,
+    /// With the positions before it ([`dead::dead_position_in_game`]): the same answers, but
+    /// `No` also where the analysis of the position alone is left undetermined and a position
+    /// before it, reachable from it, is not dead.
+    InTheGame(&'a dead::GameAnswers),
+}
+
 /// [`end_on_board`], telling apart a position that does not end the game from one whose
 /// deadness the analysis could not determine.
-pub fn judge_board(rules: &RuleSet, history: &RepetitionTracker) -> BoardVerdict {
+pub fn judge_board(
+    rules: &RuleSet,
+    history: &RepetitionTracker,
+    dead_check: DeadPositionCheck<'_>,
+) -> BoardVerdict {
     let pos = history.position();
     let n = numbered(rules.edition);
     let dead_article = if n { "5.2.2" } else { "5.2.b" };
@@ -126,7 +141,12 @@ pub fn judge_board(rules: &RuleSet, history: &RepetitionTracker) -> BoardVerdict
             article: if n { "5.2.1" } else { "5.2.a" },
         });
     }
-    let dead = dead::dead_position(pos);
+    let dead = match dead_check {
+        DeadPositionCheck::OnItsOwn => dead::dead_position(pos),
+        DeadPositionCheck::InTheGame(answers) => {
+            dead::dead_position_in_game(history.positions(), answers)
+        }
+    };
     if dead == dead::Answer::Yes {
         return BoardVerdict::Ends(dead_position_reached(rules));
     }

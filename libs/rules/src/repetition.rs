@@ -239,6 +239,11 @@ impl RepetitionTracker {
         self.positions.get(ply as usize)
     }
 
+    /// The position at every ply, the one on the board last.
+    pub fn positions(&self) -> &[Chess] {
+        &self.positions
+    }
+
     /// The edition whose identity rule is applied.
     pub fn edition(&self) -> Edition {
         self.edition

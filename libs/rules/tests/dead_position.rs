@@ -494,3 +494,81 @@ fn chess960_castling_is_never_proven_away_and_lines_replay() {
         other => panic!("{fen}: expected a mate, got {other:?}"),
     }
 }
+
+/// Every position of a real game judged with the positions before it: the same answer as on its
+/// own, ply after ply (the positions before only save work).
+#[test]
+fn positions_before_change_no_answer_in_real_games() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/london-classic-2016.pgn"
+    );
+    let text = std::fs::read_to_string(path).expect("the London file is in data/");
+    let games = boardcast_rules::pgn::read_games(&text).expect("the London file reads");
+    let mut plies = 0;
+    for game in games.iter().take(12) {
+        let answers = dead::GameAnswers::default();
+        let mut positions = vec![game.start_position().expect("start position")];
+        for mv in &game.moves {
+            let mut pos = positions.last().expect("a position").clone();
+            let m = boardcast_rules::pgn::parse_san(&pos, &mv.san).expect("legal move");
+            pos.play_unchecked(m);
+            positions.push(pos);
+            let alone = dead::dead_position(positions.last().expect("played"));
+            assert_eq!(
+                dead::dead_position_in_game(&positions, &answers),
+                alone,
+                "{} after {}",
+                game.players(),
+                mv.san
+            );
+            plies += 1;
+        }
+    }
+    assert!(plies > 500, "{plies} plies judged");
+}
+
+/// A dead position stays dead whatever quiet moves follow, and the positions before never say
+/// otherwise: taking a move back leads only to positions that are dead too.
+#[test]
+fn positions_before_never_revive_a_dead_position() {
+    let dead_positions: Vec<Chess> = test_vectors()
+        .into_iter()
+        .filter(|(_, can_mate)| *can_mate == [false, false])
+        .map(|(fen, _)| position(&fen))
+        .take(60)
+        .collect();
+    assert!(dead_positions.len() >= 20);
+    let quiet = |pos: &Chess| -> Vec<shakmaty::Move> {
+        pos.legal_moves()
+            .into_iter()
+            .filter(|m| !m.is_capture() && !m.is_promotion() && m.role() != shakmaty::Role::Pawn)
+            .collect()
+    };
+    let mut judged = 0;
+    for start in &dead_positions {
+        let answers = dead::GameAnswers::default();
+        for first in quiet(start).into_iter().take(3) {
+            let mut after_first = start.clone();
+            after_first.play_unchecked(first);
+            let line = [start.clone(), after_first.clone()];
+            assert_ne!(
+                dead::dead_position_in_game(&line, &answers),
+                Answer::No,
+                "{line:?}"
+            );
+            for second in quiet(&after_first).into_iter().take(3) {
+                let mut after_second = after_first.clone();
+                after_second.play_unchecked(second);
+                let line = [start.clone(), after_first.clone(), after_second];
+                assert_ne!(
+                    dead::dead_position_in_game(&line, &answers),
+                    Answer::No,
+                    "{line:?}"
+                );
+                judged += 1;
+            }
+        }
+    }
+    assert!(judged > 100, "{judged} positions judged");
+}
