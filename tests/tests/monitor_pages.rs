@@ -1,8 +1,9 @@
 //! The hall's monitor pages in a real headless Chromium against a running system: the big-board
 //! view shows a move as it is released with the last move highlighted and the running clock
 //! ticking between readings, German piece letters when asked, the hall mode cycles through the
-//! boards, and a page keeps working through a restart of the service. Screenshots of the grid
-//! and the big board at 1920×1080 go to target/screenshots.
+//! boards, a page keeps working through a restart of the service, and a long game's big board
+//! fits the screen whatever its shape. Screenshots of the grid and the big board at 1920×1080 go
+//! to target/screenshots.
 
 use std::{process::Command, time::Duration};
 
@@ -164,6 +165,78 @@ async fn the_big_board_shows_moves_as_released_with_ticking_clocks_through_a_res
     )
     .await?;
     grid.screenshot(&dir.join("monitor-grid-1920x1080.png"))
+        .await?;
+    Ok(())
+}
+
+/// A long game on the big board: the board, both players' clocks and the game's status stay on
+/// the screen, nothing scrolls but the moves, and the last move is in sight, on the screens halls
+/// use (16:9, 16:10, 4:3, a projector's 1280×720).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_game_fits_the_screen_on_the_big_board() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let broadcast = BroadcastService::start(&nats.url())?;
+    let _play = KillOnDrop(simulate(&nats.url(), &game_service.url(), "3", "max")?);
+    let browser = Browser::launch().await?;
+    let mut round = browser
+        .open(&broadcast.url(&format!("{ROUND}/live")))
+        .await?;
+    // The longest of the round's games, once it is over.
+    let longest = "(() => { const done = [...games.values()].filter(g => g.result && g.result !== '*'); \
+        if (done.length < 3) return 0; \
+        return done.reduce((a, b) => (b.moves.length > a.moves.length ? b : a)).board_number; })()";
+    round
+        .wait_for(&format!("{longest} > 0"), Duration::from_secs(120))
+        .await?;
+    let board_number = round.eval(longest).await?.as_u64().unwrap_or(0);
+    let plies = round
+        .eval(&format!(
+            "[...games.values()].find(g => g.board_number === {board_number}).moves.length"
+        ))
+        .await?
+        .as_u64()
+        .unwrap_or(0);
+    let summary = round
+        .eval("JSON.stringify([...games.values()].map(g => [g.board_number, g.moves.length, g.result, g.status]))")
+        .await?;
+    assert!(plies >= 80, "the longest game has {plies} plies: {summary}");
+
+    let mut board = browser
+        .open(&broadcast.url(&format!("{ROUND}/boards/{board_number}")))
+        .await?;
+    let fits = "(() => { \
+        const inside = el => { const r = el.getBoundingClientRect(); \
+          return r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight + 0.5 && r.right <= innerWidth + 0.5; }; \
+        const root = document.documentElement; \
+        const moves = document.getElementById('moves'); \
+        return JSON.stringify({ \
+          page_scrolls: root.scrollHeight > innerHeight + 0.5 || root.scrollWidth > innerWidth + 0.5, \
+          board_on_screen: inside(document.getElementById('board')), \
+          clocks_on_screen: [...document.querySelectorAll('#side .clock')].every(inside), \
+          status_on_screen: inside(document.getElementById('game-status')), \
+          last_move_in_sight: moves.scrollTop + moves.clientHeight >= moves.scrollHeight - 1, \
+          result_shown: document.getElementById('moves').textContent.includes('-'), \
+        }); })()";
+    let all_fit = format!(
+        "(s => !s.page_scrolls && s.board_on_screen && s.clocks_on_screen && s.status_on_screen \
+         && s.last_move_in_sight && s.result_shown)(JSON.parse({fits}))"
+    );
+    let dir = repo_root().join("target/screenshots");
+    std::fs::create_dir_all(&dir)?;
+    for (width, height) in [(1920, 1080), (1920, 1200), (1024, 768), (1280, 720)] {
+        board.set_viewport(width, height).await?;
+        if board
+            .wait_for(&all_fit, Duration::from_secs(10))
+            .await
+            .is_err()
+        {
+            let seen = board.eval(fits).await?;
+            bail!("board {board_number} ({plies} plies) at {width}×{height}: {seen}");
+        }
+    }
+    board
+        .screenshot(&dir.join("monitor-big-board-long-game-1280x720.png"))
         .await?;
     Ok(())
 }
