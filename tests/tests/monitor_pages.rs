@@ -171,7 +171,8 @@ async fn the_big_board_shows_moves_as_released_with_ticking_clocks_through_a_res
 
 /// A long game on the big board: the board, both players' clocks and the game's status stay on
 /// the screen, nothing scrolls but the moves, and the last move is in sight, on the screens halls
-/// use (16:9, 16:10, 4:3, a projector's 1280×720).
+/// use (16:9, 16:10, 4:3, a projector's 1280×720) and on a phone held upright. On the round's
+/// page every game's moves show their end, on a wide screen and on the phone.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_long_game_fits_the_screen_on_the_big_board() -> anyhow::Result<()> {
     let nats = TestNats::start()?;
@@ -224,7 +225,13 @@ async fn a_long_game_fits_the_screen_on_the_big_board() -> anyhow::Result<()> {
     );
     let dir = repo_root().join("target/screenshots");
     std::fs::create_dir_all(&dir)?;
-    for (width, height) in [(1920, 1080), (1920, 1200), (1024, 768), (1280, 720)] {
+    for (width, height) in [
+        (1920, 1080),
+        (1920, 1200),
+        (1024, 768),
+        (1280, 720),
+        (390, 844),
+    ] {
         board.set_viewport(width, height).await?;
         if board
             .wait_for(&all_fit, Duration::from_secs(10))
@@ -236,7 +243,32 @@ async fn a_long_game_fits_the_screen_on_the_big_board() -> anyhow::Result<()> {
         }
     }
     board
-        .screenshot(&dir.join("monitor-big-board-long-game-1280x720.png"))
+        .screenshot(&dir.join("monitor-big-board-long-game-phone.png"))
         .await?;
+
+    // The round's page, and the screen turned or the window resized once it shows the games:
+    // every game's last move stays in sight.
+    let every_end = "[...document.querySelectorAll('.game .moves')].length === 3 && \
+        [...document.querySelectorAll('.game .moves')].every(m => \
+            m.scrollTop + m.clientHeight >= m.scrollHeight - 1)";
+    let mut page = browser
+        .open(&broadcast.url(&format!("{ROUND}/live")))
+        .await?;
+    for (width, height) in [(1920, 1080), (390, 844), (844, 390), (1280, 720)] {
+        page.set_viewport(width, height).await?;
+        if page
+            .wait_for(every_end, Duration::from_secs(10))
+            .await
+            .is_err()
+        {
+            let seen = page
+                .eval(
+                    "JSON.stringify([...document.querySelectorAll('.game .moves')].map(m => \
+                    [m.scrollTop, m.clientHeight, m.scrollHeight]))",
+                )
+                .await?;
+            bail!("the round's page at {width}×{height}: moves boxes (top, height, length) {seen}");
+        }
+    }
     Ok(())
 }

@@ -88,6 +88,17 @@ function movesHtml(g) {
   return text;
 }
 
+// A moves box shows its last move, also after it changes size (the page's width, a scroll bar
+// appearing as more boards come, the screen turned, fonts): the text wraps anew and would
+// otherwise leave the end out of sight.
+const movesAtTheirEnd = new ResizeObserver(entries => {
+  for (const entry of entries) entry.target.scrollTop = entry.target.scrollHeight;
+});
+function showLastMove(box) {
+  box.scrollTop = box.scrollHeight;
+  movesAtTheirEnd.observe(box);
+}
+
 function statusHtml(g) {
   const notes = [];
   if (!g.board_responding) notes.push("board not responding: moves are not being seen");
