@@ -10,8 +10,7 @@
 use boardcast_rules::pgn::{AnnotatedGame, PgnGame, PgnMove};
 
 use crate::events::{
-    GameEvent, GameStarted, MoveProvisional, Source, Termination, arbiter_action::Action,
-    game_event::Kind,
+    GameEvent, GameStarted, MoveProvisional, Source, arbiter_action::Action, game_event::Kind,
 };
 
 /// One game as viewers see it.
@@ -229,7 +228,8 @@ impl DisplayGame {
             Some(Kind::Ended(end)) => {
                 self.result = Some(Ending {
                     result: crate::terms::result_token(end.result()).to_owned(),
-                    termination: termination_words(end.termination(), &end.detail),
+                    termination: crate::wording::termination_name(end.termination())
+                        .map_or_else(|| end.detail.clone(), str::to_owned),
                 });
                 self.provisional.clear();
             }
@@ -451,23 +451,4 @@ fn format_clock_tag(ms: u64) -> String {
         (seconds / 60) % 60,
         seconds % 60
     )
-}
-
-fn termination_words(termination: Termination, detail: &str) -> String {
-    let words = match termination {
-        Termination::Checkmate => "checkmate",
-        Termination::Stalemate => "stalemate",
-        Termination::BoardResultSignal => "result signalled on the board",
-        Termination::Arbiter => "decided by the arbiter",
-        Termination::Resignation => "resignation",
-        Termination::Agreement => "draw agreed",
-        Termination::DeadPosition => "dead position",
-        Termination::FivefoldRepetition => "fivefold repetition",
-        Termination::SeventyFiveMoves => "75-move rule",
-        Termination::FlagFall => "flag fall",
-        Termination::BothFlags => "both flags fell",
-        Termination::DrawClaim => "draw claim upheld",
-        Termination::Unspecified => return detail.to_owned(),
-    };
-    words.to_owned()
 }

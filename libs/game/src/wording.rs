@@ -10,7 +10,8 @@ use crate::events::{
     self, ArbiterAction, ClaimJudged, ClaimJudgement, ClaimRuling, ClockAlert, ClockSidesBasis,
     GameEvent, GameStarted, IllegalMoveKind, IllegalMoveRecorded, IrregularityCause,
     IrregularityObserved, PenaltyKind, PossibleTouchMoveBreach, PressSettlement, SetupAspect, Side,
-    SideAction, Source, TouchEvidence, TouchMoveBreach, arbiter_action::Action, game_event::Kind,
+    SideAction, Source, Termination, TouchEvidence, TouchMoveBreach, arbiter_action::Action,
+    game_event::Kind,
 };
 use crate::terms;
 
@@ -282,8 +283,8 @@ pub fn describe(event: &GameEvent, edition: Option<&str>) -> Option<String> {
             touch_rest(t)
         ),
         Kind::BoardStatus(b) => format!(
-            "board: {:?}{}",
-            b.state(),
+            "board: {}{}",
+            device_state_name(b.state()),
             if b.battery_low { ", battery low" } else { "" }
         ),
         Kind::ObservationsMissing(m) if !m.unusable_reason.is_empty() => format!(
@@ -295,9 +296,9 @@ pub fn describe(event: &GameEvent, edition: Option<&str>) -> Option<String> {
             m.first_device_seq, m.last_device_seq
         ),
         Kind::Ended(e) => format!(
-            "result {}: {:?}{}",
+            "result {}: {}{}",
             terms::result_token(e.result()),
-            e.termination(),
+            termination_name(e.termination()).unwrap_or("ended"),
             if e.detail.is_empty() {
                 String::new()
             } else {
@@ -436,6 +437,25 @@ pub fn source_name(source: Source) -> &'static str {
         Source::Operator => "operator",
         Source::Unspecified => "",
     }
+}
+
+/// How a game ended, in words; `None` when the log names no way (its detail says it).
+pub fn termination_name(termination: Termination) -> Option<&'static str> {
+    Some(match termination {
+        Termination::Checkmate => "checkmate",
+        Termination::Stalemate => "stalemate",
+        Termination::BoardResultSignal => "result signalled on the board",
+        Termination::Arbiter => "decided by the arbiter",
+        Termination::Resignation => "resignation",
+        Termination::Agreement => "draw agreed",
+        Termination::DeadPosition => "dead position",
+        Termination::FivefoldRepetition => "fivefold repetition",
+        Termination::SeventyFiveMoves => "75-move rule",
+        Termination::FlagFall => "flag fall",
+        Termination::BothFlags => "both flags fell",
+        Termination::DrawClaim => "draw claim upheld",
+        Termination::Unspecified => return None,
+    })
 }
 
 pub fn device_state_name(state: DeviceState) -> &'static str {
@@ -737,6 +757,32 @@ mod tests {
                 "move made with two hands".to_owned(),
                 "the game is lost".to_owned()
             )
+        );
+    }
+
+    #[test]
+    fn endings_and_board_states_are_worded_for_people() {
+        let event = |kind| GameEvent {
+            kind: Some(kind),
+            ..Default::default()
+        };
+        let ended = event(Kind::Ended(events::GameEnded {
+            result: events::GameResult::Draw as i32,
+            termination: Termination::BoardResultSignal as i32,
+            ..Default::default()
+        }));
+        assert_eq!(
+            describe(&ended, None).as_deref(),
+            Some("result 1/2-1/2: result signalled on the board")
+        );
+        let away = event(Kind::BoardStatus(events::BoardStatusChanged {
+            state: DeviceState::NotResponding as i32,
+            battery_low: true,
+            ..Default::default()
+        }));
+        assert_eq!(
+            describe(&away, None).as_deref(),
+            Some("board: not responding, battery low")
         );
     }
 }

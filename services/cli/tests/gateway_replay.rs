@@ -94,7 +94,10 @@ fn simulated_capture_replays_to_the_source_game_as_pgn() {
     assert_eq!(replayed[0].tag("Result"), Some(source[1].result.as_str()));
     // The notes (on stderr) end with the players' result signal.
     assert!(
-        stderr.contains(&format!("result {}: BoardResultSignal", source[1].result)),
+        stderr.contains(&format!(
+            "result {}: result signalled on the board",
+            source[1].result
+        )),
         "{stderr}"
     );
 

@@ -450,7 +450,10 @@ fn tidy_play_replays_with_notes_on_the_clock_and_the_result() {
     );
     assert_eq!(notes.len(), 3, "{notes:?}");
     assert!(
-        notes[2].starts_with(&format!("result {}: BoardResultSignal", game.result)),
+        notes[2].starts_with(&format!(
+            "result {}: result signalled on the board",
+            game.result
+        )),
         "{notes:?}"
     );
     let written = write_game(&pgn);

@@ -33,7 +33,7 @@ pub use views::{
     AlertKey, AlertView, AtError, BoardView, Change, Damage, FollowStatus, GameDetail,
     PendingPenalty, PositionView, RoundView,
 };
-use views::{alert_view, move_views, player_name, provisional_words, side_to_move, words_of};
+use views::{alert_view, move_views, player_name, provisional_words, side_to_move};
 
 /// One game as the service keeps it.
 struct GameEntry {
@@ -170,7 +170,8 @@ impl GameEntry {
             result: game.result_token(),
             termination: game
                 .result()
-                .map(|(_, t)| words_of(&format!("{t:?}")))
+                .and_then(|(_, t)| boardcast_game::wording::termination_name(t))
+                .map(str::to_owned)
                 .unwrap_or_default(),
             device: timeline::device_state_name(status.state),
             battery_percent: status.battery_percent,

@@ -208,18 +208,6 @@ pub enum Change {
     Game { game_id: Arc<str>, stream_seq: u64 },
 }
 
-/// `BoardResultSignal` → `board result signal`.
-pub(super) fn words_of(camel: &str) -> String {
-    let mut words = String::new();
-    for (i, c) in camel.chars().enumerate() {
-        if c.is_uppercase() && i > 0 {
-            words.push(' ');
-        }
-        words.extend(c.to_lowercase());
-    }
-    words
-}
-
 pub(super) fn player_name(p: &Option<boardcast_game::events::Player>) -> String {
     p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
 }
