@@ -163,6 +163,21 @@ async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::R
     std::fs::create_dir_all(&dir)?;
     page.screenshot(&dir.join("arbiter-dashboard-tablet.png"))
         .await?;
+    // A board's whole position (one long word) wraps in the timeline rather than widen it.
+    let widths = page
+        .eval(
+            "(() => { const t = document.getElementById('timeline'); \
+             const fen = [...t.querySelectorAll('[data-seq]')] \
+                 .some(e => e.textContent.includes('board shows')); \
+             return JSON.stringify([fen, t.scrollWidth, t.clientWidth]); })()",
+        )
+        .await?;
+    let (has_position, scroll_width, client_width): (bool, u32, u32) =
+        serde_json::from_str(widths.as_str().unwrap_or_default())?;
+    assert!(
+        has_position && scroll_width <= client_width,
+        "the timeline is as wide as its box ({widths})"
+    );
 
     // On the round's page the chief arbiter gives an arbiter two boards.
     let token = boardcast_testkit::TestUsers::shared()?.add(
