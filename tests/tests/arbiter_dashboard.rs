@@ -197,6 +197,12 @@ async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::R
         Duration::from_secs(20),
     )
     .await?;
+    // Titled with the tournament's name, as on the list of rounds.
+    page.wait_for(
+        "document.getElementById('round-title').textContent === 'Arbiters Open · round 1'",
+        Duration::from_secs(20),
+    )
+    .await?;
     page.eval(
         "document.getElementById('assign-user').value = 'ia-smith'; \
          document.getElementById('assign-boards').value = '1-2'; \

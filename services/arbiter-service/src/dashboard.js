@@ -393,6 +393,9 @@ async function initRound() {
   loadAssignments();
   const r = await api("GET", `/api/tournaments/${encodeURIComponent(PARAMS.tournament)}/rounds/${PARAMS.round}`);
   if (r.ok) {
+    // The tournament's name as its games were set up with it, as on the list of rounds.
+    const named = r.data.boards.find(b => b.event_name);
+    if (named) document.getElementById("round-title").textContent = `${named.event_name} · round ${PARAMS.round}`;
     if (!r.data.boards.length) document.getElementById("boards").replaceChildren(el("p", { class: "muted", text: "No boards in this round yet." }));
     r.data.boards.forEach(boardCard);
   }
