@@ -80,6 +80,13 @@ async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::R
         .rsplit_once('/')
         .context("alert id <game>/<raised_at>")?;
     let item = format!("document.querySelector('[data-alert=\"{alert_id}\"]')");
+    // The round's card counts its one board and its open alerts in words.
+    page.wait_for(
+        "(t => t.includes('1 board') && !t.includes('1 boards') && /[0-9]+ open alerts?/.test(t))\
+         (document.querySelector('[data-testid=round-card]')?.textContent || '')",
+        Duration::from_secs(20),
+    )
+    .await?;
 
     // Acknowledged through the page, and the queue shows it so once the log does.
     page.eval(&format!(

@@ -11,6 +11,11 @@ const PARAMS = BOOT.params || {};
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
 
+// "1 board", "2 boards".
+function counted(n, thing) {
+  return `${n} ${thing}${n === 1 ? "" : "s"}`;
+}
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs || {})) {
@@ -300,10 +305,10 @@ async function loadRounds() {
   },
   el("h2", { text: `${round.event_name || round.tournament_id} · round ${round.round}` }),
   el("div", { class: "stats" },
-    el("span", { text: `${round.games} boards` }),
+    el("span", { text: counted(round.games, "board") }),
     el("span", { text: `${round.finished} finished` }),
     round.offline ? el("span", { text: `${round.offline} offline` }) : null,
-    el("span", { class: round.open_alerts ? "alerts-open" : "", text: `${round.open_alerts} open alerts` })))));
+    el("span", { class: round.open_alerts ? "alerts-open" : "", text: counted(round.open_alerts, "open alert") })))));
 }
 
 function initIndex() {
