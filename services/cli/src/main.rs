@@ -24,7 +24,8 @@ use clap::{Parser, Subcommand};
     version,
     about = "Live broadcasting of over-the-board chess tournaments",
     long_about = "Live broadcasting of over-the-board chess tournaments.\n\n\
-The services run as separate programs (boardcast-game-service, boardcast-broadcast-service); \
+The services run as separate programs (boardcast-game-service, boardcast-broadcast-service, \
+boardcast-arbiter-service); \
 this tool runs the whole system on one machine for a demonstration, feeds simulated boards \
 into a running system, runs the board gateway, and analyses games under the Laws of Chess."
 )]
@@ -85,7 +86,8 @@ enum Command {
     /// and remove the others' records from the log (saved to a file first).
     Fork(fork::ForkArgs),
     /// The observations the game service gave up (the dead-letter stream), each with why and
-    /// where it is kept whole: a board sending impossible values, a bug struck on one. Read-only.
+    /// where it is kept whole: a board sending impossible values, a bug struck on one. Lists
+    /// them; `--redrive` has a board's decided again once its game can take them.
     DeadLetters(dead_letters::DeadLettersArgs),
 }
 
