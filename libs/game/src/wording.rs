@@ -282,11 +282,14 @@ pub fn describe(event: &GameEvent, edition: Option<&str>) -> Option<String> {
             t.article,
             touch_rest(t)
         ),
-        Kind::BoardStatus(b) => format!(
-            "board: {}{}",
-            device_state_name(b.state()),
-            if b.battery_low { ", battery low" } else { "" }
-        ),
+        Kind::BoardStatus(b) => match (b.state(), b.battery_low) {
+            (DeviceState::Unspecified, true) => "board: battery low".to_owned(),
+            (state, battery_low) => format!(
+                "board: {}{}",
+                device_state_name(state),
+                if battery_low { ", battery low" } else { "" }
+            ),
+        },
         Kind::ObservationsMissing(m) if !m.unusable_reason.is_empty() => format!(
             "observation {} could not be used: {}",
             m.first_device_seq, m.unusable_reason
@@ -296,14 +299,9 @@ pub fn describe(event: &GameEvent, edition: Option<&str>) -> Option<String> {
             m.first_device_seq, m.last_device_seq
         ),
         Kind::Ended(e) => format!(
-            "result {}: {}{}",
+            "result {}: {}",
             terms::result_token(e.result()),
-            termination_name(e.termination()).unwrap_or("ended"),
-            if e.detail.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", e.detail)
-            }
+            ending(e.termination(), &e.detail)
         ),
         Kind::Arbiter(a) => arbiter_action(a)?,
         Kind::ClaimJudged(c) => format!("claim judged from the log: {}", claim_verdict(c)),
@@ -436,6 +434,17 @@ pub fn source_name(source: Source) -> &'static str {
         Source::Reconstruction => "reconstruction",
         Source::Operator => "operator",
         Source::Unspecified => "",
+    }
+}
+
+/// How a game ended, and the log's words on it when they add to that: "decided by the arbiter
+/// (mobile phone rang)", but "draw agreed (Article 5.2.3)" alone.
+fn ending(termination: Termination, detail: &str) -> String {
+    match termination_name(termination) {
+        Some(name) if detail.is_empty() => name.to_owned(),
+        Some(name) if !detail.contains(name) => format!("{name} ({detail})"),
+        _ if !detail.is_empty() => detail.to_owned(),
+        _ => "ended".to_owned(),
     }
 }
 
@@ -775,6 +784,16 @@ mod tests {
             describe(&ended, None).as_deref(),
             Some("result 1/2-1/2: result signalled on the board")
         );
+        // The log's own words after the way, unless they say it already.
+        assert_eq!(
+            ending(Termination::Arbiter, "mobile phone rang"),
+            "decided by the arbiter (mobile phone rang)"
+        );
+        assert_eq!(
+            ending(Termination::Agreement, "draw agreed (Article 5.2.3)"),
+            "draw agreed (Article 5.2.3)"
+        );
+        assert_eq!(ending(Termination::Unspecified, ""), "ended");
         let away = event(Kind::BoardStatus(events::BoardStatusChanged {
             state: DeviceState::NotResponding as i32,
             battery_low: true,
