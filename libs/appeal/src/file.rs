@@ -64,14 +64,27 @@ impl RecordFile {
         let mut games: Vec<ExportedGame> = Vec::new();
         let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
         let mut end = None;
-        while let Some(bytes) = read_frame(&mut input, &mut offset, index)? {
+        loop {
+            let frame = read_frame(&mut input, &mut offset, index);
+            // Before its header, a file whose first item neither frames nor decodes is some
+            // other file (a PGN, a TRF), not a damaged record file.
+            let Some(bytes) = (match frame {
+                Err(FileError::Malformed { .. }) if header.is_none() => {
+                    return Err(FileError::NotARecordFile);
+                }
+                frame => frame?,
+            }) else {
+                break;
+            };
             let malformed = |reason: String| FileError::Malformed {
                 item: index,
                 offset,
                 reason,
             };
-            let item = RecordFileItem::decode(bytes.as_slice())
-                .map_err(|e| malformed(format!("undecodable: {e}")))?;
+            let item = match RecordFileItem::decode(bytes.as_slice()) {
+                Err(_) if header.is_none() => return Err(FileError::NotARecordFile),
+                item => item.map_err(|e| malformed(format!("undecodable: {e}")))?,
+            };
             match (item.item, &header) {
                 (Some(Item::Header(h)), None) if index == 0 => {
                     if h.format != FORMAT {

@@ -339,3 +339,43 @@ fn a_key_rotated_mid_game_verifies_while_both_keys_are_trusted() {
         "{refused}"
     );
 }
+
+/// Another file given in place of a record file is named as such, not as a damaged one; a record
+/// file cut short after its header is still read as far as it goes.
+#[test]
+fn another_kind_of_file_is_not_a_record_file() {
+    use boardcast_appeal::FileError;
+    for other in [
+        &b"[Event \"London Chess Classic 2016\"]\n\n1. e4 e5 *\n"[..],
+        b"012 Hall Open 2026\n001    1 m    GM Carlsen\n",
+        b"",
+        &[0xff; 12],
+    ] {
+        assert!(
+            matches!(RecordFile::read(other), Err(FileError::NotARecordFile)),
+            "{:?}",
+            String::from_utf8_lossy(other)
+        );
+    }
+    let (_, bytes) = common::round_file(1, &common::hall_signer());
+    let whole = RecordFile::read(bytes.as_slice()).expect("reads");
+    let header_only = {
+        let mut out = Vec::new();
+        RecordFile {
+            games: Vec::new(),
+            end: None,
+            ..whole
+        }
+        .write(&mut out)
+        .expect("writes");
+        out
+    };
+    let cut = &bytes[..header_only.len() + 5];
+    assert!(
+        matches!(
+            RecordFile::read(cut),
+            Err(FileError::Malformed { item: 1, .. })
+        ),
+        "cut short after the header: damaged, at its second item"
+    );
+}
