@@ -65,23 +65,28 @@ enum UsersCommand {
         display_name: String,
         #[command(flatten)]
         password: PasswordSource,
-        /// A first role (more with `grant`).
+        /// A first role (more with `grant`): chief-arbiter, arbiter, observer or operator.
         #[arg(long, requires = "tournament")]
         role: Option<Role>,
+        /// The tournament of that role (its id), or "*" for every tournament.
         #[arg(long, requires = "role")]
         tournament: Option<String>,
+        /// For an arbiter: the board numbers assigned, e.g. "1-10,15".
         #[arg(long, value_parser = parse_boards, default_value = "")]
         boards: BoardList,
     },
     /// Give a user a role in a tournament (replacing the same role there, boards included).
     Grant {
+        /// The user's login name.
         user: String,
         #[command(flatten)]
         role: RoleArgs,
     },
     /// Assign boards to an arbiter in a tournament (gives the arbiter role there).
     Assign {
+        /// The arbiter's login name.
         user: String,
+        /// The tournament's id.
         #[arg(long)]
         tournament: String,
         /// Board numbers, e.g. "1-10,15".
@@ -90,9 +95,12 @@ enum UsersCommand {
     },
     /// Take a user's roles in a tournament away (one role with --role).
     Revoke {
+        /// The user's login name.
         user: String,
+        /// The tournament's id, or "*" for the roles given for every tournament.
         #[arg(long)]
         tournament: String,
+        /// Only this role; without it, every role of the user there.
         #[arg(long)]
         role: Option<Role>,
     },
