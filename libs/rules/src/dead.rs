@@ -197,9 +197,10 @@ pub fn dead_position_within(pos: &Chess, budget: &Budget) -> Answer {
 /// moves of a game are quiet piece moves, and the position before is usually analysed already.
 ///
 /// The answer is `No` when [`dead_position`] says so of `current` or of such an earlier
-/// position, otherwise [`dead_position`]'s of `current`: what was analysed before only saves
-/// time, never changes an answer. It differs from [`dead_position`]'s alone only where that is
-/// `Undetermined`.
+/// position, otherwise [`dead_position`]'s of `current`, whatever `answers` holds: what it kept
+/// only saves analyses. The earlier positions change the answer only where [`dead_position`]
+/// alone leaves `current` undetermined (a sound analysis never proves dead a position that
+/// reaches one it finds live).
 pub fn dead_position_in_game(positions: &[Chess], answers: &GameAnswers) -> Answer {
     let Some((current, before)) = positions.split_last() else {
         return Answer::Undetermined;
@@ -221,18 +222,20 @@ pub fn dead_position_in_game(positions: &[Chess], answers: &GameAnswers) -> Answ
     {
         return Answer::No;
     }
+    // The earlier positions are asked whenever the current one is not found live, so that the
+    // answer is the same whether or not they were kept (after a restart they are not).
     match answers.of(current) {
-        Answer::Undetermined if reachable.iter().any(|pos| answers.of(pos) == Answer::No) => {
-            Answer::No
-        }
+        Answer::No => Answer::No,
+        _ if reachable.iter().any(|pos| answers.of(pos) == Answer::No) => Answer::No,
         answer => answer,
     }
 }
 
 /// What [`dead_position`] answered for the last positions of one game, for
 /// [`dead_position_in_game`] to ask of the next. Clones share it (a game's state is copied to
-/// decide on it); it only saves work, never changes an answer. Kept per game, not per thread,
-/// so that neither the games of a hall decided in turn nor identical games meet in it.
+/// decide on it); it only saves work, never changes an answer. Kept with the game rather than in
+/// a larger per-thread cache, so that the games of a hall decided in turn do not push each
+/// other's out, and identical games (as in the benchmarks) do not share answers.
 #[derive(Debug, Clone, Default)]
 pub struct GameAnswers(
     std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<(PositionKey, Answer)>>>,

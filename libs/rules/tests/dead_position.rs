@@ -572,3 +572,86 @@ fn positions_before_never_revive_a_dead_position() {
     }
     assert!(judged > 100, "{judged} positions judged");
 }
+
+/// Where the analysis alone leaves a position undetermined, the position before it, live and
+/// reachable from it, settles it: not dead. Bishops fill the board; after Be3-f4 the search finds
+/// a helpmate, after Bc6-h1 it runs out, and White moving a bishop there and back around Black's
+/// Bh1-c6 leads back to the position before.
+#[test]
+fn a_position_going_back_to_a_live_one_is_live_where_the_analysis_alone_is_undetermined() {
+    let mut positions = vec![position(
+        "k6B/1b4B1/2b2B2/4B3/3B4/1pB1B3/pP1B4/K7 w - - 0 1",
+    )];
+    for uci in ["e3f4", "c6h1"] {
+        let mut pos = positions.last().expect("a position").clone();
+        let m = uci
+            .parse::<UciMove>()
+            .expect("UCI")
+            .to_move(&pos)
+            .expect("legal");
+        pos.play_unchecked(m);
+        positions.push(pos);
+    }
+    assert_eq!(dead::dead_position(&positions[1]), Answer::No);
+    assert_eq!(dead::dead_position(&positions[2]), Answer::Undetermined);
+    // The same answer with the earlier answers kept and with nothing kept.
+    let kept = dead::GameAnswers::default();
+    for ply in 1..positions.len() {
+        dead::dead_position_in_game(&positions[..ply], &kept);
+    }
+    assert_eq!(dead::dead_position_in_game(&positions, &kept), Answer::No);
+    assert_eq!(
+        dead::dead_position_in_game(&positions, &dead::GameAnswers::default()),
+        Answer::No
+    );
+    // On its own there is nothing to go back to.
+    assert_eq!(
+        dead::dead_position_in_game(&positions[2..], &dead::GameAnswers::default()),
+        Answer::Undetermined
+    );
+}
+
+/// The answer with the game's earlier answers kept is the answer with nothing kept (a service
+/// restarted mid-game decides as one that never stopped), and where the analysis alone settles a
+/// position it is that answer: over quiet piece moves one and two plies on from published test
+/// positions.
+#[test]
+fn what_is_kept_never_changes_an_answer() {
+    let quiet = |pos: &Chess| -> Vec<shakmaty::Move> {
+        pos.legal_moves()
+            .into_iter()
+            .filter(|m| !m.is_capture() && !m.is_promotion() && m.role() != shakmaty::Role::Pawn)
+            .take(3)
+            .collect()
+    };
+    let mut sequences = 0;
+    for (fen, _) in test_vectors().into_iter().step_by(25) {
+        let start = position(&fen);
+        for first in quiet(&start) {
+            let mut one = start.clone();
+            one.play_unchecked(first);
+            let mut lines = vec![vec![start.clone(), one.clone()]];
+            for second in quiet(&one) {
+                let mut two = one.clone();
+                two.play_unchecked(second);
+                lines.push(vec![start.clone(), one.clone(), two]);
+            }
+            for line in lines {
+                let kept = dead::GameAnswers::default();
+                for ply in 1..line.len() {
+                    dead::dead_position_in_game(&line[..ply], &kept);
+                }
+                let with_kept = dead::dead_position_in_game(&line, &kept);
+                let with_nothing =
+                    dead::dead_position_in_game(&line, &dead::GameAnswers::default());
+                assert_eq!(with_kept, with_nothing, "{fen} then {line:?}");
+                let alone = dead::dead_position(line.last().expect("a position"));
+                if alone != Answer::Undetermined {
+                    assert_eq!(with_kept, alone, "{fen} then {line:?}");
+                }
+                sequences += 1;
+            }
+        }
+    }
+    assert!(sequences > 200, "{sequences} sequences");
+}

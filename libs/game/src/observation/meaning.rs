@@ -628,7 +628,8 @@ impl Game {
             pos.play_unchecked(mv);
         }
         if pos.board() != after.board() || pos.turn() != after.turn() {
-            // The engine's line differs from what we were told: judge the position alone.
+            // The engine's line differs from what we were told: judge the position as told
+            // (the positions before it count only where it can be shown to go back to them).
             history.push_position(after, 0);
         }
         self.board_verdict_events(&history, ply)
