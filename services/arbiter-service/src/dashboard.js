@@ -425,7 +425,7 @@ function renderHead(b) {
   document.getElementById("game-title").textContent = `Board ${b.board_number}: ${b.white} – ${b.black}`;
   document.getElementById("game-sub").textContent = [
     b.event_name || b.tournament_id, `round ${b.round}`, `physical board ${b.board_id}`,
-    b.state === "finished" ? `finished ${b.result} (${b.termination})` : b.state,
+    b.state === "finished" ? `finished ${b.result}${b.termination ? ` (${b.termination})` : ""}` : b.state,
     b.device === "unknown" ? null : `board ${b.device}${b.battery_percent != null ? ` (battery ${b.battery_percent}%)` : ""}`,
   ].filter(Boolean).join(" · ");
   const roundLink = document.getElementById("round-link");
