@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 
 use boardcast_game::events::{GameEvent, GameEventRecord, game_event::Kind};
 use boardcast_game::signing::{Authenticity, SignatureError, TrustedKeys};
-use boardcast_game::{GENESIS_HASH, Game, NewEvent, ObservationOutcome, OpenedRecord, terms};
+use boardcast_game::{
+    CURRENT_INTERPRETATION, GENESIS_HASH, Game, NewEvent, ObservationOutcome, OpenedRecord, terms,
+};
 use prost::Message as _;
 
 use crate::file::{ExportedGame, RecordFile};
@@ -345,6 +347,21 @@ fn redecide(game_id: &str, opened: &[(OpenedRecord, u64)], report: &mut Verifica
     let event_at = |i: usize| opened[i].0.event();
     // Once a decision is not reproduced, the rest is only folded: each record must still fold.
     let mut deciding = true;
+    // A game set up by a newer boardcast reads its observations in ways this one does not know:
+    // deciding them again here would report honest records as not reproduced.
+    let interpretation = game.info().interpretation;
+    if interpretation > CURRENT_INTERPRETATION {
+        report.problems.push(problem(
+            0,
+            ProblemKind::NotReproduced,
+            format!(
+                "the game was set up by a newer boardcast (interpretation {interpretation}; this \
+                 one decides up to {CURRENT_INTERPRETATION}): its decisions cannot be made again \
+                 here; verify it with that version"
+            ),
+        ));
+        deciding = false;
+    }
     let mut at = 1;
     while at < opened.len() {
         let decided_len = if !deciding

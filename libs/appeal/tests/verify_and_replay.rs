@@ -379,3 +379,59 @@ fn another_kind_of_file_is_not_a_record_file() {
         "cut short after the header: damaged, at its second item"
     );
 }
+
+/// A game set up by a newer boardcast (an interpretation this one does not know) is not decided
+/// again with this one's rules, which could call honest records not reproduced: verification
+/// says which version it needs; its chain and signatures are still checked and it still folds.
+#[test]
+fn a_game_of_a_newer_interpretation_is_named_not_decided_again() {
+    let (_, file) = round(1);
+    let signer = common::hall_signer();
+    let mut f = file.clone();
+    let mut events: Vec<GameEvent> = f.games[0]
+        .records
+        .iter()
+        .map(|r| {
+            let record = GameEventRecord::decode(r.payload.as_slice()).unwrap();
+            GameEvent::decode(record.event.as_slice()).unwrap()
+        })
+        .collect();
+    let newer = boardcast_game::CURRENT_INTERPRETATION + 1;
+    let Some(Kind::Started(info)) = &mut events[0].kind else {
+        panic!("the game's first record starts it");
+    };
+    info.interpretation = newer;
+    let mut prev = boardcast_game::GENESIS_HASH;
+    for (r, e) in f.games[0].records.iter_mut().zip(&events) {
+        let bytes = e.encode_to_vec();
+        let hash = boardcast_game::chain_hash(&prev, &bytes);
+        let mut record = GameEventRecord {
+            event: bytes,
+            prev_hash: prev.to_vec(),
+            hash: hash.to_vec(),
+            chain_version: 1,
+            ..Default::default()
+        };
+        signer.sign(&mut record);
+        r.payload = record.encode_to_vec();
+        prev = hash;
+    }
+    // The file's end lists the game's last hash as it was: left out (the file reads as cut short).
+    f.end = None;
+    let report = verify(&f, &trusted());
+    let problems: Vec<_> = report
+        .problems
+        .iter()
+        .filter(|p| p.kind != ProblemKind::Truncated)
+        .collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let problem = problems[0];
+    assert_eq!(problem.kind, ProblemKind::NotReproduced);
+    assert!(
+        problem
+            .detail
+            .contains(&format!("newer boardcast (interpretation {newer}")),
+        "{problem}"
+    );
+    assert_eq!(report.decisions_reproduced, 0);
+}
