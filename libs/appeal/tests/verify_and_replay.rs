@@ -233,6 +233,30 @@ fn every_kind_of_tampering_is_found_and_named() {
     );
 }
 
+/// Writes `events` over `records` as a service holding the key would: chained anew from the
+/// genesis hash and each signed.
+fn rechain_and_sign(
+    records: &mut [boardcast_schema::appeal::v1::ExportedRecord],
+    events: &[GameEvent],
+    signer: &RecordSigner,
+) {
+    let mut prev = boardcast_game::GENESIS_HASH;
+    for (r, e) in records.iter_mut().zip(events) {
+        let bytes = e.encode_to_vec();
+        let hash = boardcast_game::chain_hash(&prev, &bytes);
+        let mut record = GameEventRecord {
+            event: bytes,
+            prev_hash: prev.to_vec(),
+            hash: hash.to_vec(),
+            chain_version: 1,
+            ..Default::default()
+        };
+        signer.sign(&mut record);
+        r.payload = record.encode_to_vec();
+        prev = hash;
+    }
+}
+
 #[test]
 fn a_recorded_meaning_that_the_rules_do_not_give_is_not_reproduced() {
     let (_, file) = round(1);
@@ -257,21 +281,7 @@ fn a_recorded_meaning_that_the_rules_do_not_give_is_not_reproduced() {
     if let Some(Kind::MoveCompleted(m)) = &mut events[target].kind {
         m.san.push('!');
     }
-    let mut prev = boardcast_game::GENESIS_HASH;
-    for (r, e) in f.games[0].records.iter_mut().zip(&events) {
-        let bytes = e.encode_to_vec();
-        let hash = boardcast_game::chain_hash(&prev, &bytes);
-        let mut record = GameEventRecord {
-            event: bytes,
-            prev_hash: prev.to_vec(),
-            hash: hash.to_vec(),
-            chain_version: 1,
-            ..Default::default()
-        };
-        signer.sign(&mut record);
-        r.payload = record.encode_to_vec();
-        prev = hash;
-    }
+    rechain_and_sign(&mut f.games[0].records, &events, &signer);
     f.end = None;
     let report = verify(&f, &trusted());
     let first = report.problems.first().expect("a problem");
@@ -401,21 +411,7 @@ fn a_game_of_a_newer_interpretation_is_named_not_decided_again() {
         panic!("the game's first record starts it");
     };
     info.interpretation = newer;
-    let mut prev = boardcast_game::GENESIS_HASH;
-    for (r, e) in f.games[0].records.iter_mut().zip(&events) {
-        let bytes = e.encode_to_vec();
-        let hash = boardcast_game::chain_hash(&prev, &bytes);
-        let mut record = GameEventRecord {
-            event: bytes,
-            prev_hash: prev.to_vec(),
-            hash: hash.to_vec(),
-            chain_version: 1,
-            ..Default::default()
-        };
-        signer.sign(&mut record);
-        r.payload = record.encode_to_vec();
-        prev = hash;
-    }
+    rechain_and_sign(&mut f.games[0].records, &events, &signer);
     // The file's end lists the game's last hash as it was: left out (the file reads as cut short).
     f.end = None;
     let report = verify(&f, &trusted());

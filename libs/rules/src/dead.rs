@@ -205,16 +205,20 @@ pub fn dead_position_in_game(positions: &[Chess], answers: &GameAnswers) -> Answ
     let Some((current, before)) = positions.split_last() else {
         return Answer::Undetermined;
     };
-    let previous = before.last();
-    let earlier = before.len().checked_sub(2).map(|i| &before[i]);
     let mut reachable = Vec::with_capacity(2);
-    if let Some(previous) = previous.filter(|p| returns_around_a_reply(current, p)) {
-        reachable.push(previous);
-    }
-    if let (Some(previous), Some(earlier)) = (previous, earlier)
-        && returns_two_moves(current, previous, earlier)
+    // The opponent's last move, to be taken back on either way back.
+    if let Some((previous, theirs)) = before
+        .last()
+        .and_then(|p| Some((p, move_taking_back(p, current)?)))
     {
-        reachable.push(earlier);
+        if returns_around_a_reply(current, previous, theirs) {
+            reachable.push(previous);
+        }
+        if let Some(earlier) = before.len().checked_sub(2).map(|i| &before[i])
+            && returns_two_moves(current, previous, earlier, theirs)
+        {
+            reachable.push(earlier);
+        }
     }
     if reachable
         .iter()
@@ -277,12 +281,9 @@ impl GameAnswers {
 }
 
 /// Whether `previous`, the position before `current`, stands again after a move by the side to
-/// move, the opponent taking back the quiet piece move that led to `current`, and the first
-/// move going back.
-fn returns_around_a_reply(current: &Chess, previous: &Chess) -> bool {
-    let Some(back) = move_taking_back(previous, current) else {
-        return false;
-    };
+/// move, the opponent taking back (`back`) the quiet piece move that led to `current`, and the
+/// first move going back.
+fn returns_around_a_reply(current: &Chess, previous: &Chess, back: Move) -> bool {
     current.legal_moves().iter().any(|&reply| {
         piece_going_back(reply)
             .is_some_and(|reply_back| plays_to(current, &[reply, back, reply_back], previous))
@@ -290,15 +291,10 @@ fn returns_around_a_reply(current: &Chess, previous: &Chess) -> bool {
 }
 
 /// Whether `earlier`, two positions before `current`, stands again after the side to move takes
-/// back its quiet piece move and the opponent then its own.
-fn returns_two_moves(current: &Chess, previous: &Chess, earlier: &Chess) -> bool {
-    match (
-        move_taking_back(earlier, previous),
-        move_taking_back(previous, current),
-    ) {
-        (Some(own), Some(theirs)) => plays_to(current, &[own, theirs], earlier),
-        _ => false,
-    }
+/// back its quiet piece move and the opponent then its own (`theirs`).
+fn returns_two_moves(current: &Chess, previous: &Chess, earlier: &Chess, theirs: Move) -> bool {
+    move_taking_back(earlier, previous)
+        .is_some_and(|own| plays_to(current, &[own, theirs], earlier))
 }
 
 /// Whether `moves`, each legal in turn from `from`, lead to `to` (as the analysis tells
