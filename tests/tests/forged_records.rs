@@ -16,6 +16,7 @@ use boardcast_schema::game::v1::{
 };
 use boardcast_testkit::{
     ArbiterService, BroadcastService, GameService, TEST_PASSWORD, TestNats, TestUsers,
+    browser::Browser,
 };
 use prost::Message as _;
 
@@ -200,8 +201,38 @@ async fn a_record_no_trusted_key_signed_is_refused_by_every_reader() -> anyhow::
     let (ok, out) =
         support::boardcast_cli(&["replay", &file, "--trusted-keys", &keys.to_string_lossy()])?;
     assert!(
-        ok && out.matches("REFUSED").count() == 2 && out.contains("-- result * after 4 moves"),
+        ok && out.matches("CAUTION refused, not folded").count() == 2
+            && out.contains("-- result * after 4 moves"),
         "{out}"
+    );
+    // The committee's page says so too, above the game, in a real browser.
+    let html = dir.path().join("forgery.html");
+    let (ok, out) = support::boardcast_cli(&[
+        "replay",
+        &file,
+        "--trusted-keys",
+        &keys.to_string_lossy(),
+        "--html",
+        &html.to_string_lossy(),
+    ])?;
+    assert!(ok, "{out}");
+    let browser = Browser::launch().await?;
+    let mut page = browser.open(&format!("file://{}", html.display())).await?;
+    page.wait_for(
+        "document.querySelectorAll('#cautions li').length > 0",
+        Duration::from_secs(10),
+    )
+    .await?;
+    let cautions = page
+        .eval("Array.from(document.querySelectorAll('#cautions li'), (li) => li.textContent)")
+        .await?;
+    let cautions = cautions.as_array().context("a list")?;
+    assert_eq!(cautions.len(), 2, "{cautions:?}");
+    assert!(
+        cautions.iter().all(|c| c
+            .as_str()
+            .is_some_and(|c| c.starts_with("refused, not folded"))),
+        "{cautions:?}"
     );
     Ok(())
 }

@@ -13,6 +13,8 @@ struct PageGame<'a> {
     title: String,
     white: String,
     black: String,
+    /// `ReplayedGame::cautions`, shown under the title.
+    cautions: Vec<String>,
     steps: &'a [Step],
 }
 
@@ -49,6 +51,7 @@ pub fn replay_page(games: &[ReplayedGame], check: &str) -> String {
                     ),
                     white,
                     black,
+                    cautions: g.cautions(),
                     steps: &g.steps,
                 }
             })

@@ -8,7 +8,7 @@ use boardcast_game::alerts::{Alert, GameAlerts};
 use boardcast_game::events::{GameEvent, GameEventRecord, GameStarted, game_event::Kind};
 use boardcast_game::signing::TrustedKeys;
 use boardcast_game::timeline::{ClockView, FoldedGame, TimelineEntry};
-use boardcast_game::{Game, GameError, OpenedRecord};
+use boardcast_game::{CURRENT_INTERPRETATION, Game, GameError, OpenedRecord};
 use boardcast_rules::claims::{AvailableClaim, available_claims};
 use prost::Message as _;
 
@@ -103,6 +103,27 @@ impl ReplayedGame {
     pub fn info(&self) -> &GameStarted {
         self.game.info()
     }
+
+    /// What a reader must know before relying on this replay, in words: each record refused,
+    /// and a game set up by a newer boardcast (whose observations this version can only read by
+    /// its own rules).
+    pub fn cautions(&self) -> Vec<String> {
+        let mut cautions: Vec<String> = self
+            .refused
+            .iter()
+            .map(|refusal| format!("refused, not folded: {refusal}"))
+            .collect();
+        let interpretation = self.info().interpretation;
+        if interpretation > CURRENT_INTERPRETATION {
+            cautions.push(format!(
+                "set up by a newer boardcast, which reads the boards' observations by its \
+                 interpretation {interpretation}; this version knows up to \
+                 {CURRENT_INTERPRETATION} and replays the game by its own, which may differ: \
+                 replay it with the version that wrote it"
+            ));
+        }
+        cautions
+    }
 }
 
 /// What the game was at one moment.
@@ -123,6 +144,8 @@ pub struct Moment {
     /// The draw claims the player to move could make then.
     pub claims_available: Vec<AvailableClaim>,
     pub result: String,
+    /// `ReplayedGame::cautions`: what the moment may not show as it was.
+    pub cautions: Vec<String>,
 }
 
 /// When to stop a replay.
@@ -343,6 +366,7 @@ impl ReplayedGame {
                 available_claims(game.rules(), game.repetition())
             },
             result: game.result_token().to_owned(),
+            cautions: self.cautions(),
         }
     }
 }

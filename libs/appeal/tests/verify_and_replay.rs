@@ -430,4 +430,17 @@ fn a_game_of_a_newer_interpretation_is_named_not_decided_again() {
         "{problem}"
     );
     assert_eq!(report.decisions_reproduced, 0);
+    // Its replay folds by this version's rules, and says so wherever it is read.
+    let replayed = replay(&f.games[0], &trusted(), None).expect("replays");
+    let cautions = replayed.cautions();
+    assert_eq!(cautions.len(), 1, "{cautions:?}");
+    assert!(
+        cautions[0].contains(&format!(
+            "newer boardcast, which reads the boards' observations by its interpretation {newer}"
+        )),
+        "{cautions:?}"
+    );
+    assert_eq!(replayed.moment().cautions, cautions);
+    let page = boardcast_appeal::html::replay_page(std::slice::from_ref(&replayed), "");
+    assert!(page.contains(&cautions[0]), "the page shows it");
 }

@@ -438,6 +438,9 @@ pub(super) fn print_claim(game: &ReplayedGame, kind: &str, intended: &str) -> an
         judged.explanation
     );
     println!("  rests on log entries {:?}", judged.game_seqs);
+    for caution in game.cautions() {
+        println!("  caution: {caution}");
+    }
     if !judged.unconfirmed_plies.is_empty() {
         println!(
             "  moves no clock press or arbiter confirmed (check the scoresheets): plies {:?}",
@@ -494,6 +497,9 @@ pub(super) fn print_moment(m: &boardcast_appeal::Moment) {
         );
     }
     println!("  result      {}", m.result);
+    for caution in &m.cautions {
+        println!("  caution     {caution}");
+    }
 }
 
 pub(super) fn game_json(game: &ReplayedGame) -> serde_json::Value {
@@ -517,6 +523,7 @@ pub(super) fn game_json(game: &ReplayedGame) -> serde_json::Value {
         })).collect::<Vec<_>>(),
         "unsigned_records": game.game.unsigned_records(),
         "refused_records": game.refused,
+        "cautions": game.cautions(),
         "timeline": game.steps,
         "alerts": game.alerts.iter().map(|a| serde_json::json!({
             "raised_at": a.raised_at,
@@ -549,6 +556,9 @@ pub(super) fn print_timeline(
         info.board_id,
         info.edition
     )?;
+    for caution in game.cautions() {
+        writeln!(out, "CAUTION {caution}")?;
+    }
     for step in &game.steps {
         let e = step.entry();
         let who = if e.actor.is_empty() {
@@ -570,12 +580,6 @@ pub(super) fn print_timeline(
             e.words,
             who,
             flags
-        )?;
-    }
-    for refusal in &game.refused {
-        writeln!(
-            out,
-            "REFUSED {refusal} (not folded: no trusted key signed it)"
         )?;
     }
     writeln!(out, "-- alerts --")?;
