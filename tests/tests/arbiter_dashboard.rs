@@ -126,6 +126,28 @@ async fn an_arbiter_signs_in_sees_an_alert_arrive_and_rules_on_it() -> anyhow::R
     )
     .await?;
 
+    // A fifty-move claim judged from the log before ruling: too early, so the page says what
+    // ruling it incorrect would cost the claimant (Article 9.5).
+    page.eval(
+        "document.getElementById('claim-kind').value = 'fifty_moves'; \
+         document.querySelector('[data-testid=claim-evaluate]').click(); true",
+    )
+    .await?;
+    page.wait_for(
+        "!!document.querySelector('[data-testid=claim-penalty]')",
+        Duration::from_secs(20),
+    )
+    .await?;
+    let penalty = page
+        .eval("document.querySelector('[data-testid=claim-penalty]').textContent")
+        .await?;
+    assert!(
+        penalty.as_str().is_some_and(|text| text
+            .starts_with("If you rule the claim incorrect (Article 9.5): ")
+            && text.contains("s added to the opponent's clock")),
+        "{penalty}"
+    );
+
     // The illegal move's penalty, confirmed from its alert: the page says what was recorded and
     // the alert shows resolved once the log does.
     let illegal = "document.querySelector('[data-testid=alert-item][data-kind=illegal_move]')";

@@ -471,6 +471,29 @@ async fn a_claim_through_the_dashboard_gets_the_rules_librarys_verdict() -> anyh
         };
         assert_eq!(verdict["verdict"], name, "{intended:?}: {verdict}");
         assert_eq!(verdict["article"], report.article, "{intended:?}");
+        // What ruling it incorrect would cost, in words (Article 9.5), by the game's time
+        // control (the detail's figures).
+        let penalty = verdict["penalty_if_rejected"].as_str().unwrap_or_default();
+        match &report.verdict {
+            RulesVerdict::Rejected {
+                intended_move_must_be_played,
+                ..
+            } => {
+                let bonus_ms = verdict["detail"]["verdict"]["penalty"]["opponent_bonus_ms"]
+                    .as_u64()
+                    .context("the penalty's time")?;
+                assert!(bonus_ms > 0, "{verdict}");
+                let added = format!("{} s added to the opponent's clock", bonus_ms / 1000);
+                assert!(penalty.starts_with(&added), "{intended:?}: {verdict}");
+                if let Some(uci) = intended_move_must_be_played {
+                    assert!(
+                        penalty.ends_with(&format!("the written move {uci} must be played")),
+                        "{intended:?}: {verdict}"
+                    );
+                }
+            }
+            _ => assert_eq!(penalty, "", "{intended:?}: {verdict}"),
+        }
         let plies: Vec<u64> = verdict["occurrences"]
             .as_array()
             .context("occurrences")?

@@ -27,6 +27,18 @@ use crate::events::{
 use crate::state::Game;
 use crate::{terms, wording};
 
+/// An illegal move's alert in words, with the penalty proposed now.
+fn illegal_move_summary(m: &crate::events::IllegalMoveRecorded, game: &Game) -> String {
+    let edition = game.rules().edition.to_string();
+    let (_, kind, penalty) = wording::illegal_move(m, Some(&edition));
+    format!(
+        "ply {}: illegal move by {}: {kind}. Proposed penalty: {penalty}; to be confirmed or \
+         rejected.",
+        m.ply,
+        side_named(terms::offender(m), &m.offender),
+    )
+}
+
 /// What an alert is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AlertKind {
@@ -256,16 +268,12 @@ impl GameAlerts {
                     .settled_illegal
                     .filter(|(settled, _)| settled.checked_add(1) == Some(entry.game_seq))
                     .map(|(settled, doubt)| [doubt, settled]);
-                Raised::new(AlertKind::IllegalMove, m.ply, m.article.clone(), {
-                    let edition = game.rules().edition.to_string();
-                    let (_, kind, penalty) = wording::illegal_move(m, Some(&edition));
-                    format!(
-                        "ply {}: illegal move by {}: {kind}. Proposed penalty: {penalty}; to \
-                             be confirmed or rejected.",
-                        m.ply,
-                        side_named(terms::offender(m), &m.offender),
-                    )
-                })
+                Raised::new(
+                    AlertKind::IllegalMove,
+                    m.ply,
+                    m.article.clone(),
+                    illegal_move_summary(m, game),
+                )
                 .resting_on(settled.into_iter().flatten())
             }
             // Touches seen only for a moment are a note on the timeline, not an alert.
@@ -517,6 +525,24 @@ impl GameAlerts {
                     ruled_on(a) || action.resolves_alerts.contains(&a.raised_at)
                 }));
                 changed
+            }
+            // The proposal is revised in place: the alert stays open, saying the new penalty.
+            Kind::PenaltyRevised(r) => {
+                let revised = game
+                    .illegal_moves()
+                    .iter()
+                    .find(|m| m.game_seq == r.illegal_move_game_seq);
+                let alert = self.alerts.iter_mut().enumerate().find(|(_, a)| {
+                    a.kind == AlertKind::IllegalMove && a.raised_at == r.illegal_move_game_seq
+                });
+                match (revised, alert) {
+                    (Some(revised), Some((index, alert))) => {
+                        alert.summary = illegal_move_summary(&revised.event, game);
+                        alert.rests_on.push(entry.game_seq);
+                        vec![index]
+                    }
+                    _ => Vec::new(),
+                }
             }
             Kind::PressSettled(s) => self.resolve(event, entry, |a| {
                 a.kind == AlertKind::PressInDoubt && a.raised_at == s.doubt_game_seq

@@ -1,15 +1,16 @@
 //! Arbiter actions: decisions and records, each with the arbiter's name.
 
+use boardcast_rules::illegal::recounted_penalty;
 use boardcast_rules::outcome::{agreement, resignation};
 use shakmaty::{Color, Position, uci::UciMove};
 
 use crate::events::{
-    ArbiterAction, GameEnded, GameResult, MoveCompleted, PositionRestored, Provenance, Side,
-    Source, Termination, arbiter_action::Action, game_event::Kind,
+    ArbiterAction, GameEnded, GameResult, MoveCompleted, PenaltyRevised, PositionRestored,
+    Provenance, Side, Source, Termination, arbiter_action::Action, game_event::Kind,
 };
 use crate::observation::MAX_CLOCK_MS;
 use crate::record::NewEvent;
-use crate::state::{Game, fen_of};
+use crate::state::{Game, IllegalMoveEntry, fen_of};
 use crate::terms::{self, ending_of};
 use crate::wording;
 
@@ -85,6 +86,44 @@ fn normalized(action: &ArbiterAction) -> Result<ArbiterAction, ActionRejected> {
 }
 
 impl Game {
+    /// The later penalties not ruled on yet of the same offender, proposed again when the
+    /// penalty of `rejected` is rejected: each counts one lower (interpretation 5 or later).
+    fn penalties_recounted(&self, rejected: &IllegalMoveEntry) -> Vec<PenaltyRevised> {
+        let offender = terms::offender(&rejected.event);
+        if self.interpretation < 5 || !terms::rejection_uncounts(terms::penalty(&rejected.event)) {
+            return Vec::new();
+        }
+        let Some(color) = terms::color_of(offender) else {
+            return Vec::new();
+        };
+        let edition = self.rules.edition.to_string();
+        self.rulings
+            .illegal_moves
+            .iter()
+            .filter(|later| {
+                later.game_seq > rejected.game_seq
+                    && later.decided.is_none()
+                    && terms::offender(&later.event) == offender
+            })
+            .filter_map(|later| {
+                let judged = terms::rules_penalty(&later.event)?;
+                let count = later.event.offender_count.checked_sub(1)?;
+                let recounted = recounted_penalty(&self.rules, count, judged);
+                let (penalty, opponent_bonus_ms, result) =
+                    terms::penalty_terms(recounted, true, color);
+                Some(PenaltyRevised {
+                    illegal_move_game_seq: later.game_seq,
+                    offender_count: count,
+                    penalty: penalty as i32,
+                    proposed_penalty: wording::penalty(penalty, opponent_bonus_ms, Some(&edition)),
+                    opponent_bonus_ms,
+                    result_if_confirmed: result as i32,
+                    because_rejected_game_seq: rejected.game_seq,
+                })
+            })
+            .collect()
+    }
+
     /// The provisional moves a result declared now settles (interpretation 3 or later).
     fn settled_line(&self, provenance: &Provenance) -> Vec<NewEvent> {
         if self.interpretation < 3 {
@@ -179,6 +218,14 @@ impl Game {
                         record.game_seq,
                         if earlier { "confirmed" } else { "rejected" }
                     )));
+                }
+                if !decision.confirmed {
+                    events.extend(self.penalties_recounted(record).into_iter().map(|revised| {
+                        NewEvent {
+                            kind: Kind::PenaltyRevised(revised),
+                            provenance: provenance.clone(),
+                        }
+                    }));
                 }
                 let result = record.event.result_if_confirmed();
                 if decision.confirmed && result != GameResult::Unspecified && !self.is_over() {

@@ -127,7 +127,10 @@ impl Game {
     pub fn evaluate_claim(&self, claim: &DrawClaim) -> Result<ClaimAssessment, ClaimError> {
         let report = evaluate_claim(&self.rules, &self.repetition, claim)?;
         // A position stands on every move that led to it, so the latest occurrence (or the
-        // current position, for a fifty-move claim) bounds the moves the verdict rests on.
+        // current position, for a fifty-move claim) bounds the moves the verdict rests on. A
+        // claim with a written move rests on the position the move is played from, the current
+        // one (Article 9.2.1.1), whatever the earlier occurrences (from interpretation 5).
+        let rests_on_current = claim.intended_move.is_some() && self.interpretation >= 5;
         let last_ply = report
             .evidence
             .occurrences
@@ -135,11 +138,13 @@ impl Game {
             .map(|o| o.ply)
             .max()
             .unwrap_or(0)
-            .max(if report.evidence.occurrences.is_empty() {
-                self.moves.len() as u32
-            } else {
-                0
-            })
+            .max(
+                if report.evidence.occurrences.is_empty() || rests_on_current {
+                    self.moves.len() as u32
+                } else {
+                    0
+                },
+            )
             .min(self.moves.len() as u32);
         let unconfirmed = self.moves[..last_ply as usize]
             .iter()

@@ -23,7 +23,11 @@ use crate::events::{
 /// also answered from the positions before it (a quiet move that can be taken back leaves a
 /// position that is not dead when the one before is not): half the analysis saved, the same
 /// answers, except that a position the analysis alone leaves undetermined may be found live.
-pub const CURRENT_INTERPRETATION: u32 = 4;
+/// 5: a rejected draw claim's time counts in the clock's prediction (Article 9.5); rejecting an
+/// illegal move's penalty proposes the same player's later ones again, counted one lower
+/// (`PenaltyRevised`); a claim with a written move names the unconfirmed moves up to the
+/// position it is played from.
+pub const CURRENT_INTERPRETATION: u32 = 5;
 
 /// Which display of the clock is White's, as the log has established it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

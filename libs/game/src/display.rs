@@ -126,6 +126,8 @@ pub fn shows(event: &GameEvent) -> bool {
         | Some(Kind::Ended(_))
         | Some(Kind::Reconstructed(_))
         | Some(Kind::IllegalMove(_))
+        | Some(Kind::PenaltyRevised(_))
+        | Some(Kind::ClaimJudged(_))
         | Some(Kind::PositionRestored(_))
         | Some(Kind::BoardStatus(_)) => true,
         Some(Kind::Arbiter(action)) => !matches!(action.action, Some(Action::Acknowledgement(_))),
@@ -239,6 +241,26 @@ impl DisplayGame {
                 opponent_bonus_ms: illegal.opponent_bonus_ms,
                 completed_moves: self.moves.len(),
             }),
+            Some(Kind::PenaltyRevised(revised)) => {
+                if let Some(illegal) = self
+                    .illegal_moves
+                    .iter_mut()
+                    .find(|i| i.game_seq == revised.illegal_move_game_seq)
+                {
+                    illegal.opponent_bonus_ms = revised.opponent_bonus_ms;
+                }
+            }
+            // As the game reads it: from interpretation 5 (older records show as they did).
+            Some(Kind::ClaimJudged(judged)) if self.info.interpretation >= 5 => {
+                let claimant = if self.white_to_move() {
+                    shakmaty::Color::White
+                } else {
+                    shakmaty::Color::Black
+                };
+                if let Some((white, black)) = crate::terms::rejected_claim_time(judged, claimant) {
+                    self.add_time(white, black, at);
+                }
+            }
             Some(Kind::Arbiter(action)) => {
                 let actor = event
                     .provenance

@@ -219,10 +219,25 @@ impl Game {
             Some(Kind::DeadPositionUndetermined(noted)) => {
                 self.rulings.dead_undetermined_at.get_or_insert(noted.ply);
             }
-            Some(Kind::Touch(_))
-            | Some(Kind::TouchMove(_))
-            | Some(Kind::ClockAlert(_))
-            | Some(Kind::ClaimJudged(_)) => {}
+            Some(Kind::ClaimJudged(judged)) => {
+                // A rejected claim's penalty is given on the clock there and then (Article
+                // 9.5): the next readings show it (from interpretation 5). The claimant is the
+                // player to move, as checked when it was decided.
+                if self.interpretation >= 5
+                    && let Some((white_ms, black_ms)) =
+                        terms::rejected_claim_time(judged, self.position.turn())
+                {
+                    self.clock.changes.push((
+                        self.moves.len(),
+                        event.game_seq,
+                        ClockChange::Added { white_ms, black_ms },
+                    ));
+                    self.clock
+                        .changes
+                        .sort_by_key(|(completed, game_seq, _)| (*completed, *game_seq));
+                }
+            }
+            Some(Kind::Touch(_)) | Some(Kind::TouchMove(_)) | Some(Kind::ClockAlert(_)) => {}
             Some(Kind::BoardStatus(status)) => {
                 self.board.status = BoardStatus {
                     state: status.state(),
@@ -290,6 +305,25 @@ impl Game {
                     decided: None,
                     completed_moves,
                 });
+            }
+            Some(Kind::PenaltyRevised(revised)) => {
+                let entry = self
+                    .rulings
+                    .illegal_moves
+                    .iter_mut()
+                    .find(|e| e.game_seq == revised.illegal_move_game_seq)
+                    .ok_or_else(|| {
+                        inconsistent(format!(
+                            "a penalty revised for log entry {}, which records no illegal move",
+                            revised.illegal_move_game_seq
+                        ))
+                    })?;
+                let proposal = &mut entry.event;
+                proposal.offender_count = revised.offender_count;
+                proposal.penalty = revised.penalty;
+                proposal.proposed_penalty = revised.proposed_penalty.clone();
+                proposal.opponent_bonus_ms = revised.opponent_bonus_ms;
+                proposal.result_if_confirmed = revised.result_if_confirmed;
             }
             Some(Kind::Arbiter(action)) => {
                 let actor = event

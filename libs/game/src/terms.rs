@@ -8,6 +8,7 @@
 //! nothing else depends on how a message is worded (invariant 5). Terms only ever shown to
 //! people are shown in an old log's own words (`wording`).
 
+use boardcast_rules::illegal::IllegalPenalty;
 use boardcast_rules::touch::{Touch, TouchAction};
 use boardcast_schema::pieces::board_piece;
 use shakmaty::{Board, Color, Square};
@@ -15,8 +16,8 @@ use shakmaty::{Board, Color, Square};
 use crate::device::{Observation, observation::Kind as ObservationKind};
 
 use crate::events::{
-    GameEnded, GameResult, IllegalMoveKind, IllegalMoveRecorded, PenaltyKind, Side, Termination,
-    TouchMoveBreach, arbiter_action::Action, game_event::Kind,
+    ClaimJudged, GameEnded, GameResult, IllegalMoveKind, IllegalMoveRecorded, PenaltyKind, Side,
+    Termination, TouchMoveBreach, arbiter_action::Action, game_event::Kind,
 };
 
 /// The colour a side names, if any.
@@ -89,6 +90,63 @@ pub fn penalty(illegal: &IllegalMoveRecorded) -> PenaltyKind {
 /// moves: one that counted towards the next penalty.
 pub fn rejection_uncounts(penalty: PenaltyKind) -> bool {
     !matches!(penalty, PenaltyKind::NotIllegal | PenaltyKind::None)
+}
+
+/// A penalty of the rules as the log records it: its kind, the time it gives the opponent and
+/// the result if the arbiter confirms it. `counts`: the act is an illegal move under the edition.
+pub fn penalty_terms(
+    penalty: IllegalPenalty,
+    counts: bool,
+    offender: Color,
+) -> (PenaltyKind, u64, GameResult) {
+    if !counts {
+        return (PenaltyKind::NotIllegal, 0, GameResult::Unspecified);
+    }
+    let loss = match offender {
+        Color::White => GameResult::BlackWins,
+        Color::Black => GameResult::WhiteWins,
+    };
+    match penalty {
+        IllegalPenalty::OpponentTime { bonus_ms } => {
+            (PenaltyKind::OpponentTime, bonus_ms, GameResult::Unspecified)
+        }
+        IllegalPenalty::Loss => (PenaltyKind::Loss, 0, loss),
+        IllegalPenalty::Draw => (PenaltyKind::Draw, 0, GameResult::Draw),
+        IllegalPenalty::LossOrDraw => (PenaltyKind::LossOrDraw, 0, GameResult::Unspecified),
+        IllegalPenalty::NoPenalty => (PenaltyKind::None, 0, GameResult::Unspecified),
+    }
+}
+
+/// The penalty an illegal move's record proposes, in the rules' terms; `None` when it is no
+/// penalty (not an illegal move under the edition, none, or not stated).
+pub fn rules_penalty(illegal: &IllegalMoveRecorded) -> Option<IllegalPenalty> {
+    match penalty(illegal) {
+        PenaltyKind::OpponentTime => Some(IllegalPenalty::OpponentTime {
+            bonus_ms: illegal.opponent_bonus_ms,
+        }),
+        PenaltyKind::Loss => Some(IllegalPenalty::Loss),
+        PenaltyKind::Draw => Some(IllegalPenalty::Draw),
+        PenaltyKind::LossOrDraw => Some(IllegalPenalty::LossOrDraw),
+        PenaltyKind::NotIllegal | PenaltyKind::None | PenaltyKind::Unspecified => None,
+    }
+}
+
+/// The time a rejected claim's penalty adds to each clock (White's, Black's; negative when
+/// taken off), the claimant being the player to move then (Article 9.5); `None` for an upheld
+/// claim or no time recorded.
+pub fn rejected_claim_time(judged: &ClaimJudged, claimant: Color) -> Option<(i64, i64)> {
+    let in_ms = |ms: u64| i64::try_from(ms).unwrap_or(i64::MAX);
+    let (bonus, deduction) = (
+        in_ms(judged.opponent_bonus_ms),
+        in_ms(judged.claimant_deduction_ms),
+    );
+    if judged.upheld || (bonus == 0 && deduction == 0) {
+        return None;
+    }
+    Some(match claimant {
+        Color::White => (-deduction, bonus),
+        Color::Black => (bonus, -deduction),
+    })
 }
 
 /// The rules library's breach as the log records it.

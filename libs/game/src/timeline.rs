@@ -168,6 +168,21 @@ impl FoldedGame {
                     self.clocks.at_game_seq = seq;
                 }
             }
+            // A rejected claim's time, given on the clock at the ruling (Article 9.5), as the
+            // game reads it (from interpretation 5: older records replay as they always did).
+            Some(Kind::ClaimJudged(judged)) if self.game.info().interpretation >= 5 => {
+                if let Some((white, black)) =
+                    crate::terms::rejected_claim_time(judged, self.game.turn())
+                {
+                    let add = |clock: &mut Option<u64>, ms: i64| {
+                        *clock = clock.map(|c| c.saturating_add_signed(ms));
+                    };
+                    add(&mut self.clocks.white_ms, white);
+                    add(&mut self.clocks.black_ms, black);
+                    self.clocks.from = "arbiter";
+                    self.clocks.at_game_seq = seq;
+                }
+            }
             Some(Kind::Ended(_)) => self.clocks.running = "stopped",
             _ => {}
         }
@@ -264,7 +279,10 @@ pub fn category(event: &GameEvent) -> &'static str {
         | Kind::SetupMismatch(_)
         | Kind::SetupMismatchCleared(_)
         | Kind::PressInDoubt(_) => "alert",
-        Kind::Arbiter(_) | Kind::ClaimJudged(_) | Kind::PositionRestored(_) => "ruling",
+        Kind::Arbiter(_)
+        | Kind::ClaimJudged(_)
+        | Kind::PositionRestored(_)
+        | Kind::PenaltyRevised(_) => "ruling",
         Kind::Ended(_) => {
             let by_arbiter = event
                 .provenance

@@ -149,6 +149,34 @@ pub fn claim_verdict(j: &ClaimJudged) -> String {
     }
 }
 
+/// What a claim the arbiter rejected costs the claimant (Article 9.5), in words; `None` for an
+/// upheld claim or none recorded.
+pub fn rejected_claim_penalty(j: &ClaimJudged) -> Option<String> {
+    if j.upheld {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if j.opponent_bonus_ms > 0 {
+        parts.push(format!(
+            "{} s added to the opponent's clock",
+            j.opponent_bonus_ms / 1000
+        ));
+    }
+    if j.claimant_deduction_ms > 0 {
+        parts.push(format!(
+            "{} s taken off the claimant's",
+            j.claimant_deduction_ms / 1000
+        ));
+    }
+    if !j.intended_move_must_be_played.is_empty() {
+        parts.push(format!(
+            "the written move {} must be played",
+            j.intended_move_must_be_played
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 /// Whose clock a clock alert is about.
 pub fn clock_alert_side(a: &ClockAlert) -> String {
     side_or_stored(a.clock_of(), &a.side)
@@ -304,8 +332,22 @@ pub fn describe(event: &GameEvent, edition: Option<&str>) -> Option<String> {
             ending(e.termination(), &e.detail)
         ),
         Kind::Arbiter(a) => arbiter_action(a)?,
-        Kind::ClaimJudged(c) => format!("claim judged from the log: {}", claim_verdict(c)),
+        Kind::ClaimJudged(c) => format!(
+            "claim judged from the log: {}{}",
+            claim_verdict(c),
+            rejected_claim_penalty(c)
+                .map(|penalty| format!("; rejected by the arbiter: {penalty}"))
+                .unwrap_or_default()
+        ),
         Kind::PositionRestored(r) => format!("position after ply {} restored", r.ply),
+        Kind::PenaltyRevised(r) => format!(
+            "the penalty of the illegal move of log entry {} proposed again, as the offender's \
+             illegal move number {} once the penalty of log entry {} was rejected: {}",
+            r.illegal_move_game_seq,
+            r.offender_count,
+            r.because_rejected_game_seq,
+            r.proposed_penalty
+        ),
         Kind::Started(_)
         | Kind::ObservationRecorded(_)
         | Kind::Touch(_)
@@ -719,6 +761,7 @@ pub fn kind_name(event: &GameEvent) -> &'static str {
         Kind::DeadPositionUndetermined(_) => "dead_position_undetermined",
         Kind::BoardStatus(_) => "board_status",
         Kind::ClaimJudged(_) => "claim_judged",
+        Kind::PenaltyRevised(_) => "penalty_revised",
         Kind::ObservationsMissing(_) => "observations_missing",
         Kind::ClockSides(_) => "clock_sides",
         Kind::SetupMismatch(_) => "setup_mismatch",

@@ -1321,3 +1321,175 @@ fn a_final_move_nobody_pressed_after_is_shown_and_a_resignation_settles_it() {
     );
     assert_eq!(older.game.moves().len(), 1);
 }
+
+/// Two illegal moves by White settled by one press: the second is proposed as the loss (from
+/// 2014 the second penalised illegal move loses, Article 7.5.5). The arbiter finds the first was
+/// a sensor fault and rejects it: the second is then White's first, and its proposal says so
+/// before anyone confirms it (interpretation 5; a game read by 4 keeps the stale proposal).
+#[test]
+fn rejecting_an_earlier_penalty_proposes_the_later_one_again() {
+    use boardcast_game::events::{
+        GameResult, PenaltyDecision, PenaltyKind, arbiter_action::Action,
+    };
+    for interpretation in [4, boardcast_game::CURRENT_INTERPRETATION] {
+        let mut board = Board::read_with(interpretation);
+        board.clock(ClockRun::White);
+        let mut pos = Chess::default();
+        illegal_attempt(&mut board, &pos);
+        illegal_attempt(&mut board, &pos);
+        board.play(&mut pos, "e4");
+        let [first, second] = [0, 1].map(|i| board.game.illegal_moves()[i].clone());
+        assert_eq!(second.event.offender_count, 2);
+        assert_eq!(second.event.result_if_confirmed(), GameResult::BlackWins);
+        assert!(
+            board
+                .alert(second.game_seq)
+                .summary
+                .contains("the game is lost")
+        );
+
+        act(
+            &mut board,
+            Action::Penalty(PenaltyDecision {
+                illegal_move_game_seq: first.game_seq,
+                confirmed: false,
+                note: "sensor fault".into(),
+            }),
+            "IA Smith",
+        )
+        .expect("accepted");
+        let revised = board.seqs(|k| matches!(k, Kind::PenaltyRevised(_)));
+        let now = board.game.illegal_moves()[1].clone();
+        if interpretation < 5 {
+            assert!(revised.is_empty());
+            assert_eq!(now.event.result_if_confirmed(), GameResult::BlackWins);
+            continue;
+        }
+        assert_eq!(revised.len(), 1, "{:?}", board.kinds());
+        assert_eq!(now.event.offender_count, 1);
+        assert_eq!(now.event.penalty(), PenaltyKind::OpponentTime);
+        assert_eq!(now.event.opponent_bonus_ms, 120_000);
+        assert_eq!(now.event.result_if_confirmed(), GameResult::Unspecified);
+        let alert = board.alert(second.game_seq);
+        assert!(alert.is_open());
+        assert!(
+            alert
+                .summary
+                .contains("120 s added to the opponent's clock"),
+            "{}",
+            alert.summary
+        );
+        assert!(alert.rests_on.contains(&revised[0]));
+        board.assert_refolds();
+
+        // Confirmed, it costs White time, not the game; and it counts as White's first.
+        act(
+            &mut board,
+            Action::Penalty(PenaltyDecision {
+                illegal_move_game_seq: second.game_seq,
+                confirmed: true,
+                note: String::new(),
+            }),
+            "IA Smith",
+        )
+        .expect("accepted");
+        assert!(!board.game.is_over());
+        assert_eq!(board.game.illegal_tally().white, 1);
+        board.assert_refolds();
+    }
+}
+
+/// Black claims a threefold repetition too early and the arbiter rejects it: White gets two
+/// minutes (Article 9.5.3), which the arbiter adds on the clock. White's next reading shows
+/// them, and that is what the time control predicts (interpretation 5): no clock alert.
+#[test]
+fn a_rejected_claims_time_is_expected_on_the_opponents_clock() {
+    use boardcast_game::events::{
+        ClaimKind as EventClaimKind, ClaimRuling, arbiter_action::Action,
+    };
+    for interpretation in [4, boardcast_game::CURRENT_INTERPRETATION] {
+        let mut board = Board::read_with(interpretation);
+        board.clock(ClockRun::White);
+        let mut pos = Chess::default();
+        let base: u64 = 90 * 60_000;
+        // 10 s a move, 30 s increment.
+        board.play_timed(&mut pos, "Nf3", 10_000, (base + 20_000, base));
+        board.play_timed(&mut pos, "Nf6", 20_000, (base + 20_000, base + 20_000));
+        board.play_timed(&mut pos, "Ng1", 30_000, (base + 40_000, base + 20_000));
+        act(
+            &mut board,
+            Action::Claim(ClaimRuling {
+                claimant_side: boardcast_game::events::Side::Black as i32,
+                kind: EventClaimKind::Threefold as i32,
+                upheld: false,
+                ..Default::default()
+            }),
+            "IA Smith",
+        )
+        .expect("recorded");
+        let penalty = boardcast_game::wording::describe(
+            board.events.last().expect("recorded"),
+            Some("fide-2023"),
+        );
+        assert_eq!(
+            penalty.as_deref(),
+            Some(
+                "claim judged from the log: rejected; rejected by the arbiter: 120 s added to \
+                 the opponent's clock"
+            )
+        );
+        // The arbiter added the two minutes to White's clock at the board.
+        let bonus = 120_000;
+        board.play_timed(
+            &mut pos,
+            "Ng8",
+            40_000,
+            (base + 40_000 + bonus, base + 40_000),
+        );
+        board.play_timed(
+            &mut pos,
+            "Nf3",
+            50_000,
+            (base + 60_000 + bonus, base + 40_000),
+        );
+        let clock_alerts = board.count(|k| matches!(k, Kind::ClockAlert(_)));
+        let expected = if interpretation < 5 { 1 } else { 0 };
+        assert_eq!(clock_alerts, expected, "{:?}", board.kinds());
+        board.assert_refolds();
+    }
+}
+
+/// A threefold claim with a written move (Article 9.2.1.1) rests on the position the move is
+/// played from: moves the board never showed after the last earlier occurrence are named for
+/// the scoresheets (interpretation 5), as they are for a claim on the position itself.
+#[test]
+fn a_claim_with_a_written_move_names_every_unconfirmed_move_it_rests_on() {
+    let fen = "4k1n1/pp6/8/8/8/8/6PP/7K w - - 0 1";
+    let mut board = Board::from_fen("fide-2023", fen);
+    let mut pos: Chess = fen
+        .parse::<shakmaty::fen::Fen>()
+        .expect("a FEN")
+        .into_position(shakmaty::CastlingMode::Standard)
+        .expect("legal");
+    for san in ["Kg1", "Nh6", "Kh1", "Ng8"] {
+        board.play(&mut pos, san);
+    }
+    // The board misses 3. Kg1 Nf6 4. Kh1; it is seen again when White presses.
+    for san in ["Kg1", "Nf6", "Kh1"] {
+        play_san(&mut pos, san);
+    }
+    board.placement(pos.board());
+    board.clock(ClockRun::Black);
+    let claim = DrawClaim {
+        kind: ClaimKind::Threefold,
+        intended_move: Some(board.game.parse_move_text("Ng8").expect("legal")),
+        claimant_has_moved: false,
+        claimant_has_touched: false,
+        claimant_remaining_ms: 5_000_000,
+    };
+    let assessment = board.game.evaluate_claim(&claim).expect("judged");
+    assert!(matches!(assessment.report.verdict, ClaimVerdict::Upheld));
+    let unconfirmed: Vec<u32> = assessment.unconfirmed.iter().map(|u| u.ply).collect();
+    assert_eq!(unconfirmed, vec![5, 6, 7]);
+    assert!(!assessment.rests_on_confirmed_record());
+}

@@ -150,6 +150,19 @@ fn losing_count(edition: Edition) -> u32 {
     }
 }
 
+/// The penalty of a penalised illegal move counted again as the offender's `count`-th, after an
+/// earlier one's penalty was rejected: below the edition's losing count, time for the opponent;
+/// at or above it, the loss (or draw) it was judged with, which rests on the same position.
+pub fn recounted_penalty(rules: &RuleSet, count: u32, judged: IllegalPenalty) -> IllegalPenalty {
+    if count < losing_count(rules.edition) {
+        IllegalPenalty::OpponentTime {
+            bonus_ms: bonus_ms(rules),
+        }
+    } else {
+        judged
+    }
+}
+
 /// Judges a completed illegal move under `rules`, given the tally so far.
 pub fn judge_illegal_move(
     rules: &RuleSet,

@@ -718,6 +718,7 @@ async function evaluateClaim() {
     v.explanation ? el("p", { text: v.explanation }) : null,
     v.occurrences.length ? el("p", {}, "Occurrences: ", ...v.occurrences.flatMap(o => [`ply ${o.ply} (move ${o.move_number}) `, entry(o.game_seq), " "])) : null,
     v.game_seqs.length ? el("p", {}, "Rests on log entries: ", ...v.game_seqs.map(entry)) : null,
+    v.penalty_if_rejected ? el("p", { "data-testid": "claim-penalty", text: `If you rule the claim incorrect (Article 9.5): ${v.penalty_if_rejected}.` }) : null,
     v.unconfirmed.length
       ? el("div", { class: "unconfirmed", "data-testid": "claim-unconfirmed" },
         el("strong", { text: "Not confirmed by a clock press or an arbiter — check these against the scoresheets before ruling:" }),

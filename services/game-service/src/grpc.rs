@@ -393,6 +393,10 @@ impl game_service_server::GameService for GameApi {
                 })
                 .collect(),
             detail_json: serde_json::to_string(report).unwrap_or_default(),
+            penalty_if_rejected: boardcast_game::wording::rejected_claim_penalty(
+                &verdict.judged(false),
+            )
+            .unwrap_or_default(),
         }))
     }
 

@@ -2,17 +2,16 @@
 //! edition's penalty proposed, possible touch-move breaches, the board's status.
 
 use boardcast_inference::PlyMove;
-use boardcast_rules::illegal::{IllegalKind, IllegalMoveCase, IllegalPenalty, judge_illegal_move};
+use boardcast_rules::illegal::{IllegalKind, IllegalMoveCase, judge_illegal_move};
 use boardcast_rules::touch::{
     Evidence, TOUCH_REST_MS, TimedTouch, Touch, WeighedBreach, check_touches, weigh_touches,
 };
 use shakmaty::{Chess, Color};
 
 use crate::device::{DeviceState, DeviceStatus, Observation, SourceKind};
-use crate::events::PenaltyKind;
 use crate::events::{
-    BoardStatusChanged, GameResult, IllegalMoveRecorded, PossibleTouchMoveBreach, Source,
-    TouchEvidence, game_event::Kind,
+    BoardStatusChanged, IllegalMoveRecorded, PossibleTouchMoveBreach, Source, TouchEvidence,
+    game_event::Kind,
 };
 use crate::record::NewEvent;
 use crate::state::Game;
@@ -45,33 +44,8 @@ impl Game {
             },
         );
         *tally = report.tally;
-        let (opponent_bonus_ms, result_if_confirmed) =
-            match (report.counts_as_illegal, report.penalty) {
-                (true, IllegalPenalty::OpponentTime { bonus_ms }) => {
-                    (bonus_ms, GameResult::Unspecified)
-                }
-                (true, IllegalPenalty::Loss) => (
-                    0,
-                    if offender == Color::White {
-                        GameResult::BlackWins
-                    } else {
-                        GameResult::WhiteWins
-                    },
-                ),
-                (true, IllegalPenalty::Draw) => (0, GameResult::Draw),
-                _ => (0, GameResult::Unspecified),
-            };
-        let penalty = if !report.counts_as_illegal {
-            PenaltyKind::NotIllegal
-        } else {
-            match report.penalty {
-                IllegalPenalty::OpponentTime { .. } => PenaltyKind::OpponentTime,
-                IllegalPenalty::Loss => PenaltyKind::Loss,
-                IllegalPenalty::Draw => PenaltyKind::Draw,
-                IllegalPenalty::LossOrDraw => PenaltyKind::LossOrDraw,
-                IllegalPenalty::NoPenalty => PenaltyKind::None,
-            }
-        };
+        let (penalty, opponent_bonus_ms, result_if_confirmed) =
+            terms::penalty_terms(report.penalty, report.counts_as_illegal, offender);
         let offender = terms::side_of(offender);
         let kind = terms::illegal_kind_of(kind);
         NewEvent {

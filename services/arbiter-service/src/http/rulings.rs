@@ -617,6 +617,7 @@ pub(super) async fn api_claim(
                 "ply": o.ply, "move_number": o.move_number, "game_seq": o.game_seq,
             })).collect::<Vec<_>>(),
             "game_seqs": verdict.game_seqs,
+            "penalty_if_rejected": verdict.penalty_if_rejected,
             "unconfirmed": verdict.unconfirmed.iter().map(|u| json!({
                 "ply": u.ply,
                 "san": u.san,
