@@ -305,13 +305,14 @@ fn time_added_by_the_arbiter_shows_in_the_clock_tags_at_once_and_on_lichess() {
         }),
         T0 + 2,
     );
+    // At the same moment: Black's clock, running, has used nothing since it was set.
     game.act(
         Action::Clocks(AdjustClocks {
             black_added_ms: 120_000,
             reason: "penalty".into(),
             ..Default::default()
         }),
-        T0 + 3,
+        T0 + 2,
     );
     feed(&mut feeds, &game.records);
     feeds.release(T0 + 3);
@@ -322,7 +323,7 @@ fn time_added_by_the_arbiter_shows_in_the_clock_tags_at_once_and_on_lichess() {
     let (_, json) = feeds.game_json(&id).expect("shown");
     let view: serde_json::Value = serde_json::from_str(&json).expect("JSON");
     assert_eq!(view["clocks"]["running"], "black");
-    assert_eq!(view["clocks"]["as_of_unix_ms"], T0 + 3);
+    assert_eq!(view["clocks"]["as_of_unix_ms"], T0 + 2);
     // Lichess reads a side's clock off its last move (and ignores the tags once that move has
     // one): White's Nf3, Black's e5.
     let push = LichessPusher::default().push(&feeds.round_games_with_versions(&key(1)), None);
@@ -340,6 +341,40 @@ fn time_added_by_the_arbiter_shows_in_the_clock_tags_at_once_and_on_lichess() {
             ("Nf3", Some(3_600_000))
         ]
     );
+}
+
+/// A move entered by the arbiter carries no reading: the mover's clock ran until it was
+/// entered, so viewers and lichess see it counted down to then, not as it stood before, and the
+/// opponent's clock runs from then.
+#[test]
+fn a_move_without_a_reading_gets_the_movers_clock_as_it_ran_until_then() {
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    game.play("e4", T0 + 1_000);
+    game.play("e5", T0 + 2_000);
+    game.act(
+        Action::Clocks(AdjustClocks {
+            white_remaining_ms: Some(3_600_000),
+            black_remaining_ms: Some(3_600_000),
+            ..Default::default()
+        }),
+        T0 + 2_000,
+    );
+    let entered_at = T0 + 2_000 + 880_000;
+    game.play("Nf3", entered_at);
+    feed(&mut feeds, &game.records);
+    feeds.release(entered_at);
+    let (_, json) = feeds.game_json(&id).expect("shown");
+    let view: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(view["clocks"]["white_ms"], 3_600_000 - 880_000);
+    assert_eq!(view["clocks"]["black_ms"], 3_600_000);
+    assert_eq!(view["clocks"]["as_of_unix_ms"], entered_at);
+    assert_eq!(view["clocks"]["running"], "black");
+    let push = LichessPusher::default().push(&feeds.round_games_with_versions(&key(1)), None);
+    let pgn = &read_games(&push.text).expect("valid PGN")[0];
+    let nf3 = pgn.moves.last().expect("three moves");
+    assert_eq!((nf3.san.as_str(), nf3.clock_ms), ("Nf3", Some(2_720_000)));
 }
 
 #[test]

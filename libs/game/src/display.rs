@@ -197,6 +197,9 @@ impl DisplayGame {
                     .map(|p| p.source())
                     .unwrap_or(Source::Unspecified);
                 let white_moved = self.white_moves(m.ply);
+                // A move completed without a reading (entered by the arbiter, a mate nobody
+                // pressed after): the mover's clock ran until then, the opponent's runs from now.
+                let counted_down = self.clocks_at(at);
                 self.moves.push(DisplayMove {
                     ply: m.ply,
                     uci: m.uci.clone(),
@@ -217,15 +220,14 @@ impl DisplayGame {
                 } else {
                     self.provisional.clear();
                 }
-                if let (Some(white_ms), Some(black_ms)) =
-                    (m.white_remaining_ms, m.black_remaining_ms)
-                {
-                    self.clocks = Some(Clocks {
+                self.clocks = match (m.white_remaining_ms, m.black_remaining_ms) {
+                    (Some(white_ms), Some(black_ms)) => Some(Clocks {
                         white_ms,
                         black_ms,
                         as_of_unix_ms: at,
-                    });
-                }
+                    }),
+                    _ => counted_down,
+                };
             }
             Some(Kind::Ended(end)) => {
                 self.result = Some(Ending {
@@ -307,6 +309,8 @@ impl DisplayGame {
                 if ply > self.moves.len() {
                     return Err(inconsistent(format!("cannot restore ply {ply}")));
                 }
+                // The clock that ran until the restore is the one of the side to move before it.
+                self.clocks = self.clocks_at(at);
                 self.moves.truncate(ply);
                 for (note_ply, _) in &mut self.arbiter_notes {
                     *note_ply = (*note_ply).min(restored.ply);
@@ -318,16 +322,20 @@ impl DisplayGame {
             }
             Some(Kind::BoardStatus(status)) => {
                 use crate::device::DeviceState;
-                if status.battery_low {
-                    self.board.battery_low = true;
-                } else {
+                if !status.battery_low {
                     self.board.responding = !matches!(
                         status.state(),
                         DeviceState::NotResponding | DeviceState::Disconnected
                     );
                 }
+                // The battery as last reported: low again or no longer (a board back from a
+                // charge), whichever report says it.
                 if status.battery_percent.is_some() {
                     self.board.battery_percent = status.battery_percent;
+                    self.board.battery_low =
+                        crate::state::BoardStatus::battery_low(status.battery_percent);
+                } else if status.battery_low {
+                    self.board.battery_low = true;
                 }
             }
             // Nothing viewers see; see `shows`.
@@ -367,14 +375,31 @@ impl DisplayGame {
         self.white_moves(self.completed().saturating_add(1))
     }
 
+    /// The clocks as they stand at `at`: the side to move's has run since they were read (as
+    /// viewers count it down), so it is counted down before either is changed and re-dated.
+    fn clocks_at(&self, at: i64) -> Option<Clocks> {
+        let mut clocks = self.clocks?;
+        // As viewers are told: a clock runs once the first move is made, until the game ends.
+        if self.result.is_none() && !self.moves.is_empty() {
+            let used = u64::try_from(at.saturating_sub(clocks.as_of_unix_ms)).unwrap_or(0);
+            if self.white_to_move() {
+                clocks.white_ms = clocks.white_ms.saturating_sub(used);
+            } else {
+                clocks.black_ms = clocks.black_ms.saturating_sub(used);
+            }
+        }
+        clocks.as_of_unix_ms = clocks.as_of_unix_ms.max(at);
+        Some(clocks)
+    }
+
     fn add_time(&mut self, white_ms: i64, black_ms: i64, at: i64) {
         if white_ms == 0 && black_ms == 0 {
             return;
         }
-        if let Some(clocks) = &mut self.clocks {
+        if let Some(mut clocks) = self.clocks_at(at) {
             clocks.white_ms = clocks.white_ms.saturating_add_signed(white_ms);
             clocks.black_ms = clocks.black_ms.saturating_add_signed(black_ms);
-            clocks.as_of_unix_ms = at;
+            self.clocks = Some(clocks);
         }
     }
 
@@ -382,7 +407,7 @@ impl DisplayGame {
         if white.is_none() && black.is_none() {
             return;
         }
-        let current = self.clocks.unwrap_or(Clocks {
+        let current = self.clocks_at(at).unwrap_or(Clocks {
             white_ms: white.or(black).unwrap_or(0),
             black_ms: black.or(white).unwrap_or(0),
             as_of_unix_ms: at,

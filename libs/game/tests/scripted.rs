@@ -3,7 +3,7 @@
 
 use boardcast_game::Game;
 use boardcast_game::device::{BoardPlacement, ClockReading, ClockRun, observation::Kind as Obs};
-use boardcast_game::events::{Source, TimePeriod, game_event::Kind};
+use boardcast_game::events::{GameEventRecord, Source, TimePeriod, game_event::Kind};
 use boardcast_rules::claims::{ClaimKind, ClaimVerdict, DrawClaim};
 use shakmaty::{Chess, Position};
 
@@ -948,10 +948,49 @@ fn the_appeal_timeline_and_the_broadcast_read_an_adjustment_that_adds_and_sets_a
     // Time added, then the clock set: White's is what was set, Black's has the minute.
     assert_eq!(timeline.white_ms, Some(3_000_000));
     assert_eq!(timeline.black_ms, Some(5_460_000));
+    // The broadcast dates its clocks (viewers count the side to move down from then): Black's,
+    // which ran from the reading to the adjustment, is counted down to it first.
+    let reading_at = board.events[board.move_seq(1) as usize - 2].recorded_unix_ms;
+    let adjusted_at = board.events.last().expect("adjusted").recorded_unix_ms;
+    let ran = (adjusted_at - reading_at) as u64;
+    assert!(ran > 0);
+    assert_eq!(shown.as_of_unix_ms, adjusted_at);
     assert_eq!(
-        (timeline.white_ms, timeline.black_ms),
+        (timeline.white_ms, timeline.black_ms.map(|ms| ms - ran)),
         (Some(shown.white_ms), Some(shown.black_ms))
     );
+}
+
+/// White thinks for ten minutes; the arbiter gives Black two minutes meanwhile. Viewers go on
+/// seeing White's clock run from where it stood, not from where it stood at White's last press.
+#[test]
+fn time_given_to_one_player_leaves_the_other_players_running_clock_as_it_ran() {
+    use boardcast_game::events::{AdjustClocks, arbiter_action::Action};
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    board.play_timed(&mut pos, "e4", 10_000, (5_390_000, 5_400_000));
+    board.play_timed(&mut pos, "e5", 20_000, (5_390_000, 5_390_000));
+    let before = shown(&board.records).clocks.expect("clocks");
+    act(
+        &mut board,
+        Action::Clocks(AdjustClocks {
+            black_added_ms: 120_000,
+            reason: "illegal move by White".into(),
+            ..Default::default()
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
+    let after = shown(&board.records).clocks.expect("clocks");
+    let ran = u64::try_from(after.as_of_unix_ms - before.as_of_unix_ms).expect("later");
+    assert!(ran > 0);
+    // At any moment after, White's clock as viewers count it is what it was before.
+    let white_now = |c: &boardcast_game::display::Clocks, now: i64| {
+        c.white_ms - u64::try_from(now - c.as_of_unix_ms).expect("later")
+    };
+    let now = after.as_of_unix_ms + 5_000;
+    assert_eq!(white_now(&after, now), white_now(&before, now));
+    assert_eq!(after.black_ms, before.black_ms + 120_000);
 }
 
 #[test]
@@ -1492,4 +1531,43 @@ fn a_claim_with_a_written_move_names_every_unconfirmed_move_it_rests_on() {
     let unconfirmed: Vec<u32> = assessment.unconfirmed.iter().map(|u| u.ply).collect();
     assert_eq!(unconfirmed, vec![5, 6, 7]);
     assert!(!assessment.rests_on_confirmed_record());
+}
+
+/// What the broadcast shows of the game these records hold.
+fn shown(records: &[GameEventRecord]) -> boardcast_game::display::DisplayGame {
+    let mut records = records
+        .iter()
+        .map(|r| Game::open(r.clone()).expect("opens"));
+    let first = records.next().expect("a game");
+    let mut display = boardcast_game::display::DisplayGame::start(first.event()).expect("shows");
+    for record in records {
+        display.evolve(record.event()).expect("shows");
+    }
+    display
+}
+
+/// Viewers are told of a low battery while it is low: a board back from a charge is no longer
+/// shown low, and one that comes back still low is.
+#[test]
+fn viewers_see_the_battery_as_last_reported() {
+    use boardcast_game::device::{DeviceState, DeviceStatus};
+    let mut board = Board::new("fide-2023");
+    let status = |state: DeviceState, battery: Option<u32>| {
+        Obs::Status(DeviceStatus {
+            state: state as i32,
+            battery_percent: battery,
+            ..Default::default()
+        })
+    };
+    board.observe(status(DeviceState::Connected, Some(50)));
+    board.observe(status(DeviceState::Connected, Some(10)));
+    assert!(shown(&board.records).board.battery_low);
+    board.observe(status(DeviceState::Disconnected, None));
+    board.observe(status(DeviceState::Connected, Some(100)));
+    let back = shown(&board.records).board;
+    assert_eq!((back.battery_low, back.battery_percent), (false, Some(100)));
+    board.observe(status(DeviceState::Disconnected, None));
+    board.observe(status(DeviceState::Connected, Some(12)));
+    let low = shown(&board.records).board;
+    assert_eq!((low.battery_low, low.battery_percent), (true, Some(12)));
 }
