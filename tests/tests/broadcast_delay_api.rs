@@ -148,5 +148,33 @@ async fn only_the_organiser_sets_the_delay_and_every_broadcast_service_applies_i
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+
+    // A monitor already open is told a new delay at once (it counts the clocks on the delayed
+    // time line), not only when it connects again.
+    let mut viewer =
+        reqwest::get(broadcast.url(&format!("/tournaments/{TOURNAMENT}/rounds/9/updates"))).await?;
+    let mut events = support::SseEvents::default();
+    let mut delays_told = Vec::new();
+    let mut raised = false;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while delays_told.len() < 2 {
+        let chunk = tokio::time::timeout_at(deadline, viewer.chunk())
+            .await
+            .map_err(|_| anyhow::anyhow!("told the delays {delays_told:?} only"))??
+            .ok_or_else(|| anyhow::anyhow!("the stream ended"))?;
+        for event in events.events(&chunk) {
+            if event.name == "round" {
+                let round: serde_json::Value = serde_json::from_str(&event.data)?;
+                delays_told.push(round["delay_ms"].as_u64().unwrap_or(u64::MAX));
+            }
+        }
+        if !raised && !delays_told.is_empty() {
+            chief_client
+                .set_broadcast_delay(request(9, 300_000))
+                .await?;
+            raised = true;
+        }
+    }
+    assert_eq!(delays_told, [0, 300_000]);
     Ok(())
 }

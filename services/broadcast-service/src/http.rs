@@ -28,7 +28,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tower_http::compression::CompressionLayer;
 
 use crate::{
-    projection::{Projection, Update, now_unix_ms},
+    projection::{LiveEvent, Projection, now_unix_ms},
     push::PushStatuses,
 };
 
@@ -577,7 +577,7 @@ fn language(code: Option<&str>) -> Option<Language> {
 fn live_items(
     app: App,
     key: RoundKey,
-    updates: broadcast::Receiver<Update>,
+    updates: broadcast::Receiver<LiveEvent>,
     only_game: Option<String>,
     since: u64,
     lang: Option<Language>,
@@ -593,10 +593,25 @@ fn live_items(
         /// the version before it (a release gives several games the same version).
         delivered: u64,
         queue: VecDeque<LiveItem>,
-        updates: broadcast::Receiver<Update>,
+        updates: broadcast::Receiver<LiveEvent>,
         started: bool,
     }
     impl Cursor {
+        /// The round's event: its delay and the service's clock, which the pages count the
+        /// clocks by; sent first, and again when the delay changes.
+        fn round_item(&self) -> LiveItem {
+            let feeds = self.app.projection.read();
+            LiveItem::Round(
+                serde_json::json!({
+                    "tournament_id": self.key.tournament_id,
+                    "round": self.key.round,
+                    "delay_ms": feeds.delays().delay_ms(&self.key),
+                    "server_now_unix_ms": now_unix_ms(),
+                })
+                .to_string(),
+            )
+        }
+
         /// Queues the games changed after `self.sent`, as they are now, in the order they
         /// changed: a connection cut in between resumes from the last cursor it got without
         /// passing over a game it did not.
@@ -659,25 +674,20 @@ fn live_items(
     stream::unfold(cursor, |mut cursor| async move {
         if !cursor.started {
             cursor.started = true;
-            let round = {
-                let feeds = cursor.app.projection.read();
-                serde_json::json!({
-                    "tournament_id": cursor.key.tournament_id,
-                    "round": cursor.key.round,
-                    "delay_ms": feeds.delays().delay_ms(&cursor.key),
-                    "server_now_unix_ms": now_unix_ms(),
-                })
-                .to_string()
-            };
+            let round = cursor.round_item();
             cursor.catch_up();
-            return Some((LiveItem::Round(round), cursor));
+            return Some((round, cursor));
         }
         loop {
             if let Some(item) = cursor.queue.pop_front() {
                 return Some((item, cursor));
             }
             match cursor.updates.recv().await {
-                Ok(update) if update.version > cursor.sent => {
+                Ok(LiveEvent::DelayChanged) => {
+                    let round = cursor.round_item();
+                    cursor.queue.push_back(round);
+                }
+                Ok(LiveEvent::Game(update)) if update.version > cursor.sent => {
                     let item = match (&update.delta, cursor.lang) {
                         // Moves in other piece letters are sent whole: a delta carries SAN.
                         (Some(delta), None)

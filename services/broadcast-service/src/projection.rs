@@ -43,6 +43,14 @@ pub struct Update {
     pub delta: Option<Arc<str>>,
 }
 
+/// What live connections to a round are told: a game changed, or the round's delay did (the
+/// pages count the clocks on the delayed time line, so they need the new one at once).
+#[derive(Debug, Clone)]
+pub enum LiveEvent {
+    Game(Update),
+    DelayChanged,
+}
+
 /// How many updates a slow live connection may fall behind before it is sent the round afresh.
 const LIVE_BACKLOG: usize = 4096;
 
@@ -75,7 +83,7 @@ pub struct Projection {
     /// Caught up with the log as it was when the service started.
     ready: AtomicBool,
     /// Live connections per round.
-    live: Mutex<HashMap<RoundKey, broadcast::Sender<Update>>>,
+    live: Mutex<HashMap<RoundKey, broadcast::Sender<LiveEvent>>>,
     /// Woken whenever a round's feed changes (the lichess push waits on it).
     pub changed: Notify,
     /// Where the changes go to be published for other venue systems (core NATS, JSON), in the
@@ -158,7 +166,7 @@ impl Projection {
 
     /// Live updates of a round from now on; `None` for a round nothing of which is shown, for
     /// which nothing is kept (a made-up name in a URL costs nothing).
-    pub fn subscribe(&self, round: &RoundKey) -> Option<broadcast::Receiver<Update>> {
+    pub fn subscribe(&self, round: &RoundKey) -> Option<broadcast::Receiver<LiveEvent>> {
         if !self.read().shows_round(round) {
             return None;
         }
@@ -174,11 +182,26 @@ impl Projection {
     /// released is stored first: with a raised delay, a restart would not release it again.
     pub fn set_delays(&self, delays: Delays) -> anyhow::Result<()> {
         self.store()?;
-        self.feeds
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .set_delays(delays);
-        self.release()
+        let changed: Vec<RoundKey> = {
+            let mut feeds = self.feeds.write().unwrap_or_else(|e| e.into_inner());
+            let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = live
+                .keys()
+                .filter(|round| feeds.delays().delay_ms(round) != delays.delay_ms(round))
+                .cloned()
+                .collect();
+            feeds.set_delays(delays);
+            changed
+        };
+        self.release()?;
+        // After the release, so that what a lower delay let out comes first.
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        for round in &changed {
+            if let Some(sender) = live.get(round) {
+                let _ = sender.send(LiveEvent::DelayChanged);
+            }
+        }
+        Ok(())
     }
 
     /// Folds a batch of game log messages (stream sequence, payload), then releases. A game
@@ -326,12 +349,12 @@ impl Projection {
                 let delta = feeds.game_delta(&change.game_id);
                 if let Some(sender) = live.get(&change.round) {
                     // No receivers is fine: nobody is watching.
-                    let _ = sender.send(Update {
+                    let _ = sender.send(LiveEvent::Game(Update {
                         game_id: change.game_id.clone(),
                         version,
                         json: json.clone(),
                         delta: delta.clone(),
-                    });
+                    }));
                 }
                 if let Some(nats) = &self.nats {
                     let board = game.info.board_number;
