@@ -27,7 +27,7 @@ use clap::Parser;
 game log, held back by the organiser's delay.\n\n\
 Routes (T = tournament id, N = round number, B = board number):\n  \
 /                                  index of tournaments and rounds\n  \
-/tournaments/T/rounds/N.pgn        the round's games as PGN, board order (poll this from broadcast sites)\n  \
+/tournaments/T/rounds/N.pgn        the round's games as PGN, board order, with the moves the board shows\n                                     before the clock press marked {provisional: ...} (for sites that can\n                                     take a move back; others poll lichess.pgn, completed moves only)\n  \
 /tournaments/T/rounds/N.json       the same as JSON\n  \
 /tournaments/T/rounds/N/lichess.pgn  the round as a lichess broadcast polling it takes it: completed\n                                     moves, at most 100 games (?boards=FIRST-LAST for a range)\n  \
 /games/ID.pgn, /games/ID.json      one game\n  \
