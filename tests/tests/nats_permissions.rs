@@ -191,18 +191,12 @@ async fn a_gateway_publishes_for_its_own_boards_only() -> anyhow::Result<()> {
     // Another gateway's board: refused, with the server's reason, and not stored.
     let refused = hall_a.publish_observation("b1", 1).await;
     assert!(refused.is_err(), "publishing for board b1 must fail");
-    // nats-server checks the subject its partition mapping gives (which also shows that
-    // `partition_of_board` computes the server's partition).
-    let mapped = |board: &str| {
-        format!(
-            "boardcast.board.{board}.obs.{}",
-            nats::partition_of_board(board, nats::DEFAULT_PARTITIONS)
-        )
-    };
-    hall_a.refused(&mapped("b1")).await?;
+    // Refused in the gateway's own account, on the subject it published (the hall's account,
+    // where the partition mapping is, never sees it).
+    hall_a.refused(&observation_subject("b1")).await?;
     // A board nobody has: the same.
     assert!(hall_a.publish_observation("z9", 1).await.is_err());
-    hall_a.refused(&mapped("z9")).await?;
+    hall_a.refused(&observation_subject("z9")).await?;
     for board in ["b1", "z9"] {
         assert_eq!(
             nats::last_board_seq(&admin.js, board, nats::BoardRead::Leader).await?,
@@ -971,5 +965,65 @@ async fn no_board_side_user_reads_what_is_addressed_to_another_program() -> anyh
         );
     }
     assert_eq!(game.refusal_count() + broadcast.refusal_count(), 0);
+    Ok(())
+}
+
+/// JetStream sends its answer wherever a request's reply subject says. A board PC asking for its
+/// own observation (bytes it chose: here a request that empties a stream) with a JetStream call
+/// or a game's log as the reply subject, or for the account's information with a game's log as
+/// the reply, must reach neither. The board side is in accounts of its own, whose requests are
+/// answered to the asker alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_board_pc_cannot_have_the_server_answer_into_the_hall() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[("hall-a", &["a1"])])?;
+    let _game = with_streams(&nats).await?;
+    let admin = admin(&nats).await?;
+    let victim = game_subject("victim-r1-b1");
+    admin
+        .js
+        .publish(victim.clone(), "a record".into())
+        .await?
+        .await?;
+    let records = messages_in(&admin.js, GAMES_STREAM).await?;
+    let partition = nats::partition_of_board("a1", DEFAULT_PARTITIONS);
+    let stored_in = ingest_stream(Some(partition));
+    let stored_as = format!("{}.{partition}", observation_subject("a1"));
+    for role in [Role::Gateway("hall-a".into()), Role::Simulator] {
+        let pc = As::connect(&nats, role.clone()).await?;
+        pc.js
+            .publish(observation_subject("a1"), "{}".into())
+            .await?
+            .await
+            .with_context(|| format!("{role} stores its observation"))?;
+        let client = pc.js.client();
+        for target in [
+            format!("$JS.API.STREAM.PURGE.{GAMES_STREAM}"),
+            format!("$JS.API.STREAM.DELETE.{DELAYS_STREAM}"),
+            victim.clone(),
+        ] {
+            client
+                .publish_with_reply(
+                    format!("$JS.API.DIRECT.GET.{stored_in}.{stored_as}"),
+                    target.clone(),
+                    Default::default(),
+                )
+                .await?;
+            client
+                .publish_with_reply("$JS.API.INFO", target, Default::default())
+                .await?;
+        }
+        client.flush().await?;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        messages_in(&admin.js, GAMES_STREAM).await?,
+        records,
+        "the game logs are neither emptied nor written to"
+    );
+    admin
+        .js
+        .get_stream(DELAYS_STREAM)
+        .await
+        .context("the delays' stream is still there")?;
     Ok(())
 }

@@ -260,7 +260,7 @@ impl LocalNats {
     /// written by [`crate::nats_access::NatsAccess::generate`] (`nats-auth.conf`). The server
     /// reads it with `-c`; listening address, ports, JetStream and the store directory stay on
     /// the command line (they override `listen` and `http` in the file), so the file needs
-    /// nothing but its `authorization` block. It must not set a JetStream `store_dir`:
+    /// nothing but its `accounts` block. It must not set a JetStream `store_dir`:
     /// nats-server 2.9 refuses one given both ways ("Duplicate 'store_dir' configuration").
     /// [`LocalNats::restart`] starts with the same file again.
     pub fn start_with_config(

@@ -1,5 +1,5 @@
-//! NATS users and permissions for one deployment: a nats-server `authorization` block with one
-//! user per role, and the credentials the services connect with.
+//! NATS accounts, users and permissions for one deployment: a nats-server `accounts` block with
+//! one user per role, and the credentials the services connect with.
 //!
 //! Without it anyone who reaches NATS can publish any board's observations, append to a game's
 //! log or delete the streams. With it:
@@ -22,7 +22,14 @@
 //! non-admin user so that a later, broader allow entry cannot let them through (deny wins).
 //!
 //! Files written by [`NatsAccess::generate`] into one directory, both mode 0600:
-//! - `nats-auth.conf`: the `authorization { users = [...] }` block. A complete nats-server
+//! The streams, the services and admin are in one account ([`HALL_ACCOUNT`]); each board-side
+//! program (a gateway, the simulator) in an account of its own that imports from it exactly the
+//! subjects its permissions let it publish. Permissions alone do not keep a board PC out of the
+//! hall: the server sends a JetStream answer to whatever reply subject the request names without
+//! checking it against the asker's rights, so in one account a gateway could have its own stored
+//! bytes sent to `$JS.API.STREAM.PURGE.…`. An answer through an import goes to its asker alone.
+//!
+//! - `nats-auth.conf`: the `accounts { … }` block. A complete nats-server
 //!   configuration by itself (`nats-server -c nats-auth.conf -js …`, as [`crate::local::LocalNats`]
 //!   runs it), or `include`d from a main configuration.
 //! - `credentials.json`: every user's password in plain text, for the services' URLs.
@@ -49,7 +56,7 @@ use crate::nats::{
     ASSIGNMENTS_STREAM, ASSIGNMENTS_SUBJECTS, DEADLETTER_STREAM, DEADLETTER_SUBJECTS,
     DEFAULT_PARTITIONS, DELAYS_STREAM, DELAYS_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS,
     INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS, SESSIONS_STREAM, SESSIONS_SUBJECTS,
-    ingest_stream, observation_subject, partition_of_board,
+    ingest_stream, observation_subject,
 };
 
 /// The nats-server configuration with the users, in the credentials directory.
@@ -345,7 +352,8 @@ impl NatsAccess {
             roles.push((Role::Gateway(gateway.name.clone()), gateway.boards.clone()));
         }
         let mut users = Vec::with_capacity(roles.len());
-        let mut entries = Vec::with_capacity(roles.len());
+        let mut hall_users = String::new();
+        let mut board_accounts = String::new();
         for (role, boards) in roles {
             let user = role.user_name();
             let password = match kept.get(&user) {
@@ -355,7 +363,12 @@ impl NatsAccess {
             let hash = bcrypt::hash_with_result(&password, BCRYPT_COST)
                 .context("hashing a NATS password")?
                 .format_for_version(bcrypt::Version::TwoA);
-            entries.push(render_user(&role, &boards, &hash));
+            let entry = render_user(&role, &boards, &hash);
+            if role.is_board_side() {
+                board_accounts.push_str(&render_board_account(&role, &boards, &entry));
+            } else {
+                hall_users.push_str(&indented(&entry, 2));
+            }
             users.push(UserCredentials {
                 user,
                 role: role.kind().to_owned(),
@@ -373,9 +386,19 @@ impl NatsAccess {
              # in {CREDENTIALS_FILE} next to this file; here they are bcrypt hashes.\n\
              # Run alone (nats-server -c {AUTH_CONFIG_FILE} -js -sd DIR) or include it from the\n\
              # server's configuration (include \"{AUTH_CONFIG_FILE}\", a path relative to that file).\n\
-             authorization {{\n  users = [\n{}  ]\n}}\n\n{}",
-            entries.concat(),
-            crate::nats::partition_mapping(crate::nats::DEFAULT_PARTITIONS)
+             #\n\
+             # The streams and the services are in the account {HALL_ACCOUNT}; each program on a board's\n\
+             # side (a gateway, the simulator) is in an account of its own that imports only the\n\
+             # requests it makes. A request through an import is answered to its asker alone, so\n\
+             # nothing a board PC sends can make the server publish into the hall's account on a\n\
+             # subject of its choosing (a JetStream answer sent to a `$JS.API` subject, say).\n\
+             accounts {{\n  {HALL_ACCOUNT} {{\n    jetstream: enabled\n    users = [\n{hall_users}    ]\n\
+             {exports}{mapping}  }}\n{board_accounts}}}\n",
+            exports = indented(&render_exports(), 4),
+            mapping = indented(
+                &crate::nats::partition_mapping(crate::nats::DEFAULT_PARTITIONS),
+                4
+            ),
         );
         let credentials = serde_json::to_string_pretty(&CredentialsFile {
             version: 1,
@@ -607,13 +630,8 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
                         // Unpartitioned and partitioned, in whichever stream holds it.
                         allow.push(api(&format!("DIRECT.GET.*.{subject}")));
                         allow.push(api(&format!("DIRECT.GET.*.{subject}.*")));
-                        // The server checks a publish on the subject its partition mapping
-                        // gives it: the board's own partition only, so that a gateway cannot
-                        // put its board in a second partition by publishing there directly.
-                        allow.push(format!(
-                            "{subject}.{}",
-                            partition_of_board(board, DEFAULT_PARTITIONS)
-                        ));
+                        // The plain subject only: the hall's account maps it to the board's
+                        // partition, and nothing else of a partition is imported.
                         allow.push(subject);
                     }
                 }
@@ -644,6 +662,78 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
         publish_deny: deny,
         subscribe_allow,
     })
+}
+
+/// The account of the streams, the services and admin.
+pub const HALL_ACCOUNT: &str = "HALL";
+
+impl Role {
+    /// A program on the boards' side of the hall (a board PC's gateway, the simulator): in an
+    /// account of its own, reaching the hall's only through imports.
+    fn is_board_side(&self) -> bool {
+        matches!(self, Role::Gateway(_) | Role::Simulator)
+    }
+}
+
+/// What the hall's account offers the board side: publishing observations (acknowledged by
+/// JetStream), reading back a board's last one, and the JetStream calls that needs. Each
+/// board-side account imports its own part of it (its role's publish allow list).
+fn board_side_exports() -> Vec<String> {
+    let mut exports = vec![
+        INGEST_SUBJECTS.to_owned(),
+        PARTITIONED_INGEST_SUBJECTS.to_owned(),
+        "$JS.API.INFO".to_owned(),
+        "$JS.API.STREAM.NAMES".to_owned(),
+    ];
+    for subjects in [INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS] {
+        exports.push(format!("$JS.API.DIRECT.GET.*.{subjects}"));
+    }
+    exports
+}
+
+fn render_exports() -> String {
+    let exports: String = board_side_exports()
+        .iter()
+        .map(|subject| format!("  {{ service: {} }}\n", quote(subject)))
+        .collect();
+    format!(
+        "# What the board side may ask of the hall (each account imports its own part).\nexports = [\n{exports}]\n"
+    )
+}
+
+/// A board-side role's account: its user, and as imports from the hall exactly the subjects it
+/// may publish.
+fn render_board_account(role: &Role, boards: &[String], user_entry: &str) -> String {
+    let imports: String = permissions(role, boards)
+        .map(|p| p.publish_allow)
+        .unwrap_or_default()
+        .iter()
+        .map(|subject| {
+            format!(
+                "      {{ service: {{ account: {HALL_ACCOUNT}, subject: {} }} }}\n",
+                quote(subject)
+            )
+        })
+        .collect();
+    format!(
+        "  {} {{\n    users = [\n{}    ]\n    imports = [\n{imports}    ]\n  }}\n",
+        quote(&role.user_name()),
+        indented(user_entry, 2)
+    )
+}
+
+/// `text` with every non-empty line indented by `spaces` more.
+fn indented(text: &str, spaces: usize) -> String {
+    let pad = " ".repeat(spaces);
+    text.lines()
+        .map(|line| {
+            if line.is_empty() {
+                "\n".to_owned()
+            } else {
+                format!("{pad}{line}\n")
+            }
+        })
+        .collect()
 }
 
 /// One entry of the configuration's `users` list.
@@ -838,14 +928,12 @@ mod tests {
             p.publish_allow
                 .contains(&"boardcast.board.a2.obs".to_owned())
         );
-        // And the partition the server's mapping gives each of its boards, nothing wider.
-        for board in ["a1", "a2"] {
-            let partition = partition_of_board(board, DEFAULT_PARTITIONS);
-            assert!(
-                p.publish_allow
-                    .contains(&format!("boardcast.board.{board}.obs.{partition}"))
-            );
-        }
+        // Not a partition's subject: the hall's account maps the plain one to its partition.
+        assert!(
+            !p.publish_allow
+                .iter()
+                .any(|s| s.starts_with("boardcast.board.") && !s.ends_with(".obs"))
+        );
         // No wildcard but a direct get's stream and its board's partition token: reads of its
         // own boards only.
         for subject in &p.publish_allow {
@@ -941,7 +1029,7 @@ mod tests {
 
     /// The users and their permissions without the header and the password hashes.
     fn permissions_only(config: &str) -> Vec<String> {
-        let body = &config[config.find("authorization {").unwrap_or(0)..];
+        let body = &config[config.find("accounts {").unwrap_or(0)..];
         body.lines()
             .map(|line| match line.trim_start().strip_prefix("password: ") {
                 Some(_) => "password: <hash>".to_owned(),
