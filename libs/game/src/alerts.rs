@@ -22,10 +22,58 @@ use shakmaty::Color;
 use crate::device::DeviceState;
 use crate::events::{
     BoardStatusChanged, ClaimKind, GameEvent, GameResult, PressSettlement, SetupAspect, Side,
-    Termination, TouchEvidence, arbiter_action::Action, game_event::Kind,
+    Source, Termination, TouchEvidence, arbiter_action::Action, game_event::Kind,
 };
 use crate::state::Game;
 use crate::{terms, wording};
+
+/// What an automatic end rests on (Article 6.14: no verdict on display data alone): the moves
+/// that made the repeated position (fivefold), the last capture or pawn move and the last move
+/// (seventy-five moves), the last move (a dead position); and, in words, the moves before it no
+/// clock press or arbiter confirmed, which the arbiter checks against the scoresheets before
+/// confirming the result (the position stands on every move that led to it).
+fn automatic_end_evidence(termination: Termination, game: &Game) -> (Vec<u64>, String) {
+    let moves = game.completed_moves();
+    let repetition = game.repetition();
+    let rests_on: Vec<u64> = match termination {
+        Termination::FivefoldRepetition => repetition
+            .current_occurrences()
+            .iter()
+            .map(|o| o.log_ref)
+            .filter(|&seq| seq > 0)
+            .collect(),
+        Termination::SeventyFiveMoves => {
+            let reset_ply = repetition.ply().saturating_sub(repetition.halfmove_clock());
+            [reset_ply as usize, moves.len()]
+                .into_iter()
+                .filter_map(|ply| ply.checked_sub(1).and_then(|i| moves.get(i)))
+                .map(|m| m.game_seq)
+                .collect()
+        }
+        Termination::DeadPosition => moves.last().map(|m| m.game_seq).into_iter().collect(),
+        _ => return (Vec::new(), String::new()),
+    };
+    let unconfirmed: Vec<String> = moves
+        .iter()
+        .filter(|m| {
+            !matches!(
+                m.source,
+                Source::Clock | Source::Arbiter | Source::Scoresheet
+            )
+        })
+        .map(|m| format!("{} {}", m.event.ply, m.event.san))
+        .collect();
+    let words = if unconfirmed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " It rests on moves no clock press or arbiter confirmed (plies {}): check them \
+             against the scoresheets.",
+            unconfirmed.join(", ")
+        )
+    };
+    (rests_on, words)
+}
 
 /// An illegal move's alert in words, with the penalty proposed now.
 fn illegal_move_summary(m: &crate::events::IllegalMoveRecorded, game: &Game) -> String {
@@ -316,17 +364,19 @@ impl GameAlerts {
                     Termination::DeadPosition => format!("ply {ply}: a dead position"),
                     _ => format!("ply {ply}: an automatic draw"),
                 };
+                let (rests_on, unconfirmed) = automatic_end_evidence(e.termination(), game);
                 Raised::new(
                     alert,
                     ply,
                     terms::ended_article(e).unwrap_or(fallback),
                     format!(
-                        "{what}: {}{}{}. The arbiter confirms the result.",
+                        "{what}: {}{}{}. The arbiter confirms the result.{unconfirmed}",
                         terms::result_token(e.result()),
                         if e.detail.is_empty() { "" } else { ", " },
                         e.detail
                     ),
                 )
+                .resting_on(rests_on)
             }
             Kind::Irregularity(i) => Raised::new(
                 AlertKind::IrregularPlacement,

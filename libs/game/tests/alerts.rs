@@ -530,10 +530,16 @@ fn a_fivefold_repetition_is_an_automatic_draw_for_the_arbiter_to_confirm() {
                 ended,
                 16,
                 "9.6.1".to_owned(),
-                vec![ended]
+                // The five occurrences: the start, then the moves that made it again.
+                [ended, 1]
+                    .into_iter()
+                    .chain([4, 8, 12, 16].map(|ply| board.move_seq(ply)))
+                    .collect(),
             ),
         ]
     );
+    // Every move was seen and pressed: nothing to check against the scoresheets.
+    assert!(!board.alert(ended).summary.contains("scoresheets"));
     // The game is over: the claim is too; the draw waits for the arbiter.
     assert_eq!(
         resolved_by(board.alert(board.move_seq(7))),
@@ -1146,5 +1152,48 @@ fn an_undetermined_dead_position_is_noted_once_for_the_arbiter() {
         alert.summary
     );
     assert!(is_new(alert));
+    board.assert_refolds();
+}
+
+/// An automatic draw resting on moves the board never showed says so (Article 6.14): three moves
+/// were reconstructed, and the position repeated five times stands on them.
+#[test]
+fn an_automatic_draw_on_moves_nobody_saw_tells_the_arbiter_to_check_the_scoresheets() {
+    let fen = "4k1n1/pp6/8/8/8/8/6PP/7K w - - 0 1";
+    let mut board = Board::from_fen("fide-2023", fen);
+    let mut pos: Chess = fen
+        .parse::<shakmaty::fen::Fen>()
+        .expect("a FEN")
+        .into_position(shakmaty::CastlingMode::Standard)
+        .expect("legal");
+    for san in ["Kg1", "Nh6", "Kh1", "Ng8"] {
+        board.play(&mut pos, san);
+    }
+    // The board misses 3. Kg1 Nf6 4. Kh1: seen again when White presses.
+    for san in ["Kg1", "Nf6", "Kh1"] {
+        let san: San = san.parse().expect("SAN");
+        let mv = san.to_move(&pos).expect("legal");
+        pos.play_unchecked(mv);
+    }
+    board.placement(pos.board());
+    board.clock(ClockRun::Black);
+    board.play(&mut pos, "Ng8");
+    for _ in 0..2 {
+        for san in ["Kg1", "Nh6", "Kh1", "Ng8"] {
+            board.play(&mut pos, san);
+        }
+    }
+    assert!(board.game.is_over());
+    let ended = board.seqs(|k| matches!(k, Kind::Ended(_)))[0];
+    let alert = board.alert(ended);
+    assert_eq!(alert.kind, AlertKind::AutomaticDraw);
+    assert!(
+        alert
+            .summary
+            .ends_with("It rests on moves no clock press or arbiter confirmed (plies 5 Kg1, 6 Nf6, 7 Kh1): check them against the scoresheets."),
+        "{}",
+        alert.summary
+    );
+    assert_eq!(alert.rests_on.len(), 6, "{:?}", alert.rests_on);
     board.assert_refolds();
 }
