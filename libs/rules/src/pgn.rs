@@ -728,7 +728,10 @@ fn write_with_notes(game: &PgnGame, notes: &[MoveNotes]) -> String {
             tokens.push(format!("{{{}}}", commands.join(" ")));
         }
         for text in note.iter().flat_map(|n| &n.arbiter_notes) {
-            tokens.push(format!("{{{ARBITER_PREFIX} {}}}", comment_text(text)));
+            // An arbiter's words are no commands: `[%clk …]` in a note would be read as the
+            // move's clock (lichess reads commands anywhere in a comment).
+            let words = comment_text(text).replace("[%", "[ %");
+            tokens.push(format!("{{{ARBITER_PREFIX} {words}}}"));
         }
     }
     tokens.push(game.result.clone());

@@ -180,3 +180,19 @@ fn durations_round_trip() {
     assert_eq!(format_duration(4_500), "0:00:04.5");
     assert_eq!(format_duration(60_000), "0:01:00");
 }
+
+/// An arbiter's note is free text: a `[%clk …]` in it is written so that no reader takes it for
+/// the move's clock.
+#[test]
+fn an_arbiter_note_cannot_pass_for_a_clock() {
+    let mut game = constructed();
+    game.notes[0].arbiter_notes = vec!["clock showed [%clk 0:00:01] by mistake".to_owned()];
+    let text = write_annotated_game(&game);
+    assert!(!text.contains("[%clk 0:00:01]"), "{text}");
+    assert!(
+        text.contains("{Arbiter: clock showed [ %clk 0:00:01] by mistake}"),
+        "{text}"
+    );
+    let again = &read_annotated_games(&text).expect("reads back")[0];
+    assert_eq!(again.game.moves[0].clock_ms, game.game.moves[0].clock_ms);
+}
