@@ -480,3 +480,44 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
     page.screenshot(&shots.join("appeal-replay.png")).await?;
     Ok(())
 }
+
+/// An export from a game log that was emptied (purged: its last sequence stays, no message is
+/// left) says there is no such game instead of waiting for records that never come.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_export_from_an_emptied_game_log_says_so_and_does_not_wait() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await?);
+    boardcast_kit::nats::ensure_streams(&js, 1, boardcast_kit::nats::DEFAULT_PARTITIONS).await?;
+    js.publish(
+        boardcast_kit::nats::game_subject("emptied-open-r1-b1"),
+        "not a record".into(),
+    )
+    .await?
+    .await?;
+    js.get_stream(boardcast_kit::nats::GAMES_STREAM)
+        .await?
+        .purge()
+        .await?;
+    let dir = tempfile::tempdir()?;
+    let out = dir.path().join("emptied.bcrec");
+    let export = tokio::process::Command::new(boardcast_testkit::program("boardcast")?)
+        .args([
+            "export",
+            "--nats",
+            &nats.url(),
+            "--tournament",
+            "emptied-open",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .output();
+    let done = tokio::time::timeout(Duration::from_secs(60), export)
+        .await
+        .context("the export waited for records that never come")??;
+    let said = String::from_utf8_lossy(&done.stderr);
+    assert!(!done.status.success(), "{said}");
+    assert!(said.contains("no game of"), "{said}");
+    Ok(())
+}

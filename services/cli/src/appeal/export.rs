@@ -184,12 +184,18 @@ pub(super) async fn read_game_log<W: std::io::Write>(
     let mut stream = js.get_stream(GAMES_STREAM).await.with_context(|| {
         format!("opening the game log {GAMES_STREAM} (is this the hall's NATS?)")
     })?;
-    let last = stream
+    let state = stream
         .info()
         .await
         .context("reading the game log's size")?
         .state
-        .last_sequence;
+        .clone();
+    // A log emptied (purged) keeps its last sequence but holds no message: nothing would come.
+    let last = if state.messages == 0 {
+        0
+    } else {
+        state.last_sequence
+    };
     let keys = match std::fs::read_to_string(trusted_keys) {
         Ok(text) => TrustedKeys::parse(&text).map_err(anyhow::Error::msg)?,
         Err(_) => {
