@@ -21,7 +21,7 @@ use std::{
 use boardcast_game::signing::TrustedKeys;
 use boardcast_game::{
     Game, GameError,
-    display::{DisplayError, DisplayGame, shows},
+    display::{DisplayError, DisplayGame, clock_stopped_by, shows},
     events::{GameEvent, GameEventRecord},
 };
 use boardcast_rules::pgn::write_annotated_game;
@@ -313,7 +313,7 @@ impl Feeds {
                 game.last_game_seq = event.game_seq;
                 game.chain_head = head;
                 let game_id = event.game_id.clone();
-                if shows(&event) {
+                if shows(&event) || changes_clock_run(game, &event) {
                     game.pending.push_back(event);
                     self.waiting.insert(game_id.clone());
                 }
@@ -781,6 +781,25 @@ impl Feeds {
         }
         Ok(feeds)
     }
+}
+
+/// Whether a clock reading stops or restarts the clock, as the game's events taken so far
+/// (released or waiting) leave it: only those readings are kept for viewers.
+fn changes_clock_run(game: &FeedGame, event: &GameEvent) -> bool {
+    let Some(stopped) = clock_stopped_by(event) else {
+        return false;
+    };
+    let stopped_before = game
+        .pending
+        .iter()
+        .rev()
+        .find_map(|taken| match &taken.kind {
+            Some(boardcast_game::events::game_event::Kind::MoveCompleted(_)) => Some(false),
+            _ => clock_stopped_by(taken),
+        })
+        .or_else(|| game.shown.as_ref().map(|shown| shown.clock_stopped))
+        .unwrap_or(false);
+    stopped != stopped_before
 }
 
 /// Builds a game's cached PGN from what is shown.

@@ -24,7 +24,7 @@ pub struct ClockView {
     /// When these times were read or set (ms since the epoch): a page counts the running clock
     /// down from there, on the delayed time line.
     pub as_of_unix_ms: i64,
-    /// "white" or "black"; absent when no clock runs (game over, or not started).
+    /// "white" or "black"; absent when no clock runs (game over, not started, or stopped).
     pub running: Option<&'static str>,
 }
 
@@ -77,7 +77,6 @@ fn player(p: &Option<Player>) -> PlayerView {
 impl GameView {
     pub fn of(game: &DisplayGame, version: u64) -> GameView {
         let info = &game.info;
-        let over = game.result.is_some();
         GameView {
             game_id: game.game_id.clone(),
             version,
@@ -102,8 +101,7 @@ impl GameView {
                 white_ms: c.white_ms,
                 black_ms: c.black_ms,
                 as_of_unix_ms: c.as_of_unix_ms,
-                // A clock runs once the first move is made, until the game ends.
-                running: (!over && !game.moves.is_empty()).then(|| {
+                running: game.clock_runs().then(|| {
                     if game.white_to_move() {
                         "white"
                     } else {

@@ -377,6 +377,89 @@ fn a_move_without_a_reading_gets_the_movers_clock_as_it_ran_until_then() {
     assert_eq!((nf3.san.as_str(), nf3.clock_ms), ("Nf3", Some(2_720_000)));
 }
 
+/// A clock reading as the log records it, the clock running (or stopped) as `running` says.
+fn reading(running: boardcast_game::device::ClockRun, clocks: (u64, u64)) -> NewEvent {
+    use boardcast_game::device::{ClockReading, Observation, observation};
+    use boardcast_game::events::ObservationRecorded;
+    NewEvent {
+        kind: Kind::ObservationRecorded(ObservationRecorded {
+            observation: Some(Observation {
+                board_id: "b1".into(),
+                kind: Some(observation::Kind::Clock(ClockReading {
+                    white_remaining_ms: clocks.0,
+                    black_remaining_ms: clocks.1,
+                    running: running as i32,
+                    ..Default::default()
+                })),
+                ..Default::default()
+            }),
+        }),
+        provenance: Provenance {
+            source: Source::Clock as i32,
+            ..Default::default()
+        },
+    }
+}
+
+/// The arbiter stops the clock: viewers see it stand, with the time used until then, and run
+/// again from when it goes again; the readings in between are no updates.
+#[test]
+fn a_stopped_clock_stands_for_viewers_until_it_goes_again() {
+    use boardcast_game::device::ClockRun;
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
+    let mut game = start(1, 1, T0);
+    let id = game.game.game_id().to_owned();
+    game.record(vec![pressed(1, "e2e4", "e4", (5_000_000, 5_400_000))], T0);
+    let view = |feeds: &Feeds| -> Value {
+        serde_json::from_str(&feeds.game_json(&id).expect("shown").1).expect("JSON")
+    };
+    feed(&mut feeds, &game.records);
+    feeds.release(T0);
+    assert_eq!(view(&feeds)["clocks"]["running"], "black");
+    let version = view(&feeds)["version"].clone();
+    // Black thinks; the readings say so, and change nothing viewers see.
+    let thinking = game.record(
+        vec![reading(ClockRun::Black, (5_000_000, 5_390_000))],
+        T0 + 10_000,
+    );
+    feed(&mut feeds, &thinking);
+    feeds.release(T0 + 10_000);
+    assert_eq!(
+        view(&feeds)["version"],
+        version,
+        "a running clock is no update"
+    );
+    // Stopped 30 s after the press: Black's 30 s are used, and nothing runs.
+    let stopped = game.record(
+        vec![reading(ClockRun::Stopped, (5_000_000, 5_370_000))],
+        T0 + 30_000,
+    );
+    feed(&mut feeds, &stopped);
+    feeds.release(T0 + 30_000);
+    let standing = view(&feeds);
+    assert!(standing["clocks"]["running"].is_null(), "{standing}");
+    assert_eq!(standing["clocks"]["black_ms"], 5_400_000 - 30_000);
+    assert_eq!(standing["clocks"]["as_of_unix_ms"], T0 + 30_000);
+    // More readings while it stands: no update. Going again ten minutes later: from then.
+    let still = game.record(
+        vec![reading(ClockRun::Stopped, (5_000_000, 5_370_000))],
+        T0 + 300_000,
+    );
+    feed(&mut feeds, &still);
+    feeds.release(T0 + 300_000);
+    assert_eq!(view(&feeds)["version"], standing["version"]);
+    let again = game.record(
+        vec![reading(ClockRun::Black, (5_000_000, 5_370_000))],
+        T0 + 630_000,
+    );
+    feed(&mut feeds, &again);
+    feeds.release(T0 + 630_000);
+    let running = view(&feeds);
+    assert_eq!(running["clocks"]["running"], "black");
+    assert_eq!(running["clocks"]["black_ms"], 5_400_000 - 30_000);
+    assert_eq!(running["clocks"]["as_of_unix_ms"], T0 + 630_000);
+}
+
 #[test]
 fn a_record_out_of_order_altered_or_from_nowhere_is_refused_and_changes_nothing() {
     let mut feeds = Feeds::new(Delays::none(), unsigned_logs());

@@ -34,8 +34,29 @@ pub struct DisplayGame {
     pub arbiter_notes: Vec<(u32, String)>,
     /// Illegal moves whose penalty may give the opponent time, for the clocks when confirmed.
     illegal_moves: Vec<IllegalMove>,
+    /// The clock stands (the arbiter stopped it): neither side's time runs until it goes again
+    /// or a move is completed. Absent from views stored before it was kept.
+    #[serde(default)]
+    pub clock_stopped: bool,
     /// When the game service recorded the last event that changed this view, ms since the epoch.
     pub updated_unix_ms: i64,
+}
+
+/// Whether a clock reading in the log says the clock stands (`Some(true)`) or runs
+/// (`Some(false)`); `None` for any other event. Viewers are told only when that changes: most
+/// readings only confirm that the side to move is thinking.
+pub fn clock_stopped_by(event: &GameEvent) -> Option<bool> {
+    let Some(Kind::ObservationRecorded(recorded)) = &event.kind else {
+        return None;
+    };
+    match recorded.observation.as_ref()?.kind.as_ref()? {
+        crate::device::observation::Kind::Clock(reading) => match reading.running() {
+            crate::device::ClockRun::Stopped => Some(true),
+            crate::device::ClockRun::White | crate::device::ClockRun::Black => Some(false),
+            crate::device::ClockRun::Unspecified => None,
+        },
+        _ => None,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -155,6 +176,7 @@ impl DisplayGame {
             draw_offers: Vec::new(),
             arbiter_notes: Vec::new(),
             illegal_moves: Vec::new(),
+            clock_stopped: false,
             updated_unix_ms: event.recorded_unix_ms,
         })
     }
@@ -166,6 +188,18 @@ impl DisplayGame {
             reason,
         };
         let at = event.recorded_unix_ms;
+        if let Some(stopped) = clock_stopped_by(event) {
+            if stopped == self.clock_stopped {
+                return Ok(());
+            }
+            // Stopped: the side to move's clock ran until now. Going again: from now.
+            if let Some(clocks) = self.clocks_at(at) {
+                self.clocks = Some(clocks);
+            }
+            self.clock_stopped = stopped;
+            self.updated_unix_ms = at;
+            return Ok(());
+        }
         match &event.kind {
             Some(Kind::Started(_)) => return Err(inconsistent("game started twice".into())),
             Some(Kind::MoveProvisional(p)) => {
@@ -200,6 +234,8 @@ impl DisplayGame {
                 // A move completed without a reading (entered by the arbiter, a mate nobody
                 // pressed after): the mover's clock ran until then, the opponent's runs from now.
                 let counted_down = self.clocks_at(at);
+                // A completed move is a press: the opponent's clock runs.
+                self.clock_stopped = false;
                 self.moves.push(DisplayMove {
                     ply: m.ply,
                     uci: m.uci.clone(),
@@ -370,6 +406,12 @@ impl DisplayGame {
         self.info.start_fen.split_whitespace().nth(1) != Some("b")
     }
 
+    /// Whether the side to move's clock runs, as viewers are told: once the first move is made,
+    /// until the game ends, while the clock is not stopped.
+    pub fn clock_runs(&self) -> bool {
+        self.result.is_none() && !self.moves.is_empty() && !self.clock_stopped
+    }
+
     /// Whether White is to move after the completed moves.
     pub fn white_to_move(&self) -> bool {
         self.white_moves(self.completed().saturating_add(1))
@@ -379,8 +421,7 @@ impl DisplayGame {
     /// viewers count it down), so it is counted down before either is changed and re-dated.
     fn clocks_at(&self, at: i64) -> Option<Clocks> {
         let mut clocks = self.clocks?;
-        // As viewers are told: a clock runs once the first move is made, until the game ends.
-        if self.result.is_none() && !self.moves.is_empty() {
+        if self.clock_runs() {
             let used = u64::try_from(at.saturating_sub(clocks.as_of_unix_ms)).unwrap_or(0);
             if self.white_to_move() {
                 clocks.white_ms = clocks.white_ms.saturating_sub(used);

@@ -601,11 +601,13 @@ fn live_items(
         /// clocks by; sent first, and again when the delay changes.
         fn round_item(&self) -> LiveItem {
             let feeds = self.app.projection.read();
+            let delay_ms = feeds.delays().delay_ms(&self.key);
             LiveItem::Round(
                 serde_json::json!({
                     "tournament_id": self.key.tournament_id,
                     "round": self.key.round,
-                    "delay_ms": feeds.delays().delay_ms(&self.key),
+                    "delay_ms": delay_ms,
+                    "release_step_ms": boardcast_feeds::release_step_ms(delay_ms),
                     "server_now_unix_ms": now_unix_ms(),
                 })
                 .to_string(),

@@ -16,8 +16,10 @@ const FLAGS = {
 
 const params = new URLSearchParams(location.search);
 const games = new Map();
-// The round's delay and the service's clock, from the connection's first event.
+// The round's delay, its release step and the service's clock, from the connection's round
+// event (sent first, and again when the delay changes).
 let delayMs = 0;
+let releaseStepMs = 0;
 let clockOffsetMs = 0;
 
 function escapeHtml(text) {
@@ -44,13 +46,15 @@ function clockText(ms) {
 }
 
 // What a side's clock shows now: the running one counts down from its last reading, on the
-// time line viewers are on (the service's clock minus the delay).
+// time line viewers are on (the service's clock minus the delay), one release step behind in a
+// round released in steps: a press is shown up to a step after it was made, and the clock must
+// not run past it meanwhile (a player with seconds left would look flagged).
 function clockNow(g, side) {
   const c = g.clocks;
   if (!c) return null;
   const base = side === "white" ? c.white_ms : c.black_ms;
   if (c.running !== side) return base;
-  const shownNow = Date.now() + clockOffsetMs - delayMs;
+  const shownNow = Date.now() + clockOffsetMs - delayMs - releaseStepMs;
   return base - Math.max(0, shownNow - c.as_of_unix_ms);
 }
 
@@ -173,6 +177,7 @@ function connect(onGame) {
   source.addEventListener("round", e => {
     const round = JSON.parse(e.data);
     delayMs = round.delay_ms;
+    releaseStepMs = round.release_step_ms || 0;
     clockOffsetMs = round.server_now_unix_ms - Date.now();
     status.textContent = delayMs ? `live, ${Math.round(delayMs / 60000)} min delay` : "live";
     status.dataset.state = "live";
