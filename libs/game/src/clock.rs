@@ -26,7 +26,8 @@ use crate::events::{
 /// 5: a rejected draw claim's time counts in the clock's prediction (Article 9.5); rejecting an
 /// illegal move's penalty proposes the same player's later ones again, counted one lower
 /// (`PenaltyRevised`); a claim with a written move names the unconfirmed moves up to the
-/// position it is played from.
+/// position it is played from; touch-move clauses are cited as the edition numbers them (4.3.1
+/// from 2014), and 2005's Article 4.4.b (no castling after the rook was touched first) applies.
 pub const CURRENT_INTERPRETATION: u32 = 5;
 
 /// Which display of the clock is White's, as the log has established it.

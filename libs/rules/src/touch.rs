@@ -42,10 +42,39 @@ pub enum TouchBreach {
     TouchedCaptureNotMade,
     /// King then rook touched, castling on that side was legal and not made (4.4.a).
     CastlingNotMade,
-    /// Rook then king touched, then castled on that side (4.4.b, from 2009).
+    /// Rook then king touched, then castled on that side (4.4.b; 4.4.2 from 2014).
     CastledAfterRookFirst,
     /// A piece released on a square was lifted again and placed elsewhere (4.6).
     ReleasedPieceMovedAgain,
+}
+
+/// The clause of Article 4 as `edition` numbers it: lettered up to 2009 (`4.3.a`), numbered
+/// from 2014 (`4.3.1`). Given the lettered form.
+pub fn article_in(lettered: &'static str, edition: Edition) -> &'static str {
+    if edition < Edition::Fide2014 || edition == Edition::Iccf2019 {
+        return lettered;
+    }
+    match lettered {
+        "4.3.a" => "4.3.1",
+        "4.3.b" => "4.3.2",
+        "4.3.c" => "4.3.3",
+        "4.4.a" => "4.4.1",
+        "4.4.b" => "4.4.2",
+        other => other,
+    }
+}
+
+/// The lettered form of a clause of Article 4 (what every edition was labelled with before
+/// the numbering of 2014 was followed).
+pub fn lettered_article(article: &'static str) -> &'static str {
+    match article {
+        "4.3.1" => "4.3.a",
+        "4.3.2" => "4.3.b",
+        "4.3.3" => "4.3.c",
+        "4.4.1" => "4.4.a",
+        "4.4.2" => "4.4.b",
+        other => other,
+    }
 }
 
 /// A possible breach of Article 4, with its evidence.
@@ -141,7 +170,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
             if !made_pair {
                 breaches.push(PossibleBreach {
                     breach: TouchBreach::TouchedCaptureNotMade,
-                    article: "4.3.c",
+                    article: article_in("4.3.c", rules.edition),
                     touch_indices: vec![oi, ti],
                     square: square_name(tsq),
                 });
@@ -160,7 +189,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
                 {
                     breaches.push(PossibleBreach {
                         breach: TouchBreach::OwnPieceNotMoved,
-                        article: "4.3.c",
+                        article: article_in("4.3.c", rules.edition),
                         touch_indices: vec![i],
                         square: square_name(sq),
                     });
@@ -170,7 +199,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
             {
                 breaches.push(PossibleBreach {
                     breach: TouchBreach::OpponentPieceNotCaptured,
-                    article: "4.3.c",
+                    article: article_in("4.3.c", rules.edition),
                     touch_indices: vec![i],
                     square: square_name(sq),
                 });
@@ -179,7 +208,6 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
     } else if let Some(&(i, sq)) = own.iter().find(|&&(_, sq)| can_move(sq)) {
         // 4.3.a (and 4.4: a rook touched first may not be replaced by castling on its side).
         let rook_then_castle = matches!(made, Move::Castle { rook, .. } if rook == sq)
-            && rules.edition >= Edition::Fide2009
             && !matches!(rules.edition, Edition::Iccf2019);
         if rook_then_castle {
             let king_index = own
@@ -188,14 +216,14 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
                 .map(|&(k, _)| k);
             breaches.push(PossibleBreach {
                 breach: TouchBreach::CastledAfterRookFirst,
-                article: "4.4.b",
+                article: article_in("4.4.b", rules.edition),
                 touch_indices: std::iter::once(i).chain(king_index).collect(),
                 square: square_name(sq),
             });
         } else if !moves_piece_on(made, sq) {
             breaches.push(PossibleBreach {
                 breach: TouchBreach::OwnPieceNotMoved,
-                article: "4.3.a",
+                article: article_in("4.3.a", rules.edition),
                 touch_indices: vec![i],
                 square: square_name(sq),
             });
@@ -205,7 +233,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
     {
         breaches.push(PossibleBreach {
             breach: TouchBreach::OpponentPieceNotCaptured,
-            article: "4.3.b",
+            article: article_in("4.3.b", rules.edition),
             touch_indices: vec![i],
             square: square_name(sq),
         });
@@ -224,7 +252,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
     {
         breaches.push(PossibleBreach {
             breach: TouchBreach::CastlingNotMade,
-            article: "4.4.a",
+            article: article_in("4.4.a", rules.edition),
             touch_indices: vec![ki, ri],
             square: square_name(rook_sq),
         });
@@ -253,7 +281,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
                     if sq != t.square {
                         breaches.push(PossibleBreach {
                             breach: TouchBreach::ReleasedPieceMovedAgain,
-                            article: "4.6",
+                            article: article_in("4.6", rules.edition),
                             touch_indices: vec![i, j, k],
                             square: square_name(sq),
                         });

@@ -425,7 +425,7 @@ fn touch_move_reports_per_edition() {
         // Knight lifted and put back, then a pawn moved.
         (Edition::Fide2023, &start,
          vec![lift(G1, White, Knight), place(G1, White, Knight), lift(E2, White, Pawn), place(E4, White, Pawn)],
-         "e2e4", Some((TouchBreach::OwnPieceNotMoved, "4.3.a", vec![0]))),
+         "e2e4", Some((TouchBreach::OwnPieceNotMoved, "4.3.1", vec![0]))),
         (Edition::Fide2023, &start,
          vec![lift(G1, White, Knight), place(F3, White, Knight)], "g1f3", None),
         // Opponent's capturable pawn lifted, then another move.
@@ -446,13 +446,14 @@ fn touch_move_reports_per_edition() {
         (Edition::Fide2014, &pawns,
          vec![lift(E4, White, Pawn), place(E4, White, Pawn), lift(D5, Black, Pawn), place(D5, Black, Pawn),
               lift(E1, White, King), place(D2, White, King)],
-         "e1d2", Some((TouchBreach::TouchedCaptureNotMade, "4.3.c", vec![0, 2]))),
+         "e1d2", Some((TouchBreach::TouchedCaptureNotMade, "4.3.3", vec![0, 2]))),
         // King then rook touched, castling legal, another king move made.
         (Edition::Fide2018, &castle,
          vec![lift(E1, White, King), place(E1, White, King), lift(H1, White, Rook), place(H1, White, Rook),
               lift(E1, White, King), place(D1, White, King)],
-         "e1d1", Some((TouchBreach::CastlingNotMade, "4.4.a", vec![0, 2]))),
-        // Rook then king touched, then castled on that side: not allowed from 2009.
+         "e1d1", Some((TouchBreach::CastlingNotMade, "4.4.1", vec![0, 2]))),
+        // Rook then king touched, then castled on that side: not allowed (4.4.b in 2005 and
+        // 2009, 4.4.2 from 2014).
         (Edition::Fide2009, &castle,
          vec![lift(H1, White, Rook), place(H1, White, Rook), lift(E1, White, King), place(G1, White, King),
               lift(H1, White, Rook), place(F1, White, Rook)],
@@ -460,7 +461,11 @@ fn touch_move_reports_per_edition() {
         (Edition::Fide2005, &castle,
          vec![lift(H1, White, Rook), place(H1, White, Rook), lift(E1, White, King), place(G1, White, King),
               lift(H1, White, Rook), place(F1, White, Rook)],
-         "e1g1", None),
+         "e1g1", Some((TouchBreach::CastledAfterRookFirst, "4.4.b", vec![0, 2]))),
+        (Edition::Fide2023, &castle,
+         vec![lift(H1, White, Rook), place(H1, White, Rook), lift(E1, White, King), place(G1, White, King),
+              lift(H1, White, Rook), place(F1, White, Rook)],
+         "e1g1", Some((TouchBreach::CastledAfterRookFirst, "4.4.2", vec![0, 2]))),
         // Released on f3, lifted again and placed on h3.
         (Edition::Fide2023, &start,
          vec![lift(G1, White, Knight), place(F3, White, Knight), lift(F3, White, Knight), place(H3, White, Knight)],

@@ -105,8 +105,17 @@ impl Game {
                 .collect();
             (weighed, report.only_on_claim)
         };
+        // Before interpretation 5 every edition's clauses were lettered, and a rook touched
+        // before the king was not held against castling under 2005 (Article 4.4.b is in it).
+        let read_as_before = self.interpretation < 5;
         weighed
             .into_iter()
+            .filter(|w| {
+                !(read_as_before
+                    && w.breach.breach
+                        == boardcast_rules::touch::TouchBreach::CastledAfterRookFirst
+                    && self.rules.edition == boardcast_rules::ruleset::Edition::Fide2005)
+            })
             .map(
                 |WeighedBreach {
                      breach,
@@ -124,7 +133,12 @@ impl Game {
                             breach: wording::breach_name(terms::breach_of(breach.breach))
                                 .to_owned(),
                             breach_kind: terms::breach_of(breach.breach) as i32,
-                            article: breach.article.to_owned(),
+                            article: if read_as_before {
+                                boardcast_rules::touch::lettered_article(breach.article)
+                            } else {
+                                breach.article
+                            }
+                            .to_owned(),
                             square: breach.square.clone(),
                             touch_game_seqs: seqs,
                             only_on_claim,
