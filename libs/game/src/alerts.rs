@@ -79,9 +79,20 @@ fn automatic_end_evidence(termination: Termination, game: &Game) -> (Vec<u64>, S
 fn illegal_move_summary(m: &crate::events::IllegalMoveRecorded, game: &Game) -> String {
     let edition = game.rules().edition.to_string();
     let (_, kind, penalty) = wording::illegal_move(m, Some(&edition));
+    // What the arbiter puts right at the board, when the penalty counts (Articles 7.4, 7.5).
+    let correction = terms::rules_illegal_kind(m.illegal_kind())
+        .filter(|_| terms::rejection_uncounts(terms::penalty(m)))
+        .and_then(|kind| {
+            wording::correction(boardcast_rules::illegal::correction_of(
+                game.rules().edition,
+                kind,
+            ))
+        })
+        .map(|words| format!(" Correction: {words}."))
+        .unwrap_or_default();
     format!(
         "ply {}: illegal move by {}: {kind}. Proposed penalty: {penalty}; to be confirmed or \
-         rejected.",
+         rejected.{correction}",
         m.ply,
         side_named(terms::offender(m), &m.offender),
     )

@@ -173,6 +173,18 @@ pub fn illegal_kind_of(kind: boardcast_rules::illegal::IllegalKind) -> IllegalMo
     }
 }
 
+/// The log's kind of illegal move in the rules library's terms (`None` when not stated).
+pub fn rules_illegal_kind(kind: IllegalMoveKind) -> Option<boardcast_rules::illegal::IllegalKind> {
+    use boardcast_rules::illegal::IllegalKind as K;
+    match kind {
+        IllegalMoveKind::IrregularPosition => Some(K::IllegalMove),
+        IllegalMoveKind::PawnNotPromoted => Some(K::UnpromotedPawn),
+        IllegalMoveKind::ClockWithoutMove => Some(K::ClockWithoutMove),
+        IllegalMoveKind::TwoHands => Some(K::TwoHands),
+        IllegalMoveKind::Unspecified => None,
+    }
+}
+
 /// The article a game end rests on: its own field, or in logs written before it existed, the
 /// one its detail names ("flag fall (Article 6.9)").
 pub fn ended_article(ended: &GameEnded) -> Option<&str> {

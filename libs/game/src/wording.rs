@@ -77,6 +77,20 @@ pub fn penalty(kind: PenaltyKind, opponent_bonus_ms: u64, edition: Option<&str>)
     }
 }
 
+/// How an illegal move is put right at the board, in words; `None` when nothing is to be done.
+pub fn correction(correction: boardcast_rules::illegal::Correction) -> Option<&'static str> {
+    use boardcast_rules::illegal::Correction;
+    match correction {
+        Correction::RestorePosition => {
+            Some("the position before the irregularity is restored, and a move made there")
+        }
+        Correction::ReplacePawnWithQueen => {
+            Some("the unpromoted pawn is replaced by a queen of its colour")
+        }
+        Correction::None | Correction::MoveStands => None,
+    }
+}
+
 /// An illegal move's offender, kind and proposed penalty in words (a log written before they
 /// were typed says them in its own words, shown as they are).
 pub fn illegal_move(m: &IllegalMoveRecorded, edition: Option<&str>) -> (String, String, String) {

@@ -1197,3 +1197,52 @@ fn an_automatic_draw_on_moves_nobody_saw_tells_the_arbiter_to_check_the_scoreshe
     assert_eq!(alert.rests_on.len(), 6, "{:?}", alert.rests_on);
     board.assert_refolds();
 }
+
+/// A pawn pushed to the last rank and the clock pressed before it was promoted: the alert says
+/// how the arbiter puts it right, by the edition — a queen in its place from 2014, the position
+/// before it restored in 2009 (Articles 7.5.1 and 7.4.a).
+#[test]
+fn an_unpromoted_pawn_is_corrected_as_the_edition_says() {
+    for (edition, correction) in [
+        (
+            "fide-2023",
+            "Correction: the unpromoted pawn is replaced by a queen of its colour.",
+        ),
+        (
+            "fide-2009",
+            "Correction: the position before the irregularity is restored, and a move made there.",
+        ),
+    ] {
+        let fen = "4k3/P7/8/8/8/8/8/4K3 w - - 0 1";
+        let mut board = Board::from_fen(edition, fen);
+        let start: Chess = fen
+            .parse::<shakmaty::fen::Fen>()
+            .expect("a FEN")
+            .into_position(shakmaty::CastlingMode::Standard)
+            .expect("legal");
+        let mut unpromoted = start.board().clone();
+        let pawn = unpromoted
+            .remove_piece_at(shakmaty::Square::A7)
+            .expect("a pawn on a7");
+        unpromoted.set_piece_at(shakmaty::Square::A8, pawn);
+        board.placement(&unpromoted);
+        board.clock(ClockRun::Black);
+        board.placement(start.board());
+        board.clock(ClockRun::White);
+        let mut pos = start.clone();
+        board.play(&mut pos, "Ke2");
+        let illegal: Vec<&Alert> = board
+            .alerts
+            .alerts()
+            .iter()
+            .filter(|a| a.kind == AlertKind::IllegalMove)
+            .collect();
+        assert_eq!(illegal.len(), 1, "{edition}: {:?}", board.kinds());
+        assert!(
+            illegal[0].summary.ends_with(correction),
+            "{edition}: {}",
+            illegal[0].summary
+        );
+        board.assert_refolds();
+    }
+}

@@ -150,6 +150,19 @@ fn losing_count(edition: Edition) -> u32 {
     }
 }
 
+/// How a penalised illegal move of `kind` is corrected under `edition` (Articles 7.4 / 7.5):
+/// an unpromoted pawn is replaced by a queen from 2014, a press without a move needs nothing,
+/// otherwise the position before the irregularity is restored.
+pub fn correction_of(edition: Edition, kind: IllegalKind) -> Correction {
+    match kind {
+        IllegalKind::UnpromotedPawn if edition >= Edition::Fide2014 => {
+            Correction::ReplacePawnWithQueen
+        }
+        IllegalKind::ClockWithoutMove => Correction::None,
+        _ => Correction::RestorePosition,
+    }
+}
+
 /// The penalty of a penalised illegal move counted again as the offender's `count`-th, after an
 /// earlier one's penalty was rejected: below the edition's losing count, time for the opponent;
 /// at or above it, the loss (or draw) it was judged with, which rests on the same position.
@@ -211,13 +224,7 @@ pub fn judge_illegal_move(
             return report;
         }
     }
-    report.correction = match case.kind {
-        IllegalKind::UnpromotedPawn if edition >= Edition::Fide2014 => {
-            Correction::ReplacePawnWithQueen
-        }
-        IllegalKind::ClockWithoutMove => Correction::None,
-        _ => Correction::RestorePosition,
-    };
+    report.correction = correction_of(edition, case.kind);
     let count = tally.of(offender) + 1;
     report.offender_count = count;
     report.tally = tally.incremented(offender);
