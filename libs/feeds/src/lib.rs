@@ -36,7 +36,7 @@ pub use delta::{Applied, DeltaError, GameDelta, apply_delta};
 pub use lichess::{LICHESS_MAX_GAMES, LichessPush, LichessPusher, parse_board_range};
 pub use standings::{RoundSummary, Standing, TeamStanding, TournamentSummary};
 pub use teams::{MatchView, team_matches};
-pub use view::{ClockView, GameView, PlayerView, national_moves};
+pub use view::{ClockView, GameView, PlayerView, national_line};
 
 /// A round of a tournament: the unit of a feed and of the delay.
 #[derive(

@@ -117,9 +117,10 @@ impl GameView {
     }
 }
 
-/// The completed moves in the piece letters of `language` (e.g. German `Sf3`), replayed from
-/// the game's start with the rules library; moves that do not replay keep their SAN.
-pub fn national_moves(game: &DisplayGame, language: Language) -> Vec<String> {
+/// The completed moves, and the provisional ones (those the board shows that no press confirmed
+/// yet), in the piece letters of `language` (e.g. German `Sf3`), replayed from the game's start
+/// with the rules library; moves that do not replay keep their SAN.
+pub fn national_line(game: &DisplayGame, language: Language) -> (Vec<String>, Vec<String>) {
     let mut position = if game.info.start_fen.is_empty() {
         Some(Chess::default())
     } else {
@@ -129,26 +130,30 @@ pub fn national_moves(game: &DisplayGame, language: Language) -> Vec<String> {
             .ok()
             .and_then(|f| f.into_position(CastlingMode::Standard).ok())
     };
-    game.moves
-        .iter()
-        .map(|m| {
-            let played = position.as_ref().and_then(|pos| {
-                let mv = m.uci.parse::<UciMove>().ok()?.to_move(pos).ok()?;
-                Some((write_national(pos, mv, language), mv))
-            });
-            match played {
-                Some((text, mv)) => {
-                    if let Some(pos) = position.as_mut() {
-                        pos.play_unchecked(mv);
-                    }
-                    text
+    let mut write = |uci: &str, san: &str| {
+        let played = position.as_ref().and_then(|pos| {
+            let mv = uci.parse::<UciMove>().ok()?.to_move(pos).ok()?;
+            Some((write_national(pos, mv, language), mv))
+        });
+        match played {
+            Some((text, mv)) => {
+                if let Some(pos) = position.as_mut() {
+                    pos.play_unchecked(mv);
                 }
-                None => {
-                    // Once a move does not replay, the rest cannot be trusted to either.
-                    position = None;
-                    m.san.clone()
-                }
+                text
             }
-        })
-        .collect()
+            None => {
+                // Once a move does not replay, the rest cannot be trusted to either.
+                position = None;
+                san.to_owned()
+            }
+        }
+    };
+    let moves = game.moves.iter().map(|m| write(&m.uci, &m.san)).collect();
+    let provisional = game
+        .provisional
+        .iter()
+        .map(|p| write(&p.uci, &p.san))
+        .collect();
+    (moves, provisional)
 }

@@ -4,7 +4,7 @@
 //! copy at another version is told so, not changed.
 
 use boardcast_feeds::{
-    Applied, Delays, DeltaError, Feeds, LichessPusher, RoundKey, apply_delta, national_moves,
+    Applied, Delays, DeltaError, Feeds, LichessPusher, RoundKey, apply_delta, national_line,
 };
 use boardcast_game::{
     Game, NewEvent,
@@ -568,13 +568,14 @@ fn moves_in_national_piece_letters() {
     for san in ["Nf3", "d5", "g3", "Bg4", "Bg2", "Nd7", "O-O"] {
         game.play(san, T0 + 1);
     }
+    // The board shows Black's queen on c8, not yet pressed: in the same letters.
+    game.record(vec![provisional(8, "d8c8", "Qc8", "")], T0 + 1);
     feed(&mut feeds, &game.records);
     feeds.release(T0 + 1);
     let shown = feeds.game(&id).expect("shown");
-    assert_eq!(
-        national_moves(shown, Language::German),
-        ["Sf3", "d5", "g3", "Lg4", "Lg2", "Sd7", "0-0"]
-    );
+    let (moves, provisional) = national_line(shown, Language::German);
+    assert_eq!(moves, ["Sf3", "d5", "g3", "Lg4", "Lg2", "Sd7", "0-0"]);
+    assert_eq!(provisional, ["Dc8"]);
 }
 
 #[test]

@@ -21,7 +21,7 @@ use axum::{
     response::{Html, IntoResponse, Response, sse},
     routing::get,
 };
-use boardcast_feeds::{Body, LichessPusher, RoundKey, national_moves, parse_board_range};
+use boardcast_feeds::{Body, LichessPusher, RoundKey, national_line, parse_board_range};
 use boardcast_rules::notation::Language;
 use futures::{Stream, StreamExt as _, stream};
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -635,19 +635,24 @@ fn live_items(
             &self,
             feeds: &boardcast_feeds::Feeds,
             game_id: &str,
-            version: u64,
+            version_given: u64,
             json: &str,
         ) -> Option<LiveItem> {
             if self.only_game.as_deref().is_some_and(|g| g != game_id) {
                 return None;
             }
-            let json = match self.lang {
+            let (version, json) = match self.lang {
+                // The game as it is now, whole (its moves rewritten from the current game: an
+                // older update's other fields would not match them).
                 Some(lang) => {
-                    let mut value: serde_json::Value = serde_json::from_str(json).ok()?;
-                    value["moves"] = serde_json::json!(national_moves(feeds.game(game_id)?, lang));
-                    value.to_string()
+                    let (version, now) = feeds.game_json(game_id)?;
+                    let mut value: serde_json::Value = serde_json::from_str(&now).ok()?;
+                    let (moves, provisional) = national_line(feeds.game(game_id)?, lang);
+                    value["moves"] = serde_json::json!(moves);
+                    value["provisional"] = serde_json::json!(provisional);
+                    (version.max(version_given), value.to_string())
                 }
-                None => json.to_owned(),
+                None => (version_given, json.to_owned()),
             };
             Some(LiveItem::Game {
                 cursor: self.app.cursor(version),
