@@ -135,6 +135,9 @@ pub enum AlertKind {
     /// The board's set-up differs from what the game expects (clock sides, orientation, start
     /// position), with the fix.
     SetupMismatch,
+    /// A claim with a written move was ruled incorrect and another move was then played: the
+    /// written move had to be (Article 9.5).
+    WrittenMoveNotPlayed,
 }
 
 impl AlertKind {
@@ -157,6 +160,7 @@ impl AlertKind {
             AlertKind::ObservationsMissing => "observations_missing",
             AlertKind::ClaimOnUnconfirmedMoves => "claim_on_unconfirmed_moves",
             AlertKind::SetupMismatch => "setup_mismatch",
+            AlertKind::WrittenMoveNotPlayed => "written_move_not_played",
         }
     }
 }
@@ -251,6 +255,9 @@ pub struct GameAlerts {
     battery_low: bool,
     /// The set-up mismatch alerts by aspect, until cleared.
     setup_aspects: Vec<(u64, i32)>,
+    /// After a claim with a written move ruled incorrect: the move that must be played next (UCI)
+    /// and the entry that ruled so, until the next move.
+    written_move_due: Option<(String, u64)>,
 }
 
 impl GameAlerts {
@@ -270,6 +277,7 @@ impl GameAlerts {
         // What the entry settles first, so that it never settles what it raises itself.
         let mut changed = self.settle(event, kind, &entry, game);
         let mut raised = self.raised_by(event, kind, &entry, game);
+        raised.extend(self.written_move(kind, &entry, game));
         match kind {
             Kind::MoveCompleted(_) | Kind::PositionRestored(_) => {
                 raised.extend(self.claims_now(game))
@@ -295,6 +303,43 @@ impl GameAlerts {
         changed.sort_unstable();
         changed.dedup();
         changed
+    }
+
+    /// Whether the move a rejected claim's written move obliged was played (Article 9.5): the
+    /// ruling names it, the next completed move either is it or raises an alert. Games from
+    /// interpretation 5 on: the alerts of older ones stay as they were.
+    fn written_move(&mut self, kind: &Kind, entry: &Entry, game: &Game) -> Option<Raised> {
+        if game.info().interpretation < 5 {
+            return None;
+        }
+        match kind {
+            Kind::ClaimJudged(j) if !j.upheld && !j.intended_move_must_be_played.is_empty() => {
+                self.written_move_due =
+                    Some((j.intended_move_must_be_played.clone(), entry.game_seq));
+                None
+            }
+            Kind::MoveCompleted(m) => {
+                let (due, ruled_at) = self.written_move_due.take()?;
+                (m.uci != due).then(|| {
+                    Raised::new(
+                        AlertKind::WrittenMoveNotPlayed,
+                        m.ply,
+                        claim_penalty_article(game),
+                        format!(
+                            "ply {}: {} played where the claim ruled incorrect (entry \
+                             {ruled_at}) obliged the written move {due}.",
+                            m.ply, m.san
+                        ),
+                    )
+                    .resting_on([ruled_at])
+                })
+            }
+            Kind::PositionRestored(_) | Kind::Ended(_) => {
+                self.written_move_due = None;
+                None
+            }
+            _ => None,
+        }
     }
 
     /// Every alert of the game, in the order raised.
@@ -375,7 +420,11 @@ impl GameAlerts {
                     Termination::DeadPosition => format!("ply {ply}: a dead position"),
                     _ => format!("ply {ply}: an automatic draw"),
                 };
-                let (rests_on, unconfirmed) = automatic_end_evidence(e.termination(), game);
+                let (mut rests_on, unconfirmed) = automatic_end_evidence(e.termination(), game);
+                // What older games' alerts rest on stays as it was (the words may change).
+                if game.info().interpretation < 5 {
+                    rests_on.clear();
+                }
                 Raised::new(
                     alert,
                     ply,
@@ -826,6 +875,11 @@ fn battery_low(b: &BoardStatusChanged) -> bool {
 }
 
 /// The claim-available alert kind a claim of `kind` rules on (both for an unspecified kind).
+/// The article that obliges the written move of a claim ruled incorrect, in the game's edition.
+fn claim_penalty_article(game: &Game) -> &'static str {
+    boardcast_rules::claims::incorrect_claim_penalty(game.rules(), 0).1
+}
+
 fn claim_alert_of(kind: ClaimKind, alert: AlertKind) -> bool {
     match kind {
         ClaimKind::Threefold => alert == AlertKind::ThreefoldClaimAvailable,

@@ -235,6 +235,7 @@ pub fn alert_kind_label(kind: AlertKind) -> &'static str {
         AlertKind::ObservationsMissing => "Observations missing",
         AlertKind::ClaimOnUnconfirmedMoves => "Claim on unconfirmed moves",
         AlertKind::SetupMismatch => "Set-up mismatch",
+        AlertKind::WrittenMoveNotPlayed => "Written move not played",
     }
 }
 

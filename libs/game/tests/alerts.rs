@@ -1246,3 +1246,46 @@ fn an_unpromoted_pawn_is_corrected_as_the_edition_says() {
         board.assert_refolds();
     }
 }
+
+/// A claim with a written move ruled incorrect obliges that move (Article 9.5.3): another move
+/// played then is raised, resting on the ruling; the written move played raises nothing.
+#[test]
+fn a_written_move_not_played_after_a_claim_ruled_incorrect_is_raised() {
+    use boardcast_game::events::{ClaimKind, ClaimRuling, Side};
+    for (played, raised) in [("Ng8", true), ("e6", false)] {
+        let mut board = Board::new("fide-2023");
+        let mut pos = Chess::default();
+        for san in ["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1"] {
+            board.play(&mut pos, san);
+        }
+        board.act(
+            Action::Claim(ClaimRuling {
+                claimant_side: Side::Black as i32,
+                kind: ClaimKind::Threefold as i32,
+                intended_move: "e6".into(),
+                upheld: false,
+                ..Default::default()
+            }),
+            "IA Smith",
+        );
+        let ruled = board.seqs(|k| matches!(k, Kind::ClaimJudged(_)))[0];
+        board.play(&mut pos, played);
+        let written: Vec<&Alert> = board
+            .alerts
+            .alerts()
+            .iter()
+            .filter(|a| a.kind == AlertKind::WrittenMoveNotPlayed)
+            .collect();
+        assert_eq!(written.len(), usize::from(raised), "{played}");
+        if let Some(alert) = written.first() {
+            assert_eq!(alert.article, "9.5.3");
+            assert_eq!(alert.rests_on, vec![board.move_seq(8), ruled]);
+            assert!(
+                alert.summary.contains("written move e7e6"),
+                "{}",
+                alert.summary
+            );
+        }
+        board.assert_refolds();
+    }
+}
