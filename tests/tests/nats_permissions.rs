@@ -995,6 +995,16 @@ async fn a_board_pc_cannot_have_the_server_answer_into_the_hall() -> anyhow::Res
             .await?
             .await
             .with_context(|| format!("{role} stores its observation"))?;
+        // The direct get below finds it: the relay would work if the answer could reach the
+        // hall.
+        let stored = pc
+            .js
+            .get_stream_no_info(&stored_in)
+            .await?
+            .direct_get_last_for_subject(&stored_as)
+            .await
+            .with_context(|| format!("{role} reads its observation back"))?;
+        assert_eq!(stored.payload.as_ref(), b"{}");
         let client = pc.js.client();
         for target in [
             format!("$JS.API.STREAM.PURGE.{GAMES_STREAM}"),

@@ -784,21 +784,36 @@ impl Feeds {
 }
 
 /// Whether a clock reading stops or restarts the clock, as the game's events taken so far
-/// (released or waiting) leave it: only those readings are kept for viewers.
+/// (released or waiting) leave it: only those readings are kept for viewers, and none before
+/// the first move or after the end, when no clock runs for them either way.
 fn changes_clock_run(game: &FeedGame, event: &GameEvent) -> bool {
+    use boardcast_game::events::game_event::Kind;
     let Some(stopped) = clock_stopped_by(event) else {
         return false;
     };
-    let stopped_before = game
-        .pending
-        .iter()
-        .rev()
-        .find_map(|taken| match &taken.kind {
-            Some(boardcast_game::events::game_event::Kind::MoveCompleted(_)) => Some(false),
-            _ => clock_stopped_by(taken),
-        })
-        .or_else(|| game.shown.as_ref().map(|shown| shown.clock_stopped))
-        .unwrap_or(false);
+    let mut stopped_before = None;
+    for taken in game.pending.iter().rev() {
+        match &taken.kind {
+            Some(Kind::Ended(_)) => return false,
+            Some(Kind::MoveCompleted(_)) => {
+                stopped_before = Some(false);
+                break;
+            }
+            _ => {
+                if let Some(taken_stopped) = clock_stopped_by(taken) {
+                    stopped_before = Some(taken_stopped);
+                    break;
+                }
+            }
+        }
+    }
+    let stopped_before = match (stopped_before, &game.shown) {
+        (Some(before), _) => before,
+        (None, Some(shown)) if shown.result.is_none() && !shown.moves.is_empty() => {
+            shown.clock_stopped
+        }
+        (None, _) => return false,
+    };
     stopped != stopped_before
 }
 

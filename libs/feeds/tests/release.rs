@@ -458,6 +458,25 @@ fn a_stopped_clock_stands_for_viewers_until_it_goes_again() {
     assert_eq!(running["clocks"]["running"], "black");
     assert_eq!(running["clocks"]["black_ms"], 5_400_000 - 30_000);
     assert_eq!(running["clocks"]["as_of_unix_ms"], T0 + 630_000);
+    // Once the game is over no clock runs for viewers: the clock stopped then is no update.
+    let ended = game.act(
+        Action::Result(DeclareResult {
+            result: GameResult::WhiteWins as i32,
+            reason: "resignation".into(),
+            article: "5.1.2".into(),
+        }),
+        T0 + 640_000,
+    );
+    feed(&mut feeds, &ended);
+    feeds.release(T0 + 640_000);
+    let over = view(&feeds);
+    let stopped_after = game.record(
+        vec![reading(ClockRun::Stopped, (5_000_000, 5_360_000))],
+        T0 + 650_000,
+    );
+    feed(&mut feeds, &stopped_after);
+    feeds.release(T0 + 650_000);
+    assert_eq!(view(&feeds), over);
 }
 
 #[test]

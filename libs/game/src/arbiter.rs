@@ -219,6 +219,26 @@ impl Game {
                         if earlier { "confirmed" } else { "rejected" }
                     )));
                 }
+                // A loss (or draw) proposed for a player's later illegal move rests on the
+                // earlier ones counting: ruled on first, a rejection could make it a time
+                // penalty (interpretation 5 or later).
+                let counted_on = self.rulings.illegal_moves.iter().find(|earlier| {
+                    earlier.game_seq < record.game_seq
+                        && earlier.decided.is_none()
+                        && terms::offender(&earlier.event) == terms::offender(&record.event)
+                        && terms::rejection_uncounts(terms::penalty(&earlier.event))
+                });
+                if let Some(earlier) = counted_on
+                    && self.interpretation >= 5
+                    && decision.confirmed
+                    && record.event.result_if_confirmed() != GameResult::Unspecified
+                {
+                    return Err(ActionRejected::Invalid(format!(
+                        "the penalty proposed at log entry {} counts the illegal move of log entry \
+                         {}, not ruled on yet: rule on that one first",
+                        record.game_seq, earlier.game_seq
+                    )));
+                }
                 if !decision.confirmed {
                     events.extend(self.penalties_recounted(record).into_iter().map(|revised| {
                         NewEvent {

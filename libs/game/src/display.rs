@@ -189,7 +189,9 @@ impl DisplayGame {
         };
         let at = event.recorded_unix_ms;
         if let Some(stopped) = clock_stopped_by(event) {
-            if stopped == self.clock_stopped {
+            // Before the first move and after the end no clock runs for viewers either way.
+            let shows_a_clock = self.result.is_none() && !self.moves.is_empty();
+            if stopped == self.clock_stopped || !shows_a_clock {
                 return Ok(());
             }
             // Stopped: the side to move's clock ran until now. Going again: from now.

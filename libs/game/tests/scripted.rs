@@ -303,7 +303,7 @@ fn the_arbiter_confirms_or_rejects_proposed_penalties() {
     board.play(&mut pos, "e5");
     illegal_attempt(&mut board, &pos);
     board.play(&mut pos, "Nc3");
-    let second = &board.game.illegal_moves()[1];
+    let second = board.game.illegal_moves()[1].clone();
     assert_eq!(
         second.event.offender_count, 1,
         "the rejected one does not count"
@@ -315,6 +315,18 @@ fn the_arbiter_confirms_or_rejects_proposed_penalties() {
     let third = board.game.illegal_moves()[2].clone();
     assert_eq!(third.event.result_if_confirmed(), GameResult::BlackWins);
     assert!(!board.game.is_over(), "only proposed");
+    // The loss counts the second, which is ruled on first.
+    let second = second.game_seq;
+    act(
+        &mut board,
+        Action::Penalty(PenaltyDecision {
+            illegal_move_game_seq: second,
+            confirmed: true,
+            note: String::new(),
+        }),
+        "IA Smith",
+    )
+    .expect("accepted");
     act(
         &mut board,
         Action::Penalty(PenaltyDecision {
@@ -1390,6 +1402,28 @@ fn rejecting_an_earlier_penalty_proposes_the_later_one_again() {
                 .summary
                 .contains("the game is lost")
         );
+
+        // The loss counts the first, not ruled on yet: it cannot be confirmed before it
+        // (interpretation 5), and the refusal records nothing.
+        if interpretation >= 5 {
+            let records = board.records.len();
+            let refused = act(
+                &mut board,
+                Action::Penalty(PenaltyDecision {
+                    illegal_move_game_seq: second.game_seq,
+                    confirmed: true,
+                    note: String::new(),
+                }),
+                "IA Smith",
+            );
+            assert!(
+                refused
+                    .as_ref()
+                    .is_err_and(|e| e.to_string().contains("rule on that one first")),
+                "{refused:?}"
+            );
+            assert_eq!(board.records.len(), records);
+        }
 
         act(
             &mut board,

@@ -165,9 +165,12 @@ pub fn correction_of(edition: Edition, kind: IllegalKind) -> Correction {
 
 /// The penalty of a penalised illegal move counted again as the offender's `count`-th, after an
 /// earlier one's penalty was rejected: below the edition's losing count, time for the opponent;
-/// at or above it, the loss (or draw) it was judged with, which rests on the same position.
+/// at or above it, the loss (or draw) it was judged with, which rests on the same position; as
+/// judged where the arbiter acts on a claim only (the count does not matter there).
 pub fn recounted_penalty(rules: &RuleSet, count: u32, judged: IllegalPenalty) -> IllegalPenalty {
-    if count < losing_count(rules.edition) {
+    // Where the arbiter acts on a claim only, the penalty does not depend on the count.
+    let claim_based = rules.claim_based_supervision() && !rules.edition.is_iccf();
+    if !claim_based && count < losing_count(rules.edition) {
         IllegalPenalty::OpponentTime {
             bonus_ms: bonus_ms(rules),
         }

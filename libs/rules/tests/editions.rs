@@ -616,3 +616,36 @@ fn game_ends_per_edition() {
         );
     }
 }
+
+/// A pending illegal move counted again after an earlier one's penalty was rejected: time for
+/// the opponent below the edition's losing count (2nd from 2014, 3rd in 2005 and 2009), the
+/// loss it was judged with at it, and where the arbiter acts on a claim only, as judged.
+#[test]
+fn an_illegal_move_counted_again_by_edition() {
+    use boardcast_rules::illegal::recounted_penalty;
+    let standard = |edition| RuleSet::standard(edition);
+    let time = |ms| IllegalPenalty::OpponentTime { bonus_ms: ms };
+    let loss = IllegalPenalty::Loss;
+    assert_eq!(
+        recounted_penalty(&standard(Edition::Fide2023), 1, loss),
+        time(120_000)
+    );
+    assert_eq!(
+        recounted_penalty(&standard(Edition::Fide2023), 2, loss),
+        loss
+    );
+    assert_eq!(
+        recounted_penalty(&standard(Edition::Fide2009), 2, loss),
+        time(120_000)
+    );
+    assert_eq!(
+        recounted_penalty(&standard(Edition::Fide2009), 3, loss),
+        loss
+    );
+    assert_eq!(
+        recounted_penalty(&standard(Edition::Fide2023), 2, IllegalPenalty::Draw),
+        IllegalPenalty::Draw
+    );
+    let blitz_on_claims = RuleSet::new(Edition::Fide2009, Category::Blitz, Supervision::Inadequate);
+    assert_eq!(recounted_penalty(&blitz_on_claims, 1, loss), loss);
+}

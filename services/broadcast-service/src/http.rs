@@ -635,24 +635,26 @@ fn live_items(
             &self,
             feeds: &boardcast_feeds::Feeds,
             game_id: &str,
-            version_given: u64,
+            version: u64,
             json: &str,
         ) -> Option<LiveItem> {
             if self.only_game.as_deref().is_some_and(|g| g != game_id) {
                 return None;
             }
-            let (version, json) = match self.lang {
-                // The game as it is now, whole (its moves rewritten from the current game: an
-                // older update's other fields would not match them).
+            // With other piece letters, the game as it is now, whole (its moves rewritten from
+            // the current game: an older update's other fields would not match them). The
+            // cursor stays the update's: a later one may still be queued, and a connection
+            // resuming after this must not pass over it.
+            let json = match self.lang {
                 Some(lang) => {
-                    let (version, now) = feeds.game_json(game_id)?;
+                    let (_, now) = feeds.game_json(game_id)?;
                     let mut value: serde_json::Value = serde_json::from_str(&now).ok()?;
                     let (moves, provisional) = national_line(feeds.game(game_id)?, lang);
                     value["moves"] = serde_json::json!(moves);
                     value["provisional"] = serde_json::json!(provisional);
-                    (version.max(version_given), value.to_string())
+                    value.to_string()
                 }
-                None => (version_given, json.to_owned()),
+                None => json.to_owned(),
             };
             Some(LiveItem::Game {
                 cursor: self.app.cursor(version),
@@ -721,6 +723,9 @@ fn live_items(
                 // Already sent with the catch-up.
                 Ok(_) => {}
                 Err(RecvError::Lagged(_)) => {
+                    // What was passed over may have been a change of the delay: told again.
+                    let round = cursor.round_item();
+                    cursor.queue.push_back(round);
                     cursor.sent = cursor.sent.max(cursor.delivered.saturating_sub(1));
                     cursor.catch_up();
                 }

@@ -390,8 +390,8 @@ impl NatsAccess {
              # The streams and the services are in the account {HALL_ACCOUNT}; each program on a board's\n\
              # side (a gateway, the simulator) is in an account of its own that imports only the\n\
              # requests it makes. A request through an import is answered to its asker alone, so\n\
-             # nothing a board PC sends can make the server publish into the hall's account on a\n\
-             # subject of its choosing (a JetStream answer sent to a `$JS.API` subject, say).\n\
+             # a board PC can have the server publish in the hall's account only on the subjects\n\
+             # it imports (never a JetStream answer sent to a `$JS.API` subject, say).\n\
              accounts {{\n  {HALL_ACCOUNT} {{\n    jetstream: enabled\n    users = [\n{hall_users}    ]\n\
              {exports}{mapping}  }}\n{board_accounts}}}\n",
             exports = indented(&render_exports(), 4),

@@ -261,7 +261,10 @@ impl Store {
             // The snapshot is of a longer log than this one (another stream of that name).
             anyhow::ensure!(
                 !used,
-                "the snapshot was folded up to stream sequence {folded_seq}, but the game log ends at {last}"
+                "the snapshot was folded up to stream sequence {folded_seq}, but the game log ends \
+                 at {last}: the log is another one (a new NATS store, or its streams in another \
+                 NATS account after an upgrade: see the deployment guide, \"Upgrading \
+                 boardcast\"); move the snapshot file (--snapshot) aside to start from this log"
             );
         }
         store.read_log_until(last).await?;
