@@ -13,7 +13,7 @@ use boardcast_game::events::{
 use shakmaty::{Chess, Position, san::San};
 
 mod common;
-use common::{Board, GAME, recorded_at, started};
+use common::{Board, GAME, KNIGHT_SHUFFLE, position, recorded_at, started, three_moves_nobody_saw};
 
 /// Observation `n` of the board is made at `DEVICE_TIME_BASE + n` seconds.
 const DEVICE_TIME_BASE: i64 = 1_600_000_000_000;
@@ -1159,24 +1159,9 @@ fn an_undetermined_dead_position_is_noted_once_for_the_arbiter() {
 /// were reconstructed, and the position repeated five times stands on them.
 #[test]
 fn an_automatic_draw_on_moves_nobody_saw_tells_the_arbiter_to_check_the_scoresheets() {
-    let fen = "4k1n1/pp6/8/8/8/8/6PP/7K w - - 0 1";
-    let mut board = Board::from_fen("fide-2023", fen);
-    let mut pos: Chess = fen
-        .parse::<shakmaty::fen::Fen>()
-        .expect("a FEN")
-        .into_position(shakmaty::CastlingMode::Standard)
-        .expect("legal");
-    for san in ["Kg1", "Nh6", "Kh1", "Ng8"] {
-        board.play(&mut pos, san);
-    }
-    // The board misses 3. Kg1 Nf6 4. Kh1: seen again when White presses.
-    for san in ["Kg1", "Nf6", "Kh1"] {
-        let san: San = san.parse().expect("SAN");
-        let mv = san.to_move(&pos).expect("legal");
-        pos.play_unchecked(mv);
-    }
-    board.placement(pos.board());
-    board.clock(ClockRun::Black);
+    let mut board = Board::from_fen("fide-2023", KNIGHT_SHUFFLE);
+    let mut pos = position(KNIGHT_SHUFFLE);
+    three_moves_nobody_saw(&mut board, &mut pos);
     board.play(&mut pos, "Ng8");
     for _ in 0..2 {
         for san in ["Kg1", "Nh6", "Kh1", "Ng8"] {
@@ -1215,11 +1200,7 @@ fn an_unpromoted_pawn_is_corrected_as_the_edition_says() {
     ] {
         let fen = "4k3/P7/8/8/8/8/8/4K3 w - - 0 1";
         let mut board = Board::from_fen(edition, fen);
-        let start: Chess = fen
-            .parse::<shakmaty::fen::Fen>()
-            .expect("a FEN")
-            .into_position(shakmaty::CastlingMode::Standard)
-            .expect("legal");
+        let start = position(fen);
         let mut unpromoted = start.board().clone();
         let pawn = unpromoted
             .remove_piece_at(shakmaty::Square::A7)

@@ -8,7 +8,7 @@ use boardcast_rules::claims::{ClaimKind, ClaimVerdict, DrawClaim};
 use shakmaty::{Chess, Position};
 
 mod common;
-use common::{Board, GAME, play_san, started};
+use common::{Board, GAME, KNIGHT_SHUFFLE, play_san, position, started, three_moves_nobody_saw};
 
 impl Board {
     fn new(edition: &str) -> Board {
@@ -1541,22 +1541,9 @@ fn a_rejected_claims_time_is_expected_on_the_opponents_clock() {
 /// the scoresheets (interpretation 5), as they are for a claim on the position itself.
 #[test]
 fn a_claim_with_a_written_move_names_every_unconfirmed_move_it_rests_on() {
-    let fen = "4k1n1/pp6/8/8/8/8/6PP/7K w - - 0 1";
-    let mut board = Board::from_fen("fide-2023", fen);
-    let mut pos: Chess = fen
-        .parse::<shakmaty::fen::Fen>()
-        .expect("a FEN")
-        .into_position(shakmaty::CastlingMode::Standard)
-        .expect("legal");
-    for san in ["Kg1", "Nh6", "Kh1", "Ng8"] {
-        board.play(&mut pos, san);
-    }
-    // The board misses 3. Kg1 Nf6 4. Kh1; it is seen again when White presses.
-    for san in ["Kg1", "Nf6", "Kh1"] {
-        play_san(&mut pos, san);
-    }
-    board.placement(pos.board());
-    board.clock(ClockRun::Black);
+    let mut board = Board::from_fen("fide-2023", KNIGHT_SHUFFLE);
+    let mut pos = position(KNIGHT_SHUFFLE);
+    three_moves_nobody_saw(&mut board, &mut pos);
     let claim = DrawClaim {
         kind: ClaimKind::Threefold,
         intended_move: Some(board.game.parse_move_text("Ng8").expect("legal")),

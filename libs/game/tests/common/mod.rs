@@ -339,3 +339,27 @@ pub fn running_side(pos: &Chess) -> ClockRun {
         ClockRun::Black
     }
 }
+
+/// The position of a FEN.
+pub fn position(fen: &str) -> Chess {
+    fen.parse::<shakmaty::fen::Fen>()
+        .expect("a FEN")
+        .into_position(shakmaty::CastlingMode::Standard)
+        .expect("legal")
+}
+
+/// Where the games with moves nobody saw start: the kings and Black's g8 knight.
+pub const KNIGHT_SHUFFLE: &str = "4k1n1/pp6/8/8/8/8/6PP/7K w - - 0 1";
+
+/// From [`KNIGHT_SHUFFLE`]: 1. Kg1 Nh6 2. Kh1 Ng8 seen and pressed, then 3. Kg1 Nf6 4. Kh1,
+/// which the board misses; it is seen again when White presses (plies 5 to 7 reconstructed).
+pub fn three_moves_nobody_saw(board: &mut Board, pos: &mut Chess) {
+    for san in ["Kg1", "Nh6", "Kh1", "Ng8"] {
+        board.play(pos, san);
+    }
+    for san in ["Kg1", "Nf6", "Kh1"] {
+        play_san(pos, san);
+    }
+    board.placement(pos.board());
+    board.clock(ClockRun::Black);
+}
