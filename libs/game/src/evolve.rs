@@ -227,14 +227,13 @@ impl Game {
                     && let Some((white_ms, black_ms)) =
                         terms::rejected_claim_time(judged, self.position.turn())
                 {
+                    // Made now, after every change recorded so far: in order, as the
+                    // arbiter's clock adjustments are.
                     self.clock.changes.push((
                         self.moves.len(),
                         event.game_seq,
                         ClockChange::Added { white_ms, black_ms },
                     ));
-                    self.clock
-                        .changes
-                        .sort_by_key(|(completed, game_seq, _)| (*completed, *game_seq));
                 }
             }
             Some(Kind::Touch(_)) | Some(Kind::TouchMove(_)) | Some(Kind::ClockAlert(_)) => {}

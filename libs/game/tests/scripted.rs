@@ -642,13 +642,6 @@ fn a_period_not_added_at_move_40_is_an_alert_and_the_clock_stands() {
 fn the_board_going_away_and_coming_back_is_told_to_the_arbiter_once() {
     use boardcast_game::device::{DeviceState, DeviceStatus};
     let mut board = Board::new("fide-2023");
-    let status = |state: DeviceState, battery: Option<u32>| {
-        Obs::Status(DeviceStatus {
-            state: state as i32,
-            battery_percent: battery,
-            ..Default::default()
-        })
-    };
     let changes = |board: &Board| -> Vec<(i32, bool)> {
         board
             .kinds()
@@ -1575,15 +1568,8 @@ fn shown(records: &[GameEventRecord]) -> boardcast_game::display::DisplayGame {
 /// shown low, and one that comes back still low is.
 #[test]
 fn viewers_see_the_battery_as_last_reported() {
-    use boardcast_game::device::{DeviceState, DeviceStatus};
+    use boardcast_game::device::DeviceState;
     let mut board = Board::new("fide-2023");
-    let status = |state: DeviceState, battery: Option<u32>| {
-        Obs::Status(DeviceStatus {
-            state: state as i32,
-            battery_percent: battery,
-            ..Default::default()
-        })
-    };
     board.observe(status(DeviceState::Connected, Some(50)));
     board.observe(status(DeviceState::Connected, Some(10)));
     assert!(shown(&board.records).board.battery_low);
@@ -1595,4 +1581,13 @@ fn viewers_see_the_battery_as_last_reported() {
     board.observe(status(DeviceState::Connected, Some(12)));
     let low = shown(&board.records).board;
     assert_eq!((low.battery_low, low.battery_percent), (true, Some(12)));
+}
+
+/// The board's status as its gateway reports it.
+fn status(state: boardcast_game::device::DeviceState, battery: Option<u32>) -> Obs {
+    Obs::Status(boardcast_game::device::DeviceStatus {
+        state: state as i32,
+        battery_percent: battery,
+        ..Default::default()
+    })
 }
