@@ -21,9 +21,9 @@ use async_nats::jetstream::{
 use boardcast_kit::{
     nats::{
         self, ASSIGNMENTS_STREAM, BoardRead::OwnBoard, DEADLETTER_STREAM, DEFAULT_PARTITIONS,
-        DELAYS_STREAM, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM, assignment_subject,
-        deadletter_subject, delay_subject, game_subject, ingest_stream, observation_message_id,
-        observation_subject,
+        DELAYS_STREAM, DELAYS_SUBJECTS, GAMES_STREAM, GAMES_SUBJECTS, INGEST_STREAM,
+        SESSIONS_STREAM, assignment_subject, deadletter_subject, delay_subject, game_subject,
+        ingest_stream, observation_message_id, observation_subject,
     },
     nats_access::{NatsAccess, Role, ingest_consumer},
 };
@@ -696,6 +696,17 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
     );
     assert_eq!(read_log(&game.js, 2).await?, ["record 1", "record 2"]);
 
+    // The delays in force, which the broadcast service follows.
+    game.js
+        .publish(delay_subject("t"), "a delay".into())
+        .await?
+        .await?;
+
+    // Other venue systems read the broadcast service's live updates in the hall's account.
+    let venue = admin(&nats).await?;
+    let mut live_updates = venue.js.client().subscribe("boardcast.*.t.1.1").await?;
+    venue.js.client().flush().await?;
+
     // The broadcast and arbiter services follow the log.
     for role in [Role::BroadcastService, Role::ArbiterService] {
         let reader = As::connect(&nats, role.clone()).await?;
@@ -724,10 +735,21 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
             }
         }
         if role == Role::BroadcastService {
+            assert_eq!(
+                read_in_order(&reader.js, DELAYS_STREAM, DELAYS_SUBJECTS, 1).await?,
+                ["a delay"]
+            );
             // A refusal would have come by now: the arbiter's come within this time.
             tokio::time::sleep(Duration::from_millis(500)).await;
             assert_eq!(reader.refusal_count(), 0, "{role}");
         }
+    }
+    for subject in ["boardcast.feed.t.1.1", "boardcast.delta.t.1.1"] {
+        let update = tokio::time::timeout(Duration::from_secs(5), live_updates.next())
+            .await
+            .with_context(|| format!("{subject} did not reach the hall"))?
+            .context("the subscription ended")?;
+        assert_eq!(update.subject.as_str(), subject);
     }
     for client in [&game, &simulator, &gateway] {
         assert_eq!(client.refusal_count(), 0);
@@ -737,11 +759,21 @@ async fn every_service_can_do_its_work() -> anyhow::Result<()> {
 
 /// The log's first `count` records, with an ordered consumer as the services follow it.
 async fn read_log(js: &jetstream::Context, count: usize) -> anyhow::Result<Vec<String>> {
+    read_in_order(js, GAMES_STREAM, GAMES_SUBJECTS, count).await
+}
+
+/// The first `count` messages of `stream` on `subjects`, with an ordered consumer.
+async fn read_in_order(
+    js: &jetstream::Context,
+    stream: &str,
+    subjects: &str,
+    count: usize,
+) -> anyhow::Result<Vec<String>> {
     let consumer = js
-        .get_stream(GAMES_STREAM)
+        .get_stream(stream)
         .await?
         .create_consumer(pull::OrderedConfig {
-            filter_subject: GAMES_SUBJECTS.to_owned(),
+            filter_subject: subjects.to_owned(),
             deliver_policy: DeliverPolicy::All,
             ..Default::default()
         })
@@ -1035,5 +1067,82 @@ async fn a_board_pc_cannot_have_the_server_answer_into_the_hall() -> anyhow::Res
         .get_stream(DELAYS_STREAM)
         .await
         .context("the delays' stream is still there")?;
+    Ok(())
+}
+
+/// The broadcast service faces the internet and the arbiter service the arbiters' dashboards: a
+/// service taken over must not reach further than its credential. Each may read the game log
+/// (and the broadcast service the delays), so it can ask for a record with a JetStream call as
+/// the reply subject: a record is a JSON object, which a purge request takes as "everything",
+/// and a stream deletion reads no body at all. Each service is in an account of its own, whose
+/// requests are answered to the asker alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_cannot_have_the_server_answer_into_the_hall() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[])?;
+    let game = with_streams(&nats).await?;
+    let victim = game_subject("victim-r1-b1");
+    game.append(
+        "victim-r1-b1",
+        r#"{"game_id":"victim-r1-b1","game_seq":1}"#,
+        0,
+    )
+    .await?;
+    game.js
+        .publish(
+            delay_subject("open"),
+            r#"{"tournament_id":"open","delay_ms":900000}"#.into(),
+        )
+        .await?
+        .await?;
+    let admin = admin(&nats).await?;
+    let records = messages_in(&admin.js, GAMES_STREAM).await?;
+    let delays = messages_in(&admin.js, DELAYS_STREAM).await?;
+    for role in [Role::BroadcastService, Role::ArbiterService] {
+        let service = As::connect(&nats, role.clone()).await?;
+        let stored = service
+            .js
+            .get_stream_no_info(GAMES_STREAM)
+            .await?
+            .direct_get_last_for_subject(&victim)
+            .await
+            .with_context(|| format!("{role} reads the game's record"))?;
+        assert!(stored.payload.starts_with(b"{"));
+        let client = service.js.client();
+        for target in [
+            format!("$JS.API.STREAM.PURGE.{GAMES_STREAM}"),
+            format!("$JS.API.STREAM.DELETE.{DELAYS_STREAM}"),
+            format!("$JS.API.STREAM.DELETE.{SESSIONS_STREAM}"),
+            victim.clone(),
+            delay_subject("open"),
+        ] {
+            client
+                .publish_with_reply(
+                    format!("$JS.API.DIRECT.GET.{GAMES_STREAM}.{victim}"),
+                    target.clone(),
+                    Default::default(),
+                )
+                .await?;
+            client
+                .publish_with_reply("$JS.API.INFO", target, Default::default())
+                .await?;
+        }
+        client.flush().await?;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        messages_in(&admin.js, GAMES_STREAM).await?,
+        records,
+        "the game logs are neither emptied nor written to"
+    );
+    assert_eq!(
+        messages_in(&admin.js, DELAYS_STREAM).await?,
+        delays,
+        "the delays are neither deleted nor written to"
+    );
+    admin
+        .js
+        .get_stream(SESSIONS_STREAM)
+        .await
+        .context("the session ends' stream is still there")?;
     Ok(())
 }

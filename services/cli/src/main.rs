@@ -52,8 +52,8 @@ enum Command {
     /// game service reads).
     Users(users::UsersArgs),
     /// Generate the NATS accounts, users and permissions of a deployment (a gateway publishes
-    /// only its own boards, from an account of its own; only the game service writes game logs,
-    /// readers only read, only the admin deletes streams), or print a role's connection URL.
+    /// only its own boards; only the game service writes game logs, readers only read, each from
+    /// an account of its own; only the admin deletes streams), or print a role's connection URL.
     NatsConfig(nats_config::NatsConfigArgs),
     /// Make the hall's private certificate authority and a TLS certificate for each host
     /// (NATS clients and routes, gRPC, the dashboard).

@@ -70,14 +70,27 @@ pub async fn run(args: NatsConfigArgs) -> anyhow::Result<()> {
             Role::GameService => {
                 "write the game logs and dead letters, create the streams".to_owned()
             }
-            Role::BroadcastService | Role::ArbiterService => "read the game logs".to_owned(),
+            Role::BroadcastService => {
+                "read the game logs and delays, publish the live updates".to_owned()
+            }
+            Role::ArbiterService => "read the game logs".to_owned(),
             Role::Simulator => {
                 "publish and read back observations of any board (test halls only)".to_owned()
             }
             Role::Gateway(_) => format!("publish observations of {}", user.boards.join(", ")),
         };
         let rules = permissions(&role, &user.boards)
-            .map(|p| format!(" ({} publish subjects allowed)", p.publish_allow.len()))
+            .map(|p| {
+                let account = if role.in_hall_account() {
+                    ""
+                } else {
+                    ", in an account of its own"
+                };
+                format!(
+                    " ({} publish subjects allowed{account})",
+                    p.publish_allow.len()
+                )
+            })
             .unwrap_or_default();
         println!("  {:<22} {may}{rules}", user.user);
     }

@@ -22,12 +22,14 @@
 //! non-admin user so that a later, broader allow entry cannot let them through (deny wins).
 //!
 //! Files written by [`NatsAccess::generate`] into one directory, both mode 0600:
-//! The streams, the services and admin are in one account ([`HALL_ACCOUNT`]); each board-side
-//! program (a gateway, the simulator) in an account of its own that imports from it exactly the
-//! subjects its permissions let it publish. Permissions alone do not keep a board PC out of the
-//! hall: the server sends a JetStream answer to whatever reply subject the request names without
-//! checking it against the asker's rights, so in one account a gateway could have its own stored
-//! bytes sent to `$JS.API.STREAM.PURGE.…`. An answer through an import goes to its asker alone.
+//! The streams, the game service and admin are in one account ([`HALL_ACCOUNT`]); every other
+//! program (a gateway, the simulator, the broadcast and arbiter services) in an account of its
+//! own that imports from it exactly the subjects its permissions let it publish. Permissions
+//! alone do not keep a board PC, or a service taken over, out of the hall: the server sends a
+//! JetStream answer to whatever reply subject the request names without checking it against the
+//! asker's rights, so in one account a gateway could have its own stored bytes, or a reader a
+//! game's record, sent to `$JS.API.STREAM.PURGE.…`. An answer through an import goes to its
+//! asker alone.
 //!
 //! - `nats-auth.conf`: the `accounts { … }` block. A complete nats-server
 //!   configuration by itself (`nats-server -c nats-auth.conf -js …`, as [`crate::local::LocalNats`]
@@ -353,7 +355,7 @@ impl NatsAccess {
         }
         let mut users = Vec::with_capacity(roles.len());
         let mut hall_users = String::new();
-        let mut board_accounts = String::new();
+        let mut own_accounts = String::new();
         for (role, boards) in roles {
             let user = role.user_name();
             let password = match kept.get(&user) {
@@ -364,8 +366,8 @@ impl NatsAccess {
                 .context("hashing a NATS password")?
                 .format_for_version(bcrypt::Version::TwoA);
             let entry = render_user(&role, &boards, &hash);
-            if role.is_board_side() {
-                board_accounts.push_str(&render_board_account(&role, &boards, &entry));
+            if !role.in_hall_account() {
+                own_accounts.push_str(&render_own_account(&role, &boards, &entry));
             } else {
                 hall_users.push_str(&indented(&entry, 2));
             }
@@ -387,14 +389,15 @@ impl NatsAccess {
              # Run alone (nats-server -c {AUTH_CONFIG_FILE} -js -sd DIR) or include it from the\n\
              # server's configuration (include \"{AUTH_CONFIG_FILE}\", a path relative to that file).\n\
              #\n\
-             # The streams and the services are in the account {HALL_ACCOUNT}; each program on a board's\n\
-             # side (a gateway, the simulator) is in an account of its own that imports only the\n\
-             # requests it makes. A request through an import is answered to its asker alone, so\n\
-             # a board PC can have the server publish in the hall's account only on the subjects\n\
-             # it imports (never a JetStream answer sent to a `$JS.API` subject, say).\n\
+             # The streams, the game service and admin are in the account {HALL_ACCOUNT}; every other\n\
+             # program (a gateway, the simulator, the broadcast and arbiter services) is in an\n\
+             # account of its own that imports only the requests it makes. A request through an\n\
+             # import is answered to its asker alone, so a board PC or a service taken over can\n\
+             # have the server publish in the hall's account only on the subjects it imports\n\
+             # (never a JetStream answer sent to a `$JS.API` subject, say).\n\
              accounts {{\n  {HALL_ACCOUNT} {{\n    jetstream: enabled\n    users = [\n{hall_users}    ]\n\
-             {exports}{mapping}  }}\n{board_accounts}}}\n",
-            exports = indented(&render_exports(), 4),
+             {exports}{mapping}  }}\n{own_accounts}}}\n",
+            exports = indented(&render_hall_exports_and_imports(), 4),
             mapping = indented(
                 &crate::nats::partition_mapping(crate::nats::DEFAULT_PARTITIONS),
                 4
@@ -664,21 +667,45 @@ pub fn permissions(role: &Role, boards: &[String]) -> Option<Permissions> {
     })
 }
 
-/// The account of the streams, the services and admin.
+/// The account of the streams, the game service and admin.
 pub const HALL_ACCOUNT: &str = "HALL";
 
 impl Role {
-    /// A program on the boards' side of the hall (a board PC's gateway, the simulator): in an
-    /// account of its own, reaching the hall's only through imports.
-    fn is_board_side(&self) -> bool {
-        matches!(self, Role::Gateway(_) | Role::Simulator)
+    /// The writer of the streams and the operator: in the hall's account. Every other program
+    /// is in an account of its own that reaches the hall's only through imports: the board side
+    /// (a gateway sits on a board PC in the playing hall), and the broadcast and arbiter
+    /// services (one faces the internet, the other the arbiters' dashboards), which read what
+    /// the game service wrote but must not be able to write or destroy it.
+    pub fn in_hall_account(&self) -> bool {
+        matches!(self, Role::Admin | Role::GameService)
+    }
+
+    /// What the role publishes for others in the hall (the broadcast service's live updates, for
+    /// other venue systems): published in its own account and imported by the hall's as streams.
+    fn offered_to_the_hall(&self) -> &'static [&'static str] {
+        match self {
+            Role::BroadcastService => &["boardcast.feed.>", "boardcast.delta.>"],
+            _ => &[],
+        }
+    }
+
+    /// What an account of its own imports from the hall: everything the role may publish but
+    /// what it offers to the hall.
+    fn imports_from_hall(&self, boards: &[String]) -> Vec<String> {
+        permissions(self, boards)
+            .map(|p| p.publish_allow)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|subject| !self.offered_to_the_hall().contains(&subject.as_str()))
+            .collect()
     }
 }
 
-/// What the hall's account offers the board side: publishing observations (acknowledged by
-/// JetStream), reading back a board's last one, and the JetStream calls that needs. Each
-/// board-side account imports its own part of it (its role's publish allow list).
-fn board_side_exports() -> Vec<String> {
+/// What the hall's account offers the other accounts, each of which imports its own part (its
+/// role's publish allow list): for the board side, publishing observations (acknowledged by
+/// JetStream), reading back a board's last one, and the JetStream calls that needs; for the
+/// services, reading and following the streams they read.
+fn hall_exports() -> Vec<String> {
     let mut exports = vec![
         INGEST_SUBJECTS.to_owned(),
         PARTITIONED_INGEST_SUBJECTS.to_owned(),
@@ -688,25 +715,56 @@ fn board_side_exports() -> Vec<String> {
     for subjects in [INGEST_SUBJECTS, PARTITIONED_INGEST_SUBJECTS] {
         exports.push(format!("$JS.API.DIRECT.GET.*.{subjects}"));
     }
+    for service in [Role::BroadcastService, Role::ArbiterService] {
+        for subject in service.imports_from_hall(&[]) {
+            if !exports.contains(&subject) {
+                exports.push(subject);
+            }
+        }
+    }
     exports
 }
 
-fn render_exports() -> String {
-    let exports: String = board_side_exports()
+fn render_hall_exports_and_imports() -> String {
+    let exports: String = hall_exports()
         .iter()
-        .map(|subject| format!("  {{ service: {} }}\n", quote(subject)))
+        .map(|subject| {
+            // A pull request is answered with many messages: the consumer's deliveries.
+            if subject.starts_with("$JS.API.CONSUMER.MSG.NEXT.") {
+                format!(
+                    "  {{ service: {}, response_type: stream }}\n",
+                    quote(subject)
+                )
+            } else {
+                format!("  {{ service: {} }}\n", quote(subject))
+            }
+        })
+        .collect();
+    let offered = Role::BroadcastService;
+    let imports: String = offered
+        .offered_to_the_hall()
+        .iter()
+        .map(|subject| {
+            format!(
+                "  {{ stream: {{ account: {}, subject: {} }} }}\n",
+                quote(&offered.user_name()),
+                quote(subject)
+            )
+        })
         .collect();
     format!(
-        "# What the board side may ask of the hall (each account imports its own part).\nexports = [\n{exports}]\n"
+        "# What the other accounts may ask of the hall (each imports its own part).\n\
+         exports = [\n{exports}]\n\
+         # The broadcast service's live updates, for other venue systems.\n\
+         imports = [\n{imports}]\n"
     )
 }
 
-/// A board-side role's account: its user, and as imports from the hall exactly the subjects it
-/// may publish.
-fn render_board_account(role: &Role, boards: &[String], user_entry: &str) -> String {
-    let imports: String = permissions(role, boards)
-        .map(|p| p.publish_allow)
-        .unwrap_or_default()
+/// The account of a role outside the hall's: its user; as imports from the hall exactly the
+/// subjects it may publish there; as exports what it offers the hall.
+fn render_own_account(role: &Role, boards: &[String], user_entry: &str) -> String {
+    let imports: String = role
+        .imports_from_hall(boards)
         .iter()
         .map(|subject| {
             format!(
@@ -715,8 +773,18 @@ fn render_board_account(role: &Role, boards: &[String], user_entry: &str) -> Str
             )
         })
         .collect();
+    let exports: String = role
+        .offered_to_the_hall()
+        .iter()
+        .map(|subject| format!("      {{ stream: {} }}\n", quote(subject)))
+        .collect();
+    let exports = if exports.is_empty() {
+        String::new()
+    } else {
+        format!("    exports = [\n{exports}    ]\n")
+    };
     format!(
-        "  {} {{\n    users = [\n{}    ]\n    imports = [\n{imports}    ]\n  }}\n",
+        "  {} {{\n    users = [\n{}    ]\n    imports = [\n{imports}    ]\n{exports}  }}\n",
         quote(&role.user_name()),
         indented(user_entry, 2)
     )
