@@ -11,10 +11,11 @@
 //!   `WhiteClock`/`BlackClock` tags once that move has one, so time the arbiter added or took
 //!   would show there only after the next move. The clocks as they now stand go into each side's
 //!   last move instead (lichess updates a move's clock when it changes).
-//! - Lichess reads `TimeControl` in seconds only from a few sites; from any other site a base of
-//!   180 or less is taken as minutes (`180+2` would be three hours), and a value of several
-//!   periods not at all, which also stops it from using the broadcast's own time control. So
-//!   such a value is written the way lichess reads it, or left out.
+//! - Lichess reads `TimeControl` in seconds only when the `Site` tag names lichess.org or
+//!   chess.com (scalachess's `TournamentClock.parse`, strict); for any other site a base of 180
+//!   or less is taken as minutes (`180+2` would be three hours), and a value of several periods
+//!   not at all, which also stops it from using the broadcast's own time control. So such a
+//!   value is written the way lichess reads it for the game's site, or left out.
 
 use std::{collections::HashMap, ops::RangeInclusive};
 
@@ -143,7 +144,7 @@ fn lichess_pgn(game: &DisplayGame) -> String {
         .info
         .time_control
         .as_ref()
-        .and_then(lichess_time_control);
+        .and_then(|tc| lichess_time_control(tc, &game.info.site));
     annotated
         .game
         .tags
@@ -164,10 +165,11 @@ fn side_of_move(game: &DisplayGame, index: usize) -> Option<Color> {
     }
 }
 
-/// A time control as lichess reads a `TimeControl` tag from a site other than its own: one
-/// period, its base in seconds when over 180, in minutes when 180 s or less and whole minutes.
-/// `None` (no tag, so lichess uses the broadcast's own setting) for anything else.
-fn lichess_time_control(tc: &TimeControl) -> Option<String> {
+/// A time control as lichess reads a game's `TimeControl` tag: one period, its base in seconds
+/// when the game's site is one lichess reads strictly or the base is over 180, otherwise in
+/// minutes when whole minutes. `None` (no tag, so lichess uses the broadcast's own setting) for
+/// anything else.
+fn lichess_time_control(tc: &TimeControl, site: &str) -> Option<String> {
     let [period] = tc.periods.as_slice() else {
         return None;
     };
@@ -175,7 +177,9 @@ fn lichess_time_control(tc: &TimeControl) -> Option<String> {
     if period.base_ms % 1000 != 0 || period.increment_ms % 1000 != 0 {
         return None;
     }
-    let base = if base_s > 180 {
+    let site = site.to_ascii_lowercase();
+    let read_strictly = site.contains("lichess.org") || site.contains("chess.com");
+    let base = if base_s > 180 || (read_strictly && base_s > 0) {
         base_s
     } else if base_s > 0 && base_s % 60 == 0 {
         base_s / 60
@@ -205,24 +209,48 @@ mod tests {
         }
     }
 
+    fn lichess_time_control_at(site: &str, tc: &TimeControl) -> Option<String> {
+        lichess_time_control(tc, site)
+    }
+
+    #[test]
+    fn from_lichess_or_chess_com_every_base_is_in_seconds() {
+        for site in [
+            "https://lichess.org/broadcast",
+            "Chess.com",
+            "tcec-chess.com",
+        ] {
+            assert_eq!(
+                lichess_time_control_at(site, &tc(&[(0, 180_000, 2_000)])).as_deref(),
+                Some("180+2"),
+                "{site}"
+            );
+            assert_eq!(
+                lichess_time_control_at(site, &tc(&[(0, 90_000, 0)])).as_deref(),
+                Some("90+0"),
+                "{site}"
+            );
+        }
+    }
+
     #[test]
     fn time_controls_are_written_as_lichess_reads_them_or_left_out() {
         // Classical and rapid: seconds, as the PGN standard has them.
         assert_eq!(
-            lichess_time_control(&tc(&[(0, 5_400_000, 30_000)])).as_deref(),
+            lichess_time_control_at("Oslo", &tc(&[(0, 5_400_000, 30_000)])).as_deref(),
             Some("5400+30")
         );
         assert_eq!(
-            lichess_time_control(&tc(&[(0, 600_000, 5_000)])).as_deref(),
+            lichess_time_control_at("Oslo", &tc(&[(0, 600_000, 5_000)])).as_deref(),
             Some("600+5")
         );
         // Blitz: lichess would read 180 as minutes.
         assert_eq!(
-            lichess_time_control(&tc(&[(0, 180_000, 2_000)])).as_deref(),
+            lichess_time_control_at("Oslo", &tc(&[(0, 180_000, 2_000)])).as_deref(),
             Some("3+2")
         );
         assert_eq!(
-            lichess_time_control(&tc(&[(0, 60_000, 0)])).as_deref(),
+            lichess_time_control_at("Oslo", &tc(&[(0, 60_000, 0)])).as_deref(),
             Some("1+0")
         );
         // What lichess would misread or not read at all.
@@ -232,7 +260,11 @@ mod tests {
             tc(&[(0, 180_500, 0)]),
             tc(&[]),
         ] {
-            assert_eq!(lichess_time_control(&unreadable), None, "{unreadable:?}");
+            assert_eq!(
+                lichess_time_control(&unreadable, "Oslo"),
+                None,
+                "{unreadable:?}"
+            );
         }
     }
 }
