@@ -497,6 +497,104 @@ async fn concurrent_set_ups_of_one_board_make_one_game_across_instances() -> any
     Ok(())
 }
 
+/// Made-up names are never slowed down (each is a new name), yet each costs a password hash:
+/// the service hashes a stand-in so that an unknown name takes as long as a wrong password. A
+/// flood of them from one address must not keep the chief arbiter, at another, waiting behind
+/// it: hashes are given round the addresses, and one address may have only a few waiting.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_made_up_names_does_not_keep_the_chief_arbiter_waiting() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let token =
+        TestUsers::shared()?.add("chief-ella", &[grant(TOURNAMENT, Role::ChiefArbiter, &[])])?;
+    service.wait_for_user(&token).await?;
+
+    // The attacker at 127.0.0.2 keeps 2,400 logins under made-up names in flight, over twelve
+    // connections (a server takes 200 calls at once on each), until the chief arbiter has
+    // logged in. In arrival order, the chief arbiter's login would wait behind all of them.
+    let mut connections = Vec::new();
+    for _ in 0..12 {
+        let channel = tonic::transport::Endpoint::from_shared(service.url())?
+            .local_address(Some("127.0.0.2".parse()?))
+            .connect()
+            .await?;
+        connections
+            .push(boardcast_schema::game::v1::game_service_client::GameServiceClient::new(channel));
+    }
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The flood's attempts answered after their hash (refused as unknown), counted as they come.
+    let hashed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut flood = tokio::task::JoinSet::new();
+    for n in 0..2_400usize {
+        let mut client = connections[n % connections.len()].clone();
+        let (done, hashed) = (done.clone(), hashed.clone());
+        flood.spawn(async move {
+            let mut codes = Vec::new();
+            let mut attempt = 0u32;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let refused = client
+                    .login(LoginRequest {
+                        user: format!("nobody-{n}-{attempt}"),
+                        password: "guess".into(),
+                    })
+                    .await
+                    .err();
+                if refused.as_ref().map(tonic::Status::code) == Some(Code::Unauthenticated) {
+                    hashed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                codes.push(refused.map(|status| (status.code(), status.message().to_owned())));
+                attempt += 1;
+            }
+            codes
+        });
+    }
+    // The flood is under way: the service has refused some of it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let mut hall = boardcast_kit::client::game_client(&service.url(), None).await?;
+    let hashed_before = hashed.load(std::sync::atomic::Ordering::Relaxed);
+    let logged_in = hall
+        .login(LoginRequest {
+            user: "chief-ella".into(),
+            password: TEST_PASSWORD.into(),
+        })
+        .await;
+    let hashed_meanwhile = hashed.load(std::sync::atomic::Ordering::Relaxed) - hashed_before;
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut answers = Vec::new();
+    while let Some(codes) = flood.join_next().await {
+        answers.extend(codes?);
+    }
+    let logged_in = logged_in.context("the chief arbiter logs in during the flood")?;
+    assert!(logged_in.into_inner().identity.is_some());
+    // The chief arbiter's login waited for the hashes under way and the flood's next turn, not
+    // for the flood's queue (in arrival order: every attempt that came before it).
+    eprintln!("the flood had {hashed_meanwhile} attempts hashed while the chief arbiter waited");
+    assert!(
+        hashed_meanwhile < 50,
+        "{hashed_meanwhile} of the flood's hashes went first"
+    );
+    // Every made-up name was refused, as unknown or as too many at once from that address.
+    let busy = answers
+        .iter()
+        .filter(|a| matches!(a, Some((Code::Unavailable, _))))
+        .count();
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, Some((Code::Unauthenticated | Code::Unavailable, _)))),
+        "{:?}",
+        answers
+            .iter()
+            .find(|a| !matches!(a, Some((Code::Unauthenticated | Code::Unavailable, _))))
+    );
+    assert!(
+        busy > 0,
+        "the flood's address was never told it asks too often"
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn failures_at_the_dashboard_do_not_lock_the_chief_arbiter_out() -> anyhow::Result<()> {
     let nats = TestNats::start()?;

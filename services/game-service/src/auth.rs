@@ -19,6 +19,7 @@ use boardcast_access::{
     Assignment, Assignments, CredentialError, Directory, Identity, Operation, Revocations, Role,
     SessionClaims, SessionEnd, SessionKey, is_session_token, session_digest,
 };
+use boardcast_kit::fair_turns::{FairTurns, NoTurn, Turn};
 use boardcast_schema::game::v1 as proto;
 use rand::RngCore as _;
 use sha2::{Digest as _, Sha256};
@@ -30,6 +31,9 @@ const FREE_FAILURES: u32 = 5;
 const FAILURE_TABLE_LIMIT: usize = 10_000;
 /// Password and token hashes computed at once (argon2id, 19 MiB each): more wait their turn.
 const HASHES_AT_ONCE: usize = 4;
+/// Logins from one address (or checks of one user's tokens) waiting for a hash: more are
+/// refused as busy at once, so that a flood from one address queues behind itself only.
+const HASHES_WAITING_PER_CALLER: usize = 8;
 /// How long a login or token check waits for its turn before it is refused as busy.
 const HASH_QUEUE_WAIT: Duration = Duration::from_secs(5);
 /// Failures older than this are forgotten.
@@ -39,6 +43,24 @@ const LONGEST_WAIT: Duration = Duration::from_secs(300);
 
 /// Who tried to log in from where: a user name and the calling address.
 type LoginFrom = (String, Option<IpAddr>);
+
+/// Whose turn a hash is, for sharing the turns fairly.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum HashFor {
+    /// A login from an address; IPv6 by its /64, which one machine may fill with addresses.
+    LoginFrom(Option<IpAddr>),
+    /// A check of one user's API token.
+    TokenOf(String),
+}
+
+impl HashFor {
+    fn login_from(address: Option<IpAddr>) -> HashFor {
+        HashFor::LoginFrom(address.map(|address| match address.to_canonical() {
+            IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+            v4 => v4,
+        }))
+    }
+}
 
 pub struct Authenticator {
     users_path: PathBuf,
@@ -58,8 +80,9 @@ pub struct Authenticator {
     /// never the user logging in from elsewhere.
     failures: RwLock<HashMap<LoginFrom, (u32, std::time::Instant)>>,
     /// Turns for computing a password or token hash: memory and CPU stay bounded whatever
-    /// arrives at once.
-    hashing: tokio::sync::Semaphore,
+    /// arrives at once, and the turns go round the callers, so a flood of made-up names from
+    /// one address (each a new name, never slowed down) does not keep anyone else waiting.
+    hashing: FairTurns<HashFor>,
     /// The chief arbiters' assignments in force (`AssignmentLog` keeps them up to date).
     assignments: RwLock<Assignments>,
     /// Sessions ended before they expire (`SessionLog` keeps them up to date).
@@ -103,7 +126,7 @@ impl Authenticator {
             trusted_proxies,
             token_cache: RwLock::new(HashMap::new()),
             failures: RwLock::new(HashMap::new()),
-            hashing: tokio::sync::Semaphore::new(HASHES_AT_ONCE),
+            hashing: FairTurns::new(HASHES_AT_ONCE, HASHES_WAITING_PER_CALLER),
             assignments: RwLock::new(Assignments::default()),
             revocations: RwLock::new(Revocations::default()),
         })
@@ -350,7 +373,8 @@ impl Authenticator {
             return Err(unauthenticated(&CredentialError::UnknownToken));
         }
         let token = token.to_owned();
-        let _turn = self.hashing_turn().await?;
+        let caller = HashFor::TokenOf(token.split('.').nth(1).unwrap_or_default().to_owned());
+        let _turn = self.hashing_turn(caller).await?;
         let identity = tokio::task::spawn_blocking(move || directory.check_token(&token, now))
             .await
             .map_err(|e| Status::internal(format!("checking the token: {e}")))?
@@ -417,7 +441,7 @@ impl Authenticator {
         let directory = self.directory();
         let (who, secret) = (user.to_owned(), password.to_owned());
         let checked = {
-            let _turn = self.hashing_turn().await?;
+            let _turn = self.hashing_turn(HashFor::login_from(peer)).await?;
             // Failures may have come in while this attempt waited its turn.
             if let Some(wait) = self.must_wait(&key) {
                 return Err(slowed(wait));
@@ -460,16 +484,25 @@ impl Authenticator {
     }
 
     /// A turn to compute a hash, or UNAVAILABLE when none comes soon (a flood of logins
-    /// or made-up tokens).
-    async fn hashing_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, Status> {
-        match tokio::time::timeout(HASH_QUEUE_WAIT, self.hashing.acquire()).await {
-            Ok(Ok(turn)) => Ok(turn),
-            // UNAVAILABLE, not RESOURCE_EXHAUSTED: the service is busy, nothing was held against
-            // this user or address (a dashboard must not count it as a failed login).
-            _ => Err(Status::unavailable(
-                "too many logins at once; try again in a few seconds",
-            )),
-        }
+    /// or of tokens) or the caller already has enough waiting.
+    async fn hashing_turn(&self, caller: HashFor) -> Result<Turn<'_, HashFor>, Status> {
+        // UNAVAILABLE, not RESOURCE_EXHAUSTED: the service is busy, nothing was held against
+        // this user or address (a dashboard must not count it as a failed login).
+        let busy = match &caller {
+            HashFor::LoginFrom(_) => "too many logins from this address at once",
+            HashFor::TokenOf(_) => "too many checks of this user's API tokens at once",
+        };
+        self.hashing
+            .turn(caller, HASH_QUEUE_WAIT)
+            .await
+            .map_err(|e| match e {
+                NoTurn::TooManyWaiting => {
+                    Status::unavailable(format!("{busy}; try again in a few seconds"))
+                }
+                NoTurn::TimedOut => {
+                    Status::unavailable("too many logins at once; try again in a few seconds")
+                }
+            })
     }
 
     fn note_failure(&self, key: LoginFrom) {
@@ -567,4 +600,18 @@ pub fn to_proto(identity: &Identity) -> proto::Identity {
 fn read_directory(path: &Path) -> anyhow::Result<(Directory, Option<SystemTime>)> {
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     Ok((boardcast_kit::secrets::read_users(path)?, modified))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logins_share_turns_by_address_and_ipv6_by_its_64() {
+        let at = |a: &str| HashFor::login_from(Some(a.parse().expect("an address")));
+        assert_eq!(at("2001:db8:1:2::1"), at("2001:db8:1:2:ffff::9"));
+        assert_ne!(at("2001:db8:1:2::1"), at("2001:db8:1:3::1"));
+        assert_eq!(at("::ffff:10.0.0.7"), at("10.0.0.7"));
+        assert_ne!(at("10.0.0.7"), at("10.0.0.8"));
+    }
 }

@@ -2,6 +2,7 @@
 //! stopping.
 
 pub mod client;
+pub mod fair_turns;
 pub mod game_log;
 pub mod http_server;
 pub mod local;
