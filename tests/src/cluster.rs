@@ -21,7 +21,10 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use async_nats::jetstream::{self, stream};
-use boardcast_kit::local::{ManagedProcess, find_nats_server, free_port};
+use boardcast_kit::{
+    local::{ManagedProcess, find_nats_server, free_port},
+    nats_access::{AUTH_CONFIG_FILE, NatsAccess, Role},
+};
 use tempfile::TempDir;
 
 /// How many times [`TestCluster::start_on`] starts a cluster whose node exited at start.
@@ -171,6 +174,9 @@ pub struct TestCluster {
     ca: Option<PathBuf>,
     /// The namespaces, bridge and links of `start_isolated`, removed when the cluster is dropped.
     network: Option<Network>,
+    /// The accounts and users the nodes run with (`…_secured`); the cluster's own clients
+    /// connect as admin.
+    access: Option<NatsAccess>,
     dir: TempDir,
 }
 
@@ -272,9 +278,27 @@ impl TestCluster {
     /// another test may take one in between: a node that exits at start is started afresh, on
     /// new ports, up to [`START_ATTEMPTS`] times.
     pub async fn start_on(size: usize, server: &NatsServer) -> anyhow::Result<TestCluster> {
+        Self::start_retrying(size, server, None).await
+    }
+
+    /// `start_on`, with the accounts and users of `access` (`boardcast nats-config`), as the
+    /// hall guide runs a cluster.
+    pub async fn start_on_secured(
+        size: usize,
+        server: &NatsServer,
+        access: &NatsAccess,
+    ) -> anyhow::Result<TestCluster> {
+        Self::start_retrying(size, server, Some(access)).await
+    }
+
+    async fn start_retrying(
+        size: usize,
+        server: &NatsServer,
+        access: Option<&NatsAccess>,
+    ) -> anyhow::Result<TestCluster> {
         let mut attempt = 1;
         loop {
-            match Self::start_with(size, server, None, None).await {
+            match Self::start_with(size, server, None, None, access).await {
                 Err(e) if attempt < START_ATTEMPTS && e.is::<NodeExited>() => {
                     eprintln!("starting the cluster again: {e:#}");
                     attempt += 1;
@@ -288,7 +312,17 @@ impl TestCluster {
     /// where namespaces cannot be made (not root, a kernel that refuses).
     pub async fn start_isolated(size: usize, server: &NatsServer) -> anyhow::Result<TestCluster> {
         let (network, hosts) = Network::create(size).context("setting up network namespaces")?;
-        Self::start_with(size, server, Some((network, hosts)), None).await
+        Self::start_with(size, server, Some((network, hosts)), None, None).await
+    }
+
+    /// `start_isolated`, with the accounts and users of `access`.
+    pub async fn start_isolated_secured(
+        size: usize,
+        server: &NatsServer,
+        access: &NatsAccess,
+    ) -> anyhow::Result<TestCluster> {
+        let (network, hosts) = Network::create(size).context("setting up network namespaces")?;
+        Self::start_with(size, server, Some((network, hosts)), None, Some(access)).await
     }
 
     /// `start_on`, as the hall guide sets a cluster up: clients only over TLS, and routes over
@@ -300,7 +334,7 @@ impl TestCluster {
         server: &NatsServer,
         certs: &std::path::Path,
     ) -> anyhow::Result<TestCluster> {
-        Self::start_with(size, server, None, Some(certs)).await
+        Self::start_with(size, server, None, Some(certs), None).await
     }
 
     async fn start_with(
@@ -308,6 +342,7 @@ impl TestCluster {
         server: &NatsServer,
         network: Option<(Network, Vec<Ipv4Addr>)>,
         certs: Option<&std::path::Path>,
+        access: Option<&NatsAccess>,
     ) -> anyhow::Result<TestCluster> {
         let (network, hosts) = match network {
             Some((network, hosts)) => (Some(network), Some(hosts)),
@@ -317,6 +352,16 @@ impl TestCluster {
             .prefix("boardcast-cluster-")
             .tempdir()
             .context("creating a directory for the cluster")?;
+        // The accounts carry the partition mapping in the hall's account; without them it is
+        // the global account's. (An `include` is relative to the including file.)
+        let mapping = match access {
+            Some(access) => {
+                std::fs::copy(access.auth_config_path(), dir.path().join(AUTH_CONFIG_FILE))
+                    .context("copying the NATS accounts next to the nodes' configurations")?;
+                format!("include \"{AUTH_CONFIG_FILE}\"\n")
+            }
+            None => boardcast_kit::nats::partition_mapping(boardcast_kit::nats::DEFAULT_PARTITIONS),
+        };
         let mut nodes = Vec::new();
         for i in 0..size {
             let name = format!("n{}", i + 1);
@@ -370,8 +415,6 @@ impl TestCluster {
                 },
                 cluster = node.cluster_port,
                 routes = routes.join(", "),
-                mapping =
-                    boardcast_kit::nats::partition_mapping(boardcast_kit::nats::DEFAULT_PARTITIONS),
             );
             std::fs::write(&node.config, config)
                 .with_context(|| format!("writing {}", node.config.display()))?;
@@ -383,6 +426,7 @@ impl TestCluster {
             nodes,
             ca: certs.map(|certs| certs.join(boardcast_kit::tls::CA_CERT_FILE)),
             network,
+            access: access.cloned(),
             dir,
         };
         cluster.wait_ready(Duration::from_secs(60)).await?;
@@ -402,14 +446,26 @@ impl TestCluster {
         self.dir.path()
     }
 
-    /// A client of the cluster (trusting its authority when it speaks TLS).
+    /// Every node's client URL with `role`'s user and password (`…_secured`).
+    pub fn url_for(&self, role: &Role) -> anyhow::Result<String> {
+        self.access
+            .as_ref()
+            .context("the cluster runs without users")?
+            .url_for(role, &self.urls())
+    }
+
+    /// A client of the cluster (trusting its authority when it speaks TLS; as admin when it has
+    /// users).
     pub async fn connect(&self, name: &str) -> anyhow::Result<async_nats::Client> {
+        let urls = match &self.access {
+            Some(_) => self.url_for(&Role::Admin)?,
+            None => self.urls(),
+        };
         match &self.ca {
             Some(ca) => {
-                boardcast_kit::nats::connect_observed_trusting(&self.urls(), name, Some(ca), |_| {})
-                    .await
+                boardcast_kit::nats::connect_observed_trusting(&urls, name, Some(ca), |_| {}).await
             }
-            None => boardcast_kit::nats::connect(&self.urls(), name).await,
+            None => boardcast_kit::nats::connect(&urls, name).await,
         }
     }
 

@@ -1,4 +1,6 @@
-//! Faults under load on a three-node NATS cluster with replicated (R3) streams, on the pinned
+//! Faults under load on a three-node NATS cluster with replicated (R3) streams and the hall's
+//! accounts and users (every program as its own user, the readers and the board side through
+//! their accounts' imports), on the pinned
 //! nats-server (2.15.1, `sync_interval: always`; another with `scripts/fault-tests-on.sh`). While 100
 //! simulated boards play, one fault after another: kill -9 the leader of the observation stream,
 //! then of the game log; freeze a node (SIGSTOP) for longer than an election; cut a node off the
@@ -23,7 +25,10 @@ use std::{
 
 use anyhow::Context as _;
 use async_nats::jetstream;
-use boardcast_kit::nats::{DEFAULT_PARTITIONS, GAMES_STREAM, ingest_stream, partition_of_board};
+use boardcast_kit::{
+    nats::{DEFAULT_PARTITIONS, GAMES_STREAM, ingest_stream, partition_of_board},
+    nats_access::{GatewayBoards, NatsAccess, Role, SimulatorUser},
+};
 use boardcast_schema::game::v1::{GameResult, GameStarted, GameState, GetGameRequest};
 use boardcast_testkit::{
     ArbiterService, BroadcastService, GameService, GameServiceOptions, ManagedProcess, NatsServer,
@@ -159,24 +164,39 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     std::fs::write(&pgn, round_pgn())?;
     let (expected, expected_observations) = fault_free(&pgn).await.context("fault-free run")?;
 
+    // The hall's accounts and users, as `boardcast nats-config` writes them: every program
+    // connects as its own user, the readers through their accounts' imports.
+    let access = NatsAccess::generate(
+        &dir.path().join("nats-access"),
+        &[GatewayBoards::new("gw", ["gw-1"])],
+        SimulatorUser::Included,
+    )?;
     // Each node in a network namespace of its own where the kernel allows, to cut one off.
-    let (mut cluster, isolated) = match TestCluster::start_isolated(3, &server).await {
-        Ok(cluster) => (cluster, true),
-        Err(e) => {
-            eprintln!("the network cut is skipped: no network namespaces here ({e:#})");
-            (TestCluster::start_on(3, &server).await?, false)
-        }
-    };
-    let urls = cluster.urls();
+    let (mut cluster, isolated) =
+        match TestCluster::start_isolated_secured(3, &server, &access).await {
+            Ok(cluster) => (cluster, true),
+            Err(e) => {
+                eprintln!("the network cut is skipped: no network namespaces here ({e:#})");
+                (
+                    TestCluster::start_on_secured(3, &server, &access).await?,
+                    false,
+                )
+            }
+        };
+    let game_urls = cluster.url_for(&Role::GameService)?;
+    let broadcast_urls = cluster.url_for(&Role::BroadcastService)?;
+    let arbiter_urls = cluster.url_for(&Role::ArbiterService)?;
+    let simulator_urls = cluster.url_for(&Role::Simulator)?;
+    let gateway_urls = cluster.url_for(&Role::Gateway("gw".into()))?;
     let options = GameServiceOptions {
         args: vec!["--replicas".into(), "3".into()],
         ..Default::default()
     };
-    let mut first = GameService::start_with(&urls, options.clone())?;
-    let second = GameService::start_with(&urls, options.clone())?;
-    let mut broadcast = BroadcastService::start(&urls)?;
-    let mut arbiter = ArbiterService::start(&urls, &second.url())?;
-    let js = jetstream::new(boardcast_kit::nats::connect(&urls, "fault-test").await?);
+    let mut first = GameService::start_with(&game_urls, options.clone())?;
+    let second = GameService::start_with(&game_urls, options.clone())?;
+    let mut broadcast = BroadcastService::start(&broadcast_urls)?;
+    let mut arbiter = ArbiterService::start(&arbiter_urls, &second.url())?;
+    let js = jetstream::new(cluster.connect("fault-test").await?);
 
     // The gateway's board: a DGT capture of the fourth test game, with the simulator's human and
     // sensor disturbances (which raise alerts), set up before play starts.
@@ -203,7 +223,7 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     );
     create_gateway_game(&second.url()).await?;
 
-    let mut simulator = simulate(&pgn, &urls, &second.url(), SPEED)?
+    let mut simulator = simulate(&pgn, &simulator_urls, &second.url(), SPEED)?
         .spawn()
         .context("starting the simulated boards")?;
     let play_started = Instant::now();
@@ -223,7 +243,7 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
         at: SystemTime::now(),
     });
     arbiter.process.kill_hard()?;
-    arbiter = ArbiterService::start(&urls, &second.url())?;
+    arbiter = ArbiterService::start(&arbiter_urls, &second.url())?;
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // The observation stream of the first board's partition.
@@ -272,7 +292,7 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
         at: SystemTime::now(),
     });
     first.process.kill_hard()?;
-    first = GameService::start_with(&urls, options.clone())?;
+    first = GameService::start_with(&game_urls, options.clone())?;
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // The gateway: killed once part of its outbox is in JetStream, then started again on the
@@ -287,7 +307,7 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
         Command::new(program("boardcast")?)
             .args(["gateway", "replay-dgt"])
             .arg(gateway_dir.join("gw-1.dgt"))
-            .args(["--board-id", "gw-1", "--nats", &urls, "--outbox"])
+            .args(["--board-id", "gw-1", "--nats", &gateway_urls, "--outbox"])
             .arg(&outbox),
     )?;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -308,7 +328,7 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
         "gateway serial",
         Command::new(program("boardcast")?)
             .args(["gateway", "serial", "--port", "/dev/no-such-board"])
-            .args(["--board-id", "gw-1", "--nats", &urls, "--outbox"])
+            .args(["--board-id", "gw-1", "--nats", &gateway_urls, "--outbox"])
             .arg(&outbox)
             .args(["--metrics-listen", &metrics.to_string()])
             .stderr(std::process::Stdio::null()),
@@ -385,8 +405,8 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
 
     // The feeds and alerts of the services that lived through the faults are those of services
     // that read the log afresh.
-    let fresh_broadcast = BroadcastService::start(&urls)?;
-    let fresh_arbiter = ArbiterService::start(&urls, &second.url())?;
+    let fresh_broadcast = BroadcastService::start(&broadcast_urls)?;
+    let fresh_arbiter = ArbiterService::start(&arbiter_urls, &second.url())?;
     converged(&broadcast, &fresh_broadcast).await?;
     alerts_converged(&arbiter, &fresh_arbiter).await?;
 
