@@ -26,9 +26,12 @@ pub struct Table {
     pub black: u32,
 }
 
-/// A pairing decided before it was played (a player did not come).
+/// A pairing decided before it was played (a player did not come). It keeps its table: the
+/// pairing program published the round with it, so the games after it are on the boards that
+/// list gave them, and its board stays empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Forfeit {
+    pub table: u32,
     pub white: u32,
     pub black: u32,
     /// White's result: `ForfeitWin` or `ForfeitLoss` (both lose: `ForfeitLoss` for both).
@@ -65,7 +68,7 @@ pub struct TeamBye {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RoundPairings {
     pub round: u32,
-    /// The games to be played, board 1 first.
+    /// The games to be played, board 1 first. Their numbers skip a forfeit's table.
     pub tables: Vec<Table>,
     pub forfeits: Vec<Forfeit>,
     pub byes: Vec<RoundBye>,
@@ -75,6 +78,16 @@ pub struct RoundPairings {
     /// Players without a game or a bye in the round (withdrawn, not paired yet, or in a team
     /// event not fielded), by starting rank.
     pub not_paired: Vec<u32>,
+}
+
+impl RoundPairings {
+    /// The round's tables, counting the forfeits': the boards the round needs, numbered 1 to
+    /// this.
+    pub fn table_count(&self) -> u32 {
+        let played = self.tables.iter().map(|t| t.table);
+        let forfeited = self.forfeits.iter().map(|f| f.table);
+        played.chain(forfeited).max().unwrap_or(0)
+    }
 }
 
 impl TrfFile {
@@ -87,8 +100,8 @@ impl TrfFile {
         if round == 0 {
             return Err(TrfError::File("rounds are numbered from 1".into()));
         }
-        let mut tables = Vec::new();
-        let mut forfeits = Vec::new();
+        // White, Black, and the outcomes of a forfeit.
+        let mut games: Vec<PairedGame> = Vec::new();
         let mut byes = Vec::new();
         let mut not_paired = Vec::new();
         let mut seen = BTreeSet::new();
@@ -132,13 +145,10 @@ impl TrfFile {
                             .filter(|o| matches!(o, Outcome::ForfeitWin | Outcome::ForfeitLoss))
                     };
                     match (forfeited(white_entry), forfeited(black_entry)) {
-                        (Some(white_outcome), Some(black_outcome)) => forfeits.push(Forfeit {
-                            white,
-                            black,
-                            white_outcome,
-                            black_outcome,
-                        }),
-                        (None, None) => tables.push((white, black)),
+                        (Some(white_outcome), Some(black_outcome)) => {
+                            games.push((white, black, Some((white_outcome, black_outcome))));
+                        }
+                        (None, None) => games.push((white, black, None)),
                         _ => {
                             return Err(TrfError::at(
                                 player.line,
@@ -180,8 +190,8 @@ impl TrfFile {
             .flat_map(|t| t.players.iter().map(move |&p| (p, t.number)))
             .collect();
         let team_event = !team_of.is_empty()
-            && !tables.is_empty()
-            && tables.iter().all(|(white, black)| {
+            && !games.is_empty()
+            && games.iter().all(|(white, black, _)| {
                 matches!((team_of.get(white), team_of.get(black)), (Some(a), Some(b)) if a != b)
             });
         let team_byes = self
@@ -202,7 +212,7 @@ impl TrfFile {
                 });
             }
         }
-        if tables.is_empty() && forfeits.is_empty() {
+        if games.is_empty() {
             let last = (1..round)
                 .rev()
                 .find(|&r| {
@@ -217,7 +227,8 @@ impl TrfFile {
         }
         byes.sort_by_key(|b| b.player);
         if team_event {
-            let (tables, matches) = self.team_order(round, tables, &team_of)?;
+            let (ordered, matches) = self.team_order(round, games, &team_of)?;
+            let (tables, forfeits) = numbered(ordered);
             return Ok(RoundPairings {
                 round,
                 tables,
@@ -233,7 +244,7 @@ impl TrfFile {
                 .get(&rank)
                 .map_or(0, |p| p.half_points_before(round))
         };
-        tables.sort_by_key(|&(white, black)| {
+        games.sort_by_key(|&(white, black, _)| {
             let (w, b) = (score(white), score(black));
             // The pair's higher player: the higher score, on equal scores the better rank.
             let higher = match w.cmp(&b) {
@@ -247,17 +258,10 @@ impl TrfFile {
                 higher,
             )
         });
+        let (tables, forfeits) = numbered(games);
         Ok(RoundPairings {
             round,
-            tables: tables
-                .into_iter()
-                .zip(1u32..)
-                .map(|((white, black), table)| Table {
-                    table,
-                    white,
-                    black,
-                })
-                .collect(),
+            tables,
             forfeits,
             byes,
             matches: Vec::new(),
@@ -272,9 +276,9 @@ impl TrfFile {
     fn team_order(
         &self,
         round: u32,
-        games: Vec<(u32, u32)>,
+        games: Vec<PairedGame>,
         team_of: &std::collections::BTreeMap<u32, u32>,
-    ) -> Result<(Vec<Table>, Vec<TeamMatch>), TrfError> {
+    ) -> Result<(Vec<PairedGame>, Vec<TeamMatch>), TrfError> {
         let board_of = |player: u32, team: u32| {
             let line_up = self
                 .line_ups
@@ -289,11 +293,12 @@ impl TrfFile {
             };
             line_up.flatten().or_else(default).unwrap_or(usize::MAX)
         };
-        /// A game of a match: the first team's player's place in its line-up, White, Black.
-        type Board = (usize, u32, u32);
+        /// A game of a match: the first team's player's place in its line-up, and the game.
+        type Board = (usize, PairedGame);
         let mut by_match: std::collections::BTreeMap<(u32, u32), Vec<Board>> =
             std::collections::BTreeMap::new();
-        for (white, black) in games {
+        for game in games {
+            let (white, black, _) = game;
             let (Some(&white_team), Some(&black_team)) = (team_of.get(&white), team_of.get(&black))
             else {
                 return Err(TrfError::File(format!(
@@ -303,28 +308,21 @@ impl TrfFile {
             };
             let key = (white_team.min(black_team), white_team.max(black_team));
             let first_team_player = if white_team == key.0 { white } else { black };
-            by_match.entry(key).or_default().push((
-                board_of(first_team_player, key.0),
-                white,
-                black,
-            ));
+            by_match
+                .entry(key)
+                .or_default()
+                .push((board_of(first_team_player, key.0), game));
         }
         let mut tables = Vec::new();
         let mut matches = Vec::new();
         for ((low, high), mut boards) in by_match {
-            boards.sort_unstable();
+            boards.sort_unstable_by_key(|&(board, (white, black, _))| (board, white, black));
             let first_table = u32::try_from(tables.len() + 1).unwrap_or(u32::MAX);
             let first_team = boards
                 .first()
-                .and_then(|&(_, white, _)| team_of.get(&white).copied())
+                .and_then(|&(_, (white, _, _))| team_of.get(&white).copied())
                 .unwrap_or(low);
-            for (_, white, black) in boards {
-                tables.push(Table {
-                    table: u32::try_from(tables.len() + 1).unwrap_or(u32::MAX),
-                    white,
-                    black,
-                });
-            }
+            tables.extend(boards.into_iter().map(|(_, game)| game));
             matches.push(TeamMatch {
                 first_team,
                 second_team: if first_team == low { high } else { low },
@@ -334,4 +332,31 @@ impl TrfFile {
         }
         Ok((tables, matches))
     }
+}
+
+/// A game of the round: White, Black, and for a forfeit the outcomes the file gives them.
+type PairedGame = (u32, u32, Option<(Outcome, Outcome)>);
+
+/// The round's games in table order, numbered from 1, split into those to be played and the
+/// forfeits (which keep their numbers).
+fn numbered(games: Vec<PairedGame>) -> (Vec<Table>, Vec<Forfeit>) {
+    let mut tables = Vec::new();
+    let mut forfeits = Vec::new();
+    for ((white, black, forfeit), table) in games.into_iter().zip(1u32..) {
+        match forfeit {
+            None => tables.push(Table {
+                table,
+                white,
+                black,
+            }),
+            Some((white_outcome, black_outcome)) => forfeits.push(Forfeit {
+                table,
+                white,
+                black,
+                white_outcome,
+                black_outcome,
+            }),
+        }
+    }
+    (tables, forfeits)
 }

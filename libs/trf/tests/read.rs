@@ -48,10 +48,13 @@ fn assert_round_is_the_file(file: &TrfFile, pairings: &RoundPairings) {
     placed.sort_unstable();
     let all: Vec<u32> = file.players.keys().copied().collect();
     assert_eq!(placed, all, "round {round}: every player once");
-    let numbers: Vec<u32> = pairings.tables.iter().map(|t| t.table).collect();
+    // Tables numbered from 1 without a gap, a forfeit keeping its own.
+    let mut numbers: Vec<u32> = pairings.tables.iter().map(|t| t.table).collect();
+    numbers.extend(pairings.forfeits.iter().map(|f| f.table));
+    numbers.sort_unstable();
     assert_eq!(
         numbers,
-        (1..=pairings.tables.len() as u32).collect::<Vec<_>>()
+        (1..=(pairings.tables.len() + pairings.forfeits.len()) as u32).collect::<Vec<_>>()
     );
 }
 
@@ -98,12 +101,17 @@ fn a_swiss_manager_export_with_javafos_lines_is_read_whole() {
         (first_round.tables[1].white, first_round.tables[1].black),
         (27, 2)
     );
-    let forfeited: Vec<(u32, u32)> = first_round
+    // Forfeits keep the tables the pairing program printed them on (the better rank's: 13,
+    // 16, 20), and the games after them stay on theirs.
+    let forfeited: Vec<(u32, u32, u32)> = first_round
         .forfeits
         .iter()
-        .map(|f| (f.white, f.black))
+        .map(|f| (f.table, f.white, f.black))
         .collect();
-    assert_eq!(forfeited, [(13, 39), (42, 16), (46, 20)]);
+    assert_eq!(forfeited, [(13, 13, 39), (16, 42, 16), (20, 46, 20)]);
+    assert_eq!(first_round.table_count(), 25);
+    let fourteenth = first_round.tables.iter().find(|t| t.table == 14);
+    assert_eq!(fourteenth.map(|t| t.white.min(t.black)), Some(14));
     let byes: Vec<(u32, ByeKind)> = first_round
         .byes
         .iter()

@@ -94,14 +94,14 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
         .round(args.round)
         .with_context(|| format!("round {} of {}", args.round, args.trf.display()))?;
     let boards = match (&args.boards, &args.board_map) {
-        (Some(range), _) => Some(boards_in_range(range, pairings.tables.len())?),
+        (Some(range), _) => Some(boards_in_range(range, &pairings)?),
         (None, Some(path)) => Some(boards_from_map(path, &pairings)?),
         (None, None) if args.dry_run => None,
         (None, None) => anyhow::bail!(
             "say which physical board each of the round's {} tables is on: --boards \
              hall-1..hall-{} or --board-map FILE",
-            pairings.tables.len(),
-            pairings.tables.len()
+            pairings.table_count(),
+            pairings.table_count()
         ),
     };
     if args.dry_run {
@@ -190,9 +190,7 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
         args.tournament,
         set_up.games.len(),
         boards.first().map_or("-", String::as_str),
-        boards
-            .get(pairings.tables.len().saturating_sub(1))
-            .map_or("-", String::as_str),
+        boards.last().map_or("-", String::as_str),
     );
     let name = |rank: u32| {
         file.players
@@ -204,7 +202,8 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
     }
     for forfeit in &pairings.forfeits {
         println!(
-            "not set up, decided by forfeit: {} – {}",
+            "not set up, decided by forfeit: table {} ({} – {}), its board stays empty",
+            forfeit.table,
             name(forfeit.white),
             name(forfeit.black)
         );
@@ -237,6 +236,8 @@ struct ByeOut {
 
 #[derive(serde::Serialize)]
 struct ForfeitOut {
+    /// The table the pairing program gave it; its board stays empty.
+    board: u32,
     white: PlayerOut,
     black: PlayerOut,
     /// As the file gives them: `+` won, `-` lost by forfeit.
@@ -295,6 +296,7 @@ fn dry_run<'a>(
             .forfeits
             .iter()
             .map(|f| ForfeitOut {
+                board: f.table,
                 white: player(f.white),
                 black: player(f.black),
                 white_result: f.white_outcome.code(),
@@ -327,8 +329,10 @@ pub(crate) fn read_trf(path: &Path) -> anyhow::Result<TrfFile> {
     Ok(file)
 }
 
-/// `hall-1..hall-60`: the boards, one per table, in order.
-fn boards_in_range(range: &str, tables: usize) -> anyhow::Result<Vec<String>> {
+/// `hall-1..hall-60`: the boards, one per table in order (a forfeit's board left empty), for
+/// the round's games to be played.
+fn boards_in_range(range: &str, pairings: &RoundPairings) -> anyhow::Result<Vec<String>> {
+    let tables = usize::try_from(pairings.table_count()).unwrap_or(usize::MAX);
     let bad = || anyhow::anyhow!("--boards {range:?} is not a range such as hall-1..hall-60");
     let (first, last) = range.split_once("..").ok_or_else(bad)?;
     let split = |board: &str| -> Option<(String, u32)> {
@@ -343,13 +347,25 @@ fn boards_in_range(range: &str, tables: usize) -> anyhow::Result<Vec<String>> {
     }
     let available = usize::try_from(u64::from(to) - u64::from(from) + 1).unwrap_or(usize::MAX);
     if available < tables {
-        anyhow::bail!("the round has {tables} games and {range} only {available} boards");
+        anyhow::bail!(
+            "the round has {tables} tables (a forfeit's included) and {range} only {available} \
+             boards"
+        );
     }
     // hall-01..hall-60 keeps its zeros: hall-01, hall-02, …
     let width = first.len() - prefix.len();
-    Ok((from..=to)
+    let boards: Vec<String> = (from..=to)
         .take(tables)
         .map(|n| format!("{prefix}{n:0width$}"))
+        .collect();
+    Ok(pairings
+        .tables
+        .iter()
+        .filter_map(|t| {
+            boards
+                .get(usize::try_from(t.table).ok()?.checked_sub(1)?)
+                .cloned()
+        })
         .collect())
 }
 
