@@ -2,6 +2,7 @@
 //! is the file's round — every game on its board with its players — and a file or command
 //! that cannot be read as meant sets nothing up.
 
+use anyhow::Context as _;
 use boardcast_access::{Grant, Role};
 use boardcast_schema::game::v1::ListGamesRequest;
 use boardcast_testkit::{GameService, TestNats, TestUsers, program, repo_root};
@@ -389,7 +390,8 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
     assert!(String::from_utf8_lossy(&out.stdout).contains("21 results written"));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
-        said.contains("no result yet, left blank: round 4 board 23"),
+        said.contains("no result in the game log yet: round 4 board 23")
+            && said.contains("left blank"),
         "{said}"
     );
 
@@ -468,6 +470,105 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
         };
         assert_eq!(masked(old), masked(new));
     }
+
+    // The arbiter corrects a result in the pairing program (the scoresheet says otherwise) and
+    // exports again: the file's result is never overwritten silently.
+    let corrected_game = games
+        .iter()
+        .find(|g| g.result == 1)
+        .and_then(|g| g.info.as_ref())
+        .context("a game White won")?;
+    let corrected_table = *tables
+        .iter()
+        .find(|t| t.table == corrected_game.board_number)
+        .context("its table")?;
+    let corrected: String = written
+        .split_inclusive('\n')
+        .map(|line| {
+            let rank = line
+                .starts_with("001")
+                .then(|| line[4..8].trim().parse::<u32>().ok())
+                .flatten();
+            let mut chars: Vec<char> = line.chars().collect();
+            if rank == Some(corrected_table.white) {
+                chars[128] = '0';
+            } else if rank == Some(corrected_table.black) {
+                chars[128] = '1';
+            }
+            chars.into_iter().collect::<String>()
+        })
+        .collect();
+    let corrected_path = dir.path().join("corrected.trf");
+    std::fs::write(&corrected_path, &corrected)?;
+    let again_path = dir.path().join("again.trf");
+    let results_again = |differing: Option<&str>| -> anyhow::Result<std::process::Output> {
+        let mut command = std::process::Command::new(program("boardcast")?);
+        command
+            .args([
+                "results",
+                "--tournament",
+                TOURNAMENT,
+                "--game-service",
+                &url,
+            ])
+            .arg("--trf-in")
+            .arg(&corrected_path)
+            .arg("--trf-out")
+            .arg(&again_path)
+            .env("BOARDCAST_TOKEN", &operator);
+        if let Some(choice) = differing {
+            command.args(["--differing", choice]);
+        }
+        Ok(command.output()?)
+    };
+    let refused = results_again(None)?;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(&format!(
+            "round 4 board {} ({}): the file has 0 – 1, the game log 1 – 0",
+            corrected_game.board_number,
+            games
+                .iter()
+                .find(|g| g.info.as_ref() == Some(corrected_game))
+                .map_or("", |g| g.game_id.as_str())
+        )),
+        "{said}"
+    );
+    assert!(!again_path.exists(), "nothing written");
+    let outcome_of = |text: &str, rank: u32| -> anyhow::Result<Option<char>> {
+        Ok(TrfFile::parse(text)?.players[&rank]
+            .round(4)
+            .and_then(|e| e.outcome)
+            .map(|o| o.code()))
+    };
+    let kept = results_again(Some("keep-file"))?;
+    assert!(
+        kept.status.success(),
+        "{}",
+        String::from_utf8_lossy(&kept.stderr)
+    );
+    let kept_text = std::fs::read_to_string(&again_path)?;
+    assert_eq!(outcome_of(&kept_text, corrected_table.white)?, Some('0'));
+    // Every other game's result as the log has it.
+    assert_eq!(
+        kept_text.lines().filter(|l| l.starts_with("001")).count(),
+        written.lines().filter(|l| l.starts_with("001")).count()
+    );
+    let taken = results_again(Some("take-log"))?;
+    assert!(
+        taken.status.success(),
+        "{}",
+        String::from_utf8_lossy(&taken.stderr)
+    );
+    assert_eq!(
+        outcome_of(
+            &std::fs::read_to_string(&again_path)?,
+            corrected_table.white
+        )?,
+        Some('1')
+    );
+    assert_eq!(std::fs::read_to_string(&again_path)?, written);
 
     // Without the pairing program's file: a TRF of the games alone, with the same games, colours
     // and results.

@@ -17,7 +17,43 @@ pub struct GameOutcome {
 /// Where the points are (columns 81–84, `11.5`).
 const POINTS_COLUMNS: (usize, usize) = (81, 84);
 
+impl GameOutcome {
+    /// The result as a pairing program shows it: `1 – 0`, `+ – -`, `= – =`.
+    pub fn codes(&self) -> String {
+        format!(
+            "{} – {}",
+            self.white_outcome.code(),
+            self.black_outcome.code()
+        )
+    }
+}
+
 impl TrfFile {
+    /// The results the file already holds, differently, for the games of `results` (corrected
+    /// in the pairing program, say): each as the file has it. A game the file has no result for
+    /// is not among them.
+    pub fn differing_results(&self, results: &[GameOutcome]) -> Vec<GameOutcome> {
+        let in_file = |rank: u32, round: u32| {
+            self.players
+                .get(&rank)
+                .and_then(|p| p.round(round))
+                .and_then(|e| e.outcome)
+        };
+        results
+            .iter()
+            .filter_map(|result| {
+                let white_outcome = in_file(result.white, result.round)?;
+                let black_outcome = in_file(result.black, result.round)?;
+                let held = GameOutcome {
+                    white_outcome,
+                    black_outcome,
+                    ..*result
+                };
+                (held != *result).then_some(held)
+            })
+            .collect()
+    }
+
     /// `original` — the text this file was read from — with each of `results` written into its
     /// round's result column of both players' records, and every player's points (columns
     /// 81–84) summed again from their rounds under the default scoring. Line ends, other

@@ -29,6 +29,12 @@ pub struct ResultsArgs {
     /// Only these rounds (repeatable); without it, every round of the tournament.
     #[arg(long = "round")]
     rounds: Vec<u32>,
+    /// What to do where the file already has a result that differs from the game log's (one
+    /// corrected in the pairing program, or entered there from the scoresheet): `refuse` lists
+    /// them and writes nothing; `keep-file` keeps the file's and writes the others; `take-log`
+    /// writes the game log's over them.
+    #[arg(long, value_enum, default_value_t = WhenTheFileDiffers::Refuse)]
+    differing: WhenTheFileDiffers,
     /// Game service to read the games from.
     #[arg(
         long,
@@ -39,6 +45,13 @@ pub struct ResultsArgs {
     /// File holding an API token of the tournament; without it, the token in BOARDCAST_TOKEN.
     #[arg(long, env = "BOARDCAST_TOKEN_FILE")]
     token_file: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum WhenTheFileDiffers {
+    Refuse,
+    KeepFile,
+    TakeLog,
 }
 
 /// How a player of the games is found in a file: by FIDE id, else by name.
@@ -139,6 +152,8 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
             .copied()
     };
     let mut results = Vec::new();
+    // Where each result is, for the messages.
+    let mut place_of = BTreeMap::new();
     let mut without_result = Vec::new();
     let mut not_in_file = Vec::new();
     for game in &games {
@@ -153,9 +168,18 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
             continue;
         };
         let Some((white_outcome, black_outcome)) = outcomes(game) else {
-            without_result.push(place);
+            let in_file = file
+                .players
+                .get(&white)
+                .and_then(|p| p.round(info.round))
+                .and_then(|e| e.outcome);
+            without_result.push(match in_file {
+                Some(outcome) => format!("{place}, the file's result ({}) kept", outcome.code()),
+                None => format!("{place}, left blank"),
+            });
             continue;
         };
+        place_of.insert((info.round, white), place);
         results.push(GameOutcome {
             round: info.round,
             white,
@@ -163,6 +187,49 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
             white_outcome,
             black_outcome,
         });
+    }
+    let differing = file.differing_results(&results);
+    let describe = |held: &GameOutcome| {
+        let logged = results
+            .iter()
+            .find(|r| (r.round, r.white) == (held.round, held.white))
+            .map_or_else(String::new, GameOutcome::codes);
+        format!(
+            "{}: the file has {}, the game log {logged}",
+            place_of
+                .get(&(held.round, held.white))
+                .map_or("a game", String::as_str),
+            held.codes()
+        )
+    };
+    match args.differing {
+        WhenTheFileDiffers::Refuse if !differing.is_empty() => {
+            let list: Vec<String> = differing.iter().map(describe).collect();
+            anyhow::bail!(
+                "the file already has other results for {} game(s), nothing written:
+  {}
+                 check them; then --differing keep-file keeps the file's, --differing take-log                  writes the game log's",
+                differing.len(),
+                list.join("
+  ")
+            );
+        }
+        WhenTheFileDiffers::KeepFile => {
+            for held in &differing {
+                eprintln!("kept the file's result: {}", describe(held));
+            }
+            results.retain(|r| {
+                !differing
+                    .iter()
+                    .any(|held| (held.round, held.white) == (r.round, r.white))
+            });
+        }
+        WhenTheFileDiffers::TakeLog => {
+            for held in &differing {
+                eprintln!("replaced by the game log's result: {}", describe(held));
+            }
+        }
+        WhenTheFileDiffers::Refuse => {}
     }
     let written = file
         .with_results(&original, &results)
@@ -180,7 +247,7 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         args.trf_out.display()
     );
     for place in &without_result {
-        eprintln!("no result yet, left blank: {place}");
+        eprintln!("no result in the game log yet: {place}");
     }
     for problem in &not_in_file {
         eprintln!("not written: {problem}");
