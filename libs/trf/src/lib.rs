@@ -73,6 +73,8 @@ pub struct Tournament {
     /// `042` and `052`.
     pub start: Option<Date>,
     pub end: Option<Date>,
+    /// `092`: the type of tournament in words (`Individual: Swiss-System`, `Team Swiss`).
+    pub kind: String,
     /// `102`.
     pub chief_arbiter: String,
     /// `122`: the time control in words, as the organiser wrote it.

@@ -37,6 +37,10 @@ pub struct TrfFile {
     /// By starting rank.
     pub players: Players,
     pub teams: Vec<Team>,
+    /// The teams are `013` records, which pairing programs also write for the clubs of an
+    /// individual event (prizes by club), rather than TRF-26's `310`, which only a team event
+    /// has.
+    pub teams_are_older_records: bool,
     pub byes: Vec<ByeRecord>,
     pub line_ups: Vec<LineUp>,
     /// What was skipped or could not be read where it is not needed.
@@ -50,8 +54,8 @@ pub(crate) const ROUND_BLOCK: usize = 10;
 /// Records of TRF16 and TRF-26 this reads nothing of (statistics, pairing-engine settings,
 /// informative team records): skipped without a note.
 const NOT_NEEDED: &[&str] = &[
-    "062", "072", "082", "092", "112", "152", "172", "182", "192", "202", "212", "250", "260",
-    "299", "320", "330", "362", "801", "802",
+    "062", "072", "082", "112", "152", "172", "182", "192", "202", "212", "250", "260", "299",
+    "320", "330", "362", "801", "802",
 ];
 
 /// One line, addressed by 1-based columns as the specification numbers them.
@@ -173,6 +177,7 @@ impl TrfFile {
                 "032" => tournament.federation = text_after_id(),
                 "042" => tournament.start = read_date(&line, 5, &mut file.notes),
                 "052" => tournament.end = read_date(&line, 5, &mut file.notes),
+                "092" => tournament.kind = text_after_id(),
                 "102" => tournament.chief_arbiter = text_after_id(),
                 "122" => tournament.time_control_text = text_after_id(),
                 "222" => tournament.time_control = text_after_id(),
@@ -260,6 +265,7 @@ impl TrfFile {
         }
         if file.teams.is_empty() {
             file.teams = old_teams;
+            file.teams_are_older_records = !file.teams.is_empty();
         }
         file.check_references()?;
         Ok(file)

@@ -181,19 +181,13 @@ impl TrfFile {
                 (None, None) => not_paired.push(player.rank),
             }
         }
-        // A team event: every game between two different teams' players (teams listed for a
-        // prize in an individual Swiss do not make one). TRF-26 lists byes in `240` records
-        // too: a team's in a team event.
+        // TRF-26 lists byes in `240` records too: a team's in a team event.
         let team_of: std::collections::BTreeMap<u32, u32> = self
             .teams
             .iter()
             .flat_map(|t| t.players.iter().map(move |&p| (p, t.number)))
             .collect();
-        let team_event = !team_of.is_empty()
-            && !games.is_empty()
-            && games.iter().all(|(white, black, _)| {
-                matches!((team_of.get(white), team_of.get(black)), (Some(a), Some(b)) if a != b)
-            });
+        let team_event = self.is_team_round(&games, &team_of);
         let team_byes = self
             .byes
             .iter()
@@ -268,6 +262,50 @@ impl TrfFile {
             team_byes,
             not_paired,
         })
+    }
+
+    /// Whether the round is a team event's: every game between two different teams' players,
+    /// and the file says so — its type of tournament (`092`), else TRF-26's team records or
+    /// line-ups, else the games themselves: each team meets one other team, on more than one
+    /// board somewhere. A file's teams alone do not make one: pairing programs write `013`
+    /// records for the clubs of an individual open too, whose first round crosses clubs.
+    fn is_team_round(
+        &self,
+        games: &[PairedGame],
+        team_of: &std::collections::BTreeMap<u32, u32>,
+    ) -> bool {
+        let teams_of =
+            |&(white, black, _): &PairedGame| match (team_of.get(&white), team_of.get(&black)) {
+                (Some(&a), Some(&b)) if a != b => Some((a, b)),
+                _ => None,
+            };
+        let Some(pairs) = games.iter().map(teams_of).collect::<Option<Vec<_>>>() else {
+            return false;
+        };
+        if pairs.is_empty() {
+            return false;
+        }
+        let kind = self.tournament.kind.to_ascii_lowercase();
+        if kind.starts_with("team") {
+            return true;
+        }
+        if kind.starts_with("individual") {
+            return false;
+        }
+        if !self.teams_are_older_records || !self.line_ups.is_empty() {
+            return true;
+        }
+        let mut opponent_of = std::collections::BTreeMap::new();
+        let mut boards_of = std::collections::BTreeMap::new();
+        for &(a, b) in &pairs {
+            for (team, opponent) in [(a, b), (b, a)] {
+                if *opponent_of.entry(team).or_insert(opponent) != opponent {
+                    return false;
+                }
+            }
+            *boards_of.entry((a.min(b), a.max(b))).or_insert(0u32) += 1;
+        }
+        boards_of.values().any(|&boards| boards > 1)
     }
 
     /// A team event's games grouped by match (the matches by their teams' numbers, the lower

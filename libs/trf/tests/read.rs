@@ -387,3 +387,78 @@ fn windows_1252_names_and_blank_colours_are_read_as_meant() {
         refused(&edited(14, |l| l.replacen("    26 w 1", "    26   1", 1)));
     assert_eq!((line, column), (14, 97), "{message}");
 }
+
+/// Eight players of four clubs (`013` records, as pairing programs write them for club prizes
+/// in an individual open), round 1 paired top half against bottom half.
+fn club_open(kind_line: &str, clubs: &[&str]) -> String {
+    let mut text = format!("012 Club Open\n022 Town\n{kind_line}XXR 5\n");
+    for (rank, (opponent, colour)) in [
+        (5, 'w'),
+        (6, 'b'),
+        (7, 'w'),
+        (8, 'b'),
+        (1, 'b'),
+        (2, 'w'),
+        (3, 'b'),
+        (4, 'w'),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let rank = rank + 1;
+        // Columns as TRF16 has them: name from 15, rating 49–52, FIDE id to 68, points 81–84,
+        // the first round's opponent 92–95 and colour 97.
+        text += &format!(
+            "001 {rank:>4} m    {:<33} {:>4} ESP {:>11} {:<10} {:>4} {:>4}  {opponent:>4} {colour}\n",
+            format!("Player{rank}, X"),
+            2450 - 50 * (rank - 1),
+            1000 + rank,
+            "1980",
+            "0.0",
+            ""
+        );
+    }
+    for club in clubs {
+        text += &format!("{club}\n");
+    }
+    text
+}
+
+#[test]
+fn clubs_of_an_individual_open_do_not_make_a_team_event() {
+    let paired_as_published = [(1, 5), (6, 2), (3, 7), (8, 4)];
+    let four_clubs = [
+        "013 Club A                             1    8",
+        "013 Club B                             2    7",
+        "013 Club C                             3    6",
+        "013 Club D                             4    5",
+    ];
+    // The type of tournament says so: individual, whatever the clubs' games look like.
+    let declared =
+        TrfFile::parse(&club_open("092 Individual: Swiss-System\n", &four_clubs)).expect("read");
+    assert_eq!(declared.tournament.kind, "Individual: Swiss-System");
+    let round = declared.round(1).expect("round 1");
+    assert!(round.matches.is_empty());
+    let games: Vec<(u32, u32)> = round.tables.iter().map(|t| (t.white, t.black)).collect();
+    assert_eq!(games, paired_as_published);
+    // Without it, clubs whose players meet several clubs are clubs.
+    let uneven = TrfFile::parse(&club_open(
+        "",
+        &[
+            "013 Club A                             1    2    3",
+            "013 Club B                             4    5    6",
+            "013 Club C                             7    8",
+        ],
+    ))
+    .expect("read");
+    let round = uneven.round(1).expect("round 1");
+    assert!(round.matches.is_empty());
+    let games: Vec<(u32, u32)> = round.tables.iter().map(|t| (t.white, t.black)).collect();
+    assert_eq!(games, paired_as_published);
+    // With nothing else to go on, teams meeting team against team on several boards are a team
+    // event's matches; a team event's file says so (`092`, or TRF-26's `310` records).
+    let undeclared = TrfFile::parse(&club_open("", &four_clubs)).expect("read");
+    assert_eq!(undeclared.round(1).expect("round 1").matches.len(), 2);
+    let team = TrfFile::parse(&club_open("092 Team Swiss\n", &four_clubs)).expect("read");
+    assert_eq!(team.round(1).expect("round 1").matches.len(), 2);
+}

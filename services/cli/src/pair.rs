@@ -93,6 +93,17 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
     let pairings = file
         .round(args.round)
         .with_context(|| format!("round {} of {}", args.round, args.trf.display()))?;
+    if !pairings.matches.is_empty()
+        && file.teams_are_older_records
+        && file.tournament.kind.is_empty()
+    {
+        eprintln!(
+            "note: round {} is read as a team event's (its 013 teams meet team against team, \
+             and the file has no 092 type of tournament); if they are the clubs of an \
+             individual event, add the line `092 Individual: Swiss-System`",
+            args.round
+        );
+    }
     let boards = match (&args.boards, &args.board_map) {
         (Some(range), _) => Some(boards_in_range(range, &pairings)?),
         (None, Some(path)) => Some(boards_from_map(path, &pairings)?),
@@ -127,9 +138,12 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
         })
         .or_else(|| file.tournament.start.map(|d| d.pgn()))
         .unwrap_or_default();
+    // Team names only in a team event: an individual open's `013` records are clubs, and a
+    // team tag would make viewers (lichess) show the round as team matches.
     let team_of: BTreeMap<u32, &str> = file
         .teams
         .iter()
+        .filter(|_| !pairings.matches.is_empty())
         .flat_map(|t| t.players.iter().map(move |&p| (p, t.name.as_str())))
         .collect();
     let player = |rank: u32| -> PairedPlayer {
