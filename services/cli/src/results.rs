@@ -322,19 +322,24 @@ fn file_from_games(games: &[&GameState]) -> TrfFile {
     file
 }
 
-/// White's and Black's results as the log says: a decisive result an arbiter gave before any
-/// move was made is a forfeit (`+`/`-`); a game of less than one move each is not rated
-/// (`W`, `D`, `L`).
+/// White's and Black's results as the log says: a decisive result an arbiter gave before the
+/// loser made a move is a forfeit (`+`/`-`): the loser did not come (Article 6.7), even when
+/// White had played a first move and pressed the clock, as a DGT board's White often has by
+/// then; the pairing program must not count it as played. A game of less than one move each
+/// is not rated (`W`, `D`, `L`).
 fn outcomes(game: &GameState) -> Option<(Outcome, Outcome)> {
     let result = GameResult::try_from(game.result).unwrap_or(GameResult::Unspecified);
-    let forfeit = game.moves.is_empty()
-        && game.termination == Termination::Arbiter as i32
-        && result != GameResult::Draw;
+    let by_the_arbiter = game.termination == Termination::Arbiter as i32;
+    let (white_moved, black_moved) = (!game.moves.is_empty(), game.moves.len() >= 2);
     let unrated = game.moves.len() < 2;
     Some(match result {
         GameResult::Unspecified => return None,
-        GameResult::WhiteWins if forfeit => (Outcome::ForfeitWin, Outcome::ForfeitLoss),
-        GameResult::BlackWins if forfeit => (Outcome::ForfeitLoss, Outcome::ForfeitWin),
+        GameResult::WhiteWins if by_the_arbiter && !black_moved => {
+            (Outcome::ForfeitWin, Outcome::ForfeitLoss)
+        }
+        GameResult::BlackWins if by_the_arbiter && !white_moved => {
+            (Outcome::ForfeitLoss, Outcome::ForfeitWin)
+        }
         GameResult::WhiteWins if unrated => (Outcome::UnratedWin, Outcome::UnratedLoss),
         GameResult::BlackWins if unrated => (Outcome::UnratedLoss, Outcome::UnratedWin),
         GameResult::Draw if unrated => (Outcome::UnratedDraw, Outcome::UnratedDraw),
@@ -342,4 +347,45 @@ fn outcomes(game: &GameState) -> Option<(Outcome, Outcome)> {
         GameResult::BlackWins => (Outcome::Loss, Outcome::Win),
         GameResult::Draw => (Outcome::Draw, Outcome::Draw),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use boardcast_schema::game::v1::MoveCompleted;
+
+    use super::*;
+
+    fn ended(moves: usize, result: GameResult, termination: Termination) -> GameState {
+        GameState {
+            moves: vec![MoveCompleted::default(); moves],
+            result: result as i32,
+            termination: termination as i32,
+            ..GameState::default()
+        }
+    }
+
+    #[test]
+    fn a_loss_declared_before_the_loser_moved_is_a_forfeit() {
+        use GameResult::{BlackWins, WhiteWins};
+        use Outcome::*;
+        use Termination::{Arbiter, Resignation};
+        let cases = [
+            // Black never came: White had played and pressed, or not.
+            (0, WhiteWins, Arbiter, (ForfeitWin, ForfeitLoss)),
+            (1, WhiteWins, Arbiter, (ForfeitWin, ForfeitLoss)),
+            (0, BlackWins, Arbiter, (ForfeitLoss, ForfeitWin)),
+            // White had moved: a game, too short to be rated.
+            (1, BlackWins, Arbiter, (UnratedLoss, UnratedWin)),
+            (1, WhiteWins, Resignation, (UnratedWin, UnratedLoss)),
+            // Both had moved: a game.
+            (2, WhiteWins, Arbiter, (Win, Loss)),
+        ];
+        for (moves, result, termination, expected) in cases {
+            assert_eq!(
+                outcomes(&ended(moves, result, termination)),
+                Some(expected),
+                "{moves} moves, {result:?} by {termination:?}"
+            );
+        }
+    }
 }
