@@ -263,7 +263,7 @@ async fn the_round_set_up_is_the_files_and_a_bad_file_sets_up_nothing() -> anyho
 }
 
 /// The file as the pairing program exported it after pairing `round`: that round's games
-/// without results (forfeits and byes, known beforehand, keep theirs).
+/// without results (forfeits and byes, known beforehand, keep theirs), the points without them.
 fn paired_not_played(text: &str, round: u32) -> String {
     let result_column = 92 + 10 * (round as usize - 1) + 7;
     text.split_inclusive('\n')
@@ -278,6 +278,24 @@ fn paired_not_played(text: &str, round: u32) -> String {
                     .and_then(|o| o.iter().collect::<String>().trim().parse::<u32>().ok())
                     .is_some_and(|opponent| opponent != 0);
             if played {
+                // The points as the program wrote them then: without that result.
+                let taken = match chars[result_column - 1] {
+                    '1' => 1.0,
+                    '=' => 0.5,
+                    _ => 0.0,
+                };
+                let points: f64 = chars[80..84]
+                    .iter()
+                    .collect::<String>()
+                    .trim()
+                    .parse()
+                    .expect("the points");
+                for (slot, c) in chars[80..84]
+                    .iter_mut()
+                    .zip(format!("{:>4.1}", points - taken).chars())
+                {
+                    *slot = c;
+                }
                 chars[result_column - 1] = ' ';
             }
             chars.into_iter().collect::<String>()
@@ -490,10 +508,29 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
                 .then(|| line[4..8].trim().parse::<u32>().ok())
                 .flatten();
             let mut chars: Vec<char> = line.chars().collect();
-            if rank == Some(corrected_table.white) {
+            // The result swapped, and the points with it, as the pairing program writes them.
+            let change = if rank == Some(corrected_table.white) {
                 chars[128] = '0';
+                -1.0
             } else if rank == Some(corrected_table.black) {
                 chars[128] = '1';
+                1.0
+            } else {
+                0.0
+            };
+            if change != 0.0 {
+                let points: f64 = chars[80..84]
+                    .iter()
+                    .collect::<String>()
+                    .trim()
+                    .parse()
+                    .unwrap_or(0.0);
+                for (slot, c) in chars[80..84]
+                    .iter_mut()
+                    .zip(format!("{:>4.1}", points + change).chars())
+                {
+                    *slot = c;
+                }
             }
             chars.into_iter().collect::<String>()
         })

@@ -71,6 +71,19 @@ impl TrfFile {
                 self.tournament.scoring
             )));
         }
+        let disagreeing = self.points_not_summed_by_default(original);
+        if let Some((rank, written, summed)) = disagreeing.first() {
+            return Err(TrfError::File(format!(
+                "player {rank}'s points ({written}){} are not the sum of the results under a win \
+                 1, a draw ½ ({:.1}): the file scores games otherwise (3-1-0, say) or its points \
+                 were changed by hand, so no result is written",
+                match disagreeing.len() - 1 {
+                    0 => String::new(),
+                    others => format!(" and {others} other player(s)'"),
+                },
+                f64::from(*summed) / 2.0
+            )));
+        }
         for result in results {
             let paired = |rank: u32, opponent: u32, colour: Colour| {
                 self.players
@@ -148,6 +161,34 @@ impl TrfFile {
             written.push_str(end);
         }
         Ok(written)
+    }
+}
+
+impl TrfFile {
+    /// The players whose points, as `original` writes them (columns 81–84), are not the sum of
+    /// their results under the default scoring: (rank, the points written, the sum in half
+    /// points). A file without a `162` record may still score otherwise (TRF16 has no record
+    /// for it); its points say so.
+    fn points_not_summed_by_default(&self, original: &str) -> Vec<(u32, String, u32)> {
+        original
+            .lines()
+            .filter(|line| line.starts_with("001"))
+            .filter_map(|line| {
+                let field = |from: usize, to: usize| -> String {
+                    line.chars()
+                        .skip(from - 1)
+                        .take(to - from + 1)
+                        .collect::<String>()
+                        .trim()
+                        .to_owned()
+                };
+                let rank: u32 = field(5, 8).parse().ok()?;
+                let written = field(POINTS_COLUMNS.0, POINTS_COLUMNS.1);
+                let points: f64 = written.parse().ok()?;
+                let summed = self.players.get(&rank)?.half_points_before(u32::MAX);
+                ((points * 2.0 - f64::from(summed)).abs() > 1e-9).then_some((rank, written, summed))
+            })
+            .collect()
     }
 }
 

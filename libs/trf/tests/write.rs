@@ -12,7 +12,7 @@ fn source() -> String {
 }
 
 /// The file as the pairing program exported it after pairing `round`: that round's games
-/// without results (forfeits and byes, known beforehand, keep theirs).
+/// without results (forfeits and byes, known beforehand, keep theirs), the points without them.
 fn paired_not_played(text: &str, round: u32) -> String {
     let column = 92 + 10 * (round as usize - 1) + 7;
     text.split_inclusive('\n')
@@ -27,6 +27,24 @@ fn paired_not_played(text: &str, round: u32) -> String {
                     .and_then(|o| o.iter().collect::<String>().trim().parse::<u32>().ok())
                     .is_some_and(|opponent| opponent != 0);
             if played {
+                // The points as the program wrote them then: without that result.
+                let taken = match chars[column - 1] {
+                    '1' => 1.0,
+                    '=' => 0.5,
+                    _ => 0.0,
+                };
+                let points: f64 = chars[80..84]
+                    .iter()
+                    .collect::<String>()
+                    .trim()
+                    .parse()
+                    .expect("the points");
+                for (slot, c) in chars[80..84]
+                    .iter_mut()
+                    .zip(format!("{:>4.1}", points - taken).chars())
+                {
+                    *slot = c;
+                }
                 chars[column - 1] = ' ';
             }
             chars.into_iter().collect::<String>()
@@ -113,5 +131,32 @@ fn a_file_scoring_otherwise_gets_no_results_written() {
     assert!(
         file.with_results(&default, &[result]).is_ok(),
         "the default, written out"
+    );
+}
+
+#[test]
+fn a_trf16_file_whose_points_score_otherwise_gets_no_results_written() {
+    // TRF16 has no record for the scoring: a 3-1-0 event's file says so by its points only
+    // (here player 1's, 10.0 where the default scoring sums 4.0).
+    let original = source();
+    let line = original
+        .lines()
+        .find(|l| l.starts_with("001    1 "))
+        .expect("player 1");
+    let football = original.replacen(line, &format!("{}10.0{}", &line[..80], &line[84..]), 1);
+    let file = TrfFile::parse(&football).expect("reads");
+    let result = GameOutcome {
+        round: 4,
+        white: 4,
+        black: 1,
+        white_outcome: Outcome::Loss,
+        black_outcome: Outcome::Win,
+    };
+    let refused = file
+        .with_results(&football, &[result])
+        .expect_err("3-1-0 points");
+    assert!(
+        refused.to_string().contains("player 1's points (10.0)"),
+        "{refused}"
     );
 }
