@@ -675,7 +675,12 @@ fn the_lichess_texts_are_printed_for_pasting() -> anyhow::Result<()> {
     assert!(players.status.success());
     let text = String::from_utf8(players.stdout)?;
     assert_eq!(text.lines().count(), 52);
-    assert!(text.starts_with("Mirzoev Azer = 13400304 / GM\n"), "{text}");
+    // As lichess splits a line at `/`: name, FIDE id, title, rating.
+    assert!(text.starts_with("Mirzoev Azer / 13400304 / GM\n"), "{text}");
+    assert!(
+        text.lines().any(|l| l == "Gorrochategui Torres, Eugenio"),
+        "unrated, no FIDE id, no title: the name alone"
+    );
     let teams = run("teams", "grandmommyscup.trf")?;
     assert!(teams.status.success());
     let text = String::from_utf8(teams.stdout)?;

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 #[derive(Args, Debug)]
 pub struct LichessTextArgs {
     /// Which setting: `players` ("replace player names, ratings and titles": a line per player,
-    /// `Name = FIDE id / title`, or `Name / rating / title` without a FIDE id) or `teams` (a
+    /// `Name / FIDE id / title`, or `Name /  / title / rating` without a FIDE id) or `teams` (a
     /// line per player, `Team; FIDE id`).
     what: What,
     /// The Tournament Report File (TRF16 or TRF-26) of the tournament.
