@@ -264,6 +264,53 @@ impl TrfFile {
         })
     }
 
+    /// Each team's match points before `round` (a match won 2, drawn 1, lost 0, by the game
+    /// points its players scored against the other team's; a team's bye of a full point as a
+    /// match won, of half a point as one drawn).
+    fn match_points_before(
+        &self,
+        round: u32,
+        team_of: &std::collections::BTreeMap<u32, u32>,
+    ) -> std::collections::BTreeMap<u32, u32> {
+        let mut points = std::collections::BTreeMap::new();
+        for earlier in 1..round {
+            // (team, opponent team) → the team's game points in half points.
+            let mut scored: std::collections::BTreeMap<(u32, u32), u32> =
+                std::collections::BTreeMap::new();
+            for player in self.players.values() {
+                let Some(entry) = player.round(earlier) else {
+                    continue;
+                };
+                let (Some(opponent), Some(outcome)) = (entry.opponent, entry.outcome) else {
+                    continue;
+                };
+                if let (Some(&team), Some(&other)) =
+                    (team_of.get(&player.rank), team_of.get(&opponent))
+                {
+                    *scored.entry((team, other)).or_default() += outcome.half_points();
+                }
+            }
+            for (&(team, other), &own) in &scored {
+                let theirs = scored.get(&(other, team)).copied().unwrap_or(0);
+                let won = match own.cmp(&theirs) {
+                    std::cmp::Ordering::Greater => 2,
+                    std::cmp::Ordering::Equal => 1,
+                    std::cmp::Ordering::Less => 0,
+                };
+                *points.entry(team).or_insert(0) += won;
+            }
+            for bye in self.byes.iter().filter(|b| b.round == earlier) {
+                let won = match bye.kind {
+                    ByeKind::FullPoint | ByeKind::PairingAllocated => 2,
+                    ByeKind::HalfPoint => 1,
+                    ByeKind::ZeroPoint => 0,
+                };
+                *points.entry(bye.id).or_insert(0) += won;
+            }
+        }
+        points
+    }
+
     /// Whether the round is a team event's: every game between two different teams' players,
     /// and the file says so — its type of tournament (`092`), else TRF-26's team records or
     /// line-ups, else the games themselves: each team meets one other team, on more than one
@@ -308,8 +355,8 @@ impl TrfFile {
         boards_of.values().any(|&boards| boards > 1)
     }
 
-    /// A team event's games grouped by match (the matches by their teams' numbers, the lower
-    /// first), each match's boards in its teams' order for the round: the `300` line-up when
+    /// A team event's games grouped by match (the matches in standings order), each match's
+    /// boards in its teams' order for the round: the `300` line-up when
     /// there is one, else the team's own order.
     fn team_order(
         &self,
@@ -351,6 +398,21 @@ impl TrfFile {
                 .or_default()
                 .push((board_of(first_team_player, key.0), game));
         }
+        // The matches as pairing programs list them: by the match points before the round of
+        // the match's higher team, then the match's total, then the higher team's number (the
+        // higher team: more match points, on equal points the lower number).
+        let match_points = self.match_points_before(round, team_of);
+        let points = |team: u32| match_points.get(&team).copied().unwrap_or(0);
+        let mut by_match: Vec<((u32, u32), Vec<Board>)> = by_match.into_iter().collect();
+        by_match.sort_by_key(|&((low, high), _)| {
+            let (a, b) = (points(low), points(high));
+            let higher = if b > a { high } else { low };
+            (
+                std::cmp::Reverse(a.max(b)),
+                std::cmp::Reverse(a + b),
+                higher,
+            )
+        });
         let mut tables = Vec::new();
         let mut matches = Vec::new();
         for ((low, high), mut boards) in by_match {

@@ -316,8 +316,8 @@ fn the_players_and_teams_are_written_as_lichess_takes_them() {
     let players = boardcast_trf::lichess_players(&file);
     let lines: Vec<&str> = players.lines().collect();
     assert_eq!(lines.len(), 52);
-    assert_eq!(lines[0], "Mirzoev Azer = 13400304 / GM");
-    assert_eq!(lines[3], "Guijarro Galan Jose Luis = 32004478");
+    assert_eq!(lines[0], "Mirzoev Azer / 13400304 / GM");
+    assert_eq!(lines[3], "Guijarro Galan Jose Luis / 32004478");
     // No FIDE id: the rating and title as the file has them.
     assert_eq!(lines[5], "Gorrochategui Torres, Eugenio");
     let team_event = read("grandmommyscup.trf");
@@ -461,4 +461,70 @@ fn clubs_of_an_individual_open_do_not_make_a_team_event() {
     assert_eq!(undeclared.round(1).expect("round 1").matches.len(), 2);
     let team = TrfFile::parse(&club_open("092 Team Swiss\n", &four_clubs)).expect("read");
     assert_eq!(team.round(1).expect("round 1").matches.len(), 2);
+}
+
+#[test]
+fn a_team_events_matches_are_listed_by_standings() {
+    let file = read("grandmommyscup.trf");
+    // Match points before each round, from the file's own results (won 2, drawn 1, lost 0).
+    for round in 2..=7 {
+        let pairings = file.round(round).expect("paired");
+        let points_of = |team: u32| -> u32 {
+            (1..round)
+                .map(|earlier| {
+                    let players = &file
+                        .teams
+                        .iter()
+                        .find(|t| t.number == team)
+                        .expect("the team")
+                        .players;
+                    let mut own = 0;
+                    let mut theirs = 0;
+                    for &rank in players {
+                        let Some(entry) = file.players[&rank].round(earlier) else {
+                            continue;
+                        };
+                        let (Some(opponent), Some(outcome)) = (entry.opponent, entry.outcome)
+                        else {
+                            continue;
+                        };
+                        own += outcome.half_points();
+                        theirs += file.players[&opponent]
+                            .round(earlier)
+                            .and_then(|e| e.outcome)
+                            .map_or(0, |o| o.half_points());
+                    }
+                    let bye = file
+                        .byes
+                        .iter()
+                        .find(|b| b.round == earlier && b.id == team)
+                        .map(|b| match b.kind {
+                            ByeKind::FullPoint | ByeKind::PairingAllocated => 2,
+                            ByeKind::HalfPoint => 1,
+                            ByeKind::ZeroPoint => 0,
+                        });
+                    match bye {
+                        Some(points) => points,
+                        None if own + theirs == 0 => 0,
+                        None => match own.cmp(&theirs) {
+                            std::cmp::Ordering::Greater => 2,
+                            std::cmp::Ordering::Equal => 1,
+                            std::cmp::Ordering::Less => 0,
+                        },
+                    }
+                })
+                .sum()
+        };
+        let leading: Vec<(u32, u32)> = pairings
+            .matches
+            .iter()
+            .map(|m| {
+                let (a, b) = (points_of(m.first_team), points_of(m.second_team));
+                (a.max(b), a + b)
+            })
+            .collect();
+        let mut sorted = leading.clone();
+        sorted.sort_by(|x, y| y.cmp(x));
+        assert_eq!(leading, sorted, "round {round}: the top match first");
+    }
 }
