@@ -312,8 +312,13 @@ async fn main() -> anyhow::Result<()> {
     server.abort();
     for task in [follow, release, store] {
         task.abort();
-        // Cancelled, or already ended with the outcome above.
-        let _ = task.await;
+        // The task `select!` saw end is finished and must not be awaited again.
+        if !task.is_finished() {
+            let _ = task.await;
+        }
+    }
+    if let Err(e) = &outcome {
+        tracing::error!("stopping: {e:#}");
     }
     background.shutdown().await;
     // What was shown since the last store, so that a restart reads little of the log again.

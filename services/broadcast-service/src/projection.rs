@@ -390,11 +390,45 @@ impl Projection {
 /// Stores what changed at each `period` (`--store-every-ms`: a few commits a second whatever
 /// the load), for as long as the service runs.
 pub async fn store_changes(projection: Arc<Projection>, period: Duration) -> anyhow::Result<()> {
+    /// How often a failure that goes on is said again.
+    const SAY_AGAIN: Duration = Duration::from_secs(60);
     let mut every = tokio::time::interval(period);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing_since: Option<(tokio::time::Instant, tokio::time::Instant)> = None;
     loop {
         every.tick().await;
-        projection.store()?;
+        match projection.store() {
+            // The state file only spares a restart reading the log again: viewers are served
+            // from memory, so a full disk must not take the feeds down. What is not stored
+            // stays marked and goes with the next write that succeeds.
+            Err(e) => {
+                crate::metrics::store_failed();
+                let now = tokio::time::Instant::now();
+                match failing_since {
+                    Some((_, said)) if now.duration_since(said) < SAY_AGAIN => {}
+                    Some((since, _)) => {
+                        failing_since = Some((since, now));
+                        tracing::error!(
+                            "storing the feeds has failed for {} s: {e:#}; still serving from \
+                             memory, a restart now would read the log again",
+                            now.duration_since(since).as_secs()
+                        );
+                    }
+                    None => {
+                        failing_since = Some((now, now));
+                        tracing::error!(
+                            "storing the feeds failed: {e:#}; serving from memory and trying \
+                             again every {period:?}"
+                        );
+                    }
+                }
+            }
+            Ok(()) => {
+                if failing_since.take().is_some() {
+                    tracing::info!("the feeds are stored again");
+                }
+            }
+        }
     }
 }
 

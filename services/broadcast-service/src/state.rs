@@ -33,7 +33,9 @@ pub struct StateError {
 
 pub struct State {
     path: PathBuf,
-    db: Database,
+    /// The open file; `None` after a write failed. redb refuses every write after an I/O error
+    /// (a full disk, say) until the file is opened again, which the next write does.
+    db: std::sync::Mutex<Option<Database>>,
     /// This run's number: how many times the state was opened before.
     run: u64,
 }
@@ -63,10 +65,10 @@ impl State {
         let db = Database::create(path).map_err(|e| fail(e.to_string()))?;
         let mut state = State {
             path: path.to_owned(),
-            db,
+            db: std::sync::Mutex::new(None),
             run: 0,
         };
-        let txn = state.db.begin_write().map_err(|e| state.fail(e))?;
+        let txn = db.begin_write().map_err(|e| state.fail(e))?;
         {
             let mut log = txn.open_table(LOG).map_err(|e| state.fail(e))?;
             let stored = log
@@ -102,6 +104,7 @@ impl State {
         txn.open_table(ROUNDS).map_err(|e| state.fail(e))?;
         txn.open_table(META).map_err(|e| state.fail(e))?;
         txn.commit().map_err(|e| state.fail(e))?;
+        state.db = std::sync::Mutex::new(Some(db));
         Ok(state)
     }
 
@@ -120,7 +123,12 @@ impl State {
     /// Reads what was stored. Games this version cannot read are left out and the log position
     /// reset to its start, so that they are built again from the log.
     pub fn read(&self) -> Result<Stored, StateError> {
-        let txn = self.db.begin_read().map_err(|e| self.fail(e))?;
+        let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        let txn = db
+            .as_ref()
+            .ok_or_else(|| self.fail("the state file is not open"))?
+            .begin_read()
+            .map_err(|e| self.fail(e))?;
         let meta = txn.open_table(META).map_err(|e| self.fail(e))?;
         let mut stream_seq = meta
             .get(STREAM_SEQ)
@@ -159,9 +167,25 @@ impl State {
         })
     }
 
-    /// Stores what changed and the log position it was built from, in one transaction.
+    /// Stores what changed and the log position it was built from, in one transaction. After
+    /// a failure the file is closed, and opened again by the next write.
     pub fn write(&self, stream_seq: u64, dirty: &Dirty) -> Result<(), StateError> {
-        let txn = self.db.begin_write().map_err(|e| self.fail(e))?;
+        let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        if db.is_none() {
+            *db = Some(Database::create(&self.path).map_err(|e| self.fail(e))?);
+        }
+        let Some(open) = db.as_ref() else {
+            return Err(self.fail("the state file is not open"));
+        };
+        let written = self.write_in(open, stream_seq, dirty);
+        if written.is_err() {
+            *db = None;
+        }
+        written
+    }
+
+    fn write_in(&self, db: &Database, stream_seq: u64, dirty: &Dirty) -> Result<(), StateError> {
+        let txn = db.begin_write().map_err(|e| self.fail(e))?;
         {
             let mut games = txn.open_table(GAMES).map_err(|e| self.fail(e))?;
             for (id, snapshot) in &dirty.games {
