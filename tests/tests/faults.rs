@@ -331,7 +331,9 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
             .args(["--board-id", "gw-1", "--nats", &gateway_urls, "--outbox"])
             .arg(&outbox)
             .args(["--metrics-listen", &metrics.to_string()])
-            .stderr(std::process::Stdio::null()),
+            .stderr(std::fs::File::create(
+                dir.path().join("gateway-serial.log"),
+            )?),
     )?;
 
     anyhow::ensure!(
@@ -356,6 +358,15 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     assert!(forks.is_empty(), "game logs fork:\n{}", forks.join("\n"));
     let gateway_state = gateway_game_done(&first.url()).await?;
     restarted_gateway.kill_hard()?;
+    // What the gateway said at start (the journal, under systemd) names the server, not the
+    // password.
+    let said = std::fs::read_to_string(dir.path().join("gateway-serial.log"))?;
+    let password = &access
+        .user(&Role::Gateway("gw".into()))
+        .context("the gateway's user")?
+        .password;
+    assert!(said.contains("gateway-gw:***@"), "{said}");
+    assert!(!said.contains(password.as_str()), "the password in: {said}");
 
     // No acknowledged observation lost: the simulator published each until acknowledged. Read
     // from each stream's leader; one that lacks records the stream's replicas keep (seen on

@@ -278,7 +278,9 @@ async fn serial(args: SerialArgs) -> anyhow::Result<()> {
     };
     eprintln!(
         "reading board {} on {}; publishing to {} (Ctrl-C stops)",
-        args.board_id, args.port, args.publish.nats
+        args.board_id,
+        args.port,
+        boardcast_kit::nats::redact(&args.publish.nats)
     );
     let config = SerialConfig::new(&args.port, &args.board_id);
     run_until_interrupted(publishing, serial::run(config, recorder, handle)).await
@@ -289,7 +291,8 @@ async fn livechess(args: LivechessArgs) -> anyhow::Result<()> {
     let recorder = publishing.recorder(SourceKind::Livechess);
     eprintln!(
         "following LiveChess at {}; publishing to {} (Ctrl-C stops)",
-        args.url, args.publish.nats
+        args.url,
+        boardcast_kit::nats::redact(&args.publish.nats)
     );
     run_until_interrupted(publishing, livechess::run(args.url.clone(), recorder)).await
 }
