@@ -1146,3 +1146,31 @@ async fn a_service_cannot_have_the_server_answer_into_the_hall() -> anyhow::Resu
         .context("the session ends' stream is still there")?;
     Ok(())
 }
+
+/// A command run by hand (an export for an appeal) with a wrong password stops at once and says
+/// why, without printing the password; it used to wait for ever, printing nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_with_a_wrong_password_says_so_and_stops() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[])?;
+    let _game = with_streams(&nats).await?;
+    let admin_url = nats.url_for(&Role::Admin)?;
+    let password = nats
+        .access
+        .user(&Role::Admin)
+        .context("the admin user")?
+        .password
+        .clone();
+    let wrong = admin_url.replace(&password, "not-the-password");
+    let dir = tempfile::tempdir()?;
+    let out = std::process::Command::new(boardcast_testkit::program("boardcast")?)
+        .args(["export", "--nats", &wrong, "--tournament", "open", "--out"])
+        .arg(dir.path().join("open.json"))
+        .env("RUST_BACKTRACE", "0")
+        .output()?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("refused the connection"), "{said}");
+    assert!(!said.contains("not-the-password"), "{said}");
+    assert!(!dir.path().join("open.json").exists());
+    Ok(())
+}

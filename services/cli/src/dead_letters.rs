@@ -41,8 +41,14 @@ pub struct DeadLettersArgs {
 }
 
 pub async fn run(args: DeadLettersArgs) -> anyhow::Result<()> {
-    let js =
-        jetstream::new(boardcast_kit::nats::connect(&args.nats, "boardcast-dead-letters").await?);
+    let js = jetstream::new(
+        boardcast_kit::nats::connect_for_command(
+            &args.nats,
+            "boardcast-dead-letters",
+            boardcast_kit::nats::COMMAND_CONNECT_WITHIN,
+        )
+        .await?,
+    );
     let stream = match js.get_stream(DEADLETTER_STREAM).await {
         Ok(stream) => stream,
         Err(e)

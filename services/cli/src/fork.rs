@@ -134,7 +134,12 @@ pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
 
 /// The game log stream on NATS server `nats`.
 async fn open_log(nats: &str) -> anyhow::Result<jetstream::stream::Stream> {
-    let client = boardcast_kit::nats::connect(nats, "boardcast-fork").await?;
+    let client = boardcast_kit::nats::connect_for_command(
+        nats,
+        "boardcast-fork",
+        boardcast_kit::nats::COMMAND_CONNECT_WITHIN,
+    )
+    .await?;
     jetstream::new(client)
         .get_stream(GAMES_STREAM)
         .await
@@ -336,7 +341,14 @@ async fn decide_board_again(
         eprintln!("game {game_id} has no first record left: no board to decide again");
         return Ok(());
     };
-    let js = jetstream::new(boardcast_kit::nats::connect(nats, "boardcast-fork").await?);
+    let js = jetstream::new(
+        boardcast_kit::nats::connect_for_command(
+            nats,
+            "boardcast-fork",
+            boardcast_kit::nats::COMMAND_CONNECT_WITHIN,
+        )
+        .await?,
+    );
     let Some((device_seq, payload)) =
         last_board_observation(&js, &board, BoardRead::Leader).await?
     else {

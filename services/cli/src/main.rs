@@ -117,14 +117,22 @@ fn main() -> anyhow::Result<()> {
         Command::Delay(args) => runtime.block_on(delay::run(args)),
         Command::Pair(args) => runtime.block_on(pair::run(args)),
         Command::Results(args) => runtime.block_on(results::run(args)),
-        Command::Export(args) => runtime.block_on(appeal::export(args)),
-        Command::Fork(args) => runtime.block_on(fork::run(args)),
+        // Logging on, so that what NATS refuses (a user that may not read a stream) says why.
+        Command::Export(args) => {
+            init_logging();
+            runtime.block_on(appeal::export(args))
+        }
+        Command::Fork(args) => {
+            init_logging();
+            runtime.block_on(fork::run(args))
+        }
         Command::DeadLetters(args) => {
             // So that a refusal by NATS (credentials that may not read the stream) says why.
             init_logging();
             runtime.block_on(dead_letters::run(args))
         }
         Command::Replay(args) => {
+            init_logging();
             let code = runtime.block_on(appeal::replay_command(args))?;
             std::process::exit(if code == std::process::ExitCode::SUCCESS {
                 0

@@ -251,6 +251,79 @@ pub async fn connect(url: &str, name: &str) -> anyhow::Result<async_nats::Client
     Ok(client)
 }
 
+/// How long a command (an export, a replay, a fork, the dead letters) waits for NATS before it
+/// gives up and says why: a person is waiting at a terminal, and a service would keep trying.
+pub const COMMAND_CONNECT_WITHIN: Duration = Duration::from_secs(20);
+
+/// [`connect`] for a command run by hand: gives up after `within` with what went wrong (the
+/// server refused the user name or password, a TLS certificate its authority does not sign, no
+/// answer at all), instead of waiting for ever as a service does.
+pub async fn connect_for_command(
+    url: &str,
+    name: &str,
+    within: Duration,
+) -> anyhow::Result<async_nats::Client> {
+    let last_problem: std::sync::Arc<std::sync::Mutex<Option<String>>> = Default::default();
+    // The server refused the user name or password: trying again cannot help.
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (noted, refusal) = (last_problem.clone(), refused.clone());
+    let client = connect_observed(url, name, move |event| {
+        if is_refusal(event) {
+            refusal.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let problem = match event {
+            async_nats::Event::ServerError(e) => Some(format!("the server said: {e}")),
+            async_nats::Event::ClientError(e) => Some(e.to_string()),
+            _ => None,
+        };
+        if let Some(problem) = problem
+            && let Ok(mut last) = noted.lock()
+        {
+            *last = Some(problem);
+        }
+    })
+    .await?;
+    let connected = tokio::time::timeout(within, async {
+        while client.connection_state() != async_nats::connection::State::Connected
+            && !refused.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    if connected.is_err() || client.connection_state() != async_nats::connection::State::Connected {
+        let problem = last_problem
+            .lock()
+            .ok()
+            .and_then(|p| p.clone())
+            .unwrap_or_else(|| "no answer".to_owned());
+        let tls_hint =
+            if TRUSTED_AUTHORITY.get().is_none() && std::env::var_os(NATS_CA_ENV).is_none() {
+                format!(
+                    "; if the hall's NATS speaks TLS, set {NATS_CA_ENV} to the hall's ca.pem \
+                 (boardcast tls-certs)"
+                )
+            } else {
+                String::new()
+            };
+        if refused.load(std::sync::atomic::Ordering::Relaxed) {
+            anyhow::bail!(
+                "NATS at {} refused the connection ({problem}): check the user name and \
+                 password in the URL (boardcast nats-config --print-url ROLE)",
+                redact(url)
+            );
+        }
+        anyhow::bail!(
+            "could not connect to NATS at {} within {} s ({problem}): check that it runs, \
+             the address, and the user name and password in the URL{tls_hint}",
+            redact(url),
+            within.as_secs()
+        );
+    }
+    require_current_server(&client, url).await?;
+    Ok(client)
+}
+
 /// The oldest nats-server boardcast runs on: per-subject expected sequences serialised on
 /// replicated streams, atomic batch publish (`allow_atomic`) and direct gets.
 pub const MIN_SERVER_VERSION: (u64, u64) = (2, 12);

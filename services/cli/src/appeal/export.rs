@@ -109,7 +109,12 @@ pub(super) struct BoardRange {
 
 pub async fn export(args: ExportArgs) -> anyhow::Result<()> {
     args.selection.check()?;
-    let client = boardcast_kit::nats::connect(&args.nats, "boardcast-export").await?;
+    let client = boardcast_kit::nats::connect_for_command(
+        &args.nats,
+        "boardcast-export",
+        boardcast_kit::nats::COMMAND_CONNECT_WITHIN,
+    )
+    .await?;
     let js = jetstream::new(client);
     // Written as it is read (a tournament's records need not fit in memory), under a temporary
     // name until it is complete.

@@ -71,7 +71,12 @@ pub async fn replay_command(args: ReplayArgs) -> anyhow::Result<std::process::Ex
                 bail!("with --nats, say which games: --tournament [--round] or --game");
             };
             selection.check()?;
-            let client = boardcast_kit::nats::connect(url, "boardcast-replay").await?;
+            let client = boardcast_kit::nats::connect_for_command(
+                url,
+                "boardcast-replay",
+                boardcast_kit::nats::COMMAND_CONNECT_WITHIN,
+            )
+            .await?;
             let js = jetstream::new(client);
             let keys_file = args
                 .trusted_keys

@@ -548,7 +548,12 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
         }
         create_games(&args.game_service, token.as_deref(), &plans).await?;
     }
-    let client = boardcast_kit::nats::connect(&args.nats, "boardcast-simulate").await?;
+    let client = boardcast_kit::nats::connect_for_command(
+        &args.nats,
+        "boardcast-simulate",
+        boardcast_kit::nats::COMMAND_CONNECT_WITHIN,
+    )
+    .await?;
     let js = jetstream::new(client);
     match plans.len() {
         1 => eprintln!("playing 1 game on board {}-1", args.board_prefix),
