@@ -198,16 +198,7 @@ async fn main() -> anyhow::Result<()> {
     // The game service creates the streams; this service may only read the game log.
     nats::require_streams(&js, &[nats::GAMES_STREAM, nats::DELAYS_STREAM]).await?;
 
-    let log_created = js
-        .get_stream(nats::GAMES_STREAM)
-        .await
-        .context("opening the game log")?
-        .info()
-        .await
-        .context("reading the game log's details")?
-        .created
-        .unix_timestamp_nanos()
-        .to_string();
+    let log_created = nats::game_log_created(&js).await?;
     let state = state::State::open(&args.state, &log_created)?;
     // Every recorded delay is known before anything is released.
     let (recorded, next_delay_seq) = delays::read_all(&js).await?;

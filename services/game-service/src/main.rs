@@ -202,7 +202,11 @@ async fn main() -> anyhow::Result<()> {
 
     // A snapshot that cannot be opened (another instance holds the file, a bad file) only costs
     // start-up time: run without one.
-    let snapshots = match snapshot::Snapshots::open(&args.snapshot) {
+    let log_created = retrying("reading the game log's details", || {
+        nats::game_log_created(&js)
+    })
+    .await?;
+    let snapshots = match snapshot::Snapshots::open(&args.snapshot, &log_created) {
         Ok(s) => Some(Arc::new(s)),
         Err(e) => {
             tracing::warn!("running without snapshots: {e}");

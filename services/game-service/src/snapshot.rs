@@ -27,6 +27,9 @@ const BEHIND: TableDefinition<&str, u64> = TableDefinition::new("behind");
 /// whole each time, and absent from snapshots written before it was kept.
 const BROKEN: TableDefinition<&str, &str> = TableDefinition::new("broken");
 const FOLDED_SEQ: &str = "folded_seq";
+/// When the game log the snapshot was folded from was created (`nats::game_log_created`):
+/// absent from snapshots written before it was kept.
+const LOG_CREATED: &str = "log_created";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -58,6 +61,9 @@ pub struct SnapshotData {
 pub struct Snapshots {
     path: PathBuf,
     db: Database,
+    /// The game log this service folds: a snapshot of another one (last event's file, a new
+    /// NATS store) is cleared, not restored.
+    log_created: String,
     /// A write failed: the file may lack changes, so the next write must hold every game.
     needs_full: AtomicBool,
 }
@@ -95,7 +101,8 @@ fn decode_game(game_id: &str, bytes: &[u8]) -> Option<SnapshotGame> {
 }
 
 impl Snapshots {
-    pub fn open(path: &Path) -> Result<Snapshots, SnapshotError> {
+    /// Opens (or creates) the snapshot file for the game log created at `log_created`.
+    pub fn open(path: &Path, log_created: &str) -> Result<Snapshots, SnapshotError> {
         let storage = |reason: String| SnapshotError::Storage {
             path: path.to_owned(),
             reason,
@@ -107,6 +114,7 @@ impl Snapshots {
         Ok(Snapshots {
             path: path.to_owned(),
             db,
+            log_created: log_created.to_owned(),
             needs_full: AtomicBool::new(false),
         })
     }
@@ -140,7 +148,8 @@ impl Snapshots {
         }
     }
 
-    /// Reads the whole snapshot; `None` when it is empty.
+    /// Reads the whole snapshot; `None` when it is empty, or when it was folded from another
+    /// game log (it is then cleared).
     pub fn read(&self) -> Result<Option<SnapshotData>, SnapshotError> {
         let txn = self.db.begin_read().map_err(|e| self.storage(e))?;
         let meta = match txn.open_table(META) {
@@ -148,6 +157,23 @@ impl Snapshots {
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
             Err(e) => return Err(self.storage(e)),
         };
+        let made_from = meta
+            .get(LOG_CREATED)
+            .map_err(|e| self.storage(e))?
+            .map(|v| String::from_utf8_lossy(v.value()).into_owned());
+        if let Some(made_from) = made_from.filter(|made_from| *made_from != self.log_created) {
+            tracing::warn!(
+                path = %self.path.display(),
+                made_from,
+                this_log = self.log_created,
+                "the snapshot was folded from another game log (another event, or a new NATS \
+                 store): cleared, the games are read from this log"
+            );
+            drop(meta);
+            drop(txn);
+            self.clear()?;
+            return Ok(None);
+        }
         let Some(seq) = meta.get(FOLDED_SEQ).map_err(|e| self.storage(e))? else {
             return Ok(None);
         };
@@ -252,6 +278,8 @@ impl Snapshots {
             let mut meta = txn.open_table(META).map_err(|e| self.storage(e))?;
             meta.insert(FOLDED_SEQ, data.folded_seq.to_le_bytes().as_slice())
                 .map_err(|e| self.storage(e))?;
+            meta.insert(LOG_CREATED, self.log_created.as_bytes())
+                .map_err(|e| self.storage(e))?;
         }
         txn.delete_table(BEHIND).map_err(|e| self.storage(e))?;
         self.rewrite(
@@ -285,7 +313,7 @@ mod tests {
     fn each_game_s_end_and_the_broken_games_are_kept_and_an_older_snapshot_still_reads()
     -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
-        let snapshots = Snapshots::open(&dir.path().join("snapshot.redb"))?;
+        let snapshots = Snapshots::open(&dir.path().join("snapshot.redb"), "1700000000")?;
         snapshots.write(&data(7), true)?;
         let read = snapshots.read()?.expect("written");
         assert_eq!(read.folded_seq, 9);
@@ -315,6 +343,39 @@ mod tests {
             (read.games[0].last_stream_seq, read.games[0].records.len()),
             (0, 2)
         );
+        Ok(())
+    }
+
+    #[test]
+    fn a_snapshot_of_another_game_log_is_cleared_not_restored() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("snapshot.redb");
+        {
+            let last_event = Snapshots::open(&path, "1700000000")?;
+            last_event.write(&data(7), true)?;
+            assert!(last_event.read()?.is_some());
+        }
+        // This event's log (a new NATS store): nothing of the last event's games comes back,
+        // now or after this event's first write.
+        let this_event = Snapshots::open(&path, "1800000000")?;
+        assert!(this_event.read()?.is_none());
+        this_event.write(
+            &SnapshotData {
+                folded_seq: 3,
+                games: Vec::new(),
+                broken: Vec::new(),
+            },
+            false,
+        )?;
+        let read = this_event.read()?.expect("this event's");
+        assert_eq!((read.folded_seq, read.games.len()), (3, 0));
+        drop(this_event);
+        // A snapshot written before the log was named is read as before.
+        let older = Snapshots::open(&path, "1900000000")?;
+        let txn = older.db.begin_write()?;
+        txn.open_table(META)?.remove(LOG_CREATED)?;
+        txn.commit()?;
+        assert!(older.read()?.is_some());
         Ok(())
     }
 }

@@ -251,6 +251,23 @@ pub async fn connect(url: &str, name: &str) -> anyhow::Result<async_nats::Client
     Ok(client)
 }
 
+/// When the game log's stream was created (nanoseconds since 1970, as text): what names this
+/// log among the logs of other events or stores, so that a state or snapshot file built from
+/// another one is recognised (the stream keeps it across restarts, leader changes and a move of
+/// its directory).
+pub async fn game_log_created(js: &jetstream::Context) -> anyhow::Result<String> {
+    Ok(js
+        .get_stream(GAMES_STREAM)
+        .await
+        .context("opening the game log")?
+        .info()
+        .await
+        .context("reading the game log's details")?
+        .created
+        .unix_timestamp_nanos()
+        .to_string())
+}
+
 /// How long a command (an export, a replay, a fork, the dead letters) waits for NATS before it
 /// gives up and says why: a person is waiting at a terminal, and a service would keep trying.
 pub const COMMAND_CONNECT_WITHIN: Duration = Duration::from_secs(20);
