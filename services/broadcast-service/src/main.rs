@@ -108,7 +108,8 @@ struct Args {
     /// the board shows before the press follows it): TOURNAMENT/ROUND=LICHESS_ROUND_ID; repeat
     /// for several rounds. A lichess round holds at most 100 games: push a larger round as
     /// ranges of boards, TOURNAMENT/ROUND:1-100=ID1, TOURNAMENT/ROUND:101-200=ID2, …
-    #[arg(long = "push-lichess")]
+    /// (comma-separated in the environment).
+    #[arg(long = "push-lichess", env = "BOARDCAST_PUSH_LICHESS", value_delimiter = ',')]
     push_lichess: Vec<push::PushTarget>,
     /// The lichess server to push to.
     #[arg(

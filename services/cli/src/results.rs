@@ -167,6 +167,15 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
             not_in_file.push(format!("{place}: its players are not the file's"));
             continue;
         };
+        if let Some(short) = &game.log_not_followed {
+            // Its state stops short of its log: a result read from it could be stale.
+            not_in_file.push(format!(
+                "{place}: the game service cannot read its log to the end ({}); mend it \
+                 (boardcast fork) and run this again",
+                short.reason
+            ));
+            continue;
+        }
         let Some((white_outcome, black_outcome)) = outcomes(game) else {
             let in_file = file
                 .players
