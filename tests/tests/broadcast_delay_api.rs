@@ -109,6 +109,13 @@ async fn only_the_organiser_sets_the_delay_and_every_broadcast_service_applies_i
         "{said}"
     );
     assert_eq!(recorded(&nats).await?, 1);
+    // Set before the round is played, as an organiser may; the command says no game has that
+    // tournament id yet, in case it is misspelt.
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no game of tournament"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let broadcast = BroadcastService::start(&nats.url())?;
     broadcast.wait_ready(Duration::from_secs(30)).await?;
     let pgn = std::fs::read_to_string(

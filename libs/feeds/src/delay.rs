@@ -68,6 +68,17 @@ pub enum DelayError {
          (SECONDS followed by s instead of MINUTES, e.g. 90s)"
     )]
     Unreadable(String),
+    #[error("delay {setting:?}: {reason}")]
+    BadTournament { setting: String, reason: String },
+}
+
+/// A tournament id no game can have is refused: a setting for it would never apply.
+fn checked_tournament(tournament: &str, setting: &str) -> Result<String, DelayError> {
+    boardcast_game::validate_tournament_id(tournament).map_err(|e| DelayError::BadTournament {
+        setting: setting.to_owned(),
+        reason: e.to_string(),
+    })?;
+    Ok(tournament.to_owned())
 }
 
 /// `MINUTES`, or `SECONDS` followed by `s` (e.g. `90s`), as milliseconds.
@@ -151,14 +162,16 @@ impl Delays {
                             }
                             delays.rounds.insert(
                                 RoundKey {
-                                    tournament_id: tournament.to_owned(),
+                                    tournament_id: checked_tournament(tournament, setting)?,
                                     round,
                                 },
                                 ms,
                             );
                         }
                         None if !target.is_empty() => {
-                            delays.tournaments.insert(target.to_owned(), ms);
+                            delays
+                                .tournaments
+                                .insert(checked_tournament(target, setting)?, ms);
                         }
                         None => return Err(DelayError::Unreadable(setting.to_owned())),
                     }
@@ -172,6 +185,18 @@ impl Delays {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_setting_for_a_tournament_id_no_game_can_have_is_refused() {
+        for setting in ["Hall Open=15", "Hall Open/2=15", "open?=5"] {
+            let refused = Delays::parse([setting]).expect_err(setting);
+            assert!(
+                matches!(refused, DelayError::BadTournament { .. }),
+                "{setting}: {refused}"
+            );
+        }
+        assert!(Delays::parse(["hall-open=15", "hall_open/2=15"]).is_ok());
+    }
 
     fn key(t: &str, round: u32) -> RoundKey {
         RoundKey {

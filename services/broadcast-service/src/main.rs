@@ -109,7 +109,11 @@ struct Args {
     /// for several rounds. A lichess round holds at most 100 games: push a larger round as
     /// ranges of boards, TOURNAMENT/ROUND:1-100=ID1, TOURNAMENT/ROUND:101-200=ID2, …
     /// (comma-separated in the environment).
-    #[arg(long = "push-lichess", env = "BOARDCAST_PUSH_LICHESS", value_delimiter = ',')]
+    #[arg(
+        long = "push-lichess",
+        env = "BOARDCAST_PUSH_LICHESS",
+        value_delimiter = ','
+    )]
     push_lichess: Vec<push::PushTarget>,
     /// The lichess server to push to.
     #[arg(

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use boardcast_schema::game::v1::SetBroadcastDelayRequest;
+use boardcast_schema::game::v1::{ListGamesRequest, SetBroadcastDelayRequest};
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -64,5 +64,22 @@ pub async fn run(args: DelayArgs) -> anyhow::Result<()> {
         recorded.delay_ms / 1000,
         recorded.set_by
     );
+    // Set before a round is paired, a delay rightly names a tournament without games yet; a
+    // misspelt id does too, and the real tournament stays live: say so.
+    let games = client
+        .list_games(ListGamesRequest {
+            tournament_id: args.tournament.clone(),
+            round: 0,
+        })
+        .await
+        .map(|r| r.into_inner().games.len());
+    if matches!(games, Ok(0)) {
+        eprintln!(
+            "note: the game service has no game of tournament {:?} yet; if its rounds are set \
+             up already, check the id (`boardcast results`, the dashboard and the feeds' URLs \
+             show it)",
+            args.tournament
+        );
+    }
     Ok(())
 }

@@ -260,6 +260,11 @@ fn grant_of(role: Role, tournament: &str, boards: &BoardList) -> anyhow::Result<
     if tournament.trim().is_empty() {
         bail!("--tournament is empty: give the tournament id, or \"*\" for every tournament");
     }
+    if tournament.trim() != "*" {
+        // A role in a tournament no game can belong to would never let anyone do anything.
+        boardcast_game::validate_tournament_id(tournament.trim())
+            .map_err(|e| anyhow::anyhow!("--tournament: {e}, or \"*\" for every tournament"))?;
+    }
     if !boards.0.is_empty() && role != Role::Arbiter {
         bail!("--boards is for arbiters; a {role} may act on every board of the tournament");
     }

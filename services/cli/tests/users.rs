@@ -104,3 +104,43 @@ fn tokens_expire_rotate_and_sessions_end() {
         assert!(after > before, "{command:?}");
     }
 }
+
+#[test]
+fn a_role_in_a_tournament_id_no_game_can_have_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("users.json");
+    stdout(&users(&file, &["add", "ada"]));
+    let refused = users(
+        &file,
+        &[
+            "grant",
+            "ada",
+            "--role",
+            "operator",
+            "--tournament",
+            "Hall Open",
+        ],
+    );
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("--tournament") && said.contains("' '"),
+        "{said}"
+    );
+    assert!(!stdout(&users(&file, &["list"])).contains("Hall Open"));
+    stdout(&users(
+        &file,
+        &[
+            "grant",
+            "ada",
+            "--role",
+            "operator",
+            "--tournament",
+            "hall-open",
+        ],
+    ));
+    stdout(&users(
+        &file,
+        &["grant", "ada", "--role", "observer", "--tournament", "*"],
+    ));
+}
