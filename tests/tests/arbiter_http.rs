@@ -764,3 +764,57 @@ async fn the_live_queue_resumes_from_the_last_event_a_page_saw() -> anyhow::Resu
     assert_eq!(alert_ids(&events), open_now);
     Ok(())
 }
+
+/// The dashboard says whether arbiters can use it: the game log followed and the game service
+/// answering (logins and rulings go to it). A dashboard whose game service is away says so on
+/// `/readyz` (503) and `/healthz`, and is ready once it answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dashboard_is_ready_only_while_the_game_service_answers() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let away = format!("http://127.0.0.1:{}", boardcast_testkit::free_port()?);
+    let arbiter = ArbiterService::start(&nats.url(), &away)?;
+    // The game log's streams, made by a game service on the hall's NATS; the dashboard's own
+    // game service address leads nowhere.
+    let _streams = GameService::start(&nats.url())?;
+    let readiness = |arbiter: &ArbiterService| {
+        let url = arbiter.url("/readyz");
+        async move {
+            let response = reqwest::get(url).await?;
+            let status = response.status().as_u16();
+            anyhow::Ok((status, response.json::<Value>().await?))
+        }
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let (status, said) = loop {
+        let (status, said) = readiness(&arbiter).await?;
+        // Asked at least once (the first answer may be "not asked yet").
+        if said["game_log"]["state"] == "following"
+            && said["game_service"]["unreachable"] != "not asked yet"
+        {
+            break (status, said);
+        }
+        ensure!(tokio::time::Instant::now() < deadline, "{said}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(status, 503, "{said}");
+    assert!(said["game_service"]["unreachable"].is_string(), "{said}");
+    let health: Value = reqwest::get(arbiter.url("/healthz")).await?.json().await?;
+    assert_eq!(health["status"], "ok");
+    assert!(
+        health["game_service"]["unreachable"].is_string(),
+        "{health}"
+    );
+
+    let hall = Hall::start().await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, said) = readiness(&hall.arbiter).await?;
+        if status == 200 {
+            assert_eq!(said["game_service"], "answers");
+            break;
+        }
+        ensure!(tokio::time::Instant::now() < deadline, "{said}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}

@@ -38,7 +38,8 @@ Routes:\n  \
 /games/{game_id}                         a game's timeline, position at any entry, alerts, rulings\n  \
 /events?tournament=..&round=..           the live alert queue (server-sent events)\n  \
 /api/...                                 the JSON behind the pages\n  \
-/healthz                                 liveness, and whether the game log is being followed\n  \
+/healthz                                 liveness, whether the game log is followed and the game service answers\n  \
+/readyz                                  200 once both hold (for a load balancer), 503 with what is missing\n  \
 /metrics (Prometheus text: alerts open, log position, latency) is served on --metrics-listen only.\n\n\
 Example:\n  boardcast-arbiter-service --nats nats://arbiter:secret@127.0.0.1:4222 \\\n    \
 --game-service https://games.hall.local:50051 --game-service-ca ca.pem \\\n    \
@@ -144,6 +145,8 @@ async fn main() -> anyhow::Result<()> {
     let trusted = args.trust.load()?;
     let api = upstream::GameApi::new(&args.game_service, args.game_service_ca.as_deref())
         .context("setting up the game service client")?;
+    // Said in the log when the game service stops or starts answering; shown on /readyz.
+    tokio::spawn(api.clone().watch());
     let games = Arc::new(follow::Games::new(trusted));
     // Kept for as long as the service runs: they report when scraped.
     let _gauges = {

@@ -85,7 +85,13 @@ impl From<tonic::Status> for UpstreamError {
 #[derive(Clone)]
 pub struct GameApi {
     client: GameServiceClient<Channel>,
+    /// Why the game service did not answer when last asked (`None`: it answered), for
+    /// `/readyz` and `/healthz`: without it no arbiter can log in or rule.
+    unreachable: std::sync::Arc<std::sync::RwLock<Option<String>>>,
 }
+
+/// How often the game service is asked whether it answers.
+const WATCH_EVERY: Duration = Duration::from_secs(5);
 
 impl GameApi {
     /// A client for `url` that connects on first use (the game service may start later). An
@@ -97,7 +103,56 @@ impl GameApi {
             .timeout(CALL_TIMEOUT);
         Ok(GameApi {
             client: GameServiceClient::new(endpoint.connect_lazy()),
+            unreachable: std::sync::Arc::new(std::sync::RwLock::new(Some(
+                "not asked yet".to_owned(),
+            ))),
         })
+    }
+
+    /// Why the game service did not answer when last asked; `None` when it did.
+    pub fn unreachable(&self) -> Option<String> {
+        self.unreachable
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Asks the game service whether it answers, every few seconds for as long as the service
+    /// runs, and says so in the log when that changes.
+    pub async fn watch(self) {
+        let mut every = tokio::time::interval(WATCH_EVERY);
+        loop {
+            every.tick().await;
+            let now = self.ask().await;
+            let before = std::mem::replace(
+                &mut *self.unreachable.write().unwrap_or_else(|e| e.into_inner()),
+                now.clone(),
+            );
+            match (before.is_some(), &now) {
+                (_, Some(why)) if before.as_deref() != Some(why) => tracing::error!(
+                    "the game service does not answer ({why}): no arbiter can log in or rule"
+                ),
+                (true, None) => tracing::info!("the game service answers"),
+                _ => {}
+            }
+        }
+    }
+
+    /// One question without credentials: any answer, a refusal included, is the game service's.
+    async fn ask(&self) -> Option<String> {
+        let mut client = self.client.clone();
+        match client.who_am_i(tonic::Request::new(WhoAmIRequest {})).await {
+            Ok(_) => None,
+            Err(status)
+                if matches!(
+                    status.code(),
+                    Code::Unauthenticated | Code::PermissionDenied
+                ) =>
+            {
+                None
+            }
+            Err(status) => Some(status.message().to_owned()),
+        }
     }
 }
 

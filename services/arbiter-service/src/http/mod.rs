@@ -30,7 +30,7 @@ use api::{
     events,
 };
 use login::{login, login_page, logout};
-use pages::{css, game_page, healthz, index_page, js, round_page};
+use pages::{css, game_page, healthz, index_page, js, readyz, round_page};
 use rulings::{api_act, api_assign, api_assignments, api_claim};
 
 use crate::{
@@ -109,6 +109,7 @@ pub fn router(state: AppState) -> Router {
         .route("/assets/dashboard.css", get(css))
         .route("/assets/dashboard.js", get(js))
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/events", get(events))
         .route("/api/me", get(api_me))
         .route("/api/rounds", get(api_rounds))

@@ -152,7 +152,32 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
     no_store(&json!({
         "status": "ok",
         "game_log": state.games.status(),
+        "game_service": game_service_status(&state),
     }))
+}
+
+fn game_service_status(state: &AppState) -> serde_json::Value {
+    match state.api.unreachable() {
+        None => json!("answers"),
+        Some(why) => json!({ "unreachable": why }),
+    }
+}
+
+/// Ready for arbiters: the game log followed and the game service answering (logins and
+/// rulings go to it). 503 with what is missing otherwise; put a load balancer on this.
+pub(super) async fn readyz(State(state): State<AppState>) -> Response {
+    let game_log = state.games.status();
+    let ready =
+        game_log == crate::follow::FollowStatus::Following && state.api.unreachable().is_none();
+    let mut response = no_store(&json!({
+        "ready": ready,
+        "game_log": game_log,
+        "game_service": game_service_status(&state),
+    }));
+    if !ready {
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    }
+    response
 }
 
 // ---------------------------------------------------------------------------------------------
