@@ -856,13 +856,15 @@ impl GameApi {
             .refresh()
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
-        if let Some(by) = self
+        if let Some((by, on_board)) = self
             .store
-            .with_game(game_id, |g| g.started_by_request().to_owned())
+            .with_game(game_id, |g| {
+                (g.started_by_request().to_owned(), g.info().board_id.clone())
+            })
             .await
             && by != request_id
         {
-            return Err(created_by_another(game_id, &info.board_id));
+            return Err(created_by_another(game_id, &on_board));
         }
         let live = self
             .store
@@ -878,7 +880,8 @@ impl GameApi {
             Some((live_id, false, _)) if live_id != game_id && !replace_unfinished => {
                 Err(Status::failed_precondition(format!(
                     "board {:?} still carries game {live_id}, which is not finished; \
-                     record its result first, or set replace_unfinished",
+                     record its result first, or replace it (`boardcast pair \
+                     --replace-unfinished`, replace_unfinished in the API)",
                     info.board_id
                 )))
             }
@@ -919,7 +922,7 @@ impl GameApi {
                 .store
                 .with_game(&game_id, |g| {
                     if g.started_by_request() != request_id {
-                        return Err(created_by_another(&game_id, &info.board_id));
+                        return Err(created_by_another(&game_id, &g.info().board_id));
                     }
                     let stored = g.info();
                     // The board's position in the ingest stream and how the service reads the

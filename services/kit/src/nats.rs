@@ -358,9 +358,18 @@ pub async fn require_current_server(client: &async_nats::Client, url: &str) -> a
         tokio::time::sleep(Duration::from_millis(50)).await;
         waited += Duration::from_millis(50);
         if waited.as_millis().is_multiple_of(10_000) {
+            // A server that speaks TLS with a certificate of the hall's own authority looks
+            // like no answer at all to a client that does not trust it.
+            let hint = if TRUSTED_AUTHORITY.get().is_none()
+                && std::env::var_os(NATS_CA_ENV).is_none()
+            {
+                format!("; if the hall's NATS speaks TLS, set {NATS_CA_ENV} to the hall's ca.pem")
+            } else {
+                String::new()
+            };
             tracing::warn!(
                 url = redact(url),
-                "waiting for NATS to answer ({waited:?} so far)"
+                "waiting for NATS to answer ({waited:?} so far){hint}"
             );
         }
     }
