@@ -248,7 +248,7 @@ impl Projection {
     fn mark_not_following_on(&self, at: LogBreak) {
         let mut marked = self.lock_not_following_on();
         if !marked.contains_key(&at.game_id) {
-            tracing::error!(game = %at.game_id, stream_seq = at.stream_seq, "{at}; its later records are not shown until an operator mends its log");
+            tracing::error!(game = %at.game_id, stream_seq = at.stream_seq, "{at}; {}", at.remedy());
             marked.insert(at.game_id.clone(), at);
         }
     }

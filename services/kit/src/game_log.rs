@@ -65,6 +65,21 @@ pub struct LogBreak {
     pub why: String,
 }
 
+impl LogBreak {
+    /// What to do about it, for the reader's log: most breaks need an operator to mend the log
+    /// (`boardcast fork`); records signed by a key the reader does not trust point at the
+    /// reader's own trusted keys file instead (a wrong file reads as every game broken).
+    pub fn remedy(&self) -> &'static str {
+        if self.why.contains("which is not among the trusted keys") {
+            "its later records are not shown: if every game says so, this service's trusted keys \
+             file (--trusted-keys) lacks the game service's signing key (boardcast keys show); \
+             fix the file and restart"
+        } else {
+            "its later records are not shown until an operator mends its log (boardcast fork)"
+        }
+    }
+}
+
 impl std::fmt::Display for LogBreak {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -586,5 +601,26 @@ mod tests {
             message(5, &game[1]),
         ];
         assert_eq!(read(&mut checks(), log), "R---R");
+    }
+
+    #[test]
+    fn a_break_on_an_untrusted_key_points_at_the_trusted_keys_file() {
+        let at = |why: String| LogBreak {
+            game_id: "g".into(),
+            stream_seq: 7,
+            game_seq: 2,
+            why,
+        };
+        let untrusted = boardcast_game::signing::SignatureError::UnknownKey {
+            game_seq: 2,
+            key_id: "k1".into(),
+        };
+        assert!(
+            at(untrusted.to_string())
+                .remedy()
+                .contains("--trusted-keys")
+        );
+        let forked = at("a second record numbered 2: the log forked".into());
+        assert!(forked.remedy().contains("boardcast fork"));
     }
 }

@@ -696,7 +696,7 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
                 game_seq: at_game_seq,
                 why,
             };
-            tracing::error!(game = %at.game_id, stream_seq, "{at}; its later entries are not shown until an operator mends its log");
+            tracing::error!(game = %at.game_id, stream_seq, "{at}; {}", at.remedy());
             entry.damage = Some(Damage {
                 at_game_seq,
                 message: format!("log damaged at entry {at_game_seq}: {}", at.why),
