@@ -1400,6 +1400,15 @@ async fn an_operator_keeps_one_branch_of_a_forked_game_and_it_goes_on_from_there
     let (ok, out) =
         boardcast_cli(&[&["fork", "show", whole, "--nats", &nats_url], &trust[..]].concat())?;
     assert!(ok && out.contains("does not fork"), "{out}");
+    // A misspelt game id is said to be none of the log's, not shown as a whole log.
+    let (ok, out) = boardcast_cli(
+        &[
+            &["fork", "show", "no-such-game", "--nats", &nats_url],
+            &trust[..],
+        ]
+        .concat(),
+    )?;
+    assert!(!ok && out.contains("holds nothing of game"), "{out}");
 
     // Refusals change nothing: a record that starts no branch, a game that does not fork.
     let dir = tempfile::tempdir()?;

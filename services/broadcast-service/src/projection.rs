@@ -232,7 +232,14 @@ impl Projection {
                     }),
                     // The display can be wrong; the log is the authority. Keep serving the rest.
                     None => {
-                        tracing::error!(stream_seq = seq, "cannot show a game log record: {e}")
+                        let e = e.to_string();
+                        let hint = boardcast_kit::game_log::untrusted_key_hint(&e)
+                            .map(|hint| format!("; {hint}"))
+                            .unwrap_or_default();
+                        tracing::error!(
+                            stream_seq = seq,
+                            "cannot show a game log record: {e}{hint}"
+                        )
                     }
                 }
             }

@@ -96,6 +96,11 @@ pub async fn run(args: ForkArgs) -> anyhow::Result<()> {
         ForkCommand::Show { game_id, log } => {
             let trusted = log.trust.load()?;
             let stored = game_records(&open_log(&log.nats).await?, &game_id, u64::MAX).await?;
+            anyhow::ensure!(
+                !stored.is_empty(),
+                "the game log holds nothing of game {game_id:?}: check the id (the dashboard and \
+                 `boardcast export` show them)"
+            );
             let taken = boardcast_game::trusted_records_of(&game_id, &stored, &trusted).len();
             if taken < stored.len() {
                 println!(

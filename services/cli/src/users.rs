@@ -276,6 +276,7 @@ fn grant_of(role: Role, tournament: &str, boards: &BoardList) -> anyhow::Result<
 }
 
 pub fn run(args: UsersArgs) -> anyhow::Result<()> {
+    let existed = args.file.exists();
     let mut directory = secrets::read_users(&args.file)?;
     let mut rng = rand::rng();
     let now = boardcast_kit::now_unix_ms();
@@ -391,12 +392,23 @@ pub fn run(args: UsersArgs) -> anyhow::Result<()> {
             true
         }
         UsersCommand::List => {
+            if !existed {
+                anyhow::bail!(
+                    "there is no users file {} (--file, or BOARDCAST_USERS)",
+                    args.file.display()
+                );
+            }
             print_users(&directory, now);
             false
         }
     };
     if changed {
         secrets::write_users(&args.file, &directory)?;
+        if !existed {
+            // Run from another directory, the default path makes a file the services never
+            // read: name it.
+            eprintln!("created the users file {}", args.file.display());
+        }
     }
     Ok(())
 }

@@ -109,7 +109,17 @@ fn tokens_expire_rotate_and_sessions_end() {
 fn a_role_in_a_tournament_id_no_game_can_have_is_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("users.json");
-    stdout(&users(&file, &["add", "ada"]));
+    let missing = users(&file, &["list"]);
+    assert!(
+        !missing.status.success(),
+        "no such file: said, not listed empty"
+    );
+    let created = users(&file, &["add", "ada"]);
+    stdout(&created);
+    assert!(
+        String::from_utf8_lossy(&created.stderr).contains("created the users file"),
+        "the file made is named"
+    );
     let refused = users(
         &file,
         &[

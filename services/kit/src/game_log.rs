@@ -65,18 +65,27 @@ pub struct LogBreak {
     pub why: String,
 }
 
+/// What to check when a record is refused for its signing key: a reader whose trusted keys
+/// file lacks the game service's key refuses every record, which reads as every game broken.
+pub const UNTRUSTED_KEY_HINT: &str = "if every record is refused so, this service's trusted \
+     keys file (--trusted-keys) lacks the game service's signing key (boardcast keys show): fix \
+     the file and restart";
+
+/// [`UNTRUSTED_KEY_HINT`] when `why` (a refusal's or a break's reason) is a record signed by a
+/// key the reader does not trust.
+pub fn untrusted_key_hint(why: &str) -> Option<&'static str> {
+    why.contains("which is not among the trusted keys")
+        .then_some(UNTRUSTED_KEY_HINT)
+}
+
 impl LogBreak {
     /// What to do about it, for the reader's log: most breaks need an operator to mend the log
     /// (`boardcast fork`); records signed by a key the reader does not trust point at the
-    /// reader's own trusted keys file instead (a wrong file reads as every game broken).
+    /// reader's own trusted keys file instead.
     pub fn remedy(&self) -> &'static str {
-        if self.why.contains("which is not among the trusted keys") {
-            "its later records are not shown: if every game says so, this service's trusted keys \
-             file (--trusted-keys) lacks the game service's signing key (boardcast keys show); \
-             fix the file and restart"
-        } else {
-            "its later records are not shown until an operator mends its log (boardcast fork)"
-        }
+        untrusted_key_hint(&self.why).unwrap_or(
+            "its later records are not shown until an operator mends its log (boardcast fork)",
+        )
     }
 }
 

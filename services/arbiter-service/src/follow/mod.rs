@@ -650,10 +650,13 @@ fn fold_into(state: &mut State, stream_seq: u64, subject: &str, payload: &[u8]) 
     let opened = match opened {
         Ok(opened) => opened,
         Err(refusal) => {
+            let hint = boardcast_kit::game_log::untrusted_key_hint(&refusal.to_string())
+                .map(|hint| format!("; {hint}"))
+                .unwrap_or_default();
             tracing::error!(
                 game = %subject_game,
                 stream_seq,
-                "refused a game log record: {refusal}"
+                "refused a game log record: {refusal}{hint}"
             );
             entry.refuse(format!("stream sequence {stream_seq}: {refusal}"));
             return vec![game_change];

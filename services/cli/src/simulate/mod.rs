@@ -288,6 +288,10 @@ pub fn plan(args: &SimulateArgs) -> anyhow::Result<Plan> {
              (whose disturbances are --dgt-disturbances)"
         );
     }
+    if let Some(tournament) = &args.tournament {
+        boardcast_game::validate_tournament_id(tournament)
+            .map_err(|e| anyhow::anyhow!("--tournament: {e}"))?;
+    }
     let games: Vec<_> = games.into_iter().take(args.boards).collect();
     let tournament_of = |game: &PgnGame| {
         args.tournament
@@ -722,6 +726,12 @@ mod tests {
         let separate = plan(&args_for(path, 2, &["--tournament", "one"]).expect("parses"))
             .expect("two distinct boards");
         assert!(separate.notices.is_empty());
+        // An id no game can have is refused up front, named as the option.
+        let refused = plan(&args_for(path, 2, &["--tournament", "Hall Open"]).expect("parses"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(refused.starts_with("--tournament: "), "{refused}");
     }
 
     #[test]
