@@ -72,6 +72,15 @@ pub struct PublishArgs {
     /// /readyz on, e.g. 127.0.0.1:9465; none when not given.
     #[arg(long, env = "BOARDCAST_METRICS_LISTEN")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Observations found waiting in the outbox at start that look like another event's (the
+    /// oldest received more than --outbox-max-age-hours ago, or NATS holding less of a board than
+    /// it acknowledged to this outbox) stop the gateway before anything is published, lest they
+    /// land in today's games. This publishes them anyway.
+    #[arg(long)]
+    pub publish_held_outbox: bool,
+    /// How old the outbox's waiting observations may be at start (hours).
+    #[arg(long, default_value_t = 12)]
+    pub outbox_max_age_hours: u32,
 }
 
 /// How a DGT board is set up.
@@ -208,6 +217,9 @@ impl Publishing {
         boardcast_kit::nats::trust_authority(args.nats_ca.as_deref());
         let client = boardcast_kit::nats::connect_observed(&args.nats, client_name, |_| {}).await?;
         let js = jetstream::new(client);
+        if !args.publish_held_outbox {
+            refuse_foreign_outbox(&outbox, &js, args).await?;
+        }
         let wake = Arc::new(Notify::new());
         let stop = Arc::new(Notify::new());
         let task = tokio::spawn(publisher::run(
@@ -240,6 +252,59 @@ impl Publishing {
             .context("the publisher stopped")?
             .context("publishing the outbox")
     }
+}
+
+/// Stops the gateway before it publishes observations waiting in its outbox that look like
+/// another event's (`outbox::foreign_observations`). JetStream is asked how far it holds each
+/// such board when it answers soon; when NATS is away, only the observations' age counts.
+async fn refuse_foreign_outbox(
+    outbox: &Arc<Outbox>,
+    js: &jetstream::Context,
+    args: &PublishArgs,
+) -> anyhow::Result<()> {
+    let boards = outbox.pending_boards().context("reading the outbox")?;
+    if boards.is_empty() {
+        return Ok(());
+    }
+    let mut jetstream_last = std::collections::BTreeMap::new();
+    for board in &boards {
+        // A direct get may be answered by a replica a moment behind: asked again a few times
+        // before the answer counts as less than JetStream acknowledged.
+        for attempt in 0..5 {
+            let asked = tokio::time::timeout(
+                Duration::from_secs(5),
+                boardcast_kit::nats::last_board_seq(
+                    js,
+                    &board.board_id,
+                    boardcast_kit::nats::BoardRead::OwnBoard,
+                ),
+            )
+            .await;
+            let Ok(Ok(last)) = asked else { break };
+            let highest = jetstream_last.entry(board.board_id.clone()).or_insert(last);
+            *highest = (*highest).max(last);
+            if *highest >= board.acknowledged_up_to || attempt == 4 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    let reasons = boardcast_gateway::outbox::foreign_observations(
+        &boards,
+        |board| jetstream_last.get(board).copied(),
+        boardcast_kit::now_unix_ms(),
+        i64::from(args.outbox_max_age_hours) * 3_600_000,
+    );
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "the outbox {} holds observations that look like another event's, so nothing is \
+         published: {}. Move the file aside (its observations stay in it) and start with a new \
+         --outbox, or publish them anyway with --publish-held-outbox",
+        args.outbox.display(),
+        reasons.join("; ")
+    )
 }
 
 /// Runs a reader until Ctrl-C (or until the publisher fails, which only a broken outbox does).

@@ -20,6 +20,10 @@ const PENDING: TableDefinition<u64, &[u8]> = TableDefinition::new("pending");
 const LAST_SEQ: TableDefinition<&str, u64> = TableDefinition::new("last_device_seq");
 /// The key of the message nonces, made when the file is.
 const NONCE_KEY: TableDefinition<&str, &[u8]> = TableDefinition::new("message_nonce_key");
+/// The highest `device_seq` JetStream acknowledged per board: a JetStream that holds less of
+/// the board is not the one this outbox published to. Absent from files written before it was
+/// kept (nothing acknowledged is then known).
+const ACKNOWLEDGED: TableDefinition<&str, u64> = TableDefinition::new("acknowledged_device_seq");
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutboxError {
@@ -31,6 +35,52 @@ pub enum OutboxError {
 
 fn storage(e: impl std::fmt::Display) -> OutboxError {
     OutboxError::Storage(e.to_string())
+}
+
+/// What the outbox holds of one board, for the check before anything is published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingBoard {
+    pub board_id: String,
+    /// Observations not yet acknowledged.
+    pub pending: u64,
+    /// When the gateway received the oldest of them (ms since 1970; 0: not known).
+    pub oldest_receive_unix_ms: i64,
+    /// The highest `device_seq` of the board JetStream acknowledged to this outbox (0: none).
+    pub acknowledged_up_to: u64,
+}
+
+/// Why observations waiting in the outbox look like another event's, one sentence per board:
+/// the oldest is older than `max_age_ms` (a NATS outage in a round is minutes, not hours), or
+/// JetStream holds the board's observations only up to `jetstream_last` although it acknowledged
+/// more to this outbox (the outbox published to another NATS store: another event, a test
+/// hall). `jetstream_last` is `None` for a board when JetStream could not be asked.
+pub fn foreign_observations(
+    boards: &[PendingBoard],
+    jetstream_last: impl Fn(&str) -> Option<u64>,
+    now_unix_ms: i64,
+    max_age_ms: i64,
+) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for board in boards {
+        let age_ms = now_unix_ms.saturating_sub(board.oldest_receive_unix_ms);
+        if board.oldest_receive_unix_ms > 0 && age_ms > max_age_ms {
+            reasons.push(format!(
+                "{} observation(s) of board {} wait since {} h ago",
+                board.pending,
+                board.board_id,
+                age_ms / 3_600_000
+            ));
+        } else if let Some(last) = jetstream_last(&board.board_id)
+            && last < board.acknowledged_up_to
+        {
+            reasons.push(format!(
+                "{} observation(s) of board {} wait, and this NATS holds the board's only up to \
+                 number {last} although it acknowledged up to {} to this outbox",
+                board.pending, board.board_id, board.acknowledged_up_to
+            ));
+        }
+    }
+    reasons
 }
 
 /// An observation waiting to be published.
@@ -55,6 +105,7 @@ impl Outbox {
         let txn = db.begin_write().map_err(storage)?;
         txn.open_table(PENDING).map_err(storage)?;
         txn.open_table(LAST_SEQ).map_err(storage)?;
+        txn.open_table(ACKNOWLEDGED).map_err(storage)?;
         let nonce_key = {
             let mut table = txn.open_table(NONCE_KEY).map_err(storage)?;
             let stored = table
@@ -167,7 +218,7 @@ impl Outbox {
         Ok(out)
     }
 
-    /// Forgets observations JetStream has acknowledged.
+    /// Forgets observations JetStream has acknowledged, remembering how far each board's were.
     pub fn remove(&self, positions: &[u64]) -> Result<(), OutboxError> {
         if positions.is_empty() {
             return Ok(());
@@ -175,12 +226,65 @@ impl Outbox {
         let txn = self.db.begin_write().map_err(storage)?;
         {
             let mut table = txn.open_table(PENDING).map_err(storage)?;
+            let mut acknowledged = txn.open_table(ACKNOWLEDGED).map_err(storage)?;
             for position in positions {
-                table.remove(position).map_err(storage)?;
+                let Some(removed) = table.remove(position).map_err(storage)? else {
+                    continue;
+                };
+                let Ok(observation) = Observation::decode(removed.value()) else {
+                    continue;
+                };
+                let board = observation.board_id.as_str();
+                let before = acknowledged
+                    .get(board)
+                    .map_err(storage)?
+                    .map_or(0, |v| v.value());
+                if observation.device_seq > before {
+                    acknowledged
+                        .insert(board, observation.device_seq)
+                        .map_err(storage)?;
+                }
             }
         }
         txn.commit().map_err(storage)?;
         Ok(())
+    }
+
+    /// Each board with observations waiting: how many, since when, and how far JetStream
+    /// acknowledged the board's before.
+    pub fn pending_boards(&self) -> Result<Vec<PendingBoard>, OutboxError> {
+        let txn = self.db.begin_read().map_err(storage)?;
+        let table = txn.open_table(PENDING).map_err(storage)?;
+        let acknowledged = txn.open_table(ACKNOWLEDGED).map_err(storage)?;
+        let mut boards: std::collections::BTreeMap<String, PendingBoard> =
+            std::collections::BTreeMap::new();
+        for entry in table.iter().map_err(storage)? {
+            let (key, value) = entry.map_err(storage)?;
+            let observation =
+                Observation::decode(value.value()).map_err(|e| OutboxError::Corrupt {
+                    position: key.value(),
+                    reason: e.to_string(),
+                })?;
+            let board = boards
+                .entry(observation.board_id.clone())
+                .or_insert_with(|| PendingBoard {
+                    board_id: observation.board_id.clone(),
+                    pending: 0,
+                    oldest_receive_unix_ms: observation.receive_time_unix_ms,
+                    acknowledged_up_to: 0,
+                });
+            board.pending += 1;
+            board.oldest_receive_unix_ms = board
+                .oldest_receive_unix_ms
+                .min(observation.receive_time_unix_ms);
+        }
+        for board in boards.values_mut() {
+            board.acknowledged_up_to = acknowledged
+                .get(board.board_id.as_str())
+                .map_err(storage)?
+                .map_or(0, |v| v.value());
+        }
+        Ok(boards.into_values().collect())
     }
 
     pub fn pending_count(&self) -> Result<u64, OutboxError> {
@@ -193,6 +297,77 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn observations_of_another_event_are_told_apart() {
+        let hour = 3_600_000;
+        let board = |id: &str, oldest: i64, acknowledged: u64| PendingBoard {
+            board_id: id.into(),
+            pending: 3,
+            oldest_receive_unix_ms: oldest,
+            acknowledged_up_to: acknowledged,
+        };
+        let now = 100 * hour;
+        let boards = [
+            // Waiting a few minutes, JetStream as far as it acknowledged: published.
+            board("fresh", now - hour / 20, 40),
+            // Waiting two days.
+            board("old", now - 48 * hour, 0),
+            // JetStream has less than it acknowledged: another store.
+            board("elsewhere", now - hour / 20, 450),
+        ];
+        let last = |id: &str| match id {
+            "fresh" => Some(40),
+            "elsewhere" => Some(0),
+            _ => None,
+        };
+        let reasons = foreign_observations(&boards, last, now, 12 * hour);
+        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        assert!(
+            reasons[0].contains("board old wait since 48 h"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[1].contains("board elsewhere") && reasons[1].contains("up to 450"),
+            "{reasons:?}"
+        );
+        // JetStream not asked (NATS away): only the age counts.
+        assert!(foreign_observations(&boards[2..], |_| None, now, 12 * hour).is_empty());
+    }
+
+    #[test]
+    fn what_is_waiting_is_summed_up_per_board_with_how_far_jetstream_took_it()
+    -> Result<(), OutboxError> {
+        let dir = tempfile::tempdir().map_err(storage)?;
+        let outbox = Outbox::open(&dir.path().join("outbox.redb"))?;
+        let at = |board: &str, ms: i64| Observation {
+            board_id: board.into(),
+            receive_time_unix_ms: ms,
+            ..Default::default()
+        };
+        outbox.append(vec![at("a", 100), at("a", 200), at("b", 50), at("a", 300)])?;
+        let pending = outbox.peek(10)?;
+        // JetStream took a's first two.
+        outbox.remove(&[pending[0].position, pending[1].position])?;
+        assert_eq!(
+            outbox.pending_boards()?,
+            [
+                PendingBoard {
+                    board_id: "a".into(),
+                    pending: 1,
+                    oldest_receive_unix_ms: 300,
+                    acknowledged_up_to: 2,
+                },
+                PendingBoard {
+                    board_id: "b".into(),
+                    pending: 1,
+                    oldest_receive_unix_ms: 50,
+                    acknowledged_up_to: 0,
+                },
+            ]
+        );
+        Ok(())
+    }
 
     fn obs(board: &str) -> Observation {
         Observation {
