@@ -120,6 +120,14 @@ impl TrfFile {
     /// Reads a file's bytes: UTF-8, else Windows-1252 (as Swiss-Manager still writes names),
     /// with a note saying so.
     pub fn parse_bytes(bytes: &[u8]) -> Result<TrfFile, TrfError> {
+        // Notepad's "Unicode": every other byte zero, which no TRF is.
+        if bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]) {
+            return Err(TrfError::File(
+                "the file is UTF-16 (\"Unicode\" in Notepad): save it as UTF-8 or ANSI, or \
+                 export it again from the pairing program"
+                    .into(),
+            ));
+        }
         match std::str::from_utf8(bytes) {
             Ok(text) => TrfFile::parse(text),
             Err(_) => {
@@ -262,6 +270,34 @@ impl TrfFile {
                     text: format!("record {other:?} is not one this reads: skipped"),
                 }),
             }
+        }
+        // A round date outside the tournament's is a misreading (a day/month/year date, or one
+        // longer than the 8 columns the 132 record gives it, read as year/month/day): said,
+        // and not used.
+        let (start, end) = (file.tournament.start, file.tournament.end);
+        for (index, date) in file.tournament.round_dates.iter_mut().enumerate() {
+            let Some(read) = *date else { continue };
+            let before = start.is_some_and(|start| read < start);
+            let after = end.is_some_and(|end| read > end);
+            if before || after {
+                file.notes.push(Note {
+                    line: 0,
+                    text: format!(
+                        "round {}'s date (132) reads as {}, outside the tournament's dates \
+                         (042–052): not used; the 132 record writes dates YY/MM/DD",
+                        index + 1,
+                        read.pgn()
+                    ),
+                });
+                *date = None;
+            }
+        }
+        if file.players.is_empty() {
+            return Err(TrfError::File(
+                "the file holds no player record (001 lines): not a Tournament Report File, or \
+                 one exported before any player was entered"
+                    .into(),
+            ));
         }
         if file.teams.is_empty() {
             file.teams = old_teams;

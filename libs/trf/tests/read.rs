@@ -528,3 +528,57 @@ fn a_team_events_matches_are_listed_by_standings() {
         assert_eq!(leading, sorted, "round {round}: the top match first");
     }
 }
+
+#[test]
+fn a_utf16_file_or_one_without_players_is_refused_with_why() {
+    let text = "012 Open\r\n001    1 m    Player1, X                        2450 ESP        1001 1980        0.0\r\n";
+    let utf16: Vec<u8> = [0xff, 0xfe]
+        .into_iter()
+        .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    let refused = TrfFile::parse_bytes(&utf16).expect_err("UTF-16");
+    assert!(refused.to_string().contains("UTF-16"), "{refused}");
+    let refused = TrfFile::parse("012 Open\n022 Town\n").expect_err("no players");
+    assert!(
+        refused.to_string().contains("no player record"),
+        "{refused}"
+    );
+    assert!(TrfFile::parse_bytes(text.as_bytes()).is_ok());
+}
+
+#[test]
+fn a_round_date_outside_the_tournaments_is_said_and_not_used() {
+    let player =
+        "001    1 m    Player1, X                        2450 ESP        1001 1980        0.0";
+    let with_dates = |dates: &str| {
+        format!(
+            "012 Open\n042 2026/01/10\n052 2026/01/18\n{:<91}{dates}\n{player}\n",
+            "132"
+        )
+    };
+    // YY/MM/DD as the record has it: used.
+    let file = TrfFile::parse(&with_dates("26/01/10  26/01/11")).expect("reads");
+    let dates: Vec<Option<String>> = file
+        .tournament
+        .round_dates
+        .iter()
+        .map(|d| d.map(|d| d.pgn()))
+        .collect();
+    assert_eq!(
+        dates,
+        [Some("2026.01.10".to_owned()), Some("2026.01.11".to_owned())]
+    );
+    // Day/month/year, and a date longer than its 8 columns: they read as 2012, and are not
+    // used.
+    let file = TrfFile::parse(&with_dates("12/01/26  12.01.2026")).expect("reads");
+    assert_eq!(file.tournament.round_dates, [None, None]);
+    assert_eq!(
+        file.notes
+            .iter()
+            .filter(|n| n.text.contains("outside the tournament's dates"))
+            .count(),
+        2,
+        "{:?}",
+        file.notes
+    );
+}
