@@ -36,7 +36,14 @@ pub async fn run(args: DelayArgs) -> anyhow::Result<()> {
         None => format!("{}={}", args.tournament, args.delay),
     };
     // The same reading of the delay as the broadcast service's `--delay`.
-    let parsed = boardcast_feeds::Delays::parse([setting.as_str()])?;
+    let parsed = boardcast_feeds::Delays::parse([setting.as_str()]).map_err(|e| match e {
+        // Said in this command's terms, not the broadcast service's TOURNAMENT=MINUTES.
+        boardcast_feeds::DelayError::Unreadable(_) => anyhow::anyhow!(
+            "the delay {:?} is not MINUTES, or SECONDS followed by s (e.g. 15, or 90s)",
+            args.delay
+        ),
+        other => other.into(),
+    })?;
     let delay_ms = parsed.delay_ms(&boardcast_feeds::RoundKey {
         tournament_id: args.tournament.clone(),
         round: args.round.unwrap_or(0),

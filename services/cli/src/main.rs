@@ -27,7 +27,10 @@ use clap::{Parser, Subcommand};
 The services run as separate programs (boardcast-game-service, boardcast-broadcast-service, \
 boardcast-arbiter-service); \
 this tool runs the whole system on one machine for a demonstration, feeds simulated boards \
-into a running system, runs the board gateway, and analyses games under the Laws of Chess."
+into a running system, runs the board gateway, and analyses games under the Laws of Chess.",
+    after_help = "In a hall whose NATS and game service speak TLS with the hall's own authority \
+(boardcast tls-certs), every command that reaches them needs its ca.pem: BOARDCAST_NATS_CA for \
+NATS (tls:// URLs), BOARDCAST_GAME_SERVICE_CA for the game service (https:// URLs)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -82,8 +85,9 @@ enum Command {
     /// Replay games from an exported file (or the live log): the timeline, the moment at a
     /// record or time, claims judged then, verification, PGN, JSON or one HTML page.
     Replay(appeal::ReplayArgs),
-    /// A game whose log forks (two records with one number): show its branches, or keep one
-    /// and remove the others' records from the log (saved to a file first).
+    /// A game whose log does not follow on: show why; when it forks (two records with one
+    /// number) keep one branch and remove the others' records, when records are missing cut it
+    /// after the last that follows on (what is removed is saved to a file first).
     Fork(fork::ForkArgs),
     /// The observations the game service gave up (the dead-letter stream), each with why and
     /// where it is kept whole: a board sending impossible values, a bug struck on one. Lists
