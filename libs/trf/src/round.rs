@@ -102,6 +102,7 @@ impl TrfFile {
         }
         // White, Black, and the outcomes of a forfeit.
         let mut games: Vec<PairedGame> = Vec::new();
+        let mut opponentless = Vec::new();
         let mut byes = Vec::new();
         let mut not_paired = Vec::new();
         let mut seen = BTreeSet::new();
@@ -127,6 +128,18 @@ impl TrfFile {
                             }
                             (Some(Colour::Black), _) | (None, Some(Colour::White)) => {
                                 (opponent, player.rank, other, Some(*entry))
+                            }
+                            // A forfeit needs no colours: the pairing program may leave
+                            // them out (`-`) when nobody played.
+                            (None, None)
+                                if [Some(*entry), other].iter().all(|e| {
+                                    matches!(
+                                        e.and_then(|e| e.outcome),
+                                        Some(Outcome::ForfeitWin | Outcome::ForfeitLoss)
+                                    )
+                                }) =>
+                            {
+                                (player.rank, opponent, Some(*entry), other)
                             }
                             (None, None) => {
                                 return Err(TrfError::at(
@@ -171,9 +184,11 @@ impl TrfFile {
                         Outcome::PairingAllocatedBye => ByeKind::PairingAllocated,
                         Outcome::ZeroPointBye => ByeKind::ZeroPoint,
                         // A result without an opponent: in a team event, a board the other
-                        // team left empty (`+`) or a member who did not play (`-`).
-                        _ => {
-                            not_paired.push(player.rank);
+                        // team left empty (`+`) or a member who did not play (`-`); in an
+                        // individual one, the older way of writing a bye (`+`, `=`). Which,
+                        // is known once the round's games are.
+                        outcome => {
+                            opponentless.push((player.rank, outcome));
                             continue;
                         }
                     },
@@ -188,6 +203,18 @@ impl TrfFile {
             .flat_map(|t| t.players.iter().map(move |&p| (p, t.number)))
             .collect();
         let team_event = self.is_team_round(&games, &team_of);
+        for (player, outcome) in opponentless {
+            let kind = match outcome {
+                Outcome::ForfeitWin | Outcome::Win if !team_event => Some(ByeKind::FullPoint),
+                Outcome::Draw if !team_event => Some(ByeKind::HalfPoint),
+                _ => None,
+            };
+            match kind {
+                Some(kind) => byes.push(RoundBye { player, kind }),
+                None => not_paired.push(player),
+            }
+        }
+        not_paired.sort_unstable();
         let team_byes = self
             .byes
             .iter()

@@ -582,3 +582,46 @@ fn a_round_date_outside_the_tournaments_is_said_and_not_used() {
         file.notes
     );
 }
+
+/// A player record with `blocks` as its round blocks (`"   3 w 1"` …), columns as TRF16 has them.
+fn player_with_blocks(rank: u32, blocks: &[&str]) -> String {
+    let mut line = format!(
+        "001 {rank:>4} m    {:<33} {:>4} ESP {:>11} {:<10} {:>4} {:>4}  ",
+        format!("Player{rank}, X"),
+        2400 - 10 * rank,
+        1000 + rank,
+        "1980",
+        "0.0",
+        ""
+    );
+    line += &blocks.join("  ");
+    line
+}
+
+#[test]
+fn older_byes_and_forfeits_without_colours_are_read() {
+    // Round 1: 1–2 played; 3 and 4 forfeited without colours (nobody played); 5 has a bye written
+    // the older way (`0000 - +`), 6 a half-point one (`0000 - =`).
+    let lines = [
+        player_with_blocks(1, &["   2 w 1"]),
+        player_with_blocks(2, &["   1 b 0"]),
+        player_with_blocks(3, &["   4 - +"]),
+        player_with_blocks(4, &["   3 - -"]),
+        player_with_blocks(5, &["0000 - +"]),
+        player_with_blocks(6, &["0000 - ="]),
+    ];
+    let file = TrfFile::parse(&format!("012 Open\n{}\n", lines.join("\n"))).expect("reads");
+    let round = file.round(1).expect("round 1");
+    assert_eq!(round.tables.len(), 1);
+    assert_eq!(
+        round
+            .forfeits
+            .iter()
+            .map(|f| (f.white.min(f.black), f.white.max(f.black)))
+            .collect::<Vec<_>>(),
+        [(3, 4)]
+    );
+    let byes: Vec<(u32, ByeKind)> = round.byes.iter().map(|b| (b.player, b.kind)).collect();
+    assert_eq!(byes, [(5, ByeKind::FullPoint), (6, ByeKind::HalfPoint)]);
+    assert!(round.not_paired.is_empty(), "{:?}", round.not_paired);
+}

@@ -214,6 +214,13 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
     for bye in &pairings.byes {
         println!("bye ({:?}): {}", bye.kind, name(bye.player));
     }
+    if !pairings.not_paired.is_empty() {
+        let names: Vec<String> = pairings.not_paired.iter().map(|&r| name(r)).collect();
+        println!(
+            "without a game or a bye this round (withdrawn, or not paired): {}",
+            names.join(", ")
+        );
+    }
     for forfeit in &pairings.forfeits {
         println!(
             "not set up, decided by forfeit: table {} ({} – {}), its board stays empty",
