@@ -1000,6 +1000,26 @@ async fn no_board_side_user_reads_what_is_addressed_to_another_program() -> anyh
     Ok(())
 }
 
+/// Asks, as `client`, for a stored message (`direct_get`, a direct get's subject) and for the
+/// account's information, with each of `targets` as the reply subject: the relay JetStream
+/// carries out for anyone whose answers reach the hall's account.
+async fn relay_answers(
+    client: &async_nats::Client,
+    direct_get: &str,
+    targets: &[String],
+) -> anyhow::Result<()> {
+    for target in targets {
+        client
+            .publish_with_reply(direct_get.to_owned(), target.clone(), Default::default())
+            .await?;
+        client
+            .publish_with_reply("$JS.API.INFO", target.clone(), Default::default())
+            .await?;
+    }
+    client.flush().await?;
+    Ok(())
+}
+
 /// JetStream sends its answer wherever a request's reply subject says. A board PC asking for its
 /// own observation (bytes it chose: here a request that empties a stream) with a JetStream call
 /// or a game's log as the reply subject, or for the account's information with a game's log as
@@ -1037,24 +1057,16 @@ async fn a_board_pc_cannot_have_the_server_answer_into_the_hall() -> anyhow::Res
             .await
             .with_context(|| format!("{role} reads its observation back"))?;
         assert_eq!(stored.payload.as_ref(), b"{}");
-        let client = pc.js.client();
-        for target in [
-            format!("$JS.API.STREAM.PURGE.{GAMES_STREAM}"),
-            format!("$JS.API.STREAM.DELETE.{DELAYS_STREAM}"),
-            victim.clone(),
-        ] {
-            client
-                .publish_with_reply(
-                    format!("$JS.API.DIRECT.GET.{stored_in}.{stored_as}"),
-                    target.clone(),
-                    Default::default(),
-                )
-                .await?;
-            client
-                .publish_with_reply("$JS.API.INFO", target, Default::default())
-                .await?;
-        }
-        client.flush().await?;
+        relay_answers(
+            &pc.js.client(),
+            &format!("$JS.API.DIRECT.GET.{stored_in}.{stored_as}"),
+            &[
+                format!("$JS.API.STREAM.PURGE.{GAMES_STREAM}"),
+                format!("$JS.API.STREAM.DELETE.{DELAYS_STREAM}"),
+                victim.clone(),
+            ],
+        )
+        .await?;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
@@ -1107,26 +1119,18 @@ async fn a_service_cannot_have_the_server_answer_into_the_hall() -> anyhow::Resu
             .await
             .with_context(|| format!("{role} reads the game's record"))?;
         assert!(stored.payload.starts_with(b"{"));
-        let client = service.js.client();
-        for target in [
-            format!("$JS.API.STREAM.PURGE.{GAMES_STREAM}"),
-            format!("$JS.API.STREAM.DELETE.{DELAYS_STREAM}"),
-            format!("$JS.API.STREAM.DELETE.{SESSIONS_STREAM}"),
-            victim.clone(),
-            delay_subject("open"),
-        ] {
-            client
-                .publish_with_reply(
-                    format!("$JS.API.DIRECT.GET.{GAMES_STREAM}.{victim}"),
-                    target.clone(),
-                    Default::default(),
-                )
-                .await?;
-            client
-                .publish_with_reply("$JS.API.INFO", target, Default::default())
-                .await?;
-        }
-        client.flush().await?;
+        relay_answers(
+            &service.js.client(),
+            &format!("$JS.API.DIRECT.GET.{GAMES_STREAM}.{victim}"),
+            &[
+                format!("$JS.API.STREAM.PURGE.{GAMES_STREAM}"),
+                format!("$JS.API.STREAM.DELETE.{DELAYS_STREAM}"),
+                format!("$JS.API.STREAM.DELETE.{SESSIONS_STREAM}"),
+                victim.clone(),
+                delay_subject("open"),
+            ],
+        )
+        .await?;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
@@ -1172,5 +1176,69 @@ async fn a_command_with_a_wrong_password_says_so_and_stops() -> anyhow::Result<(
     assert!(said.contains("refused the connection"), "{said}");
     assert!(!said.contains("not-the-password"), "{said}");
     assert!(!dir.path().join("open.json").exists());
+    Ok(())
+}
+
+/// A consumer created through a service account's import lives in the hall's account, where a
+/// push consumer delivers to its deliver subject: a service taken over could aim one at a
+/// JetStream call or at another stream's subject. A push consumer delivers only where a client
+/// subscribes, and no user of the hall but admin may subscribe but to its own inbox, so nothing
+/// arrives there (the same consumer aimed where admin listens delivers: the control).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_cannot_have_a_consumer_deliver_into_the_hall() -> anyhow::Result<()> {
+    let nats = TestNats::start_secured(&[])?;
+    let game = with_streams(&nats).await?;
+    game.append(
+        "victim-r1-b1",
+        r#"{"game_id":"victim-r1-b1","game_seq":1}"#,
+        0,
+    )
+    .await?;
+    let admin = admin(&nats).await?;
+    let records = messages_in(&admin.js, GAMES_STREAM).await?;
+    let delays = messages_in(&admin.js, DELAYS_STREAM).await?;
+    let service = As::connect(&nats, Role::BroadcastService).await?;
+    let games = service.js.get_stream_no_info(GAMES_STREAM).await?;
+    let push = |name: &str, deliver_subject: String| jetstream::consumer::push::Config {
+        name: Some(name.to_owned()),
+        deliver_subject,
+        deliver_policy: DeliverPolicy::All,
+        ack_policy: AckPolicy::None,
+        ..Default::default()
+    };
+    for (name, deliver_to) in [
+        ("purge", format!("$JS.API.STREAM.PURGE.{GAMES_STREAM}")),
+        ("delete", format!("$JS.API.STREAM.DELETE.{DELAYS_STREAM}")),
+        ("delay", delay_subject("open")),
+    ] {
+        games.create_consumer(push(name, deliver_to)).await?;
+    }
+    // The control: such a consumer delivers where a client of the hall listens (only admin
+    // may subscribe to anything there).
+    let mut delivered = admin.js.client().subscribe("control.deliveries").await?;
+    admin.js.client().flush().await?;
+    games
+        .create_consumer(push("control", "control.deliveries".to_owned()))
+        .await?;
+    tokio::time::timeout(Duration::from_secs(5), delivered.next())
+        .await
+        .context("the control consumer delivers")?
+        .context("the subscription ended")?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        messages_in(&admin.js, GAMES_STREAM).await?,
+        records,
+        "the game logs are not emptied"
+    );
+    assert_eq!(
+        messages_in(&admin.js, DELAYS_STREAM).await?,
+        delays,
+        "no delay is written"
+    );
+    admin
+        .js
+        .get_stream(DELAYS_STREAM)
+        .await
+        .context("the delays' stream is still there")?;
     Ok(())
 }
