@@ -82,7 +82,7 @@ pub struct Authenticator {
     /// Turns for computing a password or token hash: memory and CPU stay bounded whatever
     /// arrives at once, and the turns go round the callers, so a flood of made-up names from
     /// one address (each a new name, never slowed down) does not keep anyone else waiting.
-    hashing: FairTurns<HashFor>,
+    hashing: std::sync::Arc<FairTurns<HashFor>>,
     /// The chief arbiters' assignments in force (`AssignmentLog` keeps them up to date).
     assignments: RwLock<Assignments>,
     /// Sessions ended before they expire (`SessionLog` keeps them up to date).
@@ -374,11 +374,16 @@ impl Authenticator {
         }
         let token = token.to_owned();
         let caller = HashFor::TokenOf(token.split('.').nth(1).unwrap_or_default().to_owned());
-        let _turn = self.hashing_turn(caller).await?;
-        let identity = tokio::task::spawn_blocking(move || directory.check_token(&token, now))
-            .await
-            .map_err(|e| Status::internal(format!("checking the token: {e}")))?
-            .map_err(|e| unauthenticated(&e))?;
+        let turn = self.hashing_turn(caller).await?;
+        // The turn goes with the hash: a caller that gives up does not free it while the hash
+        // still runs.
+        let identity = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            directory.check_token(&token, now)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("checking the token: {e}")))?
+        .map_err(|e| unauthenticated(&e))?;
         self.check_users_file_is_current(&identity.user)?;
         if let Ok(mut cache) = self.token_cache.write() {
             cache.insert(digest, identity.clone());
@@ -441,14 +446,17 @@ impl Authenticator {
         let directory = self.directory();
         let (who, secret) = (user.to_owned(), password.to_owned());
         let checked = {
-            let _turn = self.hashing_turn(HashFor::login_from(peer)).await?;
+            let turn = self.hashing_turn(HashFor::login_from(peer)).await?;
             // Failures may have come in while this attempt waited its turn.
             if let Some(wait) = self.must_wait(&key) {
                 return Err(slowed(wait));
             }
-            tokio::task::spawn_blocking(move || directory.check_password(&who, &secret))
-                .await
-                .map_err(|e| Status::internal(format!("checking the password: {e}")))?
+            tokio::task::spawn_blocking(move || {
+                let _turn = turn;
+                directory.check_password(&who, &secret)
+            })
+            .await
+            .map_err(|e| Status::internal(format!("checking the password: {e}")))?
         };
         let identity = match checked {
             Ok(identity) => identity,
@@ -485,7 +493,7 @@ impl Authenticator {
 
     /// A turn to compute a hash, or UNAVAILABLE when none comes soon (a flood of logins
     /// or of tokens) or the caller already has enough waiting.
-    async fn hashing_turn(&self, caller: HashFor) -> Result<Turn<'_, HashFor>, Status> {
+    async fn hashing_turn(&self, caller: HashFor) -> Result<Turn<HashFor>, Status> {
         // UNAVAILABLE, not RESOURCE_EXHAUSTED: the service is busy, nothing was held against
         // this user or address (a dashboard must not count it as a failed login).
         let busy = match &caller {

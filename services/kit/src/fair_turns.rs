@@ -10,7 +10,7 @@
 use std::{
     collections::{HashMap, VecDeque},
     hash::Hash,
-    sync::{Mutex, MutexGuard},
+    sync::{Arc, Mutex, MutexGuard},
     time::Duration,
 };
 
@@ -26,7 +26,8 @@ pub enum NoTurn {
 }
 
 /// At most `at_once` turns at a time; at most `waiting_per_caller` of one caller's requests
-/// waiting.
+/// waiting. Shared as an `Arc`: a turn is owned, so that it can go with the work it guards into
+/// another thread and end with that work, not with the request that asked for it.
 pub struct FairTurns<K> {
     at_once: usize,
     waiting_per_caller: usize,
@@ -39,19 +40,20 @@ struct State<K> {
     /// Each waiting caller's requests, oldest first. A request that gave up (timed out,
     /// cancelled) stays until it is skipped: its receiver is gone.
     queues: HashMap<K, VecDeque<oneshot::Sender<()>>>,
-    /// The callers with requests waiting, in the order they are served.
+    /// The callers with requests waiting, in the order they are served: exactly those with a
+    /// queue (kept so by `turn` and `hand_on`).
     order: VecDeque<K>,
 }
 
 /// A turn; it ends when dropped, and the next caller's request gets it.
 #[must_use = "the turn ends when dropped"]
-pub struct Turn<'a, K: Eq + Hash + Clone> {
-    turns: &'a FairTurns<K>,
+pub struct Turn<K: Eq + Hash + Clone> {
+    turns: Arc<FairTurns<K>>,
 }
 
 impl<K: Eq + Hash + Clone> FairTurns<K> {
-    pub fn new(at_once: usize, waiting_per_caller: usize) -> Self {
-        FairTurns {
+    pub fn new(at_once: usize, waiting_per_caller: usize) -> Arc<Self> {
+        Arc::new(FairTurns {
             at_once: at_once.max(1),
             waiting_per_caller,
             state: Mutex::new(State {
@@ -59,34 +61,36 @@ impl<K: Eq + Hash + Clone> FairTurns<K> {
                 queues: HashMap::new(),
                 order: VecDeque::new(),
             }),
-        }
+        })
     }
 
     /// A turn for `caller`, waiting at most `wait` for it.
-    pub async fn turn(&self, caller: K, wait: Duration) -> Result<Turn<'_, K>, NoTurn> {
+    pub async fn turn(self: &Arc<Self>, caller: K, wait: Duration) -> Result<Turn<K>, NoTurn> {
         let receiver = {
             let mut state = self.lock();
+            // Turns free only while nobody waits (`hand_on` gives an ending turn to a waiting
+            // request before it frees it).
             if state.in_use < self.at_once && state.order.is_empty() {
                 state.in_use += 1;
-                return Ok(Turn { turns: self });
+                return Ok(Turn {
+                    turns: self.clone(),
+                });
             }
-            let queue = state.queues.entry(caller.clone()).or_default();
+            if !state.queues.contains_key(&caller) {
+                state.order.push_back(caller.clone());
+            }
+            let queue = state.queues.entry(caller).or_default();
             queue.retain(|request| !request.is_closed());
+            // Refused, the caller's queue stays (empty, perhaps) until `hand_on` reaches it.
             if queue.len() >= self.waiting_per_caller {
-                if queue.is_empty() {
-                    state.queues.remove(&caller);
-                }
                 return Err(NoTurn::TooManyWaiting);
             }
             let (sender, receiver) = oneshot::channel();
             queue.push_back(sender);
-            if !state.order.contains(&caller) {
-                state.order.push_back(caller);
-            }
             receiver
         };
         let mut waiting = Waiting {
-            turns: self,
+            turns: self.clone(),
             receiver: Some(receiver),
         };
         let given = match waiting.receiver.as_mut() {
@@ -96,7 +100,9 @@ impl<K: Eq + Hash + Clone> FairTurns<K> {
         match given {
             Ok(Ok(())) => {
                 waiting.receiver = None;
-                Ok(Turn { turns: self })
+                Ok(Turn {
+                    turns: self.clone(),
+                })
             }
             // Timed out (or, impossibly, the sender dropped): `Waiting`'s drop hands on a turn
             // given in the meantime.
@@ -135,16 +141,18 @@ impl<K: Eq + Hash + Clone> FairTurns<K> {
 
 /// A request waiting for its turn. Dropped without having taken it (timed out, or the caller's
 /// future dropped), it hands on a turn given in the meantime, so no turn is ever lost.
-struct Waiting<'a, K: Eq + Hash + Clone> {
-    turns: &'a FairTurns<K>,
+struct Waiting<K: Eq + Hash + Clone> {
+    turns: Arc<FairTurns<K>>,
     receiver: Option<oneshot::Receiver<()>>,
 }
 
-impl<K: Eq + Hash + Clone> Drop for Waiting<'_, K> {
+impl<K: Eq + Hash + Clone> Drop for Waiting<K> {
     fn drop(&mut self) {
         if let Some(mut receiver) = self.receiver.take() {
-            // Under the lock, so that no turn is sent between this check and the receiver's end.
+            // Closed under the lock: a turn sent before is found here, and none can be sent
+            // after (a send to a closed receiver fails, and `hand_on` tries the next request).
             let mut state = self.turns.lock();
+            receiver.close();
             if receiver.try_recv().is_ok() {
                 self.turns.hand_on(&mut state);
             }
@@ -152,7 +160,7 @@ impl<K: Eq + Hash + Clone> Drop for Waiting<'_, K> {
     }
 }
 
-impl<K: Eq + Hash + Clone> Drop for Turn<'_, K> {
+impl<K: Eq + Hash + Clone> Drop for Turn<K> {
     fn drop(&mut self) {
         let mut state = self.turns.lock();
         self.turns.hand_on(&mut state);
@@ -167,7 +175,7 @@ mod tests {
 
     #[tokio::test]
     async fn turns_go_round_the_callers_not_in_arrival_order() {
-        let turns = std::sync::Arc::new(FairTurns::new(1, 100));
+        let turns = FairTurns::new(1, 100);
         let first = turns.turn("flood", LONG).await.unwrap();
         let (served, mut order) = tokio::sync::mpsc::unbounded_channel();
         let mut waiting = Vec::new();
@@ -238,6 +246,32 @@ mod tests {
         gives_up.set(turns.turn("d", Duration::ZERO));
         let _turn = waits.await.expect("the turn reached the next request");
         assert_eq!(turns.lock().in_use, 1);
+    }
+
+    /// Requests giving up while turns are handed on, on several threads: every turn comes back.
+    /// (A stress check: what keeps the handover race-free is `Waiting::drop` closing its
+    /// receiver under the lock before it looks.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn no_turn_is_lost_when_requests_give_up_as_turns_end() {
+        let turns = FairTurns::new(2, 8);
+        let mut tasks = Vec::new();
+        for n in 0..400u64 {
+            let turns = turns.clone();
+            tasks.push(tokio::spawn(async move {
+                // Some hold their turn a moment; most give up almost at once.
+                let wait = Duration::from_micros(50 + (n * 37) % 400);
+                if let Ok(turn) = turns.turn(n % 5, wait).await {
+                    tokio::time::sleep(Duration::from_micros(n % 200)).await;
+                    drop(turn);
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(turns.lock().in_use, 0, "every turn came back");
+        let _first = turns.turn(0, Duration::ZERO).await.unwrap();
+        let _second = turns.turn(1, Duration::ZERO).await.unwrap();
     }
 
     #[tokio::test]
