@@ -215,12 +215,11 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         WhenTheFileDiffers::Refuse if !differing.is_empty() => {
             let list: Vec<String> = differing.iter().map(describe).collect();
             anyhow::bail!(
-                "the file already has other results for {} game(s), nothing written:
-  {}
-                 check them; then --differing keep-file keeps the file's, --differing take-log                  writes the game log's",
+                "the file already has other results for {} game(s), nothing written:\n  {}\n\
+                 check them; then --differing keep-file keeps the file's, --differing take-log \
+                 writes the game log's",
                 differing.len(),
-                list.join("
-  ")
+                list.join("\n  ")
             );
         }
         WhenTheFileDiffers::KeepFile => {
