@@ -266,29 +266,46 @@ async fn refuse_foreign_outbox(
     if boards.is_empty() {
         return Ok(());
     }
-    let mut jetstream_last = std::collections::BTreeMap::new();
-    for board in &boards {
-        // A direct get may be answered by a replica a moment behind: asked again a few times
-        // before the answer counts as less than JetStream acknowledged.
-        for attempt in 0..5 {
-            let asked = tokio::time::timeout(
-                Duration::from_secs(5),
-                boardcast_kit::nats::last_board_seq(
+    // NATS may be away (when outboxes fill): asked only once connected, all boards at once,
+    // within a bound; unanswered, only the observations' age counts.
+    let connected = tokio::time::timeout(Duration::from_secs(3), async {
+        while js.client().connection_state() != async_nats::connection::State::Connected {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .is_ok();
+    let jetstream_last: std::collections::BTreeMap<String, u64> = if connected {
+        let asks = boards.iter().map(|board| async move {
+            // A direct get may be answered by a replica a moment behind: asked again a few
+            // times before the answer counts as less than JetStream acknowledged.
+            let mut highest = None;
+            for _ in 0..5 {
+                let asked = boardcast_kit::nats::last_board_seq(
                     js,
                     &board.board_id,
                     boardcast_kit::nats::BoardRead::OwnBoard,
-                ),
-            )
-            .await;
-            let Ok(Ok(last)) = asked else { break };
-            let highest = jetstream_last.entry(board.board_id.clone()).or_insert(last);
-            *highest = (*highest).max(last);
-            if *highest >= board.acknowledged_up_to || attempt == 4 {
-                break;
+                )
+                .await;
+                let Ok(last) = asked else { break };
+                let now = highest.map_or(last, |h: u64| h.max(last));
+                highest = Some(now);
+                if now >= board.acknowledged_up_to {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    }
+            highest.map(|last| (board.board_id.clone(), last))
+        });
+        tokio::time::timeout(Duration::from_secs(15), futures::future::join_all(asks))
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .flatten()
+            .collect()
+    } else {
+        std::collections::BTreeMap::new()
+    };
     let reasons = boardcast_gateway::outbox::foreign_observations(
         &boards,
         |board| jetstream_last.get(board).copied(),
