@@ -185,8 +185,8 @@ impl TrfFile {
                         Outcome::ZeroPointBye => ByeKind::ZeroPoint,
                         // A result without an opponent: in a team event, a board the other
                         // team left empty (`+`) or a member who did not play (`-`); in an
-                        // individual one, the older way of writing a bye (`+`, `=`). Which,
-                        // is known once the round's games are.
+                        // individual one, the older way of writing a bye (`+`, `=`). Which
+                        // one is known once the round's games are.
                         outcome => {
                             opponentless.push((player.rank, outcome));
                             continue;
@@ -279,7 +279,8 @@ impl TrfFile {
                 higher,
             )
         });
-        let (tables, forfeits) = numbered(games);
+        let (tables, forfeits) =
+            numbered(games.into_iter().zip(1u32..).map(|(g, t)| (t, g)).collect());
         Ok(RoundPairings {
             round,
             tables,
@@ -304,17 +305,44 @@ impl TrfFile {
             // (team, opponent team) → the team's game points in half points.
             let mut scored: std::collections::BTreeMap<(u32, u32), u32> =
                 std::collections::BTreeMap::new();
+            // Boards the other team left empty (`0000 - +`): scored against the team met.
+            let mut by_default = Vec::new();
             for player in self.players.values() {
                 let Some(entry) = player.round(earlier) else {
                     continue;
                 };
-                let (Some(opponent), Some(outcome)) = (entry.opponent, entry.outcome) else {
+                let (Some(outcome), Some(&team)) = (entry.outcome, team_of.get(&player.rank))
+                else {
                     continue;
                 };
-                if let (Some(&team), Some(&other)) =
-                    (team_of.get(&player.rank), team_of.get(&opponent))
-                {
-                    *scored.entry((team, other)).or_default() += outcome.half_points();
+                match entry.opponent.and_then(|o| team_of.get(&o)) {
+                    Some(&other) => {
+                        *scored.entry((team, other)).or_default() += outcome.half_points()
+                    }
+                    None if entry.opponent.is_none() => by_default.push((team, outcome)),
+                    None => {}
+                }
+            }
+            // A team whose opponent is not named anywhere (no line-up, no board played: the
+            // other team did not come) won the match if its boards scored.
+            let mut unmet: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+            for (team, outcome) in by_default {
+                let met = self
+                    .line_ups
+                    .iter()
+                    .find(|l| l.round == earlier && l.team == team)
+                    .map(|l| l.opponent)
+                    .or_else(|| scored.keys().find(|(t, _)| *t == team).map(|&(_, o)| o));
+                match met {
+                    Some(other) => {
+                        *scored.entry((team, other)).or_default() += outcome.half_points();
+                    }
+                    None => *unmet.entry(team).or_default() += outcome.half_points(),
+                }
+            }
+            for (team, half_points) in unmet {
+                if half_points > 0 {
+                    *points.entry(team).or_insert(0) += 2;
                 }
             }
             for (&(team, other), &own) in &scored {
@@ -390,7 +418,7 @@ impl TrfFile {
         round: u32,
         games: Vec<PairedGame>,
         team_of: &std::collections::BTreeMap<u32, u32>,
-    ) -> Result<(Vec<PairedGame>, Vec<TeamMatch>), TrfError> {
+    ) -> Result<(Vec<AtTable>, Vec<TeamMatch>), TrfError> {
         let board_of = |player: u32, team: u32| {
             let line_up = self
                 .line_ups
@@ -440,21 +468,47 @@ impl TrfFile {
                 higher,
             )
         });
+        // Each match has as many tables as a team has boards (the `352` colours, else the
+        // round's longest line-up or match): a board left empty keeps its table, so the matches
+        // after it stay on the tables the pairing program gave them.
+        let line_up_of = |team: u32| {
+            self.line_ups
+                .iter()
+                .find(|l| l.round == round && l.team == team)
+        };
+        let boards_per_match = match self.tournament.team_board_colours.trim().len() {
+            0 => by_match
+                .iter()
+                .map(|((low, _), boards)| {
+                    line_up_of(*low).map_or(boards.len(), |l| l.players.len().max(boards.len()))
+                })
+                .max()
+                .unwrap_or(0),
+            colours => colours,
+        };
+        let table = |at: usize| u32::try_from(at).unwrap_or(u32::MAX);
         let mut tables = Vec::new();
         let mut matches = Vec::new();
-        for ((low, high), mut boards) in by_match {
+        for (index, ((low, high), mut boards)) in by_match.into_iter().enumerate() {
             boards.sort_unstable_by_key(|&(board, (white, black, _))| (board, white, black));
-            let first_table = u32::try_from(tables.len() + 1).unwrap_or(u32::MAX);
+            let base = index.saturating_mul(boards_per_match);
             let first_team = boards
                 .first()
                 .and_then(|&(_, (white, _, _))| team_of.get(&white).copied())
                 .unwrap_or(low);
-            tables.extend(boards.into_iter().map(|(_, game)| game));
+            // A board's place is its line-up's when the round has one; else the games are
+            // the match's first boards, in order.
+            let placed = line_up_of(low).is_some()
+                && boards.iter().all(|&(board, _)| board < boards_per_match);
+            for (order, (board, game)) in boards.into_iter().enumerate() {
+                let at = if placed { board } else { order };
+                tables.push((table(base + at + 1), game));
+            }
             matches.push(TeamMatch {
                 first_team,
                 second_team: if first_team == low { high } else { low },
-                first_table,
-                last_table: u32::try_from(tables.len()).unwrap_or(u32::MAX),
+                first_table: table(base + 1),
+                last_table: table(base + boards_per_match),
             });
         }
         Ok((tables, matches))
@@ -464,12 +518,15 @@ impl TrfFile {
 /// A game of the round: White, Black, and for a forfeit the outcomes the file gives them.
 type PairedGame = (u32, u32, Option<(Outcome, Outcome)>);
 
-/// The round's games in table order, numbered from 1, split into those to be played and the
-/// forfeits (which keep their numbers).
-fn numbered(games: Vec<PairedGame>) -> (Vec<Table>, Vec<Forfeit>) {
+/// A game and the table it is on.
+type AtTable = (u32, PairedGame);
+
+/// The round's games with their tables, split into those to be played and the forfeits (which
+/// keep their tables).
+fn numbered(games: Vec<AtTable>) -> (Vec<Table>, Vec<Forfeit>) {
     let mut tables = Vec::new();
     let mut forfeits = Vec::new();
-    for ((white, black, forfeit), table) in games.into_iter().zip(1u32..) {
+    for (table, (white, black, forfeit)) in games {
         match forfeit {
             None => tables.push(Table {
                 table,

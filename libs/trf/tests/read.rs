@@ -48,14 +48,33 @@ fn assert_round_is_the_file(file: &TrfFile, pairings: &RoundPairings) {
     placed.sort_unstable();
     let all: Vec<u32> = file.players.keys().copied().collect();
     assert_eq!(placed, all, "round {round}: every player once");
-    // Tables numbered from 1 without a gap, a forfeit keeping its own.
+    // Tables numbered from 1, a forfeit keeping its own; without a gap, but in a team event,
+    // where a board left empty keeps its table in its match's.
     let mut numbers: Vec<u32> = pairings.tables.iter().map(|t| t.table).collect();
     numbers.extend(pairings.forfeits.iter().map(|f| f.table));
     numbers.sort_unstable();
-    assert_eq!(
-        numbers,
-        (1..=(pairings.tables.len() + pairings.forfeits.len()) as u32).collect::<Vec<_>>()
-    );
+    if pairings.matches.is_empty() {
+        assert_eq!(
+            numbers,
+            (1..=(pairings.tables.len() + pairings.forfeits.len()) as u32).collect::<Vec<_>>()
+        );
+    } else {
+        numbers.dedup();
+        assert_eq!(
+            numbers.len(),
+            pairings.tables.len() + pairings.forfeits.len()
+        );
+        for table in &pairings.tables {
+            assert!(
+                pairings
+                    .matches
+                    .iter()
+                    .any(|m| (m.first_table..=m.last_table).contains(&table.table)),
+                "round {round}: table {} in no match",
+                table.table
+            );
+        }
+    }
 }
 
 #[test]
@@ -178,20 +197,13 @@ fn a_trf26_team_event_is_read_with_its_teams_matches_and_line_ups() {
     for round in 1..=7 {
         let pairings = file.round(round).expect("paired");
         assert_round_is_the_file(&file, &pairings);
-        let covered: u32 = pairings
-            .matches
-            .iter()
-            .map(|m| m.last_table - m.first_table + 1)
-            .sum();
-        assert_eq!(
-            covered as usize,
-            pairings.tables.len(),
-            "round {round}: every game in a match"
-        );
-        for m in &pairings.matches {
-            assert!(
-                m.last_table - m.first_table < 4,
-                "four boards a match at most: {m:?}"
+        // Four tables a match (the file's `352 WBWB`), one after another: a board left empty
+        // keeps its table.
+        for (index, m) in pairings.matches.iter().enumerate() {
+            assert_eq!(
+                (m.first_table, m.last_table),
+                (4 * index as u32 + 1, 4 * index as u32 + 4),
+                "round {round}: {m:?}"
             );
         }
     }
@@ -207,8 +219,11 @@ fn a_trf26_team_event_is_read_with_its_teams_matches_and_line_ups() {
         .iter()
         .find(|m| m.first_team == 1 || m.second_team == 1)
         .expect("India plays round 1");
-    let boards =
-        &first.tables[india_match.first_table as usize - 1..india_match.last_table as usize];
+    let boards = &first.tables[..]
+        .iter()
+        .filter(|t| (india_match.first_table..=india_match.last_table).contains(&t.table))
+        .copied()
+        .collect::<Vec<_>>();
     let india_players: Vec<u32> = boards
         .iter()
         .map(|t| {
@@ -466,34 +481,39 @@ fn clubs_of_an_individual_open_do_not_make_a_team_event() {
 #[test]
 fn a_team_events_matches_are_listed_by_standings() {
     let file = read("grandmommyscup.trf");
+    let team_of = |rank: u32| file.teams.iter().find(|t| t.players.contains(&rank));
+    // A team's game points in a round, boards the other team left empty included (`0000 - +`),
+    // and the team it met: a player's opponent's, or its line-up's.
+    let scored = |team: u32, round: u32| -> (u32, Option<u32>) {
+        let players = &file
+            .teams
+            .iter()
+            .find(|t| t.number == team)
+            .expect("the team")
+            .players;
+        let mut points = 0;
+        let mut met = file
+            .line_ups
+            .iter()
+            .find(|l| l.round == round && l.team == team)
+            .map(|l| l.opponent);
+        for &rank in players {
+            let Some(entry) = file.players[&rank].round(round) else {
+                continue;
+            };
+            points += entry.outcome.map_or(0, |o| o.half_points());
+            if let Some(other) = entry.opponent.and_then(team_of) {
+                met = Some(other.number);
+            }
+        }
+        (points, met)
+    };
     // Match points before each round, from the file's own results (won 2, drawn 1, lost 0).
     for round in 2..=7 {
         let pairings = file.round(round).expect("paired");
         let points_of = |team: u32| -> u32 {
             (1..round)
                 .map(|earlier| {
-                    let players = &file
-                        .teams
-                        .iter()
-                        .find(|t| t.number == team)
-                        .expect("the team")
-                        .players;
-                    let mut own = 0;
-                    let mut theirs = 0;
-                    for &rank in players {
-                        let Some(entry) = file.players[&rank].round(earlier) else {
-                            continue;
-                        };
-                        let (Some(opponent), Some(outcome)) = (entry.opponent, entry.outcome)
-                        else {
-                            continue;
-                        };
-                        own += outcome.half_points();
-                        theirs += file.players[&opponent]
-                            .round(earlier)
-                            .and_then(|e| e.outcome)
-                            .map_or(0, |o| o.half_points());
-                    }
                     let bye = file
                         .byes
                         .iter()
@@ -503,6 +523,8 @@ fn a_team_events_matches_are_listed_by_standings() {
                             ByeKind::HalfPoint => 1,
                             ByeKind::ZeroPoint => 0,
                         });
+                    let (own, met) = scored(team, earlier);
+                    let theirs = met.map_or(0, |other| scored(other, earlier).0);
                     match bye {
                         Some(points) => points,
                         None if own + theirs == 0 => 0,
@@ -624,4 +646,51 @@ fn older_byes_and_forfeits_without_colours_are_read() {
     let byes: Vec<(u32, ByeKind)> = round.byes.iter().map(|b| (b.player, b.kind)).collect();
     assert_eq!(byes, [(5, ByeKind::FullPoint), (6, ByeKind::HalfPoint)]);
     assert!(round.not_paired.is_empty(), "{:?}", round.not_paired);
+}
+
+#[test]
+fn a_team_boards_left_empty_keep_their_tables() {
+    let file = read("grandmommyscup.trf");
+    let mut gaps = 0;
+    for round in 1..=7 {
+        let pairings = file.round(round).expect("paired");
+        for m in &pairings.matches {
+            for table in m.first_table..=m.last_table {
+                if pairings.tables.iter().any(|t| t.table == table) {
+                    continue;
+                }
+                // No game at this table: the line-up the boards are placed by (the lower team
+                // number's) has the board empty, or its player there had no opponent (the other
+                // team left the board empty).
+                gaps += 1;
+                let board = (table - m.first_table) as usize;
+                let team = m.first_team.min(m.second_team);
+                let Some(line_up) = file
+                    .line_ups
+                    .iter()
+                    .find(|l| l.round == round && l.team == team)
+                else {
+                    // Without a line-up the games take the match's first tables, in order.
+                    assert!(
+                        pairings
+                            .tables
+                            .iter()
+                            .filter(|t| (table..=m.last_table).contains(&t.table))
+                            .count()
+                            == 0,
+                        "round {round}: a game after the empty table {table} of {m:?}"
+                    );
+                    continue;
+                };
+                let player = line_up.players.get(board).copied().flatten();
+                assert!(
+                    player.is_none_or(|p| file.players[&p]
+                        .round(round)
+                        .is_none_or(|e| e.opponent.is_none())),
+                    "round {round}, table {table}: {player:?} played"
+                );
+            }
+        }
+    }
+    assert!(gaps > 0, "the file has boards left empty");
 }
