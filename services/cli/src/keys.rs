@@ -29,11 +29,13 @@ enum KeysCommand {
     },
     /// Print a signing key's public key and fingerprint (the secret stays in the file).
     Show {
+        /// The signing key file (the game service's --signing-key).
         #[arg(long, default_value = DEFAULT_SIGNING_KEY_FILE)]
         key: PathBuf,
     },
     /// Ask a running game service which key it signs with and which it accepts.
     Fetch {
+        /// The game service to ask.
         #[arg(
             long,
             env = "BOARDCAST_GAME_SERVICE",

@@ -106,12 +106,14 @@ enum UsersCommand {
     },
     /// Set a user's password.
     Passwd {
+        /// The user's login name.
         user: String,
         #[command(flatten)]
         password: PasswordSource,
     },
     /// Create an API token for a user (for the simulator, scripts, other services); printed once.
     Token {
+        /// The user's login name.
         user: String,
         /// What it is for.
         #[arg(long, default_value = "")]
@@ -125,6 +127,7 @@ enum UsersCommand {
     /// Replace an API token by a new one with the same label (printed once); the old one keeps
     /// working for --overlap-hours, so that the program using it can be given the new one.
     RotateToken {
+        /// The user's login name.
         user: String,
         /// The token's id (`boardcast users list`; the third part of the token).
         id: String,
@@ -140,19 +143,32 @@ enum UsersCommand {
     /// End every session of a user now ("log out everywhere"), on every instance of the game
     /// service within a second of it reading this file. A password change and `disable` do the
     /// same.
-    EndSessions { user: String },
+    EndSessions {
+        /// The user's login name.
+        user: String,
+    },
     /// Revoke a user's API tokens (one with --id).
     RevokeTokens {
+        /// The user's login name.
         user: String,
         #[arg(long)]
         id: Option<String>,
     },
     /// Refuse a user's password, tokens and sessions from now on.
-    Disable { user: String },
+    Disable {
+        /// The user's login name.
+        user: String,
+    },
     /// Accept a disabled user again.
-    Enable { user: String },
+    Enable {
+        /// The user's login name.
+        user: String,
+    },
     /// Remove a user.
-    Remove { user: String },
+    Remove {
+        /// The user's login name.
+        user: String,
+    },
     /// List users, their roles and tokens (never secrets).
     List,
 }
