@@ -217,12 +217,26 @@ impl TrfFile {
                         players: nonzero(line.numbers_from(74, 5, "a team member")?),
                     });
                 }
-                "013" => old_teams.push(Team {
-                    number: u32::try_from(old_teams.len() + 1).unwrap_or(u32::MAX),
-                    name: line.field(5, 36),
-                    nickname: String::new(),
-                    players: nonzero(line.numbers_from(37, 5, "a team member")?),
-                }),
+                "013" => {
+                    let players = nonzero(line.numbers_from(37, 5, "a team member")?);
+                    if players.is_empty() {
+                        // Its members' numbers start at column 37, 5 columns each: written
+                        // elsewhere, the team would silently have none.
+                        file.notes.push(Note {
+                            line: line.number,
+                            text: format!(
+                                "team {:?} has no member from column 37 on (5 columns a member)",
+                                line.field(5, 36)
+                            ),
+                        });
+                    }
+                    old_teams.push(Team {
+                        number: u32::try_from(old_teams.len() + 1).unwrap_or(u32::MAX),
+                        name: line.field(5, 36),
+                        nickname: String::new(),
+                        players,
+                    });
+                }
                 "240" => {
                     let kind = match line.char_at(5).to_ascii_uppercase() {
                         'F' => ByeKind::FullPoint,

@@ -694,3 +694,19 @@ fn a_team_boards_left_empty_keep_their_tables() {
     }
     assert!(gaps > 0, "the file has boards left empty");
 }
+
+#[test]
+fn a_team_record_whose_members_are_not_where_the_format_puts_them_is_noted() {
+    let file = TrfFile::parse(&club_open(
+        "092 Individual: Swiss-System\n",
+        &["013 Club A  1    8"],
+    ))
+    .expect("reads");
+    assert!(
+        file.notes
+            .iter()
+            .any(|n| n.text.contains("team \"Club A  1    8\" has no member")),
+        "{:?}",
+        file.notes
+    );
+}
