@@ -46,12 +46,37 @@ fn a_dry_run_prints_the_round_without_a_system() -> anyhow::Result<()> {
         ],
         None,
     )?;
+    // The file's time control ("moves/time, increment") is none this reads: refused as the
+    // real run refuses it, not passed and refused later.
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("give --time-control"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = pair(
+        &[
+            "--trf",
+            file.to_str().unwrap_or_default(),
+            "--round",
+            "4",
+            "--tournament",
+            TOURNAMENT,
+            "--dry-run",
+            "--boards",
+            "hall-01..hall-30",
+            "--time-control",
+            "40/7200:3600+30",
+        ],
+        None,
+    )?;
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let round: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(round["time_control"], "40/7200:3600+30");
     let boards = round["boards"].as_array().expect("boards");
     assert_eq!(boards.len(), 22);
     let first = &boards[0];

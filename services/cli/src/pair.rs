@@ -115,15 +115,15 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
             pairings.table_count()
         ),
     };
+    // Read before a dry run too: a dry run that passes must not be refused for real.
+    let time_control = time_control(&args, &file)?;
     if args.dry_run {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&dry_run(&args, &file, &pairings, boards.as_deref()))?
-        );
+        let mut shown = serde_json::to_value(dry_run(&args, &file, &pairings, boards.as_deref()))?;
+        shown["time_control"] = boardcast_game::time_control_tag(&time_control).into();
+        println!("{}", serde_json::to_string_pretty(&shown)?);
         return Ok(());
     }
     let boards = boards.unwrap_or_default();
-    let time_control = time_control(&args, &file)?;
     let date = args
         .date
         .clone()
