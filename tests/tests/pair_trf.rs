@@ -387,9 +387,14 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
         .arg("--pgn")
         .arg(repo_root().join("data/london-classic-2016.pgn"))
         .args(["--nats", &nats.url()])
-        .stdout(std::process::Stdio::null())
-        .status()?;
-    assert!(status.success());
+        .output()?;
+    let said = String::from_utf8_lossy(&status.stderr);
+    assert!(status.status.success(), "{said}");
+    // Its progress, every tenth of the boards, and their end.
+    assert!(
+        said.contains("11 of 22 boards played") && said.contains("22 of 22 boards played"),
+        "{said}"
+    );
     let mut client = game_service.client_as(&operator).await?;
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
     let games = loop {

@@ -346,7 +346,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let client =
         boardcast_kit::nats::connect(&url_for(NatsRole::Simulator)?, "boardcast-demo").await?;
     let js = async_nats::jetstream::new(client);
-    let play = simulate::play(&js, &plans, args.speed);
+    let play = simulate::play(&js, &plans, args.speed, simulate::Progress::Quiet);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         result = play => {

@@ -441,12 +441,21 @@ pub async fn create_games(
     Ok(())
 }
 
+/// How the boards' progress is said while they play.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// On stderr: each board as it ends (up to 20 boards), else every tenth of them.
+    Said,
+    Quiet,
+}
+
 /// Plays every board's game, publishing each observation to JetStream and waiting for its
 /// acknowledgement; a failed publish is retried with the same message id, so it is stored once.
 pub async fn play(
     js: &jetstream::Context,
     plans: &[BoardPlan],
     speed: Speed,
+    progress: Progress,
 ) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
     for plan in plans.iter().cloned() {
@@ -456,10 +465,18 @@ pub async fn play(
             play_board(&js, plan, speed)
                 .await
                 .with_context(|| format!("board {board}"))
+                .map(|()| board)
         });
     }
+    let total = plans.len();
+    let mut done = 0;
     while let Some(result) = tasks.join_next().await {
-        result.context("a simulated board panicked")??;
+        let board = result.context("a simulated board panicked")??;
+        done += 1;
+        let tenth_passed = (done * 10 / total.max(1)) > ((done - 1) * 10 / total.max(1));
+        if progress == Progress::Said && (total <= 20 || tenth_passed) {
+            eprintln!("{done} of {total} boards played ({board} last)");
+        }
     }
     Ok(())
 }
@@ -566,7 +583,7 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
             args.board_prefix, args.board_prefix
         ),
     }
-    play(&js, &plans, args.speed).await?;
+    play(&js, &plans, args.speed, Progress::Said).await?;
     eprintln!("all games played");
     Ok(())
 }
