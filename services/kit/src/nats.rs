@@ -314,15 +314,7 @@ pub async fn connect_for_command(
             .ok()
             .and_then(|p| p.clone())
             .unwrap_or_else(|| "no answer".to_owned());
-        let tls_hint =
-            if TRUSTED_AUTHORITY.get().is_none() && std::env::var_os(NATS_CA_ENV).is_none() {
-                format!(
-                    "; if the hall's NATS speaks TLS, set {NATS_CA_ENV} to the hall's ca.pem \
-                 (boardcast tls-certs)"
-                )
-            } else {
-                String::new()
-            };
+        let tls_hint = tls_hint();
         if refused.load(std::sync::atomic::Ordering::Relaxed) {
             anyhow::bail!(
                 "NATS at {} refused the connection ({problem}): check the user name and \
@@ -339,6 +331,19 @@ pub async fn connect_for_command(
     }
     require_current_server(&client, url).await?;
     Ok(client)
+}
+
+/// What to say to a client that gets no answer and trusts no authority of its own: a server
+/// speaking TLS with the hall's certificate looks like no answer at all.
+fn tls_hint() -> String {
+    if TRUSTED_AUTHORITY.get().is_none() && std::env::var_os(NATS_CA_ENV).is_none() {
+        format!(
+            "; if the hall's NATS speaks TLS, set {NATS_CA_ENV} to the hall's ca.pem \
+             (boardcast tls-certs)"
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// The oldest nats-server boardcast runs on: per-subject expected sequences serialised on
@@ -358,18 +363,10 @@ pub async fn require_current_server(client: &async_nats::Client, url: &str) -> a
         tokio::time::sleep(Duration::from_millis(50)).await;
         waited += Duration::from_millis(50);
         if waited.as_millis().is_multiple_of(10_000) {
-            // A server that speaks TLS with a certificate of the hall's own authority looks
-            // like no answer at all to a client that does not trust it.
-            let hint = if TRUSTED_AUTHORITY.get().is_none()
-                && std::env::var_os(NATS_CA_ENV).is_none()
-            {
-                format!("; if the hall's NATS speaks TLS, set {NATS_CA_ENV} to the hall's ca.pem")
-            } else {
-                String::new()
-            };
             tracing::warn!(
                 url = redact(url),
-                "waiting for NATS to answer ({waited:?} so far){hint}"
+                "waiting for NATS to answer ({waited:?} so far){}",
+                tls_hint()
             );
         }
     }

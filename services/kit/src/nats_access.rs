@@ -740,16 +740,16 @@ fn render_hall_exports_and_imports() -> String {
             }
         })
         .collect();
-    let offered = Role::BroadcastService;
-    let imports: String = offered
-        .offered_to_the_hall()
+    let imports: String = [Role::BroadcastService, Role::ArbiterService]
         .iter()
-        .map(|subject| {
-            format!(
-                "  {{ stream: {{ account: {}, subject: {} }} }}\n",
-                quote(&offered.user_name()),
-                quote(subject)
-            )
+        .flat_map(|role| {
+            role.offered_to_the_hall().iter().map(move |subject| {
+                format!(
+                    "  {{ stream: {{ account: {}, subject: {} }} }}\n",
+                    quote(&role.user_name()),
+                    quote(subject)
+                )
+            })
         })
         .collect();
     format!(
