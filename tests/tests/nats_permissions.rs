@@ -1000,6 +1000,39 @@ async fn no_board_side_user_reads_what_is_addressed_to_another_program() -> anyh
     Ok(())
 }
 
+/// What the relay tests look at before and after: the game log's and the delays' records.
+struct Hall {
+    records: u64,
+    delays: u64,
+}
+
+async fn hall_now(admin: &As) -> anyhow::Result<Hall> {
+    Ok(Hall {
+        records: messages_in(&admin.js, GAMES_STREAM).await?,
+        delays: messages_in(&admin.js, DELAYS_STREAM).await?,
+    })
+}
+
+/// Nothing of the hall changed: the game logs are neither emptied nor written to, the delays
+/// neither deleted nor written to, and the session ends' stream is still there.
+async fn assert_hall_unchanged(admin: &As, before: &Hall) -> anyhow::Result<()> {
+    let now = hall_now(admin).await?;
+    assert_eq!(
+        now.records, before.records,
+        "the game logs are neither emptied nor written to"
+    );
+    assert_eq!(
+        now.delays, before.delays,
+        "the delays are neither deleted nor written to"
+    );
+    admin
+        .js
+        .get_stream(SESSIONS_STREAM)
+        .await
+        .context("the session ends' stream is still there")?;
+    Ok(())
+}
+
 /// Asks, as `client`, for a stored message (`direct_get`, a direct get's subject) and for the
 /// account's information, with each of `targets` as the reply subject: the relay JetStream
 /// carries out for anyone whose answers reach the hall's account.
@@ -1036,7 +1069,7 @@ async fn a_board_pc_cannot_have_the_server_answer_into_the_hall() -> anyhow::Res
         .publish(victim.clone(), "a record".into())
         .await?
         .await?;
-    let records = messages_in(&admin.js, GAMES_STREAM).await?;
+    let before = hall_now(&admin).await?;
     let partition = nats::partition_of_board("a1", DEFAULT_PARTITIONS);
     let stored_in = ingest_stream(Some(partition));
     let stored_as = format!("{}.{partition}", observation_subject("a1"));
@@ -1069,17 +1102,7 @@ async fn a_board_pc_cannot_have_the_server_answer_into_the_hall() -> anyhow::Res
         .await?;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        messages_in(&admin.js, GAMES_STREAM).await?,
-        records,
-        "the game logs are neither emptied nor written to"
-    );
-    admin
-        .js
-        .get_stream(DELAYS_STREAM)
-        .await
-        .context("the delays' stream is still there")?;
-    Ok(())
+    assert_hall_unchanged(&admin, &before).await
 }
 
 /// The broadcast service faces the internet and the arbiter service the arbiters' dashboards: a
@@ -1107,8 +1130,7 @@ async fn a_service_cannot_have_the_server_answer_into_the_hall() -> anyhow::Resu
         .await?
         .await?;
     let admin = admin(&nats).await?;
-    let records = messages_in(&admin.js, GAMES_STREAM).await?;
-    let delays = messages_in(&admin.js, DELAYS_STREAM).await?;
+    let before = hall_now(&admin).await?;
     for role in [Role::BroadcastService, Role::ArbiterService] {
         let service = As::connect(&nats, role.clone()).await?;
         let stored = service
@@ -1133,22 +1155,7 @@ async fn a_service_cannot_have_the_server_answer_into_the_hall() -> anyhow::Resu
         .await?;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        messages_in(&admin.js, GAMES_STREAM).await?,
-        records,
-        "the game logs are neither emptied nor written to"
-    );
-    assert_eq!(
-        messages_in(&admin.js, DELAYS_STREAM).await?,
-        delays,
-        "the delays are neither deleted nor written to"
-    );
-    admin
-        .js
-        .get_stream(SESSIONS_STREAM)
-        .await
-        .context("the session ends' stream is still there")?;
-    Ok(())
+    assert_hall_unchanged(&admin, &before).await
 }
 
 /// A command run by hand (an export for an appeal) with a wrong password stops at once and says
@@ -1195,8 +1202,7 @@ async fn a_service_cannot_have_a_consumer_deliver_into_the_hall() -> anyhow::Res
     )
     .await?;
     let admin = admin(&nats).await?;
-    let records = messages_in(&admin.js, GAMES_STREAM).await?;
-    let delays = messages_in(&admin.js, DELAYS_STREAM).await?;
+    let before = hall_now(&admin).await?;
     let service = As::connect(&nats, Role::BroadcastService).await?;
     let games = service.js.get_stream_no_info(GAMES_STREAM).await?;
     let push = |name: &str, deliver_subject: String| jetstream::consumer::push::Config {
@@ -1225,20 +1231,5 @@ async fn a_service_cannot_have_a_consumer_deliver_into_the_hall() -> anyhow::Res
         .context("the control consumer delivers")?
         .context("the subscription ended")?;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(
-        messages_in(&admin.js, GAMES_STREAM).await?,
-        records,
-        "the game logs are not emptied"
-    );
-    assert_eq!(
-        messages_in(&admin.js, DELAYS_STREAM).await?,
-        delays,
-        "no delay is written"
-    );
-    admin
-        .js
-        .get_stream(DELAYS_STREAM)
-        .await
-        .context("the delays' stream is still there")?;
-    Ok(())
+    assert_hall_unchanged(&admin, &before).await
 }
