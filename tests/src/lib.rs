@@ -398,6 +398,7 @@ pub fn create_request(
         game: Some(game),
         replace_unfinished: false,
         request_id: boardcast_kit::client::new_request_id(),
+        revise: false,
     }
 }
 

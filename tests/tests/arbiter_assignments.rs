@@ -109,6 +109,7 @@ async fn the_chief_arbiter_assigns_boards_that_every_instance_applies() -> anyho
                 game: Some(game(board)),
                 replace_unfinished: false,
                 request_id: boardcast_kit::client::new_request_id(),
+                revise: false,
             })
             .await?;
     }

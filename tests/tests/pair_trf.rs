@@ -720,3 +720,308 @@ fn the_lichess_texts_are_printed_for_pasting() -> anyhow::Result<()> {
     assert!(String::from_utf8_lossy(&none.stderr).contains("holds no teams"));
     Ok(())
 }
+
+/// What `games` say of themselves, by table: board, players, moves seen.
+fn by_table(
+    games: &[boardcast_schema::game::v1::GameState],
+) -> std::collections::BTreeMap<u32, (String, String, String, usize)> {
+    games
+        .iter()
+        .filter_map(|g| {
+            let info = g.info.as_ref()?;
+            let name = |p: &Option<boardcast_schema::game::v1::Player>| {
+                p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
+            };
+            Some((
+                info.board_number,
+                (
+                    info.board_id.clone(),
+                    name(&info.white),
+                    name(&info.black),
+                    g.moves.len() + g.provisional_line.len(),
+                ),
+            ))
+        })
+        .collect()
+}
+
+/// Board `board` shows `placement`, as its `device_seq`th observation, published to NATS.
+async fn board_shows(
+    js: &async_nats::jetstream::Context,
+    board: &str,
+    device_seq: u64,
+    placement: &str,
+) -> anyhow::Result<()> {
+    use boardcast_schema::device::v1::{BoardPlacement, Observation, observation::Kind};
+    use prost::Message as _;
+    let observation = Observation {
+        board_id: board.into(),
+        device_seq,
+        device_time_unix_ms: 1_700_000_000_000 + 1_000 * device_seq as i64,
+        receive_time_unix_ms: 1_700_000_000_000 + 1_000 * device_seq as i64,
+        kind: Some(Kind::Placement(BoardPlacement {
+            placement: placement.into(),
+        })),
+        ..Default::default()
+    };
+    let message = async_nats::jetstream::message::PublishMessage::build()
+        .payload(observation.encode_to_vec().into())
+        .message_id(boardcast_kit::nats::observation_message_id(
+            board,
+            device_seq,
+            rand::random(),
+        ));
+    js.send_publish(boardcast_kit::nats::observation_subject(board), message)
+        .await?
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_round_paired_again_is_set_up_again_until_its_games_begin() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await?);
+    let users = TestUsers::shared()?;
+    let grant = |role| Grant {
+        tournament: TOURNAMENT.into(),
+        role,
+        boards: Vec::new(),
+    };
+    let operator = users.add("revise-operator", &[grant(Role::Operator)])?;
+    let arbiter = users.add("revise-arbiter", &[grant(Role::Arbiter)])?;
+    for token in [&operator, &arbiter] {
+        game_service.wait_for_user(token).await?;
+    }
+    let mut client = game_service.client_as(&operator).await?;
+    let url = game_service.url();
+    let source = std::fs::read_to_string(trf("javafo_sample2.trf"))?;
+    let file = TrfFile::parse(&source)?;
+    let tables = file.round(4)?.tables;
+    let dir = tempfile::tempdir()?;
+    let write = |name: &str, text: &str| -> anyhow::Result<String> {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text)?;
+        Ok(path.to_string_lossy().into_owned())
+    };
+    let run = |file: &str, extra: &[&str], token: &str| {
+        let mut args = vec![
+            "--trf",
+            file,
+            "--round",
+            "4",
+            "--tournament",
+            TOURNAMENT,
+            "--game-service",
+            &url,
+            "--time-control",
+            "90+30",
+        ];
+        args.extend(extra);
+        pair(&args, Some(token))
+    };
+    let round =
+        async |client: &mut boardcast_schema::game::v1::game_service_client::GameServiceClient<
+            _,
+        >|
+               -> anyhow::Result<_> {
+            Ok(by_table(
+                &client
+                    .list_games(ListGamesRequest {
+                        tournament_id: TOURNAMENT.into(),
+                        round: 4,
+                    })
+                    .await?
+                    .into_inner()
+                    .games,
+            ))
+        };
+
+    let good = write("round.trf", &source)?;
+    let out = run(&good, &["--boards", "hall-1..hall-30"], &operator)?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Table 1's game begins: its board shows 1.e4.
+    board_shows(
+        &js,
+        "hall-1",
+        1,
+        "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR",
+    )
+    .await?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while round(&mut client).await?.get(&1).map(|t| t.3) != Some(1) {
+        anyhow::ensure!(std::time::Instant::now() < deadline, "1.e4 was not seen");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let before = round(&mut client).await?;
+
+    // The director corrects two names (table 1's White, table 2's Black) and puts table 2 on
+    // hall-30 (hall-2's clock is broken).
+    let name = |rank: u32| file.players[&rank].name.clone();
+    let misspelt = |name: &str| format!("{}x", &name[..name.len() - 1]);
+    let (white_1, black_2) = (name(tables[0].white), name(tables[1].black));
+    let corrected = write(
+        "corrected.trf",
+        &source.replacen(&white_1, &misspelt(&white_1), 1).replacen(
+            &black_2,
+            &misspelt(&black_2),
+            1,
+        ),
+    )?;
+    let map: String = tables
+        .iter()
+        .map(|t| {
+            let board = if t.table == 2 { 30 } else { t.table };
+            format!("{} hall-{board}\n", t.table)
+        })
+        .collect();
+    let map = write("boards.txt", &map)?;
+
+    // Refusals, each with its reason, each changing nothing.
+    let refusals: Vec<(Vec<&str>, &str, &str)> = vec![
+        // Without --revise: the games exist.
+        (vec!["--board-map", &map], &operator, "--revise"),
+        // Not the operator's nor a chief arbiter's to set up.
+        (vec!["--board-map", &map, "--revise"], &arbiter, "refused"),
+        // Table 1 has begun: its board cannot change, so nothing of the round does.
+        (
+            vec!["--boards", "hall-2..hall-31", "--revise"],
+            &operator,
+            "board 1: game gros-2010-r4-b1: the game has begun",
+        ),
+    ];
+    for (extra, token, reason) in refusals {
+        let out = run(&corrected, &extra, token)?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?} should be refused");
+        assert!(said.contains(reason), "{extra:?}: {said}");
+        assert_eq!(
+            round(&mut client).await?,
+            before,
+            "{extra:?} changed nothing"
+        );
+    }
+    // A time control other than the one table 1 is played with: refused too.
+    let out = pair(
+        &[
+            "--trf",
+            &corrected,
+            "--round",
+            "4",
+            "--tournament",
+            TOURNAMENT,
+            "--game-service",
+            &url,
+            "--time-control",
+            "60+30",
+            "--board-map",
+            &map,
+            "--revise",
+        ],
+        Some(&operator),
+    )?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("not its time control"), "{said}");
+    assert_eq!(round(&mut client).await?, before);
+
+    // Revised: the names, and table 2 on hall-30; table 1 keeps its move.
+    let out = run(&corrected, &["--board-map", &map, "--revise"], &operator)?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("22 games set up (2 of them set up again)"),
+        "{said}"
+    );
+    let after = round(&mut client).await?;
+    let mut expected = before.clone();
+    if let Some(t) = expected.get_mut(&1) {
+        t.1 = misspelt(&white_1);
+    }
+    if let Some(t) = expected.get_mut(&2) {
+        t.0 = "hall-30".into();
+        t.2 = misspelt(&black_2);
+    }
+    assert_eq!(after, expected);
+    // Sent again: nothing more to change.
+    let out = run(&corrected, &["--board-map", &map, "--revise"], &operator)?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("22 games set up, on"), "{said}");
+
+    // hall-30's observations are table 2's game's now; hall-2 carries none of the round.
+    board_shows(
+        &js,
+        "hall-30",
+        1,
+        "rnbqkbnr/pppppppp/8/8/3P4/8/PPP1PPPP/RNBQKBNR",
+    )
+    .await?;
+    while round(&mut client).await?.get(&2).map(|t| t.3) != Some(1) {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "1.d4 was not seen on hall-30"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let boards = client
+        .list_boards(boardcast_schema::game::v1::ListBoardsRequest::default())
+        .await?
+        .into_inner()
+        .boards;
+    let on = |board: &str| {
+        boards
+            .iter()
+            .find(|b| b.board_id == board)
+            .map(|b| b.game_id.clone())
+    };
+    assert_eq!(on("hall-30").as_deref(), Some("gros-2010-r4-b2"));
+    assert_eq!(on("hall-2"), None);
+
+    // The round's log, exported, verifies: every revision decided again as recorded.
+    let record_file = dir.path().join("round-4.bcrec");
+    let cli = |args: &[&str]| -> anyhow::Result<(bool, String)> {
+        let out = std::process::Command::new(program("boardcast")?)
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .output()?;
+        Ok((
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        ))
+    };
+    let (ok, out) = cli(&[
+        "export",
+        "--nats",
+        &nats.url(),
+        "--tournament",
+        TOURNAMENT,
+        "--round",
+        "4",
+        "--out",
+        &record_file.to_string_lossy(),
+        "--trusted-keys",
+        &users.trusted_keys().to_string_lossy(),
+    ])?;
+    anyhow::ensure!(ok, "export failed: {out}");
+    let fingerprint = users.signer()?.public_key().fingerprint();
+    let (ok, out) = cli(&[
+        "replay",
+        &record_file.to_string_lossy(),
+        "--verify",
+        "--trust",
+        &fingerprint,
+    ])?;
+    assert!(ok && out.contains("verified"), "{out}");
+    Ok(())
+}

@@ -317,3 +317,123 @@ async fn taking_over_a_board_needs_rights_on_the_tournament_it_is_taken_from() -
     assert_eq!(carried(boards.boards).as_deref(), Some("hall-open-r2-b1"));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_round_set_up_on_the_wrong_boards_is_set_up_again_before_play() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let mut client = boardcast_testkit::admin_client(&service.url()).await?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let live = async |client: &mut boardcast_kit::client::GameClient| -> anyhow::Result<Vec<(String, String)>> {
+        Ok(client
+            .list_boards(ListBoardsRequest {})
+            .await?
+            .into_inner()
+            .boards
+            .into_iter()
+            .map(|b| (b.board_id, b.game_id))
+            .collect())
+    };
+    // hall-3 carries a side event's unfinished game.
+    let mut side = round(1, vec![pairing(1, "hall-3", "Evans", "Fox")]);
+    side.tournament_id = "side-blitz".into();
+    client.pair_round(side).await?;
+    client
+        .pair_round(round(
+            1,
+            vec![
+                pairing(1, "hall-1", "Adams", "Brown"),
+                pairing(2, "hall-2", "Clark", "Davis"),
+            ],
+        ))
+        .await?;
+    publish_status(&js, "hall-2", 1, DeviceState::Connected).await?;
+    publish_status(&js, "hall-2", 2, DeviceState::Connected).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !client
+        .list_boards(ListBoardsRequest {})
+        .await?
+        .into_inner()
+        .boards
+        .iter()
+        .any(|b| b.board_id == "hall-2" && b.last_device_seq == 2)
+    {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "hall-2 not heard");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let before = live(&mut client).await?;
+
+    // The tables are on each other's boards: the same request exchanges them. Onto a board of
+    // another event's unfinished game: refused, nothing changes.
+    let mut onto_side = round(
+        1,
+        vec![
+            pairing(1, "hall-3", "Adams", "Brown"),
+            pairing(2, "hall-1", "Clark", "Davis"),
+        ],
+    );
+    onto_side.revise = true;
+    let refused = client
+        .pair_round(onto_side)
+        .await
+        .expect_err("hall-3 carries an unfinished game");
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+    assert!(
+        refused.message().contains("side-blitz-r1-b1"),
+        "{refused:?}"
+    );
+    assert_eq!(live(&mut client).await?, before);
+
+    let mut exchanged = round(
+        1,
+        vec![
+            pairing(1, "hall-2", "Adams", "Brown"),
+            pairing(2, "hall-1", "Clark", "Davis"),
+        ],
+    );
+    exchanged.revise = true;
+    let revised = client.pair_round(exchanged).await?.into_inner();
+    assert!(revised.games.iter().all(|g| g.revised && !g.created));
+    let mut now = live(&mut client).await?;
+    now.sort();
+    assert_eq!(
+        now,
+        [
+            ("hall-1".to_owned(), "hall-open-r1-b2".to_owned()),
+            ("hall-2".to_owned(), "hall-open-r1-b1".to_owned()),
+            ("hall-3".to_owned(), "side-blitz-r1-b1".to_owned()),
+        ]
+    );
+    // Moved onto hall-2, table 1's game follows it from its last observation on.
+    let table_1 = client
+        .get_game(GetGameRequest {
+            game_id: "hall-open-r1-b1".into(),
+        })
+        .await?
+        .into_inner();
+    assert_eq!(
+        table_1.info.map(|i| (i.board_id, i.board_seq_before)),
+        Some(("hall-2".to_owned(), 2))
+    );
+    publish_status(&js, "hall-2", 3, DeviceState::Disconnected).await?;
+    loop {
+        let boards = client
+            .list_boards(ListBoardsRequest {})
+            .await?
+            .into_inner()
+            .boards;
+        if boards.iter().any(|b| {
+            b.board_id == "hall-2"
+                && b.game_id == "hall-open-r1-b1"
+                && b.state() == DeviceState::Disconnected
+        }) {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "hall-2's observation did not reach table 1's game: {boards:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}

@@ -309,16 +309,16 @@ fn verify_game(exported: &ExportedGame, trusted: &TrustedKeys, report: &mut Veri
 /// clock's sides established by the reading they were read from, ahead of it).
 const MAX_PREFIX: usize = 3;
 
-/// The input a record was decided on, when it is one.
+/// The input a record was decided on, when it is one (a set-up revised is its own).
 fn is_input(event: &GameEvent) -> bool {
     matches!(
         event.kind,
-        Some(Kind::ObservationRecorded(_) | Kind::Arbiter(_))
+        Some(Kind::ObservationRecorded(_) | Kind::Arbiter(_) | Kind::SetUpRevised(_))
     )
 }
 
-/// Folds the records that continue the chain and decides every observation and arbiter action
-/// again on the game folded up to where its decision begins, comparing with the records the
+/// Folds the records that continue the chain and decides every observation, arbiter action and
+/// revision of the set-up again on the game folded up to where its decision begins, comparing with the records the
 /// log holds from there: every record must fold, and be the meaning of an observation or
 /// action as this version decides it. (Holes recorded by the service — `ObservationsMissing`,
 /// decided on what it read of the ingest stream rather than on the log — are folded as they
@@ -394,6 +394,24 @@ fn redecide(game_id: &str, opened: &[(OpenedRecord, u64)], report: &mut Verifica
                     let provenance = event.provenance.clone().unwrap_or_default();
                     game.decide_arbiter(action, &provenance.actor, &provenance.request_id)
                         .unwrap_or_default()
+                }
+                // Allowed then, as asked: the revision decided again is the record itself.
+                Some(Kind::SetUpRevised(revised)) => {
+                    let provenance = event.provenance.clone().unwrap_or_default();
+                    revised
+                        .set_up
+                        .as_ref()
+                        .and_then(|set_up| {
+                            game.decide_set_up_revision(
+                                set_up,
+                                &provenance.actor,
+                                &provenance.request_id,
+                            )
+                            .ok()
+                            .flatten()
+                        })
+                        .into_iter()
+                        .collect()
                 }
                 _ => Vec::new(),
             };

@@ -1096,3 +1096,39 @@ fn a_note_is_no_live_update_but_changes_the_rounds_feed() {
     assert_ne!(feeds.round_pgn(&key(1)).map(|b| b.etag.clone()), etag);
     assert!(feeds.round_json_since(&key(1), version).is_empty());
 }
+
+#[test]
+fn a_corrected_set_up_is_shown_once_the_delay_allows_and_the_moves_stay() {
+    let mut feeds = Feeds::new(Delays::parse(["10"]).expect("valid"), unsigned_logs());
+    let mut game = start(1, 1, T0);
+    feed(&mut feeds, &game.records.clone());
+    let moved = game.play("e4", T0 + MINUTE);
+    feed(&mut feeds, &moved);
+    // The arbiter's sheet says White is someone else: corrected after the first move.
+    let corrected = GameStarted {
+        white: Some(Player {
+            name: "Carlsen, Magnus".into(),
+            ..Default::default()
+        }),
+        ..game.game.info().clone()
+    };
+    let revision = game
+        .game
+        .decide_set_up_revision(&corrected, "chief", "fix-names")
+        .expect("players may be corrected")
+        .expect("a change");
+    let revised = game.record(vec![revision], T0 + 2 * MINUTE);
+    feed(&mut feeds, &revised);
+    let white = |feeds: &Feeds| {
+        let body = feeds.round_pgn(&key(1)).expect("shown");
+        let games = read_games(&body.text).expect("valid PGN");
+        (
+            games[0].tag("White").map(str::to_owned),
+            games[0].moves.len(),
+        )
+    };
+    feeds.release(T0 + 11 * MINUTE + 30_000);
+    assert_eq!(white(&feeds), (Some("White 1".to_owned()), 1), "not due yet");
+    feeds.release(T0 + 12 * MINUTE);
+    assert_eq!(white(&feeds), (Some("Carlsen, Magnus".to_owned()), 1));
+}

@@ -141,6 +141,7 @@ mod started_bytes {
 pub fn shows(event: &GameEvent) -> bool {
     match &event.kind {
         Some(Kind::Started(_))
+        | Some(Kind::SetUpRevised(_))
         | Some(Kind::MoveProvisional(_))
         | Some(Kind::ProvisionalWithdrawn(_))
         | Some(Kind::MoveCompleted(_))
@@ -204,6 +205,20 @@ impl DisplayGame {
         }
         match &event.kind {
             Some(Kind::Started(_)) => return Err(inconsistent("game started twice".into())),
+            // The log's reader checked what may change; viewers see the game as now set up.
+            Some(Kind::SetUpRevised(revised)) => {
+                let set_up = revised
+                    .set_up
+                    .as_ref()
+                    .ok_or_else(|| inconsistent("a revision of the set-up without one".into()))?;
+                if set_up.board_id != self.info.board_id {
+                    self.board = BoardState {
+                        responding: true,
+                        ..Default::default()
+                    };
+                }
+                self.info = set_up.clone();
+            }
             Some(Kind::MoveProvisional(p)) => {
                 self.truncate_line(p.ply)
                     .ok_or_else(|| inconsistent(format!("provisional move for ply {}", p.ply)))?;

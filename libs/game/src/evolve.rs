@@ -9,7 +9,9 @@ use boardcast_rules::repetition::RepetitionTracker;
 use crate::chain::{ChainError, GENESIS_HASH};
 use crate::clock::{ClockSides, PressDoubt};
 use crate::device::ClockRun;
-use crate::events::{GameEvent, GameEventRecord, MoveProvisional, Side, Source, game_event::Kind};
+use crate::events::{
+    GameEvent, GameEventRecord, GameStarted, MoveProvisional, Side, Source, game_event::Kind,
+};
 use crate::provisional::{Provisional, ProvisionalLine};
 use crate::start::{rules_of, start_position};
 use crate::state::{
@@ -37,14 +39,28 @@ impl Game {
         let Some(Kind::Started(info)) = event.kind else {
             return Err(GameError::NotStarted);
         };
+        let mut head = [0u8; 32];
+        head.copy_from_slice(&record.hash);
+        let record_head = RecordHead {
+            last_game_seq: 1,
+            chain_head: head,
+            signed: u64::from(!record.signature.is_empty()),
+            unsigned: u64::from(record.signature.is_empty()),
+            started_by_request,
+            requests: Default::default(),
+        };
+        Game::set_up(event.game_id, info, record_head)
+    }
+
+    /// A game as its set-up makes it, before anything is observed: the first record's, or a
+    /// revision's before the first move.
+    fn set_up(game_id: String, info: GameStarted, record: RecordHead) -> Result<Game, GameError> {
         let position = start_position(&info)?;
         let rules = rules_of(&info)?;
         let board_seq_floor = info.board_seq_before;
         let interpretation = info.interpretation;
-        let mut head = [0u8; 32];
-        head.copy_from_slice(&record.hash);
         Ok(Game {
-            game_id: event.game_id,
+            game_id,
             inference: Inference::with_config(
                 position.clone(),
                 InferenceConfig {
@@ -62,14 +78,7 @@ impl Game {
             provisional: ProvisionalLine::default(),
             reconstructed: Default::default(),
             result: None,
-            record: RecordHead {
-                last_game_seq: 1,
-                chain_head: head,
-                signed: u64::from(!record.signature.is_empty()),
-                unsigned: u64::from(record.signature.is_empty()),
-                started_by_request,
-                requests: Default::default(),
-            },
+            record,
             board: BoardRecord {
                 seq_floor: board_seq_floor,
                 ..BoardRecord::default()
@@ -80,6 +89,35 @@ impl Game {
         })
     }
 
+    /// Folds a revision of the set-up (`SetUpRevised`): after the game began only the players'
+    /// and the event's details change; before it the game is as if set up so, what the log recorded of it kept
+    /// (its record, the arbiters' rulings, and on the same board what the board sent so far).
+    fn revise_set_up(&mut self, revised: &GameStarted) -> Result<(), String> {
+        if let Some(what) = crate::start::unrevisable(&self.info, revised) {
+            return Err(format!("a revision of the set-up changes {what}"));
+        }
+        if self.has_begun() {
+            if let Some(what) = crate::start::beyond_details(&self.info, revised) {
+                return Err(format!(
+                    "the set-up revised after the game began changes its {what}"
+                ));
+            }
+            self.info = revised.clone();
+            return Ok(());
+        }
+        let record = std::mem::take(&mut self.record);
+        let mut fresh = Game::set_up(self.game_id.clone(), revised.clone(), record)
+            .map_err(|e| e.to_string())?;
+        fresh.rulings = std::mem::take(&mut self.rulings);
+        if revised.board_id == self.info.board_id {
+            fresh.board.status = self.board.status;
+            fresh.board.last_device_seq = self.board.last_device_seq;
+            fresh.board.missing = std::mem::take(&mut self.board.missing);
+        }
+        *self = fresh;
+        Ok(())
+    }
+
     pub(crate) fn evolve(&mut self, event: &GameEvent) -> Result<(), GameError> {
         let inconsistent = |reason: String| GameError::Inconsistent {
             game_seq: event.game_seq,
@@ -88,6 +126,13 @@ impl Game {
         match &event.kind {
             None => return Err(inconsistent("event without content".into())),
             Some(Kind::Started(_)) => return Err(inconsistent("game started twice".into())),
+            Some(Kind::SetUpRevised(revised)) => {
+                let set_up = revised
+                    .set_up
+                    .as_ref()
+                    .ok_or_else(|| inconsistent("a revision of the set-up without one".into()))?;
+                self.revise_set_up(set_up).map_err(inconsistent)?;
+            }
             Some(Kind::ObservationRecorded(recorded)) => {
                 let observation = recorded
                     .observation

@@ -7,7 +7,7 @@ use boardcast_rules::ruleset::{
 };
 
 use crate::clock::CURRENT_INTERPRETATION;
-use crate::events::{GameStarted, Provenance, Source, game_event::Kind};
+use crate::events::{GameStarted, Provenance, SetUpRevised, Source, game_event::Kind};
 use crate::record::NewEvent;
 use crate::state::{Game, GameError};
 
@@ -145,65 +145,7 @@ impl Game {
         actor: &str,
         request_id: &str,
     ) -> Result<(String, NewEvent), GameError> {
-        validate_id("tournament id", &info.tournament_id)?;
-        validate_board_id(&info.board_id)?;
-        if info.round == 0 || info.board_number == 0 {
-            return Err(GameError::InvalidGame(
-                "round and board number start at 1".to_owned(),
-            ));
-        }
-        if info.white.as_ref().is_none_or(|p| p.name.trim().is_empty())
-            || info.black.as_ref().is_none_or(|p| p.name.trim().is_empty())
-        {
-            return Err(GameError::InvalidGame(
-                "both players need a name".to_owned(),
-            ));
-        }
-        let tc = info.time_control.as_ref().ok_or_else(|| {
-            GameError::InvalidGame("a time control with at least one period is required".into())
-        })?;
-        if tc.periods.is_empty() {
-            return Err(GameError::InvalidGame(
-                "a time control with at least one period is required".to_owned(),
-            ));
-        }
-        if let Some((i, _)) = tc
-            .periods
-            .iter()
-            .enumerate()
-            .find(|(_, p)| p.base_ms == 0 && p.increment_ms == 0)
-        {
-            return Err(GameError::InvalidGame(format!(
-                "time control period {} has neither time nor increment",
-                i + 1
-            )));
-        }
-        // Numbers no event uses are a typo or hostile, and arithmetic on clocks stays in range.
-        if tc.periods.len() > MAX_PERIODS {
-            return Err(GameError::InvalidGame(format!(
-                "a time control of {} periods; at most {MAX_PERIODS}",
-                tc.periods.len()
-            )));
-        }
-        for (i, p) in tc.periods.iter().enumerate() {
-            let absurd = if p.base_ms > MAX_PERIOD_MS {
-                Some(format!("{} h of base time", p.base_ms / 3_600_000))
-            } else if p.increment_ms > MAX_BONUS_MS || p.delay_ms > MAX_BONUS_MS {
-                Some("an increment or delay of more than an hour".to_owned())
-            } else if p.moves > MAX_PERIOD_MOVES {
-                Some(format!("{} moves", p.moves))
-            } else {
-                None
-            };
-            if let Some(what) = absurd {
-                return Err(GameError::InvalidGame(format!(
-                    "time control period {}: {what} is not a chess time control",
-                    i + 1
-                )));
-            }
-        }
-        start_position(info)?;
-        rules_of(info)?;
+        check_set_up(info)?;
         let game_id = game_id_for(&info.tournament_id, info.round, info.board_number);
         Ok((
             game_id,
@@ -212,13 +154,166 @@ impl Game {
                     interpretation: CURRENT_INTERPRETATION,
                     ..info.clone()
                 }),
-                provenance: Provenance {
-                    source: Source::Operator as i32,
-                    actor: actor.to_owned(),
-                    request_id: request_id.to_owned(),
-                    ..Default::default()
-                },
+                provenance: set_up_by(actor, request_id),
             },
         ))
     }
+
+    /// Decides a revision of the game's set-up to `revised`, by `actor`: `None` when it changes
+    /// nothing. Its ids are the game's; `revised.board_seq_before` is the new board's last
+    /// observation now and counts only when the board changes (on the same board the game goes
+    /// on from what it accounted for). Before the first move anything else may change; after
+    /// it only the players' and the event's details (the game is read as it was set up).
+    pub fn decide_set_up_revision(
+        &self,
+        revised: &GameStarted,
+        actor: &str,
+        request_id: &str,
+    ) -> Result<Option<NewEvent>, RevisionRefused> {
+        check_set_up(revised).map_err(RevisionRefused::Invalid)?;
+        let same_board = revised.board_id == self.info.board_id;
+        let revised = GameStarted {
+            tournament_id: self.info.tournament_id.clone(),
+            round: self.info.round,
+            board_number: self.info.board_number,
+            interpretation: self.info.interpretation,
+            board_seq_before: if same_board {
+                self.info.board_seq_before
+            } else {
+                revised.board_seq_before
+            },
+            ..revised.clone()
+        };
+        if revised == self.info {
+            return Ok(None);
+        }
+        if self.has_begun()
+            && let Some(what) = beyond_details(&self.info, &revised)
+        {
+            return Err(RevisionRefused::Begun { what });
+        }
+        Ok(Some(NewEvent {
+            kind: Kind::SetUpRevised(SetUpRevised {
+                set_up: Some(revised),
+            }),
+            provenance: set_up_by(actor, request_id),
+        }))
+    }
+}
+
+/// Why a revision of a game's set-up was refused.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RevisionRefused {
+    #[error(transparent)]
+    Invalid(GameError),
+    #[error(
+        "the game has begun: only the players' and the event's details can be corrected now, \
+         not its {what}"
+    )]
+    Begun { what: &'static str },
+}
+
+/// A set-up's provenance: an operator's, with the request that made it.
+fn set_up_by(actor: &str, request_id: &str) -> Provenance {
+    Provenance {
+        source: Source::Operator as i32,
+        actor: actor.to_owned(),
+        request_id: request_id.to_owned(),
+        ..Default::default()
+    }
+}
+
+/// What of a game's identity `revised` changes, if anything (a revision never may).
+pub(crate) fn unrevisable(set_up: &GameStarted, revised: &GameStarted) -> Option<&'static str> {
+    if revised.tournament_id != set_up.tournament_id {
+        Some("tournament")
+    } else if revised.round != set_up.round {
+        Some("round")
+    } else if revised.board_number != set_up.board_number {
+        Some("board number")
+    } else if revised.interpretation != set_up.interpretation {
+        Some("interpretation")
+    } else {
+        None
+    }
+}
+
+/// What `revised` changes beyond the players' and the event's details — what the game's
+/// observations are read with — if anything: once the game has begun, none of it may change.
+pub(crate) fn beyond_details(set_up: &GameStarted, revised: &GameStarted) -> Option<&'static str> {
+    if revised.board_id != set_up.board_id || revised.board_seq_before != set_up.board_seq_before {
+        Some("physical board")
+    } else if revised.time_control != set_up.time_control {
+        Some("time control")
+    } else if revised.edition != set_up.edition {
+        Some("Laws edition")
+    } else if revised.start_fen != set_up.start_fen {
+        Some("start position")
+    } else {
+        None
+    }
+}
+
+/// Checks a pairing's set-up: ids, players, time control, start position and edition.
+fn check_set_up(info: &GameStarted) -> Result<(), GameError> {
+    validate_id("tournament id", &info.tournament_id)?;
+    validate_board_id(&info.board_id)?;
+    if info.round == 0 || info.board_number == 0 {
+        return Err(GameError::InvalidGame(
+            "round and board number start at 1".to_owned(),
+        ));
+    }
+    if info.white.as_ref().is_none_or(|p| p.name.trim().is_empty())
+        || info.black.as_ref().is_none_or(|p| p.name.trim().is_empty())
+    {
+        return Err(GameError::InvalidGame(
+            "both players need a name".to_owned(),
+        ));
+    }
+    let tc = info.time_control.as_ref().ok_or_else(|| {
+        GameError::InvalidGame("a time control with at least one period is required".into())
+    })?;
+    if tc.periods.is_empty() {
+        return Err(GameError::InvalidGame(
+            "a time control with at least one period is required".to_owned(),
+        ));
+    }
+    if let Some((i, _)) = tc
+        .periods
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.base_ms == 0 && p.increment_ms == 0)
+    {
+        return Err(GameError::InvalidGame(format!(
+            "time control period {} has neither time nor increment",
+            i + 1
+        )));
+    }
+    // Numbers no event uses are a typo or hostile, and arithmetic on clocks stays in range.
+    if tc.periods.len() > MAX_PERIODS {
+        return Err(GameError::InvalidGame(format!(
+            "a time control of {} periods; at most {MAX_PERIODS}",
+            tc.periods.len()
+        )));
+    }
+    for (i, p) in tc.periods.iter().enumerate() {
+        let absurd = if p.base_ms > MAX_PERIOD_MS {
+            Some(format!("{} h of base time", p.base_ms / 3_600_000))
+        } else if p.increment_ms > MAX_BONUS_MS || p.delay_ms > MAX_BONUS_MS {
+            Some("an increment or delay of more than an hour".to_owned())
+        } else if p.moves > MAX_PERIOD_MOVES {
+            Some(format!("{} moves", p.moves))
+        } else {
+            None
+        };
+        if let Some(what) = absurd {
+            return Err(GameError::InvalidGame(format!(
+                "time control period {}: {what} is not a chess time control",
+                i + 1
+            )));
+        }
+    }
+    start_position(info)?;
+    rules_of(info)?;
+    Ok(())
 }

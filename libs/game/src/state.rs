@@ -68,7 +68,7 @@ pub struct Game {
 }
 
 /// Where the game's record stands.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct RecordHead {
     pub(crate) last_game_seq: u64,
     pub(crate) chain_head: [u8; 32],
@@ -375,6 +375,16 @@ impl Game {
 
     pub fn is_over(&self) -> bool {
         self.result.is_some()
+    }
+
+    /// Whether the game has begun as its log knows it: a move seen, completed or reconstructed,
+    /// an illegal move, or a result. Until then its set-up may be revised whole.
+    pub fn has_begun(&self) -> bool {
+        !self.moves.is_empty()
+            || !self.provisional.is_empty()
+            || !self.reconstructed.is_empty()
+            || !self.rulings.illegal_moves.is_empty()
+            || self.result.is_some()
     }
 
     pub fn last_game_seq(&self) -> u64 {

@@ -254,7 +254,7 @@ pub fn category(event: &GameEvent) -> &'static str {
         return "game";
     };
     match kind {
-        Kind::Started(_) => "game",
+        Kind::Started(_) | Kind::SetUpRevised(_) => "game",
         Kind::ObservationRecorded(o) => {
             match o.observation.as_ref().and_then(|o| o.kind.as_ref()) {
                 Some(observation::Kind::Clock(_)) => "clock",

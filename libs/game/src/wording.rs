@@ -354,6 +354,10 @@ pub fn describe(event: &GameEvent, edition: Option<&str>) -> Option<String> {
                 .unwrap_or_default()
         ),
         Kind::PositionRestored(r) => format!("position after ply {} restored", r.ply),
+        Kind::SetUpRevised(r) => match &r.set_up {
+            Some(s) => format!("set-up revised: {}", set_up_words(s)),
+            None => "set-up revised, without one".to_owned(),
+        },
         Kind::PenaltyRevised(r) => format!(
             "the penalty of the illegal move of log entry {} proposed again, as the offender's \
              illegal move number {} once the penalty of log entry {} was rejected: {}",
@@ -550,9 +554,10 @@ fn player_name(p: &Option<events::Player>) -> String {
     }
 }
 
-fn started_words(s: &GameStarted) -> String {
+/// A set-up in words: players, round, board and physical board, Laws.
+fn set_up_words(s: &GameStarted) -> String {
     format!(
-        "game set up: {} – {}, round {} board {} on physical board {}{}",
+        "{} – {}, round {} board {} on physical board {}{}",
         player_name(&s.white),
         player_name(&s.black),
         s.round,
@@ -671,7 +676,7 @@ pub fn words(event: &GameEvent, clock_swapped: bool, edition: Option<&str>) -> S
     let mut text = match event.kind.as_ref() {
         None => "an entry of a kind this service does not know".to_owned(),
         Some(kind) => describe(event, edition).unwrap_or_else(|| match kind {
-            Kind::Started(s) => started_words(s),
+            Kind::Started(s) => format!("game set up: {}", set_up_words(s)),
             Kind::ObservationRecorded(o) => match &o.observation {
                 Some(o) => observation_words(o, clock_swapped),
                 None => "an empty observation".to_owned(),
@@ -741,6 +746,7 @@ pub fn kind_name(event: &GameEvent) -> &'static str {
     };
     match kind {
         Kind::Started(_) => "started",
+        Kind::SetUpRevised(_) => "set_up_revised",
         Kind::MoveProvisional(_) => "move_provisional",
         Kind::ProvisionalWithdrawn(_) => "provisional_withdrawn",
         Kind::MoveCompleted(_) => "move_completed",

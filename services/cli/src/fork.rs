@@ -335,14 +335,22 @@ async fn decide_board_again(
     use boardcast_kit::nats::{
         BoardRead, last_board_observation, observation_message_id, observation_subject,
     };
+    use boardcast_schema::game::v1::game_event::Kind;
     use prost::Message as _;
-    let Some(board) = left.first().and_then(|(_, payload)| {
-        let record = boardcast_schema::game::v1::GameEventRecord::decode(payload.as_ref()).ok()?;
-        match boardcast_game::Game::open_record(&record).ok()?.kind? {
-            boardcast_schema::game::v1::game_event::Kind::Started(info) => Some(info.board_id),
-            _ => None,
-        }
-    }) else {
+    // The board of its last set-up: its first record's, or a revision's.
+    let Some(board) = left
+        .iter()
+        .filter_map(|(_, payload)| {
+            let record =
+                boardcast_schema::game::v1::GameEventRecord::decode(payload.as_ref()).ok()?;
+            match boardcast_game::Game::open_record(&record).ok()?.kind? {
+                Kind::Started(info) => Some(info.board_id),
+                Kind::SetUpRevised(revised) => revised.set_up.map(|s| s.board_id),
+                _ => None,
+            }
+        })
+        .last()
+    else {
         eprintln!("game {game_id} has no first record left: no board to decide again");
         return Ok(());
     };

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use boardcast_schema::game::v1::{PairRoundRequest, Pairing, Player as PairedPlayer};
+use boardcast_schema::game::v1::{
+    ListGamesRequest, PairRoundRequest, Pairing, Player as PairedPlayer,
+};
 use boardcast_trf::{RoundPairings, TrfFile};
 use clap::Args;
 
@@ -54,6 +56,14 @@ pub struct PairArgs {
     /// game keeps its log but receives no more observations).
     #[arg(long)]
     replace_unfinished: bool,
+    /// Set up again the round's games that exist with other details (the pairing program
+    /// paired the round again, a board or a player's details were wrong). Before a game's first
+    /// move anything but its table may change, players and physical board included; after it
+    /// only the players' and the event's details. Every game is checked first: one that may
+    /// not change refuses the whole round. Games of the round the file no longer pairs are
+    /// named, not removed.
+    #[arg(long)]
+    revise: bool,
     /// Game service to set the round up on.
     #[arg(
         long,
@@ -188,6 +198,7 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
             .collect(),
         replace_unfinished: args.replace_unfinished,
         request_id: boardcast_kit::client::new_request_id(),
+        revise: args.revise,
     };
     let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
     let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
@@ -198,14 +209,49 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
         .await
         .map_err(|status| anyhow::anyhow!("the game service refused: {}", status.message()))?
         .into_inner();
+    let revised = set_up.games.iter().filter(|g| g.revised).count();
     println!(
-        "round {} of {}: {} games set up, on {} to {}",
+        "round {} of {}: {} games set up{}, on {} to {}",
         args.round,
         args.tournament,
         set_up.games.len(),
+        if revised > 0 {
+            format!(" ({revised} of them set up again)")
+        } else {
+            String::new()
+        },
         boards.first().map_or("-", String::as_str),
         boards.last().map_or("-", String::as_str),
     );
+    if args.revise {
+        let tables: std::collections::HashSet<u32> =
+            pairings.tables.iter().map(|t| t.table).collect();
+        let games = client
+            .list_games(ListGamesRequest {
+                tournament_id: args.tournament.clone(),
+                round: args.round,
+            })
+            .await
+            .map_err(|status| {
+                anyhow::anyhow!("listing the round's games to compare: {}", status.message())
+            })?
+            .into_inner()
+            .games;
+        for game in games {
+            let Some(info) = game
+                .info
+                .as_ref()
+                .filter(|i| !tables.contains(&i.board_number))
+            else {
+                continue;
+            };
+            println!(
+                "warning: game {} (table {}, board {}) is set up but the file no longer pairs \
+                 it; record its result or a note if it will not be played",
+                game.game_id, info.board_number, info.board_id
+            );
+        }
+    }
     let name = |rank: u32| {
         file.players
             .get(&rank)

@@ -25,9 +25,12 @@ use crate::snapshot::{SnapshotData, SnapshotGame};
 /// One game with what it was folded from.
 pub(crate) struct Entry {
     pub(crate) game: Game,
-    /// Stream sequence of the game's first record: restoring games in this order restores which
-    /// game is live on each board.
+    /// Stream sequence of the game's first record: where a round's log starts.
     pub(crate) first_stream_seq: u64,
+    /// Stream sequence of the record that set it up on the board it is on: its first record,
+    /// or a revision of its set-up that moved it there. The latest set up on a board is live
+    /// there, restored from a snapshot too.
+    pub(crate) on_board_since: u64,
     /// The game's records as stored, for snapshots and for folding it afresh.
     pub(crate) records: Vec<Vec<u8>>,
     /// Stream sequence of the game's last record as folded here: an append expects the game's
@@ -67,9 +70,9 @@ pub(crate) struct Games {
 #[derive(Debug)]
 struct LiveGame {
     game_id: String,
-    /// The stream sequence of its first record: a game set up on the board later (a higher
-    /// one) takes the board, one folded afresh that was set up earlier does not.
-    first_stream_seq: u64,
+    /// `Entry::on_board_since`: a game set up on the board later (a higher one) takes the
+    /// board, one folded afresh that was set up earlier does not.
+    on_board_since: u64,
 }
 
 /// Why nothing is decided on a game here.
@@ -196,7 +199,7 @@ impl Games {
     ) -> Result<Games, String> {
         let mut games = Games::new(trusted);
         let mut saved = snapshot.games;
-        saved.sort_by_key(|g| g.first_stream_seq);
+        saved.sort_by_key(|g| g.on_board_since);
         for g in saved {
             let game = refold(&g.records).map_err(|e| format!("game {}: {e}", g.game_id))?;
             if game.game_id() != g.game_id {
@@ -206,7 +209,7 @@ impl Games {
                     game.game_id()
                 ));
             }
-            games.set_up_on(game.board_id(), &g.game_id, g.first_stream_seq);
+            games.set_up_on(game.board_id(), &g.game_id, g.on_board_since);
             games
                 .read_on_subject
                 .insert(g.game_id.clone(), g.records.len() as u64);
@@ -215,6 +218,7 @@ impl Games {
                 Entry {
                     game,
                     first_stream_seq: g.first_stream_seq,
+                    on_board_since: g.on_board_since,
                     records: g.records,
                     last_stream_seq: g.last_stream_seq,
                     generation: 0,
@@ -235,20 +239,59 @@ impl Games {
         Ok(games)
     }
 
-    /// Game `game_id`, whose first record is at `first_stream_seq`, is live on `board_id`
+    /// Game `game_id`, set up on `board_id` by the record at `on_board_since`, is live there
     /// unless a game set up there later is.
-    fn set_up_on(&mut self, board_id: &str, game_id: &str, first_stream_seq: u64) {
-        let later_known = self.live_on_board.get(board_id).is_some_and(|live| {
-            live.game_id != game_id && live.first_stream_seq > first_stream_seq
-        });
+    fn set_up_on(&mut self, board_id: &str, game_id: &str, on_board_since: u64) {
+        let later_known = self
+            .live_on_board
+            .get(board_id)
+            .is_some_and(|live| live.game_id != game_id && live.on_board_since > on_board_since);
         if !later_known {
             self.live_on_board.insert(
                 board_id.to_owned(),
                 LiveGame {
                     game_id: game_id.to_owned(),
-                    first_stream_seq,
+                    on_board_since,
                 },
             );
+        }
+    }
+
+    /// Game `game_id` was set up again on another board than `board_before` by the record at
+    /// `stream_seq` (a revision before play).
+    fn moved(&mut self, game_id: &str, board_before: &str, stream_seq: u64) {
+        self.refolds += 1;
+        let generation = self.refolds;
+        let Some(entry) = self.by_id.get_mut(game_id) else {
+            return;
+        };
+        entry.on_board_since = stream_seq;
+        // What was noted of the board it was on tells nothing about this one.
+        entry.generation = generation;
+        let board_now = entry.game.board_id().to_owned();
+        self.left_board(board_before, game_id);
+        self.set_up_on(&board_now, game_id, stream_seq);
+    }
+
+    /// Game `game_id` left `board_id`: the board is live with the latest other game set up on
+    /// it, if any.
+    fn left_board(&mut self, board_id: &str, game_id: &str) {
+        if self
+            .live_on_board
+            .get(board_id)
+            .is_none_or(|live| live.game_id != game_id)
+        {
+            return;
+        }
+        self.live_on_board.remove(board_id);
+        let before = self
+            .by_id
+            .iter()
+            .filter(|(id, e)| id.as_str() != game_id && e.game.board_id() == board_id)
+            .max_by_key(|(_, e)| e.on_board_since)
+            .map(|(id, e)| (id.clone(), e.on_board_since));
+        if let Some((id, since)) = before {
+            self.set_up_on(board_id, &id, since);
         }
     }
 
@@ -333,6 +376,8 @@ impl Games {
             return Folded::Skipped;
         }
         let trusted = &self.trusted;
+        // The board the game was on, when this record set it up on another.
+        let mut moved_from = None;
         let applied = match self.by_id.get_mut(&game_id) {
             Some(entry) if event.game_seq <= entry.game.last_game_seq() => {
                 if holds(&entry.records, event.game_seq, &record.hash) {
@@ -354,11 +399,19 @@ impl Games {
                 self.mark_broken(&game_id, stream_seq, BrokenWhy::LogDoesNotFollowOn(at));
                 return Folded::Skipped;
             }
-            Some(entry) => guarded(&record, || match signature {
-                Signature::Check => entry.game.apply_trusted(&record, trusted),
-                Signature::OwnRecord => entry.game.apply(&record),
-            })
-            .map(|()| entry.records.push(payload.to_vec())),
+            Some(entry) => {
+                let board_before = entry.game.board_id().to_owned();
+                guarded(&record, || match signature {
+                    Signature::Check => entry.game.apply_trusted(&record, trusted),
+                    Signature::OwnRecord => entry.game.apply(&record),
+                })
+                .map(|()| {
+                    entry.records.push(payload.to_vec());
+                    if entry.game.board_id() != board_before {
+                        moved_from = Some(board_before);
+                    }
+                })
+            }
             None => guarded(&record, || match signature {
                 Signature::Check => Game::from_first_trusted(&record, trusted),
                 Signature::OwnRecord => Game::from_first_record(&record),
@@ -371,6 +424,7 @@ impl Games {
                     Entry {
                         game,
                         first_stream_seq: stream_seq,
+                        on_board_since: stream_seq,
                         records: vec![payload.to_vec()],
                         last_stream_seq: stream_seq,
                         generation: 0,
@@ -380,6 +434,9 @@ impl Games {
         };
         match applied {
             Ok(()) => {
+                if let Some(board_before) = moved_from {
+                    self.moved(&game_id, &board_before, stream_seq);
+                }
                 crate::fault_points::panic_at(
                     crate::fault_points::Place::Folded,
                     &game_id,
@@ -568,6 +625,7 @@ impl Games {
                 self.by_id.get(id).map(|e| SnapshotGame {
                     game_id: (*id).clone(),
                     first_stream_seq: e.first_stream_seq,
+                    on_board_since: e.on_board_since,
                     records: e.records.clone(),
                     last_stream_seq: e.last_stream_seq,
                 })
@@ -608,7 +666,7 @@ fn unapplied_text(e: Unapplied) -> String {
 
 #[cfg(test)]
 mod tests {
-    use boardcast_game::events::{Annotation, ArbiterAction, arbiter_action::Action};
+    use boardcast_game::events::{Annotation, ArbiterAction, GameStarted, arbiter_action::Action};
     use boardcast_game::signing::RecordSigner;
 
     use super::*;
@@ -717,6 +775,64 @@ mod tests {
         // Folded afresh, the earlier game does not take the board back.
         games.replace(round_1.game_id(), &[(5, first_1)]);
         assert_eq!(games.live_id_on("b1"), Some(round_2.game_id()));
+    }
+
+    /// The next record of `game`: its set-up revised onto `board`.
+    fn moved_to(game: &Game, board: &str) -> Vec<u8> {
+        let info = GameStarted {
+            board_id: board.into(),
+            ..game.info().clone()
+        };
+        let revision = game
+            .decide_set_up_revision(&info, "operator", "again")
+            .expect("allowed before play")
+            .expect("a change");
+        Game::record_signed(Some(game), game.game_id(), vec![revision], 3_000, &signer())[0]
+            .encode_to_vec()
+    }
+
+    #[test]
+    fn a_game_set_up_again_on_another_board_takes_it_and_a_snapshot_keeps_that() {
+        let mut games = Games::new(trusted());
+        // Round 1 on b1, then round 2 on b1 by mistake; round 2 moves to b2.
+        let (round_1, first_1) = started(1, "b1");
+        let (round_2, first_2) = started(2, "b1");
+        follow(&mut games, &first_1, 1);
+        follow(&mut games, &first_2, 2);
+        let generation = games.get(round_2.game_id()).map(|e| e.generation);
+        assert_eq!(
+            follow(&mut games, &moved_to(&round_2, "b2"), 7),
+            Folded::Applied
+        );
+        let live = |games: &Games| {
+            (
+                games.live_id_on("b1").map(str::to_owned),
+                games.live_id_on("b2").map(str::to_owned),
+            )
+        };
+        let expected = (
+            Some(round_1.game_id().to_owned()),
+            Some(round_2.game_id().to_owned()),
+        );
+        assert_eq!(live(&games), expected, "b1 is the earlier game's again");
+        let entry = games.get(round_2.game_id()).expect("known");
+        assert_eq!((entry.first_stream_seq, entry.on_board_since), (2, 7));
+        assert_ne!(
+            Some(entry.generation),
+            generation,
+            "what a partition noted of b1 is not taken for b2"
+        );
+        assert_eq!(games.round_start_seq("t", 2), 2);
+        // Restored in the order they were set up on their boards: the same boards.
+        let restored = Games::from_snapshot(games.take_changes(true).expect("games"), trusted())
+            .expect("restores");
+        assert_eq!(live(&restored), expected);
+        // Folded afresh from the log: the same.
+        games.replace(
+            round_2.game_id(),
+            &[(2, first_2), (7, moved_to(&round_2, "b2"))],
+        );
+        assert_eq!(live(&games), expected);
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! The gRPC API of the game service: each call checks its caller, then reads the store or has it
 //! decide and append. Long because tonic takes every call of the service in one `impl` block.
 
-use std::{pin::Pin, sync::Arc};
+use std::{collections::HashSet, pin::Pin, sync::Arc};
 
 use async_nats::jetstream;
 use boardcast_game::signing::PublicKey;
-use boardcast_game::{ActionRejected, ClaimStatement, Game, GameError, NewEvent, events::*};
+use boardcast_game::{
+    ActionRejected, ClaimStatement, Game, GameError, NewEvent, RevisionRefused, events::*,
+    game_id_for,
+};
 use boardcast_kit::game_log::{self, Read};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, delay_subject, game_subject};
 use futures::{Stream, StreamExt};
@@ -141,17 +144,21 @@ impl game_service_server::GameService for GameApi {
         .map_err(denied)?;
         let mut info = info;
         info.board_seq_before = self.board_seq_now(&info.board_id).await?;
-        let (game_id, event) = decide_start(&info, &who.user, request_id)?;
-        self.check_board_free(
-            &who,
-            &info,
-            &game_id,
-            request.replace_unfinished,
-            request_id,
-        )
-        .await?;
-        let created = self.create(game_id, event, &info, request_id).await?;
-        Ok(Response::new(created))
+        let step = self
+            .plan_set_up(
+                &who,
+                info,
+                request_id,
+                SetUpOptions {
+                    revise: request.revise,
+                    replace_unfinished: request.replace_unfinished,
+                },
+                &HashSet::new(),
+            )
+            .await?;
+        Ok(Response::new(
+            self.set_up(step, &who.user, request_id).await?,
+        ))
     }
 
     async fn get_game(
@@ -463,9 +470,9 @@ impl game_service_server::GameService for GameApi {
         }
         // Everything is checked before anything is created, so a bad pairing list changes
         // nothing. Creating is idempotent: after a failure part-way, send the round again.
-        let mut games = Vec::with_capacity(request.pairings.len());
-        let mut board_numbers = std::collections::HashSet::new();
-        let mut board_ids = std::collections::HashSet::new();
+        let mut board_numbers = HashSet::new();
+        let mut board_ids = HashSet::new();
+        let mut infos = Vec::with_capacity(request.pairings.len());
         for pairing in &request.pairings {
             if !board_numbers.insert(pairing.board_number) {
                 return Err(Status::invalid_argument(format!(
@@ -479,7 +486,7 @@ impl game_service_server::GameService for GameApi {
                     pairing.board_id
                 )));
             }
-            let info = GameStarted {
+            infos.push(GameStarted {
                 tournament_id: request.tournament_id.clone(),
                 round: request.round,
                 board_number: pairing.board_number,
@@ -495,27 +502,39 @@ impl game_service_server::GameService for GameApi {
                 board_seq_before: self.board_seq_now(&pairing.board_id).await?,
                 // Set by `decide_start`.
                 interpretation: 0,
-            };
-            let (game_id, event) =
-                decide_start(&info, &who.user, request_id).map_err(|status| {
+            });
+        }
+        // Revised, the round's games may change boards among themselves: a board whose game
+        // is one of them is taken from it.
+        let round_games: HashSet<String> = if request.revise {
+            infos
+                .iter()
+                .map(|i| game_id_for(&i.tournament_id, i.round, i.board_number))
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        let options = SetUpOptions {
+            revise: request.revise,
+            replace_unfinished: request.replace_unfinished,
+        };
+        let mut steps = Vec::with_capacity(infos.len());
+        for info in infos {
+            let board_number = info.board_number;
+            let step = self
+                .plan_set_up(&who, info, request_id, options, &round_games)
+                .await
+                .map_err(|status| {
                     Status::new(
                         status.code(),
-                        format!("board {}: {}", pairing.board_number, status.message()),
+                        format!("board {board_number}: {}", status.message()),
                     )
                 })?;
-            self.check_board_free(
-                &who,
-                &info,
-                &game_id,
-                request.replace_unfinished,
-                request_id,
-            )
-            .await?;
-            games.push((game_id, event, info));
+            steps.push(step);
         }
-        let mut created = Vec::with_capacity(games.len());
-        for (game_id, event, info) in games {
-            created.push(self.create(game_id, event, &info, request_id).await?);
+        let mut created = Vec::with_capacity(steps.len());
+        for step in steps {
+            created.push(self.set_up(step, &who.user, request_id).await?);
         }
         tracing::info!(
             tournament = %request.tournament_id,
@@ -839,33 +858,120 @@ impl GameApi {
         }))
     }
 
-    /// A board's observations go to the latest game set up on it: refuse to set up another game
-    /// while the board's game is unfinished, unless the operator says to replace it. The game
-    /// itself, set up by another request, is refused too: only the request that created it may
-    /// retry. Replacing a game takes the board from its tournament: `who` must be able to set up
-    /// that tournament's games too (an operator of a side event cannot take a main-event board).
-    async fn check_board_free(
+    /// What setting up `info` takes: creating its game, or (with `options.revise`) revising
+    /// the game that exists, checked as far as can be before anything is recorded.
+    /// `round_games`: the games set up by the same request, which may change boards among
+    /// themselves.
+    async fn plan_set_up(
         &self,
         who: &boardcast_access::Identity,
-        info: &GameStarted,
-        game_id: &str,
-        replace_unfinished: bool,
+        info: GameStarted,
         request_id: &str,
-    ) -> Result<(), Status> {
+        options: SetUpOptions,
+        round_games: &HashSet<String>,
+    ) -> Result<SetUpStep, Status> {
+        let (game_id, event) = decide_start(&info, &who.user, request_id)?;
         self.store
             .refresh()
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
+        if options.revise
+            && let Some(decided) = self
+                .store
+                .with_game(&game_id, |g| {
+                    g.decide_set_up_revision(&info, &who.user, request_id)
+                        .map(|revision| (revision.is_some(), g.board_id() == info.board_id))
+                })
+                .await
+        {
+            let (changes, same_board) = decided.map_err(|e| revision_refused(&game_id, e))?;
+            if changes && !same_board {
+                self.check_board_takes(who, &info, &game_id, options, round_games)
+                    .await?;
+            }
+            return Ok(SetUpStep::Revise {
+                game_id,
+                info,
+                changes,
+            });
+        }
         if let Some((by, on_board)) = self
             .store
-            .with_game(game_id, |g| {
+            .with_game(&game_id, |g| {
                 (g.started_by_request().to_owned(), g.info().board_id.clone())
             })
             .await
             && by != request_id
         {
-            return Err(created_by_another(game_id, &on_board));
+            return Err(created_by_another(&game_id, &on_board));
         }
+        self.check_board_takes(who, &info, &game_id, options, round_games)
+            .await?;
+        Ok(SetUpStep::Create {
+            game_id,
+            event: Box::new(event),
+            info,
+        })
+    }
+
+    /// Records a planned set-up.
+    async fn set_up(
+        &self,
+        step: SetUpStep,
+        actor: &str,
+        request_id: &str,
+    ) -> Result<CreateGameResponse, Status> {
+        let (game_id, info) = match step {
+            SetUpStep::Create {
+                game_id,
+                event,
+                info,
+            } => return self.create(game_id, *event, &info, request_id).await,
+            SetUpStep::Revise {
+                game_id,
+                changes: false,
+                ..
+            } => {
+                return Ok(CreateGameResponse {
+                    game_id,
+                    created: false,
+                    revised: false,
+                });
+            }
+            SetUpStep::Revise { game_id, info, .. } => (game_id, info),
+        };
+        // Decided again on the game as it is then: a move seen since refuses what it no longer
+        // allows.
+        self.store
+            .decide_on_game(&game_id, boardcast_kit::now_unix_ms(), |g| {
+                g.decide_set_up_revision(&info, actor, request_id)
+                    .map(|revision| revision.into_iter().collect())
+            })
+            .await
+            .map_err(append_status)?
+            .ok_or_else(|| Status::not_found(format!("no game {game_id:?}")))?
+            .map_err(|e| revision_refused(&game_id, e))?;
+        tracing::info!(%game_id, board = %info.board_id, %actor, "game set up again");
+        Ok(CreateGameResponse {
+            game_id,
+            created: false,
+            revised: true,
+        })
+    }
+
+    /// A board's observations go to the latest game set up on it: refuse to set up another game
+    /// there while the board's game is unfinished, unless the operator says to replace it (or
+    /// it is one of `round_games`, set up elsewhere by the same request). Replacing a game takes
+    /// the board from its tournament: `who` must be able to set up that tournament's games too
+    /// (an operator of a side event cannot take a main-event board).
+    async fn check_board_takes(
+        &self,
+        who: &boardcast_access::Identity,
+        info: &GameStarted,
+        game_id: &str,
+        options: SetUpOptions,
+        round_games: &HashSet<String>,
+    ) -> Result<(), Status> {
         let live = self
             .store
             .with_board(&info.board_id, |g| {
@@ -877,7 +983,10 @@ impl GameApi {
             })
             .await;
         match live {
-            Some((live_id, false, _)) if live_id != game_id && !replace_unfinished => {
+            Some((live_id, false, _)) if live_id == game_id || round_games.contains(&live_id) => {
+                Ok(())
+            }
+            Some((live_id, false, _)) if !options.replace_unfinished => {
                 Err(Status::failed_precondition(format!(
                     "board {:?} still carries game {live_id}, which is not finished; \
                      record its result first, or replace it (`boardcast pair \
@@ -885,7 +994,7 @@ impl GameApi {
                     info.board_id
                 )))
             }
-            Some((live_id, false, tournament)) if live_id != game_id => who
+            Some((live_id, false, tournament)) => who
                 .may(Operation::SetUp {
                     tournament: &tournament,
                 })
@@ -937,11 +1046,16 @@ impl GameApi {
                 .unwrap_or(Ok(false))?;
             if !same {
                 return Err(Status::already_exists(format!(
-                    "game {game_id} already exists with other details"
+                    "game {game_id} already exists with other details; to set it up again \
+                     with these, revise it (`boardcast pair --revise`, revise in the API)"
                 )));
             }
         }
-        Ok(CreateGameResponse { game_id, created })
+        Ok(CreateGameResponse {
+            game_id,
+            created,
+            revised: false,
+        })
     }
 
     /// The board's last observation in the ingest stream (0 when it has sent none): where a
@@ -1023,6 +1137,42 @@ impl GameApi {
 fn created_by_another(game_id: &str, board_id: &str) -> Status {
     Status::failed_precondition(format!(
         "game {game_id} on board {board_id:?} was already set up by another request; only a \
-         retry with that request's id is answered with it"
+         retry with that request's id is answered with it; to correct its set-up, revise it \
+         (`boardcast pair --revise`, revise in the API)"
     ))
+}
+
+/// How a set-up treats games and boards that are taken.
+#[derive(Clone, Copy)]
+struct SetUpOptions {
+    /// A game that exists with other details is set up again.
+    revise: bool,
+    /// A board's unfinished game of another round gives the board up.
+    replace_unfinished: bool,
+}
+
+/// One game's part of a set-up, checked, to be recorded.
+enum SetUpStep {
+    Create {
+        game_id: String,
+        event: Box<NewEvent>,
+        info: GameStarted,
+    },
+    Revise {
+        game_id: String,
+        info: GameStarted,
+        /// Whether the revision changes anything (else nothing is recorded).
+        changes: bool,
+    },
+}
+
+/// Why a revision is refused, as a status naming the game.
+fn revision_refused(game_id: &str, refused: RevisionRefused) -> Status {
+    match refused {
+        RevisionRefused::Invalid(GameError::InvalidGame(m)) => Status::invalid_argument(m),
+        RevisionRefused::Invalid(other) => Status::internal(other.to_string()),
+        RevisionRefused::Begun { .. } => {
+            Status::failed_precondition(format!("game {game_id}: {refused}"))
+        }
+    }
 }

@@ -20,6 +20,9 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Where each game's subject ends in the log; a table of its own, so that snapshots written
 /// before it was kept still read (their games' ends are then not known until their next record).
 const GAME_ENDS: TableDefinition<&str, u64> = TableDefinition::new("game_ends");
+/// Where each game was set up on the board it is on (its first record, or a revision that moved
+/// it), when that is not its first record; a table of its own like `GAME_ENDS`.
+const ON_BOARD_SINCE: TableDefinition<&str, u64> = TableDefinition::new("on_board_since");
 /// Written by earlier versions (games read with a record skipped); removed when the snapshot is
 /// cleared.
 const BEHIND: TableDefinition<&str, u64> = TableDefinition::new("behind");
@@ -42,6 +45,8 @@ pub enum SnapshotError {
 pub struct SnapshotGame {
     pub game_id: String,
     pub first_stream_seq: u64,
+    /// Stream sequence of the record that set the game up on its board (see `Entry`).
+    pub on_board_since: u64,
     /// The game's `GameEventRecord`s, encoded as in the log.
     pub records: Vec<Vec<u8>>,
     /// Stream sequence of the last record on the game's subject (0: not known).
@@ -95,6 +100,7 @@ fn decode_game(game_id: &str, bytes: &[u8]) -> Option<SnapshotGame> {
     Some(SnapshotGame {
         game_id: game_id.to_owned(),
         first_stream_seq: u64::from_le_bytes(*first),
+        on_board_since: u64::from_le_bytes(*first),
         records,
         last_stream_seq: 0,
     })
@@ -188,6 +194,10 @@ impl Snapshots {
             Err(redb::TableError::TableDoesNotExist(_)) => None,
             Err(e) => return Err(self.storage(e)),
         };
+        let on_board_since: std::collections::HashMap<String, u64> = self
+            .rows(&txn, ON_BOARD_SINCE, |seq| seq)?
+            .into_iter()
+            .collect();
         let mut games = Vec::new();
         for row in table.iter().map_err(|e| self.storage(e))? {
             let (id, bytes) = row.map_err(|e| self.storage(e))?;
@@ -201,6 +211,9 @@ impl Snapshots {
                     .get(id.value())
                     .map_err(|e| self.storage(e))?
                     .map_or(0, |end| end.value());
+            }
+            if let Some(&seq) = on_board_since.get(id.value()) {
+                game.on_board_since = seq;
             }
             games.push(game);
         }
@@ -218,7 +231,7 @@ impl Snapshots {
         for table in [GAMES, META] {
             txn.delete_table(table).map_err(|e| self.storage(e))?;
         }
-        for table in [GAME_ENDS, BEHIND] {
+        for table in [GAME_ENDS, ON_BOARD_SINCE, BEHIND] {
             txn.delete_table(table).map_err(|e| self.storage(e))?;
         }
         txn.delete_table(BROKEN).map_err(|e| self.storage(e))?;
@@ -264,11 +277,25 @@ impl Snapshots {
         if full {
             txn.delete_table(GAMES).map_err(|e| self.storage(e))?;
             txn.delete_table(GAME_ENDS).map_err(|e| self.storage(e))?;
+            txn.delete_table(ON_BOARD_SINCE)
+                .map_err(|e| self.storage(e))?;
         }
         {
             let mut table = txn.open_table(GAMES).map_err(|e| self.storage(e))?;
             let mut ends = txn.open_table(GAME_ENDS).map_err(|e| self.storage(e))?;
+            let mut on_board = txn
+                .open_table(ON_BOARD_SINCE)
+                .map_err(|e| self.storage(e))?;
             for game in &data.games {
+                if game.on_board_since != game.first_stream_seq {
+                    on_board
+                        .insert(game.game_id.as_str(), game.on_board_since)
+                        .map_err(|e| self.storage(e))?;
+                } else {
+                    on_board
+                        .remove(game.game_id.as_str())
+                        .map_err(|e| self.storage(e))?;
+                }
                 table
                     .insert(game.game_id.as_str(), encode_game(game).as_slice())
                     .map_err(|e| self.storage(e))?;
@@ -302,6 +329,7 @@ mod tests {
             games: vec![SnapshotGame {
                 game_id: "g1".into(),
                 first_stream_seq: 2,
+                on_board_since: 5,
                 records: vec![b"one".to_vec(), b"two".to_vec()],
                 last_stream_seq,
             }],
@@ -318,7 +346,14 @@ mod tests {
         let read = snapshots.read()?.expect("written");
         assert_eq!(read.folded_seq, 9);
         let game = &read.games[0];
-        assert_eq!((game.first_stream_seq, game.last_stream_seq), (2, 7));
+        assert_eq!(
+            (
+                game.first_stream_seq,
+                game.on_board_since,
+                game.last_stream_seq
+            ),
+            (2, 5, 7)
+        );
         assert_eq!(game.records, [b"one".to_vec(), b"two".to_vec()]);
         assert_eq!(read.broken, [("g2".to_owned(), "forked".to_owned())]);
         // Rewritten whole: a game mended since is no longer listed.
@@ -332,16 +367,22 @@ mod tests {
         )?;
         let read = snapshots.read()?.expect("written");
         assert_eq!((read.games.len(), read.broken.len()), (1, 0));
-        // Written before the games' ends and the broken games were kept: the ends are not known
-        // (0), nothing else is lost.
+        // Written before the games' ends, boards and the broken games were kept: the ends are not
+        // known (0), a game is on its board since its first record, nothing else is lost.
         let txn = snapshots.db.begin_write()?;
         txn.delete_table(GAME_ENDS)?;
+        txn.delete_table(ON_BOARD_SINCE)?;
         txn.delete_table(BROKEN)?;
         txn.commit()?;
         let read = snapshots.read()?.expect("still there");
+        let game = &read.games[0];
         assert_eq!(
-            (read.games[0].last_stream_seq, read.games[0].records.len()),
-            (0, 2)
+            (
+                game.last_stream_seq,
+                game.on_board_since,
+                game.records.len()
+            ),
+            (0, 2, 2)
         );
         Ok(())
     }

@@ -433,6 +433,7 @@ pub async fn create_games(
                     "simulate/{}/{}/{}/{}",
                     game.tournament_id, game.round, game.board_number, plan.board_id
                 ),
+                revise: false,
             })
             .await
             .map_err(|status| anyhow::anyhow!("{}: {}", status.code(), status.message()))

@@ -1,0 +1,313 @@
+//! A game set up again (`SetUpRevised`): before its first move anything but its ids changes and
+//! the game is read as if set up so; after it only the players' and the event's details; the
+//! log folds to the same game, for the aggregate and for viewers, and a revision the game no
+//! longer allows is refused when decided and when folded.
+
+mod common;
+
+use boardcast_game::device::{BoardPlacement, ClockRun, Observation, observation::Kind as Obs};
+use boardcast_game::display::DisplayGame;
+use boardcast_game::events::{GameStarted, Player, SetUpRevised, TimePeriod, game_event::Kind};
+use boardcast_game::{Game, GameError, NewEvent, ObservationOutcome, RevisionRefused};
+use common::{Board, GAME, fold_records, play_san};
+use shakmaty::{Chess, Position};
+
+fn classical() -> Vec<TimePeriod> {
+    vec![TimePeriod {
+        base_ms: 5_400_000,
+        increment_ms: 30_000,
+        ..Default::default()
+    }]
+}
+
+fn player(name: &str, rating: u32) -> Option<Player> {
+    Some(Player {
+        name: name.into(),
+        rating,
+        ..Default::default()
+    })
+}
+
+/// The test game's set-up with other players, on physical board `board_id`.
+fn revised(board: &Board, board_id: &str, white: &str, black: &str) -> GameStarted {
+    GameStarted {
+        board_id: board_id.into(),
+        white: player(white, 2500),
+        black: player(black, 2480),
+        // As a caller sends it: the new board's last observation, and no interpretation.
+        board_seq_before: 40,
+        interpretation: 0,
+        ..board.game.info().clone()
+    }
+}
+
+fn decide(board: &Board, set_up: &GameStarted) -> Result<Option<NewEvent>, RevisionRefused> {
+    board
+        .game
+        .decide_set_up_revision(set_up, "chief", "request-2")
+}
+
+/// The viewers' fold of the log.
+fn displayed(board: &Board) -> DisplayGame {
+    let mut shown = DisplayGame::start(&board.events[0]).expect("a start");
+    for event in &board.events[1..] {
+        shown.evolve(event).expect("folds for viewers");
+    }
+    shown
+}
+
+#[test]
+fn before_the_first_move_a_game_is_set_up_again_on_another_board() {
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    let start = Chess::default();
+    board.placement(start.board());
+    board.clock(ClockRun::Stopped);
+    let set_up = GameStarted {
+        time_control: Some(boardcast_game::events::TimeControl {
+            periods: vec![TimePeriod {
+                base_ms: 900_000,
+                increment_ms: 10_000,
+                ..Default::default()
+            }],
+        }),
+        ..revised(&board, "hall-7", "Carlsen", "Nakamura")
+    };
+    let revision = decide(&board, &set_up)
+        .expect("allowed before play")
+        .expect("changes the set-up");
+    board.append(vec![revision]);
+
+    let game = &board.game;
+    assert_eq!(game.board_id(), "hall-7");
+    assert_eq!(
+        game.info().white.as_ref().map(|p| p.name.as_str()),
+        Some("Carlsen")
+    );
+    assert_eq!(
+        (
+            game.info().interpretation,
+            game.info().tournament_id.as_str()
+        ),
+        (boardcast_game::CURRENT_INTERPRETATION, "t"),
+        "the ids and how the log is read stay the game's"
+    );
+    assert_eq!(
+        game.rules().category,
+        boardcast_rules::ruleset::Category::Rapid,
+        "read with the new time control"
+    );
+    // The new board's observations count after its last one when the game was moved there; the
+    // old board's are no longer this game's.
+    assert_eq!(game.board_seq_accounted(), 40);
+    let old_board = Observation {
+        board_id: "b".into(),
+        device_seq: 3,
+        kind: Some(Obs::Placement(BoardPlacement {
+            placement: start.board().board_fen().to_string(),
+        })),
+        ..Default::default()
+    };
+    assert!(board.game.decide_observation(&old_board).is_err());
+
+    // Played on the new board: the moves are the game's.
+    let mut pos = Chess::default();
+    let mut device_seq = 40;
+    for (san, running) in [("e4", ClockRun::Black), ("e5", ClockRun::White)] {
+        play_san(&mut pos, san);
+        for kind in [
+            Obs::Placement(BoardPlacement {
+                placement: pos.board().board_fen().to_string(),
+            }),
+            Obs::Clock(boardcast_game::device::ClockReading {
+                white_remaining_ms: 900_000,
+                black_remaining_ms: 900_000,
+                running: running as i32,
+                ..Default::default()
+            }),
+        ] {
+            device_seq += 1;
+            let observation = Observation {
+                board_id: "hall-7".into(),
+                device_seq,
+                device_time_unix_ms: 1_000 * device_seq as i64,
+                kind: Some(kind),
+                ..Default::default()
+            };
+            if let ObservationOutcome::Events(events) =
+                board.game.decide_observation(&observation).expect("valid")
+            {
+                board.append(events);
+            }
+        }
+    }
+    assert_eq!(board.game.completed_moves().len(), 2);
+
+    // Same records, same game: for the aggregate, its alerts, and viewers.
+    board.assert_refolds();
+    let (folded, _) = fold_records(&board.records);
+    assert_eq!(folded.to_state(), board.game.to_state());
+    let shown = displayed(&board);
+    assert_eq!(shown.info.board_id, "hall-7");
+    assert_eq!(
+        shown.info.black.as_ref().map(|p| p.name.as_str()),
+        Some("Nakamura")
+    );
+    assert_eq!(shown.moves.len(), 2);
+    let words = boardcast_game::wording::words(
+        board
+            .events
+            .iter()
+            .find(|e| matches!(e.kind, Some(Kind::SetUpRevised(_))))
+            .expect("recorded"),
+        false,
+        None,
+    );
+    assert!(
+        words.starts_with("set-up revised: Carlsen (2500) – Nakamura (2480)"),
+        "{words}"
+    );
+}
+
+#[test]
+fn on_the_same_board_the_game_goes_on_from_what_the_board_sent() {
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    board.placement(Chess::default().board());
+    board.clock(ClockRun::Stopped);
+    let accounted = board.game.board_seq_accounted();
+    let revision = decide(&board, &revised(&board, "b", "Firouzja", "Caruana"))
+        .expect("allowed")
+        .expect("changes the players");
+    board.append(vec![revision]);
+    assert_eq!(
+        board.game.board_seq_accounted(),
+        accounted,
+        "the board's numbering goes on, its 40 of another board counts for nothing"
+    );
+    let mut pos = Chess::default();
+    board.play(&mut pos, "d4");
+    board.play(&mut pos, "Nf6");
+    assert_eq!(board.game.completed_moves().len(), 2);
+    assert_eq!(
+        board.game.info().white.as_ref().map(|p| p.name.as_str()),
+        Some("Firouzja")
+    );
+    board.assert_refolds();
+}
+
+#[test]
+fn after_the_first_move_only_the_players_and_the_event_are_corrected() {
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    let mut pos = Chess::default();
+    board.play(&mut pos, "e4");
+    board.play(&mut pos, "e5");
+    let moves_before = board.game.completed_moves().len();
+    let line_before = board.game.provisional_line().len();
+    assert!(moves_before + line_before >= 2);
+    let records_before = board.records.len();
+
+    // The board, the time control, the Laws, the start position: refused, nothing decided.
+    let on_another_board = revised(&board, "hall-7", "W", "B");
+    let faster = GameStarted {
+        time_control: Some(boardcast_game::events::TimeControl {
+            periods: vec![TimePeriod {
+                base_ms: 180_000,
+                increment_ms: 2_000,
+                ..Default::default()
+            }],
+        }),
+        ..revised(&board, "b", "W", "B")
+    };
+    let other_laws = GameStarted {
+        edition: "fide-2018".into(),
+        ..revised(&board, "b", "W", "B")
+    };
+    for (set_up, what) in [
+        (on_another_board, "physical board"),
+        (faster, "time control"),
+        (other_laws, "Laws edition"),
+    ] {
+        assert_eq!(
+            decide(&board, &set_up),
+            Err(RevisionRefused::Begun { what })
+        );
+    }
+    assert_eq!(board.records.len(), records_before);
+
+    // A misspelt name and the event's name: corrected, the moves stay.
+    let corrected = GameStarted {
+        event_name: "Hall Open 2026".into(),
+        ..revised(&board, "b", "Gukesh D", "Ding Liren")
+    };
+    let revision = decide(&board, &corrected)
+        .expect("allowed after the first move")
+        .expect("changes the players");
+    board.append(vec![revision]);
+    assert_eq!(
+        (
+            board.game.completed_moves().len(),
+            board.game.provisional_line().len()
+        ),
+        (moves_before, line_before)
+    );
+    assert_eq!(board.game.info().event_name, "Hall Open 2026");
+    assert_eq!(
+        board.game.info().black.as_ref().map(|p| p.name.as_str()),
+        Some("Ding Liren")
+    );
+    // Asked again (a retry): nothing more to record.
+    assert_eq!(decide(&board, &corrected), Ok(None));
+    board.play(&mut pos, "Nf3");
+    assert!(board.game.completed_moves().len() + board.game.provisional_line().len() >= 3);
+    board.assert_refolds();
+    assert_eq!(displayed(&board).info.event_name, "Hall Open 2026");
+}
+
+#[test]
+fn an_invalid_set_up_is_refused_as_at_the_start() {
+    let board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    let nameless = GameStarted {
+        white: player(" ", 0),
+        ..revised(&board, "b", "W", "B")
+    };
+    assert!(matches!(
+        decide(&board, &nameless),
+        Err(RevisionRefused::Invalid(GameError::InvalidGame(_)))
+    ));
+    let bad_board = revised(&board, "hall 7", "W", "B");
+    assert!(matches!(
+        decide(&board, &bad_board),
+        Err(RevisionRefused::Invalid(GameError::InvalidGame(_)))
+    ));
+}
+
+#[test]
+fn a_log_revising_more_than_it_may_does_not_fold() {
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    let mut pos = Chess::default();
+    board.play(&mut pos, "e4");
+    // Written by something other than the decision (a bug, or a forged log): the board changed
+    // after the first move, or the game's ids.
+    let after_play = revised(&board, "hall-7", "W", "B");
+    let other_round = GameStarted {
+        round: 2,
+        ..revised(&board, "b", "W", "B")
+    };
+    for set_up in [after_play, other_round] {
+        let forged = Game::record(
+            Some(&board.game),
+            GAME,
+            vec![NewEvent {
+                kind: Kind::SetUpRevised(SetUpRevised {
+                    set_up: Some(set_up),
+                }),
+                provenance: Default::default(),
+            }],
+            0,
+        );
+        let mut game = board.game.clone();
+        assert!(
+            matches!(game.apply(&forged[0]), Err(GameError::Inconsistent { .. })),
+            "refused when folded"
+        );
+    }
+}
