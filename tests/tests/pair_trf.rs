@@ -2,6 +2,8 @@
 //! is the file's round — every game on its board with its players — and a file or command
 //! that cannot be read as meant sets nothing up.
 
+mod support;
+
 use anyhow::Context as _;
 use boardcast_access::{Grant, Role};
 use boardcast_schema::game::v1::ListGamesRequest;
@@ -985,43 +987,6 @@ async fn a_round_paired_again_is_set_up_again_until_its_games_begin() -> anyhow:
     assert_eq!(on("hall-2"), None);
 
     // The round's log, exported, verifies: every revision decided again as recorded.
-    let record_file = dir.path().join("round-4.bcrec");
-    let cli = |args: &[&str]| -> anyhow::Result<(bool, String)> {
-        let out = std::process::Command::new(program("boardcast")?)
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .output()?;
-        Ok((
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        ))
-    };
-    let (ok, out) = cli(&[
-        "export",
-        "--nats",
-        &nats.url(),
-        "--tournament",
-        TOURNAMENT,
-        "--round",
-        "4",
-        "--out",
-        &record_file.to_string_lossy(),
-        "--trusted-keys",
-        &users.trusted_keys().to_string_lossy(),
-    ])?;
-    anyhow::ensure!(ok, "export failed: {out}");
-    let fingerprint = users.signer()?.public_key().fingerprint();
-    let (ok, out) = cli(&[
-        "replay",
-        &record_file.to_string_lossy(),
-        "--verify",
-        "--trust",
-        &fingerprint,
-    ])?;
-    assert!(ok && out.contains("verified"), "{out}");
+    support::export_verifies(&nats.url(), TOURNAMENT, 4)?;
     Ok(())
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use async_nats::jetstream;
 use boardcast_schema::game::v1::GameState;
-use boardcast_testkit::{GameService, TestNats, TestUsers};
-use support::{PGN, baseline, boardcast_cli, check_logs, counted, drained_within, play, states};
+use boardcast_testkit::{GameService, TestNats};
+use support::{PGN, baseline, check_logs, counted, drained_within, play, states};
 
 const BOARDS: usize = 200;
 
@@ -129,31 +129,6 @@ async fn two_instances_deciding_200_boards_at_once_never_fork_a_game() -> anyhow
     check_logs(&js, &one).await?;
 
     // The round's records, exported, verify: every signature, every decision made again.
-    let dir = tempfile::tempdir()?;
-    let file = dir.path().join("round-1.bcrec");
-    let users = TestUsers::shared()?;
-    let (ok, out) = boardcast_cli(&[
-        "export",
-        "--nats",
-        &nats.url(),
-        "--tournament",
-        "log-open",
-        "--round",
-        "1",
-        "--out",
-        &file.to_string_lossy(),
-        "--trusted-keys",
-        &users.trusted_keys().to_string_lossy(),
-    ])?;
-    anyhow::ensure!(ok, "export failed: {out}");
-    let fingerprint = users.signer()?.public_key().fingerprint();
-    let (ok, out) = boardcast_cli(&[
-        "replay",
-        &file.to_string_lossy(),
-        "--verify",
-        "--trust",
-        &fingerprint,
-    ])?;
-    assert!(ok && out.contains("verified"), "{out}");
+    support::export_verifies(&nats.url(), "log-open", 1)?;
     Ok(())
 }

@@ -1128,7 +1128,11 @@ fn a_corrected_set_up_is_shown_once_the_delay_allows_and_the_moves_stay() {
         )
     };
     feeds.release(T0 + 11 * MINUTE + 30_000);
-    assert_eq!(white(&feeds), (Some("White 1".to_owned()), 1), "not due yet");
+    assert_eq!(
+        white(&feeds),
+        (Some("White 1".to_owned()), 1),
+        "not due yet"
+    );
     feeds.release(T0 + 12 * MINUTE);
     assert_eq!(white(&feeds), (Some("Carlsen, Magnus".to_owned()), 1));
 }

@@ -1,7 +1,7 @@
 //! `evolve`: one event of the log folded into the game's state. The only code that changes a
 //! `Game`; it reads typed terms only (see `terms`), never words.
 
-use shakmaty::{Move, Position};
+use shakmaty::{Chess, Move, Position};
 
 use boardcast_inference::{Config as InferenceConfig, Inference};
 use boardcast_rules::repetition::RepetitionTracker;
@@ -19,6 +19,17 @@ use crate::state::{
     IllegalMoveEntry, RecordHead, RecordedRequest, Rulings, parse_uci_in,
 };
 use crate::terms;
+
+/// Move inference from `start`, as interpretation `interpretation` reads observations.
+fn inference_from(start: Chess, interpretation: u32) -> Inference {
+    Inference::with_config(
+        start,
+        InferenceConfig {
+            confirmed_line_stays_reachable: interpretation >= 2,
+            ..InferenceConfig::default()
+        },
+    )
+}
 
 impl Game {
     pub(crate) fn from_first_checked(
@@ -48,6 +59,7 @@ impl Game {
             unsigned: u64::from(record.signature.is_empty()),
             started_by_request,
             requests: Default::default(),
+            revisions: Default::default(),
         };
         Game::set_up(event.game_id, info, record_head)
     }
@@ -61,13 +73,7 @@ impl Game {
         let interpretation = info.interpretation;
         Ok(Game {
             game_id,
-            inference: Inference::with_config(
-                position.clone(),
-                InferenceConfig {
-                    confirmed_line_stays_reachable: interpretation >= 2,
-                    ..InferenceConfig::default()
-                },
-            ),
+            inference: inference_from(position.clone(), interpretation),
             repetition: RepetitionTracker::new(rules.edition, &position, 1),
             rules,
             info,
@@ -78,6 +84,7 @@ impl Game {
             provisional: ProvisionalLine::default(),
             reconstructed: Default::default(),
             result: None,
+            begun: false,
             record,
             board: BoardRecord {
                 seq_floor: board_seq_floor,
@@ -89,32 +96,53 @@ impl Game {
         })
     }
 
-    /// Folds a revision of the set-up (`SetUpRevised`): after the game began only the players'
-    /// and the event's details change; before it the game is as if set up so, what the log recorded of it kept
-    /// (its record, the arbiters' rulings, and on the same board what the board sent so far).
+    /// Folds a revision of the set-up (`SetUpRevised`). The players' and the event's details
+    /// change the game's description only. What its observations are read with may change only
+    /// before the game began, and only what depends on it starts again: the rules (time
+    /// control, Laws); the start position, repetitions and inference (a start position —
+    /// the board's orientation is kept); the board and clock as observed (another physical
+    /// board, followed after `board_seq_before`). What the log recorded stays: its record, the
+    /// arbiters' rulings, and on the same board what the board and clock showed.
     fn revise_set_up(&mut self, revised: &GameStarted) -> Result<(), String> {
         if let Some(what) = crate::start::unrevisable(&self.info, revised) {
-            return Err(format!("a revision of the set-up changes {what}"));
+            return Err(format!("a revision of the set-up changes its {what}"));
         }
-        if self.has_begun() {
-            if let Some(what) = crate::start::beyond_details(&self.info, revised) {
-                return Err(format!(
-                    "the set-up revised after the game began changes its {what}"
-                ));
-            }
+        if crate::start::beyond_details(&self.info, revised).is_none() {
             self.info = revised.clone();
             return Ok(());
         }
-        let record = std::mem::take(&mut self.record);
-        let mut fresh = Game::set_up(self.game_id.clone(), revised.clone(), record)
-            .map_err(|e| e.to_string())?;
-        fresh.rulings = std::mem::take(&mut self.rulings);
-        if revised.board_id == self.info.board_id {
-            fresh.board.status = self.board.status;
-            fresh.board.last_device_seq = self.board.last_device_seq;
-            fresh.board.missing = std::mem::take(&mut self.board.missing);
+        if self.has_begun() {
+            let what = crate::start::beyond_details(&self.info, revised).unwrap_or_default();
+            return Err(format!(
+                "the set-up revised after the game began changes its {what}"
+            ));
         }
-        *self = fresh;
+        // Everything that can fail first: a revision that does not fold changes nothing.
+        let rules = rules_of(revised).map_err(|e| e.to_string())?;
+        let start = start_position(revised).map_err(|e| e.to_string())?;
+        let new_board = revised.board_id != self.info.board_id;
+        let new_start = start != self.start;
+        if new_board {
+            self.board = BoardRecord {
+                seq_floor: revised.board_seq_before,
+                ..BoardRecord::default()
+            };
+            self.clock = ClockState::default();
+        }
+        if new_board || new_start {
+            let orientation = self.inference.orientation();
+            self.inference = inference_from(start.clone(), self.interpretation);
+            if !new_board {
+                self.inference.set_orientation(orientation);
+            }
+            self.board.start_seen &= !new_start;
+            self.dead_answers = Default::default();
+        }
+        self.repetition = RepetitionTracker::new(rules.edition, &start, 1);
+        self.start = start.clone();
+        self.position = start;
+        self.rules = rules;
+        self.info = revised.clone();
         Ok(())
     }
 
@@ -132,6 +160,13 @@ impl Game {
                     .as_ref()
                     .ok_or_else(|| inconsistent("a revision of the set-up without one".into()))?;
                 self.revise_set_up(set_up).map_err(inconsistent)?;
+                if let Some(p) = event
+                    .provenance
+                    .as_ref()
+                    .filter(|p| !p.request_id.is_empty())
+                {
+                    self.record.revisions.insert(p.request_id.clone());
+                }
             }
             Some(Kind::ObservationRecorded(recorded)) => {
                 let observation = recorded
@@ -496,6 +531,16 @@ impl Game {
                     .map_err(|e| inconsistent(format!("restoring ply {ply}: {e}")))?;
             }
         }
+        self.begun |= matches!(
+            event.kind,
+            Some(
+                Kind::MoveProvisional(_)
+                    | Kind::MoveCompleted(_)
+                    | Kind::Reconstructed(_)
+                    | Kind::IllegalMove(_)
+                    | Kind::Ended(_)
+            )
+        );
         Ok(())
     }
 

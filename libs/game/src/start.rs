@@ -160,7 +160,8 @@ impl Game {
     }
 
     /// Decides a revision of the game's set-up to `revised`, by `actor`: `None` when it changes
-    /// nothing. Its ids are the game's; `revised.board_seq_before` is the new board's last
+    /// nothing, or when request `request_id` revised the game already. Its ids are the game's;
+    /// an empty edition is the game's; `revised.board_seq_before` is the new board's last
     /// observation now and counts only when the board changes (on the same board the game goes
     /// on from what it accounted for). Before the first move anything else may change; after
     /// it only the players' and the event's details (the game is read as it was set up).
@@ -171,7 +172,16 @@ impl Game {
         request_id: &str,
     ) -> Result<Option<NewEvent>, RevisionRefused> {
         check_set_up(revised).map_err(RevisionRefused::Invalid)?;
+        // A retry of a request that revised the game already: what it asked is done (and a
+        // later revision is not undone by it).
+        if !request_id.is_empty() && self.record.revisions.contains(request_id) {
+            return Ok(None);
+        }
         let same_board = revised.board_id == self.info.board_id;
+        // Written otherwise but meaning the same (no edition: the game's), the game's words stay.
+        let same_edition = revised.edition.is_empty()
+            || rules_of(revised).map(|r| r.edition) == rules_of(&self.info).map(|r| r.edition);
+        let same_start = start_position(revised).ok() == start_position(&self.info).ok();
         let revised = GameStarted {
             tournament_id: self.info.tournament_id.clone(),
             round: self.info.round,
@@ -181,6 +191,16 @@ impl Game {
                 self.info.board_seq_before
             } else {
                 revised.board_seq_before
+            },
+            edition: if same_edition {
+                self.info.edition.clone()
+            } else {
+                revised.edition.clone()
+            },
+            start_fen: if same_start {
+                self.info.start_fen.clone()
+            } else {
+                revised.start_fen.clone()
             },
             ..revised.clone()
         };

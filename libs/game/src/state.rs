@@ -58,6 +58,9 @@ pub struct Game {
     /// Move inference over the board's recorded observations.
     pub(crate) inference: Inference,
     pub(crate) result: Option<(GameResult, Termination)>,
+    /// A move was seen, completed or reconstructed, an illegal move recorded or a result given:
+    /// the game has begun, whatever was taken back since (see [`Game::has_begun`]).
+    pub(crate) begun: bool,
     pub(crate) record: RecordHead,
     pub(crate) board: BoardRecord,
     pub(crate) clock: ClockState,
@@ -82,6 +85,9 @@ pub(crate) struct RecordHead {
     /// Arbiter actions by the client-chosen id of the request that recorded them, so that a retry
     /// records nothing twice.
     pub(crate) requests: std::collections::BTreeMap<String, RecordedRequest>,
+    /// The requests that revised the set-up, so that a retry (late, after a newer revision)
+    /// revises nothing.
+    pub(crate) revisions: std::collections::BTreeSet<String>,
 }
 
 /// The physical board as the log knows it.
@@ -377,14 +383,11 @@ impl Game {
         self.result.is_some()
     }
 
-    /// Whether the game has begun as its log knows it: a move seen, completed or reconstructed,
-    /// an illegal move, or a result. Until then its set-up may be revised whole.
+    /// Whether the game has begun as its log knows it: a move was seen, completed or
+    /// reconstructed, an illegal move recorded or a result given, even if taken back since.
+    /// Until then what its observations are read with may be revised.
     pub fn has_begun(&self) -> bool {
-        !self.moves.is_empty()
-            || !self.provisional.is_empty()
-            || !self.reconstructed.is_empty()
-            || !self.rulings.illegal_moves.is_empty()
-            || self.result.is_some()
+        self.begun
     }
 
     pub fn last_game_seq(&self) -> u64 {

@@ -311,3 +311,147 @@ fn a_log_revising_more_than_it_may_does_not_fold() {
         );
     }
 }
+
+/// The same hall, played on a board turned round with the clocks set by the arbiter before the
+/// first move, with and without a name corrected before it: the game reads the board alike.
+#[test]
+fn a_name_corrected_before_play_leaves_what_the_board_and_clock_showed() {
+    use boardcast_game::events::{AdjustClocks, arbiter_action::Action};
+    let play = |correct: bool| {
+        let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+        let mut rotated = Chess::default().board().clone();
+        rotated.rotate_180();
+        board.placement(&rotated);
+        board.act(
+            Action::Clocks(AdjustClocks {
+                white_remaining_ms: Some(5_000_000),
+                black_remaining_ms: Some(5_000_000),
+                reason: "clock set wrongly".into(),
+                ..Default::default()
+            }),
+            "chief",
+        );
+        if correct {
+            let revision = decide(&board, &revised(&board, "b", "Anand", "Kramnik"))
+                .expect("allowed")
+                .expect("a change");
+            board.append(vec![revision]);
+        }
+        let mut pos = Chess::default();
+        for (san, running) in [("e4", ClockRun::Black), ("c5", ClockRun::White)] {
+            play_san(&mut pos, san);
+            let mut shown = pos.board().clone();
+            shown.rotate_180();
+            board.placement(&shown);
+            board.clock(running);
+        }
+        board.assert_refolds();
+        board
+    };
+    let (plain, corrected) = (play(false), play(true));
+    let read = |board: &Board| {
+        let state = board.game.to_state();
+        (
+            state.moves,
+            state.provisional_line,
+            state.setup_mismatches,
+            state.clock_sides,
+            board.raised().len(),
+        )
+    };
+    assert_eq!(read(&corrected), read(&plain));
+    assert_eq!(
+        corrected
+            .game
+            .completed_moves()
+            .iter()
+            .map(|m| m.event.san.as_str())
+            .collect::<Vec<_>>(),
+        plain
+            .game
+            .completed_moves()
+            .iter()
+            .map(|m| m.event.san.as_str())
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        !plain.game.completed_moves().is_empty() || !plain.game.provisional_line().is_empty(),
+        "the moves were read on the board turned round"
+    );
+}
+
+#[test]
+fn a_game_taken_back_to_its_start_has_still_begun() {
+    use boardcast_game::events::{RestorePosition, arbiter_action::Action};
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    board.placement(Chess::default().board());
+    board.clock(ClockRun::Stopped);
+    let mut pos = Chess::default();
+    board.play(&mut pos, "e4");
+    board.play(&mut pos, "e5");
+    board.act(
+        Action::Restore(RestorePosition {
+            ply: 0,
+            reason: "wrong players at the board".into(),
+            ..Default::default()
+        }),
+        "chief",
+    );
+    assert!(board.game.completed_moves().is_empty());
+    assert!(board.game.has_begun());
+    assert_eq!(
+        decide(&board, &revised(&board, "hall-7", "W", "B")),
+        Err(RevisionRefused::Begun {
+            what: "physical board"
+        })
+    );
+}
+
+#[test]
+fn a_late_retry_of_a_revision_does_not_undo_a_later_one() {
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    let first = revised(&board, "b", "Ju Wenjun", "Lei Tingjie");
+    let revision = decide(&board, &first).expect("allowed").expect("a change");
+    board.append(vec![revision]);
+    let second = board
+        .game
+        .decide_set_up_revision(
+            &revised(&board, "b", "Lei Tingjie", "Ju Wenjun"),
+            "chief",
+            "request-3",
+        )
+        .expect("allowed")
+        .expect("a change");
+    board.append(vec![second]);
+    // The first request's answer was lost; it is sent again.
+    assert_eq!(decide(&board, &first), Ok(None));
+    assert_eq!(
+        board.game.info().white.as_ref().map(|p| p.name.as_str()),
+        Some("Lei Tingjie")
+    );
+}
+
+#[test]
+fn the_same_laws_and_start_written_otherwise_change_nothing() {
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    let mut pos = Chess::default();
+    board.play(&mut pos, "e4");
+    for same in [
+        GameStarted {
+            edition: String::new(),
+            ..board.game.info().clone()
+        },
+        GameStarted {
+            start_fen: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".into(),
+            ..board.game.info().clone()
+        },
+    ] {
+        assert_eq!(
+            board
+                .game
+                .decide_set_up_revision(&same, "chief", "request-4"),
+            Ok(None),
+            "{same:?}"
+        );
+    }
+}

@@ -251,7 +251,7 @@ async fn keep(
     }
     let done = format!("removed {} records, keeping branch {kept}", removed.len());
     say_it_follows_on(game_id, &after, trusted, &done)?;
-    decide_board_again(nats, game_id, &after).await
+    decide_board_again(nats, game_id, boards_set_up_on(&after, &stored)).await
 }
 
 /// Says what was `done` and whether game `game_id`'s records left in the log (`left`) follow
@@ -313,7 +313,7 @@ async fn cut(
     let left = game_records(&stream, game_id, u64::MAX).await?;
     let done = format!("removed {} records after record {after}", removed.len());
     say_it_follows_on(game_id, &left, trusted, &done)?;
-    decide_board_again(nats, game_id, &left).await?;
+    decide_board_again(nats, game_id, boards_set_up_on(&left, &stored)).await?;
     eprintln!(
         "arbiters' decisions among the records removed must be made again (saved in {})",
         save.display()
@@ -321,39 +321,50 @@ async fn cut(
     Ok(())
 }
 
-/// Publishes the last observation of game `game_id`'s board again (the game's records left in
-/// the log are `left`), so that the game service decides the board's observations since the
+/// The boards game `game_id` was set up on, by its first record or a revision, in the records
+/// left in the log (`left`, the board it is on now first) and in those before they were mended
+/// (`stored`): the game service may still hold the game on one the mending removed.
+fn boards_set_up_on(
+    left: &[(u64, impl AsRef<[u8]>)],
+    stored: &[(u64, impl AsRef<[u8]>)],
+) -> Vec<String> {
+    fn boards(records: &[(u64, impl AsRef<[u8]>)]) -> Vec<String> {
+        use boardcast_schema::game::v1::game_event::Kind;
+        use prost::Message as _;
+        records
+            .iter()
+            .filter_map(|(_, payload)| {
+                let record =
+                    boardcast_schema::game::v1::GameEventRecord::decode(payload.as_ref()).ok()?;
+                match boardcast_game::Game::open_record(&record).ok()?.kind? {
+                    Kind::Started(info) => Some(info.board_id),
+                    Kind::SetUpRevised(revised) => revised.set_up.map(|s| s.board_id),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+    let mut all: Vec<String> = boards(left).into_iter().rev().collect();
+    all.extend(boards(stored));
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|board| seen.insert(board.clone()));
+    all
+}
+
+/// Publishes the last observation of game `game_id`'s boards again (`boards`, see
+/// [`boards_set_up_on`]), so that the game service decides the board's observations since the
 /// log was mended without waiting for the board (a finished game's board sends nothing more):
 /// the game service folds the mended game afresh at that decision, and the gap before the
 /// observation brings back, in order, those given up while the log was broken or decided into
-/// records removed.
-async fn decide_board_again(
-    nats: &str,
-    game_id: &str,
-    left: &[(u64, impl AsRef<[u8]>)],
-) -> anyhow::Result<()> {
+/// records removed. On a board another game is live on, it is one that game has had.
+async fn decide_board_again(nats: &str, game_id: &str, boards: Vec<String>) -> anyhow::Result<()> {
     use boardcast_kit::nats::{
         BoardRead, last_board_observation, observation_message_id, observation_subject,
     };
-    use boardcast_schema::game::v1::game_event::Kind;
-    use prost::Message as _;
-    // The board of its last set-up: its first record's, or a revision's.
-    let Some(board) = left
-        .iter()
-        .filter_map(|(_, payload)| {
-            let record =
-                boardcast_schema::game::v1::GameEventRecord::decode(payload.as_ref()).ok()?;
-            match boardcast_game::Game::open_record(&record).ok()?.kind? {
-                Kind::Started(info) => Some(info.board_id),
-                Kind::SetUpRevised(revised) => revised.set_up.map(|s| s.board_id),
-                _ => None,
-            }
-        })
-        .last()
-    else {
+    if boards.is_empty() {
         eprintln!("game {game_id} has no first record left: no board to decide again");
         return Ok(());
-    };
+    }
     let js = jetstream::new(
         boardcast_kit::nats::connect_for_command(
             nats,
@@ -362,27 +373,29 @@ async fn decide_board_again(
         )
         .await?,
     );
-    let Some((device_seq, payload)) =
-        last_board_observation(&js, &board, BoardRead::Leader).await?
-    else {
-        eprintln!("board {board} has sent no observation: nothing to decide again");
-        return Ok(());
-    };
-    let message_id = observation_message_id(&board, device_seq, rand::random());
-    js.send_publish(
-        observation_subject(&board),
-        jetstream::message::PublishMessage::build()
-            .payload(payload)
-            .message_id(message_id),
-    )
-    .await
-    .context("publishing the board's last observation again")?
-    .await
-    .context("publishing the board's last observation again")?;
-    eprintln!(
-        "published board {board}'s last observation ({device_seq}) again: the game service \
-         folds the mended game afresh and decides the board's observations since, in order"
-    );
+    for board in boards {
+        let Some((device_seq, payload)) =
+            last_board_observation(&js, &board, BoardRead::Leader).await?
+        else {
+            eprintln!("board {board} has sent no observation: nothing to decide again");
+            continue;
+        };
+        let message_id = observation_message_id(&board, device_seq, rand::random());
+        js.send_publish(
+            observation_subject(&board),
+            jetstream::message::PublishMessage::build()
+                .payload(payload)
+                .message_id(message_id),
+        )
+        .await
+        .context("publishing the board's last observation again")?
+        .await
+        .context("publishing the board's last observation again")?;
+        eprintln!(
+            "published board {board}'s last observation ({device_seq}) again: the game service \
+             folds the mended game afresh and decides the board's observations since, in order"
+        );
+    }
     Ok(())
 }
 

@@ -200,6 +200,18 @@ impl Games {
         let mut games = Games::new(trusted);
         let mut saved = snapshot.games;
         saved.sort_by_key(|g| g.on_board_since);
+        // Which game is live on each board, as written; from an older snapshot, worked out from
+        // the order the games were set up on their boards (before a game could leave one).
+        let recompute = snapshot.live_on_board.is_none();
+        for (board_id, game_id, on_board_since) in snapshot.live_on_board.unwrap_or_default() {
+            games.live_on_board.insert(
+                board_id,
+                LiveGame {
+                    game_id,
+                    on_board_since,
+                },
+            );
+        }
         for g in saved {
             let game = refold(&g.records).map_err(|e| format!("game {}: {e}", g.game_id))?;
             if game.game_id() != g.game_id {
@@ -209,7 +221,9 @@ impl Games {
                     game.game_id()
                 ));
             }
-            games.set_up_on(game.board_id(), &g.game_id, g.on_board_since);
+            if recompute {
+                games.set_up_on(game.board_id(), &g.game_id, g.on_board_since);
+            }
             games
                 .read_on_subject
                 .insert(g.game_id.clone(), g.records.len() as u64);
@@ -274,7 +288,8 @@ impl Games {
     }
 
     /// Game `game_id` left `board_id`: the board is live with the latest other game set up on
-    /// it, if any.
+    /// it if that one is finished (its observations then change nothing); an unfinished one was
+    /// replaced there and stays so, and the board carries no game until one is set up on it.
     fn left_board(&mut self, board_id: &str, game_id: &str) {
         if self
             .live_on_board
@@ -289,6 +304,7 @@ impl Games {
             .iter()
             .filter(|(id, e)| id.as_str() != game_id && e.game.board_id() == board_id)
             .max_by_key(|(_, e)| e.on_board_since)
+            .filter(|(_, e)| e.game.is_over())
             .map(|(id, e)| (id.clone(), e.on_board_since));
         if let Some((id, since)) = before {
             self.set_up_on(board_id, &id, since);
@@ -512,20 +528,16 @@ impl Games {
         if let Some(entry) = self.by_id.get_mut(game_id) {
             entry.generation = generation;
         }
-        match (self.by_id.get(game_id), before) {
-            (Some(_), _) => {}
-            // Nothing of it in the log any more: it is no longer live on its board.
-            (None, Some(before)) => {
-                let board = before.game.board_id();
-                if self
-                    .live_on_board
-                    .get(board)
-                    .is_some_and(|l| l.game_id == game_id)
-                {
-                    self.live_on_board.remove(board);
-                }
-            }
-            (None, None) => {}
+        // No longer on the board it was on (nothing of it in the log any more, or the revision
+        // that put it there removed): it is not live there.
+        let board_now = self
+            .by_id
+            .get(game_id)
+            .map(|e| e.game.board_id().to_owned());
+        if let Some(before) = before
+            && board_now.as_deref() != Some(before.game.board_id())
+        {
+            self.left_board(before.game.board_id(), game_id);
         }
     }
 
@@ -634,6 +646,12 @@ impl Games {
         Some(SnapshotData {
             folded_seq: self.folded_seq,
             games: changed,
+            live_on_board: Some(
+                self.live_on_board
+                    .iter()
+                    .map(|(board, live)| (board.clone(), live.game_id.clone(), live.on_board_since))
+                    .collect(),
+            ),
             broken: self
                 .broken
                 .iter()
@@ -794,7 +812,7 @@ mod tests {
     #[test]
     fn a_game_set_up_again_on_another_board_takes_it_and_a_snapshot_keeps_that() {
         let mut games = Games::new(trusted());
-        // Round 1 on b1, then round 2 on b1 by mistake; round 2 moves to b2.
+        // Round 1 on b1 (adjourned), then round 2 on b1 by mistake; round 2 moves to b2.
         let (round_1, first_1) = started(1, "b1");
         let (round_2, first_2) = started(2, "b1");
         follow(&mut games, &first_1, 1);
@@ -810,11 +828,13 @@ mod tests {
                 games.live_id_on("b2").map(str::to_owned),
             )
         };
-        let expected = (
-            Some(round_1.game_id().to_owned()),
-            Some(round_2.game_id().to_owned()),
+        let expected = (None, Some(round_2.game_id().to_owned()));
+        assert_eq!(
+            live(&games),
+            expected,
+            "b1 is not the unfinished game's again: it was replaced there"
         );
-        assert_eq!(live(&games), expected, "b1 is the earlier game's again");
+        assert!(games.get(round_1.game_id()).is_some());
         let entry = games.get(round_2.game_id()).expect("known");
         assert_eq!((entry.first_stream_seq, entry.on_board_since), (2, 7));
         assert_ne!(
@@ -823,7 +843,7 @@ mod tests {
             "what a partition noted of b1 is not taken for b2"
         );
         assert_eq!(games.round_start_seq("t", 2), 2);
-        // Restored in the order they were set up on their boards: the same boards.
+        // Restored: the same boards.
         let restored = Games::from_snapshot(games.take_changes(true).expect("games"), trusted())
             .expect("restores");
         assert_eq!(live(&restored), expected);
@@ -833,6 +853,81 @@ mod tests {
             &[(2, first_2), (7, moved_to(&round_2, "b2"))],
         );
         assert_eq!(live(&games), expected);
+    }
+
+    #[test]
+    fn a_board_left_goes_back_to_a_finished_game_only() {
+        use boardcast_game::events::{DeclareResult, GameResult};
+        let mut games = Games::new(trusted());
+        // Round 1's game on b1 is finished, round 2's on b2 unfinished (adjourned); round 3's
+        // games are set up on b1 and b2 (replacing round 2's), then both moved to b3 and b4.
+        let (round_1, first_1) = started(1, "b1");
+        let result = ArbiterAction {
+            action: Some(Action::Result(DeclareResult {
+                result: GameResult::Draw as i32,
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        let ended = Game::record_signed(
+            Some(&round_1),
+            round_1.game_id(),
+            round_1
+                .decide_arbiter(&result, "arbiter", "r")
+                .expect("accepted"),
+            2_000,
+            &signer(),
+        );
+        let (round_2, first_2) = started(2, "b2");
+        let on_b1 = boardcast_game::example_game("t", 3, 1, "b1");
+        let on_b2 = boardcast_game::example_game("t", 3, 2, "b2");
+        let mut seq = 0;
+        let mut next = || {
+            seq += 1;
+            seq
+        };
+        follow(&mut games, &first_1, next());
+        for record in &ended {
+            follow(&mut games, &record.encode_to_vec(), next());
+        }
+        follow(&mut games, &first_2, next());
+        for (info, to) in [(on_b1, "b3"), (on_b2, "b4")] {
+            let (id, event) = Game::decide_start(&info, "operator", "r3").expect("valid");
+            let record = Game::record_signed(None, &id, vec![event], 1_000, &signer()).remove(0);
+            let game = Game::from_first_record(&record).expect("folds");
+            follow(&mut games, &record.encode_to_vec(), next());
+            follow(&mut games, &moved_to(&game, to), next());
+        }
+        assert_eq!(games.live_id_on("b1"), Some(round_1.game_id()), "finished");
+        assert_eq!(
+            games.live_id_on("b2"),
+            None,
+            "round 2's game was replaced there"
+        );
+        let _ = round_2;
+        // Restored from a snapshot: the same boards.
+        let restored = Games::from_snapshot(games.take_changes(true).expect("games"), trusted())
+            .expect("restores");
+        for board in ["b1", "b2", "b3", "b4"] {
+            assert_eq!(
+                restored.live_id_on(board),
+                games.live_id_on(board),
+                "{board}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_game_folded_afresh_without_its_move_leaves_the_board_it_was_moved_to() {
+        let mut games = Games::new(trusted());
+        let (game, first) = started(1, "b1");
+        follow(&mut games, &first, 1);
+        follow(&mut games, &moved_to(&game, "b2"), 2);
+        assert_eq!(games.live_id_on("b2"), Some(game.game_id()));
+        // An operator cut the log before the revision.
+        games.replace(game.game_id(), &[(1, first)]);
+        assert_eq!(games.live_id_on("b1"), Some(game.game_id()));
+        assert_eq!(games.live_id_on("b2"), None);
     }
 
     #[test]

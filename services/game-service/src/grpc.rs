@@ -144,21 +144,17 @@ impl game_service_server::GameService for GameApi {
         .map_err(denied)?;
         let mut info = info;
         info.board_seq_before = self.board_seq_now(&info.board_id).await?;
-        let step = self
-            .plan_set_up(
-                &who,
-                info,
-                request_id,
-                SetUpOptions {
-                    revise: request.revise,
-                    replace_unfinished: request.replace_unfinished,
-                },
-                &HashSet::new(),
-            )
-            .await?;
-        Ok(Response::new(
-            self.set_up(step, &who.user, request_id).await?,
-        ))
+        let set_up = SetUp {
+            who: &who,
+            request_id,
+            options: SetUpOptions {
+                revise: request.revise,
+                replace_unfinished: request.replace_unfinished,
+            },
+            round_games: HashSet::new(),
+        };
+        let step = self.plan_set_up(&set_up, info).await?;
+        Ok(Response::new(self.set_up(&set_up, step).await?))
     }
 
     async fn get_game(
@@ -504,38 +500,64 @@ impl game_service_server::GameService for GameApi {
                 interpretation: 0,
             });
         }
-        // Revised, the round's games may change boards among themselves: a board whose game
-        // is one of them is taken from it.
-        let round_games: HashSet<String> = if request.revise {
-            infos
-                .iter()
-                .map(|i| game_id_for(&i.tournament_id, i.round, i.board_number))
-                .collect()
-        } else {
-            HashSet::new()
-        };
-        let options = SetUpOptions {
-            revise: request.revise,
-            replace_unfinished: request.replace_unfinished,
+        let set_up = SetUp {
+            who: &who,
+            request_id,
+            options: SetUpOptions {
+                revise: request.revise,
+                replace_unfinished: request.replace_unfinished,
+            },
+            // Revised, the round's games may change boards among themselves.
+            round_games: if request.revise {
+                infos
+                    .iter()
+                    .map(|i| game_id_for(&i.tournament_id, i.round, i.board_number))
+                    .collect()
+            } else {
+                HashSet::new()
+            },
         };
         let mut steps = Vec::with_capacity(infos.len());
-        for info in infos {
+        for (index, info) in infos.into_iter().enumerate() {
             let board_number = info.board_number;
-            let step = self
-                .plan_set_up(&who, info, request_id, options, &round_games)
-                .await
-                .map_err(|status| {
-                    Status::new(
-                        status.code(),
-                        format!("board {board_number}: {}", status.message()),
-                    )
-                })?;
-            steps.push(step);
+            let step = self.plan_set_up(&set_up, info).await.map_err(|status| {
+                Status::new(
+                    status.code(),
+                    format!("board {board_number}: {}", status.message()),
+                )
+            })?;
+            steps.push(((index, board_number), step));
         }
-        let mut created = Vec::with_capacity(steps.len());
-        for step in steps {
-            created.push(self.set_up(step, &who.user, request_id).await?);
+        // Answered in the pairings' order, whatever order they are recorded in.
+        let mut answers: Vec<Option<CreateGameResponse>> = vec![None; steps.len()];
+        for ((index, board_number), step) in recording_order(steps) {
+            let answer = self.set_up(&set_up, step).await.map_err(|status| {
+                // Something changed since the round was checked (a game began, NATS went
+                // away): what is recorded stays, and sending the round again finishes it.
+                let done: Vec<&str> = answers
+                    .iter()
+                    .flatten()
+                    .filter(|g| g.created || g.revised)
+                    .map(|g| g.game_id.as_str())
+                    .collect();
+                Status::new(
+                    status.code(),
+                    format!(
+                        "board {board_number}: {}; set up before it: {}",
+                        status.message(),
+                        if done.is_empty() {
+                            "nothing".to_owned()
+                        } else {
+                            done.join(", ")
+                        }
+                    ),
+                )
+            })?;
+            if let Some(slot) = answers.get_mut(index) {
+                *slot = Some(answer);
+            }
         }
+        let created: Vec<CreateGameResponse> = answers.into_iter().flatten().collect();
         tracing::info!(
             tournament = %request.tournament_id,
             round = request.round,
@@ -858,41 +880,43 @@ impl GameApi {
         }))
     }
 
-    /// What setting up `info` takes: creating its game, or (with `options.revise`) revising
-    /// the game that exists, checked as far as can be before anything is recorded.
-    /// `round_games`: the games set up by the same request, which may change boards among
-    /// themselves.
+    /// What setting up `info` takes: creating its game, or (revising) setting the game that
+    /// exists up again, checked as far as can be before anything is recorded.
     async fn plan_set_up(
         &self,
-        who: &boardcast_access::Identity,
+        set_up: &SetUp<'_>,
         info: GameStarted,
-        request_id: &str,
-        options: SetUpOptions,
-        round_games: &HashSet<String>,
     ) -> Result<SetUpStep, Status> {
-        let (game_id, event) = decide_start(&info, &who.user, request_id)?;
+        let (game_id, event) = decide_start(&info, &set_up.who.user, set_up.request_id)?;
         self.store
             .refresh()
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
-        if options.revise
+        if set_up.options.revise
             && let Some(decided) = self
                 .store
                 .with_game(&game_id, |g| {
-                    g.decide_set_up_revision(&info, &who.user, request_id)
-                        .map(|revision| (revision.is_some(), g.board_id() == info.board_id))
+                    g.decide_set_up_revision(&info, &set_up.who.user, set_up.request_id)
+                        .map(|revision| (revision.is_some(), g.board_id().to_owned()))
                 })
                 .await
         {
-            let (changes, same_board) = decided.map_err(|e| revision_refused(&game_id, e))?;
-            if changes && !same_board {
-                self.check_board_takes(who, &info, &game_id, options, round_games)
-                    .await?;
+            if let Some(not_followed) = self.store.not_followed(&game_id).await {
+                return Err(Status::failed_precondition(format!(
+                    "game {game_id}: its log goes on past stream sequence {} here ({}): \
+                     nothing is set up again on it until it is mended (`boardcast fork`)",
+                    not_followed.from_stream_seq, not_followed.reason
+                )));
+            }
+            let (changes, from_board) = decided.map_err(|e| revision_refused(&game_id, e))?;
+            if changes && from_board != info.board_id {
+                self.check_board_takes(set_up, &info, &game_id).await?;
             }
             return Ok(SetUpStep::Revise {
                 game_id,
                 info,
                 changes,
+                from_board,
             });
         }
         if let Some((by, on_board)) = self
@@ -901,12 +925,11 @@ impl GameApi {
                 (g.started_by_request().to_owned(), g.info().board_id.clone())
             })
             .await
-            && by != request_id
+            && by != set_up.request_id
         {
             return Err(created_by_another(&game_id, &on_board));
         }
-        self.check_board_takes(who, &info, &game_id, options, round_games)
-            .await?;
+        self.check_board_takes(set_up, &info, &game_id).await?;
         Ok(SetUpStep::Create {
             game_id,
             event: Box::new(event),
@@ -914,19 +937,22 @@ impl GameApi {
         })
     }
 
-    /// Records a planned set-up.
+    /// Records a planned set-up. A game arriving on a board is checked against the board once
+    /// more: its game may have begun since the round was checked.
     async fn set_up(
         &self,
+        set_up: &SetUp<'_>,
         step: SetUpStep,
-        actor: &str,
-        request_id: &str,
     ) -> Result<CreateGameResponse, Status> {
         let (game_id, info) = match step {
             SetUpStep::Create {
                 game_id,
                 event,
                 info,
-            } => return self.create(game_id, *event, &info, request_id).await,
+            } => {
+                self.check_board_takes(set_up, &info, &game_id).await?;
+                return self.create(game_id, *event, &info, set_up.request_id).await;
+            }
             SetUpStep::Revise {
                 game_id,
                 changes: false,
@@ -938,39 +964,54 @@ impl GameApi {
                     revised: false,
                 });
             }
-            SetUpStep::Revise { game_id, info, .. } => (game_id, info),
+            SetUpStep::Revise {
+                game_id,
+                info,
+                from_board,
+                ..
+            } => {
+                if from_board != info.board_id {
+                    self.check_board_takes(set_up, &info, &game_id).await?;
+                }
+                (game_id, info)
+            }
         };
         // Decided again on the game as it is then: a move seen since refuses what it no longer
         // allows.
+        let recorded = std::sync::atomic::AtomicBool::new(false);
         self.store
             .decide_on_game(&game_id, boardcast_kit::now_unix_ms(), |g| {
-                g.decide_set_up_revision(&info, actor, request_id)
-                    .map(|revision| revision.into_iter().collect())
+                let revision =
+                    g.decide_set_up_revision(&info, &set_up.who.user, set_up.request_id)?;
+                recorded.store(revision.is_some(), std::sync::atomic::Ordering::Relaxed);
+                Ok(revision.into_iter().collect())
             })
             .await
             .map_err(append_status)?
             .ok_or_else(|| Status::not_found(format!("no game {game_id:?}")))?
             .map_err(|e| revision_refused(&game_id, e))?;
-        tracing::info!(%game_id, board = %info.board_id, %actor, "game set up again");
+        let revised = recorded.load(std::sync::atomic::Ordering::Relaxed);
+        if revised {
+            tracing::info!(%game_id, board = %info.board_id, actor = %set_up.who.user, "game set up again");
+        }
         Ok(CreateGameResponse {
             game_id,
             created: false,
-            revised: true,
+            revised,
         })
     }
 
     /// A board's observations go to the latest game set up on it: refuse to set up another game
     /// there while the board's game is unfinished, unless the operator says to replace it (or
-    /// it is one of `round_games`, set up elsewhere by the same request). Replacing a game takes
-    /// the board from its tournament: `who` must be able to set up that tournament's games too
-    /// (an operator of a side event cannot take a main-event board).
+    /// it is a game of the same request that has not begun, which the request sets up
+    /// elsewhere). Replacing a game takes the board from its tournament: the caller must be able
+    /// to set up that tournament's games too (an operator of a side event cannot take a
+    /// main-event board).
     async fn check_board_takes(
         &self,
-        who: &boardcast_access::Identity,
+        set_up: &SetUp<'_>,
         info: &GameStarted,
         game_id: &str,
-        options: SetUpOptions,
-        round_games: &HashSet<String>,
     ) -> Result<(), Status> {
         let live = self
             .store
@@ -978,15 +1019,18 @@ impl GameApi {
                 (
                     g.game_id().to_owned(),
                     g.is_over(),
+                    g.has_begun(),
                     g.info().tournament_id.clone(),
                 )
             })
             .await;
         match live {
-            Some((live_id, false, _)) if live_id == game_id || round_games.contains(&live_id) => {
+            Some((live_id, false, begun, _))
+                if live_id == game_id || (set_up.round_games.contains(&live_id) && !begun) =>
+            {
                 Ok(())
             }
-            Some((live_id, false, _)) if !options.replace_unfinished => {
+            Some((live_id, false, _, _)) if !set_up.options.replace_unfinished => {
                 Err(Status::failed_precondition(format!(
                     "board {:?} still carries game {live_id}, which is not finished; \
                      record its result first, or replace it (`boardcast pair \
@@ -994,7 +1038,8 @@ impl GameApi {
                     info.board_id
                 )))
             }
-            Some((live_id, false, tournament)) => who
+            Some((live_id, false, _, tournament)) => set_up
+                .who
                 .may(Operation::SetUp {
                     tournament: &tournament,
                 })
@@ -1151,6 +1196,15 @@ struct SetUpOptions {
     replace_unfinished: bool,
 }
 
+/// One `CreateGame` or `PairRound` request, shared by its games.
+struct SetUp<'a> {
+    who: &'a boardcast_access::Identity,
+    request_id: &'a str,
+    options: SetUpOptions,
+    /// The games the request revises, which may change boards among themselves.
+    round_games: HashSet<String>,
+}
+
 /// One game's part of a set-up, checked, to be recorded.
 enum SetUpStep {
     Create {
@@ -1163,7 +1217,51 @@ enum SetUpStep {
         info: GameStarted,
         /// Whether the revision changes anything (else nothing is recorded).
         changes: bool,
+        /// The board the game is on now.
+        from_board: String,
     },
+}
+
+impl SetUpStep {
+    /// The board the step puts its game on.
+    fn board(&self) -> &str {
+        match self {
+            SetUpStep::Create { info, .. } | SetUpStep::Revise { info, .. } => &info.board_id,
+        }
+    }
+
+    /// The board the step takes its game from, when it moves one.
+    fn leaves(&self) -> Option<&str> {
+        match self {
+            SetUpStep::Revise {
+                info,
+                from_board,
+                changes: true,
+                ..
+            } if *from_board != info.board_id => Some(from_board),
+            _ => None,
+        }
+    }
+}
+
+/// `steps` in an order that records a game leaving a board before the one arriving there, so
+/// that no board carries a game the request has set up elsewhere while a step is pending (only
+/// games exchanging boards in a ring cannot all be: then in the pairings' order).
+fn recording_order<T>(mut steps: Vec<(T, SetUpStep)>) -> Vec<(T, SetUpStep)> {
+    let mut ordered = Vec::with_capacity(steps.len());
+    while !steps.is_empty() {
+        let next = (0..steps.len())
+            .find(|&i| {
+                let board = steps[i].1.board();
+                !steps
+                    .iter()
+                    .enumerate()
+                    .any(|(j, (_, other))| j != i && other.leaves() == Some(board))
+            })
+            .unwrap_or(0);
+        ordered.push(steps.remove(next));
+    }
+    ordered
 }
 
 /// Why a revision is refused, as a status naming the game.
@@ -1174,5 +1272,44 @@ fn revision_refused(game_id: &str, refused: RevisionRefused) -> Status {
         RevisionRefused::Begun { .. } => {
             Status::failed_precondition(format!("game {game_id}: {refused}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moving(game: &str, from: &str, to: &str) -> (String, SetUpStep) {
+        let info = GameStarted {
+            board_id: to.into(),
+            ..Default::default()
+        };
+        (
+            game.to_owned(),
+            SetUpStep::Revise {
+                game_id: game.into(),
+                info,
+                changes: true,
+                from_board: from.into(),
+            },
+        )
+    }
+
+    fn order(steps: Vec<(String, SetUpStep)>) -> Vec<String> {
+        recording_order(steps).into_iter().map(|(g, _)| g).collect()
+    }
+
+    #[test]
+    fn a_game_leaving_a_board_is_recorded_before_the_one_arriving_there() {
+        // A moves from b1 to b2, which B leaves for b3, which C leaves for b4.
+        let chain = vec![
+            moving("A", "b1", "b2"),
+            moving("B", "b2", "b3"),
+            moving("C", "b3", "b4"),
+        ];
+        assert_eq!(order(chain), ["C", "B", "A"]);
+        // Two games exchanging boards: in the pairings' order.
+        let swap = vec![moving("A", "b1", "b2"), moving("B", "b2", "b1")];
+        assert_eq!(order(swap), ["A", "B"]);
     }
 }

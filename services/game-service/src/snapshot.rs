@@ -23,6 +23,9 @@ const GAME_ENDS: TableDefinition<&str, u64> = TableDefinition::new("game_ends");
 /// Where each game was set up on the board it is on (its first record, or a revision that moved
 /// it), when that is not its first record; a table of its own like `GAME_ENDS`.
 const ON_BOARD_SINCE: TableDefinition<&str, u64> = TableDefinition::new("on_board_since");
+/// The game live on each board (board → game id and `on_board_since`); rewritten whole each
+/// time, and absent from snapshots written before it was kept (worked out from the games then).
+const LIVE_ON_BOARD: TableDefinition<&str, (&str, u64)> = TableDefinition::new("live_on_board");
 /// Written by earlier versions (games read with a record skipped); removed when the snapshot is
 /// cleared.
 const BEHIND: TableDefinition<&str, u64> = TableDefinition::new("behind");
@@ -57,6 +60,9 @@ pub struct SnapshotData {
     /// Every record of the log up to this stream sequence is in the snapshot.
     pub folded_seq: u64,
     pub games: Vec<SnapshotGame>,
+    /// The game live on each board: board, game, `on_board_since` (all of them, whatever
+    /// changed); `None` from a snapshot written before it was kept.
+    pub live_on_board: Option<Vec<(String, String, u64)>>,
     /// The games whose log does not follow on (a record missing, two with one number), with
     /// why: restored so, their boards' observations go to the dead-letter stream at once after
     /// a restart too.
@@ -218,9 +224,22 @@ impl Snapshots {
             games.push(game);
         }
         let broken = self.rows(&txn, BROKEN, str::to_owned)?;
+        let live_on_board = match txn.open_table(LIVE_ON_BOARD) {
+            Ok(_) => Some(
+                self.rows(&txn, LIVE_ON_BOARD, |(game, since)| {
+                    (game.to_owned(), since)
+                })?
+                .into_iter()
+                .map(|(board, (game, since))| (board, game, since))
+                .collect(),
+            ),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(self.storage(e)),
+        };
         Ok(Some(SnapshotData {
             folded_seq,
             games,
+            live_on_board,
             broken,
         }))
     }
@@ -234,6 +253,8 @@ impl Snapshots {
         for table in [GAME_ENDS, ON_BOARD_SINCE, BEHIND] {
             txn.delete_table(table).map_err(|e| self.storage(e))?;
         }
+        txn.delete_table(LIVE_ON_BOARD)
+            .map_err(|e| self.storage(e))?;
         txn.delete_table(BROKEN).map_err(|e| self.storage(e))?;
         txn.commit().map_err(|e| self.storage(e))?;
         Ok(())
@@ -314,6 +335,14 @@ impl Snapshots {
             BROKEN,
             data.broken.iter().map(|(id, why)| (id, why.as_str())),
         )?;
+        if let Some(live) = &data.live_on_board {
+            self.rewrite(
+                &txn,
+                LIVE_ON_BOARD,
+                live.iter()
+                    .map(|(board, game, since)| (board, (game.as_str(), *since))),
+            )?;
+        }
         txn.commit().map_err(|e| self.storage(e))?;
         Ok(())
     }
@@ -333,6 +362,7 @@ mod tests {
                 records: vec![b"one".to_vec(), b"two".to_vec()],
                 last_stream_seq,
             }],
+            live_on_board: Some(vec![("b1".into(), "g1".into(), 5)]),
             broken: vec![("g2".into(), "forked".into())],
         }
     }
@@ -356,22 +386,30 @@ mod tests {
         );
         assert_eq!(game.records, [b"one".to_vec(), b"two".to_vec()]);
         assert_eq!(read.broken, [("g2".to_owned(), "forked".to_owned())]);
-        // Rewritten whole: a game mended since is no longer listed.
+        assert_eq!(
+            read.live_on_board,
+            Some(vec![("b1".to_owned(), "g1".to_owned(), 5)])
+        );
+        // Rewritten whole: a game mended since is no longer listed, a board left no longer.
         snapshots.write(
             &SnapshotData {
                 games: Vec::new(),
                 broken: Vec::new(),
+                live_on_board: Some(Vec::new()),
                 ..data(7)
             },
             false,
         )?;
         let read = snapshots.read()?.expect("written");
         assert_eq!((read.games.len(), read.broken.len()), (1, 0));
+        assert_eq!(read.live_on_board, Some(Vec::new()));
         // Written before the games' ends, boards and the broken games were kept: the ends are not
-        // known (0), a game is on its board since its first record, nothing else is lost.
+        // known (0), a game is on its board since its first record, which game is live on each
+        // board is worked out again, nothing else is lost.
         let txn = snapshots.db.begin_write()?;
         txn.delete_table(GAME_ENDS)?;
         txn.delete_table(ON_BOARD_SINCE)?;
+        txn.delete_table(LIVE_ON_BOARD)?;
         txn.delete_table(BROKEN)?;
         txn.commit()?;
         let read = snapshots.read()?.expect("still there");
@@ -384,6 +422,7 @@ mod tests {
             ),
             (0, 2, 2)
         );
+        assert_eq!(read.live_on_board, None);
         Ok(())
     }
 
@@ -404,6 +443,7 @@ mod tests {
             &SnapshotData {
                 folded_seq: 3,
                 games: Vec::new(),
+                live_on_board: Some(Vec::new()),
                 broken: Vec::new(),
             },
             false,

@@ -740,6 +740,38 @@ pub fn boardcast_cli(args: &[&str]) -> anyhow::Result<(bool, String)> {
     ))
 }
 
+/// Round `round` of `tournament`, exported from the log on `nats_url` with `boardcast export`,
+/// verifies with `boardcast replay --verify`: every signature, every decision made again.
+pub fn export_verifies(nats_url: &str, tournament: &str, round: u32) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join(format!("round-{round}.bcrec"));
+    let users = boardcast_testkit::TestUsers::shared()?;
+    let (ok, out) = boardcast_cli(&[
+        "export",
+        "--nats",
+        nats_url,
+        "--tournament",
+        tournament,
+        "--round",
+        &round.to_string(),
+        "--out",
+        &file.to_string_lossy(),
+        "--trusted-keys",
+        &users.trusted_keys().to_string_lossy(),
+    ])?;
+    anyhow::ensure!(ok, "export failed: {out}");
+    let fingerprint = users.signer()?.public_key().fingerprint();
+    let (ok, out) = boardcast_cli(&[
+        "replay",
+        &file.to_string_lossy(),
+        "--verify",
+        "--trust",
+        &fingerprint,
+    ])?;
+    anyhow::ensure!(ok && out.contains("verified"), "not verified: {out}");
+    Ok(())
+}
+
 /// A connection from `local` that asked for `/healthz`, got its answer, and is kept open.
 pub async fn held_connection_from(
     local: std::net::IpAddr,
