@@ -64,8 +64,7 @@ impl Game {
         Game::set_up(event.game_id, info, record_head)
     }
 
-    /// A game as its set-up makes it, before anything is observed: the first record's, or a
-    /// revision's before the first move.
+    /// A game as its first record sets it up, before anything is observed.
     fn set_up(game_id: String, info: GameStarted, record: RecordHead) -> Result<Game, GameError> {
         let position = start_position(&info)?;
         let rules = rules_of(&info)?;
@@ -107,12 +106,11 @@ impl Game {
         if let Some(what) = crate::start::unrevisable(&self.info, revised) {
             return Err(format!("a revision of the set-up changes its {what}"));
         }
-        if crate::start::beyond_details(&self.info, revised).is_none() {
+        let Some(what) = crate::start::beyond_details(&self.info, revised) else {
             self.info = revised.clone();
             return Ok(());
-        }
+        };
         if self.has_begun() {
-            let what = crate::start::beyond_details(&self.info, revised).unwrap_or_default();
             return Err(format!(
                 "the set-up revised after the game began changes its {what}"
             ));
