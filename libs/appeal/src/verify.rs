@@ -408,10 +408,8 @@ fn redecide(game_id: &str, opened: &[(OpenedRecord, u64)], report: &mut Verifica
                                 &provenance.request_id,
                             )
                             .ok()
-                            .flatten()
                         })
-                        .into_iter()
-                        .collect()
+                        .unwrap_or_default()
                 }
                 _ => Vec::new(),
             };

@@ -1115,9 +1115,8 @@ fn a_corrected_set_up_is_shown_once_the_delay_allows_and_the_moves_stay() {
     let revision = game
         .game
         .decide_set_up_revision(&corrected, "chief", "fix-names")
-        .expect("players may be corrected")
-        .expect("a change");
-    let revised = game.record(vec![revision], T0 + 2 * MINUTE);
+        .expect("players may be corrected");
+    let revised = game.record(revision, T0 + 2 * MINUTE);
     feed(&mut feeds, &revised);
     let white = |feeds: &Feeds| {
         let body = feeds.round_pgn(&key(1)).expect("shown");

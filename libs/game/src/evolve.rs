@@ -119,7 +119,7 @@ impl Game {
         let rules = rules_of(revised).map_err(|e| e.to_string())?;
         let start = start_position(revised).map_err(|e| e.to_string())?;
         let new_board = revised.board_id != self.info.board_id;
-        let new_start = start != self.start;
+        let new_start = crate::state::fen_of(&start) != crate::state::fen_of(&self.start);
         if new_board {
             self.board = BoardRecord {
                 seq_floor: revised.board_seq_before,
@@ -532,8 +532,7 @@ impl Game {
         self.begun |= matches!(
             event.kind,
             Some(
-                Kind::MoveProvisional(_)
-                    | Kind::MoveCompleted(_)
+                Kind::MoveCompleted(_)
                     | Kind::Reconstructed(_)
                     | Kind::IllegalMove(_)
                     | Kind::Ended(_)

@@ -7,9 +7,12 @@ use boardcast_rules::ruleset::{
 };
 
 use crate::clock::CURRENT_INTERPRETATION;
-use crate::events::{GameStarted, Provenance, SetUpRevised, Source, game_event::Kind};
+use crate::events::{
+    GameStarted, IrregularityCleared, Provenance, SetUpRevised, SetupAspect, SetupMismatchCleared,
+    Source, game_event::Kind,
+};
 use crate::record::NewEvent;
-use crate::state::{Game, GameError};
+use crate::state::{Game, GameError, fen_of};
 
 /// The id of the game of a pairing: `<tournament>-r<round>-b<board>`.
 pub fn game_id_for(tournament_id: &str, round: u32, board_number: u32) -> String {
@@ -159,8 +162,8 @@ impl Game {
         ))
     }
 
-    /// Decides a revision of the game's set-up to `revised`, by `actor`: `None` when it changes
-    /// nothing, or when request `request_id` revised the game already. Its ids are the game's;
+    /// Decides a revision of the game's set-up to `revised`, by `actor`: its events (none when it
+    /// changes nothing, or when request `request_id` set the game up or revised it already). Its ids are the game's;
     /// an empty edition is the game's; `revised.board_seq_before` is the new board's last
     /// observation now and counts only when the board changes (on the same board the game goes
     /// on from what it accounted for). Before the first move anything else may change; after
@@ -170,18 +173,22 @@ impl Game {
         revised: &GameStarted,
         actor: &str,
         request_id: &str,
-    ) -> Result<Option<NewEvent>, RevisionRefused> {
+    ) -> Result<Vec<NewEvent>, RevisionRefused> {
         check_set_up(revised).map_err(RevisionRefused::Invalid)?;
-        // A retry of a request that revised the game already: what it asked is done (and a
-        // later revision is not undone by it).
-        if !request_id.is_empty() && self.record.revisions.contains(request_id) {
-            return Ok(None);
+        // A retry of the request that set the game up or revised it: what it asked is done (and
+        // a later revision is not undone by it).
+        if !request_id.is_empty()
+            && (self.record.revisions.contains(request_id)
+                || self.record.started_by_request == request_id)
+        {
+            return Ok(Vec::new());
         }
         let same_board = revised.board_id == self.info.board_id;
         // Written otherwise but meaning the same (no edition: the game's), the game's words stay.
         let same_edition = revised.edition.is_empty()
             || rules_of(revised).map(|r| r.edition) == rules_of(&self.info).map(|r| r.edition);
-        let same_start = start_position(revised).ok() == start_position(&self.info).ok();
+        let start_fen = |info: &GameStarted| start_position(info).ok().map(|p| fen_of(&p));
+        let same_start = start_fen(revised) == start_fen(&self.info);
         let revised = GameStarted {
             tournament_id: self.info.tournament_id.clone(),
             round: self.info.round,
@@ -205,19 +212,43 @@ impl Game {
             ..revised.clone()
         };
         if revised == self.info {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         if self.has_begun()
             && let Some(what) = beyond_details(&self.info, &revised)
         {
             return Err(RevisionRefused::Begun { what });
         }
-        Ok(Some(NewEvent {
+        let mut events = vec![NewEvent {
             kind: Kind::SetUpRevised(SetUpRevised {
                 set_up: Some(revised),
             }),
             provenance: set_up_by(actor, request_id),
-        }))
+        }];
+        // What the board showed against another board or start is no longer in question: said
+        // so, so that every reader closes it (the next placement says again what is wrong).
+        if !same_board || !same_start {
+            let mut cleared: Vec<Kind> = self
+                .board
+                .setup_mismatches
+                .iter()
+                .map(|m| m.aspect())
+                .filter(|&aspect| !same_board || aspect == SetupAspect::StartPosition)
+                .map(|aspect| {
+                    Kind::SetupMismatchCleared(SetupMismatchCleared {
+                        aspect: aspect as i32,
+                    })
+                })
+                .collect();
+            if self.board.irregular.is_some() {
+                cleared.push(Kind::IrregularityCleared(IrregularityCleared { ply: 1 }));
+            }
+            events.extend(cleared.into_iter().map(|kind| NewEvent {
+                kind,
+                provenance: set_up_by(actor, request_id),
+            }));
+        }
+        Ok(events)
     }
 }
 
@@ -227,8 +258,8 @@ pub enum RevisionRefused {
     #[error(transparent)]
     Invalid(GameError),
     #[error(
-        "the game has begun: only the players' and the event's details can be corrected now, \
-         not its {what}"
+        "the game has begun (a move made or on its board, an illegal move or a result): only the \
+         players' and the event's details can be corrected now, not its {what}"
     )]
     Begun { what: &'static str },
 }

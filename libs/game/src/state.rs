@@ -58,8 +58,8 @@ pub struct Game {
     /// Move inference over the board's recorded observations.
     pub(crate) inference: Inference,
     pub(crate) result: Option<(GameResult, Termination)>,
-    /// A move was seen, completed or reconstructed, an illegal move recorded or a result given:
-    /// the game has begun, whatever was taken back since (see [`Game::has_begun`]).
+    /// A move was completed or reconstructed, an illegal move recorded or a result given: the
+    /// game has begun, whatever was taken back since (see [`Game::has_begun`]).
     pub(crate) begun: bool,
     pub(crate) record: RecordHead,
     pub(crate) board: BoardRecord,
@@ -383,11 +383,12 @@ impl Game {
         self.result.is_some()
     }
 
-    /// Whether the game has begun as its log knows it: a move was seen, completed or
-    /// reconstructed, an illegal move recorded or a result given, even if taken back since.
-    /// Until then what its observations are read with may be revised.
+    /// Whether the game has begun as its log knows it: a move was completed or reconstructed, an
+    /// illegal move recorded or a result given, even if taken back since; or a move is seen on
+    /// the board now (one tried before the round and taken back does not count). Until then
+    /// what its observations are read with may be revised.
     pub fn has_begun(&self) -> bool {
-        self.begun
+        self.begun || !self.provisional.is_empty()
     }
 
     pub fn last_game_seq(&self) -> u64 {

@@ -41,7 +41,7 @@ fn revised(board: &Board, board_id: &str, white: &str, black: &str) -> GameStart
     }
 }
 
-fn decide(board: &Board, set_up: &GameStarted) -> Result<Option<NewEvent>, RevisionRefused> {
+fn decide(board: &Board, set_up: &GameStarted) -> Result<Vec<NewEvent>, RevisionRefused> {
     board
         .game
         .decide_set_up_revision(set_up, "chief", "request-2")
@@ -72,10 +72,9 @@ fn before_the_first_move_a_game_is_set_up_again_on_another_board() {
         }),
         ..revised(&board, "hall-7", "Carlsen", "Nakamura")
     };
-    let revision = decide(&board, &set_up)
-        .expect("allowed before play")
-        .expect("changes the set-up");
-    board.append(vec![revision]);
+    let revision = decide(&board, &set_up).expect("allowed before play");
+    assert!(!revision.is_empty());
+    board.append(revision);
 
     let game = &board.game;
     assert_eq!(game.board_id(), "hall-7");
@@ -174,10 +173,9 @@ fn on_the_same_board_the_game_goes_on_from_what_the_board_sent() {
     board.placement(Chess::default().board());
     board.clock(ClockRun::Stopped);
     let accounted = board.game.board_seq_accounted();
-    let revision = decide(&board, &revised(&board, "b", "Firouzja", "Caruana"))
-        .expect("allowed")
-        .expect("changes the players");
-    board.append(vec![revision]);
+    let revision = decide(&board, &revised(&board, "b", "Firouzja", "Caruana")).expect("allowed");
+    assert!(!revision.is_empty());
+    board.append(revision);
     assert_eq!(
         board.game.board_seq_accounted(),
         accounted,
@@ -238,10 +236,9 @@ fn after_the_first_move_only_the_players_and_the_event_are_corrected() {
         event_name: "Hall Open 2026".into(),
         ..revised(&board, "b", "Gukesh D", "Ding Liren")
     };
-    let revision = decide(&board, &corrected)
-        .expect("allowed after the first move")
-        .expect("changes the players");
-    board.append(vec![revision]);
+    let revision = decide(&board, &corrected).expect("allowed after the first move");
+    assert!(!revision.is_empty());
+    board.append(revision);
     assert_eq!(
         (
             board.game.completed_moves().len(),
@@ -255,7 +252,7 @@ fn after_the_first_move_only_the_players_and_the_event_are_corrected() {
         Some("Ding Liren")
     );
     // Asked again (a retry): nothing more to record.
-    assert_eq!(decide(&board, &corrected), Ok(None));
+    assert_eq!(decide(&board, &corrected), Ok(Vec::new()));
     board.play(&mut pos, "Nf3");
     assert!(board.game.completed_moves().len() + board.game.provisional_line().len() >= 3);
     board.assert_refolds();
@@ -332,10 +329,10 @@ fn a_name_corrected_before_play_leaves_what_the_board_and_clock_showed() {
             "chief",
         );
         if correct {
-            let revision = decide(&board, &revised(&board, "b", "Anand", "Kramnik"))
-                .expect("allowed")
-                .expect("a change");
-            board.append(vec![revision]);
+            let revision =
+                decide(&board, &revised(&board, "b", "Anand", "Kramnik")).expect("allowed");
+            assert!(!revision.is_empty());
+            board.append(revision);
         }
         let mut pos = Chess::default();
         for (san, running) in [("e4", ClockRun::Black), ("c5", ClockRun::White)] {
@@ -411,8 +408,9 @@ fn a_game_taken_back_to_its_start_has_still_begun() {
 fn a_late_retry_of_a_revision_does_not_undo_a_later_one() {
     let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
     let first = revised(&board, "b", "Ju Wenjun", "Lei Tingjie");
-    let revision = decide(&board, &first).expect("allowed").expect("a change");
-    board.append(vec![revision]);
+    let revision = decide(&board, &first).expect("allowed");
+    assert!(!revision.is_empty());
+    board.append(revision);
     let second = board
         .game
         .decide_set_up_revision(
@@ -420,11 +418,10 @@ fn a_late_retry_of_a_revision_does_not_undo_a_later_one() {
             "chief",
             "request-3",
         )
-        .expect("allowed")
-        .expect("a change");
-    board.append(vec![second]);
+        .expect("allowed");
+    board.append(second);
     // The first request's answer was lost; it is sent again.
-    assert_eq!(decide(&board, &first), Ok(None));
+    assert_eq!(decide(&board, &first), Ok(Vec::new()));
     assert_eq!(
         board.game.info().white.as_ref().map(|p| p.name.as_str()),
         Some("Lei Tingjie")
@@ -450,8 +447,135 @@ fn the_same_laws_and_start_written_otherwise_change_nothing() {
             board
                 .game
                 .decide_set_up_revision(&same, "chief", "request-4"),
-            Ok(None),
+            Ok(Vec::new()),
             "{same:?}"
         );
     }
+}
+
+#[test]
+fn a_start_position_corrected_closes_what_the_board_showed_against_the_old_one() {
+    // Set up from a resumed game's position by mistake; the board shows the normal start.
+    let resumed = "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2";
+    let mut board = Board::start(&common::started("fide-2023", resumed, classical()), 0);
+    // Shown for a while, unchanged, the clock read meanwhile.
+    board.observe_at(
+        Obs::Placement(BoardPlacement {
+            placement: Chess::default().board().board_fen().to_string(),
+        }),
+        1_000,
+    );
+    board.observe_at(
+        Obs::Clock(boardcast_game::device::ClockReading {
+            white_remaining_ms: 5_400_000,
+            black_remaining_ms: 5_400_000,
+            running: ClockRun::Stopped as i32,
+            ..Default::default()
+        }),
+        60_000,
+    );
+    let held = (
+        board.game.irregular_placement().is_some(),
+        board.game.setup_mismatches().len(),
+    );
+    assert!(
+        held.0 || held.1 > 0,
+        "the board does not show the game's start"
+    );
+    let standard = GameStarted {
+        start_fen: String::new(),
+        ..board.game.info().clone()
+    };
+    let revision = decide(&board, &standard).expect("allowed before play");
+    let kinds: Vec<&str> = revision
+        .iter()
+        .map(|e| match e.kind {
+            Kind::SetUpRevised(_) => "revised",
+            Kind::SetupMismatchCleared(_) => "mismatch cleared",
+            Kind::IrregularityCleared(_) => "irregularity cleared",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds[0], "revised");
+    assert!(!kinds.contains(&"other"), "{kinds:?}");
+    assert_eq!(
+        (
+            kinds.contains(&"irregularity cleared"),
+            kinds.iter().filter(|k| **k == "mismatch cleared").count()
+        ),
+        held,
+        "each closed"
+    );
+    board.append(revision);
+    assert!(board.game.irregular_placement().is_none());
+    assert!(board.game.setup_mismatches().is_empty());
+    // The board shows the corrected start: the game is played from it.
+    board.placement(Chess::default().board());
+    board.clock(ClockRun::Stopped);
+    let mut pos = Chess::default();
+    board.play(&mut pos, "e4");
+    board.play(&mut pos, "e5");
+    assert_eq!(board.game.completed_moves().len(), 2);
+    assert!(board.game.setup_mismatches().is_empty());
+    board.assert_refolds();
+    // Every alert the old start raised is resolved.
+    assert!(
+        board
+            .alerts
+            .alerts()
+            .iter()
+            .all(|a| !matches!(a.status, boardcast_game::alerts::AlertStatus::New)),
+        "{:?}",
+        board.alerts.alerts()
+    );
+}
+
+#[test]
+fn a_move_tried_before_the_round_and_taken_back_is_no_start() {
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    board.placement(Chess::default().board());
+    let mut pos = Chess::default();
+    play_san(&mut pos, "e4");
+    board.placement(pos.board());
+    assert!(board.game.has_begun(), "a move on the board");
+    board.placement(Chess::default().board());
+    assert!(!board.game.has_begun(), "taken back before any press");
+    let revision = decide(&board, &revised(&board, "hall-7", "W", "B")).expect("allowed");
+    assert!(!revision.is_empty());
+}
+
+#[test]
+fn a_retry_of_the_request_that_set_the_game_up_changes_nothing() {
+    let board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    let set_up_again = revised(&board, "b", "Other", "Names");
+    // `Board::start` sets the game up with request "".
+    let started_by = board.game.started_by_request().to_owned();
+    assert!(started_by.is_empty());
+    let (id, start) = Game::decide_start(
+        &common::started("fide-2023", "", classical()),
+        "operator",
+        "pairing-1",
+    )
+    .expect("valid");
+    let mut records = Game::record(None, &id, vec![start], 0);
+    let game = Game::from_first_record(&records.remove(0)).expect("folds");
+    assert_eq!(
+        game.decide_set_up_revision(&set_up_again, "operator", "pairing-1"),
+        Ok(Vec::new())
+    );
+    assert_eq!(
+        game.decide_set_up_revision(&set_up_again, "operator", "pairing-2")
+            .map(|e| e.len()),
+        Ok(1)
+    );
+}
+
+#[test]
+fn the_move_counters_of_a_start_position_are_part_of_it() {
+    let board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    let counted = GameStarted {
+        start_fen: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 12 30".into(),
+        ..board.game.info().clone()
+    };
+    assert_eq!(decide(&board, &counted).map(|e| e.len()), Ok(1));
 }

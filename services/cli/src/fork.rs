@@ -322,8 +322,9 @@ async fn cut(
 }
 
 /// The boards game `game_id` was set up on, by its first record or a revision, in the records
-/// left in the log (`left`, the board it is on now first) and in those before they were mended
-/// (`stored`): the game service may still hold the game on one the mending removed.
+/// before they were mended (`stored`) and left in the log (`left`), each once, the board it is on
+/// now last: the game service may still hold the game on a board the mending removed, and folds
+/// it afresh at that board's observation, before the one it is on now says what is left to do.
 fn boards_set_up_on(
     left: &[(u64, impl AsRef<[u8]>)],
     stored: &[(u64, impl AsRef<[u8]>)],
@@ -344,11 +345,12 @@ fn boards_set_up_on(
             })
             .collect()
     }
-    let mut all: Vec<String> = boards(left).into_iter().rev().collect();
-    all.extend(boards(stored));
-    let mut seen = std::collections::HashSet::new();
-    all.retain(|board| seen.insert(board.clone()));
-    all
+    let mut ordered: Vec<String> = Vec::new();
+    for board in boards(stored).into_iter().chain(boards(left)) {
+        ordered.retain(|b| *b != board);
+        ordered.push(board);
+    }
+    ordered
 }
 
 /// Publishes the last observation of game `game_id`'s boards again (`boards`, see

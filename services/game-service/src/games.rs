@@ -69,9 +69,11 @@ pub(crate) struct Games {
 /// The game live on a board.
 #[derive(Debug)]
 struct LiveGame {
-    game_id: String,
-    /// `Entry::on_board_since`: a game set up on the board later (a higher one) takes the
-    /// board, one folded afresh that was set up earlier does not.
+    /// `None`: its game was set up again on another board, and no finished game is there to
+    /// go back to (an unfinished one was replaced there): the board carries no game.
+    game_id: Option<String>,
+    /// The latest `Entry::on_board_since` of a game set up on the board (the one that left it,
+    /// too): a game set up there earlier, folded afresh, does not take the board.
     on_board_since: u64,
 }
 
@@ -207,7 +209,8 @@ impl Games {
             games.live_on_board.insert(
                 board_id,
                 LiveGame {
-                    game_id,
+                    // Written as "": no game (ids are never empty).
+                    game_id: Some(game_id).filter(|id| !id.is_empty()),
                     on_board_since,
                 },
             );
@@ -254,21 +257,21 @@ impl Games {
     }
 
     /// Game `game_id`, set up on `board_id` by the record at `on_board_since`, is live there
-    /// unless a game set up there later is.
+    /// unless a game was set up there later.
     fn set_up_on(&mut self, board_id: &str, game_id: &str, on_board_since: u64) {
-        let later_known = self
-            .live_on_board
-            .get(board_id)
-            .is_some_and(|live| live.game_id != game_id && live.on_board_since > on_board_since);
-        if !later_known {
-            self.live_on_board.insert(
-                board_id.to_owned(),
-                LiveGame {
-                    game_id: game_id.to_owned(),
-                    on_board_since,
-                },
-            );
+        let known = self.live_on_board.get(board_id);
+        let same_game = known.is_some_and(|live| live.game_id.as_deref() == Some(game_id));
+        let latest = known.map_or(0, |live| live.on_board_since);
+        if !same_game && latest > on_board_since {
+            return;
         }
+        self.live_on_board.insert(
+            board_id.to_owned(),
+            LiveGame {
+                game_id: Some(game_id.to_owned()),
+                on_board_since: on_board_since.max(latest),
+            },
+        );
     }
 
     /// Game `game_id` was set up again on another board than `board_before` by the record at
@@ -291,24 +294,20 @@ impl Games {
     /// it if that one is finished (its observations then change nothing); an unfinished one was
     /// replaced there and stays so, and the board carries no game until one is set up on it.
     fn left_board(&mut self, board_id: &str, game_id: &str) {
-        if self
+        let Some(live) = self
             .live_on_board
-            .get(board_id)
-            .is_none_or(|live| live.game_id != game_id)
-        {
+            .get_mut(board_id)
+            .filter(|live| live.game_id.as_deref() == Some(game_id))
+        else {
             return;
-        }
-        self.live_on_board.remove(board_id);
-        let before = self
+        };
+        live.game_id = self
             .by_id
             .iter()
             .filter(|(id, e)| id.as_str() != game_id && e.game.board_id() == board_id)
             .max_by_key(|(_, e)| e.on_board_since)
             .filter(|(_, e)| e.game.is_over())
-            .map(|(id, e)| (id.clone(), e.on_board_since));
-        if let Some((id, since)) = before {
-            self.set_up_on(board_id, &id, since);
-        }
+            .map(|(id, _)| id.clone());
     }
 
     /// Folds the record stored on `subject` at `stream_seq` as the follower read it, and moves
@@ -559,20 +558,21 @@ impl Games {
 
     /// The game live on `board_id`: the latest set up there.
     pub(crate) fn live_on(&self, board_id: &str) -> Option<&Entry> {
-        self.by_id.get(&self.live_on_board.get(board_id)?.game_id)
+        self.by_id
+            .get(self.live_on_board.get(board_id)?.game_id.as_deref()?)
     }
 
     /// The id of the game live on `board_id`, folded or not (its first record may be
     /// unfoldable).
     pub(crate) fn live_id_on(&self, board_id: &str) -> Option<&str> {
-        self.live_on_board.get(board_id).map(|l| l.game_id.as_str())
+        self.live_on_board.get(board_id)?.game_id.as_deref()
     }
 
     /// The game live on each board.
     pub(crate) fn live(&self) -> impl Iterator<Item = &Entry> {
         self.live_on_board
             .values()
-            .filter_map(|live| self.by_id.get(&live.game_id))
+            .filter_map(|live| self.by_id.get(live.game_id.as_deref()?))
     }
 
     pub(crate) fn all(&self) -> impl Iterator<Item = &Entry> {
@@ -649,7 +649,10 @@ impl Games {
             live_on_board: Some(
                 self.live_on_board
                     .iter()
-                    .map(|(board, live)| (board.clone(), live.game_id.clone(), live.on_board_since))
+                    .map(|(board, live)| {
+                        let game = live.game_id.clone().unwrap_or_default();
+                        (board.clone(), game, live.on_board_since)
+                    })
                     .collect(),
             ),
             broken: self
@@ -803,9 +806,8 @@ mod tests {
         };
         let revision = game
             .decide_set_up_revision(&info, "operator", "again")
-            .expect("allowed before play")
-            .expect("a change");
-        Game::record_signed(Some(game), game.game_id(), vec![revision], 3_000, &signer())[0]
+            .expect("allowed before play");
+        Game::record_signed(Some(game), game.game_id(), revision, 3_000, &signer())[0]
             .encode_to_vec()
     }
 
@@ -890,7 +892,8 @@ mod tests {
         for record in &ended {
             follow(&mut games, &record.encode_to_vec(), next());
         }
-        follow(&mut games, &first_2, next());
+        let first_2_at = next();
+        follow(&mut games, &first_2, first_2_at);
         for (info, to) in [(on_b1, "b3"), (on_b2, "b4")] {
             let (id, event) = Game::decide_start(&info, "operator", "r3").expect("valid");
             let record = Game::record_signed(None, &id, vec![event], 1_000, &signer()).remove(0);
@@ -904,7 +907,6 @@ mod tests {
             None,
             "round 2's game was replaced there"
         );
-        let _ = round_2;
         // Restored from a snapshot: the same boards.
         let restored = Games::from_snapshot(games.take_changes(true).expect("games"), trusted())
             .expect("restores");
@@ -915,6 +917,9 @@ mod tests {
                 "{board}"
             );
         }
+        // Folded afresh (its log mended), the replaced game does not take the board back.
+        games.replace(round_2.game_id(), &[(first_2_at, first_2)]);
+        assert_eq!(games.live_id_on("b2"), None);
     }
 
     #[test]

@@ -897,7 +897,7 @@ impl GameApi {
                 .store
                 .with_game(&game_id, |g| {
                     g.decide_set_up_revision(&info, &set_up.who.user, set_up.request_id)
-                        .map(|revision| (revision.is_some(), g.board_id().to_owned()))
+                        .map(|events| (!events.is_empty(), g.board_id().to_owned()))
                 })
                 .await
         {
@@ -981,10 +981,10 @@ impl GameApi {
         let recorded = std::sync::atomic::AtomicBool::new(false);
         self.store
             .decide_on_game(&game_id, boardcast_kit::now_unix_ms(), |g| {
-                let revision =
+                let events =
                     g.decide_set_up_revision(&info, &set_up.who.user, set_up.request_id)?;
-                recorded.store(revision.is_some(), std::sync::atomic::Ordering::Relaxed);
-                Ok(revision.into_iter().collect())
+                recorded.store(!events.is_empty(), std::sync::atomic::Ordering::Relaxed);
+                Ok(events)
             })
             .await
             .map_err(append_status)?
@@ -1025,10 +1025,17 @@ impl GameApi {
             })
             .await;
         match live {
-            Some((live_id, false, begun, _))
-                if live_id == game_id || (set_up.round_games.contains(&live_id) && !begun) =>
-            {
-                Ok(())
+            Some((live_id, false, _, _)) if live_id == game_id => Ok(()),
+            Some((live_id, false, begun, _)) if set_up.round_games.contains(&live_id) => {
+                if begun {
+                    Err(Status::failed_precondition(format!(
+                        "board {:?} carries game {live_id} of this set-up, which has begun: it \
+                         stays on its board, and no other game can be put there",
+                        info.board_id
+                    )))
+                } else {
+                    Ok(())
+                }
             }
             Some((live_id, false, _, _)) if !set_up.options.replace_unfinished => {
                 Err(Status::failed_precondition(format!(
