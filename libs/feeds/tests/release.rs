@@ -1135,3 +1135,62 @@ fn a_corrected_set_up_is_shown_once_the_delay_allows_and_the_moves_stay() {
     feeds.release(T0 + 12 * MINUTE);
     assert_eq!(white(&feeds), (Some("Carlsen, Magnus".to_owned()), 1));
 }
+
+#[test]
+fn arbiters_notes_reasons_and_names_never_reach_viewers() {
+    let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
+    let mut game = start(1, 1, T0);
+    feed(&mut feeds, &game.records.clone());
+    for (i, san) in ["e4", "e5"].into_iter().enumerate() {
+        let records = game.play(san, T0 + (i as i64 + 1) * MINUTE);
+        feed(&mut feeds, &records);
+    }
+    feeds.release(T0 + 2 * MINUTE + 1);
+    let version_before = feeds.game("open-r1-b1").map(|g| g.updated_unix_ms);
+    assert!(version_before.is_some());
+    let note = game.act(
+        Action::Annotation(Annotation {
+            text: "Fair-play: White left the hall 3 times, check with the FPO".into(),
+        }),
+        T0 + 3 * MINUTE,
+    );
+    feed(&mut feeds, &note);
+    feeds.release(T0 + 4 * MINUTE);
+    assert_eq!(
+        feeds.game("open-r1-b1").map(|g| g.updated_unix_ms),
+        version_before,
+        "a note changes nothing viewers see"
+    );
+    let clocks = game.act(
+        Action::Clocks(AdjustClocks {
+            black_added_ms: 120_000,
+            reason: "White's phone rang".into(),
+            ..Default::default()
+        }),
+        T0 + 5 * MINUTE,
+    );
+    feed(&mut feeds, &clocks);
+    let result = game.act(
+        Action::Result(DeclareResult {
+            result: GameResult::BlackWins as i32,
+            reason: "White's phone rang (Article 11.3.2.1)".into(),
+            article: String::new(),
+        }),
+        T0 + 6 * MINUTE,
+    );
+    feed(&mut feeds, &result);
+    feeds.release(T0 + 7 * MINUTE);
+    let pgn = feeds.round_pgn(&key(1)).expect("shown").text.clone();
+    let json = serde_json::to_string(&feeds.round_games(&key(1))).expect("JSON");
+    for shown in [&pgn, &json] {
+        for secret in ["Fair-play", "phone", "ia-smith", "11.3"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+    }
+    assert!(
+        pgn.contains("the arbiter adjusted the clocks: +120 s for Black"),
+        "{pgn}"
+    );
+    assert!(pgn.contains("result declared by the arbiter"), "{pgn}");
+    assert!(pgn.contains("0-1"), "{pgn}");
+}

@@ -10,7 +10,8 @@
 use boardcast_rules::pgn::{AnnotatedGame, PgnGame, PgnMove};
 
 use crate::events::{
-    GameEvent, GameStarted, MoveProvisional, Source, arbiter_action::Action, game_event::Kind,
+    GameEvent, GameStarted, MoveProvisional, PenaltyDecision, Source, arbiter_action::Action,
+    game_event::Kind,
 };
 
 /// One game as viewers see it.
@@ -30,7 +31,8 @@ pub struct DisplayGame {
     pub board: BoardState,
     /// Plies after which the mover offered a draw.
     pub draw_offers: Vec<u32>,
-    /// The arbiter's rulings and notes, at the number of completed moves they followed.
+    /// The arbiter's rulings as viewers may read them (`wording::public_ruling`: no notes,
+    /// reasons or names), at the number of completed moves they followed.
     pub arbiter_notes: Vec<(u32, String)>,
     /// Illegal moves whose penalty may give the opponent time, for the clocks when confirmed.
     illegal_moves: Vec<IllegalMove>,
@@ -152,7 +154,16 @@ pub fn shows(event: &GameEvent) -> bool {
         | Some(Kind::ClaimJudged(_))
         | Some(Kind::PositionRestored(_))
         | Some(Kind::BoardStatus(_)) => true,
-        Some(Kind::Arbiter(action)) => !matches!(action.action, Some(Action::Acknowledgement(_))),
+        // An arbiter's note, the alert queue's bookkeeping and a penalty rejected change
+        // nothing viewers see (see `wording::public_ruling`).
+        Some(Kind::Arbiter(action)) => !matches!(
+            &action.action,
+            Some(Action::Acknowledgement(_) | Action::Annotation(_))
+                | Some(Action::Penalty(PenaltyDecision {
+                    confirmed: false,
+                    ..
+                }))
+        ),
         _ => false,
     }
 }
@@ -317,18 +328,12 @@ impl DisplayGame {
                 }
             }
             Some(Kind::Arbiter(action)) => {
-                let actor = event
-                    .provenance
-                    .as_ref()
-                    .map(|p| p.actor.as_str())
-                    .unwrap_or_default();
                 let completed = self.completed();
                 match &action.action {
                     Some(Action::DrawOffer(_)) => self.draw_offers.push(completed),
                     _ => {
-                        if let Some(text) = crate::wording::arbiter_action(action) {
-                            self.arbiter_notes
-                                .push((completed, format!("{text} ({actor})")));
+                        if let Some(text) = crate::wording::public_ruling(action) {
+                            self.arbiter_notes.push((completed, text));
                         }
                     }
                 }

@@ -435,6 +435,55 @@ pub fn arbiter_action(action: &ArbiterAction) -> Option<String> {
     Some(text)
 }
 
+/// An arbiter's ruling as viewers may read it (the broadcast's PGN and JSON, a site the feed is
+/// pushed to): what happened on the board and the clocks, in fixed words. Never an arbiter's
+/// note, reason or name — a note may be about fair play, a reason about a player's conduct —
+/// and nothing for rulings that change nothing viewers see (a penalty rejected: there was no
+/// illegal move). `None` for those and for draw offers, which have their own notation.
+pub fn public_ruling(action: &ArbiterAction) -> Option<String> {
+    let text = match action.action.as_ref()? {
+        Action::Penalty(d) if d.confirmed => {
+            "illegal move: the arbiter confirmed the penalty".into()
+        }
+        Action::Penalty(_) => return None,
+        Action::Restore(r) => {
+            let mut parts = vec![format!(
+                "the arbiter restored the position after ply {}",
+                r.ply
+            )];
+            parts.extend(clocks_set(r.white_remaining_ms, r.black_remaining_ms));
+            parts.join("; ")
+        }
+        Action::Clocks(c) => {
+            let mut parts = clocks_set(c.white_remaining_ms, c.black_remaining_ms);
+            for (side, added) in [("White", c.white_added_ms), ("Black", c.black_added_ms)] {
+                if added != 0 {
+                    parts.push(format!("{:+} s for {side}", added / 1000));
+                }
+            }
+            if parts.is_empty() {
+                return None;
+            }
+            format!("the arbiter adjusted the clocks: {}", parts.join("; "))
+        }
+        Action::Move(m) => format!("move {} entered by the arbiter", m.san),
+        Action::Resignation(s) => format!("{} resigned", player(s)),
+        Action::DrawAgreed(_) => "draw agreed".to_owned(),
+        Action::Result(_) => "result declared by the arbiter".to_owned(),
+        Action::Claim(c) => format!(
+            "{} claimed a draw by {}: {}",
+            claimant(c),
+            match c.kind() {
+                crate::events::ClaimKind::FiftyMoves => "the fifty-move rule",
+                _ => "threefold repetition",
+            },
+            if c.upheld { "upheld" } else { "rejected" }
+        ),
+        Action::Annotation(_) | Action::Acknowledgement(_) | Action::DrawOffer(_) => return None,
+    };
+    Some(text)
+}
+
 /// "White's clock set to 1:30:00", for each clock the arbiter set.
 fn clocks_set(white_ms: Option<u64>, black_ms: Option<u64>) -> Vec<String> {
     [("White", white_ms), ("Black", black_ms)]
