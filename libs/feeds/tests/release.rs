@@ -11,7 +11,8 @@ use boardcast_game::{
     events::{
         AdjustClocks, Annotation, ArbiterAction, DeclareResult, EnterMove, GameEventRecord,
         GameResult, GameStarted, MoveCompleted, MoveProvisional, Player, Provenance,
-        RestorePosition, Source, TimeControl, TimePeriod, arbiter_action::Action, game_event::Kind,
+        RestorePosition, Side, SideAction, Source, TimeControl, TimePeriod, arbiter_action::Action,
+        game_event::Kind,
     },
     signing::{RecordSigner, TrustedKeys},
 };
@@ -1070,7 +1071,7 @@ fn instances_releasing_at_other_moments_show_each_game_in_the_same_bytes() {
 }
 
 #[test]
-fn a_note_is_no_live_update_but_changes_the_rounds_feed() {
+fn a_draw_offer_is_no_live_update_but_changes_the_rounds_feed_and_a_note_changes_nothing() {
     let mut feeds = Feeds::new(Delays::none(), unsigned_logs());
     let mut game = start(1, 1, T0);
     game.play("e4", T0 + 1);
@@ -1078,14 +1079,29 @@ fn a_note_is_no_live_update_but_changes_the_rounds_feed() {
     feeds.release(T0 + 1);
     let version = feeds.round_version(&key(1));
     let etag = feeds.round_pgn(&key(1)).map(|b| b.etag.clone());
+    // An arbiter's note is for the arbiters: nothing changes for viewers.
     let records = game.act(
         Action::Annotation(Annotation {
-            text: "draw offered by White".into(),
+            text: "White asked whether a draw may be offered now".into(),
         }),
         T0 + 2,
     );
     feed(&mut feeds, &records);
     let (changes, errors) = feeds.release(T0 + 2);
+    assert!(errors.is_empty());
+    assert!(changes.is_empty(), "{changes:?}");
+    assert_eq!(feeds.round_version(&key(1)), version);
+    assert_eq!(feeds.round_pgn(&key(1)).map(|b| b.etag.clone()), etag);
+    // A draw offer is in the score only.
+    let records = game.act(
+        Action::DrawOffer(SideAction {
+            player: Side::White as i32,
+            ..Default::default()
+        }),
+        T0 + 3,
+    );
+    feed(&mut feeds, &records);
+    let (changes, errors) = feeds.release(T0 + 3);
     assert!(errors.is_empty());
     let [change] = &changes[..] else {
         panic!("{changes:?}");
