@@ -202,7 +202,7 @@ async fn a_record_no_trusted_key_signed_is_refused_by_every_reader() -> anyhow::
         support::boardcast_cli(&["replay", &file, "--trusted-keys", &keys.to_string_lossy()])?;
     assert!(
         ok && out.matches("CAUTION refused, not folded").count() == 2
-            && out.contains("-- result * after 4 moves"),
+            && out.contains("-- result * after 4 plies (move 2)"),
         "{out}"
     );
     // The committee's page says so too, above the game, in a real browser.

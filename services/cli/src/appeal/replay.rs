@@ -552,14 +552,14 @@ pub(super) fn print_timeline(
     writeln!(out)?;
     writeln!(
         out,
-        "== {} — {} vs {} (round {}, board {}, board id {}, {}) ==",
+        "== {} — {} vs {} (round {}, board {}, board id {}, Laws {}; times UTC) ==",
         game.game_id,
         player(&info.white),
         player(&info.black),
         info.round,
         info.board_number,
         info.board_id,
-        info.edition
+        game.game.rules().edition
     )?;
     for caution in game.cautions() {
         writeln!(out, "CAUTION {caution}")?;
@@ -599,12 +599,16 @@ pub(super) fn print_timeline(
             boardcast_game::timeline::alert_status_name(&a.status)
         )?;
     }
+    let position = game.game.position();
+    // The number of the last move made: the position's next one, less one when White is to move.
+    use shakmaty::Position as _;
+    let last_move = position.fullmoves().get() - u32::from(position.turn().is_white());
     writeln!(
         out,
-        "-- result {} after {} moves; position {}",
+        "-- result {} after {} plies (move {last_move}); position {}",
         game.game.result_token(),
         game.game.completed_moves().len(),
-        boardcast_game::fen(game.game.position())
+        boardcast_game::fen(position)
     )?;
     Ok(())
 }
