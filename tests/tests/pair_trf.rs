@@ -245,7 +245,7 @@ async fn the_round_set_up_is_the_files_and_a_bad_file_sets_up_nothing() -> anyho
     );
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.contains("22 games set up, on hall-1 to hall-23"),
+        said.contains("22 games set up, on hall-1..hall-30"),
         "{said}"
     );
     let file = TrfFile::parse(&source)?;
@@ -274,7 +274,8 @@ async fn the_round_set_up_is_the_files_and_a_bad_file_sets_up_nothing() -> anyho
             assert_eq!(player.federation, in_file.federation);
         }
     }
-    // The same again (the operator ran it twice): refused, nothing created twice.
+    // The same again (the operator ran it twice, or lost its answer): the same request,
+    // answered with the games it set up, nothing created twice.
     let again = run(
         with(
             &good,
@@ -282,10 +283,25 @@ async fn the_round_set_up_is_the_files_and_a_bad_file_sets_up_nothing() -> anyho
         ),
         Some(&operator),
     )?;
-    assert!(!again.status.success());
-    let said = String::from_utf8_lossy(&again.stderr);
-    assert!(said.contains("already"), "{said}");
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(said.contains("nothing changed"), "{said}");
     assert_eq!(set_up(&mut client).await?.len(), pairings.tables.len());
+    // Another round set-up for the same boards (another time control): refused.
+    let other = run(
+        with(
+            &good,
+            &["--boards", "hall-1..hall-30", "--time-control", "60+30"],
+        ),
+        Some(&operator),
+    )?;
+    assert!(!other.status.success());
+    let said = String::from_utf8_lossy(&other.stderr);
+    assert!(said.contains("already set up by another request"), "{said}");
     Ok(())
 }
 
@@ -942,6 +958,10 @@ async fn a_round_paired_again_is_set_up_again_until_its_games_begin() -> anyhow:
         said.contains("22 games set up (2 of them set up again)"),
         "{said}"
     );
+    assert!(
+        said.contains("set up again: gros-2010-r4-b2 on hall-30"),
+        "{said}"
+    );
     let after = round(&mut client).await?;
     let mut expected = before.clone();
     if let Some(t) = expected.get_mut(&1) {
@@ -955,7 +975,7 @@ async fn a_round_paired_again_is_set_up_again_until_its_games_begin() -> anyhow:
     // Sent again: nothing more to change.
     let out = run(&corrected, &["--board-map", &map, "--revise"], &operator)?;
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(said.contains("22 games set up, on"), "{said}");
+    assert!(said.contains("nothing changed"), "{said}");
 
     // hall-30's observations are table 2's game's now; hall-2 carries none of the round.
     board_shows(

@@ -197,8 +197,14 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
             })
             .collect(),
         replace_unfinished: args.replace_unfinished,
-        request_id: boardcast_kit::client::new_request_id(),
+        request_id: String::new(),
         revise: args.revise,
+    };
+    // The same command again (its answer lost, or run twice) is the same request: answered with
+    // the games it set up, not refused as another request for their boards.
+    let request = PairRoundRequest {
+        request_id: request_id_of(&request),
+        ..request
     };
     let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
     let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
@@ -209,20 +215,39 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
         .await
         .map_err(|status| anyhow::anyhow!("the game service refused: {}", status.message()))?
         .into_inner();
-    let revised = set_up.games.iter().filter(|g| g.revised).count();
+    let created = set_up.games.iter().filter(|g| g.created).count();
+    let revised: Vec<(&str, &str)> = set_up
+        .games
+        .iter()
+        .zip(&boards)
+        .filter(|(g, _)| g.revised)
+        .map(|(g, board)| (g.game_id.as_str(), board.as_str()))
+        .collect();
+    let unchanged = set_up.games.len() - created - revised.len();
     println!(
-        "round {} of {}: {} games set up{}, on {} to {}",
+        "round {} of {}: {} games set up{}{}, on {}",
         args.round,
         args.tournament,
         set_up.games.len(),
-        if revised > 0 {
-            format!(" ({revised} of them set up again)")
+        if revised.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} of them set up again)", revised.len())
+        },
+        if unchanged == set_up.games.len() {
+            " (all already were, as asked: nothing changed)".to_owned()
         } else {
             String::new()
         },
-        boards.first().map_or("-", String::as_str),
-        boards.last().map_or("-", String::as_str),
+        match (&args.boards, &args.board_map) {
+            (Some(range), _) => range.clone(),
+            (None, Some(map)) => format!("the boards of {}", map.display()),
+            (None, None) => "-".to_owned(),
+        },
     );
+    for (game_id, board) in &revised {
+        println!("set up again: {game_id} on {board}");
+    }
     if args.revise {
         let tables: std::collections::HashSet<u32> =
             pairings.tables.iter().map(|t| t.table).collect();
@@ -258,7 +283,13 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
             .map_or_else(|| rank.to_string(), |p| p.name.clone())
     };
     for bye in &pairings.byes {
-        println!("bye ({:?}): {}", bye.kind, name(bye.player));
+        let kind = match bye.kind {
+            boardcast_trf::ByeKind::HalfPoint => "half-point bye",
+            boardcast_trf::ByeKind::FullPoint => "full-point bye",
+            boardcast_trf::ByeKind::PairingAllocated => "bye allocated by the pairing",
+            boardcast_trf::ByeKind::ZeroPoint => "zero-point bye (absent)",
+        };
+        println!("{kind}: {}", name(bye.player));
     }
     if !pairings.not_paired.is_empty() {
         let names: Vec<String> = pairings.not_paired.iter().map(|&r| name(r)).collect();
@@ -522,5 +553,19 @@ fn time_control(
         } else {
             format!("222: {encoded:?}")
         }
+    )
+}
+
+/// A request's id made from what it asks (`PairRound` without an id): the same round set up
+/// the same way is the same request.
+fn request_id_of(request: &PairRoundRequest) -> String {
+    use prost::Message as _;
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(request.encode_to_vec());
+    format!(
+        "pair/{}/r{}/{}",
+        request.tournament_id,
+        request.round,
+        hex::encode(&digest[..12])
     )
 }
