@@ -28,7 +28,9 @@ use crate::events::{
 /// (`PenaltyRevised`); a claim with a written move names the unconfirmed moves up to the
 /// position it is played from; touch-move clauses are cited as the edition numbers them (4.3.1
 /// from 2014), and 2005's Article 4.4.b (no castling after the rook was touched first) applies.
-pub const CURRENT_INTERPRETATION: u32 = 5;
+/// 6: the released-piece clause is cited as the edition numbers it (4.7 from 2014), and a piece
+/// released on a square no legal move takes it to made no move, so moving it on is no breach.
+pub const CURRENT_INTERPRETATION: u32 = 6;
 
 /// Which display of the clock is White's, as the log has established it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

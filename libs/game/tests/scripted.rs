@@ -576,6 +576,93 @@ fn touching_a_piece_and_moving_another(interpretation: u32, article: &str) {
     assert_eq!(board.count(|k| matches!(k, Kind::TouchMove(_))), 1);
 }
 
+/// A piece released on a square and then moved on: under 2023 the clause is 4.7 (4.6 became the
+/// act of promotion in 2014), as interpretation 6 cites it; a game read by 5 keeps 4.6. A piece
+/// put down where no move of it goes made no move: interpretation 6 holds nothing against it.
+#[test]
+fn a_released_piece_is_cited_as_the_edition_numbers_it_and_a_put_down_no_move_makes_is_none() {
+    use boardcast_game::device::{Piece as DevicePiece, PieceLifted, PiecePlaced};
+    let square = |sq: shakmaty::Square| u32::from(sq);
+    let touch_moves = |board: &Board| -> Vec<(String, String)> {
+        board
+            .kinds()
+            .into_iter()
+            .filter_map(|k| match k {
+                Kind::TouchMove(b) => Some((b.breach.clone(), b.article.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    for (interpretation, article) in [(5, "4.6"), (6, "4.7")] {
+        // 1. Nf3 put down, lifted again and played to h3.
+        let mut board = Board::read_with(interpretation);
+        board.clock(ClockRun::White);
+        let knight = DevicePiece::WhiteKnight as i32;
+        for (lifted, sq) in [
+            (true, shakmaty::Square::G1),
+            (false, shakmaty::Square::F3),
+            (true, shakmaty::Square::F3),
+            (false, shakmaty::Square::H3),
+        ] {
+            if lifted {
+                board.observe(Obs::Lifted(PieceLifted {
+                    square: square(sq),
+                    piece: knight,
+                }));
+            } else {
+                board.observe(Obs::Placed(PiecePlaced {
+                    square: square(sq),
+                    piece: knight,
+                }));
+            }
+        }
+        let mut pos = Chess::default();
+        board.play(&mut pos, "Nh3");
+        assert_eq!(
+            touch_moves(&board),
+            [("released_piece_moved_again".to_owned(), article.to_owned())],
+            "interpretation {interpretation}"
+        );
+
+        // 1... e5 2. e4: the bishop put down on f3, where no move of it goes, then played to c4.
+        let mut board = Board::read_with(interpretation);
+        board.clock(ClockRun::White);
+        let mut pos = Chess::default();
+        board.play(&mut pos, "e4");
+        board.play(&mut pos, "e5");
+        let bishop = DevicePiece::WhiteBishop as i32;
+        board.observe(Obs::Lifted(PieceLifted {
+            square: square(shakmaty::Square::F1),
+            piece: bishop,
+        }));
+        board.observe(Obs::Placed(PiecePlaced {
+            square: square(shakmaty::Square::F3),
+            piece: bishop,
+        }));
+        board.observe(Obs::Lifted(PieceLifted {
+            square: square(shakmaty::Square::F3),
+            piece: bishop,
+        }));
+        board.observe(Obs::Placed(PiecePlaced {
+            square: square(shakmaty::Square::C4),
+            piece: bishop,
+        }));
+        board.play(&mut pos, "Bc4");
+        assert_eq!(board.game.moves().len(), 3);
+        let expected: &[(String, String)] = if interpretation < 6 {
+            &[("released_piece_moved_again".to_owned(), "4.6".to_owned())]
+        } else {
+            &[]
+        };
+        assert_eq!(
+            touch_moves(&board),
+            expected,
+            "interpretation {interpretation}"
+        );
+        board.assert_refolds();
+    }
+}
+
 /// Plays 40 moves each in the first period (90 min + 30 s per move, then 30 min + 30 s), each
 /// move taking 10 s; at move 40 the clock adds the second period's time only if `adds_period`.
 fn forty_moves(adds_period: bool) -> Board {

@@ -60,6 +60,8 @@ pub fn article_in(lettered: &'static str, edition: Edition) -> &'static str {
         "4.3.c" => "4.3.3",
         "4.4.a" => "4.4.1",
         "4.4.b" => "4.4.2",
+        // From 2014, 4.6 is the act of promotion and the released piece is 4.7.
+        "4.6" => "4.7",
         other => other,
     }
 }
@@ -73,6 +75,7 @@ pub fn lettered_article(article: &'static str) -> &'static str {
         "4.3.3" => "4.3.c",
         "4.4.1" => "4.4.a",
         "4.4.2" => "4.4.b",
+        "4.7" => "4.6",
         other => other,
     }
 }
@@ -86,6 +89,10 @@ pub struct PossibleBreach {
     pub touch_indices: Vec<usize>,
     /// The square of the piece concerned.
     pub square: String,
+    /// A piece released again elsewhere (`ReleasedPieceMovedAgain`) was first released on a
+    /// square no legal move takes it to: that release made no move (the released-piece clause
+    /// covers a piece released "as a legal move or part of a legal move"), so this is no breach.
+    pub released_where_no_move_goes: bool,
 }
 
 /// The touch-move findings between two moves.
@@ -95,6 +102,15 @@ pub struct TouchReport {
     /// Rapid and blitz without adequate supervision: the arbiter acts on Article 4 only when a
     /// player claims.
     pub only_on_claim: bool,
+}
+
+/// Whether legal move `m` by `turn` puts its moving piece on `sq` (the king's square of a
+/// castling, which shakmaty writes as the king taking its rook).
+fn lands_on(m: &Move, sq: Square, turn: shakmaty::Color) -> bool {
+    match m.castling_side() {
+        Some(side) => side.king_to(turn) == sq,
+        None => m.to() == sq,
+    }
 }
 
 fn moves_piece_on(m: Move, sq: Square) -> bool {
@@ -173,6 +189,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
                     article: article_in("4.3.c", rules.edition),
                     touch_indices: vec![oi, ti],
                     square: square_name(tsq),
+                    released_where_no_move_goes: false,
                 });
             }
         } else {
@@ -192,6 +209,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
                         article: article_in("4.3.c", rules.edition),
                         touch_indices: vec![i],
                         square: square_name(sq),
+                        released_where_no_move_goes: false,
                     });
                 }
             } else if let Some((i, sq)) = first_theirs
@@ -202,6 +220,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
                     article: article_in("4.3.c", rules.edition),
                     touch_indices: vec![i],
                     square: square_name(sq),
+                    released_where_no_move_goes: false,
                 });
             }
         }
@@ -219,6 +238,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
                 article: article_in("4.4.b", rules.edition),
                 touch_indices: std::iter::once(i).chain(king_index).collect(),
                 square: square_name(sq),
+                released_where_no_move_goes: false,
             });
         } else if !moves_piece_on(made, sq) {
             breaches.push(PossibleBreach {
@@ -226,6 +246,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
                 article: article_in("4.3.a", rules.edition),
                 touch_indices: vec![i],
                 square: square_name(sq),
+                released_where_no_move_goes: false,
             });
         }
     } else if let Some(&(i, sq)) = theirs.iter().find(|&&(_, sq)| can_capture(sq))
@@ -236,6 +257,7 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
             article: article_in("4.3.b", rules.edition),
             touch_indices: vec![i],
             square: square_name(sq),
+            released_where_no_move_goes: false,
         });
     }
 
@@ -255,41 +277,46 @@ pub fn check_touches(rules: &RuleSet, pos: &Chess, touches: &[Touch], made: Move
             article: article_in("4.4.a", rules.edition),
             touch_indices: vec![ki, ri],
             square: square_name(rook_sq),
+            released_where_no_move_goes: false,
         });
     }
 
     // 4.6: a piece released on a new square, lifted again, and placed elsewhere.
     let mut origin: Vec<(Piece, Square)> = Vec::new();
-    let mut released: Vec<(usize, Square, Piece)> = Vec::new();
-    let mut relifted: Vec<(usize, usize, Square, Piece)> = Vec::new();
+    // Released: (touch, square, piece, square it was lifted from).
+    let mut released: Vec<(usize, Square, Piece, Square)> = Vec::new();
+    let mut relifted: Vec<(usize, usize, Square, Piece, Square)> = Vec::new();
     for (k, t) in touches.iter().enumerate() {
         match t.action {
             TouchAction::Lift => {
                 if let Some(pos_r) = released
                     .iter()
-                    .position(|&(_, sq, p)| sq == t.square && p == t.piece)
+                    .position(|&(_, sq, p, _)| sq == t.square && p == t.piece)
                 {
-                    let (i, sq, p) = released.remove(pos_r);
-                    relifted.push((i, k, sq, p));
+                    let (i, sq, p, from) = released.remove(pos_r);
+                    relifted.push((i, k, sq, p, from));
                 } else {
                     origin.push((t.piece, t.square));
                 }
             }
             TouchAction::Place => {
-                if let Some(pos_r) = relifted.iter().position(|&(_, _, _, p)| p == t.piece) {
-                    let (i, j, sq, _) = relifted.remove(pos_r);
+                if let Some(pos_r) = relifted.iter().position(|&(_, _, _, p, _)| p == t.piece) {
+                    let (i, j, sq, _, from) = relifted.remove(pos_r);
                     if sq != t.square {
                         breaches.push(PossibleBreach {
                             breach: TouchBreach::ReleasedPieceMovedAgain,
                             article: article_in("4.6", rules.edition),
                             touch_indices: vec![i, j, k],
                             square: square_name(sq),
+                            released_where_no_move_goes: !legal
+                                .iter()
+                                .any(|m| m.from() == Some(from) && lands_on(m, sq, turn)),
                         });
                     }
                 } else if let Some(pos_o) = origin.iter().position(|&(p, _)| p == t.piece) {
                     let (_, from) = origin.remove(pos_o);
                     if from != t.square {
-                        released.push((k, t.square, t.piece));
+                        released.push((k, t.square, t.piece, from));
                     }
                 }
             }

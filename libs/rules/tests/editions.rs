@@ -466,8 +466,11 @@ fn touch_move_reports_per_edition() {
          vec![lift(H1, White, Rook), place(H1, White, Rook), lift(E1, White, King), place(G1, White, King),
               lift(H1, White, Rook), place(F1, White, Rook)],
          "e1g1", Some((TouchBreach::CastledAfterRookFirst, "4.4.2", vec![0, 2]))),
-        // Released on f3, lifted again and placed on h3.
+        // Released on f3, lifted again and placed on h3: 4.7 from 2014 (4.6 is promotion).
         (Edition::Fide2023, &start,
+         vec![lift(G1, White, Knight), place(F3, White, Knight), lift(F3, White, Knight), place(H3, White, Knight)],
+         "g1h3", Some((TouchBreach::ReleasedPieceMovedAgain, "4.7", vec![1, 2, 3]))),
+        (Edition::Fide2009, &start,
          vec![lift(G1, White, Knight), place(F3, White, Knight), lift(F3, White, Knight), place(H3, White, Knight)],
          "g1h3", Some((TouchBreach::ReleasedPieceMovedAgain, "4.6", vec![1, 2, 3]))),
     ];
@@ -487,9 +490,29 @@ fn touch_move_reports_per_edition() {
                 assert_eq!(found.breach, breach, "case {i}");
                 assert_eq!(found.article, article, "case {i}");
                 assert_eq!(found.touch_indices, indices, "case {i}");
+                assert!(!found.released_where_no_move_goes, "case {i}");
             }
         }
     }
+    // A bishop put down on c3, where no move of it goes, then played to e3: that put-down made
+    // no move, which the report says (the game does not hold it against the player).
+    let opened = position_from_fen("rnbqkbnr/pppp1ppp/8/4p3/3P4/8/PPP1PPPP/RNBQKBNR w KQkq - 0 2");
+    let report = check_touches(
+        &RuleSet::standard(Edition::Fide2023),
+        &opened,
+        &[
+            lift(C1, White, Bishop),
+            place(C3, White, Bishop),
+            lift(C3, White, Bishop),
+            place(E3, White, Bishop),
+        ],
+        parse_uci(&opened, "c1e3"),
+    );
+    let [found] = &report.possible_breaches[..] else {
+        panic!("{report:?}");
+    };
+    assert_eq!(found.breach, TouchBreach::ReleasedPieceMovedAgain);
+    assert!(found.released_where_no_move_goes);
     // Without adequate supervision in rapid, the arbiter acts on a claim only.
     let report = check_touches(
         &RuleSet::new(Edition::Fide2023, Category::Rapid, Supervision::Inadequate),

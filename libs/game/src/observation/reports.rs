@@ -108,6 +108,10 @@ impl Game {
         // Before interpretation 5 every edition's clauses were lettered, and a rook touched
         // before the king was not held against castling under 2005 (Article 4.4.b is in it).
         let read_as_before = self.interpretation < 5;
+        // Before interpretation 6 the released-piece clause was cited as 4.6 in every edition
+        // (4.7 from 2014), and a piece released where no legal move takes it counted as released.
+        let released_as_before = self.interpretation < 6;
+        let released = boardcast_rules::touch::TouchBreach::ReleasedPieceMovedAgain;
         weighed
             .into_iter()
             .filter(|w| {
@@ -116,6 +120,7 @@ impl Game {
                         == boardcast_rules::touch::TouchBreach::CastledAfterRookFirst
                     && self.rules.edition == boardcast_rules::ruleset::Edition::Fide2005)
             })
+            .filter(|w| released_as_before || !w.breach.released_where_no_move_goes)
             .map(
                 |WeighedBreach {
                      breach,
@@ -133,7 +138,9 @@ impl Game {
                             breach: wording::breach_name(terms::breach_of(breach.breach))
                                 .to_owned(),
                             breach_kind: terms::breach_of(breach.breach) as i32,
-                            article: if read_as_before {
+                            article: if read_as_before
+                                || (released_as_before && breach.breach == released)
+                            {
                                 boardcast_rules::touch::lettered_article(breach.article)
                             } else {
                                 breach.article
