@@ -905,11 +905,12 @@ async fn a_round_paired_again_is_set_up_again_until_its_games_begin() -> anyhow:
         (vec!["--board-map", &map], &operator, "--revise"),
         // Not the operator's nor a chief arbiter's to set up.
         (vec!["--board-map", &map, "--revise"], &arbiter, "refused"),
-        // Table 1 has begun: its board cannot change, so nothing of the round does.
+        // Table 1's 1.e4 stands on its board, not pressed: the game cannot leave that board
+        // now, so nothing of the round changes.
         (
             vec!["--boards", "hall-2..hall-31", "--revise"],
             &operator,
-            "board 1: game gros-2010-r4-b1: the game has begun",
+            "board 1: game gros-2010-r4-b1: a move stands on the board",
         ),
     ];
     for (extra, token, reason) in refusals {

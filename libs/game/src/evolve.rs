@@ -106,19 +106,26 @@ impl Game {
         if let Some(what) = crate::start::unrevisable(&self.info, revised) {
             return Err(format!("a revision of the set-up changes its {what}"));
         }
-        let Some(what) = crate::start::beyond_details(&self.info, revised) else {
+        let new_board = crate::start::moves_board(&self.info, revised);
+        let new_rules = crate::start::changes_the_rules(&self.info, revised);
+        if !new_board && new_rules.is_none() {
             self.info = revised.clone();
             return Ok(());
-        };
+        }
         if self.has_begun() {
-            return Err(format!(
-                "the set-up revised after the game began changes its {what}"
-            ));
+            if let Some(what) = new_rules {
+                return Err(format!(
+                    "the set-up revised after the game began changes its {what}"
+                ));
+            }
+            if !self.provisional.is_empty() {
+                return Err("moved to another board with a move standing on the old one".into());
+            }
+            return self.move_to_board(revised);
         }
         // Everything that can fail first: a revision that does not fold changes nothing.
         let rules = rules_of(revised).map_err(|e| e.to_string())?;
         let start = start_position(revised).map_err(|e| e.to_string())?;
-        let new_board = revised.board_id != self.info.board_id;
         let new_start = crate::state::fen_of(&start) != crate::state::fen_of(&self.start);
         if new_board {
             self.board = BoardRecord {
@@ -140,6 +147,32 @@ impl Game {
         self.start = start.clone();
         self.position = start;
         self.rules = rules;
+        self.info = revised.clone();
+        Ok(())
+    }
+
+    /// The game in play moved to another physical board (its board or clock broke): that
+    /// board is followed after `revised.board_seq_before`, from the position the completed
+    /// moves reach, as the board shows it from now on; its clock is another clock (which
+    /// display is White's is worked out again, and the time control's prediction starts from
+    /// its own readings), what the arbiters did to the clocks stays.
+    fn move_to_board(&mut self, revised: &GameStarted) -> Result<(), String> {
+        let mut inference = inference_from(self.start.clone(), self.interpretation);
+        let moves: Vec<Move> = self.moves.iter().map(|m| m.mv).collect();
+        inference
+            .sync(self.start.clone(), &moves)
+            .map_err(|e| format!("following the game on another board: {e}"))?;
+        self.inference = inference;
+        self.board = BoardRecord {
+            seq_floor: revised.board_seq_before,
+            ..BoardRecord::default()
+        };
+        self.clock = ClockState {
+            changes: std::mem::take(&mut self.clock.changes),
+            doubts: std::mem::take(&mut self.clock.doubts),
+            new_clock_at: Some(self.moves.len()),
+            ..ClockState::default()
+        };
         self.info = revised.clone();
         Ok(())
     }

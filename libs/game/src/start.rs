@@ -166,8 +166,10 @@ impl Game {
     /// changes nothing, or when request `request_id` set the game up or revised it already). Its ids are the game's;
     /// an empty edition is the game's; `revised.board_seq_before` is the new board's last
     /// observation now and counts only when the board changes (on the same board the game goes
-    /// on from what it accounted for). Before the first move anything else may change; after
-    /// it only the players' and the event's details (the game is read as it was set up).
+    /// on from what it accounted for). Before the game begins anything else may change; after
+    /// it the players' and the event's details, and the physical board (one broke: the game
+    /// goes on there from the position its completed moves reach), never the rules it is read
+    /// with.
     pub fn decide_set_up_revision(
         &self,
         revised: &GameStarted,
@@ -215,9 +217,14 @@ impl Game {
             return Ok(Vec::new());
         }
         if self.has_begun()
-            && let Some(what) = beyond_details(&self.info, &revised)
+            && let Some(what) = changes_the_rules(&self.info, &revised)
         {
             return Err(RevisionRefused::Begun { what });
+        }
+        // Moved to another board in play (its board or clock broke): from the position the
+        // completed moves reach, so not while a move stands on the old board uncompleted.
+        if !same_board && !self.provisional.is_empty() {
+            return Err(RevisionRefused::MoveOnTheBoard);
         }
         let mut events = vec![NewEvent {
             kind: Kind::SetUpRevised(SetUpRevised {
@@ -259,9 +266,14 @@ pub enum RevisionRefused {
     Invalid(GameError),
     #[error(
         "the game has begun (a move made or on its board, an illegal move or a result): only the \
-         players' and the event's details can be corrected now, not its {what}"
+         players' details, the event's and the physical board can be changed now, not its {what}"
     )]
     Begun { what: &'static str },
+    #[error(
+        "a move stands on the board, not completed: it goes with the game to another board once \
+         completed (the clock pressed, or the arbiter enters it) or taken back"
+    )]
+    MoveOnTheBoard,
 }
 
 /// A set-up's provenance: an operator's, with the request that made it.
@@ -289,12 +301,19 @@ pub(crate) fn unrevisable(set_up: &GameStarted, revised: &GameStarted) -> Option
     }
 }
 
-/// What `revised` changes beyond the players' and the event's details — what the game's
-/// observations are read with — if anything: once the game has begun, none of it may change.
-pub(crate) fn beyond_details(set_up: &GameStarted, revised: &GameStarted) -> Option<&'static str> {
-    if revised.board_id != set_up.board_id || revised.board_seq_before != set_up.board_seq_before {
-        Some("physical board")
-    } else if revised.time_control != set_up.time_control {
+/// Whether `revised` puts the game on another physical board (or follows it from another
+/// observation).
+pub(crate) fn moves_board(set_up: &GameStarted, revised: &GameStarted) -> bool {
+    revised.board_id != set_up.board_id || revised.board_seq_before != set_up.board_seq_before
+}
+
+/// What of the rules the game's moves are read with `revised` changes, if anything: once the
+/// game has begun, none of it may change.
+pub(crate) fn changes_the_rules(
+    set_up: &GameStarted,
+    revised: &GameStarted,
+) -> Option<&'static str> {
+    if revised.time_control != set_up.time_control {
         Some("time control")
     } else if revised.edition != set_up.edition {
         Some("Laws edition")

@@ -1,7 +1,8 @@
-//! A game set up again (`SetUpRevised`): before its first move anything but its ids changes and
-//! the game is read as if set up so; after it only the players' and the event's details; the
-//! log folds to the same game, for the aggregate and for viewers, and a revision the game no
-//! longer allows is refused when decided and when folded.
+//! A game set up again (`SetUpRevised`): before it begins anything but its ids changes; after,
+//! the players' and the event's details and the physical board (the game goes on on another
+//! board), never the rules it is read with; the log folds to the same game, for the aggregate
+//! and for viewers, and a revision the game no longer allows is refused when decided and when
+//! folded.
 
 mod common;
 
@@ -193,7 +194,7 @@ fn on_the_same_board_the_game_goes_on_from_what_the_board_sent() {
 }
 
 #[test]
-fn after_the_first_move_only_the_players_and_the_event_are_corrected() {
+fn after_the_first_move_the_rules_stay_and_the_names_are_corrected() {
     let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
     let mut pos = Chess::default();
     board.play(&mut pos, "e4");
@@ -203,8 +204,7 @@ fn after_the_first_move_only_the_players_and_the_event_are_corrected() {
     assert!(moves_before + line_before >= 2);
     let records_before = board.records.len();
 
-    // The board, the time control, the Laws, the start position: refused, nothing decided.
-    let on_another_board = revised(&board, "hall-7", "W", "B");
+    // The time control, the Laws: refused, nothing decided.
     let faster = GameStarted {
         time_control: Some(boardcast_game::events::TimeControl {
             periods: vec![TimePeriod {
@@ -219,11 +219,7 @@ fn after_the_first_move_only_the_players_and_the_event_are_corrected() {
         edition: "fide-2018".into(),
         ..revised(&board, "b", "W", "B")
     };
-    for (set_up, what) in [
-        (on_another_board, "physical board"),
-        (faster, "time control"),
-        (other_laws, "Laws edition"),
-    ] {
+    for (set_up, what) in [(faster, "time control"), (other_laws, "Laws edition")] {
         assert_eq!(
             decide(&board, &set_up),
             Err(RevisionRefused::Begun { what })
@@ -396,10 +392,20 @@ fn a_game_taken_back_to_its_start_has_still_begun() {
     );
     assert!(board.game.completed_moves().is_empty());
     assert!(board.game.has_begun());
+    let from_the_start_again = GameStarted {
+        start_fen: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".into(),
+        time_control: Some(boardcast_game::events::TimeControl {
+            periods: vec![TimePeriod {
+                base_ms: 600_000,
+                ..Default::default()
+            }],
+        }),
+        ..revised(&board, "b", "W", "B")
+    };
     assert_eq!(
-        decide(&board, &revised(&board, "hall-7", "W", "B")),
+        decide(&board, &from_the_start_again),
         Err(RevisionRefused::Begun {
-            what: "physical board"
+            what: "time control"
         })
     );
 }
@@ -578,4 +584,146 @@ fn the_move_counters_of_a_start_position_are_part_of_it() {
         ..board.game.info().clone()
     };
     assert_eq!(decide(&board, &counted).map(|e| e.len()), Ok(1));
+}
+
+/// Board `board_id`'s observation `device_seq`, at `at_ms`, decided and recorded.
+fn observe_on(board: &mut Board, board_id: &str, device_seq: u64, at_ms: i64, kind: Obs) {
+    let observation = Observation {
+        board_id: board_id.into(),
+        device_seq,
+        device_time_unix_ms: at_ms,
+        kind: Some(kind),
+        ..Default::default()
+    };
+    if let ObservationOutcome::Events(events) =
+        board.game.decide_observation(&observation).expect("valid")
+    {
+        board.append(events);
+    }
+}
+
+#[test]
+fn a_game_in_play_goes_on_on_another_board_when_its_board_breaks() {
+    use boardcast_game::device::ClockReading;
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    board.placement(Chess::default().board());
+    board.clock(ClockRun::Stopped);
+    let mut pos = Chess::default();
+    for san in ["e4", "e5", "Nf3"] {
+        board.play(&mut pos, san);
+    }
+    let completed = board.game.completed_moves().len();
+    assert_eq!(completed, 3);
+    let spare_set_up = GameStarted {
+        board_id: "spare".into(),
+        board_seq_before: 100,
+        ..board.game.info().clone()
+    };
+    let spare = || spare_set_up.clone();
+    // Black's knight stands on c6, the clock not pressed yet: that move goes with the game once
+    // completed or taken back.
+    let mut with_nc6 = pos.clone();
+    play_san(&mut with_nc6, "Nc6");
+    board.placement(with_nc6.board());
+    assert_eq!(
+        board
+            .game
+            .decide_set_up_revision(&spare(), "chief", "broken"),
+        Err(RevisionRefused::MoveOnTheBoard)
+    );
+    // A rule of the game stays: refused too.
+    let faster = GameStarted {
+        edition: "fide-2018".into(),
+        ..spare()
+    };
+    assert_eq!(
+        board
+            .game
+            .decide_set_up_revision(&faster, "chief", "broken"),
+        Err(RevisionRefused::Begun {
+            what: "Laws edition"
+        })
+    );
+    board.placement(pos.board());
+    assert!(board.game.provisional_line().is_empty());
+    let revision = board
+        .game
+        .decide_set_up_revision(&spare(), "chief", "broken")
+        .expect("allowed in play");
+    board.append(revision);
+    assert_eq!(board.game.board_id(), "spare");
+    assert_eq!(
+        board.game.completed_moves().len(),
+        completed,
+        "the moves stay"
+    );
+    assert_eq!(board.game.board_seq_accounted(), 100);
+
+    // The spare board shows the position, its clock set by the arbiter to the times left; the
+    // game goes on there: 3... Nc6 4. Bb5 a6, pressed on the spare clock.
+    let alerts_before = board.raised().len();
+    let mut seq = 100;
+    let mut at = 1_000_000;
+    let mut next = |board: &mut Board, kind: Obs| {
+        seq += 1;
+        at += 20_000;
+        observe_on(board, "spare", seq, at, kind);
+    };
+    let clock = |white_ms: u64, black_ms: u64, running: ClockRun| {
+        Obs::Clock(ClockReading {
+            white_remaining_ms: white_ms,
+            black_remaining_ms: black_ms,
+            running: running as i32,
+            ..Default::default()
+        })
+    };
+    let shows = |p: &Chess| {
+        Obs::Placement(BoardPlacement {
+            placement: p.board().board_fen().to_string(),
+        })
+    };
+    next(&mut board, shows(&pos));
+    next(&mut board, clock(5_000_000, 5_100_000, ClockRun::Black));
+    let mut white = 5_000_000u64;
+    let mut black = 5_100_000u64;
+    for (san, white_moves) in [("Nc6", false), ("Bb5", true), ("a6", false), ("Ba4", true)] {
+        play_san(&mut pos, san);
+        next(&mut board, shows(&pos));
+        // 40 s thought (the placement and the press 20 s apart each), 30 s added.
+        if white_moves {
+            white = white - 40_000 + 30_000;
+        } else {
+            black = black - 40_000 + 30_000;
+        }
+        let running = if white_moves {
+            ClockRun::Black
+        } else {
+            ClockRun::White
+        };
+        next(&mut board, clock(white, black, running));
+    }
+    assert_eq!(board.game.completed_moves().len(), completed + 4);
+    let since_the_move: Vec<&Kind> = board
+        .kinds()
+        .into_iter()
+        .skip_while(|k| !matches!(k, Kind::SetUpRevised(_)))
+        .filter(|k| matches!(k, Kind::ClockAlert(_)))
+        .collect();
+    assert!(
+        since_the_move.is_empty(),
+        "the spare clock is not held to the broken one's readings: {since_the_move:?}"
+    );
+    assert_eq!(board.raised().len(), alerts_before, "{:?}", board.raised());
+    // The broken board's observations are no longer the game's.
+    let late = Observation {
+        board_id: "b".into(),
+        device_seq: 99,
+        kind: Some(shows(&pos)),
+        ..Default::default()
+    };
+    assert!(board.game.decide_observation(&late).is_err());
+    board.assert_refolds();
+    let shown = displayed(&board);
+    assert_eq!(shown.info.board_id, "spare");
+    assert_eq!(shown.moves.len(), completed + 4);
 }

@@ -57,9 +57,10 @@ pub struct PairArgs {
     #[arg(long)]
     replace_unfinished: bool,
     /// Set up again the round's games that exist with other details (the pairing program
-    /// paired the round again, a board or a player's details were wrong). Before a game's first
-    /// move anything but its table may change, players and physical board included; after it
-    /// only the players' and the event's details. Every game is checked first: one that may
+    /// paired the round again, a board or a player's details were wrong, a board or clock broke
+    /// in play). Before a game begins anything but its table may change; after, the players'
+    /// and the event's details and its physical board (the game goes on there from its
+    /// position; not while a move stands on the old board uncompleted), never the time control. Every game is checked first: one that may
     /// not change refuses the whole round. Games of the round the file no longer pairs are
     /// named, not removed.
     #[arg(long)]

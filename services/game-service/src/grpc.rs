@@ -1276,7 +1276,7 @@ fn revision_refused(game_id: &str, refused: RevisionRefused) -> Status {
     match refused {
         RevisionRefused::Invalid(GameError::InvalidGame(m)) => Status::invalid_argument(m),
         RevisionRefused::Invalid(other) => Status::internal(other.to_string()),
-        RevisionRefused::Begun { .. } => {
+        RevisionRefused::Begun { .. } | RevisionRefused::MoveOnTheBoard => {
             Status::failed_precondition(format!("game {game_id}: {refused}"))
         }
     }

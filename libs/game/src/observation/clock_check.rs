@@ -28,6 +28,14 @@ impl Game {
         };
         // The mover's previous move, and the opponent's move that started the mover's clock.
         let index = ply as usize - 1;
+        // Both read on the clock the game is on now (see `ClockState::new_clock_at`).
+        if self
+            .clock
+            .new_clock_at
+            .is_some_and(|at| index < at.saturating_add(2))
+        {
+            return None;
+        }
         let previous = self.moves.get(index.checked_sub(2)?)?;
         let opponent = self.moves.get(index.checked_sub(1)?)?;
         // Values from the log (an arbiter's, a clock's) are checked as they are combined: a
