@@ -39,7 +39,7 @@ const PGN: &str = "[Event \"Arbiters Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n[B
 /// One of every kind of incident the simulator injects, spread over the boards.
 const INCIDENTS: &str = "board=1:press-without-move@ply=5,board=2:battery-low@ply=3,\
     board=2:irregular-placement@ply=7,board=2:lost-observations@ply=12,\
-    board=3:offline@ply=4:for=30s";
+    board=3:offline@ply=4:for=30s,board=1:touched-piece@ply=6";
 
 /// The hall: NATS with users and permissions, the three services, and the round played on it.
 struct Hall {

@@ -21,8 +21,9 @@ use shakmaty::Color;
 
 use crate::device::DeviceState;
 use crate::events::{
-    BoardStatusChanged, ClaimKind, GameEvent, GameResult, PressSettlement, SetupAspect, Side,
-    Source, Termination, TouchEvidence, arbiter_action::Action, game_event::Kind,
+    BoardStatusChanged, ClaimJudgement, ClaimKind, GameEvent, GameResult, PressSettlement,
+    SetupAspect, Side, Source, Termination, TouchEvidence, arbiter_action::Action,
+    game_event::Kind,
 };
 use crate::state::Game;
 use crate::{terms, wording};
@@ -138,6 +139,12 @@ pub enum AlertKind {
     /// A claim with a written move was ruled incorrect and another move was then played: the
     /// written move had to be (Article 9.5).
     WrittenMoveNotPlayed,
+    /// An arbiter changed a game's result (Article 8.7: the signed result stands unless the
+    /// arbiter decides otherwise): for the chief arbiter to check.
+    ResultChanged,
+    /// An arbiter ruled on a draw claim against the log's own verdict: for the chief arbiter to
+    /// check.
+    RulingAgainstTheLog,
 }
 
 impl AlertKind {
@@ -161,6 +168,8 @@ impl AlertKind {
             AlertKind::ClaimOnUnconfirmedMoves => "claim_on_unconfirmed_moves",
             AlertKind::SetupMismatch => "setup_mismatch",
             AlertKind::WrittenMoveNotPlayed => "written_move_not_played",
+            AlertKind::ResultChanged => "result_changed",
+            AlertKind::RulingAgainstTheLog => "ruling_against_the_log",
         }
     }
 }
@@ -258,6 +267,8 @@ pub struct GameAlerts {
     /// After a claim with a written move ruled incorrect: the move that must be played next (UCI)
     /// and the entry that ruled so, until the next move.
     written_move_due: Option<(String, u64)>,
+    /// The game's result as last recorded (`GameEnded`), to tell a changed one.
+    result: Option<GameResult>,
 }
 
 impl GameAlerts {
@@ -278,6 +289,7 @@ impl GameAlerts {
         let mut changed = self.settle(event, kind, &entry, game);
         let mut raised = self.raised_by(event, kind, &entry, game);
         raised.extend(self.written_move(kind, &entry, game));
+        raised.extend(self.overruled(kind, &entry, game));
         match kind {
             Kind::MoveCompleted(_) | Kind::PositionRestored(_) => {
                 raised.extend(self.claims_now(game))
@@ -303,6 +315,55 @@ impl GameAlerts {
         changed.sort_unstable();
         changed.dedup();
         changed
+    }
+
+    /// What an arbiter decided against what the record says: a result changed, a claim ruled
+    /// against the log's verdict. Raised for every log (they are for the chief arbiter to look
+    /// at; from interpretation 6 each needs a reason, in the entry before).
+    fn overruled(&mut self, kind: &Kind, entry: &Entry, game: &Game) -> Option<Raised> {
+        match kind {
+            Kind::Ended(e) => {
+                let before = self.result.replace(e.result());
+                let before = before.filter(|&r| r != e.result() && !entry.actor.is_empty())?;
+                Some(Raised::new(
+                    AlertKind::ResultChanged,
+                    completed_moves(game),
+                    "8.7",
+                    format!(
+                        "result changed from {} to {} by {}{}{}: the players signed the \
+                         scoresheets with a result; the chief arbiter checks the change.",
+                        terms::result_token(before),
+                        terms::result_token(e.result()),
+                        entry.actor,
+                        if e.detail.is_empty() { "" } else { ": " },
+                        e.detail
+                    ),
+                ))
+            }
+            Kind::ClaimJudged(j) => {
+                let log_upholds = terms::claim_judgement(j) == ClaimJudgement::Upheld;
+                (j.upheld != log_upholds).then(|| {
+                    Raised::new(
+                        AlertKind::RulingAgainstTheLog,
+                        completed_moves(game).saturating_add(1),
+                        j.article.clone(),
+                        format!(
+                            "{} {} a draw claim the log judges {} ({}): the chief arbiter \
+                             checks the ruling (its note is in the entry before).",
+                            if entry.actor.is_empty() {
+                                "The arbiter"
+                            } else {
+                                entry.actor
+                            },
+                            if j.upheld { "upheld" } else { "rejected" },
+                            wording::claim_verdict(j),
+                            j.explanation
+                        ),
+                    )
+                })
+            }
+            _ => None,
+        }
     }
 
     /// Whether the move a rejected claim's written move obliged was played (Article 9.5): the

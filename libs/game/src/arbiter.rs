@@ -343,6 +343,21 @@ impl Game {
                         "a declared result needs a result".into(),
                     ));
                 }
+                // From interpretation 6 a result that replaces another says why (the chief
+                // arbiter is alerted: `AlertKind::ResultChanged`).
+                if let Some((before, _)) = self.result
+                    && before != result
+                    && self.interpretation >= 6
+                    && declared.reason.trim().is_empty()
+                {
+                    return Err(ActionRejected::Invalid(format!(
+                        "the game's result is {}: changing it to {} needs a reason (Article 8.7: \
+                         the signed result stands unless the arbiter decides otherwise); the \
+                         chief arbiter is alerted",
+                        crate::terms::result_token(before),
+                        crate::terms::result_token(result)
+                    )));
+                }
                 if !self.is_over() {
                     events.extend(self.settled_line(&provenance));
                 }
@@ -375,6 +390,25 @@ impl Game {
                     .evaluate_claim(&claim)
                     .map_err(|e| ActionRejected::Invalid(e.to_string()))?;
                 let judged = assessment.judged(ruling.upheld);
+                // From interpretation 6 a ruling against the log's verdict says why (the chief
+                // arbiter is alerted: `AlertKind::RulingAgainstTheLog`).
+                let log_upholds =
+                    crate::terms::claim_judgement(&judged) == crate::events::ClaimJudgement::Upheld;
+                if ruling.upheld != log_upholds
+                    && self.interpretation >= 6
+                    && ruling.note.trim().is_empty()
+                {
+                    return Err(ActionRejected::Invalid(format!(
+                        "the log judges this claim {}: {} it needs a note saying why (what the \
+                         scoresheets or the players showed); the chief arbiter is alerted",
+                        crate::wording::claim_verdict(&judged),
+                        if ruling.upheld {
+                            "upholding"
+                        } else {
+                            "rejecting"
+                        }
+                    )));
+                }
                 let article = judged.article.clone();
                 events.push(NewEvent {
                     kind: Kind::ClaimJudged(judged),

@@ -29,7 +29,8 @@ use crate::events::{
 /// position it is played from; touch-move clauses are cited as the edition numbers them (4.3.1
 /// from 2014), and 2005's Article 4.4.b (no castling after the rook was touched first) applies.
 /// 6: the released-piece clause is cited as the edition numbers it (4.7 from 2014), and a piece
-/// released on a square no legal move takes it to made no move, so moving it on is no breach.
+/// released on a square no legal move takes it to made no move, so moving it on is no breach; a
+/// result that replaces another, and a claim ruled against the log's verdict, need a reason.
 pub const CURRENT_INTERPRETATION: u32 = 6;
 
 /// Which display of the clock is White's, as the log has established it.

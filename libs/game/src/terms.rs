@@ -336,6 +336,21 @@ pub fn result_token(result: GameResult) -> &'static str {
     }
 }
 
+/// The verdict a claim was judged with from the log (a log written before it was typed: read
+/// from its name).
+pub fn claim_judgement(j: &crate::events::ClaimJudged) -> crate::events::ClaimJudgement {
+    use crate::events::ClaimJudgement;
+    match j.verdict() {
+        ClaimJudgement::Unspecified => match j.verdict_from_log.as_str() {
+            "upheld" => ClaimJudgement::Upheld,
+            "rejected" => ClaimJudgement::Rejected,
+            "right_lost" => ClaimJudgement::RightLost,
+            _ => ClaimJudgement::Unspecified,
+        },
+        verdict => verdict,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

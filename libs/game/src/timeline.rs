@@ -236,6 +236,8 @@ pub fn alert_kind_label(kind: AlertKind) -> &'static str {
         AlertKind::ClaimOnUnconfirmedMoves => "Claim on unconfirmed moves",
         AlertKind::SetupMismatch => "Set-up mismatch",
         AlertKind::WrittenMoveNotPlayed => "Written move not played",
+        AlertKind::ResultChanged => "Result changed",
+        AlertKind::RulingAgainstTheLog => "Ruling against the log",
     }
 }
 

@@ -1678,3 +1678,114 @@ fn status(state: boardcast_game::device::DeviceState, battery: Option<u32>) -> O
         ..Default::default()
     })
 }
+
+/// A deputy changes a finished game's result, or rules on a draw claim against the log's own
+/// verdict: from interpretation 6 only with a reason, and either way the chief arbiter is
+/// alerted. Confirming the result the game has is no change.
+#[test]
+fn overruling_the_record_needs_a_reason_and_alerts_the_chief_arbiter() {
+    use boardcast_game::alerts::AlertKind;
+    use boardcast_game::events::{
+        ClaimKind as EventClaimKind, ClaimRuling, DeclareResult, GameResult, Side,
+        arbiter_action::Action,
+    };
+    let declare = |result: GameResult, reason: &str| {
+        Action::Result(DeclareResult {
+            result: result as i32,
+            reason: reason.into(),
+            article: String::new(),
+        })
+    };
+    for interpretation in [5, boardcast_game::CURRENT_INTERPRETATION] {
+        let mut board = Board::read_with(interpretation);
+        board.clock(ClockRun::White);
+        let mut pos = Chess::default();
+        board.play(&mut pos, "e4");
+        board
+            .try_act(
+                declare(GameResult::WhiteWins, "Black resigned"),
+                "ia-smith",
+                vec![],
+            )
+            .expect("a first result");
+        // Confirmed again as it is: no change, no alert.
+        board
+            .try_act(declare(GameResult::WhiteWins, ""), "ia-jones", vec![])
+            .expect("the same result");
+        let changed = |board: &Board| {
+            board
+                .raised()
+                .into_iter()
+                .filter(|(kind, ..)| *kind == AlertKind::ResultChanged)
+                .count()
+        };
+        assert_eq!(changed(&board), 0);
+        let records = board.records.len();
+        let silent = board.try_act(declare(GameResult::Draw, " "), "ia-jones", vec![]);
+        if interpretation >= 6 {
+            let refused = silent.expect_err("a change without a reason");
+            assert!(refused.to_string().contains("needs a reason"), "{refused}");
+            assert_eq!(board.records.len(), records, "nothing recorded");
+            board
+                .try_act(
+                    declare(GameResult::Draw, "the scoresheets say draw agreed"),
+                    "ia-jones",
+                    vec![],
+                )
+                .expect("with a reason");
+        } else {
+            silent.expect("games read as before take it");
+        }
+        assert_eq!(changed(&board), 1, "interpretation {interpretation}");
+        let alert = board
+            .alerts
+            .alerts()
+            .iter()
+            .find(|a| a.kind == AlertKind::ResultChanged)
+            .expect("raised");
+        assert!(
+            alert.summary.contains("from 1-0 to 1/2-1/2 by ia-jones"),
+            "{}",
+            alert.summary
+        );
+        assert_eq!(alert.article, "8.7");
+        board.assert_refolds();
+    }
+
+    // A threefold claim upheld though the position has not occurred three times.
+    let mut board = Board::new("fide-2023");
+    board.clock(ClockRun::White);
+    let mut pos = Chess::default();
+    board.play(&mut pos, "Nf3");
+    board.play(&mut pos, "Nf6");
+    let claim = |note: &str| {
+        Action::Claim(ClaimRuling {
+            kind: EventClaimKind::Threefold as i32,
+            claimant_side: Side::White as i32,
+            upheld: true,
+            note: note.into(),
+            ..Default::default()
+        })
+    };
+    let records = board.records.len();
+    let refused = board
+        .try_act(claim(""), "ia-jones", vec![])
+        .expect_err("against the log without a note");
+    assert!(refused.to_string().contains("needs a note"), "{refused}");
+    assert_eq!(board.records.len(), records);
+    board
+        .try_act(
+            claim("both scoresheets show the position three times"),
+            "ia-jones",
+            vec![],
+        )
+        .expect("with a note");
+    let against: Vec<_> = board
+        .raised()
+        .into_iter()
+        .filter(|(kind, ..)| *kind == AlertKind::RulingAgainstTheLog)
+        .collect();
+    assert_eq!(against.len(), 1, "{:?}", board.raised());
+    assert!(board.game.is_over(), "the arbiter's ruling stands");
+    board.assert_refolds();
+}

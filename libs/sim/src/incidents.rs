@@ -43,9 +43,12 @@ pub enum Incident {
     PressWithoutMove { ply: u32 },
     /// The player to move puts the piece the move moves on a square it cannot reach (the nearest
     /// such empty square), leaves it there for `for_ms` while the clock reports every second,
-    /// puts it back and then makes the move. A piece released on a square and moved on from it
-    /// is also a possible touch-move breach (Article 4.6) for the arbiter to rule on.
+    /// puts it back and then makes the move. That put-down made no move: no touch-move breach.
     IrregularPlacement { ply: u32, for_ms: u64 },
+    /// The player to move lifts another of their pieces that has a legal move, holds it for two
+    /// seconds, puts it back on its square and then makes the move (not a capture): a possible
+    /// touch-move breach (Article 4.3.1; 4.3.a before 2014) for the arbiter to rule on.
+    TouchedPiece { ply: u32 },
     /// The board reports itself disconnected, and connected again `for_ms` later; the player to
     /// move thinks meanwhile.
     BoardOffline { ply: u32, for_ms: u64 },
@@ -111,6 +114,7 @@ impl Incident {
         match *self {
             Incident::PressWithoutMove { ply }
             | Incident::IrregularPlacement { ply, .. }
+            | Incident::TouchedPiece { ply }
             | Incident::BoardOffline { ply, .. }
             | Incident::BatteryLow { ply, .. }
             | Incident::LostObservations { ply, .. }
@@ -132,6 +136,7 @@ impl Incident {
         match self {
             Incident::PressWithoutMove { .. } => "press-without-move",
             Incident::IrregularPlacement { .. } => "irregular-placement",
+            Incident::TouchedPiece { .. } => "touched-piece",
             Incident::BoardOffline { .. } => "offline",
             Incident::BatteryLow { .. } => "battery-low",
             Incident::LostObservations { .. } => "lost-observations",
@@ -143,8 +148,8 @@ impl Incident {
     /// What the game service is expected to raise for this incident, each alert once: a press
     /// without a move is held in doubt and then settled as an illegal move by the mover's press
     /// on the move; a misplaced piece is an irregular placement only when shown for longer than
-    /// the quiet period, and a possible touch-move breach (released, then moved on) when the
-    /// move is made, if it rested there for `TOUCH_REST_MS`; a battery above the low level
+    /// the quiet period, and never a touch-move breach (it is put where no legal move goes:
+    /// that made no move, decision 0037); a battery above the low level
     /// raises nothing; a flag fall names the ply the flagged player did not make; a threefold
     /// claim becomes available after the seventh ply of the repetition.
     pub fn expected_alerts(&self) -> Vec<ExpectedAlert> {
@@ -158,17 +163,10 @@ impl Incident {
         let kinds: &[K] = match *self {
             Incident::PressWithoutMove { .. } => &[K::PressInDoubt, K::IllegalMove],
             Incident::IrregularPlacement { for_ms, .. } if for_ms > QUIET_PERIOD_MS => {
-                &[K::IrregularPlacement, K::PossibleTouchMoveBreach]
-            }
-            // At rest `for` and the 200 ms before the piece is lifted again: long enough to be
-            // evidence, or a note on the timeline only.
-            Incident::IrregularPlacement { for_ms, .. }
-                if i64::try_from(for_ms.saturating_add(200))
-                    .is_ok_and(|rest| rest >= boardcast_rules::touch::TOUCH_REST_MS) =>
-            {
-                &[K::PossibleTouchMoveBreach]
+                &[K::IrregularPlacement]
             }
             Incident::IrregularPlacement { .. } => &[],
+            Incident::TouchedPiece { .. } => &[K::PossibleTouchMoveBreach],
             Incident::BoardOffline { .. } => &[K::BoardNotResponding],
             Incident::BatteryLow { percent, .. } if percent <= LOW_BATTERY_PERCENT => {
                 &[K::BatteryLow]
@@ -241,7 +239,7 @@ impl fmt::Display for Incident {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}@ply={}", self.kind_name(), self.ply())?;
         match *self {
-            Incident::PressWithoutMove { .. } => Ok(()),
+            Incident::PressWithoutMove { .. } | Incident::TouchedPiece { .. } => Ok(()),
             Incident::IrregularPlacement { for_ms, .. } | Incident::BoardOffline { for_ms, .. } => {
                 write!(f, ":for={for_ms}ms")
             }
@@ -260,9 +258,9 @@ impl FromStr for Incident {
         let syntax = || {
             format!(
                 "incident {spec:?}: expected KIND@ply=N[:NAME=VALUE]..., KIND one of \
-                 press-without-move, irregular-placement[:for=DURATION], offline[:for=DURATION], \
-                 battery-low[:percent=P], lost-observations[:count=N], flag-fall, \
-                 threefold-claim"
+                 press-without-move, irregular-placement[:for=DURATION], touched-piece, \
+                 offline[:for=DURATION], battery-low[:percent=P], lost-observations[:count=N], \
+                 flag-fall, threefold-claim"
             )
         };
         let (kind, rest) = spec.trim().split_once('@').ok_or_else(syntax)?;
@@ -305,6 +303,7 @@ impl FromStr for Incident {
         };
         Ok(match kind {
             "press-without-move" => Incident::PressWithoutMove { ply },
+            "touched-piece" => Incident::TouchedPiece { ply },
             "irregular-placement" => Incident::IrregularPlacement {
                 ply,
                 for_ms: for_ms(DEFAULT_IRREGULAR_MS)?,
@@ -384,7 +383,9 @@ impl Incident {
         let reading =
             |line: &Timeline, running: Color| (turn.reading)(line.clocks, run_for(running));
         match *self {
-            Incident::PressWithoutMove { .. } | Incident::IrregularPlacement { .. }
+            Incident::PressWithoutMove { .. }
+            | Incident::IrregularPlacement { .. }
+            | Incident::TouchedPiece { .. }
                 if ends_game(turn) =>
             {
                 return Err(
@@ -424,6 +425,33 @@ impl Incident {
                 line.push(lifted(to, piece));
                 line.pass(200, mover);
                 line.push(placed(from, piece));
+                line.pass(200, mover);
+                line.push(placement_of(turn.pos.board()));
+            }
+            Incident::TouchedPiece { .. } => {
+                if turn.mv.is_capture() {
+                    return Err("the move captures: a touch before it is weighed with the \
+                                captured piece's (Article 4.3.3); pick a quiet move"
+                        .to_owned());
+                }
+                // A board back at the start placement after play is read as set up for a new
+                // game when it is left and shown again.
+                let after_play = turn.pos.fullmoves().get() > 1 || turn.pos.turn() == Color::Black;
+                if after_play && turn.pos.board() == Chess::default().board() {
+                    return Err("the board shows the start position: pick another ply".to_owned());
+                }
+                let (from, _) = moving_piece(turn.pos, turn.mv)
+                    .ok_or("the move moves no piece on the board")?;
+                let (square, piece) = other_movable_piece(turn.pos, from)
+                    .ok_or("the player to move has no other piece with a legal move")?;
+                let mut held = turn.pos.board().clone();
+                held.discard_piece_at(square);
+                line.pass(300, mover);
+                line.push(lifted(square, piece));
+                line.pass(200, mover);
+                line.push(placement_of(&held));
+                line.pass(1_800, mover);
+                line.push(placed(square, piece));
                 line.pass(200, mover);
                 line.push(placement_of(turn.pos.board()));
             }
@@ -556,6 +584,20 @@ fn status(state: DeviceState, battery_percent: Option<u32>) -> Kind {
         battery_percent,
         ..Default::default()
     })
+}
+
+/// Another piece of the player to move than the one on `from` that has a legal move (the first
+/// by square), and where it stands.
+fn other_movable_piece(pos: &Chess, from: Square) -> Option<(Square, Piece)> {
+    let mut squares: Vec<Square> = pos
+        .legal_moves()
+        .iter()
+        .filter_map(|m| m.from())
+        .filter(|&sq| sq != from)
+        .collect();
+    squares.sort_by_key(|&sq| u32::from(sq));
+    let square = *squares.first()?;
+    Some((square, pos.board().piece_at(square)?))
 }
 
 /// The piece the move moves, and where it stands.

@@ -486,6 +486,7 @@ fn every_kind_in_one_game_raises_each_alert_once() {
             ply: 6,
             for_ms: 12_000,
         },
+        Incident::TouchedPiece { ply: 7 },
         Incident::BoardOffline {
             ply: 9,
             for_ms: 30_000,
@@ -547,6 +548,7 @@ fn london_moves_of_every_kind_take_the_incidents_that_depend_on_the_move() {
             let mut incidents = vec![
                 Incident::PressWithoutMove { ply },
                 Incident::IrregularPlacement { ply, for_ms: 6_000 },
+                Incident::TouchedPiece { ply },
             ];
             // The piece placed lost; all but the first lift of a capture or castling (or too many).
             incidents.extend([1, 3].map(|count| Incident::LostObservations { ply, count }));
@@ -556,9 +558,10 @@ fn london_moves_of_every_kind_take_the_incidents_that_depend_on_the_move() {
                     ..ScriptOptions::default()
                 };
                 if script(&game, &options).is_err() {
-                    // More observations lost than the move has.
+                    // More observations lost than the move has; a touch before a capture.
                     assert!(
                         matches!(incident, Incident::LostObservations { count, .. } if count > 2)
+                            || matches!(incident, Incident::TouchedPiece { .. } if mv.is_capture())
                     );
                     continue;
                 }
@@ -774,4 +777,36 @@ fn a_threefold_claim_repeats_the_position_and_waits_for_the_arbiter() {
             );
         }
     }
+}
+
+#[test]
+fn a_piece_touched_after_the_board_was_away_is_a_touch_move_alert_only() {
+    let pgn = read_games("[Result \"*\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 Nf6 4. d3 *\n")
+        .expect("reads")
+        .remove(0);
+    for incidents in [
+        vec![Incident::TouchedPiece { ply: 6 }],
+        vec![
+            Incident::BoardOffline {
+                ply: 5,
+                for_ms: 30_000,
+            },
+            Incident::TouchedPiece { ply: 6 },
+        ],
+    ] {
+        let folded = play(&pgn, &with(incidents.clone(), CLOCKS[0]));
+        assert_eq!(folded.ucis(), score_ucis(&pgn), "{incidents:?}");
+        let mut alerts = folded.alerts();
+        alerts.sort();
+        let mut promised = play(&pgn, &with(Vec::new(), CLOCKS[0])).alerts();
+        promised.extend(expected(&incidents));
+        promised.sort();
+        assert_eq!(alerts, promised, "{incidents:?}");
+    }
+    // Not on the start position shown again (a board set up for a new game reads so).
+    let shuffle = read_games("[Result \"*\"]\n\n1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 *\n")
+        .expect("reads")
+        .remove(0);
+    let options = with(vec![Incident::TouchedPiece { ply: 5 }], CLOCKS[0]);
+    assert!(script(&shuffle, &options).is_err());
 }

@@ -571,6 +571,7 @@ const FORM_FOR = {
   irregular_placement: "form-restore", clock_mismatch: "form-clocks", flag_fall: "form-result",
   automatic_draw: "form-result", dead_position: "form-result",
   observations_missing: "form-move", claim_on_unconfirmed_moves: "form-move",
+  result_changed: "form-result",
 };
 
 function focusForm(id) {

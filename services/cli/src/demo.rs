@@ -142,7 +142,8 @@ fn demo_users(data_dir: &Path) -> anyhow::Result<DemoAccess> {
 /// What the demo plays into its games by default, on its first boards: each raises alerts of
 /// its own kind on the arbiters' dashboard within the first minutes at the demo's speed.
 pub const DEMO_INCIDENTS: &str = "board=1:press-without-move@ply=5,\
-board=2:irregular-placement@ply=9:for=15s,board=3:offline@ply=6:for=1200s,\
+board=2:touched-piece@ply=5,board=2:irregular-placement@ply=9:for=15s,\
+board=3:offline@ply=6:for=1200s,\
 board=4:battery-low@ply=4:percent=10,board=4:flag-fall@ply=12,board=5:threefold-claim@ply=10";
 
 /// The simulation the demo plays: its boards, speed and incidents.
@@ -388,7 +389,7 @@ mod tests {
         let args = Cli::try_parse_from(["demo", "--pgn", pgn])
             .expect("defaults parse")
             .args;
-        assert_eq!(args.incidents.len(), 6);
+        assert_eq!(args.incidents.len(), 7);
         let plan_args = simulate_args(&args);
         let plan = simulate::plan(&plan_args).expect("plans");
         let kinds: Vec<&str> = simulate::incident_record(&plan.boards)

@@ -19,10 +19,14 @@ pub struct IncidentArgs {
     /// back, the move follows);
     /// irregular-placement[:for=DURATION] (the piece the move moves is put on a square it
     /// cannot reach and left there, default 8s);
+    /// touched-piece (another piece of the player to move is lifted and put back before a
+    /// move that captures nothing: a possible touch-move breach);
     /// offline[:for=DURATION] (the board disconnected, then back, default 20s);
     /// battery-low[:percent=P] (default 15);
     /// lost-observations[:count=N] (the last N observations of the move's hand are never
-    /// published, default 2).
+    /// published, default 2);
+    /// flag-fall (the player to move runs out of time; the game ends);
+    /// threefold-claim (the players repeat until the player to move can claim a draw).
     /// DURATION is 8000, 8000ms or 8s.
     ///
     /// Example: --incidents board=2:press-without-move@ply=7,board=3:irregular-placement@ply=9
