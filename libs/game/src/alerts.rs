@@ -349,7 +349,8 @@ impl GameAlerts {
                         j.article.clone(),
                         format!(
                             "{} {} a draw claim the log judges {} ({}): the chief arbiter \
-                             checks the ruling (its note is in the entry before).",
+                             checks the ruling (the arbiter's note, if any, is in the entry \
+                             before).",
                             if entry.actor.is_empty() {
                                 "The arbiter"
                             } else {

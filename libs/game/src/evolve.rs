@@ -155,7 +155,8 @@ impl Game {
     /// board is followed after `revised.board_seq_before`, from the position the completed
     /// moves reach, as the board shows it from now on; its clock is another clock (which
     /// display is White's is worked out again, and the time control's prediction starts from
-    /// its own readings), what the arbiters did to the clocks stays.
+    /// its own readings), what the arbiters did to the clocks stays. The old clock's presses in
+    /// doubt are settled by the revision's own records, after it.
     fn move_to_board(&mut self, revised: &GameStarted) -> Result<(), String> {
         let mut inference = inference_from(self.start.clone(), self.interpretation);
         let moves: Vec<Move> = self.moves.iter().map(|m| m.mv).collect();
@@ -554,6 +555,9 @@ impl Game {
                     },
                 ));
                 self.board.touches.clear();
+                // Moves taken back to before the game moved to another clock: the moves made
+                // from here on are timed on the new one.
+                self.clock.new_clock_at = self.clock.new_clock_at.map(|at| at.min(ply));
                 self.repetition.truncate(restored.ply);
                 self.position = self.repetition.position().clone();
                 self.provisional.clear();

@@ -8,8 +8,8 @@ use boardcast_rules::ruleset::{
 
 use crate::clock::CURRENT_INTERPRETATION;
 use crate::events::{
-    GameStarted, IrregularityCleared, Provenance, SetUpRevised, SetupAspect, SetupMismatchCleared,
-    Source, game_event::Kind,
+    ClockPressSettled, GameStarted, IrregularityCleared, PressSettlement, Provenance, SetUpRevised,
+    SetupAspect, SetupMismatchCleared, Source, game_event::Kind,
 };
 use crate::record::NewEvent;
 use crate::state::{Game, GameError, fen_of};
@@ -248,7 +248,21 @@ impl Game {
                 })
                 .collect();
             if self.board.irregular.is_some() {
-                cleared.push(Kind::IrregularityCleared(IrregularityCleared { ply: 1 }));
+                cleared.push(Kind::IrregularityCleared(IrregularityCleared {
+                    ply: u32::try_from(self.moves.len())
+                        .unwrap_or(u32::MAX)
+                        .saturating_add(1),
+                }));
+            }
+            // Presses in doubt were the old clock's: the new one's presses cannot settle them
+            // (they are read with its sides), so no penalty rests on them.
+            if !same_board {
+                cleared.extend(self.clock.doubts.iter().map(|doubt| {
+                    Kind::PressSettled(ClockPressSettled {
+                        doubt_game_seq: doubt.game_seq,
+                        settlement: PressSettlement::NotConfirmed as i32,
+                    })
+                }));
             }
             events.extend(cleared.into_iter().map(|kind| NewEvent {
                 kind,

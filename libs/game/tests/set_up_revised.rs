@@ -646,11 +646,23 @@ fn a_game_in_play_goes_on_on_another_board_when_its_board_breaks() {
     );
     board.placement(pos.board());
     assert!(board.game.provisional_line().is_empty());
+    // The broken clock registers a press by Black without a move: held in doubt.
+    board.clock(ClockRun::White);
+    let doubts = board.game.to_state().presses_in_doubt;
+    assert_eq!(doubts.len(), 1, "{:?}", board.kinds());
     let revision = board
         .game
         .decide_set_up_revision(&spare(), "chief", "broken")
         .expect("allowed in play");
+    // The old clock's press in doubt is settled with the move: the new clock cannot say.
+    assert!(revision.iter().any(|e| matches!(
+        &e.kind,
+        Kind::PressSettled(s) if s.doubt_game_seq == doubts[0]
+            && s.settlement() == boardcast_game::events::PressSettlement::NotConfirmed
+    )));
     board.append(revision);
+    assert!(board.game.to_state().presses_in_doubt.is_empty());
+    assert!(!board.alert(doubts[0]).is_open(), "its alert is resolved");
     assert_eq!(board.game.board_id(), "spare");
     assert_eq!(
         board.game.completed_moves().len(),

@@ -440,9 +440,7 @@ impl Incident {
                 if after_play && turn.pos.board() == Chess::default().board() {
                     return Err("the board shows the start position: pick another ply".to_owned());
                 }
-                let (from, _) = moving_piece(turn.pos, turn.mv)
-                    .ok_or("the move moves no piece on the board")?;
-                let (square, piece) = other_movable_piece(turn.pos, from)
+                let (square, piece) = other_movable_piece(turn.pos, turn.mv)
                     .ok_or("the player to move has no other piece with a legal move")?;
                 let mut held = turn.pos.board().clone();
                 held.discard_piece_at(square);
@@ -586,14 +584,18 @@ fn status(state: DeviceState, battery_percent: Option<u32>) -> Kind {
     })
 }
 
-/// Another piece of the player to move than the one on `from` that has a legal move (the first
-/// by square), and where it stands.
-fn other_movable_piece(pos: &Chess, from: Square) -> Option<(Square, Piece)> {
+/// A piece of the player to move that `mv` does not move (a castling rook neither) and that
+/// has a legal move (the first by square), and where it stands.
+fn other_movable_piece(pos: &Chess, mv: &Move) -> Option<(Square, Piece)> {
+    let moved = |sq: Square| match *mv {
+        Move::Castle { king, rook } => sq == king || sq == rook,
+        _ => mv.from() == Some(sq),
+    };
     let mut squares: Vec<Square> = pos
         .legal_moves()
         .iter()
         .filter_map(|m| m.from())
-        .filter(|&sq| sq != from)
+        .filter(|&sq| !moved(sq))
         .collect();
     squares.sort_by_key(|&sq| u32::from(sq));
     let square = *squares.first()?;

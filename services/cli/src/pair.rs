@@ -202,9 +202,15 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
         revise: args.revise,
     };
     // The same command again (its answer lost, or run twice) is the same request: answered with
-    // the games it set up, not refused as another request for their boards.
+    // the games it set up, not refused as another request for their boards. A revision is a new
+    // request each time: the same revision again changes nothing anyway, and one made before a
+    // later revision must set the games up again (a board back from repair).
     let request = PairRoundRequest {
-        request_id: request_id_of(&request),
+        request_id: if args.revise {
+            boardcast_kit::client::new_request_id()
+        } else {
+            request_id_of(&request)
+        },
         ..request
     };
     let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;

@@ -45,7 +45,8 @@ pub(crate) struct Entry {
 #[derive(Default)]
 pub(crate) struct Games {
     by_id: HashMap<String, Entry>,
-    /// The game live on each physical board: the latest one started there.
+    /// The game live on each physical board: the latest one set up there (by its first record
+    /// or a revision).
     live_on_board: HashMap<String, LiveGame>,
     /// The follower's position: every record of the stream up to it has been folded.
     folded_seq: u64,
@@ -275,7 +276,7 @@ impl Games {
     }
 
     /// Game `game_id` was set up again on another board than `board_before` by the record at
-    /// `stream_seq` (a revision before play).
+    /// `stream_seq` (a revision: a wrong board before play, a broken one in play).
     fn moved(&mut self, game_id: &str, board_before: &str, stream_seq: u64) {
         self.refolds += 1;
         let generation = self.refolds;

@@ -1029,8 +1029,8 @@ impl GameApi {
             Some((live_id, false, begun, _)) if set_up.round_games.contains(&live_id) => {
                 if begun {
                     Err(Status::failed_precondition(format!(
-                        "board {:?} carries game {live_id} of this set-up, which has begun: it \
-                         stays on its board, and no other game can be put there",
+                        "board {:?} carries game {live_id} of this set-up, which has begun: no \
+                         other game can be put there while it is on it",
                         info.board_id
                     )))
                 } else {
