@@ -460,6 +460,27 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
             && said.contains("left blank"),
         "{said}"
     );
+    // The simulated boards ended their games themselves (a mate seen, the result signalled on
+    // the board) and no arbiter declared a result: the operator is told to check them.
+    let by_the_board: Vec<&str> = said
+        .lines()
+        .skip_while(|l| !l.contains("no arbiter's result since"))
+        .skip(1)
+        .filter(|l| l.starts_with("  round 4 board "))
+        .collect();
+    assert!(!by_the_board.is_empty(), "{said}");
+    assert!(
+        by_the_board
+            .iter()
+            .all(|l| l.contains("result signalled on the board")
+                || l.contains("checkmate")
+                || l.contains("stalemate")
+                || l.contains("flag")
+                || l.contains("position")
+                || l.contains("repetition")
+                || l.contains("75-move")),
+        "{by_the_board:?}"
+    );
 
     // The file the pairing program reads back: each game's result as its log says, board 23
     // blank, the points summed again, every other column as exported.

@@ -156,6 +156,8 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
     let mut place_of = BTreeMap::new();
     let mut without_result = Vec::new();
     let mut not_in_file = Vec::new();
+    // Results the board or the clock gave that no arbiter's result followed.
+    let mut by_the_board = Vec::new();
     for game in &games {
         let Some(info) = &game.info else { continue };
         let place = format!(
@@ -188,6 +190,9 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
             });
             continue;
         };
+        if let Some(how) = ended_without_an_arbiter(game) {
+            by_the_board.push(format!("{place}: {}, {how}", result_token(game)));
+        }
         place_of.insert((info.round, white), place);
         results.push(GameOutcome {
             round: info.round,
@@ -257,10 +262,38 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
     for place in &without_result {
         eprintln!("no result in the game log yet: {place}");
     }
+    if !by_the_board.is_empty() {
+        eprintln!(
+            "written, but ended by the board or the clock with no arbiter's result since: check \
+             them against the signed scoresheets (Article 8.7) before pairing the next round:"
+        );
+        for place in &by_the_board {
+            eprintln!("  {place}");
+        }
+    }
     for problem in &not_in_file {
         eprintln!("not written: {problem}");
     }
     Ok(())
+}
+
+/// How a game ended when the board or the clock ended it (a mate or the result signal the
+/// board saw, a flag, a draw by rule) and no arbiter declared a result since; `None` otherwise.
+fn ended_without_an_arbiter(game: &GameState) -> Option<&'static str> {
+    use boardcast_schema::game::v1::Termination;
+    match game.termination() {
+        Termination::Arbiter
+        | Termination::Resignation
+        | Termination::Agreement
+        | Termination::DrawClaim
+        | Termination::Unspecified => None,
+        other => boardcast_game::wording::termination_name(other),
+    }
+}
+
+/// The game's result as PGN writes it.
+fn result_token(game: &GameState) -> &'static str {
+    boardcast_game::terms::result_token(game.result())
 }
 
 /// A TRF of the games alone: their players, starting ranks by rating (then name), each game
