@@ -153,6 +153,7 @@ impl game_service_server::GameService for GameApi {
             },
             round_games: HashSet::new(),
         };
+        self.refresh().await?;
         let step = self.plan_set_up(&set_up, info).await?;
         Ok(Response::new(self.set_up(&set_up, step).await?))
     }
@@ -517,6 +518,8 @@ impl game_service_server::GameService for GameApi {
                 HashSet::new()
             },
         };
+        // Once for the round: another instance may have set up or changed its games.
+        self.refresh().await?;
         let mut steps = Vec::with_capacity(infos.len());
         for (index, info) in infos.into_iter().enumerate() {
             let board_number = info.board_number;
@@ -881,17 +884,14 @@ impl GameApi {
     }
 
     /// What setting up `info` takes: creating its game, or (revising) setting the game that
-    /// exists up again, checked as far as can be before anything is recorded.
+    /// exists up again, checked as far as can be before anything is recorded, on what this
+    /// instance has folded (the caller brought it up to the log first: `refresh`).
     async fn plan_set_up(
         &self,
         set_up: &SetUp<'_>,
         info: GameStarted,
     ) -> Result<SetUpStep, Status> {
         let (game_id, event) = decide_start(&info, &set_up.who.user, set_up.request_id)?;
-        self.store
-            .refresh()
-            .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
         if set_up.options.revise
             && let Some(decided) = self
                 .store
@@ -935,6 +935,14 @@ impl GameApi {
             event: Box::new(event),
             info,
         })
+    }
+
+    /// Brings this instance up to what the game log holds now.
+    async fn refresh(&self) -> Result<(), Status> {
+        self.store
+            .refresh()
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))
     }
 
     /// Records a planned set-up. A game arriving on a board is checked against the board once
@@ -1174,10 +1182,7 @@ impl GameApi {
         if !in_log {
             return Err(Status::not_found(format!("no game {game_id:?}")));
         }
-        self.store
-            .refresh()
-            .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
+        self.refresh().await?;
         match self.store.with_game(game_id, f).await {
             Some(found) => Ok(found),
             None => Err(not_readable_yet()),
