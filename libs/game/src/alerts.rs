@@ -548,9 +548,13 @@ impl GameAlerts {
                 a.ply,
                 "6.10",
                 format!(
-                    "ply {}: {}'s clock shows {} where the time control gives {}: {}. The \
+                    "{}: {}'s clock shows {} where the time control gives {}: {}. The \
                      clock's reading stands.",
-                    a.ply,
+                    if a.ply == 0 {
+                        "before the first move".to_owned()
+                    } else {
+                        format!("ply {}", a.ply)
+                    },
                     side_named(terms::side_or_legacy(a.clock_of(), &a.side), &a.side),
                     minutes_seconds(a.reported_ms),
                     minutes_seconds(a.expected_ms),

@@ -31,7 +31,10 @@ use crate::events::{
 /// 6: the released-piece clause is cited as the edition numbers it (4.7 from 2014), and a piece
 /// released on a square no legal move takes it to made no move, so moving it on is no breach; a
 /// result that replaces another, and a claim ruled against the log's verdict, need a reason.
-pub const CURRENT_INTERPRETATION: u32 = 6;
+/// 7: the clock as set for the game is checked when it first runs; Black's first move is
+/// predicted from Black's clock at White's first press; a clock that misses the increment is
+/// told as such, and a difference that repeats on the mover's next move is told once.
+pub const CURRENT_INTERPRETATION: u32 = 7;
 
 /// Which display of the clock is White's, as the log has established it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

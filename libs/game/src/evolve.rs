@@ -585,6 +585,7 @@ impl Game {
         };
         let reading = self.clock.sides.read(&raw);
         self.clock.flags = (reading.white_flag, reading.black_flag);
+        self.clock.has_run |= matches!(reading.running(), ClockRun::White | ClockRun::Black);
         match (self.interpretation, reading.running()) {
             (0, running @ (ClockRun::White | ClockRun::Black)) => self.clock.running = running,
             // Interpretation 0: a paused clock is not a press when it runs again, so only White

@@ -135,6 +135,9 @@ pub(crate) struct ClockState {
     pub(crate) changes: Vec<(usize, u64, ClockChange)>,
     /// Presses in doubt that no later press has settled, in order.
     pub(crate) doubts: Vec<PressDoubt>,
+    /// A recorded reading has shown it running: the clock as set for the game was checked
+    /// then, if ever (`Game::clock_set_up_alerts`).
+    pub(crate) has_run: bool,
     /// The completed moves when the game in play moved to another board's clock: readings at
     /// moves before are the other clock's, and predict nothing on this one.
     pub(crate) new_clock_at: Option<usize>,

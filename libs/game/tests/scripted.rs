@@ -45,9 +45,11 @@ impl Board {
         Board::with("fide-2023", "", periods)
     }
 
+    /// The game with the clock started, set as the time control's first period says.
     fn with(edition: &str, start_fen: &str, periods: Vec<TimePeriod>) -> Board {
+        let base = periods.first().map_or(0, |p| p.base_ms);
         let mut board = Board::start(&started(edition, start_fen, periods), 0);
-        board.clock(ClockRun::White);
+        board.start_clock(base);
         board
     }
 
@@ -823,6 +825,154 @@ fn a_move_pressed_before_the_piece_landed_is_completed_with_the_next_press() {
     assert!(board.game.provisional_line().is_empty());
 }
 
+/// A 90-minute game (30 s a move) whose clock first runs showing `white` and `black`, read
+/// with `interpretation`; `before` is played on the board (not pressed) before the clock starts.
+fn clock_started_showing(interpretation: u32, before: &[&str], white: u64, black: u64) -> Board {
+    let mut board = Board::read_with(interpretation);
+    let mut pos = Chess::default();
+    for san in before {
+        play_san(&mut pos, san);
+        board.placement(pos.board());
+    }
+    board.observe(Obs::Clock(ClockReading {
+        white_remaining_ms: white,
+        black_remaining_ms: black,
+        running: ClockRun::White as i32,
+        ..Default::default()
+    }));
+    board
+}
+
+#[test]
+fn a_clock_set_wrongly_is_told_when_it_starts() {
+    let ninety = 90 * 60_000;
+    // Set to two hours for a 90-minute game: both displays, before the first move.
+    let board = clock_started_showing(7, &[], 120 * 60_000, 120 * 60_000);
+    let alerts = clock_alerts(&board);
+    let told: Vec<(u32, &str, u64, u64)> = alerts
+        .iter()
+        .map(|a| (a.ply, a.side.as_str(), a.expected_ms, a.reported_ms))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            (0, "white", ninety, 120 * 60_000),
+            (0, "black", ninety, 120 * 60_000)
+        ]
+    );
+    assert_eq!(
+        alerts[1].reason,
+        "the clock was set to 2:00:00 where the time control starts from 1:30:00"
+    );
+    let raised = board.seqs(|k| matches!(k, Kind::ClockAlert(_)));
+    let summary = &board.alert(raised[1]).summary;
+    assert!(
+        summary.starts_with("before the first move: Black's clock shows 120:00"),
+        "{summary}"
+    );
+    board.assert_refolds();
+
+    // Black's display, which has not run, short by ten minutes; White's running one may be
+    // below the time (the clock may have run before the board saw it), not above it.
+    let board = clock_started_showing(7, &[], ninety - 60_000, 80 * 60_000);
+    let told: Vec<String> = clock_alerts(&board).into_iter().map(|a| a.side).collect();
+    assert_eq!(told, ["black"]);
+
+    // Set right, a moment after it started, or with the increment already given: nothing.
+    for (white, black) in [
+        (ninety, ninety),
+        (ninety - 2_000, ninety),
+        (ninety + 30_000, ninety + 30_000),
+    ] {
+        let board = clock_started_showing(7, &[], white, black);
+        assert_eq!(clock_alerts(&board), vec![], "{white} {black}");
+    }
+
+    // Checked once: the clock stopped and started again shows what it shows.
+    let mut board = clock_started_showing(7, &[], ninety, ninety);
+    board.observe(Obs::Clock(ClockReading {
+        white_remaining_ms: ninety - 60_000,
+        black_remaining_ms: 60_000,
+        running: ClockRun::Stopped as i32,
+        ..Default::default()
+    }));
+    board.observe(Obs::Clock(ClockReading {
+        white_remaining_ms: ninety - 60_000,
+        black_remaining_ms: 60_000,
+        running: ClockRun::White as i32,
+        ..Default::default()
+    }));
+    assert_eq!(clock_alerts(&board), vec![]);
+
+    // The board already shows a move (the system joined a game in play), or the game is read
+    // as before interpretation 7: nothing is said of how the clock was set.
+    let board = clock_started_showing(7, &["e4"], 120 * 60_000, 120 * 60_000);
+    assert_eq!(clock_alerts(&board), vec![]);
+    let board = clock_started_showing(6, &[], 120 * 60_000, 120 * 60_000);
+    assert_eq!(clock_alerts(&board), vec![]);
+}
+
+/// 12 plies of a 90-minute game with 30 s a move (knights out and back: no fivefold
+/// repetition yet), each move taking 10 s, on a clock that adds `added` after each move, read
+/// with `interpretation`.
+fn clock_adding(interpretation: u32, added: impl Fn(usize) -> u64) -> Board {
+    let ninety = 90 * 60_000u64;
+    let mut board = Board::read_with(interpretation);
+    board.start_clock(ninety);
+    let mut pos = Chess::default();
+    let mut clocks = [ninety, ninety];
+    let mut t = 1_000i64;
+    let cycle = ["Nf3", "Nf6", "Ng1", "Ng8"];
+    for ply in 1..=12usize {
+        let side = (ply + 1) % 2;
+        t += 10_000;
+        clocks[side] = clocks[side] - 10_000 + added(ply);
+        board.play_timed(&mut pos, cycle[(ply - 1) % 4], t, (clocks[0], clocks[1]));
+    }
+    assert_eq!(board.game.moves().len(), 12);
+    board
+}
+
+#[test]
+fn a_clock_without_the_increment_is_told_once_for_each_side() {
+    let board = clock_adding(7, |_| 0);
+    let alerts = clock_alerts(&board);
+    let told: Vec<(u32, &str, &str)> = alerts
+        .iter()
+        .map(|a| (a.ply, a.side.as_str(), a.reason.as_str()))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            (2, "black", "the 30 s increment was not added after move 1"),
+            (3, "white", "the 30 s increment was not added after move 2"),
+        ]
+    );
+    board.assert_refolds();
+    // Read as before interpretation 7: every move of White's from the second, and Black's.
+    let before = clock_alerts(&clock_adding(6, |_| 0));
+    assert_eq!(before.len(), 10, "{before:?}");
+
+    // 10 s where the time control gives 30: told once a side, in seconds.
+    let alerts = clock_alerts(&clock_adding(7, |_| 10_000));
+    assert_eq!(alerts.len(), 2, "{alerts:?}");
+    assert_eq!(
+        alerts[0].reason,
+        "the clock differs by -20 s from the time control's prediction"
+    );
+
+    // Put right for White's 4th and 5th moves and Black's, wrong again from the 6th: told
+    // again then.
+    let alerts = clock_alerts(&clock_adding(7, |ply| {
+        if (7..11).contains(&ply) { 30_000 } else { 0 }
+    }));
+    let told: Vec<(u32, &str)> = alerts.iter().map(|a| (a.ply, a.side.as_str())).collect();
+    assert_eq!(
+        told,
+        [(2, "black"), (3, "white"), (11, "white"), (12, "black")]
+    );
+}
+
 #[test]
 fn a_delay_is_not_taken_from_the_clock() {
     // 5 minutes with a 15-second delay: a 3-second move costs nothing, a 25-second one 10 s.
@@ -1371,8 +1521,8 @@ fn a_capture_leaving_no_mate_possible_ends_the_game_at_once_with_the_clock() {
     assert_eq!(moves.len(), 1, "{:?}", board.kinds());
     assert_eq!(moves[0].san, "Kxd2");
     // The clocks as the clock showed them at that moment.
-    assert_eq!(moves[0].white_remaining_ms, Some(5_000_000 - 30_000));
-    assert_eq!(moves[0].black_remaining_ms, Some(5_000_000));
+    assert_eq!(moves[0].white_remaining_ms, Some(90 * 60_000 - 30_000));
+    assert_eq!(moves[0].black_remaining_ms, Some(90 * 60_000));
     assert_eq!(
         board.game.result().map(|r| r.1),
         Some(Termination::DeadPosition)
@@ -1566,9 +1716,9 @@ fn a_rejected_claims_time_is_expected_on_the_opponents_clock() {
     };
     for interpretation in [4, boardcast_game::CURRENT_INTERPRETATION] {
         let mut board = Board::read_with(interpretation);
-        board.clock(ClockRun::White);
-        let mut pos = Chess::default();
         let base: u64 = 90 * 60_000;
+        board.start_clock(base);
+        let mut pos = Chess::default();
         // 10 s a move, 30 s increment.
         board.play_timed(&mut pos, "Nf3", 10_000, (base + 20_000, base));
         board.play_timed(&mut pos, "Nf6", 20_000, (base + 20_000, base + 20_000));

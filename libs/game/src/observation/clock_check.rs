@@ -1,7 +1,7 @@
 //! The clock against the time control: each completed move's reading compared with what the
 //! time control predicts, and what fallen flags mean.
 
-use shakmaty::Color;
+use shakmaty::{Color, Position};
 
 use crate::device::Observation;
 use crate::events::{ClockAlert, GameEnded, Side, Source, game_event::Kind};
@@ -9,25 +9,110 @@ use crate::record::NewEvent;
 use crate::state::{ClockChange, Game};
 use crate::wording;
 
+/// A reading this far from what the time control predicts is the clock's and the board's
+/// timing (a press seen a moment late), not a clock set or running wrongly.
+const TOLERANCE_MS: u64 = 5_000;
+
 impl Game {
-    /// Compares the mover's clock after the press with what the time control predicts from
-    /// the mover's previous reading and the time since the opponent's press: previous − thinking
-    /// time + increment (+ the next period's time when this move completes a period).
+    /// The alert for the press completing `ply` when the mover's clock is not what the time
+    /// control predicts from the mover's previous reading and the time since the opponent's
+    /// press: previous − thinking time + increment (+ the next period's time when this move
+    /// completes a period). From interpretation 7 Black's first move is predicted from Black's
+    /// clock at White's first press (it had not run), and a difference the mover's previous move
+    /// showed too (a clock adding the wrong increment) is told once, not on every move.
     pub(super) fn clock_alert(
         &self,
         obs: &Observation,
         ply: u32,
         clocks: (u64, u64),
     ) -> Option<NewEvent> {
-        const TOLERANCE_MS: u64 = 5_000;
         let mover_is_white = ply % 2 == 1;
+        let reported = if mover_is_white { clocks.0 } else { clocks.1 };
+        let prediction = self.predicted(ply, obs.device_time_unix_ms, reported)?;
+        if prediction.difference().unsigned_abs() <= TOLERANCE_MS {
+            return None;
+        }
+        if self.interpretation >= 7 && self.same_difference_before(ply, &prediction) {
+            return None;
+        }
+        let own_move = ply.div_ceil(2);
+        let Prediction {
+            expected,
+            reported,
+            bonus_ms,
+            completes_period,
+            increment_ms,
+        } = prediction;
+        let difference = prediction.difference();
+        let reason = if completes_period && reported < expected.saturating_sub(bonus_ms / 2) {
+            format!(
+                "the next period's {} min were not added after move {own_move}",
+                bonus_ms / 60_000
+            )
+        } else if self.interpretation >= 7
+            && increment_ms.unsigned_abs() > TOLERANCE_MS
+            && difference.saturating_add(increment_ms).unsigned_abs() <= TOLERANCE_MS
+        {
+            format!(
+                "the {} s increment was not added after move {own_move}",
+                increment_ms / 1000
+            )
+        } else {
+            format!(
+                "the clock differs by {} s from the time control's prediction",
+                difference / 1000
+            )
+        };
         let mover = if mover_is_white {
             Side::White
         } else {
             Side::Black
         };
+        Some(NewEvent {
+            kind: Kind::ClockAlert(ClockAlert {
+                ply,
+                side: wording::side(mover).to_owned(),
+                clock_of: mover as i32,
+                expected_ms: expected.max(0) as u64,
+                reported_ms: reported.max(0) as u64,
+                reason,
+            }),
+            provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
+        })
+    }
+
+    /// The mover's previous move was off its prediction by as much as this one (a clock that
+    /// adds the wrong increment on every move): the arbiter was told then.
+    fn same_difference_before(&self, ply: u32, now: &Prediction) -> bool {
+        let Some(before) = ply.checked_sub(2).filter(|before| *before > 0) else {
+            return false;
+        };
+        let Some(previous) = self.moves.get(before as usize - 1) else {
+            return false;
+        };
+        let reported = if ply % 2 == 1 {
+            previous.event.white_remaining_ms
+        } else {
+            previous.event.black_remaining_ms
+        };
+        reported
+            .and_then(|ms| self.predicted(before, previous.device_time_unix_ms, ms))
+            .is_some_and(|then| {
+                then.difference().unsigned_abs() > TOLERANCE_MS
+                    && then
+                        .difference()
+                        .checked_sub(now.difference())
+                        .is_some_and(|d| d.unsigned_abs() <= TOLERANCE_MS)
+            })
+    }
+
+    /// What the time control predicts of the mover's clock at the press completing `ply`, made
+    /// at `pressed_at_ms` with the mover's clock then showing `reported_ms`; `None` when nothing
+    /// can be predicted (no earlier reading, another clock, a clock set while it ran).
+    fn predicted(&self, ply: u32, pressed_at_ms: i64, reported_ms: u64) -> Option<Prediction> {
+        let mover_is_white = ply % 2 == 1;
         // The mover's previous move, and the opponent's move that started the mover's clock.
-        let index = ply as usize - 1;
+        let index = (ply as usize).checked_sub(1)?;
         // Both read on the clock the game is on now (see `ClockState::new_clock_at`).
         if self
             .clock
@@ -36,8 +121,15 @@ impl Game {
         {
             return None;
         }
-        let previous = self.moves.get(index.checked_sub(2)?)?;
         let opponent = self.moves.get(index.checked_sub(1)?)?;
+        // The reading the prediction starts from, and the completed moves when it was made:
+        // the mover's previous move, or for Black's first move White's (Black's clock had not
+        // run before it).
+        let (previous, read_at_completed) = match index.checked_sub(2) {
+            Some(before) => (self.moves.get(before)?, before + 1),
+            None if self.interpretation >= 7 && !mover_is_white => (opponent, index),
+            None => return None,
+        };
         // Values from the log (an arbiter's, a clock's) are checked as they are combined: a
         // number no clock shows leaves nothing to predict from, never an overflow.
         let mut start_ms = if mover_is_white {
@@ -46,17 +138,13 @@ impl Game {
             previous.event.black_remaining_ms
         }
         .and_then(|ms| i64::try_from(ms).ok());
-        if opponent.device_time_unix_ms <= 0
-            || obs.device_time_unix_ms < opponent.device_time_unix_ms
-        {
+        if opponent.device_time_unix_ms <= 0 || pressed_at_ms < opponent.device_time_unix_ms {
             return None;
         }
-        let thinking = obs.device_time_unix_ms - opponent.device_time_unix_ms;
+        let thinking = pressed_at_ms - opponent.device_time_unix_ms;
         let periods = &self.info.time_control.as_ref()?.periods;
-        let own_move = ply.div_ceil(2);
-        let effect = period_effect(periods, own_move);
-        let (bonus, boundary) = (effect.bonus_ms, effect.completes_period);
-        // What the arbiter did to the mover's clock since the mover's previous move, in order:
+        let effect = period_effect(periods, ply.div_ceil(2));
+        // What the arbiter did to the mover's clock since the reading predicted from, in order:
         // time added counts; a clock set before the opponent's move started the mover's clock
         // is the new starting point; one set while it ran (the moment is not known in device
         // time) leaves nothing to predict from.
@@ -64,7 +152,7 @@ impl Game {
             .clock
             .changes
             .iter()
-            .filter(|(completed, _, _)| (index - 1..=index).contains(completed))
+            .filter(|(completed, _, _)| (read_at_completed..=index).contains(completed))
         {
             let while_running = *completed == index;
             let mover = |white: Option<u64>, black: Option<u64>| {
@@ -90,40 +178,82 @@ impl Game {
             }
         }
         let delay = i64::try_from(effect.delay_ms).ok()?;
-        let increment = i64::try_from(effect.increment_ms).ok()?;
-        let bonus_ms = i64::try_from(bonus).ok()?;
+        let increment_ms = i64::try_from(effect.increment_ms).ok()?;
+        let bonus_ms = i64::try_from(effect.bonus_ms).ok()?;
         let used = thinking.checked_sub(delay)?.max(0);
         let expected = start_ms?
             .checked_sub(used)?
-            .checked_add(increment)?
+            .checked_add(increment_ms)?
             .checked_add(bonus_ms)?;
-        let reported = i64::try_from(if mover_is_white { clocks.0 } else { clocks.1 }).ok()?;
-        let difference = reported.checked_sub(expected)?;
-        if difference.unsigned_abs() <= TOLERANCE_MS {
-            return None;
-        }
-        let reason = if boundary && reported < expected.saturating_sub(bonus_ms / 2) {
-            format!(
-                "the next period's {} min were not added after move {own_move}",
-                bonus / 60_000
-            )
-        } else {
-            format!(
-                "the clock differs by {} s from the time control's prediction",
-                difference / 1000
-            )
+        Some(Prediction {
+            expected,
+            reported: i64::try_from(reported_ms).ok()?,
+            bonus_ms,
+            completes_period: effect.completes_period,
+            increment_ms,
+        })
+    }
+
+    /// From interpretation 7, the clock as set for the game, checked when it first runs before
+    /// any move (Article 6.10: a clock set wrongly is put right by the arbiter, best before
+    /// play): the display that has not run shows the first period's time, the one running no
+    /// more than that (some clocks give the increment at the start). Not checked when the
+    /// arbiter set the clocks, for a game started from a position with Black to move, or once
+    /// the board shows a move (the system joined a game in play).
+    pub(super) fn clock_set_up_alerts(
+        &self,
+        obs: &Observation,
+        reading: &crate::device::ClockReading,
+    ) -> Vec<NewEvent> {
+        let running = match reading.running() {
+            crate::device::ClockRun::White => Color::White,
+            crate::device::ClockRun::Black => Color::Black,
+            _ => return Vec::new(),
         };
-        Some(NewEvent {
+        let first_period = self
+            .info
+            .time_control
+            .as_ref()
+            .and_then(|tc| tc.periods.first());
+        let Some(first_period) = first_period else {
+            return Vec::new();
+        };
+        if self.interpretation < 7
+            || self.clock.has_run
+            || !self.moves.is_empty()
+            || !self.provisional.is_empty()
+            || !self.clock.changes.is_empty()
+            || self.start.turn() == Color::Black
+        {
+            return Vec::new();
+        }
+        let base = first_period.base_ms;
+        let most = base
+            .saturating_add(first_period.increment_ms)
+            .saturating_add(TOLERANCE_MS);
+        let least = base.saturating_sub(TOLERANCE_MS);
+        [
+            (Side::White, Color::White, reading.white_remaining_ms),
+            (Side::Black, Color::Black, reading.black_remaining_ms),
+        ]
+        .into_iter()
+        .filter(|&(_, color, shown)| shown > most || (color != running && shown < least))
+        .map(|(side, _, shown)| NewEvent {
             kind: Kind::ClockAlert(ClockAlert {
-                ply,
-                side: wording::side(mover).to_owned(),
-                clock_of: mover as i32,
-                expected_ms: expected.max(0) as u64,
-                reported_ms: reported.max(0) as u64,
-                reason,
+                ply: 0,
+                side: wording::side(side).to_owned(),
+                clock_of: side as i32,
+                expected_ms: base,
+                reported_ms: shown,
+                reason: format!(
+                    "the clock was set to {} where the time control starts from {}",
+                    wording::format_clock(shown),
+                    wording::format_clock(base)
+                ),
             }),
             provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
         })
+        .collect()
     }
 
     /// What newly fallen flags mean (Article 6.9; both flags: 6.11 / the rapid and blitz rules).
@@ -200,4 +330,22 @@ struct PeriodEffect {
     /// The next period's time, added when this move completes a period.
     bonus_ms: u64,
     completes_period: bool,
+}
+
+/// The time control's prediction for one press, and what the clock showed.
+#[derive(Debug, Clone, Copy)]
+struct Prediction {
+    expected: i64,
+    reported: i64,
+    /// The next period's time, added because this move completes a period.
+    bonus_ms: i64,
+    completes_period: bool,
+    increment_ms: i64,
+}
+
+impl Prediction {
+    /// Reported − expected: negative when the clock shows less than predicted.
+    fn difference(&self) -> i64 {
+        self.reported.saturating_sub(self.expected)
+    }
 }

@@ -370,6 +370,7 @@ impl Game {
             return ObservationOutcome::Events(events);
         }
         prefix.push(self.recorded(obs, Source::Clock));
+        prefix.extend(self.clock_set_up_alerts(obs, &reading));
         ObservationOutcome::Events(self.conclude(obs, sides, prefix, &engine, outputs, clocks))
     }
 

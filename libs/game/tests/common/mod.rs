@@ -133,6 +133,16 @@ impl Board {
         }));
     }
 
+    /// The clock started for White, both displays showing `ms`.
+    pub fn start_clock(&mut self, ms: u64) {
+        self.observe(Obs::Clock(ClockReading {
+            white_remaining_ms: ms,
+            black_remaining_ms: ms,
+            running: ClockRun::White as i32,
+            ..Default::default()
+        }));
+    }
+
     /// The clock shows `white`'s and/or `black`'s flag, White's clock running.
     pub fn flag(&mut self, white: bool, black: bool) {
         self.observe(Obs::Clock(ClockReading {
