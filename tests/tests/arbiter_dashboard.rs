@@ -539,3 +539,145 @@ async fn a_forged_cross_site_post_is_refused_and_changes_nothing() -> anyhow::Re
     );
     Ok(())
 }
+
+/// Three games of round 1 of "Deputies Open", each repeating its position: a threefold alert on
+/// every board.
+const THREE_BOARDS: &str = "[Event \"Deputies Open\"]\n[Round \"1.1\"]\n[White \"A\"]\n\
+    [Black \"B\"]\n[Result \"*\"]\n\n1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Ng8 *\n\n\
+    [Event \"Deputies Open\"]\n[Round \"1.2\"]\n[White \"C\"]\n[Black \"D\"]\n[Result \"*\"]\n\n\
+    1. Nc3 Nc6 2. Nb1 Nb8 3. Nc3 Nc6 4. Nb1 Nb8 *\n\n\
+    [Event \"Deputies Open\"]\n[Round \"1.3\"]\n[White \"E\"]\n[Black \"F\"]\n[Result \"*\"]\n\n\
+    1. Nh3 Nh6 2. Ng1 Ng8 3. Nh3 Nh6 4. Ng1 Ng8 *\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deputy_sees_their_boards_alerts_and_the_round_shows_who_rules_where()
+-> anyhow::Result<()> {
+    use boardcast_access::{Grant, Role as AccessRole};
+    let nats = TestNats::start_secured(&[])?;
+    let game_service = GameService::start(&nats.url_for(&Role::GameService)?)?;
+    let arbiter =
+        ArbiterService::start(&nats.url_for(&Role::ArbiterService)?, &game_service.url())?;
+    let users = boardcast_testkit::TestUsers::shared()?;
+    let arbiter_of = |boards: &[u32]| {
+        [Grant {
+            tournament: "deputies-open".into(),
+            role: AccessRole::Arbiter,
+            boards: boards.to_vec(),
+        }]
+    };
+    let deputy = users.add("ia-deputy", &arbiter_of(&[2]))?;
+    let idle = users.add("ia-idle", &arbiter_of(&[]))?;
+    game_service.wait_for_user(&deputy).await?;
+    game_service.wait_for_user(&idle).await?;
+    support::play(
+        THREE_BOARDS,
+        3,
+        &[],
+        &nats.url_for(&Role::Simulator)?,
+        &game_service.url(),
+    )?;
+
+    let browser = Browser::launch().await?;
+    let mut page = boardcast_testkit::browser::sign_in_to_dashboard(
+        &browser,
+        &arbiter.url("/login"),
+        "ia-deputy",
+        TEST_PASSWORD,
+        (1024, 768),
+    )
+    .await?;
+    page.eval("location.href = '/tournaments/deputies-open/rounds/1'; true")
+        .await?;
+    // Every board's alert is in the page; the deputy's queue shows board 2's only.
+    let items =
+        "[...document.querySelectorAll('[data-testid=alert-item][data-kind=threefold_available]')]";
+    page.wait_for(
+        &format!(
+            "document.body && document.body.dataset.page === 'round' \
+             && new Set({items}.map(i => i.querySelector('.where').textContent.split(' ·')[0])).size === 3 \
+             && document.getElementById('only-mine').checked"
+        ),
+        Duration::from_secs(30),
+    )
+    .await?;
+    let shown = format!(
+        "JSON.stringify({items}.filter(i => getComputedStyle(i).display !== 'none') \
+         .map(i => i.querySelector('.where').textContent.split(' ·')[0]))"
+    );
+    let visible: Vec<String> =
+        serde_json::from_str(page.eval(&shown).await?.as_str().context("a list")?)?;
+    assert!(
+        !visible.is_empty() && visible.iter().all(|b| b == "Board 2"),
+        "{visible:?}"
+    );
+    const COUNT: &str = "Number(document.getElementById('queue-count').textContent)";
+    let mine = page.eval(COUNT).await?;
+    // Asked for, every board's.
+    page.eval("document.getElementById('only-mine').click(); true")
+        .await?;
+    let visible: Vec<String> =
+        serde_json::from_str(page.eval(&shown).await?.as_str().context("a list")?)?;
+    assert!(visible.iter().any(|b| b == "Board 1") && visible.iter().any(|b| b == "Board 3"));
+    assert!(
+        page.eval(COUNT).await?.as_u64() > mine.as_u64(),
+        "the count follows the filter"
+    );
+
+    // The round's arbiters: the users file's boards, and the boards nobody but the chief
+    // arbiter rules on.
+    page.wait_for(
+        "document.querySelector('[data-testid=assignment][data-user=ia-deputy]')?.dataset.boards === '2' \
+         && !document.getElementById('coverage-uncovered').hidden",
+        Duration::from_secs(20),
+    )
+    .await?;
+    let deputy_line = page
+        .eval("document.querySelector('[data-testid=assignment][data-user=ia-deputy]').textContent")
+        .await?;
+    assert!(
+        deputy_line
+            .as_str()
+            .is_some_and(|t| t.contains("boards 2") && t.contains("(users file)")),
+        "{deputy_line}"
+    );
+    assert_eq!(
+        page.eval("document.getElementById('coverage-uncovered').textContent")
+            .await?,
+        json!(
+            "No arbiter rules on boards 1, 3 of this round: only the chief arbiter can rule there."
+        )
+    );
+
+    // The chief arbiter gives ia-idle boards 2-3: board 2 is ruled on twice, board 1 by nobody.
+    let chief = arbiter.login("admin", TEST_PASSWORD).await?;
+    chief
+        .post(
+            "/api/tournaments/deputies-open/assignments",
+            &json!({ "request_id": chief.request_id().await?, "user": "ia-idle", "boards": "2-3" }),
+        )
+        .await?;
+    let listed = chief
+        .get("/api/tournaments/deputies-open/assignments?round=1")
+        .await?;
+    assert_eq!(listed["coverage"]["uncovered"], json!([1]));
+    assert_eq!(
+        listed["coverage"]["shared"],
+        json!([{ "board": 2, "users": ["ia-deputy", "ia-idle"] }])
+    );
+    let idle_entry = listed["arbiters"]
+        .as_array()
+        .context("arbiters")?
+        .iter()
+        .find(|a| a["user"] == "ia-idle")
+        .context("ia-idle listed")?;
+    assert_eq!(idle_entry["boards"], json!([2, 3]));
+    assert_eq!(idle_entry["assignment"]["assigned_by"], "admin");
+    page.eval("location.reload(); true").await?;
+    page.wait_for(
+        "document.getElementById('coverage-shared')?.textContent === \
+         'Ruled on by more than one arbiter: board 2 (ia-deputy, ia-idle).'",
+        Duration::from_secs(20),
+    )
+    .await?;
+    Ok(())
+}

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use crate::policy::{EVERY_TOURNAMENT, Identity, Role};
+use crate::directory::Directory;
+use crate::policy::{BoardsRuled, EVERY_TOURNAMENT, Identity, Role};
 
 /// The most boards one assignment may list (a Chess Olympiad has some 1,000 boards).
 pub const MAX_ASSIGNED_BOARDS: usize = 2_000;
@@ -133,6 +134,32 @@ impl Assignments {
             .filter(move |a| a.tournament == tournament)
     }
 
+    /// Every arbiter of `tournament` in `directory` (disabled users left out) with the boards
+    /// they rule on now, chief arbiters first, then by user.
+    pub fn arbiters_of(&self, directory: &Directory, tournament: &str) -> Vec<ArbiterBoards> {
+        let mut arbiters: Vec<ArbiterBoards> = directory
+            .users
+            .keys()
+            .filter_map(|user| directory.identity(user).ok())
+            .filter_map(|mut identity| {
+                self.apply_to(&mut identity);
+                let boards = identity.rules_on(tournament)?;
+                Some(ArbiterBoards {
+                    assignment: self
+                        .latest
+                        .get(&(tournament.to_owned(), identity.user.clone()))
+                        .filter(|_| boards != BoardsRuled::Every)
+                        .cloned(),
+                    user: identity.user,
+                    display_name: identity.display_name,
+                    boards,
+                })
+            })
+            .collect();
+        arbiters.sort_by_key(|a| (a.boards != BoardsRuled::Every, a.user.clone()));
+        arbiters
+    }
+
     /// The identity with its assigned boards: these replace the boards of the users file in
     /// each tournament the chief arbiter assigned the user in.
     pub fn apply_to(&self, identity: &mut Identity) {
@@ -143,6 +170,48 @@ impl Assignments {
             .map(|a| (a.tournament.clone(), a.boards.clone()))
             .collect();
     }
+}
+
+/// An arbiter of a tournament and the boards they rule on now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArbiterBoards {
+    pub user: String,
+    pub display_name: String,
+    pub boards: BoardsRuled,
+    /// The chief arbiter's assignment in force, when one replaced the users file's boards.
+    pub assignment: Option<Assignment>,
+}
+
+/// How a round's boards are covered by its tournament's arbiters (the chief arbiter aside, who
+/// rules on all of them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Boards no arbiter rules on: only the chief arbiter can rule there.
+    pub uncovered: Vec<u32>,
+    /// Boards more than one arbiter rules on, with theirs (by user): fine when meant, a slip
+    /// when a board was given to a second arbiter and not taken from the first.
+    pub shared: Vec<(u32, Vec<String>)>,
+}
+
+/// How `arbiters` cover the boards numbered `boards`.
+pub fn coverage(arbiters: &[ArbiterBoards], boards: &[u32]) -> Coverage {
+    let mut coverage = Coverage::default();
+    let mut boards = boards.to_vec();
+    boards.sort_unstable();
+    boards.dedup();
+    for board in boards {
+        let ruling: Vec<String> = arbiters
+            .iter()
+            .filter(|a| matches!(&a.boards, BoardsRuled::These(b) if b.contains(&board)))
+            .map(|a| a.user.clone())
+            .collect();
+        match ruling.len() {
+            0 => coverage.uncovered.push(board),
+            1 => {}
+            _ => coverage.shared.push((board, ruling)),
+        }
+    }
+    coverage
 }
 
 #[cfg(test)]
@@ -235,5 +304,85 @@ mod tests {
             Assignment::new(&smith, "open", many, "chief", 0, "r0"),
             Err(AssignmentError::TooManyBoards { .. })
         ));
+    }
+
+    #[test]
+    fn the_arbiters_of_a_tournament_with_their_boards_and_how_a_round_is_covered() {
+        let mut directory = Directory::new();
+        let grant = |tournament: &str, role, boards: &[u32]| Grant {
+            tournament: tournament.into(),
+            role,
+            boards: boards.to_vec(),
+        };
+        for (user, grants) in [
+            ("ca-jones", vec![grant("open", Role::ChiefArbiter, &[])]),
+            ("ia-smith", vec![grant("open", Role::Arbiter, &[1, 2, 3])]),
+            ("ia-brown", vec![grant("open", Role::Arbiter, &[3, 4])]),
+            (
+                "ia-every",
+                vec![grant(EVERY_TOURNAMENT, Role::Arbiter, &[])],
+            ),
+            ("ia-rapid", vec![grant("rapid", Role::Arbiter, &[1])]),
+            ("ob-white", vec![grant("open", Role::Observer, &[])]),
+            ("ia-gone", vec![grant("open", Role::Arbiter, &[5])]),
+        ] {
+            directory.add_user(user, user).expect("added");
+            for g in grants {
+                directory.grant(user, g).expect("granted");
+            }
+        }
+        directory
+            .set_disabled("ia-gone", true, 1)
+            .expect("disabled");
+        let mut assignments = Assignments::default();
+        let brown = directory.identity("ia-brown").expect("brown");
+        assignments
+            .record(Assignment::new(&brown, "open", vec![4, 6], "ca-jones", 5, "r1").expect("ok"));
+
+        let arbiters = assignments.arbiters_of(&directory, "open");
+        let listed: Vec<(&str, &BoardsRuled, Option<&str>)> = arbiters
+            .iter()
+            .map(|a| {
+                (
+                    a.user.as_str(),
+                    &a.boards,
+                    a.assignment.as_ref().map(|x| x.by.as_str()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("ca-jones", &BoardsRuled::Every, None),
+                (
+                    "ia-brown",
+                    &BoardsRuled::These(vec![4, 6]),
+                    Some("ca-jones")
+                ),
+                ("ia-every", &BoardsRuled::These(vec![]), None),
+                ("ia-smith", &BoardsRuled::These(vec![1, 2, 3]), None),
+            ],
+            "the file's boards unless assigned; no observer, other tournament or disabled user"
+        );
+        assert_eq!(
+            coverage(&arbiters, &[1, 2, 3, 4, 5, 6, 4]),
+            Coverage {
+                uncovered: vec![5],
+                shared: vec![],
+            }
+        );
+        assignments.record(
+            Assignment::new(&brown, "open", vec![2, 5, 6], "ca-jones", 6, "r2").expect("ok"),
+        );
+        let arbiters = assignments.arbiters_of(&directory, "open");
+        assert_eq!(
+            coverage(&arbiters, &[1, 2, 3, 4, 5, 6]),
+            Coverage {
+                uncovered: vec![4],
+                shared: vec![(2, vec!["ia-brown".to_owned(), "ia-smith".to_owned()])],
+            }
+        );
+        assert!(BoardsRuled::Every.includes(99));
+        assert!(!BoardsRuled::These(vec![2, 5]).includes(3));
     }
 }

@@ -11,9 +11,12 @@ pub mod revocation;
 pub mod secret;
 pub mod session;
 
-pub use assignment::{Assignment, AssignmentError, Assignments, MAX_ASSIGNED_BOARDS};
+pub use assignment::{
+    ArbiterBoards, Assignment, AssignmentError, Assignments, Coverage, MAX_ASSIGNED_BOARDS,
+    coverage,
+};
 pub use directory::{Directory, DirectoryError, TokenRecord, UserRecord, validate_user_name};
-pub use policy::{Denied, EVERY_TOURNAMENT, Grant, Identity, Operation, Role};
+pub use policy::{BoardsRuled, Denied, EVERY_TOURNAMENT, Grant, Identity, Operation, Role};
 pub use revocation::{Revocations, SessionEnd, session_digest};
 pub use secret::CredentialError;
 pub use session::{SessionClaims, SessionKey, is_session_token};

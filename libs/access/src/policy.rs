@@ -219,6 +219,47 @@ impl Identity {
     pub fn may_read(&self, tournament: &str) -> bool {
         self.may(Operation::Read { tournament }).is_ok()
     }
+
+    /// The boards of `tournament` this identity rules on: every one for its chief arbiter; an
+    /// arbiter's assigned boards (the chief arbiter's assignment, else the users file's);
+    /// `None` for anyone else.
+    pub fn rules_on(&self, tournament: &str) -> Option<BoardsRuled> {
+        let grants = || self.grants.iter().filter(|g| g.covers(tournament));
+        if grants().any(|g| g.role == Role::ChiefArbiter) {
+            return Some(BoardsRuled::Every);
+        }
+        if !grants().any(|g| g.role == Role::Arbiter) {
+            return None;
+        }
+        let mut boards: Vec<u32> = match self.assigned.get(tournament) {
+            Some(assigned) => assigned.clone(),
+            None => grants()
+                .filter(|g| g.role == Role::Arbiter)
+                .flat_map(|g| g.boards.iter().copied())
+                .collect(),
+        };
+        boards.sort_unstable();
+        boards.dedup();
+        Some(BoardsRuled::These(boards))
+    }
+}
+
+/// The boards of a tournament someone rules on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BoardsRuled {
+    /// The chief arbiter's: all of them.
+    Every,
+    /// An arbiter's, ascending (none yet when empty).
+    These(Vec<u32>),
+}
+
+impl BoardsRuled {
+    pub fn includes(&self, board_number: u32) -> bool {
+        match self {
+            BoardsRuled::Every => true,
+            BoardsRuled::These(boards) => boards.binary_search(&board_number).is_ok(),
+        }
+    }
 }
 
 #[cfg(test)]

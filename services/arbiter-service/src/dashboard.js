@@ -142,8 +142,37 @@ document.getElementById("show-resolved").addEventListener("change", e => {
   loadResolved();
 });
 
+// The boards the signed-in user rules on, by tournament ("*": any tournament without its own
+// entry), "every" for a chief arbiter. An arbiter's queue shows their boards' alerts unless they
+// ask for all; until it is known every alert counts as theirs.
+let myBoards = null;
+function isMine(a) {
+  if (!myBoards) return true;
+  const ruled = myBoards[a.tournament_id] ?? myBoards["*"];
+  return ruled === "every" || (Array.isArray(ruled) && ruled.includes(a.board_number));
+}
+const onlyMine = () => queuePanel.classList.contains("only-mine");
+async function loadMyBoards() {
+  const r = await api("GET", "/api/me");
+  if (!r.ok) return;
+  myBoards = r.data.rules_on || {};
+  const deputy = Object.values(myBoards).some(Array.isArray) && !Object.values(myBoards).includes("every");
+  document.getElementById("only-mine-label").hidden = !deputy;
+  document.getElementById("only-mine").checked = deputy;
+  queuePanel.classList.toggle("only-mine", deputy);
+  for (const item of queue.querySelectorAll("li[data-alert]")) {
+    const a = alerts.get(item.dataset.alert);
+    if (a) item.dataset.mine = String(isMine(a));
+  }
+  updateQueueCount();
+}
+document.getElementById("only-mine").addEventListener("change", e => {
+  queuePanel.classList.toggle("only-mine", e.target.checked);
+  updateQueueCount();
+});
+
 function updateQueueCount() {
-  const open = [...alerts.values()].filter(a => a.status !== "resolved").length;
+  const open = [...alerts.values()].filter(a => a.status !== "resolved" && (!onlyMine() || isMine(a))).length;
   const badge = document.getElementById("queue-count");
   badge.textContent = String(open);
   badge.dataset.count = String(open);
@@ -188,6 +217,7 @@ function renderAlert(a, fresh) {
     takeRequestId().then(id => { if (!item.dataset.requestId) item.dataset.requestId = id; });
   }
   item.dataset.status = a.status;
+  item.dataset.mine = String(isMine(a));
   item.dataset.kind = a.kind;
   item.dataset.version = String(a.version);
   item.dataset.raised = String(a.recorded_unix_ms);
@@ -312,6 +342,7 @@ async function loadRounds() {
 }
 
 function initIndex() {
+  loadMyBoards();
   loadRounds();
   connect({}, () => {
     // Board changes are frequent: refresh the counts at most every two seconds.
@@ -351,19 +382,35 @@ function boardCard(b) {
       b.damage ? el("strong", { text: ` · ${b.damage.message}` }) : null));
 }
 
-// Arbiters and their boards in the round's tournament; the form is the chief arbiter's.
+// Arbiters and their boards in the round's tournament (the users file's unless the chief arbiter
+// assigned others), and the round's boards no arbiter or several rule on; the form is the chief
+// arbiter's.
 async function loadAssignments() {
   const list = document.getElementById("assignment-list");
-  const r = await api("GET", `/api/tournaments/${encodeURIComponent(PARAMS.tournament)}/assignments`);
+  const r = await api("GET", `/api/tournaments/${encodeURIComponent(PARAMS.tournament)}/assignments?round=${PARAMS.round}`);
   if (!r.ok) {
     fill(list, el("li", { class: "muted", text: r.data.error }));
     return;
   }
-  fill(list, ...(r.data.assignments.length
-    ? r.data.assignments.map(a => el("li", { "data-user": a.user, "data-boards": a.boards.join(","), "data-testid": "assignment" },
-        el("strong", { text: a.user }), ` · ${a.boards_text ? "boards " + a.boards_text : "no boards"}`,
-        el("span", { class: "muted", text: ` (assigned by ${a.assigned_by} at ${time(a.assigned_unix_ms)})` })))
-    : [el("li", { class: "muted", text: "No arbiter assigned here yet: the boards of the users file apply." })]));
+  fill(list, ...(r.data.arbiters.length
+    ? r.data.arbiters.map(a => el("li", { "data-user": a.user, "data-boards": a.every_board ? "every" : a.boards.join(","), "data-testid": "assignment" },
+        el("strong", { text: a.display_name || a.user }), a.display_name && a.display_name !== a.user ? ` (${a.user})` : "",
+        ` · ${a.every_board ? "every board (chief arbiter)" : a.boards_text ? "boards " + a.boards_text : "no boards"}`,
+        el("span", { class: "muted", text: a.every_board ? "" : a.assignment
+          ? ` (assigned by ${a.assignment.assigned_by} at ${time(a.assignment.assigned_unix_ms)})`
+          : " (users file)" })))
+    : [el("li", { class: "muted", text: "No arbiter of this tournament in the users file." })]));
+  const coverage = r.data.coverage;
+  const uncovered = document.getElementById("coverage-uncovered");
+  uncovered.hidden = !(coverage && coverage.uncovered.length);
+  if (coverage && coverage.uncovered.length) {
+    uncovered.textContent = `No arbiter rules on ${coverage.uncovered.length === 1 ? "board" : "boards"} ${coverage.uncovered_text} of this round: only the chief arbiter can rule there.`;
+  }
+  const shared = document.getElementById("coverage-shared");
+  shared.hidden = !(coverage && coverage.shared.length);
+  if (coverage && coverage.shared.length) {
+    shared.textContent = "Ruled on by more than one arbiter: " + coverage.shared.map(s => `board ${s.board} (${s.users.join(", ")})`).join("; ") + ".";
+  }
   document.getElementById("form-assign").hidden = !r.data.may_assign;
 }
 
@@ -395,8 +442,10 @@ function initAssignForm() {
 async function initRound() {
   document.getElementById("round-title").textContent = `${PARAMS.tournament} · round ${PARAMS.round}`;
   initAssignForm();
-  loadAssignments();
+  loadMyBoards();
   const r = await api("GET", `/api/tournaments/${encodeURIComponent(PARAMS.tournament)}/rounds/${PARAMS.round}`);
+  // After the round's boards: their coverage is worked out from the boards this service knows.
+  loadAssignments();
   if (r.ok) {
     // The tournament's name as its games were set up with it, as on the list of rounds.
     const named = r.data.boards.find(b => b.event_name);

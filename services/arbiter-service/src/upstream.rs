@@ -8,8 +8,8 @@ use tracing::Instrument as _;
 
 use boardcast_schema::game::v1::{
     ActRequest, ActResponse, ArbiterAssignment, AssignArbiterRequest, ClaimVerdict,
-    EvaluateClaimRequest, Identity, ListAssignmentsRequest, LoginRequest, LoginResponse,
-    LogoutRequest, WhoAmIRequest, game_service_client::GameServiceClient,
+    EvaluateClaimRequest, Identity, ListAssignmentsRequest, ListAssignmentsResponse, LoginRequest,
+    LoginResponse, LogoutRequest, WhoAmIRequest, game_service_client::GameServiceClient,
 };
 use tonic::{Code, metadata::MetadataValue, transport::Channel};
 
@@ -241,13 +241,9 @@ impl GameApi {
         &self,
         token: String,
         tournament_id: String,
-    ) -> Result<Vec<ArbiterAssignment>, UpstreamError> {
+    ) -> Result<ListAssignmentsResponse, UpstreamError> {
         let mut client = self.client.clone();
         let request = with_bearer(ListAssignmentsRequest { tournament_id }, &token)?;
-        Ok(client
-            .list_assignments(request)
-            .await?
-            .into_inner()
-            .assignments)
+        Ok(client.list_assignments(request).await?.into_inner())
     }
 }

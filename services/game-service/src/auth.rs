@@ -291,6 +291,15 @@ impl Authenticator {
         assignments.of_tournament(tournament).cloned().collect()
     }
 
+    /// Every arbiter of a tournament in the users file with the boards they rule on now.
+    pub fn arbiters_of(&self, tournament: &str) -> Vec<boardcast_access::ArbiterBoards> {
+        let assignments = self
+            .assignments
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        assignments.arbiters_of(&self.directory(), tournament)
+    }
+
     /// The assignment recorded under a request id, if any.
     pub fn assignment_under(&self, request_id: &str) -> Option<Assignment> {
         let assignments = self

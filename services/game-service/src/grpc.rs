@@ -19,7 +19,7 @@ use crate::assignments::{self, AssignmentLog};
 use crate::auth::{self, Authenticator, check_read, denied, may_read};
 use crate::sessions::SessionLog;
 use crate::store::{AppendError, Store};
-use boardcast_access::Operation;
+use boardcast_access::{BoardsRuled, Operation};
 
 /// How often a live stream's credential is checked again.
 const RECHECK_CREDENTIAL: std::time::Duration = std::time::Duration::from_secs(2);
@@ -745,7 +745,25 @@ impl game_service_server::GameService for GameApi {
             .iter()
             .map(assignments::to_proto)
             .collect();
-        Ok(Response::new(ListAssignmentsResponse { assignments }))
+        let arbiters = self
+            .auth
+            .arbiters_of(&tournament)
+            .into_iter()
+            .map(|a| ArbiterBoards {
+                user: a.user,
+                display_name: a.display_name,
+                every_board: a.boards == BoardsRuled::Every,
+                boards: match a.boards {
+                    BoardsRuled::Every => Vec::new(),
+                    BoardsRuled::These(boards) => boards,
+                },
+                assignment: a.assignment.as_ref().map(assignments::to_proto),
+            })
+            .collect();
+        Ok(Response::new(ListAssignmentsResponse {
+            assignments,
+            arbiters,
+        }))
     }
 
     async fn set_broadcast_delay(

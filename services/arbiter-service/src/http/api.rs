@@ -36,7 +36,30 @@ pub(super) async fn api_me(session: Session) -> Response {
             "role": g.role.name(),
             "boards": g.boards,
         })).collect::<Vec<_>>(),
+        // By tournament ("*" for every one the user has no entry for): the boards the user
+        // rules on, "every" for a chief arbiter; none listed for reading only.
+        "rules_on": rules_on(&session.identity),
     }))
+}
+
+/// The boards an identity rules on in each tournament it has a grant or an assignment in.
+fn rules_on(identity: &boardcast_access::Identity) -> serde_json::Map<String, serde_json::Value> {
+    let tournaments: std::collections::BTreeSet<&str> = identity
+        .grants
+        .iter()
+        .map(|g| g.tournament.as_str())
+        .chain(identity.assigned.keys().map(String::as_str))
+        .collect();
+    tournaments
+        .into_iter()
+        .filter_map(|t| {
+            let boards = match identity.rules_on(t)? {
+                boardcast_access::BoardsRuled::Every => json!("every"),
+                boardcast_access::BoardsRuled::These(boards) => json!(boards),
+            };
+            Some((t.to_owned(), boards))
+        })
+        .collect()
 }
 
 pub(super) async fn api_rounds(State(state): State<AppState>, session: Session) -> Response {

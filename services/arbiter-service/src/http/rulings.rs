@@ -1,11 +1,12 @@
 //! What an arbiter rules through the dashboard — actions, claims, assignments — read from forms
 //! or JSON and forwarded to the game service as the arbiter's own calls.
 
+use crate::follow::AlertFilter;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use boardcast_access::Operation;
+use boardcast_access::{ArbiterBoards, BoardsRuled, Operation};
 use boardcast_game::events::arbiter_action::Action;
 use boardcast_game::events::{
     ActRequest, AdjustClocks, AlertAcknowledgement, Annotation, ArbiterAction, ClaimKind,
@@ -467,28 +468,84 @@ pub(super) fn assignment_json(
     })
 }
 
+#[derive(Deserialize, Default)]
+pub(super) struct AssignmentsQuery {
+    /// The round whose boards' coverage is asked for.
+    round: Option<u32>,
+}
+
+/// Who rules on which boards of a tournament: the chief arbiter's assignments in force, every
+/// arbiter with the boards they rule on now (the users file's unless assigned), and with
+/// `round` which of the round's boards no arbiter or several rule on.
 pub(super) async fn api_assignments(
     State(state): State<AppState>,
     session: Session,
     Path(tournament): Path<String>,
+    Query(query): Query<AssignmentsQuery>,
 ) -> Response {
     if let Some(why) = not_readable(&session, &tournament) {
         return json_error(StatusCode::FORBIDDEN, "PERMISSION_DENIED", why);
     }
-    match state
+    let listed = match state
         .api
         .list_assignments(session.token.clone(), tournament.clone())
         .await
     {
-        Ok(assignments) => no_store(&json!({
-            "assignments": assignments.iter().map(assignment_json).collect::<Vec<_>>(),
-            "may_assign": session
-                .identity
-                .may(Operation::AssignArbiters { tournament: &tournament })
-                .is_ok(),
-        })),
-        Err(e) => upstream_error(&e),
-    }
+        Ok(listed) => listed,
+        Err(e) => return upstream_error(&e),
+    };
+    let arbiters: Vec<ArbiterBoards> = listed
+        .arbiters
+        .iter()
+        .map(|a| ArbiterBoards {
+            user: a.user.clone(),
+            display_name: a.display_name.clone(),
+            boards: if a.every_board {
+                BoardsRuled::Every
+            } else {
+                BoardsRuled::These(a.boards.clone())
+            },
+            assignment: None,
+        })
+        .collect();
+    let coverage = query.round.map(|round| {
+        let boards: Vec<u32> = state
+            .games
+            .boards(&AlertFilter {
+                tournament: Some(tournament.clone()),
+                round: Some(round),
+                game: None,
+            })
+            .iter()
+            .map(|b| b.board_number)
+            .collect();
+        let coverage = boardcast_access::coverage(&arbiters, &boards);
+        json!({
+            "round": round,
+            "uncovered": coverage.uncovered,
+            "uncovered_text": describe_boards(&coverage.uncovered),
+            "shared": coverage.shared.iter().map(|(board, users)| json!({
+                "board": board,
+                "users": users,
+            })).collect::<Vec<_>>(),
+        })
+    });
+    no_store(&json!({
+        "assignments": listed.assignments.iter().map(assignment_json).collect::<Vec<_>>(),
+        "arbiters": listed.arbiters.iter().map(|a| json!({
+            "user": a.user,
+            "display_name": a.display_name,
+            "every_board": a.every_board,
+            "boards": a.boards,
+            "boards_text": describe_boards(&a.boards),
+            "assignment": a.assignment.as_ref().map(assignment_json),
+        })).collect::<Vec<_>>(),
+        "coverage": coverage,
+        "may_assign": session
+            .identity
+            .may(Operation::AssignArbiters { tournament: &tournament })
+            .is_ok(),
+    }))
 }
 
 #[derive(Deserialize, Debug)]
