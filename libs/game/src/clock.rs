@@ -33,7 +33,9 @@ use crate::events::{
 /// result that replaces another, and a claim ruled against the log's verdict, need a reason.
 /// 7: the clock as set for the game is checked when it first runs; Black's first move is
 /// predicted from Black's clock at White's first press; a clock that misses the increment is
-/// told as such, and a difference that repeats on the mover's next move is told once.
+/// told as such, and a difference that repeats on the mover's next move is told once; the
+/// game's position seen turned round at any point turns the board's reading (not only the start
+/// position).
 pub const CURRENT_INTERPRETATION: u32 = 7;
 
 /// Which display of the clock is White's, as the log has established it.

@@ -26,6 +26,7 @@ fn inference_from(start: Chess, interpretation: u32) -> Inference {
         start,
         InferenceConfig {
             confirmed_line_stays_reachable: interpretation >= 2,
+            turned_round_anywhere: interpretation >= 7,
             ..InferenceConfig::default()
         },
     )

@@ -8,7 +8,9 @@ mod common;
 
 use boardcast_game::device::{BoardPlacement, ClockRun, Observation, observation::Kind as Obs};
 use boardcast_game::display::DisplayGame;
-use boardcast_game::events::{GameStarted, Player, SetUpRevised, TimePeriod, game_event::Kind};
+use boardcast_game::events::{
+    GameStarted, Player, SetUpRevised, SetupAspect, TimePeriod, game_event::Kind,
+};
 use boardcast_game::{Game, GameError, NewEvent, ObservationOutcome, RevisionRefused};
 use common::{Board, GAME, fold_records, play_san};
 use shakmaty::{Chess, Position};
@@ -738,4 +740,78 @@ fn a_game_in_play_goes_on_on_another_board_when_its_board_breaks() {
     let shown = displayed(&board);
     assert_eq!(shown.info.board_id, "spare");
     assert_eq!(shown.moves.len(), completed + 4);
+}
+
+/// The spare board a game moved to stands turned round: the game's position seen so turns the
+/// reading (interpretation 7), the arbiter is told, and the game goes on.
+#[test]
+fn a_spare_board_turned_round_is_read_so() {
+    let mut board = Board::start(&common::started("fide-2023", "", classical()), 0);
+    board.placement(Chess::default().board());
+    let mut pos = Chess::default();
+    for san in ["e4", "e5", "Nf3"] {
+        board.play(&mut pos, san);
+    }
+    let spare = GameStarted {
+        board_id: "spare".into(),
+        board_seq_before: 100,
+        ..board.game.info().clone()
+    };
+    let revision = board
+        .game
+        .decide_set_up_revision(&spare, "chief", "broken")
+        .expect("allowed in play");
+    board.append(revision);
+    let turned = |p: &Chess| {
+        let mut placement = p.board().clone();
+        placement.rotate_180();
+        Obs::Placement(BoardPlacement {
+            placement: placement.board_fen().to_string(),
+        })
+    };
+    observe_on(&mut board, "spare", 101, 1_000_000, turned(&pos));
+    let told: Vec<(String, String)> = board
+        .kinds()
+        .into_iter()
+        .filter_map(|k| match k {
+            Kind::SetupMismatch(m) if m.aspect() == SetupAspect::Orientation => {
+                Some((m.expected.clone(), m.seen.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        told,
+        [(
+            "the game's position as the board's gateway reads the board".to_owned(),
+            "the game's position turned round: the board was turned round or set up so".to_owned()
+        )]
+    );
+    let clock = |running: ClockRun| {
+        Obs::Clock(boardcast_game::device::ClockReading {
+            white_remaining_ms: 5_000_000,
+            black_remaining_ms: 5_000_000,
+            running: running as i32,
+            ..Default::default()
+        })
+    };
+    // The spare clock started for Black, who plays 3... Nc6 and presses.
+    observe_on(&mut board, "spare", 102, 1_001_000, clock(ClockRun::Black));
+    play_san(&mut pos, "Nc6");
+    observe_on(&mut board, "spare", 103, 1_010_000, turned(&pos));
+    observe_on(&mut board, "spare", 104, 1_011_000, clock(ClockRun::White));
+    let sans: Vec<String> = board
+        .game
+        .completed_moves()
+        .iter()
+        .map(|m| m.event.san.clone())
+        .collect();
+    assert_eq!(sans, ["e4", "e5", "Nf3", "Nc6"], "{:?}", board.kinds());
+    assert_eq!(
+        board.game.irregular_placement(),
+        None,
+        "{:?}",
+        board.kinds()
+    );
+    board.assert_refolds();
 }

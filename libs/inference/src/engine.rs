@@ -523,6 +523,17 @@ impl Inference {
             return outputs;
         }
 
+        let mut previous = previous;
+        if let Some(turned) = self.turned_round(&raw) {
+            // What the board showed before was read the other way round: no touches from it.
+            self.orientation = turned;
+            self.clear_tracking();
+            previous = orient(&raw, turned);
+            out.push(Output::OrientationChanged {
+                orientation: turned,
+                basis: vec![seq],
+            });
+        }
         let board = orient(&raw, self.orientation);
         if let Some(result) = kings_signal(&board) {
             if self.signal != Some(result) {
@@ -568,6 +579,21 @@ impl Inference {
             }
         }
         out
+    }
+
+    /// The orientation in which `raw` shows the game's current position when it is not the one
+    /// the board is read in (`Config::turned_round_anywhere`): the board was turned round, or a
+    /// spare put on the table the other way round. No placement reached by moving pieces shows a
+    /// position turned round (the kings would have to change places), so nothing else reads so.
+    fn turned_round(&self, raw: &Board) -> Option<Orientation> {
+        let turned = match self.orientation {
+            Orientation::Normal => Orientation::Rotated,
+            Orientation::Rotated => Orientation::Normal,
+        };
+        (self.config.turned_round_anywhere
+            && !self.game_over
+            && orient(raw, turned) == *self.position().board())
+        .then_some(turned)
     }
 
     /// The start placement seen in `seen_as`: orientation change on a fresh board, a new game

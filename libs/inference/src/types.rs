@@ -111,7 +111,8 @@ pub enum Output {
     GhostIgnored { placement: Board, basis: Vec<Seq> },
     /// The clock was pressed by the side to move, without a move on the board.
     ClockPressWithoutMove { side: Color, basis: Vec<Seq> },
-    /// The start position was seen turned round; the board is read in `orientation` from now.
+    /// The start position (or, with `Config::turned_round_anywhere`, the game's position) was
+    /// seen turned round; the board is read in `orientation` from now.
     OrientationChanged {
         orientation: Orientation,
         basis: Vec<Seq>,
@@ -149,6 +150,10 @@ pub struct Config {
     /// shows the game going on from them (the placement was a misread or a stray hand) is back
     /// on the game. `false` reads boards as versions before this setting did.
     pub confirmed_line_stays_reachable: bool,
+    /// The game's position seen turned round at any point of the game (not only the start
+    /// position) turns the reading round: a board turned round, or a spare set up so when the
+    /// game moved to it. `false` reads boards as versions before this setting did.
+    pub turned_round_anywhere: bool,
 }
 
 impl Default for Config {
@@ -160,6 +165,7 @@ impl Default for Config {
             new_game_min_plies: 2,
             press_grace_ms: 0,
             confirmed_line_stays_reachable: true,
+            turned_round_anywhere: true,
         }
     }
 }

@@ -2,7 +2,7 @@ mod common;
 
 use boardcast_inference::{Config, IrregularityCause, Orientation, Output, ResultSignal};
 use common::*;
-use shakmaty::{Board, Chess, Color, Move, Piece, Role, Square};
+use shakmaty::{Board, Chess, Color, Move, Piece, Position, Role, Square};
 
 fn white(role: Role) -> Piece {
     Piece {
@@ -262,6 +262,55 @@ fn rotated_board_flips_orientation_for_the_game() {
     let out = s.slide(Square::C7, Square::C5);
     assert_eq!(provisional_sans(&out), ["c5"]);
     assert_eq!(s.game(), ["e4", "c5"]);
+}
+
+/// A board turned round mid-game (or a spare put on the table so when the game moved to it)
+/// shows the game's position turned round: read so from then on, and the game goes on. Read as
+/// before `turned_round_anywhere`, the same placement matches nothing.
+#[test]
+fn the_games_position_turned_round_turns_the_reading() {
+    let mut s = Script::after(&["e4", "e5", "Nf3"]);
+    let position = s.engine.position().board().clone();
+    s.sensor_orientation = Orientation::Rotated;
+    let out = s.placement(position.clone());
+    assert_eq!(
+        out,
+        vec![Output::OrientationChanged {
+            orientation: Orientation::Rotated,
+            basis: vec![1]
+        }]
+    );
+    assert_eq!(s.engine.orientation(), Orientation::Rotated);
+    let out = s.slide(Square::B8, Square::C6);
+    assert_eq!(provisional_sans(&out), ["Nc6"]);
+    assert_eq!(s.game(), ["e4", "e5", "Nf3", "Nc6"]);
+
+    // Turned back: read the normal way again.
+    s.sensor_orientation = Orientation::Normal;
+    let out = s.placement(s.engine.position().board().clone());
+    assert_eq!(
+        out,
+        vec![Output::OrientationChanged {
+            orientation: Orientation::Normal,
+            basis: vec![4]
+        }]
+    );
+
+    let mut before = Script::with_config(Config {
+        turned_round_anywhere: false,
+        ..Config::default()
+    });
+    for (from, to) in [(Square::E2, Square::E4), (Square::E7, Square::E5)] {
+        before.slide(from, to);
+    }
+    before.sensor_orientation = Orientation::Rotated;
+    let out = before.placement(before.engine.position().board().clone());
+    assert!(
+        !out.iter()
+            .any(|o| matches!(o, Output::OrientationChanged { .. })),
+        "{out:?}"
+    );
+    assert_eq!(before.engine.orientation(), Orientation::Normal);
 }
 
 #[test]

@@ -675,15 +675,26 @@ impl Game {
             .setup_mismatches
             .iter()
             .any(|m| m.aspect() == SetupAspect::Orientation);
+        // Before interpretation 7 only the start position turned round is recognised.
+        let at_start = self.moves.is_empty() && self.provisional.is_empty();
         let kind = match orientation {
             boardcast_inference::Orientation::Rotated if !open => {
                 Kind::SetupMismatch(SetupMismatch {
                     aspect: SetupAspect::Orientation as i32,
-                    expected: "the start position with White's pieces on ranks 1 and 2 as the \
-                               board's gateway reads the board"
-                        .to_owned(),
-                    seen: "the start position turned round: White's pieces on ranks 7 and 8"
-                        .to_owned(),
+                    expected: if at_start {
+                        "the start position with White's pieces on ranks 1 and 2 as the board's \
+                         gateway reads the board"
+                    } else {
+                        "the game's position as the board's gateway reads the board"
+                    }
+                    .to_owned(),
+                    seen: if at_start {
+                        "the start position turned round: White's pieces on ranks 7 and 8"
+                    } else {
+                        "the game's position turned round: the board was turned round or set up \
+                         so"
+                    }
+                    .to_owned(),
                     fix: format!(
                         "Nothing to do for this game: it reads the board turned round. For the \
                          next games on board {}, turn the board round or change its gateway's \
