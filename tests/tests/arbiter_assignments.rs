@@ -197,6 +197,36 @@ async fn the_chief_arbiter_assigns_boards_that_every_instance_applies() -> anyho
     }
     assert_eq!(listed(&a).await?, []);
     assert_eq!(listed(&b).await?, []);
+    // Who rules where, with the users file's boards: for those who rule here only.
+    let arbiters = |token: String| {
+        let a = &a;
+        async move {
+            let answer = a
+                .client_as(&token)
+                .await?
+                .list_assignments(ListAssignmentsRequest {
+                    tournament_id: TOURNAMENT.into(),
+                })
+                .await?
+                .into_inner();
+            anyhow::Ok(
+                answer
+                    .arbiters
+                    .into_iter()
+                    .map(|a| (a.user, a.every_board, a.boards))
+                    .collect::<Vec<_>>(),
+            )
+        }
+    };
+    let every_arbiter = arbiters(smith.clone()).await?;
+    for expected in [
+        ("ca-jones".to_owned(), true, vec![]),
+        ("ia-smith".to_owned(), false, vec![1]),
+        ("ia-brown".to_owned(), false, vec![]),
+    ] {
+        assert!(every_arbiter.contains(&expected), "{every_arbiter:?}");
+    }
+    assert_eq!(arbiters(observer.clone()).await?, [], "an observer");
     let mut smith_a = a.client_as(&smith).await?;
     let mut smith_b = b.client_as(&smith).await?;
     assert_eq!(

@@ -679,5 +679,24 @@ async fn a_deputy_sees_their_boards_alerts_and_the_round_shows_who_rules_where()
         Duration::from_secs(20),
     )
     .await?;
+
+    // An observer is not shown who rules where.
+    let observer = users.add(
+        "ob-deputies",
+        &[Grant {
+            tournament: "deputies-open".into(),
+            role: AccessRole::Observer,
+            boards: Vec::new(),
+        }],
+    )?;
+    game_service.wait_for_user(&observer).await?;
+    let observing = arbiter.login("ob-deputies", TEST_PASSWORD).await?;
+    let listed = observing
+        .get("/api/tournaments/deputies-open/assignments?round=1")
+        .await?;
+    assert_eq!(
+        (&listed["arbiters"], &listed["coverage"]),
+        (&Value::Null, &Value::Null)
+    );
     Ok(())
 }

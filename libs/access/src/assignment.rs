@@ -193,17 +193,21 @@ pub struct Coverage {
     pub shared: Vec<(u32, Vec<String>)>,
 }
 
-/// How `arbiters` cover the boards numbered `boards`.
-pub fn coverage(arbiters: &[ArbiterBoards], boards: &[u32]) -> Coverage {
+/// How the arbiters, each as (user, boards ruled), cover the boards numbered `boards`.
+pub fn coverage<'a>(
+    arbiters: impl IntoIterator<Item = (&'a str, &'a BoardsRuled)> + Clone,
+    boards: &[u32],
+) -> Coverage {
     let mut coverage = Coverage::default();
     let mut boards = boards.to_vec();
     boards.sort_unstable();
     boards.dedup();
     for board in boards {
         let ruling: Vec<String> = arbiters
-            .iter()
-            .filter(|a| matches!(&a.boards, BoardsRuled::These(b) if b.contains(&board)))
-            .map(|a| a.user.clone())
+            .clone()
+            .into_iter()
+            .filter(|(_, ruled)| matches!(ruled, BoardsRuled::These(b) if b.contains(&board)))
+            .map(|(user, _)| user.to_owned())
             .collect();
         match ruling.len() {
             0 => coverage.uncovered.push(board),
@@ -364,8 +368,18 @@ mod tests {
             ],
             "the file's boards unless assigned; no observer, other tournament or disabled user"
         );
+        let ruled = |arbiters: &[ArbiterBoards]| -> Vec<(String, BoardsRuled)> {
+            arbiters
+                .iter()
+                .map(|a| (a.user.clone(), a.boards.clone()))
+                .collect()
+        };
+        let pairs = ruled(&arbiters);
+        fn of(pairs: &[(String, BoardsRuled)]) -> Vec<(&str, &BoardsRuled)> {
+            pairs.iter().map(|(u, b)| (u.as_str(), b)).collect()
+        }
         assert_eq!(
-            coverage(&arbiters, &[1, 2, 3, 4, 5, 6, 4]),
+            coverage(of(&pairs), &[1, 2, 3, 4, 5, 6, 4]),
             Coverage {
                 uncovered: vec![5],
                 shared: vec![],
@@ -374,9 +388,9 @@ mod tests {
         assignments.record(
             Assignment::new(&brown, "open", vec![2, 5, 6], "ca-jones", 6, "r2").expect("ok"),
         );
-        let arbiters = assignments.arbiters_of(&directory, "open");
+        let pairs = ruled(&assignments.arbiters_of(&directory, "open"));
         assert_eq!(
-            coverage(&arbiters, &[1, 2, 3, 4, 5, 6]),
+            coverage(of(&pairs), &[1, 2, 3, 4, 5, 6]),
             Coverage {
                 uncovered: vec![4],
                 shared: vec![(2, vec!["ia-brown".to_owned(), "ia-smith".to_owned()])],

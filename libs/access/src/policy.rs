@@ -161,10 +161,8 @@ impl Identity {
                     board_number,
                 },
             ) => self
-                .assigned
-                .get(*tournament)
-                .unwrap_or(&grant.boards)
-                .contains(board_number),
+                .rules_on(tournament)
+                .is_some_and(|boards| boards.includes(*board_number)),
             _ => false,
         }
     }

@@ -543,18 +543,26 @@ impl GameAlerts {
                     d.ply
                 ),
             ),
+            Kind::ClockAlert(a) if a.ply == 0 => Raised::new(
+                AlertKind::ClockMismatch,
+                0,
+                "6.10",
+                format!(
+                    "before the first move: {}'s clock was set to {} where the time control \
+                     starts from {}. Set it right before play.",
+                    side_named(terms::side_or_legacy(a.clock_of(), &a.side), &a.side),
+                    wording::format_clock(a.reported_ms),
+                    wording::format_clock(a.expected_ms),
+                ),
+            ),
             Kind::ClockAlert(a) => Raised::new(
                 AlertKind::ClockMismatch,
                 a.ply,
                 "6.10",
                 format!(
-                    "{}: {}'s clock shows {} where the time control gives {}: {}. The \
+                    "ply {}: {}'s clock shows {} where the time control gives {}: {}. The \
                      clock's reading stands.",
-                    if a.ply == 0 {
-                        "before the first move".to_owned()
-                    } else {
-                        format!("ply {}", a.ply)
-                    },
+                    a.ply,
                     side_named(terms::side_or_legacy(a.clock_of(), &a.side), &a.side),
                     minutes_seconds(a.reported_ms),
                     minutes_seconds(a.expected_ms),

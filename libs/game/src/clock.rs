@@ -31,11 +31,11 @@ use crate::events::{
 /// 6: the released-piece clause is cited as the edition numbers it (4.7 from 2014), and a piece
 /// released on a square no legal move takes it to made no move, so moving it on is no breach; a
 /// result that replaces another, and a claim ruled against the log's verdict, need a reason.
-/// 7: the clock as set for the game is checked when it first runs; Black's first move is
-/// predicted from Black's clock at White's first press; a clock that misses the increment is
-/// told as such, and a difference that repeats on the mover's next move is told once; the
-/// game's position seen turned round at any point turns the board's reading (not only the start
-/// position).
+/// 7: the clock as set for the game is checked when started before the first move; Black's
+/// first move is predicted from Black's clock at White's first press; a clock that misses the
+/// increment is told as such, and a difference that repeats on the mover's next moves is told
+/// once; the game's position seen turned round at any point turns the board's reading (not only
+/// the start position).
 pub const CURRENT_INTERPRETATION: u32 = 7;
 
 /// Which display of the clock is White's, as the log has established it.

@@ -349,7 +349,18 @@ impl Game {
                     ));
                 }
             }
-            Some(Kind::Touch(_)) | Some(Kind::TouchMove(_)) | Some(Kind::ClockAlert(_)) => {}
+            Some(Kind::ClockAlert(alert)) => match alert.ply {
+                0 => self.clock.set_up_told.push((
+                    terms::side_or_legacy(alert.clock_of(), &alert.side),
+                    alert.reported_ms,
+                )),
+                ply => {
+                    if let Some(mv) = self.moves.get(ply as usize - 1) {
+                        self.clock.alerted.push((ply, mv.game_seq));
+                    }
+                }
+            },
+            Some(Kind::Touch(_)) | Some(Kind::TouchMove(_)) => {}
             Some(Kind::BoardStatus(status)) => {
                 self.board.status = BoardStatus {
                     state: status.state(),
@@ -586,7 +597,6 @@ impl Game {
         };
         let reading = self.clock.sides.read(&raw);
         self.clock.flags = (reading.white_flag, reading.black_flag);
-        self.clock.has_run |= matches!(reading.running(), ClockRun::White | ClockRun::Black);
         match (self.interpretation, reading.running()) {
             (0, running @ (ClockRun::White | ClockRun::Black)) => self.clock.running = running,
             // Interpretation 0: a paused clock is not a press when it runs again, so only White

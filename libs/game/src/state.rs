@@ -135,9 +135,12 @@ pub(crate) struct ClockState {
     pub(crate) changes: Vec<(usize, u64, ClockChange)>,
     /// Presses in doubt that no later press has settled, in order.
     pub(crate) doubts: Vec<PressDoubt>,
-    /// A recorded reading has shown it running: the clock as set for the game was checked
-    /// then, if ever (`Game::clock_set_up_alerts`).
-    pub(crate) has_run: bool,
+    /// The displays told as set wrongly before the first move, with what each showed: told
+    /// once for what it shows (`Game::clock_set_up_alerts`).
+    pub(crate) set_up_told: Vec<(events::Side, u64)>,
+    /// The completed moves a clock alert was raised for, as (ply, the move's `game_seq`): where
+    /// the arbiter was told of a run of moves off the prediction by the same amount.
+    pub(crate) alerted: Vec<(u32, u64)>,
     /// The completed moves when the game in play moved to another board's clock: readings at
     /// moves before are the other clock's, and predict nothing on this one.
     pub(crate) new_clock_at: Option<usize>,

@@ -297,6 +297,11 @@ pub fn describe(event: &GameEvent, edition: Option<&str>) -> Option<String> {
         Kind::SetupMismatchCleared(c) => {
             format!("set-up ({}): as expected again", aspect(c.aspect()))
         }
+        Kind::ClockAlert(a) if a.ply == 0 => format!(
+            "before the first move: clock alert for {}: {}",
+            clock_alert_side(a),
+            a.reason
+        ),
         Kind::ClockAlert(a) => format!(
             "ply {}: clock alert for {}: {}",
             a.ply,

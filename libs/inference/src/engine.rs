@@ -525,8 +525,10 @@ impl Inference {
 
         let mut previous = previous;
         if let Some(turned) = self.turned_round(&raw) {
-            // What the board showed before was read the other way round: no touches from it.
+            // What the board showed before was read the other way round: no touches from it,
+            // and an irregularity reported meanwhile is over.
             self.orientation = turned;
+            self.finish_pending(seq, &mut out);
             self.clear_tracking();
             previous = orient(&raw, turned);
             out.push(Output::OrientationChanged {

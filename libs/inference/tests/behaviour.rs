@@ -272,13 +272,30 @@ fn the_games_position_turned_round_turns_the_reading() {
     let mut s = Script::after(&["e4", "e5", "Nf3"]);
     let position = s.engine.position().board().clone();
     s.sensor_orientation = Orientation::Rotated;
+    // The spare being set up: half the pieces on it, long enough to be reported.
+    let mut half = position.clone();
+    for square in Square::ALL
+        .into_iter()
+        .filter(|sq| sq.rank() >= shakmaty::Rank::Fifth)
+    {
+        half.discard_piece_at(square);
+    }
+    s.placement(half);
+    let out = s.tick(10_000);
+    assert!(
+        out.iter().any(|o| matches!(o, Output::Irregularity { .. })),
+        "{out:?}"
+    );
     let out = s.placement(position.clone());
     assert_eq!(
         out,
-        vec![Output::OrientationChanged {
-            orientation: Orientation::Rotated,
-            basis: vec![1]
-        }]
+        vec![
+            Output::IrregularityCleared { basis: vec![3] },
+            Output::OrientationChanged {
+                orientation: Orientation::Rotated,
+                basis: vec![3]
+            }
+        ]
     );
     assert_eq!(s.engine.orientation(), Orientation::Rotated);
     let out = s.slide(Square::B8, Square::C6);
@@ -292,7 +309,7 @@ fn the_games_position_turned_round_turns_the_reading() {
         out,
         vec![Output::OrientationChanged {
             orientation: Orientation::Normal,
-            basis: vec![4]
+            basis: vec![6]
         }]
     );
 

@@ -156,7 +156,9 @@ async function loadMyBoards() {
   const r = await api("GET", "/api/me");
   if (!r.ok) return;
   myBoards = r.data.rules_on || {};
-  const deputy = Object.values(myBoards).some(Array.isArray) && !Object.values(myBoards).includes("every");
+  // Arbiters with boards of their own in some tournament (a chief arbiter's tournaments count
+  // as all theirs).
+  const deputy = Object.values(myBoards).some(Array.isArray);
   document.getElementById("only-mine-label").hidden = !deputy;
   document.getElementById("only-mine").checked = deputy;
   queuePanel.classList.toggle("only-mine", deputy);
@@ -172,11 +174,15 @@ document.getElementById("only-mine").addEventListener("change", e => {
 });
 
 function updateQueueCount() {
-  const open = [...alerts.values()].filter(a => a.status !== "resolved" && (!onlyMine() || isMine(a))).length;
+  const unresolved = [...alerts.values()].filter(a => a.status !== "resolved");
+  const open = unresolved.filter(a => !onlyMine() || isMine(a)).length;
+  const elsewhere = unresolved.length - open;
   const badge = document.getElementById("queue-count");
   badge.textContent = String(open);
   badge.dataset.count = String(open);
-  document.getElementById("queue-empty").hidden = open > 0;
+  const empty = document.getElementById("queue-empty");
+  empty.hidden = open > 0;
+  empty.textContent = elsewhere ? `No open alerts on your boards (${counted(elsewhere, "open alert")} on other boards).` : "No open alerts.";
   document.title = document.title.replace(/^\(\d+\) /, "");
   if (open > 0) document.title = `(${open}) ${document.title}`;
 }
@@ -270,7 +276,7 @@ function upsertAlert(a) {
   alerts.set(a.id, a);
   const fresh = initialLoadDone && !known && a.status === "new";
   renderAlert(a, fresh);
-  if (fresh && navigator.vibrate) navigator.vibrate(200);
+  if (fresh && navigator.vibrate && (!onlyMine() || isMine(a))) navigator.vibrate(200);
   updateQueueCount();
   if (BOOT.page === "game") onGameAlert(a);
 }
@@ -387,9 +393,13 @@ function boardCard(b) {
 // arbiter's.
 async function loadAssignments() {
   const list = document.getElementById("assignment-list");
-  const r = await api("GET", `/api/tournaments/${encodeURIComponent(PARAMS.tournament)}/assignments?round=${PARAMS.round}`);
+  const r = await api("GET", `/api/tournaments/${encodeURIComponent(PARAMS.tournament)}/assignments?round=${encodeURIComponent(PARAMS.round)}`);
   if (!r.ok) {
     fill(list, el("li", { class: "muted", text: r.data.error }));
+    return;
+  }
+  if (!r.data.arbiters) {
+    fill(list, el("li", { class: "muted", text: "Who rules on which boards is shown to the tournament's arbiters." }));
     return;
   }
   fill(list, ...(r.data.arbiters.length

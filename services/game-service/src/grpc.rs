@@ -745,9 +745,17 @@ impl game_service_server::GameService for GameApi {
             .iter()
             .map(assignments::to_proto)
             .collect();
-        let arbiters = self
-            .auth
-            .arbiters_of(&tournament)
+        // Who rules where is for those who rule in the tournament (the arbiters' user names
+        // are half of their credentials): not for observers, operators or open reads.
+        let rules_here = reader
+            .as_ref()
+            .is_some_and(|who| who.rules_on(&tournament).is_some());
+        let arbiters = if rules_here {
+            self.auth.arbiters_of(&tournament)
+        } else {
+            Vec::new()
+        };
+        let arbiters = arbiters
             .into_iter()
             .map(|a| ArbiterBoards {
                 user: a.user,

@@ -3,7 +3,7 @@
 
 use shakmaty::{Color, Position};
 
-use crate::device::Observation;
+use crate::device::{ClockReading, ClockRun, Observation};
 use crate::events::{ClockAlert, GameEnded, Side, Source, game_event::Kind};
 use crate::record::NewEvent;
 use crate::state::{ClockChange, Game};
@@ -29,10 +29,11 @@ impl Game {
         let mover_is_white = ply % 2 == 1;
         let reported = if mover_is_white { clocks.0 } else { clocks.1 };
         let prediction = self.predicted(ply, obs.device_time_unix_ms, reported)?;
-        if prediction.difference().unsigned_abs() <= TOLERANCE_MS {
+        let difference = prediction.difference()?;
+        if difference.unsigned_abs() <= TOLERANCE_MS {
             return None;
         }
-        if self.interpretation >= 7 && self.same_difference_before(ply, &prediction) {
+        if self.interpretation >= 7 && self.told_in_this_run(ply, difference) {
             return None;
         }
         let own_move = ply.div_ceil(2);
@@ -43,7 +44,6 @@ impl Game {
             completes_period,
             increment_ms,
         } = prediction;
-        let difference = prediction.difference();
         let reason = if completes_period && reported < expected.saturating_sub(bonus_ms / 2) {
             format!(
                 "the next period's {} min were not added after move {own_move}",
@@ -81,29 +81,40 @@ impl Game {
         })
     }
 
-    /// The mover's previous move was off its prediction by as much as this one (a clock that
-    /// adds the wrong increment on every move): the arbiter was told then.
-    fn same_difference_before(&self, ply: u32, now: &Prediction) -> bool {
-        let Some(before) = ply.checked_sub(2).filter(|before| *before > 0) else {
-            return false;
-        };
-        let Some(previous) = self.moves.get(before as usize - 1) else {
-            return false;
-        };
-        let reported = if ply % 2 == 1 {
-            previous.event.white_remaining_ms
-        } else {
-            previous.event.black_remaining_ms
-        };
-        reported
-            .and_then(|ms| self.predicted(before, previous.device_time_unix_ms, ms))
-            .is_some_and(|then| {
-                then.difference().unsigned_abs() > TOLERANCE_MS
-                    && then
-                        .difference()
-                        .checked_sub(now.difference())
-                        .is_some_and(|d| d.unsigned_abs() <= TOLERANCE_MS)
-            })
+    /// The mover's earlier moves back to one the arbiter was told of were all off their
+    /// predictions by about `difference` too (a clock adding the wrong increment on every move):
+    /// this move continues a run already told.
+    fn told_in_this_run(&self, ply: u32, difference: i64) -> bool {
+        let mut before = ply;
+        loop {
+            before = match before.checked_sub(2) {
+                Some(earlier) if earlier > 0 => earlier,
+                _ => return false,
+            };
+            let Some(earlier) = self.moves.get(before as usize - 1) else {
+                return false;
+            };
+            let reported = if before % 2 == 1 {
+                earlier.event.white_remaining_ms
+            } else {
+                earlier.event.black_remaining_ms
+            };
+            let same = reported
+                .and_then(|ms| self.predicted(before, earlier.device_time_unix_ms, ms))
+                .and_then(|then| then.difference())
+                .is_some_and(|then| {
+                    then.unsigned_abs() > TOLERANCE_MS
+                        && then
+                            .checked_sub(difference)
+                            .is_some_and(|d| d.unsigned_abs() <= TOLERANCE_MS)
+                });
+            if !same {
+                return false;
+            }
+            if self.clock.alerted.contains(&(before, earlier.game_seq)) {
+                return true;
+            }
+        }
     }
 
     /// What the time control predicts of the mover's clock at the press completing `ply`, made
@@ -127,7 +138,12 @@ impl Game {
         // run before it).
         let (previous, read_at_completed) = match index.checked_sub(2) {
             Some(before) => (self.moves.get(before)?, before + 1),
-            None if self.interpretation >= 7 && !mover_is_white => (opponent, index),
+            None if self.interpretation >= 7
+                && !mover_is_white
+                && self.start.turn() == Color::White =>
+            {
+                (opponent, index)
+            }
             None => return None,
         };
         // Values from the log (an arbiter's, a clock's) are checked as they are combined: a
@@ -194,20 +210,22 @@ impl Game {
         })
     }
 
-    /// From interpretation 7, the clock as set for the game, checked when it first runs before
-    /// any move (Article 6.10: a clock set wrongly is put right by the arbiter, best before
-    /// play): the display that has not run shows the first period's time, the one running no
-    /// more than that (some clocks give the increment at the start). Not checked when the
-    /// arbiter set the clocks, for a game started from a position with Black to move, or once
-    /// the board shows a move (the system joined a game in play).
+    /// From interpretation 7, the clock as set for the game, checked each time it is started
+    /// before the first move (Article 6.10: a clock set wrongly is put right by the arbiter, best
+    /// before play): the display that has not run shows the first period's time, the one running
+    /// no more than that (some clocks give the increment at the start). Each display is told once
+    /// for what it shows (a clock started to try it and started again as it was says nothing new).
+    /// Not checked when the arbiter set the clocks, for a game from a position (Black to move, or
+    /// after move 1), nor unless the board shows the game's start position (the system may have
+    /// joined a game in play).
     pub(super) fn clock_set_up_alerts(
         &self,
         obs: &Observation,
-        reading: &crate::device::ClockReading,
+        reading: &ClockReading,
     ) -> Vec<NewEvent> {
         let running = match reading.running() {
-            crate::device::ClockRun::White => Color::White,
-            crate::device::ClockRun::Black => Color::Black,
+            ClockRun::White => Color::White,
+            ClockRun::Black => Color::Black,
             _ => return Vec::new(),
         };
         let first_period = self
@@ -218,12 +236,16 @@ impl Game {
         let Some(first_period) = first_period else {
             return Vec::new();
         };
+        let started = !matches!(self.clock.running, ClockRun::White | ClockRun::Black);
         if self.interpretation < 7
-            || self.clock.has_run
+            || !started
             || !self.moves.is_empty()
             || !self.provisional.is_empty()
             || !self.clock.changes.is_empty()
             || self.start.turn() == Color::Black
+            || self.start.fullmoves().get() > 1
+            || !self.board.start_seen
+            || self.board.irregular.is_some()
         {
             return Vec::new();
         }
@@ -232,12 +254,19 @@ impl Game {
             .saturating_add(first_period.increment_ms)
             .saturating_add(TOLERANCE_MS);
         let least = base.saturating_sub(TOLERANCE_MS);
+        let told = |side: Side, shown: u64| {
+            self.clock
+                .set_up_told
+                .iter()
+                .any(|&(s, ms)| s == side && ms.abs_diff(shown) <= TOLERANCE_MS)
+        };
         [
             (Side::White, Color::White, reading.white_remaining_ms),
             (Side::Black, Color::Black, reading.black_remaining_ms),
         ]
         .into_iter()
         .filter(|&(_, color, shown)| shown > most || (color != running && shown < least))
+        .filter(|&(side, _, shown)| !told(side, shown))
         .map(|(side, _, shown)| NewEvent {
             kind: Kind::ClockAlert(ClockAlert {
                 ply: 0,
@@ -344,8 +373,9 @@ struct Prediction {
 }
 
 impl Prediction {
-    /// Reported − expected: negative when the clock shows less than predicted.
-    fn difference(&self) -> i64 {
-        self.reported.saturating_sub(self.expected)
+    /// Reported − expected: negative when the clock shows less than predicted; `None` when no
+    /// clock could show that difference (nothing is said of it).
+    fn difference(&self) -> Option<i64> {
+        self.reported.checked_sub(self.expected)
     }
 }

@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use boardcast_access::{ArbiterBoards, BoardsRuled, Operation};
+use boardcast_access::{BoardsRuled, Operation};
 use boardcast_game::events::arbiter_action::Action;
 use boardcast_game::events::{
     ActRequest, AdjustClocks, AlertAcknowledgement, Annotation, ArbiterAction, ClaimKind,
@@ -494,21 +494,21 @@ pub(super) async fn api_assignments(
         Ok(listed) => listed,
         Err(e) => return upstream_error(&e),
     };
-    let arbiters: Vec<ArbiterBoards> = listed
+    // Who rules where is for those who rule in the tournament; for others the page says so.
+    let rules_here = session.identity.rules_on(&tournament).is_some();
+    let ruled: Vec<(&str, BoardsRuled)> = listed
         .arbiters
         .iter()
-        .map(|a| ArbiterBoards {
-            user: a.user.clone(),
-            display_name: a.display_name.clone(),
-            boards: if a.every_board {
+        .map(|a| {
+            let boards = if a.every_board {
                 BoardsRuled::Every
             } else {
                 BoardsRuled::These(a.boards.clone())
-            },
-            assignment: None,
+            };
+            (a.user.as_str(), boards)
         })
         .collect();
-    let coverage = query.round.map(|round| {
+    let coverage = query.round.filter(|_| rules_here).map(|round| {
         let boards: Vec<u32> = state
             .games
             .boards(&AlertFilter {
@@ -519,7 +519,8 @@ pub(super) async fn api_assignments(
             .iter()
             .map(|b| b.board_number)
             .collect();
-        let coverage = boardcast_access::coverage(&arbiters, &boards);
+        let coverage =
+            boardcast_access::coverage(ruled.iter().map(|(user, boards)| (*user, boards)), &boards);
         json!({
             "round": round,
             "uncovered": coverage.uncovered,
@@ -530,16 +531,25 @@ pub(super) async fn api_assignments(
             })).collect::<Vec<_>>(),
         })
     });
+    let arbiters = rules_here.then(|| {
+        listed
+            .arbiters
+            .iter()
+            .map(|a| {
+                json!({
+                    "user": a.user,
+                    "display_name": a.display_name,
+                    "every_board": a.every_board,
+                    "boards": a.boards,
+                    "boards_text": describe_boards(&a.boards),
+                    "assignment": a.assignment.as_ref().map(assignment_json),
+                })
+            })
+            .collect::<Vec<_>>()
+    });
     no_store(&json!({
         "assignments": listed.assignments.iter().map(assignment_json).collect::<Vec<_>>(),
-        "arbiters": listed.arbiters.iter().map(|a| json!({
-            "user": a.user,
-            "display_name": a.display_name,
-            "every_board": a.every_board,
-            "boards": a.boards,
-            "boards_text": describe_boards(&a.boards),
-            "assignment": a.assignment.as_ref().map(assignment_json),
-        })).collect::<Vec<_>>(),
+        "arbiters": arbiters,
         "coverage": coverage,
         "may_assign": session
             .identity
