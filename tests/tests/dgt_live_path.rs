@@ -25,15 +25,6 @@ fn boards() -> usize {
         .unwrap_or(6)
 }
 
-fn result_token(result: GameResult) -> &'static str {
-    match result {
-        GameResult::WhiteWins => "1-0",
-        GameResult::BlackWins => "0-1",
-        GameResult::Draw => "1/2-1/2",
-        GameResult::Unspecified => "*",
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn dgt_byte_streams_through_the_gateway_become_the_source_games() -> anyhow::Result<()> {
     through_the_live_path("dgt-live", &[]).await
@@ -165,7 +156,7 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
             state.termination()
         );
         assert_eq!(
-            result_token(state.result()),
+            boardcast_game::terms::result_token(state.result()),
             expected.result,
             "result of {game_id}"
         );

@@ -729,6 +729,57 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
             "{white} – {black}"
         );
     }
+
+    // Neither player of board 23 came: the arbiter declares both lost, and the pairing
+    // program's file says so (a forfeit loss each).
+    let board_23 = boardcast_game::game_id_for(TOURNAMENT, 4, 23);
+    game_service
+        .client()
+        .await?
+        .act(boardcast_schema::game::v1::ActRequest {
+            game_id: board_23.clone(),
+            action: Some(boardcast_schema::game::v1::ArbiterAction {
+                action: Some(boardcast_schema::game::v1::arbiter_action::Action::Result(
+                    boardcast_schema::game::v1::DeclareResult {
+                        result: boardcast_schema::game::v1::GameResult::BothLose as i32,
+                        reason: "neither player came".into(),
+                        article: "6.7.1".into(),
+                    },
+                )),
+                ..Default::default()
+            }),
+            request_id: boardcast_kit::client::new_request_id(),
+        })
+        .await?;
+    let double_path = dir.path().join("double-forfeit.trf");
+    let out = std::process::Command::new(program("boardcast")?)
+        .args([
+            "results",
+            "--tournament",
+            TOURNAMENT,
+            "--game-service",
+            &url,
+        ])
+        .args(["--trf-in", &export])
+        .arg("--trf-out")
+        .arg(&double_path)
+        .env("BOARDCAST_TOKEN", &operator)
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("22 results written"));
+    let table_23 = *tables.iter().find(|t| t.table == 23).context("table 23")?;
+    let double_text = std::fs::read_to_string(&double_path)?;
+    assert_eq!(
+        (
+            outcome_of(&double_text, table_23.white)?,
+            outcome_of(&double_text, table_23.black)?
+        ),
+        (Some('-'), Some('-'))
+    );
     Ok(())
 }
 

@@ -26,6 +26,7 @@ pub(crate) fn half_points(result: &str) -> Option<[u32; 2]> {
         "1-0" => Some([2, 0]),
         "0-1" => Some([0, 2]),
         "1/2-1/2" => Some([1, 1]),
+        "0-0" => Some([0, 0]),
         _ => None,
     }
 }

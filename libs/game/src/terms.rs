@@ -326,12 +326,15 @@ pub fn result_of(result: Option<boardcast_rules::outcome::GameResult>) -> GameRe
     }
 }
 
-/// The result as PGN writes it: "1-0", "0-1", "1/2-1/2", or "*" while there is none.
+/// The result as PGN writes it: "1-0", "0-1", "1/2-1/2", or "*" while there is none; both
+/// players losing (a double forfeit) as "0-0", the token lichess and the pairing programs read
+/// (PGN itself has none for it).
 pub fn result_token(result: GameResult) -> &'static str {
     match result {
         GameResult::WhiteWins => "1-0",
         GameResult::BlackWins => "0-1",
         GameResult::Draw => "1/2-1/2",
+        GameResult::BothLose => boardcast_rules::pgn::BOTH_LOST,
         GameResult::Unspecified => "*",
     }
 }

@@ -1978,3 +1978,28 @@ fn overruling_the_record_needs_a_reason_and_alerts_the_chief_arbiter() {
     assert!(board.game.is_over(), "the arbiter's ruling stands");
     board.assert_refolds();
 }
+
+/// Neither player came: the arbiter declares both lost (a double forfeit). The game is over
+/// with "0-0", which the PGN carries in its Result tag (its movetext ends with `*`: "0-0"
+/// there reads as castling), and a PGN reader gives back.
+#[test]
+fn a_double_forfeit_is_recorded_as_both_players_losing() {
+    use boardcast_game::events::{DeclareResult, GameResult, arbiter_action::Action};
+    let mut board = Board::new("fide-2023");
+    board.act(
+        Action::Result(DeclareResult {
+            result: GameResult::BothLose as i32,
+            reason: "neither player came".into(),
+            article: "6.7.1".into(),
+        }),
+        "IA Smith",
+    );
+    assert!(board.game.is_over());
+    assert_eq!(board.game.result_token(), "0-0");
+    let pgn = boardcast_rules::pgn::write_annotated_game(&board.game.to_pgn());
+    assert!(pgn.contains("[Result \"0-0\"]"), "{pgn}");
+    assert!(pgn.trim_end().ends_with('*'), "{pgn}");
+    let read = boardcast_rules::pgn::read_games(&pgn).expect("reads");
+    assert_eq!(read[0].result, "0-0");
+    board.assert_refolds();
+}

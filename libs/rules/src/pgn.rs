@@ -570,6 +570,10 @@ impl Visitor for Collector {
                 if winner.is_white() { "1-0" } else { "0-1" }.to_owned()
             }
             Outcome::Known(KnownOutcome::Draw) => "1/2-1/2".to_owned(),
+            // A result movetext has no token for ("0-0") stays as the tag gives it.
+            Outcome::Unknown if game.game.result == BOTH_LOST => {
+                return ControlFlow::Continue(());
+            }
             Outcome::Unknown => "*".to_owned(),
         };
         ControlFlow::Continue(())
@@ -734,7 +738,7 @@ fn write_with_notes(game: &PgnGame, notes: &[MoveNotes]) -> String {
             tokens.push(format!("{{{ARBITER_PREFIX} {words}}}"));
         }
     }
-    tokens.push(game.result.clone());
+    tokens.push(movetext_termination(&game.result).to_owned());
 
     let mut line = String::new();
     for token in tokens {
@@ -752,6 +756,16 @@ fn write_with_notes(game: &PgnGame, notes: &[MoveNotes]) -> String {
     out.push_str(&line);
     out.push_str("\n\n");
     out
+}
+
+/// Both players lost (a double forfeit): a result PGN has no token for, which lichess and the
+/// pairing programs read in the Result tag.
+pub const BOTH_LOST: &str = "0-0";
+
+/// How the movetext ends for `result`: as the tag says, except that [`BOTH_LOST`] ends with
+/// `*` (in movetext "0-0" reads as castling); the tag carries it.
+fn movetext_termination(result: &str) -> &str {
+    if result == BOTH_LOST { "*" } else { result }
 }
 
 /// Comment text that cannot end the comment early, nor the game: braces become parentheses,

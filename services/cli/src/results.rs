@@ -381,6 +381,12 @@ fn outcomes(game: &GameState) -> Option<(Outcome, Outcome)> {
         GameResult::BlackWins if by_the_arbiter && !white_moved => {
             (Outcome::ForfeitLoss, Outcome::ForfeitWin)
         }
+        // Neither came (a double forfeit), or both were penalised after play.
+        GameResult::BothLose if by_the_arbiter && !white_moved => {
+            (Outcome::ForfeitLoss, Outcome::ForfeitLoss)
+        }
+        GameResult::BothLose if unrated => (Outcome::UnratedLoss, Outcome::UnratedLoss),
+        GameResult::BothLose => (Outcome::Loss, Outcome::Loss),
         GameResult::WhiteWins if unrated => (Outcome::UnratedWin, Outcome::UnratedLoss),
         GameResult::BlackWins if unrated => (Outcome::UnratedLoss, Outcome::UnratedWin),
         GameResult::Draw if unrated => (Outcome::UnratedDraw, Outcome::UnratedDraw),
@@ -407,7 +413,7 @@ mod tests {
 
     #[test]
     fn a_loss_declared_before_the_loser_moved_is_a_forfeit() {
-        use GameResult::{BlackWins, WhiteWins};
+        use GameResult::{BlackWins, BothLose, WhiteWins};
         use Outcome::*;
         use Termination::{Arbiter, Resignation};
         let cases = [
@@ -420,6 +426,10 @@ mod tests {
             (1, WhiteWins, Resignation, (UnratedWin, UnratedLoss)),
             // Both had moved: a game.
             (2, WhiteWins, Arbiter, (Win, Loss)),
+            // Neither came: a double forfeit. Both lose a game played too (penalties).
+            (0, BothLose, Arbiter, (ForfeitLoss, ForfeitLoss)),
+            (1, BothLose, Arbiter, (UnratedLoss, UnratedLoss)),
+            (30, BothLose, Arbiter, (Loss, Loss)),
         ];
         for (moves, result, termination, expected) in cases {
             assert_eq!(

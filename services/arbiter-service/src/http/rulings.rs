@@ -182,8 +182,9 @@ pub(super) fn game_result(text: &str) -> Result<GameResult, String> {
         "1-0" => Ok(GameResult::WhiteWins),
         "0-1" => Ok(GameResult::BlackWins),
         "1/2-1/2" | "½-½" | "draw" => Ok(GameResult::Draw),
+        "0-0" => Ok(GameResult::BothLose),
         other => Err(format!(
-            "the result must be 1-0, 0-1 or 1/2-1/2, not {other:?}"
+            "the result must be 1-0, 0-1, 1/2-1/2 or 0-0 (both lose), not {other:?}"
         )),
     }
 }
