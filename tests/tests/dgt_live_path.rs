@@ -233,7 +233,7 @@ async fn through_the_live_path(tournament: &str, simulate_args: &[&str]) -> anyh
     // The boards whose clocks stand otherwise than their gateways were told show it, with the
     // fix.
     let boards = client
-        .list_boards(ListBoardsRequest {})
+        .list_boards(ListBoardsRequest::default())
         .await?
         .into_inner()
         .boards;

@@ -144,7 +144,7 @@ async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Resul
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let boards = client
-            .list_boards(ListBoardsRequest {})
+            .list_boards(ListBoardsRequest::default())
             .await?
             .into_inner()
             .boards;
@@ -199,7 +199,7 @@ async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Resul
     client.pair_round(round(2, round2)).await?;
 
     let boards = client
-        .list_boards(ListBoardsRequest {})
+        .list_boards(ListBoardsRequest::default())
         .await?
         .into_inner()
         .boards;
@@ -227,7 +227,7 @@ async fn rounds_are_paired_on_boards_reused_round_after_round() -> anyhow::Resul
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let boards = client
-            .list_boards(ListBoardsRequest {})
+            .list_boards(ListBoardsRequest::default())
             .await?
             .into_inner()
             .boards;
@@ -301,7 +301,10 @@ async fn taking_over_a_board_needs_rights_on_the_tournament_it_is_taken_from() -
         .expect_err("the main event's board");
     assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
     assert!(refused.message().contains("hall-open"), "{refused:?}");
-    let boards = admin.list_boards(ListBoardsRequest {}).await?.into_inner();
+    let boards = admin
+        .list_boards(ListBoardsRequest::default())
+        .await?
+        .into_inner();
     assert_eq!(
         carried(boards.boards).as_deref(),
         Some("hall-open-r1-b1"),
@@ -313,7 +316,10 @@ async fn taking_over_a_board_needs_rights_on_the_tournament_it_is_taken_from() -
     let mut again = round(2, vec![pairing(1, "hall-1", "Adams", "Clark")]);
     again.replace_unfinished = true;
     main.pair_round(again).await?;
-    let boards = admin.list_boards(ListBoardsRequest {}).await?.into_inner();
+    let boards = admin
+        .list_boards(ListBoardsRequest::default())
+        .await?
+        .into_inner();
     assert_eq!(carried(boards.boards).as_deref(), Some("hall-open-r2-b1"));
     Ok(())
 }
@@ -326,7 +332,7 @@ async fn a_round_set_up_on_the_wrong_boards_is_set_up_again_before_play() -> any
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     let live = async |client: &mut boardcast_kit::client::GameClient| -> anyhow::Result<Vec<(String, String)>> {
         Ok(client
-            .list_boards(ListBoardsRequest {})
+            .list_boards(ListBoardsRequest::default())
             .await?
             .into_inner()
             .boards
@@ -351,7 +357,7 @@ async fn a_round_set_up_on_the_wrong_boards_is_set_up_again_before_play() -> any
     publish_status(&js, "hall-2", 2, DeviceState::Connected).await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while !client
-        .list_boards(ListBoardsRequest {})
+        .list_boards(ListBoardsRequest::default())
         .await?
         .into_inner()
         .boards
@@ -418,7 +424,7 @@ async fn a_round_set_up_on_the_wrong_boards_is_set_up_again_before_play() -> any
     publish_status(&js, "hall-2", 3, DeviceState::Disconnected).await?;
     loop {
         let boards = client
-            .list_boards(ListBoardsRequest {})
+            .list_boards(ListBoardsRequest::default())
             .await?
             .into_inner()
             .boards;

@@ -213,6 +213,14 @@ impl Identity {
         }
     }
 
+    /// Whether the identity sets games up in some tournament (an operator or a chief arbiter):
+    /// who is shown the hall's boards that carry no game yet.
+    pub fn sets_up_games(&self) -> bool {
+        self.grants
+            .iter()
+            .any(|g| matches!(g.role, Role::Operator | Role::ChiefArbiter))
+    }
+
     /// Whether the identity may read the tournament (to filter lists).
     pub fn may_read(&self, tournament: &str) -> bool {
         self.may(Operation::Read { tournament }).is_ok()

@@ -53,7 +53,10 @@ pub use start::{
     RevisionRefused, could_be_game_id, example_game, game_id_for, rules_of, validate_board_id,
     validate_tournament_id,
 };
-pub use state::{CompletedMove, Game, GameError, IllegalMoveEntry, RecordedRequest, fen_of as fen};
+pub use state::{
+    CompletedMove, Game, GameError, IllegalMoveEntry, LOW_BATTERY_PERCENT, RecordedRequest,
+    fen_of as fen,
+};
 pub use time_control::{parse_time_control, read_time_control_tag, time_control_tag};
 
 pub use boardcast_schema::device::v1 as device;

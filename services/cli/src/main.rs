@@ -2,6 +2,7 @@
 
 mod analyze;
 mod appeal;
+mod boards;
 mod dead_letters;
 mod delay;
 mod demo;
@@ -72,6 +73,10 @@ enum Command {
     /// exported: players, pairings with colours, byes and forfeits, each table on a physical
     /// board; `--dry-run` prints the round as JSON without a running system.
     Pair(pair::PairArgs),
+    /// The hall's boards at a glance, for the check before a round: each board's game,
+    /// connection, battery and set-up to correct, and the boards played on while no game takes
+    /// their moves (a round not set up on them, a board paired under another id).
+    Boards(boards::BoardsArgs),
     /// Write the rounds' results from the game logs into the pairing program's Tournament
     /// Report File (the one the rounds were set up from), points summed again, so that it
     /// pairs the next round from it; a game without a result is left blank and reported.
@@ -121,6 +126,7 @@ fn main() -> anyhow::Result<()> {
         Command::Delay(args) => runtime.block_on(delay::run(args)),
         Command::Pair(args) => runtime.block_on(pair::run(args)),
         Command::Results(args) => runtime.block_on(results::run(args)),
+        Command::Boards(args) => runtime.block_on(boards::run(args)),
         // Logging on, so that what NATS refuses (a user that may not read a stream) says why.
         Command::Export(args) => {
             init_logging();

@@ -126,6 +126,47 @@ fn append_status(e: AppendError) -> Status {
     }
 }
 
+impl GameApi {
+    /// What the boards sent that their games did not take: each board's last observation on
+    /// NATS, and, for whoever sets games up (or with open reads), the boards sending with no
+    /// game on them, from the dead-letter stream (a board not paired, or paired under another
+    /// id).
+    async fn add_traffic(
+        &self,
+        reader: &Option<boardcast_access::Identity>,
+        boards: &mut Vec<BoardSummary>,
+        carrying_a_game: &HashSet<String>,
+    ) -> Result<(), Status> {
+        use boardcast_kit::nats::{BoardRead, given_up_by_board, last_board_seq};
+        let unavailable = |e: anyhow::Error| Status::unavailable(format!("{e:#}"));
+        let js = &self.js;
+        let ids: Vec<String> = boards.iter().map(|b| b.board_id.clone()).collect();
+        let sent: Vec<anyhow::Result<u64>> = futures::stream::iter(ids)
+            .map(|id| async move { last_board_seq(js, &id, BoardRead::Leader).await })
+            .buffered(16)
+            .collect()
+            .await;
+        for (board, sent) in boards.iter_mut().zip(sent) {
+            board.last_sent_device_seq = sent.map_err(unavailable)?;
+        }
+        let sets_up = reader.as_ref().is_none_or(|who| who.sets_up_games());
+        if sets_up {
+            for given_up in given_up_by_board(js).await.map_err(unavailable)? {
+                if carrying_a_game.contains(&given_up.board_id) {
+                    continue;
+                }
+                boards.push(BoardSummary {
+                    board_id: given_up.board_id,
+                    given_up: given_up.count,
+                    last_given_up_reason: given_up.last_reason,
+                    ..Default::default()
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 #[tonic::async_trait]
 impl game_service_server::GameService for GameApi {
     async fn create_game(
@@ -620,6 +661,7 @@ impl game_service_server::GameService for GameApi {
         request: Request<ListBoardsRequest>,
     ) -> Result<Response<ListBoardsResponse>, Status> {
         let reader = self.auth.identify_reader(request.metadata()).await?;
+        let with_traffic = request.into_inner().with_traffic;
         let mut boards = self
             .store
             .live_games(|g| {
@@ -636,10 +678,18 @@ impl game_service_server::GameService for GameApi {
                     state: board.state as i32,
                     battery_percent: board.battery_percent,
                     setup_mismatches: g.setup_mismatches().to_vec(),
+                    ..Default::default()
                 }
             })
             .await;
+        // Boards carrying a game of a tournament the caller may not read are not theirs to see,
+        // with or without a game in progress.
+        let carrying_a_game: HashSet<String> = boards.iter().map(|b| b.board_id.clone()).collect();
         boards.retain(|b| may_read(&reader, &b.tournament_id));
+        if with_traffic {
+            self.add_traffic(&reader, &mut boards, &carrying_a_game)
+                .await?;
+        }
         boards.sort_by(|a, b| a.board_id.cmp(&b.board_id));
         Ok(Response::new(ListBoardsResponse { boards }))
     }

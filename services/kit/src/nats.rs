@@ -206,6 +206,63 @@ pub fn deadletter_subject(board_id: Option<&str>) -> String {
     format!("boardcast.deadletter.{}", board_id.unwrap_or("unknown"))
 }
 
+/// A board's observations in the dead-letter stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GivenUp {
+    /// As the board's subject names it (`unknown` for observations whose board was unreadable).
+    pub board_id: String,
+    pub count: u64,
+    /// Why the last one was given up.
+    pub last_reason: String,
+}
+
+/// Every board with observations in the dead-letter stream, by board: one stream info listing
+/// the subjects, then one read per board for its last reason. Nothing when the stream does not
+/// exist yet (nothing was ever given up).
+pub async fn given_up_by_board(js: &jetstream::Context) -> anyhow::Result<Vec<GivenUp>> {
+    use async_nats::jetstream::context::GetStreamErrorKind;
+    use futures::TryStreamExt as _;
+    let stream = match js.get_stream(DEADLETTER_STREAM).await {
+        Ok(stream) => stream,
+        Err(e)
+            if matches!(e.kind(), GetStreamErrorKind::JetStream(j)
+                if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND) =>
+        {
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("opening the dead-letter stream")),
+    };
+    let mut subjects: Vec<(String, usize)> = stream
+        .info_with_subjects(DEADLETTER_SUBJECTS)
+        .await
+        .context("listing the dead-letter stream's boards")?
+        .try_collect()
+        .await
+        .context("listing the dead-letter stream's boards")?;
+    subjects.sort();
+    let mut boards = Vec::with_capacity(subjects.len());
+    for (subject, count) in subjects {
+        let Some(board_id) = subject.strip_prefix("boardcast.deadletter.") else {
+            continue;
+        };
+        let last = stream
+            .get_last_raw_message_by_subject(&subject)
+            .await
+            .with_context(|| format!("reading board {board_id}'s last dead letter"))?;
+        let last_reason = last
+            .headers
+            .get(REASON_HEADER)
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default();
+        boards.push(GivenUp {
+            board_id: board_id.to_owned(),
+            count: count as u64,
+            last_reason,
+        });
+    }
+    Ok(boards)
+}
+
 /// Asks the leader of stream `name`'s replicas to step down, so that they elect another (what
 /// `nats stream cluster step-down` does). The stream keeps every message. Fails with the
 /// server's answer, or when none came (no leader, or a refused request: see [`connect_observed`]).

@@ -1,0 +1,175 @@
+//! `boardcast boards` against a running system: the hall's check before a round names the
+//! boards played on while no game takes their moves (its game over, or none set up on it) and
+//! a board's low battery; only those who set games up see the boards with no game.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, message::PublishMessage};
+use boardcast_access::{Grant, Role};
+use boardcast_kit::nats::{observation_message_id, observation_subject};
+use boardcast_schema::device::v1::{DeviceState, DeviceStatus, Observation, observation};
+use boardcast_schema::game::v1::{
+    ActRequest, ArbiterAction, CreateGameRequest, DeclareResult, GameResult, ListBoardsRequest,
+    arbiter_action::Action,
+};
+use boardcast_testkit::{GameService, TestNats, TestUsers, program};
+use prost::Message as _;
+
+const TOURNAMENT: &str = "boards-check";
+
+/// Board `board`'s observation `device_seq`: its gateway reporting it connected.
+async fn report(
+    js: &jetstream::Context,
+    board: &str,
+    device_seq: u64,
+    battery_percent: u32,
+) -> anyhow::Result<()> {
+    let observation = Observation {
+        board_id: board.into(),
+        device_seq,
+        device_time_unix_ms: 1_000 * device_seq as i64,
+        receive_time_unix_ms: 1_000 * device_seq as i64,
+        kind: Some(observation::Kind::Status(DeviceStatus {
+            state: DeviceState::Connected as i32,
+            battery_percent: Some(battery_percent),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let message = PublishMessage::build()
+        .payload(observation.encode_to_vec().into())
+        .message_id(observation_message_id(board, device_seq, rand::random()));
+    js.send_publish(observation_subject(board), message)
+        .await?
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves()
+-> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let game_service = GameService::start(&nats.url())?;
+    let mut admin = game_service.client().await?;
+    for (number, board) in [(1, "check-1"), (2, "check-2")] {
+        admin
+            .create_game(CreateGameRequest {
+                game: Some(boardcast_testkit::game_on_board(TOURNAMENT, number, board)),
+                replace_unfinished: false,
+                request_id: boardcast_kit::client::new_request_id(),
+                revise: false,
+            })
+            .await?;
+    }
+    // Board 2's game is over (neither player came), and its board is played on all the same.
+    admin
+        .act(ActRequest {
+            game_id: boardcast_game::game_id_for(TOURNAMENT, 1, 2),
+            action: Some(ArbiterAction {
+                action: Some(Action::Result(DeclareResult {
+                    result: GameResult::BothLose as i32,
+                    reason: "neither player came".into(),
+                    article: String::new(),
+                })),
+                ..Default::default()
+            }),
+            request_id: boardcast_kit::client::new_request_id(),
+        })
+        .await?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    report(&js, "check-1", 1, 15).await?;
+    report(&js, "check-2", 1, 90).await?;
+    report(&js, "check-2", 2, 90).await?;
+    // A board nobody paired (its id mistyped in the pairing, say).
+    report(&js, "check-9", 1, 90).await?;
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let boards = loop {
+        let boards = admin
+            .list_boards(ListBoardsRequest { with_traffic: true })
+            .await?
+            .into_inner()
+            .boards;
+        let stray = boards.iter().find(|b| b.board_id == "check-9");
+        let low = boards
+            .iter()
+            .find(|b| b.board_id == "check-1")
+            .and_then(|b| b.battery_percent);
+        if stray.is_some() && low == Some(15) {
+            break boards;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the observations were never decided: {boards:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let check_2 = boards
+        .iter()
+        .find(|b| b.board_id == "check-2")
+        .expect("listed");
+    assert_eq!(
+        (
+            check_2.game_over,
+            check_2.last_device_seq,
+            check_2.last_sent_device_seq
+        ),
+        (true, 0, 2)
+    );
+    let stray = boards
+        .iter()
+        .find(|b| b.board_id == "check-9")
+        .expect("listed");
+    assert_eq!((stray.game_id.as_str(), stray.given_up), ("", 1));
+    assert!(
+        stray
+            .last_given_up_reason
+            .contains("no game is live on board check-9"),
+        "{stray:?}"
+    );
+
+    let out = std::process::Command::new(program("boardcast")?)
+        .args(["boards", "--game-service", &game_service.url()])
+        .env("BOARDCAST_TOKEN", boardcast_testkit::admin_token())
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        "check-1      boards-check round 1 board 1    playing   connected, battery 15%",
+        "    ! battery low (15%)",
+        "check-2      boards-check round 1 board 2    finished  not reported yet",
+        "    ! played on after its game ended: 2 observations since",
+        "check-9      no game",
+        "    ! played on with no game set up: 1 of its observations given up",
+        "3 boards, 3 to see to",
+    ] {
+        assert!(said.contains(expected), "{expected:?} in:\n{said}");
+    }
+
+    // An observer of the tournament sees its boards, not the hall's boards with no game.
+    let observer = TestUsers::shared()?.add(
+        "ob-boards",
+        &[Grant {
+            tournament: TOURNAMENT.into(),
+            role: Role::Observer,
+            boards: Vec::new(),
+        }],
+    )?;
+    game_service.wait_for_user(&observer).await?;
+    let seen: Vec<String> = game_service
+        .client_as(&observer)
+        .await?
+        .list_boards(ListBoardsRequest { with_traffic: true })
+        .await?
+        .into_inner()
+        .boards
+        .into_iter()
+        .map(|b| b.board_id)
+        .collect();
+    assert_eq!(seen, ["check-1", "check-2"]);
+    Ok(())
+}
