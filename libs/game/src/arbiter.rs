@@ -372,7 +372,21 @@ impl Game {
                 side(who.player())?;
             }
             Action::Claim(ruling) => {
-                if side(ruling.claimant_side())? != self.position().turn() {
+                let claimant = side(ruling.claimant_side())?;
+                if claimant != self.position().turn() {
+                    // The opponent's move stands on the board, made but not pressed: the claimant
+                    // has the move (Article 1.3), and the claim rests on that move, which only
+                    // the board saw. The arbiter enters it from the scoresheet first.
+                    let line = self.provisional_line();
+                    if !line.is_empty() && claimant == self.line_position().turn() {
+                        let moves: Vec<&str> = line.iter().map(|m| m.san.as_str()).collect();
+                        return Err(ActionRejected::Invalid(format!(
+                            "the opponent's move {} stands on the board, not completed by a \
+                             press: enter it from the scoresheet first (a move the arbiter \
+                             confirms), then rule on the claim",
+                            moves.join(" ")
+                        )));
+                    }
                     return Err(ActionRejected::Invalid(
                         "only the player to move can claim a draw (Article 9.2)".into(),
                     ));

@@ -2003,3 +2003,50 @@ fn a_double_forfeit_is_recorded_as_both_players_losing() {
     assert_eq!(read[0].result, "0-0");
     board.assert_refolds();
 }
+
+/// White claims a threefold repetition that Black's move on the board makes, not pressed yet
+/// (Article 9.2.1.2: White has the move once it is made). The claim would rest on a move only
+/// the board saw: refused, saying to enter the move first; entered from the scoresheet, the
+/// claim is judged on it.
+#[test]
+fn a_claim_on_a_move_made_but_not_pressed_waits_for_the_move_to_be_entered() {
+    use boardcast_game::events::{
+        ClaimKind as EventClaimKind, ClaimRuling, EnterMove, Side, arbiter_action::Action,
+    };
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    for san in ["Nf3", "Nf6", "Ng1", "Ng8", "Nf3", "Nf6", "Ng1"] {
+        board.play(&mut pos, san);
+    }
+    play_san(&mut pos, "Ng8");
+    board.placement(pos.board());
+    assert_eq!(
+        board.game.provisional().map(|p| p.san.as_str()),
+        Some("Ng8")
+    );
+    let claim = || {
+        Action::Claim(ClaimRuling {
+            claimant_side: Side::White as i32,
+            kind: EventClaimKind::Threefold as i32,
+            upheld: true,
+            ..Default::default()
+        })
+    };
+    let recorded = board.records.len();
+    let refused = board
+        .try_act(claim(), "IA Smith", Vec::new())
+        .expect_err("resting on a move only the board saw");
+    assert_eq!(board.records.len(), recorded, "the refusal records nothing");
+    assert!(
+        refused
+            .to_string()
+            .starts_with("the opponent's move Ng8 stands on the board, not completed by a press"),
+        "{refused}"
+    );
+    let before = board.records.len();
+    board.act(Action::Move(EnterMove { san: "Ng8".into() }), "IA Smith");
+    assert!(board.records.len() > before);
+    board.act(claim(), "IA Smith");
+    assert_eq!(board.game.result_token(), "1/2-1/2", "{:?}", board.kinds());
+    board.assert_refolds();
+}
