@@ -136,6 +136,44 @@ pub async fn undecided_observations(
     Ok(Some((waiting, in_flight)))
 }
 
+/// Board `board`'s observation `device_seq` (made and received at `device_seq` seconds):
+/// its gateway reporting `state` and `battery_percent`, published as a gateway does, with its
+/// message id.
+pub async fn publish_status(
+    js: &async_nats::jetstream::Context,
+    board: &str,
+    device_seq: u64,
+    state: boardcast_schema::device::v1::DeviceState,
+    battery_percent: u32,
+) -> anyhow::Result<()> {
+    use boardcast_schema::device::v1::{DeviceStatus, Observation, observation};
+    use prost::Message as _;
+    let at_ms = i64::try_from(device_seq)?.saturating_mul(1_000);
+    let observation = Observation {
+        board_id: board.into(),
+        device_seq,
+        device_time_unix_ms: at_ms,
+        receive_time_unix_ms: at_ms,
+        kind: Some(observation::Kind::Status(DeviceStatus {
+            state: state as i32,
+            battery_percent: Some(battery_percent),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let message = async_nats::jetstream::message::PublishMessage::build()
+        .payload(observation.encode_to_vec().into())
+        .message_id(boardcast_kit::nats::observation_message_id(
+            board,
+            device_seq,
+            rand::random(),
+        ));
+    js.send_publish(boardcast_kit::nats::observation_subject(board), message)
+        .await?
+        .await?;
+    Ok(())
+}
+
 /// Every observation stored when called, of every observation stream (the unpartitioned one and
 /// the partitions'), in the order stored (a board's are in one stream, in its order).
 pub async fn every_observation(

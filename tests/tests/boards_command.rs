@@ -4,16 +4,14 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, message::PublishMessage};
+use async_nats::jetstream;
 use boardcast_access::{Grant, Role};
-use boardcast_kit::nats::{observation_message_id, observation_subject};
-use boardcast_schema::device::v1::{DeviceState, DeviceStatus, Observation, observation};
+use boardcast_schema::device::v1::DeviceState;
 use boardcast_schema::game::v1::{
     ActRequest, ArbiterAction, CreateGameRequest, DeclareResult, GameResult, ListBoardsRequest,
     arbiter_action::Action,
 };
 use boardcast_testkit::{GameService, TestNats, TestUsers, program};
-use prost::Message as _;
 
 const TOURNAMENT: &str = "boards-check";
 
@@ -24,25 +22,14 @@ async fn report(
     device_seq: u64,
     battery_percent: u32,
 ) -> anyhow::Result<()> {
-    let observation = Observation {
-        board_id: board.into(),
+    boardcast_testkit::publish_status(
+        js,
+        board,
         device_seq,
-        device_time_unix_ms: 1_000 * device_seq as i64,
-        receive_time_unix_ms: 1_000 * device_seq as i64,
-        kind: Some(observation::Kind::Status(DeviceStatus {
-            state: DeviceState::Connected as i32,
-            battery_percent: Some(battery_percent),
-            ..Default::default()
-        })),
-        ..Default::default()
-    };
-    let message = PublishMessage::build()
-        .payload(observation.encode_to_vec().into())
-        .message_id(observation_message_id(board, device_seq, rand::random()));
-    js.send_publish(observation_subject(board), message)
-        .await?
-        .await?;
-    Ok(())
+        DeviceState::Connected,
+        battery_percent,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -434,20 +434,34 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     };
 
+    // `boardcast results` as the operator runs it: from `trf_in` (or the games alone) into
+    // `trf_out`, `--differing` as given.
+    let results = |trf_in: Option<&std::path::Path>,
+                   trf_out: &std::path::Path,
+                   differing: Option<&str>|
+     -> anyhow::Result<std::process::Output> {
+        let mut command = std::process::Command::new(program("boardcast")?);
+        command
+            .args([
+                "results",
+                "--tournament",
+                TOURNAMENT,
+                "--game-service",
+                &url,
+            ])
+            .arg("--trf-out")
+            .arg(trf_out)
+            .env("BOARDCAST_TOKEN", &operator);
+        if let Some(trf_in) = trf_in {
+            command.arg("--trf-in").arg(trf_in);
+        }
+        if let Some(choice) = differing {
+            command.args(["--differing", choice]);
+        }
+        Ok(command.output()?)
+    };
     let written_path = dir.path().join("results.trf");
-    let out = std::process::Command::new(program("boardcast")?)
-        .args([
-            "results",
-            "--tournament",
-            TOURNAMENT,
-            "--game-service",
-            &url,
-        ])
-        .args(["--trf-in", &export])
-        .arg("--trf-out")
-        .arg(&written_path)
-        .env("BOARDCAST_TOKEN", &operator)
-        .output()?;
+    let out = results(Some(&export_path), &written_path, None)?;
     assert!(
         out.status.success(),
         "{}",
@@ -607,26 +621,8 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
     let corrected_path = dir.path().join("corrected.trf");
     std::fs::write(&corrected_path, &corrected)?;
     let again_path = dir.path().join("again.trf");
-    let results_again = |differing: Option<&str>| -> anyhow::Result<std::process::Output> {
-        let mut command = std::process::Command::new(program("boardcast")?);
-        command
-            .args([
-                "results",
-                "--tournament",
-                TOURNAMENT,
-                "--game-service",
-                &url,
-            ])
-            .arg("--trf-in")
-            .arg(&corrected_path)
-            .arg("--trf-out")
-            .arg(&again_path)
-            .env("BOARDCAST_TOKEN", &operator);
-        if let Some(choice) = differing {
-            command.args(["--differing", choice]);
-        }
-        Ok(command.output()?)
-    };
+    let results_again =
+        |differing: Option<&str>| results(Some(&corrected_path), &again_path, differing);
     let refused = results_again(None)?;
     assert!(!refused.status.success());
     let said = String::from_utf8_lossy(&refused.stderr);
@@ -679,18 +675,7 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
     // Without the pairing program's file: a TRF of the games alone, with the same games, colours
     // and results.
     let scratch_path = dir.path().join("from-the-games.trf");
-    let out = std::process::Command::new(program("boardcast")?)
-        .args([
-            "results",
-            "--tournament",
-            TOURNAMENT,
-            "--game-service",
-            &url,
-        ])
-        .arg("--trf-out")
-        .arg(&scratch_path)
-        .env("BOARDCAST_TOKEN", &operator)
-        .output()?;
+    let out = results(None, &scratch_path, None)?;
     assert!(
         out.status.success(),
         "{}",
@@ -752,19 +737,7 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
         })
         .await?;
     let double_path = dir.path().join("double-forfeit.trf");
-    let out = std::process::Command::new(program("boardcast")?)
-        .args([
-            "results",
-            "--tournament",
-            TOURNAMENT,
-            "--game-service",
-            &url,
-        ])
-        .args(["--trf-in", &export])
-        .arg("--trf-out")
-        .arg(&double_path)
-        .env("BOARDCAST_TOKEN", &operator)
-        .output()?;
+    let out = results(Some(&export_path), &double_path, None)?;
     assert!(
         out.status.success(),
         "{}",

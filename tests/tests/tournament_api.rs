@@ -4,16 +4,14 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, message::PublishMessage};
-use boardcast_kit::nats::{observation_message_id, observation_subject};
-use boardcast_schema::device::v1::{DeviceState, DeviceStatus, Observation, observation};
+use async_nats::jetstream;
+use boardcast_schema::device::v1::DeviceState;
 use boardcast_schema::game::v1::{
     ActRequest, ArbiterAction, DeclareResult, GameResult, GetGameRequest, ListBoardsRequest,
     ListGamesRequest, ListTournamentsRequest, PairRoundRequest, Pairing, Player, TimeControl,
     TimePeriod, arbiter_action::Action,
 };
 use boardcast_testkit::{GameService, TestNats};
-use prost::Message as _;
 use tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
@@ -60,25 +58,7 @@ async fn publish_status(
     device_seq: u64,
     state: DeviceState,
 ) -> anyhow::Result<()> {
-    let observation = Observation {
-        board_id: board.into(),
-        device_seq,
-        device_time_unix_ms: 1_000 * device_seq as i64,
-        receive_time_unix_ms: 1_000 * device_seq as i64,
-        kind: Some(observation::Kind::Status(DeviceStatus {
-            state: state as i32,
-            battery_percent: Some(64),
-            ..Default::default()
-        })),
-        ..Default::default()
-    };
-    let message = PublishMessage::build()
-        .payload(observation.encode_to_vec().into())
-        .message_id(observation_message_id(board, device_seq, rand::random()));
-    js.send_publish(observation_subject(board), message)
-        .await?
-        .await?;
-    Ok(())
+    boardcast_testkit::publish_status(js, board, device_seq, state, 64).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
