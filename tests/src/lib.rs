@@ -136,29 +136,22 @@ pub async fn undecided_observations(
     Ok(Some((waiting, in_flight)))
 }
 
-/// Board `board`'s observation `device_seq` (made and received at `device_seq` seconds):
-/// its gateway reporting `state` and `battery_percent`, published as a gateway does, with its
-/// message id.
-pub async fn publish_status(
+/// Board `board`'s observation `device_seq` of `kind`, made and received at `device_seq`
+/// seconds, published as a gateway does, with its message id.
+pub async fn publish_observation(
     js: &async_nats::jetstream::Context,
     board: &str,
     device_seq: u64,
-    state: boardcast_schema::device::v1::DeviceState,
-    battery_percent: u32,
+    kind: boardcast_schema::device::v1::observation::Kind,
 ) -> anyhow::Result<()> {
-    use boardcast_schema::device::v1::{DeviceStatus, Observation, observation};
     use prost::Message as _;
     let at_ms = i64::try_from(device_seq)?.saturating_mul(1_000);
-    let observation = Observation {
+    let observation = boardcast_schema::device::v1::Observation {
         board_id: board.into(),
         device_seq,
         device_time_unix_ms: at_ms,
         receive_time_unix_ms: at_ms,
-        kind: Some(observation::Kind::Status(DeviceStatus {
-            state: state as i32,
-            battery_percent: Some(battery_percent),
-            ..Default::default()
-        })),
+        kind: Some(kind),
         ..Default::default()
     };
     let message = async_nats::jetstream::message::PublishMessage::build()
@@ -172,6 +165,24 @@ pub async fn publish_status(
         .await?
         .await?;
     Ok(())
+}
+
+/// Board `board`'s observation `device_seq`: its gateway reporting `state` and
+/// `battery_percent` (see [`publish_observation`]).
+pub async fn publish_status(
+    js: &async_nats::jetstream::Context,
+    board: &str,
+    device_seq: u64,
+    state: boardcast_schema::device::v1::DeviceState,
+    battery_percent: u32,
+) -> anyhow::Result<()> {
+    use boardcast_schema::device::v1::{DeviceStatus, observation::Kind};
+    let status = Kind::Status(DeviceStatus {
+        state: state as i32,
+        battery_percent: Some(battery_percent),
+        ..Default::default()
+    });
+    publish_observation(js, board, device_seq, status).await
 }
 
 /// Every observation stored when called, of every observation stream (the unpartitioned one and

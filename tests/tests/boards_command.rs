@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use boardcast_access::{Grant, Role};
-use boardcast_schema::device::v1::DeviceState;
+use boardcast_schema::device::v1::{BoardPlacement, DeviceState, observation};
 use boardcast_schema::game::v1::{
     ActRequest, ArbiterAction, CreateGameRequest, DeclareResult, GameResult, ListBoardsRequest,
     arbiter_action::Action,
 };
-use boardcast_testkit::{GameService, TestNats, TestUsers, program};
+use boardcast_testkit::{GameService, TestNats, TestUsers, program, publish_observation};
 
 const TOURNAMENT: &str = "boards-check";
 
@@ -38,7 +38,15 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
     let nats = TestNats::start()?;
     let game_service = GameService::start(&nats.url())?;
     let mut admin = game_service.client().await?;
-    for (number, board) in [(1, "check-1"), (2, "check-2")] {
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    // Board 3 was played on before its game was set up (the last round's game, say).
+    let start = || {
+        observation::Kind::Placement(BoardPlacement {
+            placement: shakmaty::Board::new().board_fen().to_string(),
+        })
+    };
+    publish_observation(&js, "check-3", 1, start()).await?;
+    for (number, board) in [(1, "check-1"), (2, "check-2"), (3, "check-3")] {
         admin
             .create_game(CreateGameRequest {
                 game: Some(boardcast_testkit::game_on_board(TOURNAMENT, number, board)),
@@ -48,25 +56,28 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
             })
             .await?;
     }
-    // Board 2's game is over (neither player came), and its board is played on all the same.
-    admin
-        .act(ActRequest {
-            game_id: boardcast_game::game_id_for(TOURNAMENT, 1, 2),
-            action: Some(ArbiterAction {
-                action: Some(Action::Result(DeclareResult {
-                    result: GameResult::BothLose as i32,
-                    reason: "neither player came".into(),
-                    article: String::new(),
-                })),
-                ..Default::default()
-            }),
-            request_id: boardcast_kit::client::new_request_id(),
-        })
-        .await?;
-    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    // The games of boards 2 and 3 are over (neither player came). Board 2 is played on all
+    // the same; board 3 only reports its battery.
+    for board_number in [2, 3] {
+        admin
+            .act(ActRequest {
+                game_id: boardcast_game::game_id_for(TOURNAMENT, 1, board_number),
+                action: Some(ArbiterAction {
+                    action: Some(Action::Result(DeclareResult {
+                        result: GameResult::BothLose as i32,
+                        reason: "neither player came".into(),
+                        article: String::new(),
+                    })),
+                    ..Default::default()
+                }),
+                request_id: boardcast_kit::client::new_request_id(),
+            })
+            .await?;
+    }
     report(&js, "check-1", 1, 15).await?;
     report(&js, "check-2", 1, 90).await?;
-    report(&js, "check-2", 2, 90).await?;
+    publish_observation(&js, "check-2", 2, start()).await?;
+    report(&js, "check-3", 2, 90).await?;
     // A board nobody paired (its id mistyped in the pairing, say).
     report(&js, "check-9", 1, 90).await?;
 
@@ -95,13 +106,15 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
         .iter()
         .find(|b| b.board_id == "check-2")
         .expect("listed");
+    assert_eq!((check_2.game_over, check_2.sent_after_the_end), (true, 2));
+    let check_3 = boards
+        .iter()
+        .find(|b| b.board_id == "check-3")
+        .expect("listed");
     assert_eq!(
-        (
-            check_2.game_over,
-            check_2.last_device_seq,
-            check_2.last_sent_device_seq
-        ),
-        (true, 0, 2)
+        (check_3.game_over, check_3.sent_after_the_end),
+        (true, 0),
+        "what it sent before its game was set up is not after its end, nor a battery report"
     );
     let stray = boards
         .iter()
@@ -126,13 +139,14 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
     );
     let said = String::from_utf8_lossy(&out.stdout);
     for expected in [
-        "check-1      boards-check round 1 board 1    playing   connected, battery 15%",
+        "check-1      boards-check round 1 board 1    playing   connected, battery 15%\n",
         "    ! battery low (15%)",
-        "check-2      boards-check round 1 board 2    finished  not reported yet",
-        "    ! played on after its game ended: 2 observations since",
-        "check-9      no game",
-        "    ! played on with no game set up: 1 of its observations given up",
-        "3 boards, 3 to see to",
+        "check-2      boards-check round 1 board 2    finished  not reported (when its game ended)\n",
+        "    ! played on after its game ended (2 messages since, the last showing play)",
+        "check-3      boards-check round 1 board 3    finished  not reported (when its game ended)\ncheck-9",
+        "check-9      no game\n",
+        "    ! played on with no game set up: 1 of its messages given up (the last: no game is live",
+        "4 boards, 3 to see to",
     ] {
         assert!(said.contains(expected), "{expected:?} in:\n{said}");
     }
@@ -157,6 +171,6 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
         .into_iter()
         .map(|b| b.board_id)
         .collect();
-    assert_eq!(seen, ["check-1", "check-2"]);
+    assert_eq!(seen, ["check-1", "check-2", "check-3"]);
     Ok(())
 }

@@ -149,5 +149,11 @@ mod tests {
         assert_eq!(second.points, [1.5, 2.5]);
         assert_eq!(second.match_points, Some([0, 2]));
         assert!(team_matches(&games[7..]).is_empty(), "no teams, no match");
+        // A board both players lost (neither came) is over, a point for nobody.
+        let mut games = games;
+        games[4] = game(3, "Ukraine", "Georgia", "0-0");
+        let first = &team_matches(&games)[0];
+        assert_eq!(first.points, [0.5, 1.5]);
+        assert_eq!(first.match_points, Some([0, 2]));
     }
 }

@@ -92,7 +92,7 @@ pub struct Clocks {
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ending {
-    /// The PGN result token: `1-0`, `0-1`, `1/2-1/2`.
+    /// The PGN result token: `1-0`, `0-1`, `1/2-1/2`, or `0-0` (both lost).
     pub result: String,
     /// How the game ended, in words for viewers.
     pub termination: String,

@@ -49,7 +49,7 @@ pub struct PgnMove {
 pub struct PgnGame {
     pub tags: Vec<(String, String)>,
     pub moves: Vec<PgnMove>,
-    /// `1-0`, `0-1`, `1/2-1/2` or `*`.
+    /// `1-0`, `0-1`, `1/2-1/2`, [`BOTH_LOST`] (the tag's only) or `*`.
     pub result: String,
 }
 
@@ -486,6 +486,8 @@ fn take_draw_offer(text: &str) -> (bool, String) {
 struct Collected {
     game: PgnGame,
     comments: Vec<Vec<String>>,
+    /// The movetext ended with a result token.
+    outcome_seen: bool,
 }
 
 fn move_number_text(pos: &Chess) -> String {
@@ -533,6 +535,7 @@ impl Visitor for Collector {
                 result,
             },
             comments: Vec::new(),
+            outcome_seen: false,
         })
     }
 
@@ -565,6 +568,7 @@ impl Visitor for Collector {
         game: &mut Self::Movetext,
         outcome: Outcome,
     ) -> ControlFlow<Self::Output> {
+        game.outcome_seen = true;
         game.game.result = match outcome {
             Outcome::Known(KnownOutcome::Decisive { winner }) => {
                 if winner.is_white() { "1-0" } else { "0-1" }.to_owned()
@@ -579,7 +583,16 @@ impl Visitor for Collector {
         ControlFlow::Continue(())
     }
 
-    fn end_game(&mut self, game: Self::Movetext) -> Self::Output {
+    fn end_game(&mut self, mut game: Self::Movetext) -> Self::Output {
+        // A file that ends a game both players lost with "0-0" in movetext too (as some
+        // broadcasts' files do) had it read as castling: it is the result, not a move.
+        if game.game.result == BOTH_LOST
+            && !game.outcome_seen
+            && game.game.moves.last().is_some_and(|m| m.san == "O-O")
+        {
+            game.game.moves.pop();
+            game.comments.pop();
+        }
         game
     }
 }
@@ -811,6 +824,25 @@ pub fn parse_san(pos: &Chess, text: &str) -> Option<shakmaty::Move> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_game_both_players_lost_reads_as_such_however_its_movetext_ends() {
+        let games = read_games(
+            "[Result \"0-0\"]\n\n*\n\n\
+             [Result \"0-0\"]\n\n0-0\n\n\
+             [Result \"0-0\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 Nf6 0-0\n\n\
+             [Result \"0-0\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 Bc5 4. O-O *\n",
+        )
+        .expect("reads");
+        let read: Vec<(usize, &str)> = games
+            .iter()
+            .map(|g| (g.moves.len(), g.result.as_str()))
+            .collect();
+        assert_eq!(read, [(0, "0-0"), (0, "0-0"), (6, "0-0"), (7, "0-0")]);
+        // Written, it reads back the same.
+        let again = read_games(&write_game(&games[2])).expect("reads");
+        assert_eq!((again[0].moves.len(), again[0].result.as_str()), (6, "0-0"));
+    }
 
     #[test]
     fn a_tag_value_with_quotes_and_line_breaks_stays_one_tag() {

@@ -1,6 +1,6 @@
 //! `boardcast boards`: the hall's physical boards at a glance, for the check before a round —
 //! each board's game, connection and battery, what of its set-up to correct, and the boards
-//! being played on while no game takes their moves (a round not set up on them yet, a board
+//! being played on while no game takes their moves (the round not set up on them yet, a board
 //! paired under another id).
 
 use std::path::PathBuf;
@@ -14,6 +14,10 @@ pub struct BoardsArgs {
     /// Only the boards carrying this tournament's games (and the boards with no game).
     #[arg(long)]
     tournament: Option<String>,
+    /// Boards with no game are listed when they sent something within this many hours (older
+    /// ones: `boardcast dead-letters`).
+    #[arg(long, default_value_t = 12)]
+    within_hours: u32,
     /// Game service to ask.
     #[arg(
         long,
@@ -21,7 +25,7 @@ pub struct BoardsArgs {
         default_value = "http://127.0.0.1:50051"
     )]
     game_service: String,
-    /// File holding an API token (an operator's or chief arbiter's sees the boards with no
+    /// File holding an API token (an operator's or chief arbiter's is shown the boards with no
     /// game too); without it, the token in BOARDCAST_TOKEN.
     #[arg(long, env = "BOARDCAST_TOKEN_FILE")]
     token_file: Option<PathBuf>,
@@ -32,25 +36,30 @@ pub async fn run(args: BoardsArgs) -> anyhow::Result<()> {
     let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
         .await
         .with_context(|| format!("connecting to the game service at {}", args.game_service))?;
-    let boards = client
+    let listed = client
         .list_boards(ListBoardsRequest { with_traffic: true })
         .await
         .context("listing the boards")?
-        .into_inner()
-        .boards;
-    let shown: Vec<&BoardSummary> = boards
+        .into_inner();
+    let since_ms = boardcast_kit::now_unix_ms()
+        .saturating_sub(i64::from(args.within_hours).saturating_mul(3_600_000));
+    let mut shown: Vec<&BoardSummary> = listed
+        .boards
         .iter()
-        .filter(|b| {
-            b.game_id.is_empty()
-                || args
-                    .tournament
-                    .as_ref()
-                    .is_none_or(|t| *t == b.tournament_id)
+        .filter(|b| match b.game_id.is_empty() {
+            true => b.last_given_up_unix_ms >= since_ms,
+            false => args
+                .tournament
+                .as_ref()
+                .is_none_or(|t| *t == b.tournament_id),
         })
         .collect();
-    if shown.is_empty() {
-        println!("no boards: no game is set up on any, and none has sent anything unused");
-        return Ok(());
+    shown.sort_by_key(|b| natural_key(&b.board_id));
+    if !listed.traffic_error.is_empty() {
+        eprintln!(
+            "warning: {}: boards played on with no game to take their moves may be missing",
+            listed.traffic_error
+        );
     }
     let mut to_see = 0;
     for board in &shown {
@@ -61,7 +70,10 @@ pub async fn run(args: BoardsArgs) -> anyhow::Result<()> {
         }
         to_see += usize::from(!problems.is_empty());
     }
-    println!("{} boards, {} to see to", shown.len(), to_see);
+    println!("{} boards, {to_see} to see to", shown.len());
+    if !listed.boards_without_game_shown && listed.traffic_error.is_empty() {
+        println!("(boards with no game set up are shown to operators and chief arbiters only)");
+    }
     Ok(())
 }
 
@@ -69,10 +81,14 @@ pub async fn run(args: BoardsArgs) -> anyhow::Result<()> {
 fn describe(board: &BoardSummary) -> (String, Vec<String>) {
     let mut problems = Vec::new();
     if board.game_id.is_empty() {
+        let why = match board.last_given_up_reason.as_str() {
+            "" => String::new(),
+            reason => format!(" (the last: {reason})"),
+        };
         problems.push(format!(
-            "played on with no game set up: {} of its observations given up (the last: {}); set \
-             its game up on it (boardcast pair), or correct the board's id in the pairing",
-            board.given_up, board.last_given_up_reason
+            "played on with no game set up: {} of its messages given up{why}; set its game up on \
+             it (boardcast pair), or correct the board's id in the pairing",
+            board.given_up
         ));
         return (format!("{:<12} no game", board.board_id), problems);
     }
@@ -80,7 +96,7 @@ fn describe(board: &BoardSummary) -> (String, Vec<String>) {
         DeviceState::Connected => "connected",
         DeviceState::NotResponding => "not responding",
         DeviceState::Disconnected => "disconnected",
-        DeviceState::Unspecified => "not reported yet",
+        DeviceState::Unspecified => "not reported",
     };
     match board.state() {
         DeviceState::NotResponding | DeviceState::Disconnected if !board.game_over => problems
@@ -97,13 +113,11 @@ fn describe(board: &BoardSummary) -> (String, Vec<String>) {
         Some(percent) => format!(", battery {percent}%"),
         None => String::new(),
     };
-    let unused = board
-        .last_sent_device_seq
-        .saturating_sub(board.last_device_seq);
-    if board.game_over && unused > 0 {
+    if board.sent_after_the_end > 0 {
         problems.push(format!(
-            "played on after its game ended: {unused} observations since that no game takes; set \
-             up its next game on it (boardcast pair)"
+            "played on after its game ended ({} messages since, the last showing play): no game \
+             takes its moves; set its next game up on it (boardcast pair)",
+            board.sent_after_the_end
         ));
     }
     for mismatch in &board.setup_mismatches {
@@ -113,7 +127,7 @@ fn describe(board: &BoardSummary) -> (String, Vec<String>) {
         ));
     }
     let line = format!(
-        "{:<12} {} round {} board {:<4} {:<9} {state}{battery}",
+        "{:<12} {} round {} board {:<4} {:<9} {state}{battery}{}",
         board.board_id,
         board.tournament_id,
         board.round,
@@ -123,8 +137,37 @@ fn describe(board: &BoardSummary) -> (String, Vec<String>) {
         } else {
             "playing"
         },
+        // A finished game takes nothing from its board any more.
+        if board.game_over {
+            " (when its game ended)"
+        } else {
+            ""
+        },
     );
     (line, problems)
+}
+
+/// Orders board ids as people number them: `hall-2` before `hall-10`.
+fn natural_key(id: &str) -> Vec<(String, u64)> {
+    let mut key = Vec::new();
+    let mut text = String::new();
+    let mut digits = String::new();
+    for c in id.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            if !digits.is_empty() {
+                key.push((
+                    std::mem::take(&mut text),
+                    digits.parse().unwrap_or(u64::MAX),
+                ));
+                digits.clear();
+            }
+            text.push(c);
+        }
+    }
+    key.push((text, digits.parse().unwrap_or(0)));
+    key
 }
 
 #[cfg(test)]
@@ -141,7 +184,7 @@ mod tests {
             board_number: 5,
             game_over: true,
             last_device_seq: 120,
-            last_sent_device_seq: 160,
+            sent_after_the_end: 40,
             state: DeviceState::Connected as i32,
             battery_percent: Some(15),
             ..Default::default()
@@ -151,11 +194,12 @@ mod tests {
             line.starts_with("hall-5       open round 3 board 5"),
             "{line}"
         );
+        assert!(line.ends_with("(when its game ended)"), "{line}");
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].starts_with("battery low (15%)"));
-        assert!(problems[1].contains("40 observations since"));
+        assert!(problems[1].contains("40 messages since"));
         let idle = BoardSummary {
-            last_sent_device_seq: 120,
+            sent_after_the_end: 0,
             battery_percent: Some(80),
             ..finished
         };
@@ -168,6 +212,13 @@ mod tests {
         };
         let (line, problems) = describe(&stray);
         assert_eq!(line.trim_end(), "hall-9       no game");
-        assert!(problems[0].contains("12 of its observations given up"));
+        assert!(problems[0].contains("12 of its messages given up (the last: no game"));
+    }
+
+    #[test]
+    fn boards_are_in_the_order_people_number_them() {
+        let mut ids = ["hall-10", "hall-2", "b", "hall-1", "a-3"];
+        ids.sort_by_key(|id| natural_key(id));
+        assert_eq!(ids, ["a-3", "b", "hall-1", "hall-2", "hall-10"]);
     }
 }

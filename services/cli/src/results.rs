@@ -382,7 +382,7 @@ fn outcomes(game: &GameState) -> Option<(Outcome, Outcome)> {
             (Outcome::ForfeitLoss, Outcome::ForfeitWin)
         }
         // Neither came (a double forfeit), or both were penalised after play.
-        GameResult::BothLose if by_the_arbiter && !white_moved => {
+        GameResult::BothLose if by_the_arbiter && !black_moved => {
             (Outcome::ForfeitLoss, Outcome::ForfeitLoss)
         }
         GameResult::BothLose if unrated => (Outcome::UnratedLoss, Outcome::UnratedLoss),
@@ -426,9 +426,10 @@ mod tests {
             (1, WhiteWins, Resignation, (UnratedWin, UnratedLoss)),
             // Both had moved: a game.
             (2, WhiteWins, Arbiter, (Win, Loss)),
-            // Neither came: a double forfeit. Both lose a game played too (penalties).
+            // Neither came (a DGT board's White may have pressed a first move): a double
+            // forfeit. Both lose a game played too (penalties).
             (0, BothLose, Arbiter, (ForfeitLoss, ForfeitLoss)),
-            (1, BothLose, Arbiter, (UnratedLoss, UnratedLoss)),
+            (1, BothLose, Arbiter, (ForfeitLoss, ForfeitLoss)),
             (30, BothLose, Arbiter, (Loss, Loss)),
         ];
         for (moves, result, termination, expected) in cases {

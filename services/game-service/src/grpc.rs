@@ -1,7 +1,11 @@
 //! The gRPC API of the game service: each call checks its caller, then reads the store or has it
 //! decide and append. Long because tonic takes every call of the service in one `impl` block.
 
-use std::{collections::HashSet, pin::Pin, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    pin::Pin,
+    sync::Arc,
+};
 
 use async_nats::jetstream;
 use boardcast_game::signing::PublicKey;
@@ -11,7 +15,7 @@ use boardcast_game::{
 };
 use boardcast_kit::game_log::{self, Read};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, delay_subject, game_subject};
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt as _};
 use prost::Message as _;
 use tonic::{Request, Response, Status};
 
@@ -126,44 +130,74 @@ fn append_status(e: AppendError) -> Status {
     }
 }
 
+/// How long the hall check may read the boards' traffic on NATS before it answers with what
+/// it has: a NATS in trouble must not hold the check up.
+const TRAFFIC_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What the boards sent that no game took (`ListBoardsRequest.with_traffic`).
+#[derive(Default)]
+struct Traffic {
+    /// By board whose game is over: the messages it sent after its game's last one, when the
+    /// last of them shows play.
+    after_the_end: HashMap<String, u64>,
+    /// The boards with no game, when the caller is shown them.
+    without_game: Vec<boardcast_kit::nats::GivenUp>,
+}
+
 impl GameApi {
-    /// What the boards sent that their games did not take: each board's last observation on
-    /// NATS, and, for whoever sets games up (or with open reads), the boards sending with no
-    /// game on them, from the dead-letter stream (a board not paired, or paired under another
-    /// id).
-    async fn add_traffic(
+    /// Reads the boards' traffic: for each board whose game is over (`finished`: board, last
+    /// observation its game accounted for), its last message on NATS; for whoever sets games up,
+    /// the boards with no game from the dead-letter stream (a board not paired, or paired under
+    /// another id). Nothing of it for an anonymous reader.
+    async fn traffic(
         &self,
         reader: &Option<boardcast_access::Identity>,
-        boards: &mut Vec<BoardSummary>,
+        finished: Vec<(String, u64)>,
         carrying_a_game: &HashSet<String>,
-    ) -> Result<(), Status> {
-        use boardcast_kit::nats::{BoardRead, given_up_by_board, last_board_seq};
-        let unavailable = |e: anyhow::Error| Status::unavailable(format!("{e:#}"));
+    ) -> anyhow::Result<Traffic> {
+        use boardcast_kit::nats::{
+            BoardRead, given_up_by_board, last_board_observation_in, observation_partitions,
+        };
         let js = &self.js;
-        let ids: Vec<String> = boards.iter().map(|b| b.board_id.clone()).collect();
-        let sent: Vec<anyhow::Result<u64>> = futures::stream::iter(ids)
-            .map(|id| async move { last_board_seq(js, &id, BoardRead::Leader).await })
+        let partitions = observation_partitions(js).await?;
+        let partitions = &partitions;
+        // By board: the last observation its game accounted for, and its last message.
+        type Last = (String, u64, Option<(u64, bytes::Bytes)>);
+        let lasts: Vec<Last> = futures::stream::iter(finished)
+            .map(|(board, accounted)| async move {
+                let last =
+                    last_board_observation_in(js, partitions, &board, BoardRead::Leader).await?;
+                anyhow::Ok((board, accounted, last))
+            })
             .buffered(16)
-            .collect()
-            .await;
-        for (board, sent) in boards.iter_mut().zip(sent) {
-            board.last_sent_device_seq = sent.map_err(unavailable)?;
-        }
-        let sets_up = reader.as_ref().is_none_or(|who| who.sets_up_games());
-        if sets_up {
-            for given_up in given_up_by_board(js).await.map_err(unavailable)? {
-                if carrying_a_game.contains(&given_up.board_id) {
-                    continue;
-                }
-                boards.push(BoardSummary {
-                    board_id: given_up.board_id,
-                    given_up: given_up.count,
-                    last_given_up_reason: given_up.last_reason,
-                    ..Default::default()
-                });
+            .try_collect()
+            .await?;
+        let mut traffic = Traffic::default();
+        for (board, accounted, last) in lasts {
+            let Some((seq, payload)) = last else { continue };
+            let shows_play = boardcast_game::device::Observation::decode(payload.as_ref())
+                .is_ok_and(|o| shows_play(&o));
+            if seq > accounted && shows_play {
+                traffic.after_the_end.insert(board, seq - accounted);
             }
         }
-        Ok(())
+        if reader.as_ref().is_some_and(|who| who.sets_up_games()) {
+            traffic.without_game =
+                given_up_by_board(js, |board| !carrying_a_game.contains(board)).await?;
+        }
+        Ok(traffic)
+    }
+}
+
+/// The board's message shows a game being played: pieces moved, or the clock running.
+fn shows_play(observation: &boardcast_game::device::Observation) -> bool {
+    use boardcast_game::device::{ClockRun, observation::Kind};
+    match &observation.kind {
+        Some(Kind::Lifted(_) | Kind::Placed(_) | Kind::Placement(_)) => true,
+        Some(Kind::Clock(reading)) => {
+            matches!(reading.running(), ClockRun::White | ClockRun::Black)
+        }
+        _ => false,
     }
 }
 
@@ -662,12 +696,12 @@ impl game_service_server::GameService for GameApi {
     ) -> Result<Response<ListBoardsResponse>, Status> {
         let reader = self.auth.identify_reader(request.metadata()).await?;
         let with_traffic = request.into_inner().with_traffic;
-        let mut boards = self
+        let mut boards: Vec<(BoardSummary, u64)> = self
             .store
             .live_games(|g| {
                 let info = g.info();
                 let board = g.board_status();
-                BoardSummary {
+                let summary = BoardSummary {
                     board_id: info.board_id.clone(),
                     game_id: g.game_id().to_owned(),
                     tournament_id: info.tournament_id.clone(),
@@ -679,19 +713,63 @@ impl game_service_server::GameService for GameApi {
                     battery_percent: board.battery_percent,
                     setup_mismatches: g.setup_mismatches().to_vec(),
                     ..Default::default()
-                }
+                };
+                (summary, g.board_seq_accounted())
             })
             .await;
         // Boards carrying a game of a tournament the caller may not read are not theirs to see,
         // with or without a game in progress.
-        let carrying_a_game: HashSet<String> = boards.iter().map(|b| b.board_id.clone()).collect();
-        boards.retain(|b| may_read(&reader, &b.tournament_id));
+        let carrying_a_game: HashSet<String> =
+            boards.iter().map(|(b, _)| b.board_id.clone()).collect();
+        boards.retain(|(b, _)| may_read(&reader, &b.tournament_id));
+        let mut response = ListBoardsResponse::default();
         if with_traffic {
-            self.add_traffic(&reader, &mut boards, &carrying_a_game)
-                .await?;
+            let finished = boards
+                .iter()
+                .filter(|(b, _)| b.game_over)
+                .map(|(b, accounted)| (b.board_id.clone(), *accounted))
+                .collect();
+            let read = self.traffic(&reader, finished, &carrying_a_game);
+            match tokio::time::timeout(TRAFFIC_WITHIN, read).await {
+                Ok(Ok(traffic)) => {
+                    for (board, _) in &mut boards {
+                        board.sent_after_the_end = traffic
+                            .after_the_end
+                            .get(&board.board_id)
+                            .copied()
+                            .unwrap_or(0);
+                    }
+                    response.boards_without_game_shown =
+                        reader.as_ref().is_some_and(|who| who.sets_up_games());
+                    boards.extend(traffic.without_game.into_iter().map(|given_up| {
+                        let summary = BoardSummary {
+                            board_id: given_up.board_id,
+                            given_up: given_up.count,
+                            last_given_up_reason: given_up.last_reason,
+                            last_given_up_unix_ms: given_up.last_unix_ms,
+                            ..Default::default()
+                        };
+                        (summary, 0)
+                    }));
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!("reading the boards' traffic on NATS: {e:#}");
+                    response.traffic_error =
+                        "the boards' messages could not be read on NATS (the service's log says \
+                         why)"
+                            .to_owned();
+                }
+                Err(_) => {
+                    response.traffic_error = format!(
+                        "reading the boards' messages on NATS took longer than {} s",
+                        TRAFFIC_WITHIN.as_secs()
+                    );
+                }
+            }
         }
-        boards.sort_by(|a, b| a.board_id.cmp(&b.board_id));
-        Ok(Response::new(ListBoardsResponse { boards }))
+        response.boards = boards.into_iter().map(|(b, _)| b).collect();
+        response.boards.sort_by(|a, b| a.board_id.cmp(&b.board_id));
+        Ok(Response::new(response))
     }
 
     async fn login(

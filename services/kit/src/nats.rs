@@ -209,17 +209,22 @@ pub fn deadletter_subject(board_id: Option<&str>) -> String {
 /// A board's observations in the dead-letter stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GivenUp {
-    /// As the board's subject names it (`unknown` for observations whose board was unreadable).
+    /// As the board's subject names it.
     pub board_id: String,
     pub count: u64,
-    /// Why the last one was given up.
+    /// Why the last one was given up, and when.
     pub last_reason: String,
+    pub last_unix_ms: i64,
 }
 
-/// Every board with observations in the dead-letter stream, by board: one stream info listing
-/// the subjects, then one read per board for its last reason. Nothing when the stream does not
-/// exist yet (nothing was ever given up).
-pub async fn given_up_by_board(js: &jetstream::Context) -> anyhow::Result<Vec<GivenUp>> {
+/// Every board with observations in the dead-letter stream that `wanted` picks, by board (not
+/// observations whose board could not be read): one stream info listing the subjects, then one
+/// read per board picked for its last reason. Nothing when the stream does not exist yet
+/// (nothing was ever given up).
+pub async fn given_up_by_board(
+    js: &jetstream::Context,
+    wanted: impl Fn(&str) -> bool,
+) -> anyhow::Result<Vec<GivenUp>> {
     use async_nats::jetstream::context::GetStreamErrorKind;
     use futures::TryStreamExt as _;
     let stream = match js.get_stream(DEADLETTER_STREAM).await {
@@ -245,6 +250,9 @@ pub async fn given_up_by_board(js: &jetstream::Context) -> anyhow::Result<Vec<Gi
         let Some(board_id) = subject.strip_prefix("boardcast.deadletter.") else {
             continue;
         };
+        if subject == deadletter_subject(None) || !wanted(board_id) {
+            continue;
+        }
         let last = stream
             .get_last_raw_message_by_subject(&subject)
             .await
@@ -258,6 +266,8 @@ pub async fn given_up_by_board(js: &jetstream::Context) -> anyhow::Result<Vec<Gi
             board_id: board_id.to_owned(),
             count: count as u64,
             last_reason,
+            last_unix_ms: i64::try_from(last.time.unix_timestamp_nanos() / 1_000_000)
+                .unwrap_or(i64::MAX),
         });
     }
     Ok(boards)
@@ -950,9 +960,21 @@ pub async fn last_board_observation(
     board_id: &str,
     read: BoardRead,
 ) -> anyhow::Result<Option<(u64, bytes::Bytes)>> {
+    let partitions = observation_partitions(js).await?;
+    last_board_observation_in(js, &partitions, board_id, read).await
+}
+
+/// [`last_board_observation`] with the observation streams' partitions already listed (for
+/// reading many boards).
+pub async fn last_board_observation_in(
+    js: &jetstream::Context,
+    partitions: &[Option<u32>],
+    board_id: &str,
+    read: BoardRead,
+) -> anyhow::Result<Option<(u64, bytes::Bytes)>> {
     let subject = board_observations(board_id);
     let mut last: Option<(u64, bytes::Bytes)> = None;
-    for partition in observation_partitions(js).await? {
+    for &partition in partitions {
         let name = ingest_stream(partition);
         // Without asking for the stream's info: a gateway may only get messages.
         let stream = js
