@@ -32,6 +32,23 @@ async fn report(
     .await
 }
 
+/// The board showing the position after `sans` from the start.
+fn showing(sans: &[&str]) -> observation::Kind {
+    use shakmaty::{Chess, Position, san::San};
+    let mut pos = Chess::default();
+    for san in sans {
+        let mv = san
+            .parse::<San>()
+            .expect("SAN")
+            .to_move(&pos)
+            .expect("legal");
+        pos.play_unchecked(mv);
+    }
+    observation::Kind::Placement(BoardPlacement {
+        placement: pos.board().board_fen().to_string(),
+    })
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves()
 -> anyhow::Result<()> {
@@ -40,25 +57,21 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
     let mut admin = game_service.client().await?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     // Board 3 was played on before its game was set up (the last round's game, say).
-    let start = || {
-        observation::Kind::Placement(BoardPlacement {
-            placement: shakmaty::Board::new().board_fen().to_string(),
-        })
-    };
-    publish_observation(&js, "check-3", 1, start()).await?;
-    for (number, board) in [(1, "check-1"), (2, "check-2"), (3, "check-3")] {
+    publish_observation(&js, "check-3", 1, showing(&["e4", "e5"])).await?;
+    for number in 1..=4 {
+        let board = format!("check-{number}");
         admin
             .create_game(CreateGameRequest {
-                game: Some(boardcast_testkit::game_on_board(TOURNAMENT, number, board)),
+                game: Some(boardcast_testkit::game_on_board(TOURNAMENT, number, &board)),
                 replace_unfinished: false,
                 request_id: boardcast_kit::client::new_request_id(),
                 revise: false,
             })
             .await?;
     }
-    // The games of boards 2 and 3 are over (neither player came). Board 2 is played on all
-    // the same; board 3 only reports its battery.
-    for board_number in [2, 3] {
+    // The games of boards 2 to 4 are over (neither player came). Board 2 is set up for the next
+    // game, board 3 sends nothing more, board 4 is played on all the same.
+    for board_number in 2..=4 {
         admin
             .act(ActRequest {
                 game_id: boardcast_game::game_id_for(TOURNAMENT, 1, board_number),
@@ -76,47 +89,57 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
     }
     report(&js, "check-1", 1, 15).await?;
     report(&js, "check-2", 1, 90).await?;
-    publish_observation(&js, "check-2", 2, start()).await?;
-    report(&js, "check-3", 2, 90).await?;
+    publish_observation(&js, "check-2", 2, showing(&[])).await?;
+    report(&js, "check-4", 1, 90).await?;
+    publish_observation(&js, "check-4", 2, showing(&["d4"])).await?;
     // A board nobody paired (its id mistyped in the pairing, say).
     report(&js, "check-9", 1, 90).await?;
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let boards = loop {
-        let boards = admin
+    let listed = loop {
+        let listed = admin
             .list_boards(ListBoardsRequest { with_traffic: true })
             .await?
-            .into_inner()
-            .boards;
-        let stray = boards.iter().find(|b| b.board_id == "check-9");
-        let low = boards
+            .into_inner();
+        let stray = listed.boards.iter().any(|b| b.board_id == "check-9");
+        let low = listed
+            .boards
             .iter()
             .find(|b| b.board_id == "check-1")
             .and_then(|b| b.battery_percent);
-        if stray.is_some() && low == Some(15) {
-            break boards;
+        let played_on = listed
+            .boards
+            .iter()
+            .any(|b| b.board_id == "check-4" && b.played_on_after_the_end);
+        if stray && low == Some(15) && played_on {
+            break listed;
         }
         anyhow::ensure!(
             tokio::time::Instant::now() < deadline,
-            "the observations were never decided: {boards:?}"
+            "the observations were never decided: {listed:?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    let check_2 = boards
+    assert_eq!(listed.traffic_error, "");
+    assert!(listed.boards_without_game_shown);
+    let played_on: Vec<(&str, bool, bool)> = listed
+        .boards
         .iter()
-        .find(|b| b.board_id == "check-2")
-        .expect("listed");
-    assert_eq!((check_2.game_over, check_2.sent_after_the_end), (true, 2));
-    let check_3 = boards
-        .iter()
-        .find(|b| b.board_id == "check-3")
-        .expect("listed");
+        .map(|b| (b.board_id.as_str(), b.game_over, b.played_on_after_the_end))
+        .collect();
+    // Board 2 shows the start position; board 3's play came before its game was set up.
     assert_eq!(
-        (check_3.game_over, check_3.sent_after_the_end),
-        (true, 0),
-        "what it sent before its game was set up is not after its end, nor a battery report"
+        played_on,
+        [
+            ("check-1", false, false),
+            ("check-2", true, false),
+            ("check-3", true, false),
+            ("check-4", true, true),
+            ("check-9", false, false),
+        ]
     );
-    let stray = boards
+    let stray = listed
+        .boards
         .iter()
         .find(|b| b.board_id == "check-9")
         .expect("listed");
@@ -141,12 +164,11 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
     for expected in [
         "check-1      boards-check round 1 board 1    playing   connected, battery 15%\n",
         "    ! battery low (15%)",
-        "check-2      boards-check round 1 board 2    finished  not reported (when its game ended)\n",
-        "    ! played on after its game ended (2 messages since, the last showing play)",
-        "check-3      boards-check round 1 board 3    finished  not reported (when its game ended)\ncheck-9",
+        "check-2      boards-check round 1 board 2    finished  not reported (when its game ended)\ncheck-3",
+        "check-4      boards-check round 1 board 4    finished  not reported (when its game ended)\n    ! played on after its game ended: the board shows a game in progress that no game takes",
         "check-9      no game\n",
         "    ! played on with no game set up: 1 of its messages given up (the last: no game is live",
-        "4 boards, 3 to see to",
+        "5 boards, 3 to see to",
     ] {
         assert!(said.contains(expected), "{expected:?} in:\n{said}");
     }
@@ -161,16 +183,14 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
         }],
     )?;
     game_service.wait_for_user(&observer).await?;
-    let seen: Vec<String> = game_service
+    let seen = game_service
         .client_as(&observer)
         .await?
         .list_boards(ListBoardsRequest { with_traffic: true })
         .await?
-        .into_inner()
-        .boards
-        .into_iter()
-        .map(|b| b.board_id)
-        .collect();
-    assert_eq!(seen, ["check-1", "check-2", "check-3"]);
+        .into_inner();
+    let ids: Vec<&str> = seen.boards.iter().map(|b| b.board_id.as_str()).collect();
+    assert_eq!(ids, ["check-1", "check-2", "check-3", "check-4"]);
+    assert!(!seen.boards_without_game_shown);
     Ok(())
 }

@@ -381,10 +381,11 @@ impl Game {
                     if !line.is_empty() && claimant == self.line_position().turn() {
                         let moves: Vec<&str> = line.iter().map(|m| m.san.as_str()).collect();
                         return Err(ActionRejected::Invalid(format!(
-                            "the opponent's move {} stands on the board, not completed by a \
-                             press: enter it from the scoresheet first (a move the arbiter \
+                            "the board shows {} after the completed moves, not completed by a \
+                             press: enter {} from the scoresheet first (moves the arbiter \
                              confirms), then rule on the claim",
-                            moves.join(" ")
+                            moves.join(" "),
+                            if moves.len() == 1 { "it" } else { "them" }
                         )));
                     }
                     return Err(ActionRejected::Invalid(

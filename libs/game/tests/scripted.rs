@@ -2038,9 +2038,9 @@ fn a_claim_on_a_move_made_but_not_pressed_waits_for_the_move_to_be_entered() {
         .expect_err("resting on a move only the board saw");
     assert_eq!(board.records.len(), recorded, "the refusal records nothing");
     assert!(
-        refused
-            .to_string()
-            .starts_with("the opponent's move Ng8 stands on the board, not completed by a press"),
+        refused.to_string().starts_with(
+            "the board shows Ng8 after the completed moves, not completed by a press: enter it"
+        ),
         "{refused}"
     );
     let before = board.records.len();

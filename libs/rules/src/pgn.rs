@@ -315,6 +315,18 @@ fn keep_legal(collected: &mut Collected) -> Result<Option<ScoreStop>, String> {
     let Some(mut cut) = first_illegal else {
         return Ok(None);
     };
+    // A file that ends a game both players lost with "0-0" in movetext too (as some broadcasts'
+    // files do) has it read as castling: as the last move, where no castling is legal, it is
+    // the result (a legal final castle stays a move).
+    if cut + 1 == moves.len()
+        && moves[cut].san == "O-O"
+        && collected.game.result == BOTH_LOST
+        && !collected.outcome_seen
+    {
+        collected.game.moves.truncate(cut);
+        collected.comments.truncate(cut);
+        return Ok(None);
+    }
     let mut signal = signal_of(&pos, &moves[cut..]);
     // A king walking legally onto a centre square just before: the signal's first half.
     if signal.is_some()
@@ -583,16 +595,7 @@ impl Visitor for Collector {
         ControlFlow::Continue(())
     }
 
-    fn end_game(&mut self, mut game: Self::Movetext) -> Self::Output {
-        // A file that ends a game both players lost with "0-0" in movetext too (as some
-        // broadcasts' files do) had it read as castling: it is the result, not a move.
-        if game.game.result == BOTH_LOST
-            && !game.outcome_seen
-            && game.game.moves.last().is_some_and(|m| m.san == "O-O")
-        {
-            game.game.moves.pop();
-            game.comments.pop();
-        }
+    fn end_game(&mut self, game: Self::Movetext) -> Self::Output {
         game
     }
 }
@@ -830,7 +833,7 @@ mod tests {
         let games = read_games(
             "[Result \"0-0\"]\n\n*\n\n\
              [Result \"0-0\"]\n\n0-0\n\n\
-             [Result \"0-0\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 Nf6 0-0\n\n\
+             [Result \"0-0\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 0-0\n\n\
              [Result \"0-0\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 Bc5 4. O-O *\n",
         )
         .expect("reads");
@@ -838,10 +841,15 @@ mod tests {
             .iter()
             .map(|g| (g.moves.len(), g.result.as_str()))
             .collect();
-        assert_eq!(read, [(0, "0-0"), (0, "0-0"), (6, "0-0"), (7, "0-0")]);
+        // White has castled: the last "0-0" is the result. A castle that ends the score is a
+        // move (one that is legal there cannot be told from the result, and stays a move).
+        assert_eq!(read, [(0, "0-0"), (0, "0-0"), (10, "0-0"), (7, "0-0")]);
         // Written, it reads back the same.
         let again = read_games(&write_game(&games[2])).expect("reads");
-        assert_eq!((again[0].moves.len(), again[0].result.as_str()), (6, "0-0"));
+        assert_eq!(
+            (again[0].moves.len(), again[0].result.as_str()),
+            (10, "0-0")
+        );
     }
 
     #[test]

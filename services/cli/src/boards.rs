@@ -43,6 +43,11 @@ pub async fn run(args: BoardsArgs) -> anyhow::Result<()> {
         .into_inner();
     let since_ms = boardcast_kit::now_unix_ms()
         .saturating_sub(i64::from(args.within_hours).saturating_mul(3_600_000));
+    let long_quiet = listed
+        .boards
+        .iter()
+        .filter(|b| b.game_id.is_empty() && b.last_given_up_unix_ms < since_ms)
+        .count();
     let mut shown: Vec<&BoardSummary> = listed
         .boards
         .iter()
@@ -71,6 +76,13 @@ pub async fn run(args: BoardsArgs) -> anyhow::Result<()> {
         to_see += usize::from(!problems.is_empty());
     }
     println!("{} boards, {to_see} to see to", shown.len());
+    if long_quiet > 0 {
+        println!(
+            "({long_quiet} more boards with no game sent nothing in the last {} hours: \
+             boardcast dead-letters lists them)",
+            args.within_hours
+        );
+    }
     if !listed.boards_without_game_shown && listed.traffic_error.is_empty() {
         println!("(boards with no game set up are shown to operators and chief arbiters only)");
     }
@@ -113,12 +125,12 @@ fn describe(board: &BoardSummary) -> (String, Vec<String>) {
         Some(percent) => format!(", battery {percent}%"),
         None => String::new(),
     };
-    if board.sent_after_the_end > 0 {
-        problems.push(format!(
-            "played on after its game ended ({} messages since, the last showing play): no game \
-             takes its moves; set its next game up on it (boardcast pair)",
-            board.sent_after_the_end
-        ));
+    if board.played_on_after_the_end {
+        problems.push(
+            "played on after its game ended: the board shows a game in progress that no game \
+             takes; set its next game up on it (boardcast pair)"
+                .to_owned(),
+        );
     }
     for mismatch in &board.setup_mismatches {
         problems.push(format!(
@@ -184,7 +196,7 @@ mod tests {
             board_number: 5,
             game_over: true,
             last_device_seq: 120,
-            sent_after_the_end: 40,
+            played_on_after_the_end: true,
             state: DeviceState::Connected as i32,
             battery_percent: Some(15),
             ..Default::default()
@@ -197,9 +209,9 @@ mod tests {
         assert!(line.ends_with("(when its game ended)"), "{line}");
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].starts_with("battery low (15%)"));
-        assert!(problems[1].contains("40 messages since"));
+        assert!(problems[1].starts_with("played on after its game ended"));
         let idle = BoardSummary {
-            sent_after_the_end: 0,
+            played_on_after_the_end: false,
             battery_percent: Some(80),
             ..finished
         };

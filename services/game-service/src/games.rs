@@ -569,6 +569,14 @@ impl Games {
         self.live_on_board.get(board_id)?.game_id.as_deref()
     }
 
+    /// The boards carrying a game, folded or not.
+    pub(crate) fn boards_with_a_game(&self) -> impl Iterator<Item = &str> {
+        self.live_on_board
+            .iter()
+            .filter(|(_, live)| live.game_id.is_some())
+            .map(|(board, _)| board.as_str())
+    }
+
     /// The game live on each board.
     pub(crate) fn live(&self) -> impl Iterator<Item = &Entry> {
         self.live_on_board

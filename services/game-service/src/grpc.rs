@@ -1,11 +1,7 @@
 //! The gRPC API of the game service: each call checks its caller, then reads the store or has it
 //! decide and append. Long because tonic takes every call of the service in one `impl` block.
 
-use std::{
-    collections::{HashMap, HashSet},
-    pin::Pin,
-    sync::Arc,
-};
+use std::{collections::HashSet, pin::Pin, sync::Arc};
 
 use async_nats::jetstream;
 use boardcast_game::signing::PublicKey;
@@ -15,7 +11,7 @@ use boardcast_game::{
 };
 use boardcast_kit::game_log::{self, Read};
 use boardcast_kit::nats::{GAMES_STREAM, GAMES_SUBJECTS, delay_subject, game_subject};
-use futures::{Stream, StreamExt, TryStreamExt as _};
+use futures::{Stream, StreamExt};
 use prost::Message as _;
 use tonic::{Request, Response, Status};
 
@@ -130,75 +126,96 @@ fn append_status(e: AppendError) -> Status {
     }
 }
 
-/// How long the hall check may read the boards' traffic on NATS before it answers with what
-/// it has: a NATS in trouble must not hold the check up.
-const TRAFFIC_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long the hall check may read each part of the boards' traffic on NATS before it answers
+/// with what it has: a NATS in trouble must not hold the check up.
+const TRAFFIC_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// What the boards sent that no game took (`ListBoardsRequest.with_traffic`).
-#[derive(Default)]
-struct Traffic {
-    /// By board whose game is over: the messages it sent after its game's last one, when the
-    /// last of them shows play.
-    after_the_end: HashMap<String, u64>,
-    /// The boards with no game, when the caller is shown them.
-    without_game: Vec<boardcast_kit::nats::GivenUp>,
+/// A finished game's board, as the hall check reads its traffic.
+struct FinishedBoard {
+    board_id: String,
+    /// The last of the board's observations its game accounted for.
+    accounted: u64,
+    /// The game's final position.
+    final_board: shakmaty::Board,
 }
 
 impl GameApi {
-    /// Reads the boards' traffic: for each board whose game is over (`finished`: board, last
-    /// observation its game accounted for), its last message on NATS; for whoever sets games up,
-    /// the boards with no game from the dead-letter stream (a board not paired, or paired under
-    /// another id). Nothing of it for an anonymous reader.
-    async fn traffic(
+    /// The finished games' boards whose last message, after the last their game recorded, shows
+    /// a game in progress; and how many boards could not be read.
+    async fn played_on_after_the_end(
         &self,
-        reader: &Option<boardcast_access::Identity>,
-        finished: Vec<(String, u64)>,
-        carrying_a_game: &HashSet<String>,
-    ) -> anyhow::Result<Traffic> {
-        use boardcast_kit::nats::{
-            BoardRead, given_up_by_board, last_board_observation_in, observation_partitions,
-        };
+        finished: Vec<FinishedBoard>,
+    ) -> anyhow::Result<(HashSet<String>, usize)> {
+        use boardcast_kit::nats::{BoardRead, last_board_observation_in, observation_partitions};
         let js = &self.js;
         let partitions = observation_partitions(js).await?;
         let partitions = &partitions;
-        // By board: the last observation its game accounted for, and its last message.
-        type Last = (String, u64, Option<(u64, bytes::Bytes)>);
-        let lasts: Vec<Last> = futures::stream::iter(finished)
-            .map(|(board, accounted)| async move {
+        // Each board with its last message (number and bytes), or why it could not be read.
+        type LastMessage = anyhow::Result<Option<(u64, bytes::Bytes)>>;
+        let read: Vec<(FinishedBoard, LastMessage)> = futures::stream::iter(finished)
+            .map(|board| async move {
                 let last =
-                    last_board_observation_in(js, partitions, &board, BoardRead::Leader).await?;
-                anyhow::Ok((board, accounted, last))
+                    last_board_observation_in(js, partitions, &board.board_id, BoardRead::Leader)
+                        .await;
+                (board, last)
             })
             .buffered(16)
-            .try_collect()
-            .await?;
-        let mut traffic = Traffic::default();
-        for (board, accounted, last) in lasts {
-            let Some((seq, payload)) = last else { continue };
-            let shows_play = boardcast_game::device::Observation::decode(payload.as_ref())
-                .is_ok_and(|o| shows_play(&o));
-            if seq > accounted && shows_play {
-                traffic.after_the_end.insert(board, seq - accounted);
+            .collect()
+            .await;
+        let mut played_on = HashSet::new();
+        let mut unread = 0;
+        for (board, last) in read {
+            match last {
+                Ok(Some((seq, payload))) if seq > board.accounted => {
+                    let shown = boardcast_game::device::Observation::decode(payload.as_ref())
+                        .ok()
+                        .and_then(|o| placement_of(&o));
+                    if shown
+                        .is_some_and(|shown| shows_a_game_in_progress(&shown, &board.final_board))
+                    {
+                        played_on.insert(board.board_id);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(board = %board.board_id, "reading the board's last message: {e:#}");
+                    unread += 1;
+                }
             }
         }
-        if reader.as_ref().is_some_and(|who| who.sets_up_games()) {
-            traffic.without_game =
-                given_up_by_board(js, |board| !carrying_a_game.contains(board)).await?;
-        }
-        Ok(traffic)
+        Ok((played_on, unread))
     }
 }
 
-/// The board's message shows a game being played: pieces moved, or the clock running.
-fn shows_play(observation: &boardcast_game::device::Observation) -> bool {
-    use boardcast_game::device::{ClockRun, observation::Kind};
+/// The whole board an observation shows, if it shows one.
+fn placement_of(observation: &boardcast_game::device::Observation) -> Option<shakmaty::Board> {
     match &observation.kind {
-        Some(Kind::Lifted(_) | Kind::Placed(_) | Kind::Placement(_)) => true,
-        Some(Kind::Clock(reading)) => {
-            matches!(reading.running(), ClockRun::White | ClockRun::Black)
-        }
-        _ => false,
+        Some(boardcast_game::device::observation::Kind::Placement(p)) => p.placement.parse().ok(),
+        _ => None,
     }
+}
+
+/// `shown` is a game in progress on a board whose game ended at `final_board`: both kings stand
+/// on it, and it is neither that final position nor the start position, either way round (a
+/// board left as it ended, or set up for the next game, is not played on; a gateway connecting
+/// sends the whole board again).
+fn shows_a_game_in_progress(shown: &shakmaty::Board, final_board: &shakmaty::Board) -> bool {
+    let turned = |board: &shakmaty::Board| {
+        let mut turned = board.clone();
+        turned.rotate_180();
+        turned
+    };
+    let start = shakmaty::Board::new();
+    let kings = shown.kings();
+    (kings & shown.white()).count() == 1
+        && (kings & shown.black()).count() == 1
+        && ![
+            final_board.clone(),
+            turned(final_board),
+            turned(&start),
+            start,
+        ]
+        .contains(shown)
 }
 
 #[tonic::async_trait]
@@ -696,7 +713,7 @@ impl game_service_server::GameService for GameApi {
     ) -> Result<Response<ListBoardsResponse>, Status> {
         let reader = self.auth.identify_reader(request.metadata()).await?;
         let with_traffic = request.into_inner().with_traffic;
-        let mut boards: Vec<(BoardSummary, u64)> = self
+        let mut boards: Vec<(BoardSummary, Option<FinishedBoard>)> = self
             .store
             .live_games(|g| {
                 let info = g.info();
@@ -714,58 +731,75 @@ impl game_service_server::GameService for GameApi {
                     setup_mismatches: g.setup_mismatches().to_vec(),
                     ..Default::default()
                 };
-                (summary, g.board_seq_accounted())
+                let finished = (with_traffic && g.is_over()).then(|| FinishedBoard {
+                    board_id: info.board_id.clone(),
+                    accounted: g.board_seq_accounted(),
+                    final_board: shakmaty::Position::board(g.position()).clone(),
+                });
+                (summary, finished)
             })
             .await;
-        // Boards carrying a game of a tournament the caller may not read are not theirs to see,
-        // with or without a game in progress.
-        let carrying_a_game: HashSet<String> =
-            boards.iter().map(|(b, _)| b.board_id.clone()).collect();
         boards.retain(|(b, _)| may_read(&reader, &b.tournament_id));
         let mut response = ListBoardsResponse::default();
+        let mut missing = Vec::new();
         if with_traffic {
-            let finished = boards
-                .iter()
-                .filter(|(b, _)| b.game_over)
-                .map(|(b, accounted)| (b.board_id.clone(), *accounted))
-                .collect();
-            let read = self.traffic(&reader, finished, &carrying_a_game);
-            match tokio::time::timeout(TRAFFIC_WITHIN, read).await {
-                Ok(Ok(traffic)) => {
+            let finished = boards.iter_mut().filter_map(|(_, f)| f.take()).collect();
+            match tokio::time::timeout(TRAFFIC_WITHIN, self.played_on_after_the_end(finished)).await
+            {
+                Ok(Ok((played_on, unread))) => {
                     for (board, _) in &mut boards {
-                        board.sent_after_the_end = traffic
-                            .after_the_end
-                            .get(&board.board_id)
-                            .copied()
-                            .unwrap_or(0);
+                        board.played_on_after_the_end = played_on.contains(&board.board_id);
                     }
-                    response.boards_without_game_shown =
-                        reader.as_ref().is_some_and(|who| who.sets_up_games());
-                    boards.extend(traffic.without_game.into_iter().map(|given_up| {
-                        let summary = BoardSummary {
-                            board_id: given_up.board_id,
-                            given_up: given_up.count,
-                            last_given_up_reason: given_up.last_reason,
-                            last_given_up_unix_ms: given_up.last_unix_ms,
-                            ..Default::default()
-                        };
-                        (summary, 0)
-                    }));
+                    if unread > 0 {
+                        missing.push(format!("{unread} finished boards' last messages"));
+                    }
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!("reading the boards' traffic on NATS: {e:#}");
-                    response.traffic_error =
-                        "the boards' messages could not be read on NATS (the service's log says \
-                         why)"
-                            .to_owned();
+                    tracing::warn!("reading the finished boards' last messages: {e:#}");
+                    missing.push("the finished boards' last messages".to_owned());
                 }
                 Err(_) => {
-                    response.traffic_error = format!(
-                        "reading the boards' messages on NATS took longer than {} s",
-                        TRAFFIC_WITHIN.as_secs()
-                    );
+                    tracing::warn!("reading the finished boards' last messages timed out");
+                    missing.push("the finished boards' last messages (too slow)".to_owned());
                 }
             }
+            // Boards with no game are the hall's, not a tournament's: for whoever sets games up.
+            // A board carrying any game (one the caller may not read, one not folded) is not one.
+            if reader.as_ref().is_some_and(|who| who.sets_up_games()) {
+                let carrying_a_game = self.store.boards_with_a_game().await;
+                let read = boardcast_kit::nats::given_up_by_board(&self.js, |board| {
+                    !carrying_a_game.contains(board)
+                });
+                match tokio::time::timeout(TRAFFIC_WITHIN, read).await {
+                    Ok(Ok(without_game)) => {
+                        response.boards_without_game_shown = true;
+                        boards.extend(without_game.into_iter().map(|given_up| {
+                            let summary = BoardSummary {
+                                board_id: given_up.board_id,
+                                given_up: given_up.count,
+                                last_given_up_reason: given_up.last_reason,
+                                last_given_up_unix_ms: given_up.last_unix_ms,
+                                ..Default::default()
+                            };
+                            (summary, None)
+                        }));
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!("reading the boards with no game: {e:#}");
+                        missing.push("the boards with no game".to_owned());
+                    }
+                    Err(_) => {
+                        tracing::warn!("reading the boards with no game timed out");
+                        missing.push("the boards with no game (too slow)".to_owned());
+                    }
+                }
+            }
+        }
+        if !missing.is_empty() {
+            response.traffic_error = format!(
+                "not read on NATS: {} (the service's log says why)",
+                missing.join("; ")
+            );
         }
         response.boards = boards.into_iter().map(|(b, _)| b).collect();
         response.boards.sort_by(|a, b| a.board_id.cmp(&b.board_id));
@@ -1477,5 +1511,24 @@ mod tests {
         // Two games exchanging boards: in the pairings' order.
         let swap = vec![moving("A", "b1", "b2"), moving("B", "b2", "b1")];
         assert_eq!(order(swap), ["A", "B"]);
+    }
+
+    #[test]
+    fn a_finished_board_is_played_on_when_it_shows_another_game() {
+        let board = |fen: &str| fen.parse::<shakmaty::Board>().expect("a placement");
+        let ended = board("6k1/5ppp/8/8/8/8/5PPP/3R2K1");
+        let mut turned = ended.clone();
+        turned.rotate_180();
+        let start = shakmaty::Board::new();
+        let next_game = board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR");
+        let in_the_box = board("8/8/8/8/8/8/8/8");
+        let half_cleared = board("8/8/8/8/8/8/5PPP/3R4");
+        assert!(shows_a_game_in_progress(&next_game, &ended));
+        for not_played in [&ended, &turned, &start, &in_the_box, &half_cleared] {
+            assert!(
+                !shows_a_game_in_progress(not_played, &ended),
+                "{not_played}"
+            );
+        }
     }
 }

@@ -18,8 +18,8 @@ impl Game {
     /// control predicts from the mover's previous reading and the time since the opponent's
     /// press: previous − thinking time + increment (+ the next period's time when this move
     /// completes a period). From interpretation 7 Black's first move is predicted from Black's
-    /// clock at White's first press (it had not run), and a difference the mover's previous move
-    /// showed too (a clock adding the wrong increment) is told once, not on every move.
+    /// clock at White's first press (it had not run), and a difference the mover's earlier moves
+    /// showed too since one that was told (a clock adding the wrong increment) is not told again.
     pub(super) fn clock_alert(
         &self,
         obs: &Observation,

@@ -439,6 +439,14 @@ impl Store {
     }
 
     /// Runs `f` on the game live on each board.
+    /// The boards carrying a game, folded or not (its first record may be unfoldable).
+    pub async fn boards_with_a_game(&self) -> std::collections::HashSet<String> {
+        self.read()
+            .boards_with_a_game()
+            .map(str::to_owned)
+            .collect()
+    }
+
     pub async fn live_games<T>(&self, mut f: impl FnMut(&Game) -> T) -> Vec<T> {
         self.read().live().map(|e| f(&e.game)).collect()
     }
