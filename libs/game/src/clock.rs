@@ -35,7 +35,7 @@ use crate::events::{
 /// first move is predicted from Black's clock at White's first press; a clock that misses the
 /// increment is told as such, and a difference that repeats on the mover's next moves is told
 /// once; the game's position seen turned round at any point turns the board's reading (not only
-/// the start position).
+/// the start position); both flags fallen is cited from the Guidelines (III.3.1) from 2018.
 pub const CURRENT_INTERPRETATION: u32 = 7;
 
 /// Which display of the clock is White's, as the log has established it.

@@ -2050,3 +2050,47 @@ fn a_claim_on_a_move_made_but_not_pressed_waits_for_the_move_to_be_entered() {
     assert_eq!(board.game.result_token(), "1/2-1/2", "{:?}", board.kinds());
     board.assert_refolds();
 }
+
+/// Both flags fall in a 25-minute game of the 2023 Laws: drawn, under Guidelines III.3.1 (from
+/// 2018 the rule is no article); a game set up before interpretation 7 keeps A.4.4.
+#[test]
+fn both_flags_fallen_cite_the_guidelines_from_2018() {
+    let periods = vec![TimePeriod {
+        moves: 0,
+        base_ms: 25 * 60_000,
+        ..Default::default()
+    }];
+    for (interpretation, article) in [(7, "III.3.1"), (6, "A.4.4")] {
+        let mut set_up = started("fide-2023", "", periods.clone());
+        set_up.interpretation = interpretation;
+        let mut records = Game::record(
+            None,
+            GAME,
+            vec![boardcast_game::NewEvent {
+                kind: Kind::Started(set_up),
+                provenance: Default::default(),
+            }],
+            0,
+        );
+        let mut board = Board::from_first_record(records.remove(0), 0);
+        board.start_clock(25 * 60_000);
+        board.flag(true, true);
+        let ended: Vec<(String, String)> = board
+            .kinds()
+            .into_iter()
+            .filter_map(|k| match k {
+                Kind::Ended(e) => Some((e.article.clone(), e.detail.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ended,
+            [(
+                article.to_owned(),
+                format!("both flags fallen (Article {article})")
+            )],
+            "interpretation {interpretation}"
+        );
+        assert_eq!(board.game.result_token(), "1/2-1/2");
+    }
+}

@@ -253,6 +253,9 @@ pub fn agreement(rules: &RuleSet) -> GameEnd {
     }
 }
 
+/// Where the Laws of 2018 and 2023 put both flags fallen: their Guidelines, not an article.
+pub const GUIDELINES_BOTH_FLAGS: &str = "III.3.1";
+
 /// An upheld draw claim ends the game.
 pub fn draw_claim_upheld(article: &'static str) -> GameEnd {
     GameEnd {
@@ -264,13 +267,17 @@ pub fn draw_claim_upheld(article: &'static str) -> GameEnd {
 
 /// Both flags have fallen and it cannot be established which fell first. In rapid and blitz the
 /// game is drawn; in standard play it is drawn only in the last period (`in_last_period`), and
-/// otherwise play continues (`None`).
+/// otherwise play continues (`None`). From 2018 the rule is no longer an article of the Laws but
+/// their Guidelines III.3.1 (games without increment, standard and rapid).
 pub fn both_flags_fallen(rules: &RuleSet, in_last_period: bool) -> Option<GameEnd> {
     let article = match (rules.edition, rules.category) {
         (Edition::Fide2005, Category::Standard) => "6.12",
         (Edition::Fide2005, _) => "B.8",
         (Edition::Fide2009, Category::Standard) => "6.11",
         (Edition::Fide2009, _) => "A.4.f",
+        (Edition::Fide2018 | Edition::Fide2023, Category::Standard | Category::Rapid) => {
+            GUIDELINES_BOTH_FLAGS
+        }
         (_, Category::Standard) => "6.11",
         (_, _) => "A.4.4",
     };

@@ -578,6 +578,20 @@ fn game_ends_per_edition() {
         outcome::both_flags_fallen(&blitz, false).and_then(|e| e.result),
         Some(GameResult::Draw)
     );
+    // From 2018 the Guidelines (games without increment) hold the rule, not Article 6.11.
+    for edition in [Edition::Fide2018, Edition::Fide2023] {
+        for category in [Category::Standard, Category::Rapid] {
+            assert_eq!(
+                outcome::both_flags_fallen(&rules(edition, category), true).map(|e| e.article),
+                Some("III.3.1"),
+                "{edition:?} {category:?}"
+            );
+        }
+    }
+    assert_eq!(
+        outcome::both_flags_fallen(&RuleSet::standard(Edition::Fide2014), true).map(|e| e.article),
+        Some("6.11")
+    );
     assert_eq!(
         outcome::agreement(&RuleSet::standard(Edition::Fide2005)).article,
         "5.2.c"

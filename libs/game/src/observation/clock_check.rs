@@ -289,7 +289,20 @@ impl Game {
     pub(super) fn flag_verdict(&self, white: bool, black: bool) -> Option<GameEnded> {
         use boardcast_rules::outcome::{both_flags_fallen, flag_fall};
         let end = match (white, black) {
-            (true, true) => both_flags_fallen(&self.rules, self.in_last_period())?,
+            (true, true) => {
+                let mut end = both_flags_fallen(&self.rules, self.in_last_period())?;
+                // Cited 6.11 (standard) and A.4.4 (rapid) for the Laws of 2018 and 2023 before
+                // interpretation 7: a game set up then is decided as it was.
+                if self.interpretation < 7
+                    && end.article == boardcast_rules::outcome::GUIDELINES_BOTH_FLAGS
+                {
+                    end.article = match self.rules.category {
+                        boardcast_rules::ruleset::Category::Standard => "6.11",
+                        _ => "A.4.4",
+                    };
+                }
+                end
+            }
             (true, false) if !self.clock.flags.0 => {
                 flag_fall(&self.rules, &self.position, Color::White)
             }
