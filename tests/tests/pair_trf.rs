@@ -815,29 +815,11 @@ async fn board_shows(
     device_seq: u64,
     placement: &str,
 ) -> anyhow::Result<()> {
-    use boardcast_schema::device::v1::{BoardPlacement, Observation, observation::Kind};
-    use prost::Message as _;
-    let observation = Observation {
-        board_id: board.into(),
-        device_seq,
-        device_time_unix_ms: 1_700_000_000_000 + 1_000 * device_seq as i64,
-        receive_time_unix_ms: 1_700_000_000_000 + 1_000 * device_seq as i64,
-        kind: Some(Kind::Placement(BoardPlacement {
-            placement: placement.into(),
-        })),
-        ..Default::default()
-    };
-    let message = async_nats::jetstream::message::PublishMessage::build()
-        .payload(observation.encode_to_vec().into())
-        .message_id(boardcast_kit::nats::observation_message_id(
-            board,
-            device_seq,
-            rand::random(),
-        ));
-    js.send_publish(boardcast_kit::nats::observation_subject(board), message)
-        .await?
-        .await?;
-    Ok(())
+    use boardcast_schema::device::v1::{BoardPlacement, observation::Kind};
+    let shown = Kind::Placement(BoardPlacement {
+        placement: placement.into(),
+    });
+    boardcast_testkit::publish_observation(js, board, device_seq, shown).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
