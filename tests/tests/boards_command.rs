@@ -11,7 +11,9 @@ use boardcast_schema::game::v1::{
     ActRequest, ArbiterAction, CreateGameRequest, DeclareResult, GameResult, ListBoardsRequest,
     arbiter_action::Action,
 };
-use boardcast_testkit::{GameService, TestNats, TestUsers, program, publish_observation};
+use boardcast_testkit::{
+    GameService, GameServiceOptions, TestNats, TestUsers, program, publish_observation,
+};
 
 const TOURNAMENT: &str = "boards-check";
 
@@ -53,7 +55,14 @@ fn showing(sans: &[&str]) -> observation::Kind {
 async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves()
 -> anyhow::Result<()> {
     let nats = TestNats::start()?;
-    let game_service = GameService::start(&nats.url())?;
+    // Reads open to anyone (a public hall's choice): the traffic is still for a credential.
+    let game_service = GameService::start_with(
+        &nats.url(),
+        GameServiceOptions {
+            args: vec!["--open-reads".into()],
+            ..Default::default()
+        },
+    )?;
     let mut admin = game_service.client().await?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     // Board 3 was played on before its game was set up (the last round's game, say).
@@ -192,5 +201,30 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
     let ids: Vec<&str> = seen.boards.iter().map(|b| b.board_id.as_str()).collect();
     assert_eq!(ids, ["check-1", "check-2", "check-3", "check-4"]);
     assert!(!seen.boards_without_game_shown);
+
+    // Without a credential: the boards, none of their traffic.
+    let anonymous = boardcast_kit::client::game_client(&game_service.url(), None)
+        .await?
+        .list_boards(ListBoardsRequest { with_traffic: true })
+        .await?
+        .into_inner();
+    let ids: Vec<(&str, bool)> = anonymous
+        .boards
+        .iter()
+        .map(|b| (b.board_id.as_str(), b.played_on_after_the_end))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("check-1", false),
+            ("check-2", false),
+            ("check-3", false),
+            ("check-4", false)
+        ]
+    );
+    assert!(
+        anonymous.traffic_error.contains("credential"),
+        "{anonymous:?}"
+    );
     Ok(())
 }

@@ -742,7 +742,11 @@ impl game_service_server::GameService for GameApi {
         boards.retain(|(b, _)| may_read(&reader, &b.tournament_id));
         let mut response = ListBoardsResponse::default();
         let mut missing = Vec::new();
-        if with_traffic {
+        // The traffic costs NATS reads per board: for a signed-in caller only, not open reads.
+        if with_traffic && reader.is_none() {
+            response.traffic_error =
+                "the boards' traffic is read for a caller with a credential only".to_owned();
+        } else if with_traffic {
             let finished = boards.iter_mut().filter_map(|(_, f)| f.take()).collect();
             match tokio::time::timeout(TRAFFIC_WITHIN, self.played_on_after_the_end(finished)).await
             {
