@@ -58,6 +58,11 @@ impl Board {
     fn read_with(interpretation: u32) -> Board {
         let mut started = Board::new("fide-2023").game.info().clone();
         started.interpretation = interpretation;
+        Board::recorded(started)
+    }
+
+    /// The game `started` records (its interpretation as given), nothing observed yet.
+    fn recorded(started: boardcast_game::events::GameStarted) -> Board {
         let mut records = Game::record(
             None,
             GAME,
@@ -2063,16 +2068,7 @@ fn both_flags_fallen_cite_the_guidelines_from_2018() {
     for (interpretation, article) in [(7, "III.3.1"), (6, "A.4.4")] {
         let mut set_up = started("fide-2023", "", periods.clone());
         set_up.interpretation = interpretation;
-        let mut records = Game::record(
-            None,
-            GAME,
-            vec![boardcast_game::NewEvent {
-                kind: Kind::Started(set_up),
-                provenance: Default::default(),
-            }],
-            0,
-        );
-        let mut board = Board::from_first_record(records.remove(0), 0);
+        let mut board = Board::recorded(set_up);
         board.start_clock(25 * 60_000);
         board.flag(true, true);
         let ended: Vec<(String, String)> = board

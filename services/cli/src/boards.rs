@@ -3,8 +3,6 @@
 //! being played on while no game takes their moves (the round not set up on them yet, a board
 //! paired under another id).
 
-use std::path::PathBuf;
-
 use anyhow::Context as _;
 use boardcast_schema::device::v1::DeviceState;
 use boardcast_schema::game::v1::{BoardSummary, ListBoardsRequest};
@@ -18,24 +16,12 @@ pub struct BoardsArgs {
     /// ones: `boardcast dead-letters`).
     #[arg(long, default_value_t = 12)]
     within_hours: u32,
-    /// Game service to ask.
-    #[arg(
-        long,
-        env = "BOARDCAST_GAME_SERVICE",
-        default_value = "http://127.0.0.1:50051"
-    )]
-    game_service: String,
-    /// File holding an API token (an operator's or chief arbiter's is shown the boards with no
-    /// game too); without it, the token in BOARDCAST_TOKEN.
-    #[arg(long, env = "BOARDCAST_TOKEN_FILE")]
-    token_file: Option<PathBuf>,
+    #[command(flatten)]
+    game_service: crate::game_service::GameServiceArgs,
 }
 
 pub async fn run(args: BoardsArgs) -> anyhow::Result<()> {
-    let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
-    let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
-        .await
-        .with_context(|| format!("connecting to the game service at {}", args.game_service))?;
+    let mut client = args.game_service.connect().await?;
     let listed = client
         .list_boards(ListBoardsRequest { with_traffic: true })
         .await

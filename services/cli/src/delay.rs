@@ -1,9 +1,6 @@
 //! `boardcast delay`: sets the broadcast delay of a tournament or round through the game
 //! service, as an operator or chief arbiter; every broadcast service applies it within moments.
 
-use std::path::PathBuf;
-
-use anyhow::Context as _;
 use boardcast_schema::game::v1::{ListGamesRequest, SetBroadcastDelayRequest};
 use clap::Args;
 
@@ -17,17 +14,8 @@ pub struct DelayArgs {
     round: Option<u32>,
     /// The delay: MINUTES (0 to 60), or SECONDS followed by s (e.g. 90s).
     delay: String,
-    /// Game service to record it on.
-    #[arg(
-        long,
-        env = "BOARDCAST_GAME_SERVICE",
-        default_value = "http://127.0.0.1:50051"
-    )]
-    game_service: String,
-    /// File holding the API token of an operator or chief arbiter of the tournament; without
-    /// it, the token in BOARDCAST_TOKEN.
-    #[arg(long, env = "BOARDCAST_TOKEN_FILE")]
-    token_file: Option<PathBuf>,
+    #[command(flatten)]
+    game_service: crate::game_service::GameServiceArgs,
 }
 
 pub async fn run(args: DelayArgs) -> anyhow::Result<()> {
@@ -48,10 +36,7 @@ pub async fn run(args: DelayArgs) -> anyhow::Result<()> {
         tournament_id: args.tournament.clone(),
         round: args.round.unwrap_or(0),
     });
-    let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
-    let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
-        .await
-        .with_context(|| format!("connecting to the game service at {}", args.game_service))?;
+    let mut client = args.game_service.connect().await?;
     let recorded = client
         .set_broadcast_delay(SetBroadcastDelayRequest {
             tournament_id: args.tournament.clone(),

@@ -7,6 +7,7 @@ mod dead_letters;
 mod delay;
 mod demo;
 mod fork;
+mod game_service;
 mod gateway;
 mod keys;
 mod lichess_text;
@@ -71,15 +72,18 @@ enum Command {
     Keys(keys::KeysArgs),
     /// Set a round up from the Tournament Report File (TRF16 or TRF-26) the pairing program
     /// exported: players, pairings with colours, byes and forfeits, each table on a physical
-    /// board; `--dry-run` prints the round as JSON without a running system.
+    /// board (an operator's or chief arbiter's token); `--dry-run` prints the round as JSON
+    /// without a running system.
     Pair(pair::PairArgs),
     /// The hall's boards at a glance, for the check before a round: each board's game,
     /// connection, battery and set-up to correct, and the boards played on while no game takes
-    /// their moves (a round not set up on them, a board paired under another id).
+    /// their moves (a round not set up on them, a board paired under another id; those with no
+    /// game at all for an operator's or chief arbiter's token).
     Boards(boards::BoardsArgs),
     /// Write the rounds' results from the game logs into the pairing program's Tournament
     /// Report File (the one the rounds were set up from), points summed again, so that it
-    /// pairs the next round from it; a game without a result is left blank and reported.
+    /// pairs the next round from it; a game without a result is left blank and reported (a
+    /// token of anyone who may read the tournament).
     Results(results::ResultsArgs),
     /// Print a Tournament Report File's players or teams as lichess's broadcast settings take
     /// them, to paste there.

@@ -65,17 +65,8 @@ pub struct PairArgs {
     /// named, not removed.
     #[arg(long)]
     revise: bool,
-    /// Game service to set the round up on.
-    #[arg(
-        long,
-        env = "BOARDCAST_GAME_SERVICE",
-        default_value = "http://127.0.0.1:50051"
-    )]
-    game_service: String,
-    /// File holding the API token of an operator of the tournament; without it, the token in
-    /// BOARDCAST_TOKEN.
-    #[arg(long, env = "BOARDCAST_TOKEN_FILE")]
-    token_file: Option<PathBuf>,
+    #[command(flatten)]
+    game_service: crate::game_service::GameServiceArgs,
 }
 
 /// A player as the dry run prints them.
@@ -213,10 +204,7 @@ pub async fn run(args: PairArgs) -> anyhow::Result<()> {
         },
         ..request
     };
-    let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
-    let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
-        .await
-        .with_context(|| format!("connecting to the game service at {}", args.game_service))?;
+    let mut client = args.game_service.connect().await?;
     let set_up = client
         .pair_round(request)
         .await

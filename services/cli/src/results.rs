@@ -35,16 +35,8 @@ pub struct ResultsArgs {
     /// writes the game log's over them.
     #[arg(long, value_enum, default_value_t = WhenTheFileDiffers::Refuse)]
     differing: WhenTheFileDiffers,
-    /// Game service to read the games from.
-    #[arg(
-        long,
-        env = "BOARDCAST_GAME_SERVICE",
-        default_value = "http://127.0.0.1:50051"
-    )]
-    game_service: String,
-    /// File holding an API token of the tournament; without it, the token in BOARDCAST_TOKEN.
-    #[arg(long, env = "BOARDCAST_TOKEN_FILE")]
-    token_file: Option<PathBuf>,
+    #[command(flatten)]
+    game_service: crate::game_service::GameServiceArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,10 +76,7 @@ pub async fn run(args: ResultsArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let token = boardcast_kit::client::token_from(args.token_file.as_deref())?;
-    let mut client = boardcast_kit::client::game_client(&args.game_service, token.as_deref())
-        .await
-        .with_context(|| format!("connecting to the game service at {}", args.game_service))?;
+    let mut client = args.game_service.connect().await?;
     let all = client
         .list_games(ListGamesRequest {
             tournament_id: args.tournament.clone(),
