@@ -96,12 +96,15 @@ async fn fault_free(
 ) -> anyhow::Result<(Vec<GameState>, BTreeSet<(String, u64)>)> {
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
-    simulate(pgn, &nats.url(), &service.url(), "max")?
+    let log = pgn.with_extension("fault-free.log");
+    let status = simulate(pgn, &nats.url(), &service.url(), "max", &log)?
         .status()
-        .context("simulating the fault-free run")?
-        .success()
-        .then_some(())
-        .context("simulate failed in the fault-free run")?;
+        .context("simulating the fault-free run")?;
+    anyhow::ensure!(
+        status.success(),
+        "simulate failed in the fault-free run:\n{}",
+        said_at_the_end(&log)
+    );
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     support::drained(&js).await?;
     let states = support::states(&service.url()).await?;
@@ -109,11 +112,13 @@ async fn fault_free(
     Ok((states, stored_observations(&js).await?))
 }
 
+/// `boardcast simulate` of the round; what it says goes to `log`, to be shown if it fails.
 fn simulate(
     pgn: &std::path::Path,
     nats: &str,
     game_service: &str,
     speed: &str,
+    log: &std::path::Path,
 ) -> anyhow::Result<Command> {
     let mut command = Command::new(program("boardcast")?);
     command
@@ -124,8 +129,15 @@ fn simulate(
         .args(["--boards", &BOARDS.to_string(), "--speed", speed])
         .args(["--nats", nats, "--game-service", game_service])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+        .stderr(std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?);
     Ok(command)
+}
+
+/// The last lines a program wrote to its log file.
+fn said_at_the_end(log: &std::path::Path) -> String {
+    let said = std::fs::read_to_string(log).unwrap_or_else(|e| format!("({}: {e})", log.display()));
+    let lines: Vec<&str> = said.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
 /// When each record of the game log was stored (by the NATS server's clock, this machine's).
@@ -223,7 +235,8 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
     );
     create_gateway_game(&second.url()).await?;
 
-    let mut simulator = simulate(&pgn, &simulator_urls, &second.url(), SPEED)?
+    let simulator_log = dir.path().join("simulate.log");
+    let mut simulator = simulate(&pgn, &simulator_urls, &second.url(), SPEED, &simulator_log)?
         .spawn()
         .context("starting the simulated boards")?;
     let play_started = Instant::now();
@@ -338,7 +351,8 @@ async fn faults_under_load(server: NatsServer) -> anyhow::Result<()> {
 
     anyhow::ensure!(
         simulator.wait()?.success(),
-        "the simulated boards could not publish everything"
+        "the simulated boards could not publish everything:\n{}",
+        said_at_the_end(&simulator_log)
     );
     let played = play_started.elapsed();
     let play_ended = SystemTime::now();

@@ -13,6 +13,7 @@ use boardcast_game::{
 use boardcast_kit::nats::{observation_message_id, observation_subject};
 use boardcast_rules::pgn::{PgnGame, ScoreStop, StopReason, read_pgn};
 use boardcast_sim::{ClockSetup, ScriptOptions, script};
+use futures::TryFutureExt as _;
 use prost::Message as _;
 use tokio::time::Instant;
 
@@ -422,24 +423,83 @@ pub async fn create_games(
     token: Option<&str>,
     plans: &[BoardPlan],
 ) -> anyhow::Result<()> {
-    let mut client = boardcast_kit::client::game_client(game_service, token).await?;
+    let client = boardcast_kit::client::game_client(game_service, token).await?;
     for plan in plans {
         let game = &plan.started;
-        client
-            .create_game(CreateGameRequest {
-                game: Some(game.clone()),
-                replace_unfinished: false,
-                request_id: format!(
-                    "simulate/{}/{}/{}/{}",
-                    game.tournament_id, game.round, game.board_number, plan.board_id
-                ),
-                revise: false,
-            })
-            .await
-            .map_err(|status| anyhow::anyhow!("{}: {}", status.code(), status.message()))
-            .with_context(|| format!("setting up the game on board {}", plan.board_id))?;
+        let request = CreateGameRequest {
+            game: Some(game.clone()),
+            replace_unfinished: false,
+            request_id: format!(
+                "simulate/{}/{}/{}/{}",
+                game.tournament_id, game.round, game.board_number, plan.board_id
+            ),
+            revise: false,
+        };
+        let what = format!("setting up the game on board {}", plan.board_id);
+        patiently(&what, || {
+            let (mut client, request) = (client.clone(), request.clone());
+            async move {
+                match client.create_game(request).await {
+                    Ok(_) => Ok(()),
+                    // The game service could not record it for a moment (NATS electing a
+                    // leader); the same request id sets the game up once however often sent.
+                    Err(status) if status.code() == tonic::Code::Unavailable => {
+                        Err(Attempt::Again(anyhow::anyhow!("{}", status.message())))
+                    }
+                    Err(status) => Err(Attempt::Refused(anyhow::anyhow!(
+                        "{}: {}",
+                        status.code(),
+                        status.message()
+                    ))),
+                }
+            }
+        })
+        .await?;
     }
     Ok(())
+}
+
+/// How long the simulator keeps trying a step of its set-up that NATS or the game service cannot
+/// do for a moment (a stream's leader being elected, a service starting) before it gives up,
+/// saying why: as long as such an election takes, several times over.
+const SET_UP_PATIENCE: Duration = Duration::from_secs(60);
+
+/// Why one attempt at a set-up step failed.
+enum Attempt {
+    /// Worth trying again: what is asked may work a moment later.
+    Again(anyhow::Error),
+    /// Trying again cannot help (a refusal, a bad request).
+    Refused(anyhow::Error),
+}
+
+/// Runs `step` until it succeeds, it is refused, or [`SET_UP_PATIENCE`] has passed, saying on
+/// stderr what failed while it tries again.
+async fn patiently<T, F, Fut>(what: &str, mut step: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Attempt>>,
+{
+    let give_up_at = Instant::now() + SET_UP_PATIENCE;
+    let mut attempts = 0u32;
+    loop {
+        match step().await {
+            Ok(done) => return Ok(done),
+            Err(Attempt::Refused(e)) => return Err(e.context(what.to_owned())),
+            Err(Attempt::Again(e)) if Instant::now() >= give_up_at => {
+                return Err(e.context(format!(
+                    "{what}: still failing after {}s",
+                    SET_UP_PATIENCE.as_secs()
+                )));
+            }
+            Err(Attempt::Again(e)) => {
+                attempts += 1;
+                if attempts % 10 == 1 {
+                    tracing::warn!("{what} failed, trying again: {e:#}");
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
 }
 
 /// How the boards' progress is said while they play.
@@ -491,11 +551,15 @@ async fn play_board(js: &jetstream::Context, plan: BoardPlan, speed: Speed) -> a
     let subject = observation_subject(&plan.board_id);
     // Numbered on from the board's last observation, as a gateway does: a board's numbers are
     // never reused, and a game set up on it ignores those sent before.
-    let first_seq = boardcast_kit::nats::last_board_seq(
-        js,
-        &plan.board_id,
-        boardcast_kit::nats::BoardRead::OwnBoard,
-    )
+    let what = format!("reading where board {}'s numbering stands", plan.board_id);
+    let first_seq = patiently(&what, || {
+        boardcast_kit::nats::last_board_seq(
+            js,
+            &plan.board_id,
+            boardcast_kit::nats::BoardRead::OwnBoard,
+        )
+        .map_err(Attempt::Again)
+    })
     .await?
         + 1;
     for (i, step) in steps.into_iter().enumerate() {
@@ -592,6 +656,31 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_set_up_step_is_tried_again_until_it_works_but_not_when_refused() {
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let done = patiently("reading", || async {
+            match tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 | 1 => Err(Attempt::Again(anyhow::anyhow!("no leader"))),
+                n => Ok(n),
+            }
+        })
+        .await;
+        assert_eq!(done.ok(), Some(2));
+
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let refused = patiently("setting up the game on board b-1", || async {
+            tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err::<(), _>(Attempt::Refused(anyhow::anyhow!("permission denied")))
+        })
+        .await;
+        assert_eq!(
+            refused.map_err(|e| format!("{e:#}")).err().as_deref(),
+            Some("setting up the game on board b-1: permission denied")
+        );
+        assert_eq!(tries.into_inner(), 1);
+    }
 
     #[test]
     fn speeds_and_slugs() {
