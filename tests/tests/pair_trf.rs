@@ -6,7 +6,7 @@ mod support;
 
 use anyhow::Context as _;
 use boardcast_access::{Grant, Role};
-use boardcast_schema::game::v1::ListGamesRequest;
+use boardcast_schema::game::v1::{GameResult, ListGamesRequest};
 use boardcast_testkit::{GameService, TestNats, TestUsers, program, repo_root};
 use boardcast_trf::TrfFile;
 
@@ -716,26 +716,42 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
     }
 
     // Neither player of board 23 came: the arbiter declares both lost, and the pairing
-    // program's file says so (a forfeit loss each).
-    let board_23 = boardcast_game::game_id_for(TOURNAMENT, 4, 23);
-    game_service
-        .client()
-        .await?
-        .act(boardcast_schema::game::v1::ActRequest {
-            game_id: board_23.clone(),
-            action: Some(boardcast_schema::game::v1::ArbiterAction {
-                action: Some(boardcast_schema::game::v1::arbiter_action::Action::Result(
-                    boardcast_schema::game::v1::DeclareResult {
-                        result: boardcast_schema::game::v1::GameResult::BothLose as i32,
-                        reason: "neither player came".into(),
-                        article: "6.7.1".into(),
-                    },
-                )),
-                ..Default::default()
-            }),
-            request_id: boardcast_kit::client::new_request_id(),
-        })
-        .await?;
+    // program's file says so (a forfeit loss each). On board 1, Black's phone rang where White
+    // could not have won: the arbiter changes its result to ½-0 (Article 11.3.2.2), a draw for
+    // White and a loss for Black in the file.
+    let declare = |board: u32, result: GameResult, reason: &str, article: &str| {
+        let (game_service, reason, article) =
+            (&game_service, reason.to_owned(), article.to_owned());
+        async move {
+            game_service
+                .client()
+                .await?
+                .act(boardcast_schema::game::v1::ActRequest {
+                    game_id: boardcast_game::game_id_for(TOURNAMENT, 4, board),
+                    action: Some(boardcast_schema::game::v1::ArbiterAction {
+                        action: Some(boardcast_schema::game::v1::arbiter_action::Action::Result(
+                            boardcast_schema::game::v1::DeclareResult {
+                                result: result as i32,
+                                reason,
+                                article,
+                            },
+                        )),
+                        ..Default::default()
+                    }),
+                    request_id: boardcast_kit::client::new_request_id(),
+                })
+                .await?;
+            anyhow::Ok(())
+        }
+    };
+    declare(23, GameResult::BothLose, "neither player came", "6.7.1").await?;
+    declare(
+        1,
+        GameResult::WhiteHalfBlackZero,
+        "Black's phone rang; White could not checkmate",
+        "11.3.2.2",
+    )
+    .await?;
     let double_path = dir.path().join("double-forfeit.trf");
     let out = results(Some(&export_path), &double_path, None)?;
     assert!(
@@ -752,6 +768,14 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
             outcome_of(&double_text, table_23.black)?
         ),
         (Some('-'), Some('-'))
+    );
+    let table_1 = *tables.iter().find(|t| t.table == 1).context("table 1")?;
+    assert_eq!(
+        (
+            outcome_of(&double_text, table_1.white)?,
+            outcome_of(&double_text, table_1.black)?
+        ),
+        (Some('='), Some('0'))
     );
     Ok(())
 }

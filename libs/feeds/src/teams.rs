@@ -27,6 +27,8 @@ pub(crate) fn half_points(result: &str) -> Option<[u32; 2]> {
         "0-1" => Some([0, 2]),
         "1/2-1/2" => Some([1, 1]),
         "0-0" => Some([0, 0]),
+        "1/2-0" => Some([1, 0]),
+        "0-1/2" => Some([0, 1]),
         _ => None,
     }
 }
@@ -154,6 +156,15 @@ mod tests {
         games[4] = game(3, "Ukraine", "Georgia", "0-0");
         let first = &team_matches(&games)[0];
         assert_eq!(first.points, [0.5, 1.5]);
+        assert_eq!(first.match_points, Some([0, 2]));
+        // Ukraine's player (White) lost to one who could not win: half a point for Georgia.
+        games[4] = game(3, "Ukraine", "Georgia", "0-1/2");
+        let first = &team_matches(&games)[0];
+        assert_eq!(first.points, [0.5, 2.0]);
+        // And the other way round: half a point for Ukraine, a drawn match.
+        games[4] = game(3, "Ukraine", "Georgia", "1/2-0");
+        let first = &team_matches(&games)[0];
+        assert_eq!(first.points, [1.0, 1.5]);
         assert_eq!(first.match_points, Some([0, 2]));
     }
 }

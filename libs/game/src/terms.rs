@@ -326,15 +326,18 @@ pub fn result_of(result: Option<boardcast_rules::outcome::GameResult>) -> GameRe
     }
 }
 
-/// The result as PGN writes it: "1-0", "0-1", "1/2-1/2", or "*" while there is none; both
-/// players losing (a double forfeit) as "0-0", the token lichess and the pairing programs read
-/// (PGN itself has none for it).
+/// The result as PGN writes it: "1-0", "0-1", "1/2-1/2", or "*" while there is none; the
+/// scores PGN itself has no token for as lichess and the pairing programs read them in the
+/// Result tag: "0-0" (both lose), "1/2-0" and "0-1/2".
 pub fn result_token(result: GameResult) -> &'static str {
+    use boardcast_rules::pgn;
     match result {
         GameResult::WhiteWins => "1-0",
         GameResult::BlackWins => "0-1",
         GameResult::Draw => "1/2-1/2",
-        GameResult::BothLose => boardcast_rules::pgn::BOTH_LOST,
+        GameResult::BothLose => pgn::BOTH_LOST,
+        GameResult::WhiteHalfBlackZero => pgn::WHITE_HALF_BLACK_ZERO,
+        GameResult::WhiteZeroBlackHalf => pgn::WHITE_ZERO_BLACK_HALF,
         GameResult::Unspecified => "*",
     }
 }

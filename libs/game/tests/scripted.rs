@@ -2009,6 +2009,35 @@ fn a_double_forfeit_is_recorded_as_both_players_losing() {
     board.assert_refolds();
 }
 
+/// White's phone rings while Black could not checkmate by any series of legal moves: White
+/// loses and Black scores only a draw (Article 11.3.2.2), "0-1/2". The PGN keeps the moves and
+/// carries the score in its Result tag, which a PGN reader gives back.
+#[test]
+fn a_loss_against_an_opponent_who_cannot_win_is_recorded_as_zero_against_half() {
+    use boardcast_game::events::{DeclareResult, GameResult, arbiter_action::Action};
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    for san in ["e4", "e5", "Nf3"] {
+        board.play(&mut pos, san);
+    }
+    board.act(
+        Action::Result(DeclareResult {
+            result: GameResult::WhiteZeroBlackHalf as i32,
+            reason: "White's phone rang".into(),
+            article: "11.3.2.2".into(),
+        }),
+        "IA Smith",
+    );
+    assert!(board.game.is_over());
+    assert_eq!(board.game.result_token(), "0-1/2");
+    let pgn = boardcast_rules::pgn::write_annotated_game(&board.game.to_pgn());
+    assert!(pgn.contains("[Result \"0-1/2\"]"), "{pgn}");
+    assert!(pgn.trim_end().ends_with("(IA Smith)} *"), "{pgn}");
+    let read = boardcast_rules::pgn::read_games(&pgn).expect("reads");
+    assert_eq!((read[0].moves.len(), read[0].result.as_str()), (3, "0-1/2"));
+    board.assert_refolds();
+}
+
 /// White claims a threefold repetition that Black's move on the board makes, not pressed yet
 /// (Article 9.2.1.2: White has the move once it is made). The claim would rest on a move only
 /// the board saw: refused, saying to enter the move first; entered from the scoresheet, the

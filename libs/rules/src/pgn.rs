@@ -49,7 +49,8 @@ pub struct PgnMove {
 pub struct PgnGame {
     pub tags: Vec<(String, String)>,
     pub moves: Vec<PgnMove>,
-    /// `1-0`, `0-1`, `1/2-1/2`, [`BOTH_LOST`] (the tag's only) or `*`.
+    /// `1-0`, `0-1`, `1/2-1/2`, `*`, or one of the Result tag's only scores
+    /// ([`TAG_ONLY_RESULTS`]).
     pub result: String,
 }
 
@@ -538,7 +539,7 @@ impl Visitor for Collector {
         let result = tags
             .iter()
             .find(|(n, _)| n == "Result")
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| result_spelt_as_pgn(v).to_owned())
             .unwrap_or_else(|| "*".to_owned());
         ControlFlow::Continue(Collected {
             game: PgnGame {
@@ -581,15 +582,16 @@ impl Visitor for Collector {
         outcome: Outcome,
     ) -> ControlFlow<Self::Output> {
         game.outcome_seen = true;
+        // A score only the tag can carry stands: movetext has no token for it, and what a
+        // reader finds there is `*` or a misreading ("0-1/2" reads as "0-1").
+        if TAG_ONLY_RESULTS.contains(&game.game.result.as_str()) {
+            return ControlFlow::Continue(());
+        }
         game.game.result = match outcome {
             Outcome::Known(KnownOutcome::Decisive { winner }) => {
                 if winner.is_white() { "1-0" } else { "0-1" }.to_owned()
             }
             Outcome::Known(KnownOutcome::Draw) => "1/2-1/2".to_owned(),
-            // A result movetext has no token for ("0-0") stays as the tag gives it.
-            Outcome::Unknown if game.game.result == BOTH_LOST => {
-                return ControlFlow::Continue(());
-            }
             Outcome::Unknown => "*".to_owned(),
         };
         ControlFlow::Continue(())
@@ -774,14 +776,36 @@ fn write_with_notes(game: &PgnGame, notes: &[MoveNotes]) -> String {
     out
 }
 
-/// Both players lost (a double forfeit): a result PGN has no token for, which lichess and the
-/// pairing programs read in the Result tag.
+/// Both players lost (a double forfeit).
 pub const BOTH_LOST: &str = "0-0";
+/// White scores a draw and Black loses (Black lost for a breach of the rules against a White
+/// who cannot checkmate by any series of legal moves).
+pub const WHITE_HALF_BLACK_ZERO: &str = "1/2-0";
+/// White loses and Black scores a draw.
+pub const WHITE_ZERO_BLACK_HALF: &str = "0-1/2";
+/// The scores PGN has no result token for, which lichess and the pairing programs read in the
+/// Result tag; the movetext of such a game ends with `*` (in movetext "0-0" reads as castling).
+pub const TAG_ONLY_RESULTS: [&str; 3] = [BOTH_LOST, WHITE_HALF_BLACK_ZERO, WHITE_ZERO_BLACK_HALF];
 
-/// How the movetext ends for `result`: as the tag says, except that [`BOTH_LOST`] ends with
-/// `*` (in movetext "0-0" reads as castling); the tag carries it.
+/// A Result tag's score as PGN spells it: files from scoresheets or other programs write a half
+/// point as "½".
+fn result_spelt_as_pgn(tag: &str) -> &str {
+    match tag.trim() {
+        "½-½" => "1/2-1/2",
+        "½-0" => WHITE_HALF_BLACK_ZERO,
+        "0-½" => WHITE_ZERO_BLACK_HALF,
+        other => other,
+    }
+}
+
+/// How the movetext ends for `result`: as the tag says, except that a score only the tag can
+/// carry ends with `*`.
 fn movetext_termination(result: &str) -> &str {
-    if result == BOTH_LOST { "*" } else { result }
+    if TAG_ONLY_RESULTS.contains(&result) {
+        "*"
+    } else {
+        result
+    }
 }
 
 /// Comment text that cannot end the comment early, nor the game: braces become parentheses,
@@ -849,6 +873,33 @@ mod tests {
         assert_eq!(
             (again[0].moves.len(), again[0].result.as_str()),
             (10, "0-0")
+        );
+    }
+
+    #[test]
+    fn a_half_point_for_one_player_only_reads_and_writes_in_the_tag() {
+        let games = read_games(
+            "[Result \"1/2-0\"]\n\n1. e4 e5 *\n\n\
+             [Result \"0-½\"]\n\n1. d4 *\n\n\
+             [Result \"½-0\"]\n\n1. e4 e5 2. Nf3 1/2-0\n\n\
+             [Result \"0-1/2\"]\n\n1. c4 0-1/2\n",
+        )
+        .expect("reads");
+        let read: Vec<(usize, &str)> = games
+            .iter()
+            .map(|g| (g.moves.len(), g.result.as_str()))
+            .collect();
+        assert_eq!(
+            read,
+            [(2, "1/2-0"), (1, "0-1/2"), (3, "1/2-0"), (1, "0-1/2")]
+        );
+        let written = write_game(&games[0]);
+        assert!(written.contains("[Result \"1/2-0\"]"), "{written}");
+        assert!(written.trim_end().ends_with("1. e4 e5 *"), "{written}");
+        let again = read_games(&written).expect("reads");
+        assert_eq!(
+            (again[0].moves.len(), again[0].result.as_str()),
+            (2, "1/2-0")
         );
     }
 

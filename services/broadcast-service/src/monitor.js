@@ -122,7 +122,8 @@ function matchesHtml() {
     let m = byTeams.get(key);
     if (!m) byTeams.set(key, m = { teams: [w, b], points: [0, 0], boards: 0, over: 0 });
     const whiteSide = m.teams[0] === w ? 0 : 1;
-    const points = { "1-0": [1, 0], "0-1": [0, 1], "1/2-1/2": [0.5, 0.5], "0-0": [0, 0] }[g.result];
+    const points = { "1-0": [1, 0], "0-1": [0, 1], "1/2-1/2": [0.5, 0.5], "0-0": [0, 0],
+                     "1/2-0": [0.5, 0], "0-1/2": [0, 0.5] }[g.result];
     m.boards++;
     if (points) {
       m.points[whiteSide] += points[0];

@@ -376,6 +376,11 @@ fn outcomes(game: &GameState) -> Option<(Outcome, Outcome)> {
         }
         GameResult::BothLose if unrated => (Outcome::UnratedLoss, Outcome::UnratedLoss),
         GameResult::BothLose => (Outcome::Loss, Outcome::Loss),
+        // One lost for a breach of the rules; the other, who could not have won, scores a draw.
+        GameResult::WhiteHalfBlackZero if unrated => (Outcome::UnratedDraw, Outcome::UnratedLoss),
+        GameResult::WhiteZeroBlackHalf if unrated => (Outcome::UnratedLoss, Outcome::UnratedDraw),
+        GameResult::WhiteHalfBlackZero => (Outcome::Draw, Outcome::Loss),
+        GameResult::WhiteZeroBlackHalf => (Outcome::Loss, Outcome::Draw),
         GameResult::WhiteWins if unrated => (Outcome::UnratedWin, Outcome::UnratedLoss),
         GameResult::BlackWins if unrated => (Outcome::UnratedLoss, Outcome::UnratedWin),
         GameResult::Draw if unrated => (Outcome::UnratedDraw, Outcome::UnratedDraw),
@@ -402,7 +407,7 @@ mod tests {
 
     #[test]
     fn a_loss_declared_before_the_loser_moved_is_a_forfeit() {
-        use GameResult::{BlackWins, BothLose, WhiteWins};
+        use GameResult::{BlackWins, BothLose, WhiteHalfBlackZero, WhiteWins, WhiteZeroBlackHalf};
         use Outcome::*;
         use Termination::{Arbiter, Resignation};
         let cases = [
@@ -420,6 +425,10 @@ mod tests {
             (0, BothLose, Arbiter, (ForfeitLoss, ForfeitLoss)),
             (1, BothLose, Arbiter, (ForfeitLoss, ForfeitLoss)),
             (30, BothLose, Arbiter, (Loss, Loss)),
+            // One lost for a breach against an opponent who could not win: a draw for them.
+            (30, WhiteHalfBlackZero, Arbiter, (Draw, Loss)),
+            (40, WhiteZeroBlackHalf, Arbiter, (Loss, Draw)),
+            (1, WhiteZeroBlackHalf, Arbiter, (UnratedLoss, UnratedDraw)),
         ];
         for (moves, result, termination, expected) in cases {
             assert_eq!(

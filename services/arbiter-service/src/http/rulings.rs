@@ -183,8 +183,11 @@ pub(super) fn game_result(text: &str) -> Result<GameResult, String> {
         "0-1" => Ok(GameResult::BlackWins),
         "1/2-1/2" | "½-½" | "draw" => Ok(GameResult::Draw),
         "0-0" => Ok(GameResult::BothLose),
+        "1/2-0" | "½-0" => Ok(GameResult::WhiteHalfBlackZero),
+        "0-1/2" | "0-½" => Ok(GameResult::WhiteZeroBlackHalf),
         other => Err(format!(
-            "the result must be 1-0, 0-1, 1/2-1/2 or 0-0 (both lose), not {other:?}"
+            "the result must be 1-0, 0-1, 1/2-1/2, 0-0 (both lose), 1/2-0 or 0-1/2 (one loses, \
+             the other scores a draw), not {other:?}"
         )),
     }
 }
@@ -720,6 +723,17 @@ mod tests {
         for bad in ["1:60", "a:00", "1::00", "1:2:3:4", "+", "9999999999"] {
             assert!(clock_ms(&text(bad), "White's clock").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn results_are_read_as_arbiters_write_them() {
+        assert_eq!(game_result(" 1-0 "), Ok(GameResult::WhiteWins));
+        assert_eq!(game_result("½-½"), Ok(GameResult::Draw));
+        assert_eq!(game_result("0-0"), Ok(GameResult::BothLose));
+        assert_eq!(game_result("½-0"), Ok(GameResult::WhiteHalfBlackZero));
+        assert_eq!(game_result("1/2-0"), Ok(GameResult::WhiteHalfBlackZero));
+        assert_eq!(game_result("0-1/2"), Ok(GameResult::WhiteZeroBlackHalf));
+        assert!(game_result("1-1").is_err());
     }
 
     #[test]
