@@ -521,3 +521,127 @@ async fn an_export_from_an_emptied_game_log_says_so_and_does_not_wait() -> anyho
     assert!(said.contains("no game of"), "{said}");
     Ok(())
 }
+
+/// Waits until `game` has `count` moves completed.
+async fn wait_for_moves(service: &GameService, game: &str, count: usize) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while state(service, game).await?.moves.len() < count {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "move {count} of {game} never completed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// A game whose board broke after the first move goes on on a spare board: its export holds
+/// both boards' observations, each board's from the game's set-up on it, and verifies.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_game_moved_to_another_board_is_exported_with_both_boards_observations()
+-> anyhow::Result<()> {
+    use boardcast_schema::device::v1::{
+        BoardPlacement, ClockReading, ClockRun, Observation, observation,
+    };
+    use boardcast_testkit::publish_observation;
+    use shakmaty::{Chess, Position as _, san::San};
+
+    const MOVED: &str = "moved-open";
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await?);
+    let placement = |sans: &[&str]| -> anyhow::Result<observation::Kind> {
+        let mut pos = Chess::default();
+        for san in sans {
+            let mv = san.parse::<San>()?.to_move(&pos)?;
+            pos.play_unchecked(mv);
+        }
+        Ok(observation::Kind::Placement(BoardPlacement {
+            placement: pos.board().board_fen().to_string(),
+        }))
+    };
+    let clock = |running: ClockRun, white_ms: u64, black_ms: u64| {
+        observation::Kind::Clock(ClockReading {
+            white_remaining_ms: white_ms,
+            black_remaining_ms: black_ms,
+            running: running as i32,
+            ..Default::default()
+        })
+    };
+    let mut set_up = boardcast_testkit::game_on_board(MOVED, 1, "moved-a");
+    service
+        .client()
+        .await?
+        .create_game(boardcast_testkit::create_request(set_up.clone()))
+        .await?;
+    let on_a = [
+        placement(&[])?,
+        clock(ClockRun::White, 5_400_000, 5_400_000),
+        placement(&["e4"])?,
+        clock(ClockRun::Black, 5_420_000, 5_400_000),
+    ];
+    for (seq, kind) in (1..).zip(on_a) {
+        publish_observation(&js, "moved-a", seq, kind).await?;
+    }
+    wait_for_moves(&service, &format!("{MOVED}-r1-b1"), 1).await?;
+
+    // Board A broke: the game goes on on board B.
+    set_up.board_id = "moved-b".into();
+    service
+        .client()
+        .await?
+        .create_game(boardcast_schema::game::v1::CreateGameRequest {
+            revise: true,
+            ..boardcast_testkit::create_request(set_up)
+        })
+        .await?;
+    let on_b = [
+        placement(&["e4"])?,
+        clock(ClockRun::Black, 5_420_000, 5_390_000),
+        placement(&["e4", "e5"])?,
+        clock(ClockRun::White, 5_420_000, 5_400_000),
+    ];
+    for (seq, kind) in (1..).zip(on_b) {
+        publish_observation(&js, "moved-b", seq, kind).await?;
+    }
+    wait_for_moves(&service, &format!("{MOVED}-r1-b1"), 2).await?;
+
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("moved.bcrec");
+    let (ok, out) = support::boardcast_cli(&[
+        "export",
+        "--nats",
+        &nats.url(),
+        "--tournament",
+        MOVED,
+        "--out",
+        &path.to_string_lossy(),
+        "--trusted-keys",
+        &TestUsers::shared()?.trusted_keys().to_string_lossy(),
+    ])?;
+    anyhow::ensure!(ok, "export failed: {out}");
+    assert!(out.contains("8 observations"), "{out}");
+    let file = RecordFile::read(std::fs::File::open(&path)?)?;
+    let exported: Vec<(String, u64)> = file.games[0]
+        .observations
+        .iter()
+        .map(|o| {
+            let observation = Observation::decode(o.payload.as_slice()).expect("decodes");
+            (observation.board_id, observation.device_seq)
+        })
+        .collect();
+    let expected: Vec<(String, u64)> = ["moved-a", "moved-b"]
+        .into_iter()
+        .flat_map(|board| (1..=4).map(move |seq| (board.to_owned(), seq)))
+        .collect();
+    assert_eq!(exported, expected);
+    let (verified, said) = support::boardcast_cli(&[
+        "replay",
+        &path.to_string_lossy(),
+        "--verify",
+        "--trust",
+        &fingerprint()?,
+    ])?;
+    assert!(verified, "{said}");
+    Ok(())
+}

@@ -97,8 +97,8 @@ pub struct ExportArgs {
     no_observations: bool,
 }
 
-/// What a game's observations are looked up by.
-pub(super) struct BoardRange {
+/// What a game's observations on one physical board are looked up by.
+struct BoardRange {
     board_id: String,
     /// Observations after this device sequence belong to the game…
     after: u64,
@@ -223,8 +223,9 @@ pub(super) async fn read_game_log<W: std::io::Write>(
         ..Default::default()
     };
     let mut writer = RecordFileWriter::new(out, header)?;
-    // Each game folded (to find its observations) and when it was set up.
-    let mut games: BTreeMap<String, (Game, i64)> = BTreeMap::new();
+    // Each game folded (to find its observations), when it was set up, and the boards it was
+    // followed on before the one it is on (a game moved when its board broke).
+    let mut games: BTreeMap<String, (Game, i64, Vec<BoardRange>)> = BTreeMap::new();
     let mut skipped: BTreeSet<String> = BTreeSet::new();
     let mut records = 0u64;
     // Messages before a game's signed start that are not one (refused by every reader).
@@ -253,13 +254,20 @@ pub(super) async fn read_game_log<W: std::io::Write>(
                 .to_owned();
             if !skipped.contains(&game_id) {
                 match games.get_mut(&game_id) {
-                    Some((game, _)) => {
+                    Some((game, started_unix_ms, earlier_boards)) => {
                         // Folded only to find the game's observations, with the records the
                         // game service signed; the file holds every message as stored, for the
                         // verifier to judge.
                         let signed = game.is_signed();
                         if let Some(opened) = read(&message.payload, signed) {
+                            let before = board_range(game, *started_unix_ms);
                             let _ = game.apply_opened(&opened);
+                            let now = board_range(game, *started_unix_ms);
+                            if (now.board_id.as_str(), now.after)
+                                != (before.board_id.as_str(), before.after)
+                            {
+                                earlier_boards.push(before);
+                            }
                         }
                         writer.record(&game_id, seq, message.payload.to_vec())?;
                         records += 1;
@@ -269,7 +277,7 @@ pub(super) async fn read_game_log<W: std::io::Write>(
                             let at = opened.event().recorded_unix_ms;
                             match Game::from_first_opened(&opened) {
                                 Ok(game) if selection.wants(game.info(), &game_id) => {
-                                    games.insert(game_id.clone(), (game, at));
+                                    games.insert(game_id.clone(), (game, at, Vec::new()));
                                     writer.record(&game_id, seq, message.payload.to_vec())?;
                                     records += 1;
                                 }
@@ -301,20 +309,17 @@ pub(super) async fn read_game_log<W: std::io::Write>(
     if games.is_empty() {
         bail!("no game of {} in the game log", selection.describe());
     }
+    let count = games.len();
     let mut observations = 0u64;
     if with_observations {
         let ranges: Vec<(String, BoardRange)> = games
-            .iter()
-            .map(|(id, (g, started_unix_ms))| {
-                (
-                    id.clone(),
-                    BoardRange {
-                        board_id: g.info().board_id.clone(),
-                        after: g.info().board_seq_before,
-                        through: g.board_seq_accounted(),
-                        started_unix_ms: *started_unix_ms,
-                    },
-                )
+            .into_iter()
+            .flat_map(|(id, (game, started_unix_ms, earlier_boards))| {
+                let last_board = board_range(&game, started_unix_ms);
+                earlier_boards
+                    .into_iter()
+                    .chain([last_board])
+                    .map(move |range| (id.clone(), range))
             })
             .collect();
         let bar = progress(ranges.len() as u64, "boards' observations", show_progress);
@@ -324,7 +329,6 @@ pub(super) async fn read_game_log<W: std::io::Write>(
         }
         bar.finish_and_clear();
     }
-    let count = games.len();
     Ok(Exported {
         written: writer.finish()?,
         games: count,
@@ -333,8 +337,18 @@ pub(super) async fn read_game_log<W: std::io::Write>(
     })
 }
 
+/// The observations of the board `game` is followed on now that belong to it so far.
+fn board_range(game: &Game, started_unix_ms: i64) -> BoardRange {
+    BoardRange {
+        board_id: game.info().board_id.clone(),
+        after: game.info().board_seq_before,
+        through: game.board_seq_accounted(),
+        started_unix_ms,
+    }
+}
+
 /// Copies the board's observations of the game into the file.
-pub(super) async fn board_observations(
+async fn board_observations(
     js: &jetstream::Context,
     game_id: &str,
     range: &BoardRange,
