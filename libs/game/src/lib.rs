@@ -50,8 +50,8 @@ pub use observation::{
 pub use pgn::pgn_tags;
 pub use record::{NewEvent, OpenedRecord, follows_on, fork_point, trusted_records_of};
 pub use start::{
-    RevisionRefused, could_be_game_id, example_game, game_id_for, rules_of, validate_board_id,
-    validate_tournament_id,
+    RevisionRefused, UNREADABLE_BOARD, could_be_game_id, example_game, game_id_for, rules_of,
+    validate_board_id, validate_tournament_id,
 };
 pub use state::{
     CompletedMove, Game, GameError, IllegalMoveEntry, LOW_BATTERY_PERCENT, RecordedRequest,

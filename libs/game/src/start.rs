@@ -91,9 +91,20 @@ pub fn validate_tournament_id(tournament_id: &str) -> Result<(), GameError> {
     validate_id("tournament id", tournament_id)
 }
 
+/// What the dead-letter stream files an observation under when it names no readable board: no
+/// board may be called so, lest a real board's given-up observations mix with those.
+pub const UNREADABLE_BOARD: &str = "unknown";
+
 /// Checks a physical board id (it becomes part of NATS subjects).
 pub fn validate_board_id(board_id: &str) -> Result<(), GameError> {
-    validate_id("board id", board_id)
+    validate_id("board id", board_id)?;
+    if board_id == UNREADABLE_BOARD {
+        return Err(GameError::InvalidGame(format!(
+            "board id {UNREADABLE_BOARD:?} is kept for observations whose board cannot be read; \
+             name the board otherwise (e.g. by its number in the hall)"
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn start_position(info: &GameStarted) -> Result<Chess, GameError> {
@@ -400,4 +411,19 @@ fn check_set_up(info: &GameStarted) -> Result<(), GameError> {
     start_position(info)?;
     rules_of(info)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_board_id_is_a_subject_token_and_not_the_unreadable_boards_name() {
+        for good in ["hall-1", "B_12", "unknown-2"] {
+            assert!(validate_board_id(good).is_ok(), "{good}");
+        }
+        for bad in ["", "hall.1", "hall 1", "a>", "unknown"] {
+            assert!(validate_board_id(bad).is_err(), "{bad:?}");
+        }
+    }
 }

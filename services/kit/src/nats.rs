@@ -203,7 +203,10 @@ pub fn delay_subject(tournament_id: &str) -> String {
 }
 
 pub fn deadletter_subject(board_id: Option<&str>) -> String {
-    format!("boardcast.deadletter.{}", board_id.unwrap_or("unknown"))
+    format!(
+        "boardcast.deadletter.{}",
+        board_id.unwrap_or(boardcast_game::UNREADABLE_BOARD)
+    )
 }
 
 /// A board's observations in the dead-letter stream.
