@@ -54,6 +54,50 @@ async fn unusable_observations_are_kept_with_their_reason() -> anyhow::Result<()
     Ok(())
 }
 
+/// The dead-letter stream files observations whose board cannot be read under "unknown": no
+/// game is set up on, or moved to, a board of that name, and nothing is recorded.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_game_goes_on_a_board_named_as_the_unreadable_ones() -> anyhow::Result<()> {
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let mut client = service.client().await?;
+    let on_unknown = boardcast_testkit::game_on_board("reserved", 1, "unknown");
+    let refused = client
+        .create_game(boardcast_testkit::create_request(on_unknown.clone()))
+        .await
+        .expect_err("the name is kept");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(
+        refused.message().contains("kept for observations"),
+        "{refused:?}"
+    );
+
+    client
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("reserved", 1, "hall-1"),
+        ))
+        .await?;
+    let moved = client
+        .create_game(boardcast_schema::game::v1::CreateGameRequest {
+            revise: true,
+            ..boardcast_testkit::create_request(on_unknown)
+        })
+        .await
+        .expect_err("the name is kept");
+    assert_eq!(moved.code(), tonic::Code::InvalidArgument);
+    let games = client
+        .list_games(boardcast_schema::game::v1::ListGamesRequest::default())
+        .await?
+        .into_inner()
+        .games;
+    let boards: Vec<&str> = games
+        .iter()
+        .filter_map(|g| g.info.as_ref().map(|i| i.board_id.as_str()))
+        .collect();
+    assert_eq!(boards, ["hall-1"]);
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn unpartitioned_observations_go_on_where_the_earlier_single_consumer_stopped()
 -> anyhow::Result<()> {

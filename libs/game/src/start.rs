@@ -95,7 +95,9 @@ pub fn validate_tournament_id(tournament_id: &str) -> Result<(), GameError> {
 /// board may be called so, lest a real board's given-up observations mix with those.
 pub const UNREADABLE_BOARD: &str = "unknown";
 
-/// Checks a physical board id (it becomes part of NATS subjects).
+/// Checks the id of a physical board a game, a gateway or the simulator is put on anew: a NATS
+/// subject token, and not [`UNREADABLE_BOARD`]. (A game's set-up is checked for the token only:
+/// one recorded on that board before the name was kept still revises and verifies.)
 pub fn validate_board_id(board_id: &str) -> Result<(), GameError> {
     validate_id("board id", board_id)?;
     if board_id == UNREADABLE_BOARD {
@@ -352,7 +354,7 @@ pub(crate) fn changes_the_rules(
 /// Checks a pairing's set-up: ids, players, time control, start position and edition.
 fn check_set_up(info: &GameStarted) -> Result<(), GameError> {
     validate_id("tournament id", &info.tournament_id)?;
-    validate_board_id(&info.board_id)?;
+    validate_id("board id", &info.board_id)?;
     if info.round == 0 || info.board_number == 0 {
         return Err(GameError::InvalidGame(
             "round and board number start at 1".to_owned(),

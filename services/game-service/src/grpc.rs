@@ -1032,6 +1032,15 @@ async fn recorded_delay(
     Ok(of_round.or(of_tournament).unwrap_or(0))
 }
 
+/// INVALID_ARGUMENT unless a game may be put on board `board_id` now (see
+/// `boardcast_game::validate_board_id`).
+fn board_may_take_games(board_id: &str) -> Result<(), Status> {
+    boardcast_game::validate_board_id(board_id).map_err(|e| match e {
+        GameError::InvalidGame(m) => Status::invalid_argument(m),
+        other => Status::internal(other.to_string()),
+    })
+}
+
 /// The game's id and first event, or INVALID_ARGUMENT saying what is wrong with the pairing.
 fn decide_start(
     info: &GameStarted,
@@ -1102,6 +1111,7 @@ impl GameApi {
             }
             let (changes, from_board) = decided.map_err(|e| revision_refused(&game_id, e))?;
             if changes && from_board != info.board_id {
+                board_may_take_games(&info.board_id)?;
                 self.check_board_takes(set_up, &info, &game_id).await?;
             }
             return Ok(SetUpStep::Revise {
@@ -1121,6 +1131,7 @@ impl GameApi {
         {
             return Err(created_by_another(&game_id, &on_board));
         }
+        board_may_take_games(&info.board_id)?;
         self.check_board_takes(set_up, &info, &game_id).await?;
         Ok(SetUpStep::Create {
             game_id,
@@ -1314,7 +1325,7 @@ impl GameApi {
     /// game set up on it now starts following it.
     async fn board_seq_now(&self, board_id: &str) -> Result<u64, Status> {
         if boardcast_game::validate_board_id(board_id).is_err() {
-            // decide_start says what is wrong with it.
+            // The set-up is refused: `board_may_take_games` says why.
             return Ok(0);
         }
         boardcast_kit::nats::last_board_seq(

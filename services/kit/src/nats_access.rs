@@ -348,7 +348,7 @@ impl NatsAccess {
                 bail!("gateway {:?} has no boards", gateway.name);
             }
             for board in &gateway.boards {
-                validate_name("board id", board)
+                boardcast_game::validate_board_id(board)
                     .with_context(|| format!("gateway {:?}", gateway.name))?;
             }
             roles.push((Role::Gateway(gateway.name.clone()), gateway.boards.clone()));
