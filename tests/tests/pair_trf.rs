@@ -716,9 +716,9 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
     }
 
     // Neither player of board 23 came: the arbiter declares both lost, and the pairing
-    // program's file says so (a forfeit loss each). On board 1, Black's phone rang where White
-    // could not have won: the arbiter changes its result to ½-0 (Article 11.3.2.2), a draw for
-    // White and a loss for Black in the file.
+    // program's file says so (a forfeit loss each). Board 1's Black is found to have broken the
+    // rules: the arbiter declares the game lost by Black and decides White's score, a draw
+    // (Article 12.9), so the result becomes ½-0, a draw and a loss in the file.
     let declare = |board: u32, result: GameResult, reason: &str, article: &str| {
         let (game_service, reason, article) =
             (&game_service, reason.to_owned(), article.to_owned());
@@ -748,8 +748,8 @@ async fn a_round_played_on_simulated_boards_goes_back_to_the_pairing_program() -
     declare(
         1,
         GameResult::WhiteHalfBlackZero,
-        "Black's phone rang; White could not checkmate",
-        "11.3.2.2",
+        "Black lost for a breach of the rules; White's score is the arbiter's",
+        "12.9",
     )
     .await?;
     let double_path = dir.path().join("double-forfeit.trf");

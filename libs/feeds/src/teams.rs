@@ -161,7 +161,7 @@ mod tests {
         games[4] = game(3, "Ukraine", "Georgia", "0-1/2");
         let first = &team_matches(&games)[0];
         assert_eq!(first.points, [0.5, 2.0]);
-        // And the other way round: half a point for Ukraine, a drawn match.
+        // And the other way round: half a point for Ukraine, still not enough.
         games[4] = game(3, "Ukraine", "Georgia", "1/2-0");
         let first = &team_matches(&games)[0];
         assert_eq!(first.points, [1.0, 1.5]);

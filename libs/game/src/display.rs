@@ -92,7 +92,8 @@ pub struct Clocks {
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ending {
-    /// The PGN result token: `1-0`, `0-1`, `1/2-1/2`, or `0-0` (both lost).
+    /// The PGN result token: `1-0`, `0-1`, `1/2-1/2`, or a score only the Result tag carries:
+    /// `0-0` (both lost), `1/2-0`, `0-1/2`.
     pub result: String,
     /// How the game ended, in words for viewers.
     pub termination: String,

@@ -2009,13 +2009,13 @@ fn a_double_forfeit_is_recorded_as_both_players_losing() {
     board.assert_refolds();
 }
 
-/// White's phone rings while Black could not checkmate by any series of legal moves: White
-/// loses and Black scores only a draw (Article 11.3.2.2), "0-1/2". The PGN keeps the moves and
-/// carries the score in its Result tag, which a PGN reader gives back.
+/// Under the Laws of 2009, White's phone sounds where Black could not win by any series of
+/// legal moves: White loses and Black scores a draw (Article 12.3.b), "0-1/2". The PGN keeps the
+/// moves and carries the score in its Result tag, which a PGN reader gives back.
 #[test]
 fn a_loss_against_an_opponent_who_cannot_win_is_recorded_as_zero_against_half() {
     use boardcast_game::events::{DeclareResult, GameResult, arbiter_action::Action};
-    let mut board = Board::new("fide-2023");
+    let mut board = Board::new("fide-2009");
     let mut pos = Chess::default();
     for san in ["e4", "e5", "Nf3"] {
         board.play(&mut pos, san);
@@ -2024,7 +2024,7 @@ fn a_loss_against_an_opponent_who_cannot_win_is_recorded_as_zero_against_half() 
         Action::Result(DeclareResult {
             result: GameResult::WhiteZeroBlackHalf as i32,
             reason: "White's phone rang".into(),
-            article: "11.3.2.2".into(),
+            article: "12.3.b".into(),
         }),
         "IA Smith",
     );

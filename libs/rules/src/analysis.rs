@@ -76,7 +76,8 @@ pub struct GameAnalysis {
     pub dead_undetermined_plies: Vec<u32>,
     /// `checkmate`, `stalemate`, `dead_position`, `fivefold`, `seventyfive`: the first end the
     /// position imposed (at `ended_at_ply`); otherwise the score's result tag (`1-0`, `0-1`,
-    /// `1/2-1/2`: ended by resignation, agreement, time or a claim) or `ongoing` for `*`.
+    /// `1/2-1/2`: ended by resignation, agreement, time or a claim; `0-0`, `1/2-0`, `0-1/2`: by
+    /// the arbiter) or `ongoing` for `*`.
     pub status: String,
     /// The ply at which the position ended the game, if it did.
     pub ended_at_ply: Option<u32>,

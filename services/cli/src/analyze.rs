@@ -13,7 +13,8 @@
 //!
 //! `status` is `checkmate`, `stalemate`, `dead_position`, `fivefold` or `seventyfive` when the
 //! position ended the game (at `ended_at_ply`, even if the score goes on), otherwise the result
-//! tag (`1-0`, `0-1`, `1/2-1/2`: resignation, agreement, time, claim) or `ongoing` for `*`.
+//! tag (`1-0`, `0-1`, `1/2-1/2`: resignation, agreement, time, claim; `0-0`, `1/2-0`, `0-1/2`:
+//! the arbiter's) or `ongoing` for `*`.
 //!
 //! Occurrences: for a threefold claim on the position, the plies of every occurrence so far; with
 //! an intended move, the earlier occurrences of the position(s) the qualifying move(s) would

@@ -423,7 +423,11 @@ pub async fn create_games(
     token: Option<&str>,
     plans: &[BoardPlan],
 ) -> anyhow::Result<()> {
-    let client = boardcast_kit::client::game_client(game_service, token).await?;
+    // A service still starting refuses the connection for a moment.
+    let client = patiently("connecting to the game service", || {
+        boardcast_kit::client::game_client(game_service, token).map_err(Attempt::Again)
+    })
+    .await?;
     for plan in plans {
         let game = &plan.started;
         let request = CreateGameRequest {
@@ -464,6 +468,9 @@ pub async fn create_games(
 /// saying why: as long as such an election takes, several times over.
 const SET_UP_PATIENCE: Duration = Duration::from_secs(60);
 
+/// How long one attempt at a set-up step may wait for an answer before it counts as failed.
+const ATTEMPT_WITHIN: Duration = Duration::from_secs(10);
+
 /// Why one attempt at a set-up step failed.
 enum Attempt {
     /// Worth trying again: what is asked may work a moment later.
@@ -482,7 +489,15 @@ where
     let give_up_at = Instant::now() + SET_UP_PATIENCE;
     let mut attempts = 0u32;
     loop {
-        match step().await {
+        let attempt = tokio::time::timeout(ATTEMPT_WITHIN, step())
+            .await
+            .unwrap_or_else(|_| {
+                Err(Attempt::Again(anyhow::anyhow!(
+                    "no answer within {}s",
+                    ATTEMPT_WITHIN.as_secs()
+                )))
+            });
+        match attempt {
             Ok(done) => return Ok(done),
             Err(Attempt::Refused(e)) => return Err(e.context(what.to_owned())),
             Err(Attempt::Again(e)) if Instant::now() >= give_up_at => {
