@@ -543,10 +543,26 @@ impl GameAlerts {
                     d.ply
                 ),
             ),
+            Kind::ClockAlert(a) if a.flag_not_counted => Raised::new(
+                AlertKind::ClockMismatch,
+                a.ply,
+                clock_article(game.rules().edition),
+                format!(
+                    "{}: {}'s {}. The flag does not end the game: set the clock right (a clock \
+                     with an evident defect); its readings count again from then.",
+                    if a.ply == 0 {
+                        "before the first move".to_owned()
+                    } else {
+                        format!("ply {}", a.ply)
+                    },
+                    side_named(terms::side_or_legacy(a.clock_of(), &a.side), &a.side),
+                    a.reason,
+                ),
+            ),
             Kind::ClockAlert(a) if a.ply == 0 => Raised::new(
                 AlertKind::ClockMismatch,
                 0,
-                "6.10",
+                clock_article(game.rules().edition),
                 format!(
                     "before the first move: {}'s clock was set to {} where the time control \
                      starts from {}. Set it right before play.",
@@ -558,7 +574,7 @@ impl GameAlerts {
             Kind::ClockAlert(a) => Raised::new(
                 AlertKind::ClockMismatch,
                 a.ply,
-                "6.10",
+                clock_article(game.rules().edition),
                 format!(
                     "ply {}: {}'s clock shows {} where the time control gives {}: {}. The \
                      clock's reading stands.",
@@ -999,6 +1015,15 @@ fn display_data_article(edition: Edition) -> &'static str {
         Edition::Fide2005 => "6.15",
         Edition::Fide2014 | Edition::Fide2018 | Edition::Fide2023 => "6.12",
         Edition::Fide2009 | Edition::Iccf2019 => "6.14",
+    }
+}
+
+/// The article that makes the clock's indications conclusive unless it has an evident defect
+/// (2005 6.11; 6.10 from 2009).
+fn clock_article(edition: Edition) -> &'static str {
+    match edition {
+        Edition::Fide2005 => "6.11",
+        _ => "6.10",
     }
 }
 

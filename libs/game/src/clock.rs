@@ -36,7 +36,11 @@ use crate::events::{
 /// increment is told as such, and a difference that repeats on the mover's next moves is told
 /// once; the game's position seen turned round at any point turns the board's reading (not only
 /// the start position); both flags fallen is cited from the Guidelines (III.3.1) from 2018.
-pub const CURRENT_INTERPRETATION: u32 = 7;
+/// 8: a flag does not end the game when the clock has not run in this game (left from an
+/// earlier game), nor when it falls after the player completed a period's moves and the clock
+/// did not add the next period's time at that press (its move counter is wrong: a clock with an
+/// evident defect, Article 6.10); each is an alert for the arbiter.
+pub const CURRENT_INTERPRETATION: u32 = 8;
 
 /// Which display of the clock is White's, as the log has established it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

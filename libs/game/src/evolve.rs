@@ -350,6 +350,8 @@ impl Game {
                 }
             }
             Some(Kind::ClockAlert(alert)) => match alert.ply {
+                // A flag not counted is about the flag, not the move it came after.
+                ply if ply > 0 && alert.flag_not_counted => {}
                 0 => self.clock.set_up_told.push((
                     terms::side_or_legacy(alert.clock_of(), &alert.side),
                     alert.reported_ms,
@@ -597,6 +599,7 @@ impl Game {
         };
         let reading = self.clock.sides.read(&raw);
         self.clock.flags = (reading.white_flag, reading.black_flag);
+        self.clock.ran |= matches!(reading.running(), ClockRun::White | ClockRun::Black);
         match (self.interpretation, reading.running()) {
             (0, running @ (ClockRun::White | ClockRun::Black)) => self.clock.running = running,
             // Interpretation 0: a paused clock is not a press when it runs again, so only White

@@ -130,6 +130,9 @@ pub(crate) struct ClockState {
     pub(crate) stood: bool,
     /// Flags shown at the last recorded reading (White, Black), read with `sides`.
     pub(crate) flags: (bool, bool),
+    /// A recorded reading has shown it running in this game: a flag it showed before is left
+    /// from an earlier game (interpretation 8).
+    pub(crate) ran: bool,
     /// Changes to the clocks the time control does not predict, with the number of completed
     /// moves and the `game_seq` when each was made, in that order.
     pub(crate) changes: Vec<(usize, u64, ClockChange)>,

@@ -673,7 +673,21 @@ fn a_released_piece_is_cited_as_the_edition_numbers_it_and_a_put_down_no_move_ma
 /// Plays 40 moves each in the first period (90 min + 30 s per move, then 30 min + 30 s), each
 /// move taking 10 s; at move 40 the clock adds the second period's time only if `adds_period`.
 fn forty_moves(adds_period: bool) -> Board {
-    let mut board = Board::new("fide-2009");
+    forty_moves_read_with(None, adds_period)
+}
+
+/// [`forty_moves`] in a game read with `interpretation` (the current one when `None`).
+fn forty_moves_read_with(interpretation: Option<u32>, adds_period: bool) -> Board {
+    let mut board = match interpretation {
+        None => Board::new("fide-2009"),
+        Some(interpretation) => {
+            let mut set_up = Board::new("fide-2009").game.info().clone();
+            set_up.interpretation = interpretation;
+            let mut board = Board::recorded(set_up);
+            board.start_clock(90 * 60_000);
+            board
+        }
+    };
     let mut pos = Chess::default();
     let mut clocks = [90 * 60_000u64, 90 * 60_000u64];
     let mut t = 1_000_000i64;
@@ -699,6 +713,131 @@ fn clock_alerts(board: &Board) -> Vec<boardcast_game::events::ClockAlert> {
             _ => None,
         })
         .collect()
+}
+
+/// White's flag shows in the second period on a clock that did not add its 30 minutes at move
+/// 40 (its move counter is wrong): from interpretation 8 the flag does not end the game (a clock
+/// with an evident defect, Article 6.10) and an alert says why. A flag after the clock added the
+/// time, or in a game read with interpretation 7, ends it as before.
+#[test]
+fn a_flag_after_a_period_the_clock_did_not_add_does_not_end_the_game() {
+    for (interpretation, adds_period, ends) in [
+        (None, false, false),
+        (None, true, true),
+        (Some(7), false, true),
+    ] {
+        let mut board = forty_moves_read_with(interpretation, adds_period);
+        let black = board
+            .game
+            .moves()
+            .last()
+            .and_then(|m| m.black_remaining_ms)
+            .expect("read");
+        board.observe_at(
+            Obs::Clock(ClockReading {
+                white_remaining_ms: 0,
+                black_remaining_ms: black,
+                running: ClockRun::White as i32,
+                white_flag: true,
+                ..Default::default()
+            }),
+            1_000_000 + 80 * 10_000 + 7_000_000,
+        );
+        let case = format!("interpretation {interpretation:?}, period added: {adds_period}");
+        assert_eq!(board.game.is_over(), ends, "{case}");
+        let not_counted: Vec<_> = clock_alerts(&board)
+            .into_iter()
+            .filter(|a| a.flag_not_counted)
+            .collect();
+        if ends {
+            assert_eq!(board.game.result_token(), "0-1", "{case}");
+            assert!(not_counted.is_empty(), "{case}: {not_counted:?}");
+        } else {
+            assert_eq!(not_counted.len(), 1, "{case}");
+            assert_eq!(
+                (not_counted[0].ply, not_counted[0].side.as_str()),
+                (80, "white")
+            );
+            assert_eq!(not_counted[0].expected_ms, 30 * 60_000);
+            assert!(
+                not_counted[0].reason.contains("completed move 40"),
+                "{}",
+                not_counted[0].reason
+            );
+            let alert = board
+                .alerts
+                .alerts()
+                .last()
+                .cloned()
+                .expect("an alert for the flag");
+            assert_eq!(alert.kind, boardcast_game::alerts::AlertKind::ClockMismatch);
+            assert_eq!(alert.article, "6.10");
+            assert!(
+                alert.summary.contains("does not end the game"),
+                "{}",
+                alert.summary
+            );
+        }
+        board.assert_refolds();
+    }
+}
+
+/// A game set up on a board whose clock still shows the last game's fallen flag: from
+/// interpretation 8 that flag does not end the new game before it began, and an alert says to
+/// set the clock (under interpretation 7 it ended the game at once). Set and started, the clock
+/// counts as ever: a flag that falls in play ends the game.
+#[test]
+fn a_flag_left_from_the_last_game_does_not_end_the_next_one() {
+    let periods = vec![TimePeriod {
+        moves: 0,
+        base_ms: 300_000,
+        ..Default::default()
+    }];
+    for (interpretation, ends) in [(8, false), (7, true)] {
+        let mut set_up = started("fide-2023", "", periods.clone());
+        set_up.interpretation = interpretation;
+        let mut board = Board::recorded(set_up);
+        board.observe(Obs::Clock(ClockReading {
+            white_remaining_ms: 12_000,
+            black_remaining_ms: 0,
+            running: ClockRun::Stopped as i32,
+            black_flag: true,
+            ..Default::default()
+        }));
+        assert_eq!(
+            board.game.is_over(),
+            ends,
+            "interpretation {interpretation}"
+        );
+        if !ends {
+            let alerts = clock_alerts(&board);
+            assert_eq!(alerts.len(), 1, "{alerts:?}");
+            assert!(alerts[0].flag_not_counted && alerts[0].ply == 0);
+            assert!(
+                alerts[0].reason.contains("not run in this game"),
+                "{alerts:?}"
+            );
+            let summary = &board.alerts.alerts()[0].summary;
+            assert!(
+                summary.starts_with("before the first move: Black's flag"),
+                "{summary}"
+            );
+            // Set and started for this game; White moves, and Black's flag falls in play.
+            board.start_clock(300_000);
+            let mut pos = Chess::default();
+            board.play(&mut pos, "e4");
+            board.observe(Obs::Clock(ClockReading {
+                white_remaining_ms: 290_000,
+                black_remaining_ms: 0,
+                running: ClockRun::Black as i32,
+                black_flag: true,
+                ..Default::default()
+            }));
+            assert!(board.game.is_over());
+            assert_eq!(board.game.result_token(), "1-0");
+        }
+        board.assert_refolds();
+    }
 }
 
 #[test]

@@ -76,6 +76,7 @@ impl Game {
                 expected_ms: expected.max(0) as u64,
                 reported_ms: reported.max(0) as u64,
                 reason,
+                flag_not_counted: false,
             }),
             provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
         })
@@ -279,10 +280,114 @@ impl Game {
                     wording::format_clock(shown),
                     wording::format_clock(base)
                 ),
+                flag_not_counted: false,
             }),
             provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
         })
         .collect()
+    }
+
+    /// From interpretation 8, which of the flags `reading` shows anew count as fallen (White,
+    /// Black), with an alert for each that does not: one on a clock that has not run in this
+    /// game (left from an earlier game), and one shown after the player completed a period's
+    /// moves where the clock did not add the next period's time at that press (its move
+    /// counter is wrong). Either is a clock with an evident defect (Article 6.10), which the
+    /// arbiter sets right; the game goes on.
+    pub(super) fn flags_counted(
+        &self,
+        obs: &Observation,
+        reading: &ClockReading,
+    ) -> ((bool, bool), Vec<NewEvent>) {
+        let mut alerts = Vec::new();
+        let mut counted = |shown: bool, before: bool, side: Side, color: Color, shown_ms: u64| {
+            if !shown || before {
+                return false;
+            }
+            let (expected_ms, reason) = if !self.clock.ran {
+                let base = self
+                    .info
+                    .time_control
+                    .as_ref()
+                    .and_then(|tc| tc.periods.first())
+                    .map_or(0, |p| p.base_ms);
+                (
+                    base,
+                    "flag shown on a clock that has not run in this game (left from an earlier \
+                     game)"
+                        .to_owned(),
+                )
+            } else if let Some((own_move, missing_ms)) = self.period_time_not_added(color) {
+                (
+                    missing_ms,
+                    format!(
+                        "flag shown after {} completed move {own_move}, the end of a period, where \
+                         the clock did not add the next period's {} min (its move counter is \
+                         wrong)",
+                        wording::side_title(side),
+                        missing_ms / 60_000
+                    ),
+                )
+            } else {
+                return true;
+            };
+            alerts.push(NewEvent {
+                kind: Kind::ClockAlert(ClockAlert {
+                    ply: u32::try_from(self.moves.len()).unwrap_or(u32::MAX),
+                    side: wording::side(side).to_owned(),
+                    clock_of: side as i32,
+                    expected_ms,
+                    reported_ms: shown_ms,
+                    reason,
+                    flag_not_counted: true,
+                }),
+                provenance: self.provenance(obs, Source::Clock, vec![obs.device_seq]),
+            });
+            false
+        };
+        let white = counted(
+            reading.white_flag,
+            self.clock.flags.0,
+            Side::White,
+            Color::White,
+            reading.white_remaining_ms,
+        );
+        let black = counted(
+            reading.black_flag,
+            self.clock.flags.1,
+            Side::Black,
+            Color::Black,
+            reading.black_remaining_ms,
+        );
+        ((white, black), alerts)
+    }
+
+    /// The `side`'s last completed move that completed a period, when at its press the clock
+    /// did not add the next period's time (it showed less than the prediction by over half of
+    /// it) and no arbiter changed that clock since: (its own move number, the time not added).
+    fn period_time_not_added(&self, side: Color) -> Option<(u32, u64)> {
+        let periods = &self.info.time_control.as_ref()?.periods;
+        let is_white = side == Color::White;
+        let plies = u32::try_from(self.moves.len()).ok()?;
+        let ply = (1..=plies)
+            .rev()
+            .filter(|ply| (ply % 2 == 1) == is_white)
+            .find(|ply| period_effect(periods, ply.div_ceil(2)).completes_period)?;
+        let completed = self.moves.get(ply as usize - 1)?;
+        let reported = if is_white {
+            completed.event.white_remaining_ms
+        } else {
+            completed.event.black_remaining_ms
+        }?;
+        let prediction = self.predicted(ply, completed.device_time_unix_ms, reported)?;
+        let short = prediction.expected.checked_sub(prediction.reported)?;
+        let changed_since = self
+            .clock
+            .changes
+            .iter()
+            .any(|(at, _, _)| *at >= ply as usize);
+        (prediction.completes_period && short > prediction.bonus_ms / 2 && !changed_since)
+            .then(|| Some((ply.div_ceil(2), u64::try_from(prediction.bonus_ms).ok()?)))
+            .flatten()
     }
 
     /// What newly fallen flags mean (Article 6.9; both flags: 6.11 / the rapid and blitz rules).

@@ -361,15 +361,25 @@ impl Game {
             return ObservationOutcome::Ignored(Ignored::ClockTick);
         }
         let clocks = Some((reading.white_remaining_ms, reading.black_remaining_ms));
-        if flags_changed
-            && let Some(end) = self.flag_verdict(reading.white_flag, reading.black_flag)
-        {
-            let mut events = prefix;
-            events.push(self.recorded(obs, Source::Clock));
-            events.push(game_ended(end, self.provenance(obs, Source::Clock, basis)));
-            return ObservationOutcome::Events(events);
+        let mut not_counted = Vec::new();
+        if flags_changed {
+            let flags = if self.interpretation >= 8 {
+                let (counted, alerts) = self.flags_counted(obs, &reading);
+                not_counted = alerts;
+                counted
+            } else {
+                (reading.white_flag, reading.black_flag)
+            };
+            if let Some(end) = self.flag_verdict(flags.0, flags.1) {
+                let mut events = prefix;
+                events.push(self.recorded(obs, Source::Clock));
+                events.extend(not_counted);
+                events.push(game_ended(end, self.provenance(obs, Source::Clock, basis)));
+                return ObservationOutcome::Events(events);
+            }
         }
         prefix.push(self.recorded(obs, Source::Clock));
+        prefix.extend(not_counted);
         prefix.extend(self.clock_set_up_alerts(obs, &reading));
         ObservationOutcome::Events(self.conclude(obs, sides, prefix, &engine, outputs, clocks))
     }
