@@ -312,6 +312,10 @@ async fn a_ruling_is_recorded_as_the_arbiters_and_answered_with_what_the_log_rec
         json!({ "request_id": RID, "action": { "type": "clocks", "white_added": "9:99" } }),
         json!({ "request_id": RID, "action": { "type": "result", "result": "2-0" } }),
         json!({ "request_id": RID, "action": { "type": "annotation", "text": "  " } }),
+        json!({ "request_id": RID, "action": { "type": "resume", "reason": " " } }),
+        // Refused by the game: it is not over.
+        json!({ "request_id": boardcast_kit::client::new_request_id(),
+                "action": { "type": "resume", "reason": "flag in error" } }),
     ] {
         let (status, answer) = act(&hall, &session, BOARD_1, csrf, None, &bad).await?;
         assert_eq!(status, 400, "{bad} → {answer}");

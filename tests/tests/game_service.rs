@@ -400,3 +400,186 @@ async fn finished_state(url: &str, game_id: &str) -> anyhow::Result<GameState> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The board showing the position after `sans` from the start.
+fn showing(sans: &[&str]) -> anyhow::Result<Kind> {
+    use shakmaty::{Chess, Position as _, san::San};
+    let mut pos = Chess::default();
+    for san in sans {
+        let mv = san.parse::<San>()?.to_move(&pos)?;
+        pos.play_unchecked(mv);
+    }
+    Ok(Kind::Placement(BoardPlacement {
+        placement: pos.board().board_fen().to_string(),
+    }))
+}
+
+/// Game `game_id` as the service has it.
+async fn game_state(
+    client: &boardcast_kit::client::GameClient,
+    game_id: &str,
+) -> anyhow::Result<GameState> {
+    Ok(client
+        .clone()
+        .get_game(GetGameRequest {
+            game_id: game_id.into(),
+        })
+        .await?
+        .into_inner())
+}
+
+/// Game `game_id` once `done` holds of it (within 30 s; else an error saying `what`).
+async fn wait_for(
+    client: &boardcast_kit::client::GameClient,
+    game_id: &str,
+    what: &str,
+    done: fn(&GameState) -> bool,
+) -> anyhow::Result<GameState> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = game_state(client, game_id).await?;
+        if done(&now) {
+            return Ok(now);
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "{what}: {now:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A clock reading: `running` side, the displays, Black's flag shown or not.
+fn reading(
+    running: boardcast_schema::device::v1::ClockRun,
+    white_ms: u64,
+    black_ms: u64,
+    black_flag: bool,
+) -> Kind {
+    Kind::Clock(boardcast_schema::device::v1::ClockReading {
+        white_remaining_ms: white_ms,
+        black_remaining_ms: black_ms,
+        running: running as i32,
+        black_flag,
+        ..Default::default()
+    })
+}
+
+/// Black's flag ends a game the players go on playing (a clock knocked over, say): the board's
+/// moves after the end are not applied. The arbiter resumes play: the moves the board sent since
+/// the end are read again from the stream and decided in order, and the game goes on. A game
+/// whose board carries the next game by then is not resumed there, and nothing is recorded.
+#[tokio::test(flavor = "multi_thread")]
+async fn play_resumed_after_an_end_in_error_takes_the_moves_made_since() -> anyhow::Result<()> {
+    use boardcast_schema::device::v1::ClockRun;
+    use boardcast_schema::game::v1::{
+        ActRequest, ArbiterAction, PlayResumed, arbiter_action::Action,
+    };
+    use boardcast_testkit::publish_observation;
+
+    let nats = TestNats::start()?;
+    let service = GameService::start(&nats.url())?;
+    let js = jetstream::new(async_nats::connect(nats.url()).await?);
+    let mut client = service.client().await?;
+    let game_id = "resumed-r1-b1";
+    client
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("resumed", 1, "resume-1"),
+        ))
+        .await?;
+    let ninety = 5_400_000;
+    let played = [
+        showing(&[])?,
+        reading(ClockRun::White, ninety, ninety, false),
+        showing(&["e4"])?,
+        reading(ClockRun::Black, ninety + 20_000, ninety, false),
+        // Black's flag, shown in error.
+        reading(ClockRun::Black, ninety + 20_000, 0, true),
+        // Played on after the end.
+        showing(&["e4", "e5"])?,
+        reading(ClockRun::White, ninety + 20_000, ninety + 10_000, false),
+    ];
+    for (seq, kind) in (1..).zip(played) {
+        publish_observation(&js, "resume-1", seq, kind).await?;
+    }
+    let ended = wait_for(&client, game_id, "the flag ends the game", |g| {
+        g.result != 0
+    })
+    .await?;
+    assert_eq!(ended.moves.len(), 1);
+    support::drained(&js).await?;
+    assert_eq!(
+        game_state(&client, game_id).await?.moves.len(),
+        1,
+        "nothing after the end"
+    );
+
+    let resume = |request: &str| ActRequest {
+        game_id: game_id.into(),
+        action: Some(ArbiterAction {
+            action: Some(Action::Resume(PlayResumed {
+                reason: "the clock was knocked over; Black had time".into(),
+            })),
+            ..Default::default()
+        }),
+        request_id: request.into(),
+    };
+    client.act(resume("resume-after-flag")).await?;
+    // The board's next move: the ones since the end are read again first, in order.
+    publish_observation(&js, "resume-1", 8, showing(&["e4", "e5", "Nf3"])?).await?;
+    publish_observation(
+        &js,
+        "resume-1",
+        9,
+        reading(ClockRun::Black, ninety + 30_000, ninety + 10_000, false),
+    )
+    .await?;
+    let on = wait_for(&client, game_id, "the moves since the end", |g| {
+        g.moves.len() == 3
+    })
+    .await?;
+    assert_eq!(on.result, 0, "the game goes on");
+    let sans: Vec<&str> = on.moves.iter().map(|m| m.san.as_str()).collect();
+    assert_eq!(sans, ["e4", "e5", "Nf3"]);
+
+    // A game that ended on a board that carries the next round's game by then.
+    client
+        .create_game(boardcast_testkit::create_request(
+            boardcast_testkit::game_on_board("resumed", 2, "resume-2"),
+        ))
+        .await?;
+    client
+        .act(ActRequest {
+            game_id: "resumed-r1-b2".into(),
+            action: Some(ArbiterAction {
+                action: Some(Action::Result(boardcast_schema::game::v1::DeclareResult {
+                    result: boardcast_schema::game::v1::GameResult::WhiteWins as i32,
+                    reason: "Black did not come".into(),
+                    article: "6.7.1".into(),
+                })),
+                ..Default::default()
+            }),
+            request_id: "forfeit-b2".into(),
+        })
+        .await?;
+    let next_round = boardcast_schema::game::v1::GameStarted {
+        round: 2,
+        ..boardcast_testkit::game_on_board("resumed", 2, "resume-2")
+    };
+    client
+        .create_game(boardcast_testkit::create_request(next_round))
+        .await?;
+    let before = game_state(&client, "resumed-r1-b2").await?;
+    let refused = client
+        .act(ActRequest {
+            game_id: "resumed-r1-b2".into(),
+            ..resume("resume-b2")
+        })
+        .await
+        .expect_err("the board carries the next game");
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+    assert!(refused.message().contains("resumed-r2-b2"), "{refused:?}");
+    assert_eq!(
+        game_state(&client, "resumed-r1-b2").await?,
+        before,
+        "nothing recorded"
+    );
+    Ok(())
+}

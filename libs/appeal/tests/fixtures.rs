@@ -478,6 +478,7 @@ fn reword(kind: &mut Kind) {
             Some(Action::Restore(r)) => other(&mut r.reason),
             Some(Action::Clocks(c)) => other(&mut c.reason),
             Some(Action::Result(r)) => other(&mut r.reason),
+            Some(Action::Resume(r)) => other(&mut r.reason),
             Some(Action::Annotation(a)) => other(&mut a.text),
             Some(Action::Acknowledgement(a)) => other(&mut a.note),
             Some(Action::Move(_) | Action::DrawAgreed(_)) | None => {}

@@ -340,6 +340,28 @@ impl GameAlerts {
                     ),
                 ))
             }
+            Kind::Arbiter(action) => {
+                let Some(Action::Resume(resumed)) = &action.action else {
+                    return None;
+                };
+                let before = self.result.take()?;
+                Some(Raised::new(
+                    AlertKind::ResultChanged,
+                    completed_moves(game),
+                    "",
+                    format!(
+                        "result {} withdrawn by {}: play resumed ({}); the chief arbiter checks \
+                         that the end was an error.",
+                        terms::result_token(before),
+                        if entry.actor.is_empty() {
+                            "the arbiter"
+                        } else {
+                            entry.actor
+                        },
+                        resumed.reason
+                    ),
+                ))
+            }
             Kind::ClaimJudged(j) => {
                 let log_upholds = terms::claim_judgement(j) == ClaimJudgement::Upheld;
                 (j.upheld != log_upholds).then(|| {

@@ -173,6 +173,7 @@ impl Game {
                 | Action::Result(_)
                 | Action::Annotation(_)
                 | Action::Acknowledgement(_)
+                | Action::Resume(_)
         );
         if self.is_over() && !allowed_after_end {
             return Err(ActionRejected::GameOver);
@@ -460,6 +461,20 @@ impl Game {
                 clocks_within_a_day(adjusted.white_remaining_ms, adjusted.black_remaining_ms)?;
             }
             Action::Annotation(_) => {}
+            Action::Resume(resumed) => {
+                if !self.is_over() {
+                    return Err(ActionRejected::Invalid(
+                        "the game is not over: there is no end to withdraw".into(),
+                    ));
+                }
+                if resumed.reason.trim().is_empty() {
+                    return Err(ActionRejected::Invalid(
+                        "play resumed after the game's end needs a reason (what made the end an \
+                         error); the chief arbiter is alerted"
+                            .into(),
+                    ));
+                }
+            }
         }
         Ok(events)
     }

@@ -339,6 +339,8 @@ impl DisplayGame {
                     }
                 }
                 match &action.action {
+                    // The end was withdrawn: the game is on again.
+                    Some(Action::Resume(_)) => self.result = None,
                     Some(Action::Clocks(c)) => {
                         // As the aggregate applies them: time added, then clocks set.
                         self.add_time(c.white_added_ms, c.black_added_ms, at);

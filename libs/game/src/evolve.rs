@@ -476,6 +476,13 @@ impl Game {
                         .arbiter_notes
                         .push((ply, format!("{text} ({actor})")));
                 }
+                if let Some(crate::events::arbiter_action::Action::Resume(_)) = &action.action {
+                    // The end is withdrawn: the game goes on from its completed moves, which the
+                    // engine follows again (what it held unconfirmed at the end was dropped).
+                    self.result = None;
+                    self.sync_inference()
+                        .map_err(|e| inconsistent(format!("resuming play: {e}")))?;
+                }
                 if let Some(crate::events::arbiter_action::Action::Clocks(c)) = &action.action {
                     let completed = self.moves.len();
                     self.clock.changes.push((

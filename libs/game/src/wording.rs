@@ -419,6 +419,7 @@ pub fn arbiter_action(action: &ArbiterAction) -> Option<String> {
         Action::Resignation(s) => format!("{} resigned", player(s)),
         Action::DrawAgreed(_) => "draw agreed".to_owned(),
         Action::Result(r) => format!("result declared: {}", r.reason),
+        Action::Resume(r) => format!("end withdrawn, play resumed: {}", r.reason),
         Action::Annotation(a) => a.text.clone(),
         // Bookkeeping of the arbiters' alert queue, not part of the score.
         Action::Acknowledgement(_) => return None,
@@ -475,6 +476,7 @@ pub fn public_ruling(action: &ArbiterAction) -> Option<String> {
         Action::Resignation(s) => format!("{} resigned", player(s)),
         Action::DrawAgreed(_) => "draw agreed".to_owned(),
         Action::Result(_) => "result declared by the arbiter".to_owned(),
+        Action::Resume(_) => "the end was withdrawn by the arbiter: play resumed".to_owned(),
         Action::Claim(c) => format!(
             "{} claimed a draw by {}: {}",
             claimant(c),
@@ -824,6 +826,7 @@ pub fn kind_name(event: &GameEvent) -> &'static str {
             Some(Action::Resignation(_)) => "resignation",
             Some(Action::DrawAgreed(_)) => "draw_agreed",
             Some(Action::Result(_)) => "declare_result",
+            Some(Action::Resume(_)) => "play_resumed",
             Some(Action::Annotation(_)) => "annotation",
             Some(Action::Claim(_)) => "claim_ruling",
             Some(Action::Acknowledgement(_)) => "acknowledgement",

@@ -2258,3 +2258,64 @@ fn both_flags_fallen_cite_the_guidelines_from_2018() {
         assert_eq!(board.game.result_token(), "1/2-1/2");
     }
 }
+
+/// Black's flag ends the game, and the arbiter finds the flag was an error (the clock was
+/// knocked): play is resumed with a reason, the chief arbiter is alerted as for a result
+/// changed, and the board's next move completes as ever. Resuming a game that is not over, or
+/// without a reason, is refused and records nothing.
+#[test]
+fn the_arbiter_resumes_play_after_an_end_recorded_in_error() {
+    use boardcast_game::alerts::AlertKind;
+    use boardcast_game::events::{PlayResumed, arbiter_action::Action};
+    let resume = |reason: &str| {
+        Action::Resume(PlayResumed {
+            reason: reason.into(),
+        })
+    };
+    let mut board = Board::five_minutes();
+    let mut pos = Chess::default();
+    board.play(&mut pos, "e4");
+    let recorded = board.events.len();
+    assert!(
+        board
+            .try_act(resume("knocked"), "IA Smith", vec![])
+            .is_err()
+    );
+    assert_eq!(board.events.len(), recorded, "not over: nothing recorded");
+
+    board.observe(Obs::Clock(ClockReading {
+        white_remaining_ms: 290_000,
+        black_remaining_ms: 0,
+        running: ClockRun::Black as i32,
+        black_flag: true,
+        ..Default::default()
+    }));
+    assert_eq!(board.game.result_token(), "1-0");
+    let recorded = board.events.len();
+    assert!(board.try_act(resume("  "), "IA Smith", vec![]).is_err());
+    assert_eq!(board.events.len(), recorded, "no reason: nothing recorded");
+
+    board.act(
+        resume("the clock was knocked over; Black had time"),
+        "IA Smith",
+    );
+    assert!(!board.game.is_over());
+    assert_eq!(board.game.result_token(), "*");
+    let changed: Vec<_> = board
+        .alerts
+        .alerts()
+        .iter()
+        .filter(|a| a.kind == AlertKind::ResultChanged)
+        .map(|a| a.summary.clone())
+        .collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert!(
+        changed[0].starts_with("result 1-0 withdrawn by IA Smith: play resumed"),
+        "{}",
+        changed[0]
+    );
+    board.play(&mut pos, "e5");
+    assert_eq!(board.game.moves().len(), 2);
+    assert!(!board.game.is_over());
+    board.assert_refolds();
+}

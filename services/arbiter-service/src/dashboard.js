@@ -731,6 +731,9 @@ function actionOf(form, decision) {
       return decision === "draw_agreed" ? { type: "draw_agreed" } : { type: decision, side: text(form, "side") };
     case "annotation":
       return { type: "annotation", text: text(form, "text") };
+    case "resume":
+      if (!text(form, "reason")) return { error: "Say why the recorded end is wrong: the chief arbiter is told." };
+      return { type: "resume", reason: text(form, "reason") };
     default:
       return { error: "Unknown form." };
   }

@@ -503,9 +503,13 @@ impl game_service_server::GameService for GameApi {
         let action = request
             .action
             .ok_or_else(|| Status::invalid_argument("the arbiter's action is missing"))?;
-        let (tournament, board_number) = self
+        let (tournament, board_number, board_id) = self
             .known_game(&request.game_id, |g| {
-                (g.info().tournament_id.clone(), g.info().board_number)
+                (
+                    g.info().tournament_id.clone(),
+                    g.info().board_number,
+                    g.info().board_id.clone(),
+                )
             })
             .await?;
         who.may(Operation::Rule {
@@ -524,6 +528,25 @@ impl game_service_server::GameService for GameApi {
                 "the arbiters' assignments cannot be read from NATS right now, so whether this \
                  board is yours is not known; nothing was recorded: send it again shortly",
             ));
+        }
+        // Play resumes on the game's board only while its observations still go to this game:
+        // not once another game was set up on it.
+        if matches!(
+            action.action,
+            Some(boardcast_schema::game::v1::arbiter_action::Action::Resume(
+                _
+            ))
+        ) && let Some(other) = self
+            .store
+            .with_board(&board_id, |g| g.game_id().to_owned())
+            .await
+            .filter(|on_board| *on_board != request.game_id)
+        {
+            return Err(Status::failed_precondition(format!(
+                "board {board_id:?} now carries game {other}, set up after this one ended: its \
+                 moves go to that game. Move this game to another board (set-up revised) to \
+                 resume it there; nothing was recorded"
+            )));
         }
         let outcome = self
             .store

@@ -11,7 +11,7 @@ use boardcast_game::events::arbiter_action::Action;
 use boardcast_game::events::{
     ActRequest, AdjustClocks, AlertAcknowledgement, Annotation, ArbiterAction, ClaimKind,
     ClaimRuling, DeclareResult, DrawAgreed, EnterMove, EvaluateClaimRequest, GameResult,
-    PenaltyDecision, RestorePosition, Side, SideAction,
+    PenaltyDecision, PlayResumed, RestorePosition, Side, SideAction,
 };
 use boardcast_game::timeline::TimelineEntry;
 use serde::{Deserialize, Serialize};
@@ -150,6 +150,10 @@ pub(super) enum ActionBody {
     },
     Annotation {
         text: String,
+    },
+    /// The game's end was recorded in error: play goes on.
+    Resume {
+        reason: String,
     },
     DrawOffer {
         side: String,
@@ -291,6 +295,12 @@ pub(super) fn arbiter_action(
                 return Err("the note is empty".to_owned());
             }
             Action::Annotation(Annotation { text })
+        }
+        ActionBody::Resume { reason } => {
+            if reason.trim().is_empty() {
+                return Err("say why the end was an error: the chief arbiter is told".to_owned());
+            }
+            Action::Resume(PlayResumed { reason })
         }
         ActionBody::DrawOffer { side: s } => Action::DrawOffer(SideAction {
             player: side(&s, "the side")? as i32,
