@@ -160,8 +160,12 @@ impl DgtSession {
             }
             Message::Battery(bytes) => {
                 // The layout differs between models; Bluetooth boards put the percentage first.
-                self.battery_percent = (bytes[0] <= 100).then_some(u32::from(bytes[0]));
-                out.kinds.push(self.status());
+                // Asked every few minutes: said when it changed.
+                let percent = (bytes[0] <= 100).then_some(u32::from(bytes[0]));
+                if percent != self.battery_percent {
+                    self.battery_percent = percent;
+                    out.kinds.push(self.status());
+                }
             }
             Message::Unknown { id, payload } => out.diagnostics.push(format!(
                 "unknown message 0x{id:02x} with {} payload bytes",

@@ -1,7 +1,8 @@
 //! A DGT board on a serial (USB) port: 9600 baud, 8N1.
 //!
-//! Start-up as real drivers do it: reset the board, ask for its serial number, version and a
-//! board dump, then switch to update mode (field updates plus the clock once a second). A
+//! Start-up as real drivers do it: reset the board, ask for its serial number, version, battery
+//! and a board dump, then switch to update mode (field updates plus the clock once a second).
+//! The battery is asked again every few minutes (Bluetooth boards answer; others ignore it). A
 //! watchdog asks for a board dump when the board has been silent for a while; a board that still
 //! says nothing is reported as not responding. When the port fails (the cable is pulled) the
 //! board is reported disconnected and the port is reopened until it is back. Every decoded
@@ -28,6 +29,9 @@ pub struct SerialConfig {
     pub no_response: Duration,
     /// Wait before reopening a failed port.
     pub reopen_after: Duration,
+    /// How often the board is asked for its battery once started: a Bluetooth board's runs
+    /// down over a round, and the arbiters are told when it is low.
+    pub battery_every: Duration,
 }
 
 impl SerialConfig {
@@ -38,6 +42,7 @@ impl SerialConfig {
             silence: Duration::from_secs(3),
             no_response: Duration::from_secs(3),
             reopen_after: Duration::from_secs(2),
+            battery_every: Duration::from_secs(300),
         }
     }
 }
@@ -49,6 +54,7 @@ pub fn startup_sequence() -> Result<Vec<u8>, boardcast_dgt::EncodeError> {
         Command::Reset,
         Command::SerialNumber,
         Command::Version,
+        Command::Battery,
         Command::SendBoard,
         Command::SendUpdates,
     ] {
@@ -117,7 +123,12 @@ where
     let mut decoder = Decoder::new();
     let mut buffer = [0u8; 512];
     let mut asked = false;
+    let mut battery_asked_at = tokio::time::Instant::now();
     loop {
+        if battery_asked_at.elapsed() >= config.battery_every {
+            port.write_all(&encode_command(&Command::Battery)?).await?;
+            battery_asked_at = tokio::time::Instant::now();
+        }
         let wait = if asked {
             config.no_response
         } else {

@@ -122,3 +122,60 @@ async fn startup_messages_watchdog_and_disconnection() -> anyhow::Result<()> {
     assert!(kinds.iter().any(|k| matches!(k, Kind::Placement(p) if p.placement == "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR")));
     Ok(())
 }
+
+/// The board is asked for its battery at start-up and every few minutes after (here every
+/// 200 ms); what a Bluetooth board answers becomes the board's status when it changed.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_battery_is_asked_for_again_and_a_change_is_reported() -> anyhow::Result<()> {
+    use boardcast_gateway::dgt::{DgtSession, DgtSessionConfig};
+    let (mut master, path, _slave) = open_pty()?;
+    let dir = tempfile::tempdir()?;
+    let outbox = Arc::new(Outbox::open(&dir.path().join("outbox.redb"))?);
+    let recorder = Recorder::new(
+        outbox.clone(),
+        Arc::new(Notify::new()),
+        SourceKind::DgtSerial,
+    );
+    let mut config = SerialConfig::new(&path, "dgt-bt");
+    config.battery_every = Duration::from_millis(200);
+    config.reopen_after = Duration::from_secs(30);
+    let mut session = DgtSession::new(DgtSessionConfig::default());
+    let gateway = tokio::spawn(serial::run(config, recorder, move |m: Message| {
+        session.on_message(m).kinds
+    }));
+
+    // Once in the start-up sequence, then again and again.
+    let mut master_reader = master.try_clone()?;
+    let asked = tokio::task::spawn_blocking(move || -> std::io::Result<usize> {
+        let (mut asked, mut byte) = (0, [0u8; 1]);
+        while asked < 3 {
+            master_reader.read_exact(&mut byte)?;
+            asked += usize::from(byte[0] == 0x4c);
+        }
+        Ok(asked)
+    });
+    let asked = tokio::time::timeout(Duration::from_secs(10), asked)
+        .await
+        .map_err(|_| anyhow::anyhow!("the battery was not asked for again"))???;
+    assert_eq!(asked, 3);
+
+    for percent in [76u8, 76, 40] {
+        let mut payload = [0u8; 9];
+        payload[0] = percent;
+        master.write_all(&encode_message(&Message::Battery(payload))?)?;
+        master.flush()?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    gateway.abort();
+    let reported: Vec<Option<u32>> = outbox
+        .peek(100)?
+        .into_iter()
+        .filter_map(|p| match p.observation.kind {
+            Some(Kind::Status(s)) if s.battery_percent.is_some() => Some(s.battery_percent),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported, [Some(76), Some(40)]);
+    Ok(())
+}
