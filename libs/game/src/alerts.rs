@@ -243,7 +243,9 @@ impl Alert {
 ///   `PositionRestored` that took its ply back.
 /// - ClockMismatch: `ClockAlert`.
 /// - BoardNotResponding: `BoardStatusChanged` to not responding or disconnected, unless one is
-///   open; resolved by `BoardStatusChanged` to connected.
+///   open; resolved by `BoardStatusChanged` to connected. Also, once a game, a second move seen
+///   unconfirmed while the clock has sent no reading in the game (`MoveProvisional`); resolved
+///   by the first clock reading recorded.
 /// - BatteryLow: `BoardStatusChanged` that finds the battery at the low level when it was not.
 /// - ObservationsMissing: `ObservationsMissing`.
 /// - ClaimOnUnconfirmedMoves: `ClaimJudged` with unconfirmed plies.
@@ -269,6 +271,9 @@ pub struct GameAlerts {
     written_move_due: Option<(String, u64)>,
     /// The game's result as last recorded (`GameEnded`), to tell a changed one.
     result: Option<GameResult>,
+    /// The entry that raised the alert for moves seen with no clock reading in the game, once
+    /// raised (it is raised once a game).
+    no_clock_alert: Option<u64>,
 }
 
 impl GameAlerts {
@@ -290,6 +295,10 @@ impl GameAlerts {
         let mut raised = self.raised_by(event, kind, &entry, game);
         raised.extend(self.written_move(kind, &entry, game));
         raised.extend(self.overruled(kind, &entry, game));
+        if let Some(no_clock) = self.no_clock(kind, game) {
+            self.no_clock_alert = Some(entry.game_seq);
+            raised.push(no_clock);
+        }
         match kind {
             Kind::MoveCompleted(_) | Kind::PositionRestored(_) => {
                 raised.extend(self.claims_now(game))
@@ -315,6 +324,32 @@ impl GameAlerts {
         changed.sort_unstable();
         changed.dedup();
         changed
+    }
+
+    /// Moves seen on a board whose clock has sent no reading in this game: none is completed (nor
+    /// broadcast) without the clock's presses, so a clock not connected to the board, or not
+    /// paired, must be found at once. Raised when a second move stands unconfirmed with no
+    /// reading at all, once a game; the first reading recorded resolves it.
+    fn no_clock(&self, kind: &Kind, game: &Game) -> Option<Raised> {
+        if !matches!(kind, Kind::MoveProvisional(_))
+            || self.no_clock_alert.is_some()
+            || game.clock.last_reading.is_some()
+            || game.provisional.len() < 2
+        {
+            return None;
+        }
+        Some(Raised::new(
+            AlertKind::BoardNotResponding,
+            completed_moves(game).saturating_add(1),
+            "",
+            format!(
+                "board {}: moves are seen but its clock has sent no reading since the game was \
+                 set up. Is the clock connected to the board (a DGT board: the clock's cable; \
+                 LiveChess: the clock paired)? Moves are completed, and broadcast, only with the \
+                 clock's presses or entered by an arbiter.",
+                game.board_id()
+            ),
+        ))
     }
 
     /// What an arbiter decided against what the record says: a result changed, a claim ruled
@@ -674,7 +709,9 @@ impl GameAlerts {
             DeviceState::Connected | DeviceState::Unspecified => None,
         };
         if let Some(state) = away
-            && !self.open().any(|a| a.kind == AlertKind::BoardNotResponding)
+            && !self.open().any(|a| {
+                a.kind == AlertKind::BoardNotResponding && Some(a.raised_at) != self.no_clock_alert
+            })
         {
             raised.push(Raised::new(
                 AlertKind::BoardNotResponding,
@@ -791,7 +828,22 @@ impl GameAlerts {
                 )
             }),
             Kind::BoardStatus(b) if !b.battery_low && b.state() == DeviceState::Connected => {
-                self.resolve(event, entry, |a| a.kind == AlertKind::BoardNotResponding)
+                let no_clock = self.no_clock_alert;
+                self.resolve(event, entry, |a| {
+                    a.kind == AlertKind::BoardNotResponding && Some(a.raised_at) != no_clock
+                })
+            }
+            // The clock is heard from.
+            Kind::ObservationRecorded(recorded)
+                if matches!(
+                    recorded.observation.as_ref().and_then(|o| o.kind.as_ref()),
+                    Some(crate::device::observation::Kind::Clock(_))
+                ) =>
+            {
+                let no_clock = self.no_clock_alert;
+                self.resolve(event, entry, |a| {
+                    a.kind == AlertKind::BoardNotResponding && Some(a.raised_at) == no_clock
+                })
             }
             Kind::SetupMismatchCleared(c) => {
                 let cleared: Vec<u64> = self

@@ -1270,3 +1270,60 @@ fn a_written_move_not_played_after_a_claim_ruled_incorrect_is_raised() {
         board.assert_refolds();
     }
 }
+
+/// A board whose clock sends nothing (its cable out): two moves seen and no reading at all
+/// raise one alert to check the clock, which the first reading resolves. A game whose clock
+/// reports is never told so.
+#[test]
+fn moves_seen_with_no_clock_reading_raise_one_alert_until_the_clock_is_heard() {
+    let mut board = Board::set_up("fide-2023", "", 5_000_000);
+    let mut pos = Chess::default();
+    board.placement(pos.board());
+    for san in ["e4", "e5", "Nf3"] {
+        common::play_san(&mut pos, san);
+        board.placement(pos.board());
+    }
+    let no_clock: Vec<&Alert> = board
+        .alerts
+        .alerts()
+        .iter()
+        .filter(|a| a.kind == AlertKind::BoardNotResponding)
+        .collect();
+    assert_eq!(no_clock.len(), 1, "{:?}", board.alerts.alerts());
+    assert!(
+        no_clock[0].summary.contains("no reading"),
+        "{}",
+        no_clock[0].summary
+    );
+    assert_eq!(no_clock[0].status, AlertStatus::New);
+
+    board.clock(ClockRun::Black);
+    let no_clock = board
+        .alerts
+        .alerts()
+        .iter()
+        .find(|a| a.kind == AlertKind::BoardNotResponding)
+        .expect("raised");
+    assert!(
+        matches!(no_clock.status, AlertStatus::Resolved { .. }),
+        "{:?}",
+        no_clock.status
+    );
+    board.assert_refolds();
+
+    let mut clocked = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    for san in ["e4", "e5", "Nf3", "Nc6"] {
+        common::play_san(&mut pos, san);
+        clocked.placement(pos.board());
+    }
+    assert!(
+        !clocked
+            .alerts
+            .alerts()
+            .iter()
+            .any(|a| a.kind == AlertKind::BoardNotResponding),
+        "{:?}",
+        clocked.alerts.alerts()
+    );
+}
