@@ -2225,7 +2225,8 @@ fn a_claim_on_a_move_made_but_not_pressed_waits_for_the_move_to_be_entered() {
 }
 
 /// Both flags fall in a 25-minute game of the 2023 Laws: drawn, under Guidelines III.3.1 (from
-/// 2018 the rule is no article); a game set up before interpretation 7 keeps A.4.4.
+/// 2018 the rule is no article, and from interpretation 8 the words say so); a game set up
+/// before interpretation 7 keeps A.4.4.
 #[test]
 fn both_flags_fallen_cite_the_guidelines_from_2018() {
     let periods = vec![TimePeriod {
@@ -2233,7 +2234,11 @@ fn both_flags_fallen_cite_the_guidelines_from_2018() {
         base_ms: 25 * 60_000,
         ..Default::default()
     }];
-    for (interpretation, article) in [(7, "III.3.1"), (6, "A.4.4")] {
+    for (interpretation, article, cited) in [
+        (8, "III.3.1", "Guidelines III.3.1"),
+        (7, "III.3.1", "Article III.3.1"),
+        (6, "A.4.4", "Article A.4.4"),
+    ] {
         let mut set_up = started("fide-2023", "", periods.clone());
         set_up.interpretation = interpretation;
         let mut board = Board::recorded(set_up);
@@ -2249,10 +2254,7 @@ fn both_flags_fallen_cite_the_guidelines_from_2018() {
             .collect();
         assert_eq!(
             ended,
-            [(
-                article.to_owned(),
-                format!("both flags fallen (Article {article})")
-            )],
+            [(article.to_owned(), format!("both flags fallen ({cited})"))],
             "interpretation {interpretation}"
         );
         assert_eq!(board.game.result_token(), "1/2-1/2");

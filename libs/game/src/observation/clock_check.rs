@@ -406,6 +406,14 @@ impl Game {
                         _ => "A.4.4",
                     };
                 }
+                // A guideline is no article: from interpretation 8 its words say so.
+                if self.interpretation >= 8
+                    && end.article == boardcast_rules::outcome::GUIDELINES_BOTH_FLAGS
+                {
+                    let mut ended = crate::terms::ending_of(&end);
+                    ended.detail = format!("both flags fallen (Guidelines {})", end.article);
+                    return Some(ended);
+                }
                 end
             }
             (true, false) if !self.clock.flags.0 => {
