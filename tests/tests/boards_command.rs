@@ -97,6 +97,19 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
             .await?;
     }
     report(&js, "check-1", 1, 15).await?;
+    // Board 1's clock cable is out: its board says no clock is connected.
+    publish_observation(
+        &js,
+        "check-1",
+        2,
+        observation::Kind::Status(boardcast_schema::device::v1::DeviceStatus {
+            state: DeviceState::Connected as i32,
+            battery_percent: Some(15),
+            clock_connected: Some(false),
+            ..Default::default()
+        }),
+    )
+    .await?;
     report(&js, "check-2", 1, 90).await?;
     publish_observation(&js, "check-2", 2, showing(&[])).await?;
     report(&js, "check-4", 1, 90).await?;
@@ -114,7 +127,7 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
         let low = listed
             .boards
             .iter()
-            .find(|b| b.board_id == "check-1")
+            .find(|b| b.board_id == "check-1" && b.clock_connected == Some(false))
             .and_then(|b| b.battery_percent);
         let played_on = listed
             .boards
@@ -173,6 +186,7 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
     for expected in [
         "check-1      boards-check round 1 board 1    playing   connected, battery 15%\n",
         "    ! battery low (15%)",
+        "    ! no clock connected to the board: plug its cable in",
         "check-2      boards-check round 1 board 2    finished  not reported (when its game ended)\ncheck-3",
         "check-4      boards-check round 1 board 4    finished  not reported (when its game ended)\n    ! played on after its game ended: the board shows a game in progress that no game takes",
         "check-9      no game\n",

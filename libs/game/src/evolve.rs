@@ -225,6 +225,11 @@ impl Game {
                         boardcast_rules::touch::TimedTouch { touch, at_ms },
                     ));
                 }
+                if let Some(crate::device::observation::Kind::Status(s)) = &observation.kind
+                    && s.clock_connected.is_some()
+                {
+                    self.board.clock_connected = s.clock_connected;
+                }
                 if let Some(crate::device::observation::Kind::Clock(c)) = &observation.kind {
                     self.clock.last_reading = Some(*c);
                     self.clock.last_reading_at_ms = observation.device_time_unix_ms;

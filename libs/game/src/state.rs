@@ -102,6 +102,8 @@ pub(crate) struct BoardRecord {
     pub(crate) seq_floor: u64,
     /// Its observations that never arrived, as recorded.
     pub(crate) missing: Vec<events::ObservationsMissing>,
+    /// Whether a clock is connected to it, as its last status that said so.
+    pub(crate) clock_connected: Option<bool>,
     /// It has shown the game's start placement (either way round) since the game was set up:
     /// an irregular placement after that is play, not a wrong set-up.
     pub(crate) start_seen: bool,
@@ -414,6 +416,12 @@ impl Game {
     /// The board as its gateway last reported it.
     pub fn board_status(&self) -> BoardStatus {
         self.board.status
+    }
+
+    /// Whether a clock is connected to the board, as its last report that said so (`None`:
+    /// none did).
+    pub fn clock_connected(&self) -> Option<bool> {
+        self.board.clock_connected
     }
 
     /// The board's last observation this game has accounted for: its own last one, or the last

@@ -111,6 +111,13 @@ fn describe(board: &BoardSummary) -> (String, Vec<String>) {
         Some(percent) => format!(", battery {percent}%"),
         None => String::new(),
     };
+    if board.clock_connected == Some(false) && !board.game_over {
+        problems.push(
+            "no clock connected to the board: plug its cable in (moves are completed, and \
+             broadcast, only with the clock's presses)"
+                .to_owned(),
+        );
+    }
     if board.played_on_after_the_end {
         problems.push(
             "played on after its game ended: the board shows a game in progress that no game \

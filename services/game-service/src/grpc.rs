@@ -752,6 +752,7 @@ impl game_service_server::GameService for GameApi {
                     state: board.state as i32,
                     battery_percent: board.battery_percent,
                     setup_mismatches: g.setup_mismatches().to_vec(),
+                    clock_connected: g.clock_connected(),
                     ..Default::default()
                 };
                 let finished = (with_traffic && g.is_over()).then(|| FinishedBoard {

@@ -59,6 +59,8 @@ pub struct DgtSession {
     serial_number: String,
     firmware_version: String,
     battery_percent: Option<u32>,
+    /// Whether a clock is connected to the board, as its clock frames last said.
+    clock_connected: Option<bool>,
     last_clock: Option<ClockReading>,
 }
 
@@ -110,7 +112,13 @@ impl DgtSession {
             }
             Message::FieldUpdate { square, piece } => self.field_update(square, piece, &mut out),
             Message::Clock(time) => {
-                if time.status.no_clock() {
+                // Said when it changes: a board with no clock completes no move.
+                let connected = !time.status.no_clock();
+                if self.clock_connected != Some(connected) {
+                    self.clock_connected = Some(connected);
+                    out.kinds.push(self.status());
+                }
+                if !connected {
                     return out;
                 }
                 let side = |s: &boardcast_dgt::ClockSide| {
@@ -223,6 +231,7 @@ impl DgtSession {
             serial_number: self.serial_number.clone(),
             firmware_version: self.firmware_version.clone(),
             detail: String::new(),
+            clock_connected: self.clock_connected,
         })
     }
 }

@@ -77,6 +77,8 @@ fn status_of(board: &Value) -> DeviceStatus {
         serial_number: board["serialnr"].as_str().unwrap_or_default().to_owned(),
         firmware_version: board["version"].as_str().unwrap_or_default().to_owned(),
         detail: format!("LiveChess state {state}"),
+        // LiveChess's board list does not say whether a clock is paired.
+        clock_connected: None,
     }
 }
 

@@ -599,9 +599,11 @@ fn session_maps_squares_pieces_clock_sides_and_ignores_acks() {
         },
         status: ClockStatus(1 | u8::from(left_runs) << 1),
     };
+    // The first clock frame says a clock is connected, then what it shows.
     let kinds = session.on_message(Message::Clock(time(true))).kinds;
-    assert!(matches!(&kinds[..], [Kind::Clock(c)]
-        if c.white_remaining_ms == 7_170_000 && c.black_remaining_ms == 7_200_000 && c.running() == ClockRun::White));
+    assert!(matches!(&kinds[..], [Kind::Status(s), Kind::Clock(c)]
+        if s.clock_connected == Some(true)
+            && c.white_remaining_ms == 7_170_000 && c.black_remaining_ms == 7_200_000 && c.running() == ClockRun::White));
     // The same reading again says nothing new.
     assert!(
         session
@@ -615,8 +617,20 @@ fn session_maps_squares_pieces_clock_sides_and_ignores_acks() {
         ..DgtSessionConfig::default()
     });
     let kinds = right.on_message(Message::Clock(time(true))).kinds;
-    assert!(matches!(&kinds[..], [Kind::Clock(c)]
+    assert!(matches!(&kinds[..], [Kind::Status(_), Kind::Clock(c)]
         if c.white_remaining_ms == 7_200_000 && c.running() == ClockRun::Black));
+
+    // The clock's cable is pulled: the board's frames say no clock (bit 5), once; back, it is
+    // said again.
+    let unplugged = ClockTime {
+        status: ClockStatus(0x20),
+        ..time(true)
+    };
+    let kinds = right.on_message(Message::Clock(unplugged)).kinds;
+    assert!(matches!(&kinds[..], [Kind::Status(s)] if s.clock_connected == Some(false)));
+    assert!(right.on_message(Message::Clock(unplugged)).kinds.is_empty());
+    let kinds = right.on_message(Message::Clock(time(true))).kinds;
+    assert!(matches!(&kinds[..], [Kind::Status(s)] if s.clock_connected == Some(true)));
 
     assert!(session.on_message(Message::ClockIgnored).kinds.is_empty());
     let ack = ClockAck {
