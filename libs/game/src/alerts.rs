@@ -245,7 +245,7 @@ impl Alert {
 /// - BoardNotResponding: `BoardStatusChanged` to not responding or disconnected, unless one is
 ///   open; resolved by `BoardStatusChanged` to connected. Also, once a game, a second move seen
 ///   unconfirmed while the clock has sent no reading in the game (`MoveProvisional`); resolved
-///   by the first clock reading recorded.
+///   by the first clock reading recorded, or `GameEnded`.
 /// - BatteryLow: `BoardStatusChanged` that finds the battery at the low level when it was not.
 /// - ObservationsMissing: `ObservationsMissing`.
 /// - ClaimOnUnconfirmedMoves: `ClaimJudged` with unconfirmed plies.
@@ -819,14 +819,17 @@ impl GameAlerts {
                 }
                 _ => false,
             }),
-            Kind::Ended(_) => self.resolve(event, entry, |a| {
-                matches!(
-                    a.kind,
-                    AlertKind::IrregularPlacement
-                        | AlertKind::ThreefoldClaimAvailable
-                        | AlertKind::FiftyMoveClaimAvailable
-                )
-            }),
+            Kind::Ended(_) => {
+                let no_clock = self.no_clock_alert;
+                self.resolve(event, entry, |a| {
+                    matches!(
+                        a.kind,
+                        AlertKind::IrregularPlacement
+                            | AlertKind::ThreefoldClaimAvailable
+                            | AlertKind::FiftyMoveClaimAvailable
+                    ) || (a.kind == AlertKind::BoardNotResponding && Some(a.raised_at) == no_clock)
+                })
+            }
             Kind::BoardStatus(b) if !b.battery_low && b.state() == DeviceState::Connected => {
                 let no_clock = self.no_clock_alert;
                 self.resolve(event, entry, |a| {

@@ -38,8 +38,8 @@ use crate::events::{
 /// the start position); both flags fallen is cited from the Guidelines (III.3.1) from 2018.
 /// 8: a flag does not end the game when the clock has not run in this game (left from an
 /// earlier game), nor when it falls after the player completed a period's moves and the clock
-/// did not add the next period's time at that press (its move counter is wrong: a clock with an
-/// evident defect, Article 6.10); each is an alert for the arbiter. Both flags fallen under the
+/// did not add the next period's time at that press nor made it up since (its move counter is
+/// wrong: a clock with an evident defect, Article 6.10); each is an alert for the arbiter. Both flags fallen under the
 /// Guidelines are said so ("Guidelines III.3.1", not "Article").
 pub const CURRENT_INTERPRETATION: u32 = 8;
 

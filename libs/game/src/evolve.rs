@@ -355,7 +355,8 @@ impl Game {
                 }
             }
             Some(Kind::ClockAlert(alert)) => match alert.ply {
-                // A flag not counted is about the flag, not the move it came after.
+                // A flag not counted is about the flag, not the move it came after. Before the
+                // first move it is told as a display set wrongly is (what it shows is told once).
                 ply if ply > 0 && alert.flag_not_counted => {}
                 0 => self.clock.set_up_told.push((
                     terms::side_or_legacy(alert.clock_of(), &alert.side),
@@ -364,6 +365,13 @@ impl Game {
                 ply => {
                     if let Some(mv) = self.moves.get(ply as usize - 1) {
                         self.clock.alerted.push((ply, mv.game_seq));
+                        let difference = i64::try_from(alert.reported_ms)
+                            .ok()
+                            .zip(i64::try_from(alert.expected_ms).ok())
+                            .and_then(|(reported, expected)| reported.checked_sub(expected));
+                        if let Some(difference) = difference {
+                            self.clock.differences.push((ply, difference));
+                        }
                     }
                 }
             },

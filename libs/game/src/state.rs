@@ -146,6 +146,9 @@ pub(crate) struct ClockState {
     /// The completed moves a clock alert was raised for, as (ply, the move's `game_seq`): where
     /// the arbiter was told of a run of moves off the prediction by the same amount.
     pub(crate) alerted: Vec<(u32, u64)>,
+    /// What those alerts found, as (ply, reported − expected): whether a period's time the clock
+    /// did not add was made up since (interpretation 8).
+    pub(crate) differences: Vec<(u32, i64)>,
     /// The completed moves when the game in play moved to another board's clock: readings at
     /// moves before are the other clock's, and predict nothing on this one.
     pub(crate) new_clock_at: Option<usize>,
@@ -164,6 +167,19 @@ pub(crate) struct Rulings {
     /// The ply after which the log records that whether the position is dead was not
     /// determined: recorded once per game, so that the arbiter is told once.
     pub(crate) dead_undetermined_at: Option<u32>,
+}
+
+impl ClockChange {
+    /// Whether it changed White's clock (`white`) or Black's.
+    pub(crate) fn touches(&self, white: bool) -> bool {
+        match *self {
+            ClockChange::Added { white_ms, black_ms } => {
+                (if white { white_ms } else { black_ms }) != 0
+            }
+            ClockChange::Set { white: w, black: b }
+            | ClockChange::Restored { white: w, black: b } => (if white { w } else { b }).is_some(),
+        }
+    }
 }
 
 /// A change to the clocks made by the arbiter, which the next readings reflect.

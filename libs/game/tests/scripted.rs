@@ -782,6 +782,42 @@ fn a_flag_after_a_period_the_clock_did_not_add_does_not_end_the_game() {
     }
 }
 
+/// A clock whose move counter was one behind adds the second period's time a move late, at
+/// White's move 41: a flag White's clock shows after that counts, as the time was given.
+#[test]
+fn a_flag_after_the_period_time_came_a_move_late_ends_the_game() {
+    let mut board = forty_moves(false);
+    let last = board.game.moves().last().cloned().expect("moves");
+    let (white, black) = (
+        last.white_remaining_ms.expect("read"),
+        last.black_remaining_ms.expect("read"),
+    );
+    let mut pos = board.game.position().clone();
+    let t = 1_000_000 + 80 * 10_000;
+    let white = white - 10_000 + 30_000 + 30 * 60_000;
+    board.play_timed(&mut pos, "Nf3", t + 10_000, (white, black));
+    let black = black - 10_000 + 30_000;
+    board.play_timed(&mut pos, "Nf6", t + 20_000, (white, black));
+    let late: Vec<_> = clock_alerts(&board)
+        .into_iter()
+        .filter(|a| a.ply == 81)
+        .collect();
+    assert_eq!(late.len(), 1, "the late addition is told: {late:?}");
+    board.observe_at(
+        Obs::Clock(ClockReading {
+            white_remaining_ms: 0,
+            black_remaining_ms: black,
+            running: ClockRun::White as i32,
+            white_flag: true,
+            ..Default::default()
+        }),
+        t + 20_000 + 7_000_000,
+    );
+    assert!(board.game.is_over(), "{:?}", clock_alerts(&board));
+    assert_eq!(board.game.result_token(), "0-1");
+    board.assert_refolds();
+}
+
 /// A game set up on a board whose clock still shows the last game's fallen flag: from
 /// interpretation 8 that flag does not end the new game before it began, and an alert says to
 /// set the clock (under interpretation 7 it ended the game at once). Set and started, the clock

@@ -503,12 +503,13 @@ impl game_service_server::GameService for GameApi {
         let action = request
             .action
             .ok_or_else(|| Status::invalid_argument("the arbiter's action is missing"))?;
-        let (tournament, board_number, board_id) = self
+        let (tournament, board_number, board_id, over) = self
             .known_game(&request.game_id, |g| {
                 (
                     g.info().tournament_id.clone(),
                     g.info().board_number,
                     g.info().board_id.clone(),
+                    g.is_over(),
                 )
             })
             .await?;
@@ -530,17 +531,20 @@ impl game_service_server::GameService for GameApi {
             ));
         }
         // Play resumes on the game's board only while its observations still go to this game:
-        // not once another game was set up on it.
-        if matches!(
-            action.action,
-            Some(boardcast_schema::game::v1::arbiter_action::Action::Resume(
-                _
-            ))
-        ) && let Some(other) = self
-            .store
-            .with_board(&board_id, |g| g.game_id().to_owned())
-            .await
-            .filter(|on_board| *on_board != request.game_id)
+        // not once another game was set up on it. (A game in play already is refused, or a
+        // retry answered, by the game itself.)
+        if over
+            && matches!(
+                action.action,
+                Some(boardcast_schema::game::v1::arbiter_action::Action::Resume(
+                    _
+                ))
+            )
+            && let Some(other) = self
+                .store
+                .with_board(&board_id, |g| g.game_id().to_owned())
+                .await
+                .filter(|on_board| *on_board != request.game_id)
         {
             return Err(Status::failed_precondition(format!(
                 "board {board_id:?} now carries game {other}, set up after this one ended: its \

@@ -126,7 +126,11 @@ where
     let mut battery_asked_at = tokio::time::Instant::now();
     loop {
         if battery_asked_at.elapsed() >= config.battery_every {
-            port.write_all(&encode_command(&Command::Battery)?).await?;
+            // Update mode asked for again after it: only a board or clock request is documented
+            // to leave a board's mode as it is.
+            let mut ask = encode_command(&Command::Battery)?;
+            ask.extend(encode_command(&Command::SendUpdates)?);
+            port.write_all(&ask).await?;
             battery_asked_at = tokio::time::Instant::now();
         }
         let wait = if asked {

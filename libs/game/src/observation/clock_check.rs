@@ -361,10 +361,16 @@ impl Game {
         ((white, black), alerts)
     }
 
-    /// The `side`'s last completed move that completed a period, when at its press the clock
-    /// did not add the next period's time (it showed less than the prediction by over half of
-    /// it) and no arbiter changed that clock since: (its own move number, the time not added).
+    /// The `side`'s last completed move that completed a period, when the clock did not add the
+    /// next period's time at its press and has not made it up since: the clock alert of that
+    /// press found it short by over half that time, the side's later clock alerts do not bring
+    /// the shortfall back under half (a counter one behind adds it a move late), and no arbiter
+    /// changed that clock since. (Own move number, the time not added.) Only for a game from
+    /// the start position: the moves' numbers are the time control's then.
     fn period_time_not_added(&self, side: Color) -> Option<(u32, u64)> {
+        if self.start.turn() != Color::White || self.start.fullmoves().get() != 1 {
+            return None;
+        }
         let periods = &self.info.time_control.as_ref()?.periods;
         let is_white = side == Color::White;
         let plies = u32::try_from(self.moves.len()).ok()?;
@@ -372,22 +378,32 @@ impl Game {
             .rev()
             .filter(|ply| (ply % 2 == 1) == is_white)
             .find(|ply| period_effect(periods, ply.div_ceil(2)).completes_period)?;
-        let completed = self.moves.get(ply as usize - 1)?;
-        let reported = if is_white {
-            completed.event.white_remaining_ms
-        } else {
-            completed.event.black_remaining_ms
-        }?;
-        let prediction = self.predicted(ply, completed.device_time_unix_ms, reported)?;
-        let short = prediction.expected.checked_sub(prediction.reported)?;
+        let bonus_ms = period_effect(periods, ply.div_ceil(2)).bonus_ms;
+        let half = i64::try_from(bonus_ms / 2).ok()?;
+        if bonus_ms <= TOLERANCE_MS {
+            return None;
+        }
+        let told_at_the_press = self
+            .clock
+            .differences
+            .iter()
+            .find(|(at, _)| *at == ply)
+            .map(|(_, difference)| *difference)?;
+        if told_at_the_press > -half {
+            return None;
+        }
+        let still_short = self
+            .clock
+            .differences
+            .iter()
+            .filter(|(at, _)| *at >= ply && (at % 2 == 1) == is_white)
+            .try_fold(0i64, |sum, (_, difference)| sum.checked_add(*difference))?;
         let changed_since = self
             .clock
             .changes
             .iter()
-            .any(|(at, _, _)| *at >= ply as usize);
-        (prediction.completes_period && short > prediction.bonus_ms / 2 && !changed_since)
-            .then(|| Some((ply.div_ceil(2), u64::try_from(prediction.bonus_ms).ok()?)))
-            .flatten()
+            .any(|(at, _, change)| *at >= ply as usize && change.touches(is_white));
+        (still_short <= -half && !changed_since).then_some((ply.div_ceil(2), bonus_ms))
     }
 
     /// What newly fallen flags mean (Article 6.9; both flags: 6.11 / the rapid and blitz rules).

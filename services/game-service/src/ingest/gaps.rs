@@ -142,7 +142,7 @@ pub(super) async fn close_gap(
             if published_after {
                 tracing::info!(%board, device_seq, before = observation.device_seq, "deciding an observation that was published out of order");
             }
-            let stored = match decide(store, &earlier, std::time::Instant::now()).await {
+            let stored = match decide(store, &earlier, std::time::Instant::now(), true).await {
                 // Unusable: its hole is recorded now, in order. Delivered itself later, it goes
                 // to the dead-letter stream, but its number is accounted for by then.
                 Ok(Some(Err(undecided))) => {

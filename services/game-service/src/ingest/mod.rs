@@ -85,8 +85,8 @@ mod policy;
 use dead_letter::{dead_letter, give_up};
 use gaps::{GAP_RECHECK, GapOpen, close_gap};
 use policy::{
-    Decision, Delivery, Disposition, FIRST_RETRY_PAUSE, GameFolded, Hole, PartitionState, caught,
-    disposition, gap_before, read_observation,
+    Decision, Delivery, Disposition, FIRST_RETRY_PAUSE, GameFolded, Hole, PartitionState,
+    Undecided, caught, disposition, gap_before, read_observation,
 };
 
 use crate::fault_points::Place;
@@ -564,7 +564,7 @@ async fn handle(
     }
     let decided = match refused_in_gap {
         Some(refused) => Err(refused),
-        None => decide(store, &observation, stored_by).await,
+        None => decide(store, &observation, stored_by, in_progress.is_some()).await,
     };
     let seen_before = seen_here.map_or(0, |s| s.device_seq);
     let disposition = disposition(&decided, &observation, attempts, seen_before);
@@ -642,11 +642,14 @@ async fn game_in_progress(store: &Store, board: &str) -> anyhow::Result<Option<(
 }
 
 /// Decides `observation`, stored in the stream by `stored_by` (see `PartitionState::stored_by`),
-/// on the game live on its board.
+/// on the game live on its board. `gap_looked_for`: the gap before it was looked for on a game
+/// in play; when it was not (the game was over) and the game is in play now (an arbiter resumed
+/// play meanwhile) with observations between, those are decided first (`Undecided::GapFirst`).
 async fn decide(
     store: &Store,
     observation: &Observation,
     stored_by: std::time::Instant,
+    gap_looked_for: bool,
 ) -> Result<Option<Decision>, AppendError> {
     store
         .decide_on_board(
@@ -654,6 +657,12 @@ async fn decide(
             boardcast_kit::now_unix_ms(),
             stored_by,
             |game| {
+                if !gap_looked_for
+                    && !game.is_over()
+                    && gap_before(game.board_seq_accounted(), observation.device_seq).is_some()
+                {
+                    return Err(Undecided::GapFirst);
+                }
                 caught(|| {
                     crate::fault_points::panic_at(
                         Place::Deciding,

@@ -252,6 +252,10 @@ pub(super) fn disposition(
     let dead = |reason: String, hole: Hole| Disposition::DeadLetter { reason, hole };
     match decided {
         Ok(None) => dead(format!("no game is live on board {board}"), Hole::NoGame),
+        // Delivered again in a moment, when the gap before it is looked for on the game in play.
+        Ok(Some(Err(Undecided::GapFirst))) => Disposition::Retry {
+            pause: super::gaps::GAP_RECHECK,
+        },
         Ok(Some(Err(undecided))) => dead(undecided.reason(board, observation), Hole::ToRecord),
         Ok(Some(Ok(ObservationOutcome::Events(events)))) => {
             tracing::debug!(%board, seq = observation.device_seq, events = events.len(), "applied");
@@ -351,6 +355,9 @@ pub(super) enum Undecided {
     Rejected(Rejected),
     /// The decision panicked: a bug, with the panic's message.
     Panicked(String),
+    /// The board's game was over when the gap before the observation was looked for and is in
+    /// play now (play resumed meanwhile), with observations between: those are read first.
+    GapFirst,
 }
 
 impl Undecided {
@@ -361,6 +368,9 @@ impl Undecided {
             Undecided::Panicked(panic) => {
                 tracing::error!(%board, seq = observation.device_seq, "deciding an observation panicked (a bug): {panic}");
                 format!("deciding it failed unexpectedly (a bug): {panic}")
+            }
+            Undecided::GapFirst => {
+                "the observations before it are to be decided first (play resumed)".to_owned()
             }
         }
     }
@@ -581,6 +591,19 @@ mod tests {
             );
             assert!(d.accounts_for_it());
         }
+        // Play resumed after the gap before it was looked for: delivered again in a moment,
+        // not counted as seen, so that the gap is looked for then.
+        let gap_first = disposition(
+            &decided(Err(Undecided::GapFirst)),
+            &obs,
+            &Attempts::default(),
+            6,
+        );
+        assert!(
+            matches!(gap_first, Disposition::Retry { .. }),
+            "{gap_first:?}"
+        );
+        assert!(!gap_first.accounts_for_it());
         // After its gap was recorded: dead-lettered, the hole is in the record already.
         let late = decided(Ok(ObservationOutcome::Ignored(Ignored::AfterItsGap {
             device_seq: 7,
