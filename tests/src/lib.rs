@@ -167,6 +167,38 @@ pub async fn publish_observation(
     Ok(())
 }
 
+/// A board showing the position after `sans` (SAN) from the start, as its gateway reports a
+/// whole board.
+pub fn showing(sans: &[&str]) -> anyhow::Result<boardcast_schema::device::v1::observation::Kind> {
+    use shakmaty::{Chess, Position as _, san::San};
+    let mut pos = Chess::default();
+    for san in sans {
+        let mv = san.parse::<San>()?.to_move(&pos)?;
+        pos.play_unchecked(mv);
+    }
+    Ok(boardcast_schema::device::v1::observation::Kind::Placement(
+        boardcast_schema::device::v1::BoardPlacement {
+            placement: pos.board().board_fen().to_string(),
+        },
+    ))
+}
+
+/// A clock reading: `running`, White's and Black's displays in ms, no flag.
+pub fn clock_shows(
+    running: boardcast_schema::device::v1::ClockRun,
+    white_ms: u64,
+    black_ms: u64,
+) -> boardcast_schema::device::v1::observation::Kind {
+    boardcast_schema::device::v1::observation::Kind::Clock(
+        boardcast_schema::device::v1::ClockReading {
+            white_remaining_ms: white_ms,
+            black_remaining_ms: black_ms,
+            running: running as i32,
+            ..Default::default()
+        },
+    )
+}
+
 /// Board `board`'s observation `device_seq`: its gateway reporting `state` and
 /// `battery_percent` (see [`publish_observation`]).
 pub async fn publish_status(

@@ -230,20 +230,11 @@ async fn an_exported_round_replays_offline_to_the_live_record_and_tampering_is_n
     // Exported from the live log, then NATS gone.
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("round-1.bcrec");
-    let (ok, out) = support::boardcast_cli(&[
-        "export",
-        "--nats",
+    export(
         &nats.url(),
-        "--tournament",
-        TOURNAMENT,
-        "--round",
-        "1",
-        "--out",
-        &path.to_string_lossy(),
-        "--trusted-keys",
-        &TestUsers::shared()?.trusted_keys().to_string_lossy(),
-    ])?;
-    anyhow::ensure!(ok, "export failed: {out}");
+        &["--tournament", TOURNAMENT, "--round", "1"],
+        &path,
+    )?;
     // The live log can be replayed directly too.
     let (ok, out) = support::boardcast_cli(&[
         "replay",
@@ -522,6 +513,20 @@ async fn an_export_from_an_emptied_game_log_says_so_and_does_not_wait() -> anyho
     Ok(())
 }
 
+/// `boardcast export` of what `selection` selects from the log on `nats_url` into `path`, with
+/// the test signer's key trusted; what it said.
+fn export(nats_url: &str, selection: &[&str], path: &Path) -> anyhow::Result<String> {
+    let path = path.to_string_lossy();
+    let trusted = TestUsers::shared()?.trusted_keys();
+    let trusted = trusted.to_string_lossy();
+    let mut args = vec!["export", "--nats", nats_url];
+    args.extend_from_slice(selection);
+    args.extend(["--out", &path, "--trusted-keys", &trusted]);
+    let (ok, out) = support::boardcast_cli(&args)?;
+    anyhow::ensure!(ok, "export failed: {out}");
+    Ok(out)
+}
+
 /// Waits until `game` has `count` moves completed.
 async fn wait_for_moves(service: &GameService, game: &str, count: usize) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -540,34 +545,13 @@ async fn wait_for_moves(service: &GameService, game: &str, count: usize) -> anyh
 #[tokio::test(flavor = "multi_thread")]
 async fn a_game_moved_to_another_board_is_exported_with_both_boards_observations()
 -> anyhow::Result<()> {
-    use boardcast_schema::device::v1::{
-        BoardPlacement, ClockReading, ClockRun, Observation, observation,
-    };
-    use boardcast_testkit::publish_observation;
-    use shakmaty::{Chess, Position as _, san::San};
+    use boardcast_schema::device::v1::{ClockRun, Observation};
+    use boardcast_testkit::{clock_shows as clock, publish_observation, showing as placement};
 
     const MOVED: &str = "moved-open";
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
     let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await?);
-    let placement = |sans: &[&str]| -> anyhow::Result<observation::Kind> {
-        let mut pos = Chess::default();
-        for san in sans {
-            let mv = san.parse::<San>()?.to_move(&pos)?;
-            pos.play_unchecked(mv);
-        }
-        Ok(observation::Kind::Placement(BoardPlacement {
-            placement: pos.board().board_fen().to_string(),
-        }))
-    };
-    let clock = |running: ClockRun, white_ms: u64, black_ms: u64| {
-        observation::Kind::Clock(ClockReading {
-            white_remaining_ms: white_ms,
-            black_remaining_ms: black_ms,
-            running: running as i32,
-            ..Default::default()
-        })
-    };
     let mut set_up = boardcast_testkit::game_on_board(MOVED, 1, "moved-a");
     service
         .client()
@@ -608,18 +592,7 @@ async fn a_game_moved_to_another_board_is_exported_with_both_boards_observations
 
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("moved.bcrec");
-    let (ok, out) = support::boardcast_cli(&[
-        "export",
-        "--nats",
-        &nats.url(),
-        "--tournament",
-        MOVED,
-        "--out",
-        &path.to_string_lossy(),
-        "--trusted-keys",
-        &TestUsers::shared()?.trusted_keys().to_string_lossy(),
-    ])?;
-    anyhow::ensure!(ok, "export failed: {out}");
+    let out = export(&nats.url(), &["--tournament", MOVED], &path)?;
     assert!(out.contains("8 observations"), "{out}");
     let file = RecordFile::read(std::fs::File::open(&path)?)?;
     let exported: Vec<(String, u64)> = file.games[0]

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use boardcast_access::{Grant, Role};
-use boardcast_schema::device::v1::{BoardPlacement, DeviceState, observation};
+use boardcast_schema::device::v1::{DeviceState, observation};
 use boardcast_schema::game::v1::{
     ActRequest, ArbiterAction, CreateGameRequest, DeclareResult, GameResult, ListBoardsRequest,
     arbiter_action::Action,
 };
 use boardcast_testkit::{
-    GameService, GameServiceOptions, TestNats, TestUsers, program, publish_observation,
+    GameService, GameServiceOptions, TestNats, TestUsers, program, publish_observation, showing,
 };
 
 const TOURNAMENT: &str = "boards-check";
@@ -34,23 +34,6 @@ async fn report(
     .await
 }
 
-/// The board showing the position after `sans` from the start.
-fn showing(sans: &[&str]) -> observation::Kind {
-    use shakmaty::{Chess, Position, san::San};
-    let mut pos = Chess::default();
-    for san in sans {
-        let mv = san
-            .parse::<San>()
-            .expect("SAN")
-            .to_move(&pos)
-            .expect("legal");
-        pos.play_unchecked(mv);
-    }
-    observation::Kind::Placement(BoardPlacement {
-        placement: pos.board().board_fen().to_string(),
-    })
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves()
 -> anyhow::Result<()> {
@@ -66,7 +49,7 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
     let mut admin = game_service.client().await?;
     let js = jetstream::new(async_nats::connect(nats.url()).await?);
     // Board 3 was played on before its game was set up (the last round's game, say).
-    publish_observation(&js, "check-3", 1, showing(&["e4", "e5"])).await?;
+    publish_observation(&js, "check-3", 1, showing(&["e4", "e5"])?).await?;
     for number in 1..=4 {
         let board = format!("check-{number}");
         admin
@@ -111,9 +94,9 @@ async fn the_hall_check_names_boards_played_on_with_no_game_to_take_their_moves(
     )
     .await?;
     report(&js, "check-2", 1, 90).await?;
-    publish_observation(&js, "check-2", 2, showing(&[])).await?;
+    publish_observation(&js, "check-2", 2, showing(&[])?).await?;
     report(&js, "check-4", 1, 90).await?;
-    publish_observation(&js, "check-4", 2, showing(&["d4"])).await?;
+    publish_observation(&js, "check-4", 2, showing(&["d4"])?).await?;
     // A board nobody paired (its id mistyped in the pairing, say).
     report(&js, "check-9", 1, 90).await?;
 

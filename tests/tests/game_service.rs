@@ -401,19 +401,6 @@ async fn finished_state(url: &str, game_id: &str) -> anyhow::Result<GameState> {
     }
 }
 
-/// The board showing the position after `sans` from the start.
-fn showing(sans: &[&str]) -> anyhow::Result<Kind> {
-    use shakmaty::{Chess, Position as _, san::San};
-    let mut pos = Chess::default();
-    for san in sans {
-        let mv = san.parse::<San>()?.to_move(&pos)?;
-        pos.play_unchecked(mv);
-    }
-    Ok(Kind::Placement(BoardPlacement {
-        placement: pos.board().board_fen().to_string(),
-    }))
-}
-
 /// Game `game_id` as the service has it.
 async fn game_state(
     client: &boardcast_kit::client::GameClient,
@@ -446,22 +433,6 @@ async fn wait_for(
     }
 }
 
-/// A clock reading: `running` side, the displays, Black's flag shown or not.
-fn reading(
-    running: boardcast_schema::device::v1::ClockRun,
-    white_ms: u64,
-    black_ms: u64,
-    black_flag: bool,
-) -> Kind {
-    Kind::Clock(boardcast_schema::device::v1::ClockReading {
-        white_remaining_ms: white_ms,
-        black_remaining_ms: black_ms,
-        running: running as i32,
-        black_flag,
-        ..Default::default()
-    })
-}
-
 /// Black's flag ends a game the players go on playing (a clock knocked over, say): the board's
 /// moves after the end are not applied. The arbiter resumes play: the moves the board sent since
 /// the end are read again from the stream and decided in order, and the game goes on. A game
@@ -472,7 +443,7 @@ async fn play_resumed_after_an_end_in_error_takes_the_moves_made_since() -> anyh
     use boardcast_schema::game::v1::{
         ActRequest, ArbiterAction, PlayResumed, arbiter_action::Action,
     };
-    use boardcast_testkit::publish_observation;
+    use boardcast_testkit::{clock_shows, publish_observation, showing};
 
     let nats = TestNats::start()?;
     let service = GameService::start(&nats.url())?;
@@ -487,14 +458,19 @@ async fn play_resumed_after_an_end_in_error_takes_the_moves_made_since() -> anyh
     let ninety = 5_400_000;
     let played = [
         showing(&[])?,
-        reading(ClockRun::White, ninety, ninety, false),
+        clock_shows(ClockRun::White, ninety, ninety),
         showing(&["e4"])?,
-        reading(ClockRun::Black, ninety + 20_000, ninety, false),
+        clock_shows(ClockRun::Black, ninety + 20_000, ninety),
         // Black's flag, shown in error.
-        reading(ClockRun::Black, ninety + 20_000, 0, true),
+        Kind::Clock(boardcast_schema::device::v1::ClockReading {
+            white_remaining_ms: ninety + 20_000,
+            running: ClockRun::Black as i32,
+            black_flag: true,
+            ..Default::default()
+        }),
         // Played on after the end.
         showing(&["e4", "e5"])?,
-        reading(ClockRun::White, ninety + 20_000, ninety + 10_000, false),
+        clock_shows(ClockRun::White, ninety + 20_000, ninety + 10_000),
     ];
     for (seq, kind) in (1..).zip(played) {
         publish_observation(&js, "resume-1", seq, kind).await?;
@@ -528,7 +504,7 @@ async fn play_resumed_after_an_end_in_error_takes_the_moves_made_since() -> anyh
         &js,
         "resume-1",
         9,
-        reading(ClockRun::Black, ninety + 30_000, ninety + 10_000, false),
+        clock_shows(ClockRun::Black, ninety + 30_000, ninety + 10_000),
     )
     .await?;
     let on = wait_for(&client, game_id, "the moves since the end", |g| {

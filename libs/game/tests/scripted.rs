@@ -2159,58 +2159,68 @@ fn overruling_the_record_needs_a_reason_and_alerts_the_chief_arbiter() {
     board.assert_refolds();
 }
 
-/// Neither player came: the arbiter declares both lost (a double forfeit). The game is over
-/// with "0-0", which the PGN carries in its Result tag (its movetext ends with `*`: "0-0"
-/// there reads as castling), and a PGN reader gives back.
-#[test]
-fn a_double_forfeit_is_recorded_as_both_players_losing() {
-    use boardcast_game::events::{DeclareResult, GameResult, arbiter_action::Action};
-    let mut board = Board::new("fide-2023");
+/// `result` declared on `board` by an arbiter: the game is over with `token`, which the PGN
+/// carries in its Result tag (its movetext ends with `*`: PGN has no token for it there), and
+/// a PGN reader gives back with the moves; the log refolds. The moves read back.
+fn declared_and_read_back(
+    board: &mut Board,
+    result: boardcast_game::events::GameResult,
+    reason: &str,
+    article: &str,
+    token: &str,
+) -> usize {
+    use boardcast_game::events::{DeclareResult, arbiter_action::Action};
     board.act(
         Action::Result(DeclareResult {
-            result: GameResult::BothLose as i32,
-            reason: "neither player came".into(),
-            article: "6.7.1".into(),
+            result: result as i32,
+            reason: reason.into(),
+            article: article.into(),
         }),
         "IA Smith",
     );
     assert!(board.game.is_over());
-    assert_eq!(board.game.result_token(), "0-0");
+    assert_eq!(board.game.result_token(), token);
     let pgn = boardcast_rules::pgn::write_annotated_game(&board.game.to_pgn());
-    assert!(pgn.contains("[Result \"0-0\"]"), "{pgn}");
+    assert!(pgn.contains(&format!("[Result \"{token}\"]")), "{pgn}");
     assert!(pgn.trim_end().ends_with('*'), "{pgn}");
     let read = boardcast_rules::pgn::read_games(&pgn).expect("reads");
-    assert_eq!(read[0].result, "0-0");
+    assert_eq!(read[0].result, token);
     board.assert_refolds();
+    read[0].moves.len()
+}
+
+/// Neither player came: the arbiter declares both lost (a double forfeit), "0-0" (in movetext
+/// "0-0" reads as castling).
+#[test]
+fn a_double_forfeit_is_recorded_as_both_players_losing() {
+    let mut board = Board::new("fide-2023");
+    let read = declared_and_read_back(
+        &mut board,
+        boardcast_game::events::GameResult::BothLose,
+        "neither player came",
+        "6.7.1",
+        "0-0",
+    );
+    assert_eq!(read, 0);
 }
 
 /// Under the Laws of 2009, White's phone sounds where Black could not win by any series of
-/// legal moves: White loses and Black scores a draw (Article 12.3.b), "0-1/2". The PGN keeps the
-/// moves and carries the score in its Result tag, which a PGN reader gives back.
+/// legal moves: White loses and Black scores a draw (Article 12.3.b), "0-1/2", after the moves.
 #[test]
 fn a_loss_against_an_opponent_who_cannot_win_is_recorded_as_zero_against_half() {
-    use boardcast_game::events::{DeclareResult, GameResult, arbiter_action::Action};
     let mut board = Board::new("fide-2009");
     let mut pos = Chess::default();
     for san in ["e4", "e5", "Nf3"] {
         board.play(&mut pos, san);
     }
-    board.act(
-        Action::Result(DeclareResult {
-            result: GameResult::WhiteZeroBlackHalf as i32,
-            reason: "White's phone rang".into(),
-            article: "12.3.b".into(),
-        }),
-        "IA Smith",
+    let read = declared_and_read_back(
+        &mut board,
+        boardcast_game::events::GameResult::WhiteZeroBlackHalf,
+        "White's phone rang",
+        "12.3.b",
+        "0-1/2",
     );
-    assert!(board.game.is_over());
-    assert_eq!(board.game.result_token(), "0-1/2");
-    let pgn = boardcast_rules::pgn::write_annotated_game(&board.game.to_pgn());
-    assert!(pgn.contains("[Result \"0-1/2\"]"), "{pgn}");
-    assert!(pgn.trim_end().ends_with("(IA Smith)} *"), "{pgn}");
-    let read = boardcast_rules::pgn::read_games(&pgn).expect("reads");
-    assert_eq!((read[0].moves.len(), read[0].result.as_str()), (3, "0-1/2"));
-    board.assert_refolds();
+    assert_eq!(read, 3);
 }
 
 /// White claims a threefold repetition that Black's move on the board makes, not pressed yet

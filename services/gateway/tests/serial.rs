@@ -24,9 +24,8 @@ fn open_pty() -> anyhow::Result<(std::fs::File, String, OwnedFd)> {
     Ok((std::fs::File::from(pty.master), path, pty.slave))
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn startup_messages_watchdog_and_disconnection() -> anyhow::Result<()> {
-    let (mut master, path, _slave) = open_pty()?;
+/// Where the gateway stores what it reads (in a directory kept while the first lives).
+fn outbox_and_recorder() -> anyhow::Result<(tempfile::TempDir, Arc<Outbox>, Recorder)> {
     let dir = tempfile::tempdir()?;
     let outbox = Arc::new(Outbox::open(&dir.path().join("outbox.redb"))?);
     let recorder = Recorder::new(
@@ -34,6 +33,13 @@ async fn startup_messages_watchdog_and_disconnection() -> anyhow::Result<()> {
         Arc::new(Notify::new()),
         SourceKind::DgtSerial,
     );
+    Ok((dir, outbox, recorder))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn startup_messages_watchdog_and_disconnection() -> anyhow::Result<()> {
+    let (mut master, path, _slave) = open_pty()?;
+    let (_dir, outbox, recorder) = outbox_and_recorder()?;
     let mut config = SerialConfig::new(&path, "dgt-1");
     config.silence = Duration::from_millis(300);
     config.no_response = Duration::from_millis(300);
@@ -129,13 +135,7 @@ async fn startup_messages_watchdog_and_disconnection() -> anyhow::Result<()> {
 async fn the_battery_is_asked_for_again_and_a_change_is_reported() -> anyhow::Result<()> {
     use boardcast_gateway::dgt::{DgtSession, DgtSessionConfig};
     let (mut master, path, _slave) = open_pty()?;
-    let dir = tempfile::tempdir()?;
-    let outbox = Arc::new(Outbox::open(&dir.path().join("outbox.redb"))?);
-    let recorder = Recorder::new(
-        outbox.clone(),
-        Arc::new(Notify::new()),
-        SourceKind::DgtSerial,
-    );
+    let (_dir, outbox, recorder) = outbox_and_recorder()?;
     let mut config = SerialConfig::new(&path, "dgt-bt");
     config.battery_every = Duration::from_millis(200);
     config.reopen_after = Duration::from_secs(30);
