@@ -243,9 +243,11 @@ impl Alert {
 ///   `PositionRestored` that took its ply back.
 /// - ClockMismatch: `ClockAlert`.
 /// - BoardNotResponding: `BoardStatusChanged` to not responding or disconnected, unless one is
-///   open; resolved by `BoardStatusChanged` to connected. Also, once a game, a second move seen
-///   unconfirmed while the clock has sent no reading in the game (`MoveProvisional`); resolved
-///   by the first clock reading recorded, or `GameEnded`.
+///   open; resolved by `BoardStatusChanged` to connected. Also, the clock not heard from in play
+///   (unless such an alert is open): the board saying no clock is connected to it (a status
+///   `ObservationRecorded`), and once a game a second move seen unconfirmed while the clock has
+///   sent no reading in the game (`MoveProvisional`); resolved by a clock reading recorded, the
+///   board saying the clock is connected, or `GameEnded`.
 /// - BatteryLow: `BoardStatusChanged` that finds the battery at the low level when it was not.
 /// - ObservationsMissing: `ObservationsMissing`.
 /// - ClaimOnUnconfirmedMoves: `ClaimJudged` with unconfirmed plies.
@@ -271,9 +273,12 @@ pub struct GameAlerts {
     written_move_due: Option<(String, u64)>,
     /// The game's result as last recorded (`GameEnded`), to tell a changed one.
     result: Option<GameResult>,
-    /// The entry that raised the alert for moves seen with no clock reading in the game, once
-    /// raised (it is raised once a game).
-    no_clock_alert: Option<u64>,
+    /// The entries that raised alerts about the clock not being heard (moves seen with no
+    /// reading in the game, raised once a game; the board saying no clock is connected): a
+    /// reading, the board saying the clock is back, or the end resolves them.
+    clock_unheard: Vec<u64>,
+    /// The alert for moves seen with no reading in the game was raised.
+    no_reading_told: bool,
 }
 
 impl GameAlerts {
@@ -295,9 +300,9 @@ impl GameAlerts {
         let mut raised = self.raised_by(event, kind, &entry, game);
         raised.extend(self.written_move(kind, &entry, game));
         raised.extend(self.overruled(kind, &entry, game));
-        if let Some(no_clock) = self.no_clock(kind, game) {
-            self.no_clock_alert = Some(entry.game_seq);
-            raised.push(no_clock);
+        if let Some(unheard) = self.clock_not_heard(kind, game) {
+            self.clock_unheard.push(entry.game_seq);
+            raised.push(unheard);
         }
         match kind {
             Kind::MoveCompleted(_) | Kind::PositionRestored(_) => {
@@ -326,18 +331,47 @@ impl GameAlerts {
         changed
     }
 
-    /// Moves seen on a board whose clock has sent no reading in this game: none is completed (nor
-    /// broadcast) without the clock's presses, so a clock not connected to the board, or not
-    /// paired, must be found at once. Raised when a second move stands unconfirmed with no
-    /// reading at all, once a game; the first reading recorded resolves it.
-    fn no_clock(&self, kind: &Kind, game: &Game) -> Option<Raised> {
+    /// The clock not heard from while the game is played: no move is completed (nor broadcast)
+    /// without its presses, so a clock not connected to the board, or not paired, must be found
+    /// at once. Raised, unless one such alert is open, when the board says no clock is connected
+    /// to it, and, once a game, when a second move stands unconfirmed with no reading at all in
+    /// the game.
+    fn clock_not_heard(&mut self, kind: &Kind, game: &Game) -> Option<Raised> {
+        if game.is_over()
+            || self
+                .open()
+                .any(|a| self.clock_unheard.contains(&a.raised_at))
+        {
+            return None;
+        }
+        let unplugged = match kind {
+            Kind::ObservationRecorded(recorded) => matches!(
+                recorded.observation.as_ref().and_then(|o| o.kind.as_ref()),
+                Some(crate::device::observation::Kind::Status(s)) if s.clock_connected == Some(false)
+            ),
+            _ => false,
+        };
+        if unplugged {
+            return Some(Raised::new(
+                AlertKind::BoardNotResponding,
+                completed_moves(game).saturating_add(1),
+                "",
+                format!(
+                    "board {}: the board says no clock is connected to it. Plug the clock's \
+                     cable in: moves are completed, and broadcast, only with the clock's presses \
+                     or entered by an arbiter.",
+                    game.board_id()
+                ),
+            ));
+        }
         if !matches!(kind, Kind::MoveProvisional(_))
-            || self.no_clock_alert.is_some()
+            || self.no_reading_told
             || game.clock.last_reading.is_some()
             || game.provisional.len() < 2
         {
             return None;
         }
+        self.no_reading_told = true;
         Some(Raised::new(
             AlertKind::BoardNotResponding,
             completed_moves(game).saturating_add(1),
@@ -710,7 +744,8 @@ impl GameAlerts {
         };
         if let Some(state) = away
             && !self.open().any(|a| {
-                a.kind == AlertKind::BoardNotResponding && Some(a.raised_at) != self.no_clock_alert
+                a.kind == AlertKind::BoardNotResponding
+                    && !self.clock_unheard.contains(&a.raised_at)
             })
         {
             raised.push(Raised::new(
@@ -820,33 +855,41 @@ impl GameAlerts {
                 _ => false,
             }),
             Kind::Ended(_) => {
-                let no_clock = self.no_clock_alert;
-                self.resolve(event, entry, |a| {
+                let unheard = std::mem::take(&mut self.clock_unheard);
+                let changed = self.resolve(event, entry, |a| {
                     matches!(
                         a.kind,
                         AlertKind::IrregularPlacement
                             | AlertKind::ThreefoldClaimAvailable
                             | AlertKind::FiftyMoveClaimAvailable
-                    ) || (a.kind == AlertKind::BoardNotResponding && Some(a.raised_at) == no_clock)
-                })
+                    ) || unheard.contains(&a.raised_at)
+                });
+                self.clock_unheard = unheard;
+                changed
             }
             Kind::BoardStatus(b) if !b.battery_low && b.state() == DeviceState::Connected => {
-                let no_clock = self.no_clock_alert;
-                self.resolve(event, entry, |a| {
-                    a.kind == AlertKind::BoardNotResponding && Some(a.raised_at) != no_clock
-                })
+                let unheard = std::mem::take(&mut self.clock_unheard);
+                let changed = self.resolve(event, entry, |a| {
+                    a.kind == AlertKind::BoardNotResponding && !unheard.contains(&a.raised_at)
+                });
+                self.clock_unheard = unheard;
+                changed
             }
-            // The clock is heard from.
+            // The clock is heard from: a reading, or the board saying it is connected again.
             Kind::ObservationRecorded(recorded)
                 if matches!(
                     recorded.observation.as_ref().and_then(|o| o.kind.as_ref()),
                     Some(crate::device::observation::Kind::Clock(_))
+                ) || matches!(
+                    recorded.observation.as_ref().and_then(|o| o.kind.as_ref()),
+                    Some(crate::device::observation::Kind::Status(s))
+                        if s.clock_connected == Some(true)
                 ) =>
             {
-                let no_clock = self.no_clock_alert;
-                self.resolve(event, entry, |a| {
-                    a.kind == AlertKind::BoardNotResponding && Some(a.raised_at) == no_clock
-                })
+                let unheard = std::mem::take(&mut self.clock_unheard);
+                let changed = self.resolve(event, entry, |a| unheard.contains(&a.raised_at));
+                self.clock_unheard = unheard;
+                changed
             }
             Kind::SetupMismatchCleared(c) => {
                 let cleared: Vec<u64> = self

@@ -1327,3 +1327,54 @@ fn moves_seen_with_no_clock_reading_raise_one_alert_until_the_clock_is_heard() {
         clocked.alerts.alerts()
     );
 }
+
+/// The clock's cable is pulled in play: the board says no clock is connected, which raises one
+/// alert (said again, nothing new) until the board says the clock is back.
+#[test]
+fn a_clock_unplugged_in_play_is_an_alert_until_the_board_says_it_is_back() {
+    let mut board = Board::new("fide-2023");
+    let mut pos = Chess::default();
+    for san in ["e4", "e5"] {
+        common::play_san(&mut pos, san);
+        board.placement(pos.board());
+        board.clock(if pos.turn().is_white() {
+            ClockRun::White
+        } else {
+            ClockRun::Black
+        });
+    }
+    let clock_status = |connected: bool| {
+        Obs::Status(DeviceStatus {
+            state: DeviceState::Connected as i32,
+            clock_connected: Some(connected),
+            ..Default::default()
+        })
+    };
+    board.observe(clock_status(false));
+    board.observe(clock_status(false));
+    let unplugged: Vec<&Alert> = board
+        .alerts
+        .alerts()
+        .iter()
+        .filter(|a| a.kind == AlertKind::BoardNotResponding)
+        .collect();
+    assert_eq!(unplugged.len(), 1, "{:?}", board.alerts.alerts());
+    assert!(
+        unplugged[0].summary.contains("no clock is connected"),
+        "{}",
+        unplugged[0].summary
+    );
+    board.observe(clock_status(true));
+    let unplugged = board
+        .alerts
+        .alerts()
+        .iter()
+        .find(|a| a.kind == AlertKind::BoardNotResponding)
+        .expect("raised");
+    assert!(
+        matches!(unplugged.status, AlertStatus::Resolved { .. }),
+        "{:?}",
+        unplugged.status
+    );
+    board.assert_refolds();
+}
