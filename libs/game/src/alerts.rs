@@ -337,13 +337,6 @@ impl GameAlerts {
     /// to it, and, once a game, when a second move stands unconfirmed with no reading at all in
     /// the game.
     fn clock_not_heard(&mut self, kind: &Kind, game: &Game) -> Option<Raised> {
-        if game.is_over()
-            || self
-                .open()
-                .any(|a| self.clock_unheard.contains(&a.raised_at))
-        {
-            return None;
-        }
         let unplugged = match kind {
             Kind::ObservationRecorded(recorded) => matches!(
                 recorded.observation.as_ref().and_then(|o| o.kind.as_ref()),
@@ -351,6 +344,19 @@ impl GameAlerts {
             ),
             _ => false,
         };
+        let no_reading = matches!(kind, Kind::MoveProvisional(_))
+            && !self.no_reading_told
+            && game.clock.last_reading.is_none()
+            && game.provisional.len() >= 2;
+        // Most entries are neither: the open alerts are looked through only for those.
+        if !(unplugged || no_reading)
+            || game.is_over()
+            || self
+                .open()
+                .any(|a| self.clock_unheard.contains(&a.raised_at))
+        {
+            return None;
+        }
         if unplugged {
             return Some(Raised::new(
                 AlertKind::BoardNotResponding,
@@ -363,13 +369,6 @@ impl GameAlerts {
                     game.board_id()
                 ),
             ));
-        }
-        if !matches!(kind, Kind::MoveProvisional(_))
-            || self.no_reading_told
-            || game.clock.last_reading.is_some()
-            || game.provisional.len() < 2
-        {
-            return None;
         }
         self.no_reading_told = true;
         Some(Raised::new(
@@ -855,25 +854,21 @@ impl GameAlerts {
                 _ => false,
             }),
             Kind::Ended(_) => {
-                let unheard = std::mem::take(&mut self.clock_unheard);
-                let changed = self.resolve(event, entry, |a| {
+                let unheard = self.clock_unheard.clone();
+                self.resolve(event, entry, |a| {
                     matches!(
                         a.kind,
                         AlertKind::IrregularPlacement
                             | AlertKind::ThreefoldClaimAvailable
                             | AlertKind::FiftyMoveClaimAvailable
                     ) || unheard.contains(&a.raised_at)
-                });
-                self.clock_unheard = unheard;
-                changed
+                })
             }
             Kind::BoardStatus(b) if !b.battery_low && b.state() == DeviceState::Connected => {
-                let unheard = std::mem::take(&mut self.clock_unheard);
-                let changed = self.resolve(event, entry, |a| {
+                let unheard = self.clock_unheard.clone();
+                self.resolve(event, entry, |a| {
                     a.kind == AlertKind::BoardNotResponding && !unheard.contains(&a.raised_at)
-                });
-                self.clock_unheard = unheard;
-                changed
+                })
             }
             // The clock is heard from: a reading, or the board saying it is connected again.
             Kind::ObservationRecorded(recorded)
@@ -886,10 +881,8 @@ impl GameAlerts {
                         if s.clock_connected == Some(true)
                 ) =>
             {
-                let unheard = std::mem::take(&mut self.clock_unheard);
-                let changed = self.resolve(event, entry, |a| unheard.contains(&a.raised_at));
-                self.clock_unheard = unheard;
-                changed
+                let unheard = self.clock_unheard.clone();
+                self.resolve(event, entry, |a| unheard.contains(&a.raised_at))
             }
             Kind::SetupMismatchCleared(c) => {
                 let cleared: Vec<u64> = self

@@ -1283,12 +1283,7 @@ fn moves_seen_with_no_clock_reading_raise_one_alert_until_the_clock_is_heard() {
         common::play_san(&mut pos, san);
         board.placement(pos.board());
     }
-    let no_clock: Vec<&Alert> = board
-        .alerts
-        .alerts()
-        .iter()
-        .filter(|a| a.kind == AlertKind::BoardNotResponding)
-        .collect();
+    let no_clock = not_responding(&board);
     assert_eq!(no_clock.len(), 1, "{:?}", board.alerts.alerts());
     assert!(
         no_clock[0].summary.contains("no reading"),
@@ -1298,16 +1293,11 @@ fn moves_seen_with_no_clock_reading_raise_one_alert_until_the_clock_is_heard() {
     assert_eq!(no_clock[0].status, AlertStatus::New);
 
     board.clock(ClockRun::Black);
-    let no_clock = board
-        .alerts
-        .alerts()
-        .iter()
-        .find(|a| a.kind == AlertKind::BoardNotResponding)
-        .expect("raised");
+    let no_clock = not_responding(&board);
     assert!(
-        matches!(no_clock.status, AlertStatus::Resolved { .. }),
+        matches!(no_clock[0].status, AlertStatus::Resolved { .. }),
         "{:?}",
-        no_clock.status
+        no_clock[0].status
     );
     board.assert_refolds();
 
@@ -1318,14 +1308,20 @@ fn moves_seen_with_no_clock_reading_raise_one_alert_until_the_clock_is_heard() {
         clocked.placement(pos.board());
     }
     assert!(
-        !clocked
-            .alerts
-            .alerts()
-            .iter()
-            .any(|a| a.kind == AlertKind::BoardNotResponding),
+        not_responding(&clocked).is_empty(),
         "{:?}",
         clocked.alerts.alerts()
     );
+}
+
+/// The board's alerts that it or its clock is not heard from.
+fn not_responding(board: &Board) -> Vec<&Alert> {
+    board
+        .alerts
+        .alerts()
+        .iter()
+        .filter(|a| a.kind == AlertKind::BoardNotResponding)
+        .collect()
 }
 
 /// The clock's cable is pulled in play: the board says no clock is connected, which raises one
@@ -1335,13 +1331,7 @@ fn a_clock_unplugged_in_play_is_an_alert_until_the_board_says_it_is_back() {
     let mut board = Board::new("fide-2023");
     let mut pos = Chess::default();
     for san in ["e4", "e5"] {
-        common::play_san(&mut pos, san);
-        board.placement(pos.board());
-        board.clock(if pos.turn().is_white() {
-            ClockRun::White
-        } else {
-            ClockRun::Black
-        });
+        board.play(&mut pos, san);
     }
     let clock_status = |connected: bool| {
         Obs::Status(DeviceStatus {
@@ -1352,12 +1342,7 @@ fn a_clock_unplugged_in_play_is_an_alert_until_the_board_says_it_is_back() {
     };
     board.observe(clock_status(false));
     board.observe(clock_status(false));
-    let unplugged: Vec<&Alert> = board
-        .alerts
-        .alerts()
-        .iter()
-        .filter(|a| a.kind == AlertKind::BoardNotResponding)
-        .collect();
+    let unplugged = not_responding(&board);
     assert_eq!(unplugged.len(), 1, "{:?}", board.alerts.alerts());
     assert!(
         unplugged[0].summary.contains("no clock is connected"),
@@ -1365,16 +1350,11 @@ fn a_clock_unplugged_in_play_is_an_alert_until_the_board_says_it_is_back() {
         unplugged[0].summary
     );
     board.observe(clock_status(true));
-    let unplugged = board
-        .alerts
-        .alerts()
-        .iter()
-        .find(|a| a.kind == AlertKind::BoardNotResponding)
-        .expect("raised");
+    let unplugged = not_responding(&board);
     assert!(
-        matches!(unplugged.status, AlertStatus::Resolved { .. }),
+        matches!(unplugged[0].status, AlertStatus::Resolved { .. }),
         "{:?}",
-        unplugged.status
+        unplugged[0].status
     );
     board.assert_refolds();
 }

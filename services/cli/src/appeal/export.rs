@@ -260,11 +260,16 @@ pub(super) async fn read_game_log<W: std::io::Write>(
                         // verifier to judge.
                         let signed = game.is_signed();
                         if let Some(opened) = read(&message.payload, signed) {
-                            let before = board_range(game, *started_unix_ms);
+                            // Only a revision of the set-up moves a game to another board.
+                            let revision = matches!(
+                                opened.event().kind,
+                                Some(boardcast_game::events::game_event::Kind::SetUpRevised(_))
+                            );
+                            let before = revision.then(|| board_range(game, *started_unix_ms));
                             let _ = game.apply_opened(&opened);
-                            let now = board_range(game, *started_unix_ms);
-                            if (now.board_id.as_str(), now.after)
-                                != (before.board_id.as_str(), before.after)
+                            if let Some(before) = before
+                                && (game.info().board_id.as_str(), game.info().board_seq_before)
+                                    != (before.board_id.as_str(), before.after)
                             {
                                 earlier_boards.push(before);
                             }
